@@ -1,0 +1,120 @@
+"""What every trace parser shares: the report of what was read and skipped, the error that refuses a
+file, and the chunked reader that feeds the bulk tokenizers whole lines.
+
+A parser is a module with
+  FORMAT: str                     the format's name, as shown to the user
+  TABLES: dict[str, pa.Schema]    the tables it fills (name -> Arrow schema)
+  sniff(head: list[str]) -> float a score in [0, 1]: how sure it is that these first lines are its format
+  parse(stream, report) -> Iterator[tuple[str, pa.RecordBatch]]
+                                  streams (table name, batch) pairs, in bounded memory
+and raises ParseError to refuse a file whole.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import BinaryIO, Iterator
+
+CHUNK_BYTES = 16 << 20
+MAX_EXAMPLES = 20
+
+
+class ParseError(ValueError):
+    """The file is refused whole. Says which file, which line (when there is one) and what was expected."""
+
+    def __init__(self, message: str, *, filename: str | None = None, line: int | None = None):
+        self.message = message
+        self.filename = filename
+        self.line = line
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = self.filename or "input"
+        if self.line is not None:
+            where += f", line {self.line}"
+        return f"{where}: {self.message}"
+
+
+@dataclass(frozen=True)
+class SkippedLine:
+    line: int
+    reason: str
+    text: str
+
+
+@dataclass
+class ParseReport:
+    """What a parser read: counts, the first skipped lines with their numbers and reasons, notes."""
+
+    filename: str
+    lines: int = 0
+    bytes_read: int = 0
+    events: int = 0
+    skipped: int = 0
+    examples: list[SkippedLine] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def skip(self, line: int, reason: str, text: str | bytes) -> None:
+        self.skipped += 1
+        if len(self.examples) < MAX_EXAMPLES:
+            if isinstance(text, bytes):
+                text = text.decode("utf-8", "replace")
+            self.examples.append(SkippedLine(line, reason, text.rstrip("\r\n")[:200]))
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def as_dict(self) -> dict:
+        return {
+            "lines": self.lines,
+            "bytes": self.bytes_read,
+            "events": self.events,
+            "skipped_lines": self.skipped,
+            "skipped_examples": [e.__dict__ for e in self.examples],
+            "notes": list(self.notes),
+        }
+
+
+def line_chunks(stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[memoryview, int]]:
+    """Yields (chunk, number of its first line) where every chunk holds whole lines only.
+
+    The chunk is a view into one reused buffer: it is valid until the next chunk is asked for, so a
+    consumer copies what it keeps. The last line of the stream may lack its newline; it is yielded as
+    is. Memory stays bounded by chunk_bytes plus the longest line. report.lines and report.bytes_read
+    advance as chunks go.
+    """
+    buf = bytearray(chunk_bytes)
+    have = 0  # bytes carried over from the previous read, at the start of buf
+    first_line = 1
+    while True:
+        if have == len(buf):  # a single line longer than the buffer: grow it
+            buf.extend(bytes(len(buf)))
+        got = stream.readinto(memoryview(buf)[have:])
+        if not got:
+            break
+        report.bytes_read += got
+        end = have + got
+        cut = buf.rfind(b"\n", have, end) + 1
+        if cut == 0:
+            have = end
+            continue
+        n = buf.count(b"\n", 0, cut)
+        with memoryview(buf) as view:
+            yield view[:cut], first_line
+        first_line += n
+        report.lines = first_line - 1
+        buf[: end - cut] = buf[cut:end]
+        have = end - cut
+    if have:
+        with memoryview(buf) as view:
+            yield view[:have], first_line
+        report.lines = first_line
+
+
+def head_lines(data: bytes, limit: int = 200) -> list[str]:
+    """The first lines of a file's first bytes, decoded leniently, for sniff()."""
+    text = data.decode("utf-8", "replace")
+    lines = text.splitlines()
+    if len(lines) > 1 and not text.endswith("\n"):
+        lines = lines[:-1]  # the last one may be cut mid-way
+    return lines[:limit]

@@ -1,0 +1,39 @@
+"""Decides a file's format from its content; the file name is only a tie-breaker.
+
+Each parser module scores the first lines (sniff); the best score above a threshold wins.
+"""
+from __future__ import annotations
+
+from types import ModuleType
+
+from . import blkparse
+from .common import ParseError, head_lines
+
+PARSERS: list[ModuleType] = [blkparse]
+BY_FORMAT = {p.FORMAT: p for p in PARSERS}
+THRESHOLD = 0.3
+SNIFF_BYTES = 64 << 10
+
+
+def detect(head: bytes, filename: str) -> ModuleType:
+    """The parser for a file whose first bytes are `head`, or ParseError saying why none fits."""
+    if not head.strip():
+        raise ParseError("the file is empty", filename=filename)
+    sample = head[:4096]
+    if b"\0" in sample or sum(b < 9 or 13 < b < 32 for b in sample) > len(sample) // 20:
+        raise ParseError(
+            "this is a binary file; Stallscope reads text traces (blkparse output, ftrace/trace-cmd report "
+            "text, bcc offcputime output). For a binary blktrace, run `blkparse -i <name>` first.",
+            filename=filename,
+        )
+    lines = head_lines(head)
+    scores = sorted(((p.sniff(lines), i, p) for i, p in enumerate(PARSERS)), key=lambda s: (-s[0], s[1]))
+    best, _, parser = scores[0]
+    if best < THRESHOLD:
+        first = next((ln for ln in lines if ln.strip()), "")[:120]
+        raise ParseError(
+            f"unknown format: none of {', '.join(BY_FORMAT)} matches the first lines (line 1: {first!r})",
+            filename=filename,
+            line=1,
+        )
+    return parser
