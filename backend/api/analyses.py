@@ -1,0 +1,194 @@
+"""Routes of /api: thin — validate, call the store or analysis, return JSON. No SQL here."""
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+
+from ..analysis import blk
+from ..store import IngestError, InputFile, Progress, Store
+from . import models
+from .deps import Cursor, ProgressBoard, get_store
+
+router = APIRouter(prefix="/api")
+
+MAX_FILES = 64
+NOT_FOUND = {404: {"model": models.ErrorBody, "description": "no analysis with this id"}}
+
+
+class TooLarge(Exception):
+    pass
+
+
+def _analysis_or_404(con, analysis_id: str) -> dict:
+    rows = con.execute("SELECT id, name, created_at FROM analyses WHERE id = ?", [analysis_id]).fetchall()
+    row = rows[0] if rows else None
+    if row is None:
+        raise HTTPException(404, f"no analysis with id {analysis_id!r}: it may have been mistyped or deleted")
+    return {"id": row[0], "name": row[1], "created_at": row[2]}
+
+
+AnalysisId = Annotated[str, "analysis id"]
+
+
+@router.post(
+    "/analyses",
+    status_code=201,
+    response_model=models.Created,
+    responses={400: {"model": models.ErrorBody}, 413: {"model": models.ErrorBody}, 422: {"model": models.ErrorBody}},
+)
+async def create_analysis(
+    request: Request,
+    store: Annotated[Store, Depends(get_store)],
+    board: ProgressBoard,
+    progress: Annotated[str | None, Query(max_length=64, description="a token to poll /api/progress/{token}")] = None,
+):
+    """Upload one or more trace files (multipart `files`, optional `name`): one analysis is created from them."""
+    limit = request.app.state.max_upload_bytes
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise HTTPException(413, f"upload of {int(declared)} bytes is larger than the limit of {limit} bytes")
+    prog = board.start(progress)
+    seen = 0
+    receive = request._receive
+
+    async def counting_receive():
+        nonlocal seen
+        message = await receive()
+        seen += len(message.get("body", b""))
+        prog.update(bytes_read=seen)
+        if seen > limit:
+            raise TooLarge()
+        return message
+
+    request._receive = counting_receive
+    try:
+        form = await request.form(max_files=MAX_FILES, max_fields=16)
+    except TooLarge:
+        prog.update(phase="error", error="too large")
+        raise HTTPException(413, f"upload is larger than the limit of {limit} bytes")
+    except Exception as e:  # malformed multipart body
+        raise HTTPException(400, f"could not read the upload as multipart/form-data: {e}")
+    try:
+        uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
+        if not uploads:
+            raise HTTPException(422, "no file: send one or more files in multipart fields named 'files'")
+        name = form.get("name")
+        name = name.strip()[:200] if isinstance(name, str) and name.strip() else None
+        files = []
+        for u in uploads:
+            u.file.seek(0, 2)
+            size = u.file.tell()
+            u.file.seek(0)
+            files.append(InputFile(filename=(u.filename or "upload")[:255], stream=u.file, size=size))
+        try:
+            created = await run_in_threadpool(store.ingest, files, name, prog)
+        except IngestError as e:
+            prog.update(phase="error", error=e.detail)
+            return JSONResponse(
+                status_code=422,
+                content={"detail": e.detail,
+                         "files": [{"filename": f.filename, "error": f.message, "line": f.line} for f in e.files]},
+            )
+        return created
+    finally:
+        await form.close()
+
+
+@router.get("/progress/{token}", response_model=models.IngestProgress, responses={404: {"model": models.ErrorBody}})
+def get_progress(token: str, board: ProgressBoard):
+    """How far the upload that was sent with ?progress=token has got."""
+    prog = board.get(token)
+    if prog is None:
+        raise HTTPException(404, f"no upload in progress with token {token!r}")
+    return prog.as_dict()
+
+
+@router.get("/analyses", response_model=list[models.AnalysisItem])
+def list_analyses(con: Cursor):
+    """Every analysis, newest first."""
+    rows = con.execute(
+        "SELECT a.id, a.name, a.created_at, count(s.id) FROM analyses a LEFT JOIN sources s ON s.analysis_id = a.id"
+        " GROUP BY ALL ORDER BY a.created_at DESC, a.id"
+    ).fetchall()
+    return [{"id": r[0], "name": r[1], "created_at": r[2], "source_count": r[3]} for r in rows]
+
+
+@router.get("/analyses/{analysis_id}", response_model=models.Analysis, responses=NOT_FOUND)
+def get_analysis(analysis_id: AnalysisId, con: Cursor):
+    """An analysis, its sources (with what was skipped) and its time span."""
+    analysis = _analysis_or_404(con, analysis_id)
+    cur = con.execute(
+        "SELECT id, filename, format, events, skipped_lines, lines, bytes, skipped_examples, notes, clock_offset_ns,"
+        " t_min_ns, t_max_ns FROM sources WHERE analysis_id = ? ORDER BY id",
+        [analysis_id],
+    )
+    names = [d[0] for d in cur.description]
+    sources = [dict(zip(names, r)) for r in cur.fetchall()]
+    for s in sources:
+        s["skipped_examples"] = blk.loads(s["skipped_examples"])
+        s["notes"] = blk.loads(s["notes"])
+    starts = [s["t_min_ns"] + s["clock_offset_ns"] for s in sources if s["t_min_ns"] is not None]
+    ends = [s["t_max_ns"] + s["clock_offset_ns"] for s in sources if s["t_max_ns"] is not None]
+    return {**analysis, "sources": sources, "t_min_ns": min(starts, default=None), "t_max_ns": max(ends, default=None)}
+
+
+TimeFilter = Annotated[int | None, Query(description="ns, on the analysis timeline")]
+
+
+@router.get("/analyses/{analysis_id}/requests", response_model=list[models.BlockRequest], responses=NOT_FOUND)
+def list_requests(
+    analysis_id: AnalysisId,
+    con: Cursor,
+    order: Literal["i2d", "d2c", "q2c", "time"] = "i2d",
+    limit: Annotated[int, Query(ge=1, le=10000)] = 100,
+    pid: int | None = None,
+    dev: Annotated[str | None, Query(max_length=32, pattern=r"^\d+,\d+$")] = None,
+    t0_ns: TimeFilter = None,
+    t1_ns: TimeFilter = None,
+):
+    """Block requests rebuilt from the trace, slowest first for i2d/d2c/q2c, or in time order."""
+    _analysis_or_404(con, analysis_id)
+    return blk.requests(con, analysis_id, order, limit, pid, dev, t0_ns, t1_ns)
+
+
+@router.get("/analyses/{analysis_id}/requests/{source_id}/{line}", response_model=models.RequestDetail,
+            responses={404: {"model": models.ErrorBody}})
+def get_request(analysis_id: AnalysisId, source_id: int, line: int, con: Cursor):
+    """One request with the trace lines it was rebuilt from and the scheduler messages of its wait."""
+    _analysis_or_404(con, analysis_id)
+    detail = blk.request_detail(con, analysis_id, source_id, line)
+    if detail is None:
+        raise HTTPException(404, f"no block request at source {source_id}, line {line} in this analysis")
+    return detail
+
+
+@router.get("/analyses/{analysis_id}/dispatch-summary", response_model=list[models.DispatchGroup], responses=NOT_FOUND)
+def dispatch_summary(
+    analysis_id: AnalysisId,
+    con: Cursor,
+    by: Literal["process", "device"] = "process",
+    t0_ns: TimeFilter = None,
+    t1_ns: TimeFilter = None,
+):
+    """Per process or device: request count and p50/p95/p99/max of I2D, D2C and Q2C (ns)."""
+    _analysis_or_404(con, analysis_id)
+    return blk.dispatch_summary(con, analysis_id, by, t0_ns, t1_ns)
+
+
+@router.get("/analyses/{analysis_id}/latency-over-time", response_model=models.LatencyOverTime, responses=NOT_FOUND)
+def latency_over_time(
+    analysis_id: AnalysisId,
+    con: Cursor,
+    buckets: Annotated[int, Query(ge=1, le=5000)] = 400,
+    pid: int | None = None,
+    dev: Annotated[str | None, Query(max_length=32, pattern=r"^\d+,\d+$")] = None,
+    t0_ns: TimeFilter = None,
+    t1_ns: TimeFilter = None,
+):
+    """I2D and D2C aggregated per time bucket: count, p50, max and the request behind the max."""
+    _analysis_or_404(con, analysis_id)
+    return blk.latency_over_time(con, analysis_id, buckets, pid, dev, t0_ns, t1_ns)

@@ -1,0 +1,65 @@
+"""The FastAPI application: the JSON API under /api and the built frontend at / (with /a/<id> links)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+
+from .api import analyses
+from .api.deps import Board
+from .store import Store
+
+FRONTEND_DIST = Path(__file__).resolve().parent.parent / "frontend" / "dist"
+DEFAULT_MAX_UPLOAD = 2 << 30
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(x) for x in err.get("loc", ()) if x not in ("query", "path", "body"))
+        parts.append(f"{where}: {err.get('msg')}" if where else str(err.get("msg")))
+    return "invalid request: " + "; ".join(parts)
+
+
+def create_app(store: Store, *, max_upload_bytes: int = DEFAULT_MAX_UPLOAD, static_dir: Path = FRONTEND_DIST) -> FastAPI:
+    app = FastAPI(
+        title="Stallscope",
+        version="0.1.0",
+        description="Explains Linux latency stalls from raw kernel traces. All times are integer nanoseconds.",
+    )
+    app.state.store = store
+    app.state.max_upload_bytes = max_upload_bytes
+    app.state.progress = Board()
+    app.include_router(analyses.router)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, exc: HTTPException):
+        return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, exc: RequestValidationError):
+        return JSONResponse({"detail": _validation_message(exc)}, status_code=422)
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, exc: Exception):
+        return JSONResponse({"detail": f"internal error ({type(exc).__name__}): {exc}"}, status_code=500)
+
+    @app.get("/api/{rest:path}", include_in_schema=False)
+    def api_not_found(rest: str):
+        raise HTTPException(404, f"no API endpoint /api/{rest}; see /docs")
+
+    index = static_dir / "index.html"
+    if (static_dir / "assets").is_dir():
+        app.mount("/assets", StaticFiles(directory=static_dir / "assets"), name="assets")
+
+    @app.get("/", include_in_schema=False)
+    @app.get("/a/{analysis_id}", include_in_schema=False)
+    def spa(analysis_id: str | None = None):
+        if not index.is_file():
+            raise HTTPException(503, "the web UI is not built: run `make build` (or `npm run build`) first")
+        return FileResponse(index, headers={"Cache-Control": "no-cache"})
+
+    return app

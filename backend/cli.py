@@ -1,0 +1,129 @@
+"""The `stallscope` command: serve the web app, or ingest files into an analysis from the shell.
+
+Flags win over the environment: STALLSCOPE_DB, STALLSCOPE_HOST, STALLSCOPE_PORT, STALLSCOPE_MAX_UPLOAD.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+
+DEFAULT_DB = "data/stallscope.duckdb"
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    try:
+        return int(value) if value else default
+    except ValueError:
+        sys.exit(f"stallscope: {name}={value!r} is not a whole number")
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def cmd_serve(args) -> int:
+    import uvicorn
+
+    from .app import DEFAULT_MAX_UPLOAD, create_app
+    from .store import Store
+
+    store = Store(args.db)
+    app = create_app(store, max_upload_bytes=_env_int("STALLSCOPE_MAX_UPLOAD", DEFAULT_MAX_UPLOAD))
+    print(f"stallscope: serving {args.db} at http://{args.host}:{args.port}", file=sys.stderr, flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def cmd_ingest(args) -> int:
+    from .store import IngestError, InputFile, Progress, Store
+
+    files = []
+    for path in args.files:
+        p = Path(path)
+        if not p.is_file():
+            print(f"stallscope: {path}: no such file", file=sys.stderr)
+            return 2
+        files.append(InputFile(filename=p.name, stream=open(p, "rb"), size=p.stat().st_size))
+    progress = Progress()
+    done = threading.Event()
+
+    def report():  # progress on stderr, all the way
+        while not done.wait(0.5):
+            d = progress.as_dict()
+            print(f"\r{d['phase']}: {d['filename'] or ''} {_human(d['bytes_read'])} of {_human(d['bytes_total'])},"
+                  f" {d['events']:,} events", end="", file=sys.stderr, flush=True)
+
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    if show:
+        threading.Thread(target=report, daemon=True).start()
+    store = Store(args.db)
+    try:
+        created = store.ingest(files, args.name, progress)
+    except IngestError as e:
+        done.set()
+        if show:
+            print(file=sys.stderr)
+        if args.json:
+            print(json.dumps({"error": e.detail, "files": [
+                {"filename": f.filename, "error": f.message, "line": f.line} for f in e.files]}))
+        else:
+            for f in e.files:
+                print(f"stallscope: {f}", file=sys.stderr)
+        return 1
+    finally:
+        done.set()
+        store.close()
+        for f in files:
+            f.stream.close()
+    if show:
+        print(file=sys.stderr)
+    if args.json:
+        print(json.dumps(created))
+    else:
+        print(f"analysis {created['id']}")
+        print(f"link     {created['url']}")
+        for s in created["sources"]:
+            print(f"  {s['filename']}: {s['format']}, {s['events']:,} events from {s['lines']:,} lines,"
+                  f" {s['skipped_lines']:,} skipped")
+            for e in s["skipped_examples"][:5]:
+                print(f"    line {e['line']}: {e['reason']}: {e['text'][:80]}")
+            for n in s["notes"]:
+                print(f"    note: {n}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="stallscope", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    db_help = f"the DuckDB file (default $STALLSCOPE_DB or {DEFAULT_DB})"
+
+    serve = sub.add_parser("serve", help="serve the web app and API")
+    serve.add_argument("--db", default=os.environ.get("STALLSCOPE_DB", DEFAULT_DB), help=db_help)
+    serve.add_argument("--host", default=os.environ.get("STALLSCOPE_HOST", "127.0.0.1"))
+    serve.add_argument("--port", type=int, default=_env_int("STALLSCOPE_PORT", 8000))
+    serve.set_defaults(func=cmd_serve)
+
+    ingest = sub.add_parser("ingest", help="create one analysis from trace files and print its id and link")
+    ingest.add_argument("--db", default=os.environ.get("STALLSCOPE_DB", DEFAULT_DB), help=db_help)
+    ingest.add_argument("--name", help="the analysis' name (default: the file names)")
+    ingest.add_argument("--json", action="store_true", help="print one JSON object: id, url, sources")
+    ingest.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="show progress on stderr (default: when stderr is a terminal)")
+    ingest.add_argument("files", nargs="+", metavar="FILE")
+    ingest.set_defaults(func=cmd_ingest)
+
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

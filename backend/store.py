@@ -1,0 +1,214 @@
+"""The DuckDB file: schema, cursors, and ingest in one transaction.
+
+One `duckdb.DuckDBPyConnection` owns the database file; every request and every ingest works on its
+own `cursor()` (a DuckDB connection is not shared across threads). An ingest writes its analysis,
+sources, events and derived tables inside one transaction: it commits whole or leaves nothing.
+"""
+from __future__ import annotations
+
+import hashlib
+import secrets
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Callable
+
+import duckdb
+
+from parsers.common import ParseError, ParseReport
+from parsers.detect import PARSERS, SNIFF_BYTES, detect
+
+from .analysis import blk
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS analyses (
+    id VARCHAR PRIMARY KEY,
+    name VARCHAR NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+CREATE SEQUENCE IF NOT EXISTS source_ids START 1;
+CREATE TABLE IF NOT EXISTS sources (
+    id INTEGER PRIMARY KEY,
+    analysis_id VARCHAR NOT NULL,
+    filename VARCHAR NOT NULL,
+    format VARCHAR NOT NULL,
+    sha256 VARCHAR NOT NULL,
+    bytes BIGINT NOT NULL,
+    lines BIGINT NOT NULL,
+    events BIGINT NOT NULL,
+    skipped_lines BIGINT NOT NULL,
+    skipped_examples JSON NOT NULL,
+    notes JSON NOT NULL,
+    clock_offset_ns BIGINT NOT NULL DEFAULT 0,
+    t_min_ns BIGINT,
+    t_max_ns BIGINT
+);
+""" + blk.SCHEMA
+
+
+def new_id() -> str:
+    """An unguessable analysis id: 128 random bits, URL-safe."""
+    return secrets.token_urlsafe(16)
+
+
+@dataclass
+class Progress:
+    """What an ingest has done so far, for the browser's progress bar and the CLI."""
+
+    phase: str = "uploading"
+    filename: str | None = None
+    bytes_read: int = 0
+    bytes_total: int = 0
+    events: int = 0
+    error: str | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def update(self, **kw) -> None:
+        with self._lock:
+            for k, v in kw.items():
+                setattr(self, k, v)
+
+    def as_dict(self) -> dict:
+        with self._lock:
+            return {k: getattr(self, k) for k in ("phase", "filename", "bytes_read", "bytes_total", "events", "error")}
+
+
+@dataclass
+class InputFile:
+    filename: str
+    stream: BinaryIO  # seekable
+    size: int
+
+
+class IngestError(Exception):
+    """One or more files were refused; nothing was written."""
+
+    def __init__(self, files: list[ParseError]):
+        self.files = files
+        super().__init__("; ".join(str(f) for f in files))
+
+    @property
+    def detail(self) -> str:
+        if len(self.files) == 1:
+            return str(self.files[0])
+        return f"{len(self.files)} files could not be read: " + "; ".join(str(f) for f in self.files)
+
+
+class _Hashing:
+    """A read-through wrapper that hashes what the parser reads and reports bytes read."""
+
+    def __init__(self, stream: BinaryIO, on_read: Callable[[int], None]):
+        self.stream, self.sha, self.on_read, self.n = stream, hashlib.sha256(), on_read, 0
+
+    def readinto(self, b) -> int:
+        got = self.stream.readinto(b)
+        if got:
+            with memoryview(b) as view:
+                self.sha.update(view[:got])
+            self.n += got
+            self.on_read(self.n)
+        return got or 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(size)
+        self.sha.update(data)
+        self.n += len(data)
+        self.on_read(self.n)
+        return data
+
+
+class Store:
+    def __init__(self, path: str | Path):
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.db = duckdb.connect(str(path))
+        self.db.execute(SCHEMA)
+        for parser in PARSERS:  # each parser's tables, from its Arrow schemas, keyed by source_id
+            for table, schema in parser.TABLES.items():
+                self.db.register("_empty", schema.empty_table())
+                self.db.execute(
+                    f"CREATE TABLE IF NOT EXISTS {table} AS SELECT CAST(NULL AS INTEGER) AS source_id, * FROM _empty LIMIT 0"
+                )
+                self.db.unregister("_empty")
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        return self.db.cursor()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def ingest(self, files: list[InputFile], name: str | None = None, progress: Progress | None = None) -> dict:
+        """Creates one analysis from the files. Raises IngestError (nothing written) if any is refused."""
+        progress = progress or Progress()
+        progress.update(phase="parsing", bytes_total=sum(f.size for f in files), bytes_read=0, events=0)
+        parsers, errors = [], []
+        for f in files:  # detect every file first, so that all problems are reported at once
+            head = f.stream.read(SNIFF_BYTES)
+            f.stream.seek(0)
+            try:
+                parsers.append(detect(head, f.filename))
+            except ParseError as e:
+                errors.append(e)
+        if errors:
+            raise IngestError(errors)
+
+        analysis_id = new_id()
+        name = name or ", ".join(f.filename for f in files)[:200]
+        con = self.cursor()
+        con.begin()
+        try:
+            con.execute("INSERT INTO analyses (id, name) VALUES (?, ?)", [analysis_id, name])
+            sources, done = [], 0
+            for f, parser in zip(files, parsers):
+                sources.append(self._ingest_file(con, analysis_id, f, parser, progress, done))
+                done += f.size
+            progress.update(phase="deriving")
+            con.commit()
+        except BaseException as e:
+            con.rollback()
+            progress.update(phase="error", error=str(e))
+            if isinstance(e, ParseError):
+                raise IngestError([e]) from e
+            raise
+        finally:
+            con.close()
+        progress.update(phase="done")
+        return {"id": analysis_id, "url": f"/a/{analysis_id}", "sources": sources}
+
+    def _ingest_file(self, con, analysis_id: str, f: InputFile, parser, progress: Progress, done: int) -> dict:
+        source_id = con.execute("SELECT nextval('source_ids')").fetchall()[0][0]
+        report = ParseReport(f.filename)
+        progress.update(filename=f.filename)
+        reader = _Hashing(f.stream, lambda n: progress.update(bytes_read=done + n))
+        events = 0
+        for table, batch in parser.parse(reader, report):
+            assert table in parser.TABLES, f"{parser.FORMAT} yielded rows for unknown table {table}"
+            con.register("_batch", batch)
+            cols = ", ".join(batch.schema.names)
+            con.execute(f"INSERT INTO {table} (source_id, {cols}) SELECT ?, {cols} FROM _batch", [source_id])
+            con.unregister("_batch")
+            events += batch.num_rows
+            progress.update(events=progress.events + batch.num_rows)
+        if report.events == 0:
+            first = report.examples[0] if report.examples else None
+            raise ParseError(
+                "no usable event in the file"
+                + (f"; first problem at line {first.line}: {first.reason}" if first else ""),
+                filename=f.filename,
+            )
+        t_min, t_max = blk.derive(con, source_id, report) if parser.FORMAT == "blkparse" else (None, None)
+        con.execute(
+            "INSERT INTO sources (id, analysis_id, filename, format, sha256, bytes, lines, events, skipped_lines,"
+            " skipped_examples, notes, t_min_ns, t_max_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [source_id, analysis_id, f.filename, parser.FORMAT, reader.sha.hexdigest(), reader.n, report.lines,
+             report.events, report.skipped, _json([e.__dict__ for e in report.examples]), _json(report.notes),
+             t_min, t_max],
+        )
+        return {"id": source_id, "filename": f.filename, "format": parser.FORMAT, **report.as_dict()}
+
+
+def _json(value) -> str:
+    import json
+
+    return json.dumps(value)
