@@ -45,7 +45,8 @@ def create_app(store: Store, *, max_upload_bytes: int = DEFAULT_MAX_UPLOAD, stat
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception):
-        return JSONResponse({"detail": f"internal error ({type(exc).__name__}): {exc}"}, status_code=500)
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        return JSONResponse({"detail": f"internal error ({type(exc).__name__}): {first}"}, status_code=500)
 
     @app.get("/api/{rest:path}", include_in_schema=False)
     def api_not_found(rest: str):

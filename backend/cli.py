@@ -37,10 +37,41 @@ def cmd_serve(args) -> int:
     from .store import Store
 
     store = Store(args.db)
+    if args.demo:
+        load_demo(store)
     app = create_app(store, max_upload_bytes=_env_int("STALLSCOPE_MAX_UPLOAD", DEFAULT_MAX_UPLOAD))
     print(f"stallscope: serving {args.db} at http://{args.host}:{args.port}", file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
+
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+DEMOS = [  # (analysis name, files under samples/)
+    ("Demo: a metadata write starved 15.6 s in CFQ's queue (synthetic)", ["demo-cfq-starvation.blkparse.txt"]),
+    ("Seed excerpt: xfsaild write waits 15.6 s for dispatch (kernel bug report)",
+     ["cfq-dispatch-starvation.blkparse.txt"]),
+]
+
+
+def load_demo(store) -> None:
+    """Loads the samples as demo analyses into a database that has none yet."""
+    from .store import InputFile
+
+    con = store.cursor()
+    try:
+        if con.execute("SELECT count(*) FROM analyses").fetchall()[0][0]:
+            return
+    finally:
+        con.close()
+    for name, names in reversed(DEMOS):
+        paths = [SAMPLES / n for n in names]
+        files = [InputFile(filename=p.name, stream=open(p, "rb"), size=p.stat().st_size) for p in paths]
+        try:
+            created = store.ingest(files, name)
+        finally:
+            for f in files:
+                f.stream.close()
+        print(f"stallscope: loaded demo analysis {created['url']}: {name}", file=sys.stderr)
 
 
 def cmd_ingest(args) -> int:
@@ -110,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--db", default=os.environ.get("STALLSCOPE_DB", DEFAULT_DB), help=db_help)
     serve.add_argument("--host", default=os.environ.get("STALLSCOPE_HOST", "127.0.0.1"))
     serve.add_argument("--port", type=int, default=_env_int("STALLSCOPE_PORT", 8000))
+    serve.add_argument("--demo", action="store_true", help="load the samples as demo analyses if the database is empty")
     serve.set_defaults(func=cmd_serve)
 
     ingest = sub.add_parser("ingest", help="create one analysis from trace files and print its id and link")

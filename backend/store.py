@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import threading
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Callable
@@ -24,7 +25,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS analyses (
     id VARCHAR PRIMARY KEY,
     name VARCHAR NOT NULL,
-    created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    created_at TIMESTAMP NOT NULL  -- UTC
 );
 CREATE SEQUENCE IF NOT EXISTS source_ids START 1;
 CREATE TABLE IF NOT EXISTS sources (
@@ -158,7 +159,8 @@ class Store:
         con = self.cursor()
         con.begin()
         try:
-            con.execute("INSERT INTO analyses (id, name) VALUES (?, ?)", [analysis_id, name])
+            con.execute("INSERT INTO analyses (id, name, created_at) VALUES (?, ?, ?)",
+                        [analysis_id, name, datetime.now(timezone.utc).replace(tzinfo=None)])
             sources, done = [], 0
             for f, parser in zip(files, parsers):
                 sources.append(self._ingest_file(con, analysis_id, f, parser, progress, done))

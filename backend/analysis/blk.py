@@ -67,11 +67,11 @@ WITH ev AS (
       AND sector IS NOT NULL AND nsect > 0
 ), lagged AS (
     SELECT *, lag(ph) OVER w AS pph, lag(action) OVER w AS pact
-    FROM ev WINDOW w AS (PARTITION BY dev, sector ORDER BY t_ns, ph, line)
+    FROM ev WINDOW w AS (PARTITION BY dev, sector ORDER BY line)
 ), numbered AS (
     SELECT *, sum(CASE WHEN pph IS NULL OR action = 'A' OR (action = 'Q' AND pact <> 'A')
                             OR (ph <= pph AND pact NOT IN ('R', 'A')) THEN 1 ELSE 0 END)
-              OVER (PARTITION BY dev, sector ORDER BY t_ns, ph, line ROWS UNBOUNDED PRECEDING) AS k
+              OVER (PARTITION BY dev, sector ORDER BY line ROWS UNBOUNDED PRECEDING) AS k
     FROM lagged
 )
 SELECT min(line) AS line, dev, sector,
@@ -92,6 +92,7 @@ SELECT min(line) AS line, dev, sector,
        min(t_ns) FILTER (WHERE action IN ('M', 'F')) AS merge_ns,
        bool_or(action = 'F') AS front,
        bool_or(action IN ('G', 'I', 'D', 'C')) AS head,
+       bool_and(action = 'A') AS hop,
        min(t_ns) AS t_ns,
        list(line ORDER BY line) AS lines
 FROM numbered
@@ -128,17 +129,19 @@ WITH merged AS (
 )
 SELECT $sid, s.line, s.dev, s.sector, s.nsect, s.rwbs, s.pid, s.comm,
        s.q_ns, s.g_ns, s.i_ns, s.d_ns, s.c_ns,
-       s.g_ns - s.q_ns, s.i_ns - s.g_ns, s.d_ns - s.i_ns, s.c_ns - s.d_ns, s.c_ns - s.q_ns,
+       _span(s.q_ns, s.g_ns), _span(s.g_ns, s.i_ns), _span(s.i_ns, s.d_ns), _span(s.d_ns, s.c_ns),
+       _span(s.q_ns, s.c_ns),
        s.error, coalesce(m.n, 0), s.requeues, s.from_dev, s.from_sector, s.t_ns,
        list_sort(s.lines || coalesce(m.lines, []))
 FROM _seg s LEFT JOIN merged m ON m.head = s.line
-WHERE s.head OR s.merge_ns IS NULL
+WHERE (s.head OR s.merge_ns IS NULL) AND NOT s.hop
 """
 
 
 def derive(con, source_id: int, report: ParseReport) -> tuple[int | None, int | None]:
     """Builds blk_requests and blk_messages for one source; returns its time span (ns)."""
     con.execute("DROP TABLE IF EXISTS _seg; DROP TABLE IF EXISTS _parent")
+    con.execute("CREATE OR REPLACE TEMP MACRO _span(a, b) AS CASE WHEN b >= a THEN b - a END")
     con.execute(_SEGMENTS, {"sid": source_id})
     con.execute(_PARENTS)
     for _ in range(32):  # pointer jumping: chains of merged bios halve each round
@@ -152,6 +155,14 @@ def derive(con, source_id: int, report: ParseReport) -> tuple[int | None, int | 
     ).fetchall()[0][0]
     if orphans:
         report.note(f"{orphans} merged bios joined a request whose own events are not in the trace")
+    backwards = con.execute(
+        "SELECT count(*) FROM _seg WHERE greatest(q_ns, g_ns, i_ns, d_ns, c_ns) > least(d_ns, c_ns)"
+        " AND (g_ns < q_ns OR i_ns < coalesce(g_ns, q_ns) OR d_ns < coalesce(i_ns, g_ns, q_ns)"
+        " OR c_ns < coalesce(d_ns, i_ns, g_ns, q_ns))"
+    ).fetchall()[0][0]
+    if backwards:
+        report.note(f"{backwards} requests have phases whose times go backwards (the trace's clock jumps);"
+                    " those phase durations are left out")
     con.execute("DROP TABLE _seg; DROP TABLE _parent")
     con.execute(
         "INSERT INTO blk_messages SELECT source_id, line, dev, t_ns, cpu, pid, message FROM blk_events"

@@ -1,6 +1,7 @@
 """Routes of /api: thin — validate, call the store or analysis, return JSON. No SQL here."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
@@ -19,6 +20,10 @@ MAX_FILES = 64
 NOT_FOUND = {404: {"model": models.ErrorBody, "description": "no analysis with this id"}}
 
 
+def _utc(naive: datetime) -> datetime:
+    return naive.replace(tzinfo=timezone.utc)
+
+
 class TooLarge(Exception):
     pass
 
@@ -28,7 +33,7 @@ def _analysis_or_404(con, analysis_id: str) -> dict:
     row = rows[0] if rows else None
     if row is None:
         raise HTTPException(404, f"no analysis with id {analysis_id!r}: it may have been mistyped or deleted")
-    return {"id": row[0], "name": row[1], "created_at": row[2]}
+    return {"id": row[0], "name": row[1], "created_at": _utc(row[2])}
 
 
 AnalysisId = Annotated[str, "analysis id"]
@@ -114,7 +119,7 @@ def list_analyses(con: Cursor):
         "SELECT a.id, a.name, a.created_at, count(s.id) FROM analyses a LEFT JOIN sources s ON s.analysis_id = a.id"
         " GROUP BY ALL ORDER BY a.created_at DESC, a.id"
     ).fetchall()
-    return [{"id": r[0], "name": r[1], "created_at": r[2], "source_count": r[3]} for r in rows]
+    return [{"id": r[0], "name": r[1], "created_at": _utc(r[2]), "source_count": r[3]} for r in rows]
 
 
 @router.get("/analyses/{analysis_id}", response_model=models.Analysis, responses=NOT_FOUND)

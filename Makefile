@@ -1,0 +1,59 @@
+# Stallscope — `make run` serves the app with a demo analysis; `make test` runs every test.
+# Both install what they need first (a virtualenv, npm packages, the frontend build, Chromium for e2e).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STALLSCOPE_DB ?= data/stallscope.duckdb
+STALLSCOPE_HOST ?= 127.0.0.1
+STALLSCOPE_PORT ?= 8000
+export STALLSCOPE_DB STALLSCOPE_HOST STALLSCOPE_PORT
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run serve test test-py test-unit test-e2e build bench openapi chromium clean
+
+run: $(VENV)/.installed frontend/dist/index.html
+	$(VENV)/bin/stallscope serve --demo
+
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard parsers/_*.c)
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python 3.11+ is needed (set PYTHON=...)")'
+	[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+node_modules/.installed: package.json package-lock.json frontend/package.json e2e/package.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+frontend/dist/index.html: node_modules/.installed $(shell find frontend/src frontend/index.html frontend/*.ts -type f 2>/dev/null)
+	npm run build
+
+build: frontend/dist/index.html
+
+openapi: $(VENV)/.installed
+	$(PY) -m backend.openapi > frontend/openapi.json
+	npm run gen:api
+
+chromium:
+	@[ -x /usr/bin/chromium ] || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }
+
+test: $(VENV)/.installed node_modules/.installed build chromium
+	$(PY) -m pytest
+	npm run test:unit
+	npm run test:e2e
+
+test-py: $(VENV)/.installed
+	$(PY) -m pytest
+
+test-unit: node_modules/.installed
+	npm run test:unit
+
+test-e2e: $(VENV)/.installed build chromium
+	npm run test:e2e
+
+bench: $(VENV)/.installed
+	$(PY) -m bench.run
+
+clean:
+	rm -rf $(VENV) node_modules frontend/dist build *.egg-info bench-out

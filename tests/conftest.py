@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from backend.app import create_app
+from backend.store import InputFile, Store
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+SEED = SHARED / "seed-excerpts"
+PUBLIC = SHARED / "samples-public"
+SAMPLES = REPO / "samples"
+
+
+@pytest.fixture
+def store(tmp_path):
+    """A fresh database per test."""
+    s = Store(tmp_path / "test.duckdb")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def client(store):
+    with TestClient(create_app(store, max_upload_bytes=1 << 20)) as c:
+        yield c
+
+
+def ingest_paths(store: Store, *paths: Path, name: str | None = None) -> dict:
+    files = [InputFile(p.name, open(p, "rb"), p.stat().st_size) for p in paths]
+    try:
+        return store.ingest(files, name)
+    finally:
+        for f in files:
+            f.stream.close()
+
+
+def ingest_bytes(store: Store, **named: bytes) -> dict:
+    return store.ingest([InputFile(n, io.BytesIO(b), len(b)) for n, b in named.items()])
+
+
+def table_counts(store: Store) -> dict[str, int]:
+    con = store.cursor()
+    try:
+        return {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
+                for t in ("analyses", "sources", "blk_events", "blk_requests", "blk_messages")}
+    finally:
+        con.close()
