@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import queue
 import threading
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import BinaryIO, Callable, Iterator
 
 import duckdb
+import pyarrow as pa
 
 from parsers.common import ParseError, ParseReport
 from parsers.detect import PARSERS, SNIFF_BYTES, detect
@@ -44,7 +46,10 @@ CREATE TABLE IF NOT EXISTS sources (
     t_min_ns BIGINT,
     t_max_ns BIGINT
 );
-""" + blk.SCHEMA
+"""
+
+
+INSERT_ROWS = 1  # rows buffered per table before one INSERT: bounds memory, keeps inserts parallel
 
 
 def new_id() -> str:
@@ -123,7 +128,8 @@ class Store:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self.db = duckdb.connect(str(path))
+        # rows need no insertion order (every read sorts), which lets DuckDB insert in parallel
+        self.db = duckdb.connect(str(path), config={"preserve_insertion_order": True})
         self.db.execute(SCHEMA)
         for parser in PARSERS:  # each parser's tables, from its Arrow schemas, keyed by source_id
             for table, schema in parser.TABLES.items():
@@ -179,19 +185,29 @@ class Store:
         return {"id": analysis_id, "url": f"/a/{analysis_id}", "sources": sources}
 
     def _ingest_file(self, con, analysis_id: str, f: InputFile, parser, progress: Progress, done: int) -> dict:
+        done_events = progress.events
         source_id = con.execute("SELECT nextval('source_ids')").fetchall()[0][0]
         report = ParseReport(f.filename)
         progress.update(filename=f.filename)
         reader = _Hashing(f.stream, lambda n: progress.update(bytes_read=done + n))
-        events = 0
-        for table, batch in parser.parse(reader, report):
-            assert table in parser.TABLES, f"{parser.FORMAT} yielded rows for unknown table {table}"
-            con.register("_batch", batch)
-            cols = ", ".join(batch.schema.names)
+        pending: dict[str, list[pa.RecordBatch]] = {}
+
+        def flush(table: str) -> None:
+            # one statement over several batches lets DuckDB insert them in parallel
+            data = pa.Table.from_batches(pending.pop(table))
+            con.register("_batch", data)
+            cols = ", ".join(data.schema.names)
             con.execute(f"INSERT INTO {table} (source_id, {cols}) SELECT ?, {cols} FROM _batch", [source_id])
             con.unregister("_batch")
-            events += batch.num_rows
-            progress.update(events=progress.events + batch.num_rows)
+
+        for table, batch in _prefetched(parser.parse(reader, report)):
+            assert table in parser.TABLES, f"{parser.FORMAT} yielded rows for unknown table {table}"
+            pending.setdefault(table, []).append(batch)
+            if sum(b.num_rows for b in pending[table]) >= INSERT_ROWS:
+                flush(table)
+            progress.update(events=done_events + report.events)
+        for table in list(pending):
+            flush(table)
         if report.events == 0:
             first = report.examples[0] if report.examples else None
             raise ParseError(
@@ -208,6 +224,40 @@ class Store:
              t_min, t_max],
         )
         return {"id": source_id, "filename": f.filename, "format": parser.FORMAT, **report.as_dict()}
+
+
+def _prefetched(batches: Iterator, depth: int = 2) -> Iterator:
+    """Runs a parser in a thread of its own, `depth` batches ahead, so that parsing (C, without the GIL)
+    overlaps with DuckDB's inserts; memory stays bounded by the queue. Errors are raised here."""
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    end = object()
+
+    def produce():
+        try:
+            for item in batches:
+                while not stop.is_set():
+                    try:
+                        q.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put(end)
+        except BaseException as e:  # handed to the consumer
+            q.put(e)
+
+    worker = threading.Thread(target=produce, name="parser", daemon=True)
+    worker.start()
+    try:
+        while (item := q.get()) is not end:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        worker.join()
 
 
 def _json(value) -> str:

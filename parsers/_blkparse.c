@@ -1,14 +1,27 @@
 /*
- * Bulk tokenizer for blkparse's default text output (see parsers/blkparse.py for the format and its
- * sources: blktrace blkparse_fmt.c process_default(), shared/FORMATS.md section 1).
+ * blkparse default text output -> block requests, in one streaming pass (see parsers/blkparse.py for
+ * the format and its sources: blktrace blkparse_fmt.c process_default(), shared/FORMATS.md section 1).
  *
- *   tokenize(chunk: bytes-like, first_line: int, in_summary: bool) -> dict
+ *   rb = Rebuilder()
+ *   rb.feed(chunk, first_line) -> dict      chunk: bytes-like holding whole lines
+ *   rb.finish() -> dict                     emits the requests still open at the end of the trace
  *
- * The chunk holds whole lines. Each event line becomes one row of the returned columns (bytes
- * objects holding native int64/int32 arrays, and Arrow-style string columns: int32 offsets + data +
- * uint8 validity). Lines that are not events are either ignored (blank, '#' comments, the summary
- * block, "Input file ... added") or reported as skipped with a reason code and their byte span.
- * Fields are found by whitespace runs, never by column position; a comm may hold spaces.
+ * Each call returns column buffers (bytes objects holding native int64/int32 arrays; string columns as
+ * Arrow-style int32 offsets + data + uint8 validity) for two row sets:
+ *   rq_*  finished block requests, with the time, file line and CPU of each phase (A Q G I D C) and
+ *         the phase durations; bio_* the same columns for bios that were merged into another request;
+ *   ev_*  events that are not a request phase: P U UT X S B m, requeues (R) and repeated phases,
+ *         zero-length (flush) and passthrough requests, remaps that only pass through a device;
+ * plus the lines skipped (line number, reason code, byte span in the chunk).
+ *
+ * Requests are keyed by (device, start sector). On one key a request lives A? Q G I D (R I? D)* C in
+ * file order; a new one starts at A, at a Q not preceded by its A, or when a phase does not move
+ * forward (unless the previous event was a requeue). A request is emitted at its completion, or when
+ * its key is reused, or at finish(): memory holds only requests in flight. A bio that was merged is
+ * emitted at once (bio_*) and attached as the block layer does it: a back merge (M) to the open
+ * request that ends where the bio starts, which then ends where the bio ends; a front merge (F) to
+ * the one that starts where the bio ends, which then starts at the bio's sector.
+ * Durations exist only where both ends were traced and time moved forward: nothing is invented.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -17,53 +30,130 @@
 #include <string.h>
 
 #define NUL64 INT64_MIN
+#define COMM_MAX 64
 
 enum reason {
     R_NOT_EVENT = 1, R_CPU, R_SEQ, R_TIME, R_PID, R_ACTION, R_RWBS, R_SECTOR, R_NSECT,
     R_BRACKET, R_REMAP, R_TRAILING, R_SPLIT, R_DEVICE,
 };
 
-typedef struct { int32_t *off; char *data; uint8_t *valid; size_t len, cap; } strcol;
+/* ---- growable output columns ------------------------------------------------------------------ */
+
+typedef struct { char *v; size_t n, cap, size; } col_t;
+typedef struct { col_t off, data, valid; } strcol_t;
+
+static int col_push(col_t *c, const void *x) {
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 1024;
+        char *v = realloc(c->v, cap * c->size);
+        if (!v) return -1;
+        c->v = v; c->cap = cap;
+    }
+    memcpy(c->v + c->n * c->size, x, c->size);
+    c->n++;
+    return 0;
+}
+static int col_put(col_t *c, const void *p, size_t n) { /* n bytes into a size-1 column */
+    if (c->n + n > c->cap) {
+        size_t cap = c->cap ? c->cap : 4096;
+        while (cap < c->n + n) cap *= 2;
+        char *v = realloc(c->v, cap);
+        if (!v) return -1;
+        c->v = v; c->cap = cap;
+    }
+    if (n) memcpy(c->v + c->n, p, n);
+    c->n += n;
+    return 0;
+}
+static int i64(col_t *c, int64_t x) { return col_push(c, &x); }
+static int i32(col_t *c, int32_t x) { return col_push(c, &x); }
+static int str_push(strcol_t *s, const char *p, size_t n, int valid) {
+    if (s->off.n == 0) { int32_t z = 0; if (col_push(&s->off, &z)) return -1; }
+    if (col_put(&s->data, valid ? p : "", valid ? n : 0)) return -1;
+    int32_t end = (int32_t)s->data.n;
+    uint8_t v = (uint8_t)(valid != 0);
+    return col_push(&s->off, &end) || col_push(&s->valid, &v);
+}
+
+#define EV_I64(X) X(line) X(t_ns) X(pid) X(sector) X(nsect) X(elapsed) X(err) X(from_sector) X(split_sector) X(depth) X(req_line)
+#define EV_I32(X) X(major) X(minor) X(cpu) X(from_major) X(from_minor)
+#define EV_STR(X) X(action) X(rwbs) X(comm) X(message)
+#define RQ_I64(X) X(line) X(sector) X(nsect0) X(nsect) X(pid) X(a_ns) X(q_ns) X(g_ns) X(i_ns) X(d_ns) X(c_ns) \
+    X(q2g_ns) X(g2i_ns) X(i2d_ns) X(d2c_ns) X(q2c_ns) X(a_line) X(q_line) X(g_line) X(i_line) X(d_line) X(c_line) \
+    X(d_pid) X(error) X(from_sector) X(merge_ns) X(merge_line) X(t_ns) X(req_line)
+#define RQ_I32(X) X(major) X(minor) X(a_cpu) X(q_cpu) X(g_cpu) X(i_cpu) X(d_cpu) X(c_cpu) X(requeues) \
+    X(from_major) X(from_minor) X(front) X(kind) X(merged_bios)
+#define RQ_STR(X) X(rwbs) X(comm)
 
 typedef struct {
-    int64_t *line, *t_ns, *seq, *pid, *sector, *nsect, *elapsed, *err, *from_sector, *split_sector, *depth;
-    int32_t *major, *minor, *cpu, *from_major, *from_minor;
-    strcol action, rwbs, comm, msg;
-    int64_t n;
-    /* skipped lines */
-    int64_t *sk_line, *sk_start, *sk_len; int32_t *sk_reason; int64_t nsk;
-    int64_t ignored;
-} out_t;
+#define F(n) col_t n;
+    EV_I64(F) EV_I32(F)
+#undef F
+#define F(n) strcol_t n;
+    EV_STR(F)
+#undef F
+} evout_t;
+typedef struct {
+#define F(n) col_t n;
+    RQ_I64(F) RQ_I32(F)
+#undef F
+#define F(n) strcol_t n;
+    RQ_STR(F)
+#undef F
+} rqout_t;
+typedef struct { col_t line, start, len, reason; } skout_t;
 
-static int str_init(strcol *s, int64_t rows, size_t cap) {
-    s->off = malloc(sizeof(int32_t) * (rows + 1));
-    s->valid = malloc(rows ? rows : 1);
-    s->cap = cap ? cap : 16; s->len = 0;
-    s->data = malloc(s->cap);
-    if (!s->off || !s->valid || !s->data) return -1;
-    s->off[0] = 0;
-    return 0;
+typedef struct { evout_t ev; rqout_t rq, bio; skout_t sk; int64_t ignored, parsed; } out_t;
+
+static void col_init(col_t *c, size_t size) { memset(c, 0, sizeof *c); c->size = size; }
+static void str_init(strcol_t *s) { col_init(&s->off, 4); col_init(&s->data, 1); col_init(&s->valid, 1); }
+static void out_init(out_t *o) {
+    memset(o, 0, sizeof *o);
+#define A8(n) col_init(&o->ev.n, 8);
+#define A4(n) col_init(&o->ev.n, 4);
+#define AS(n) str_init(&o->ev.n);
+    EV_I64(A8) EV_I32(A4) EV_STR(AS)
+#undef A8
+#undef A4
+#undef AS
+#define A8(n) col_init(&o->rq.n, 8); col_init(&o->bio.n, 8);
+#define A4(n) col_init(&o->rq.n, 4); col_init(&o->bio.n, 4);
+#define AS(n) str_init(&o->rq.n); str_init(&o->bio.n);
+    RQ_I64(A8) RQ_I32(A4) RQ_STR(AS)
+#undef A8
+#undef A4
+#undef AS
+    col_init(&o->sk.line, 8); col_init(&o->sk.start, 8); col_init(&o->sk.len, 8); col_init(&o->sk.reason, 4);
 }
-static void str_free(strcol *s) { free(s->off); free(s->data); free(s->valid); }
-static int str_push(strcol *s, int64_t row, const char *p, size_t n, int valid) {
-    if (s->len + n > s->cap) {
-        size_t cap = s->cap * 2; while (cap < s->len + n) cap *= 2;
-        char *d = realloc(s->data, cap); if (!d) return -1;
-        s->data = d; s->cap = cap;
-    }
-    if (n) memcpy(s->data + s->len, p, n);
-    s->len += n;
-    s->off[row + 1] = (int32_t)s->len;
-    s->valid[row] = (uint8_t)valid;
-    return 0;
+static void out_free(out_t *o) {
+#define FR(n) free(o->ev.n.v);
+#define FS(n) free(o->ev.n.off.v); free(o->ev.n.data.v); free(o->ev.n.valid.v);
+    EV_I64(FR) EV_I32(FR) EV_STR(FS)
+#undef FR
+#undef FS
+#define FR(n) free(o->rq.n.v); free(o->bio.n.v);
+#define FS(n) free(o->rq.n.off.v); free(o->rq.n.data.v); free(o->rq.n.valid.v); \
+              free(o->bio.n.off.v); free(o->bio.n.data.v); free(o->bio.n.valid.v);
+    RQ_I64(FR) RQ_I32(FR) RQ_STR(FS)
+#undef FR
+#undef FS
+    free(o->sk.line.v); free(o->sk.start.v); free(o->sk.len.v); free(o->sk.reason.v);
 }
+
+/* ---- one parsed line ------------------------------------------------------------------------- */
+
+typedef struct {
+    int32_t major, minor, cpu, fmaj, fmin;
+    int64_t seq, t, pid, sector, nsect, elapsed, err, fsec, ssec, depth;
+    const char *act, *rwbs, *comm, *msg;
+    size_t actn, rwbsn, commn, msgn;
+} ev_t;
 
 static inline int is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
 static inline const char *skip_ws(const char *p, const char *e) { while (p < e && is_ws(*p)) p++; return p; }
 static inline const char *tok_end(const char *p, const char *e) { while (p < e && !is_ws(*p)) p++; return p; }
 
-/* parse [p,e) fully as unsigned decimal; returns 0 on success */
 static int parse_u64(const char *p, const char *e, int64_t *v) {
     if (p >= e || e - p > 18) return -1;
     int64_t x = 0;
@@ -77,43 +167,35 @@ static int parse_i64(const char *p, const char *e, int64_t *v) {
     if (neg) *v = -*v;
     return 0;
 }
-
 static int starts(const char *p, const char *e, const char *lit) {
     size_t n = strlen(lit);
     return (size_t)(e - p) >= n && memcmp(p, lit, n) == 0;
 }
-
-/* Lines of the summary block and other known non-event lines of a blkparse stream. */
 static int summary_header(const char *p, const char *e) {
     if (starts(p, e, "Total (")) return 1;
     if (starts(p, e, "CPU") && p + 3 < e && is_digit(p[3])) {
         const char *q = p + 3; while (q < e && is_digit(*q)) q++;
-        return q < e && *q == ' ' && q + 1 < e && q[1] == '(';
+        return q + 1 < e && *q == ' ' && q[1] == '(';
     }
     return 0;
 }
 static int known_other(const char *p, const char *e) {
     static const char *lits[] = {"Input file ", "Throughput (", "Events (", "Skips:", "Trace started at",
                                  "Reads ", "Writes ", "Read ", "Write ", "IO unplugs", "Timer unplugs", "PC ",
-                                 "Allocation wait", "Dispatch wait", "Completion wait", "Per-process",
-                                 "Per process", "Per device", NULL};
+                                 "Allocation wait", "Dispatch wait", "Completion wait", NULL};
     for (int i = 0; lits[i]; i++) if (starts(p, e, lits[i])) return 1;
     return 0;
 }
-
-/* parse "maj,min" in [p,e) */
 static int parse_dev(const char *p, const char *e, int32_t *maj, int32_t *mn) {
     const char *c = memchr(p, ',', e - p);
     int64_t a, b;
     if (!c || parse_u64(p, c, &a) || parse_u64(c + 1, e, &b) || a > 0xfff || b > 0xfffff) return -1;
     *maj = (int32_t)a; *mn = (int32_t)b; return 0;
 }
-
-/* seconds.fraction -> ns; the fraction is scaled to 9 digits */
 static int parse_time(const char *p, const char *e, int64_t *ns) {
     const char *dot = memchr(p, '.', e - p);
     int64_t s, f = 0;
-    if (!dot) { if (parse_u64(p, e, &s)) return -1; *ns = s * 1000000000LL; return 0; }
+    if (!dot) { if (parse_u64(p, e, &s) || s > 9000000000LL) return -1; *ns = s * 1000000000LL; return 0; }
     if (parse_u64(p, dot, &s) || s > 9000000000LL) return -1;
     int nd = (int)(e - dot - 1);
     if (nd < 1 || nd > 9 || parse_u64(dot + 1, e, &f)) return -1;
@@ -122,209 +204,512 @@ static int parse_time(const char *p, const char *e, int64_t *ns) {
     return 0;
 }
 
-/* Parses one line [p,e). Returns 0 = event stored at row o->n, -1 = ignored, >0 = skip reason. */
-static int parse_line(out_t *o, const char *p, const char *e, int *in_summary) {
-    int64_t r = o->n;
+/* 0 = event, -1 = ignored line, >0 = skip reason */
+static int parse_line(ev_t *v, const char *p, const char *e, int *in_summary) {
     p = skip_ws(p, e);
     while (e > p && is_ws(e[-1])) e--;
     if (p == e || *p == '#') return -1;
-
     const char *t = tok_end(p, e);
-    int32_t maj, mn;
     if (!memchr(p, ',', t - p) || !is_digit(*p)) {
         if (summary_header(p, e)) { *in_summary = 1; return -1; }
         if (*in_summary || known_other(p, e)) return -1;
         return R_NOT_EVENT;
     }
-    if (parse_dev(p, t, &maj, &mn)) return *in_summary ? -1 : R_DEVICE;
+    if (parse_dev(p, t, &v->major, &v->minor)) return *in_summary ? -1 : R_DEVICE;
     *in_summary = 0;
-
-    int64_t v;
+    int64_t x;
     p = skip_ws(t, e); t = tok_end(p, e);
-    if (parse_u64(p, t, &v) || v > INT32_MAX) return R_CPU;
-    int32_t cpu = (int32_t)v;
+    if (parse_u64(p, t, &x) || x > INT32_MAX) return R_CPU;
+    v->cpu = (int32_t)x;
     p = skip_ws(t, e); t = tok_end(p, e);
-    int64_t seq; if (parse_u64(p, t, &seq)) return R_SEQ;
+    if (parse_u64(p, t, &v->seq)) return R_SEQ;
     p = skip_ws(t, e); t = tok_end(p, e);
-    int64_t tns; if (parse_time(p, t, &tns)) return R_TIME;
+    if (parse_time(p, t, &v->t)) return R_TIME;
     p = skip_ws(t, e); t = tok_end(p, e);
-    int64_t pid; if (parse_u64(p, t, &pid)) return R_PID;
+    if (parse_u64(p, t, &v->pid)) return R_PID;
     p = skip_ws(t, e); t = tok_end(p, e);
     if (p == t) return R_ACTION;
-    if (memchr(p, ',', t - p)) { /* cgroup "ino,gen " before the action of a message */
+    if (memchr(p, ',', t - p)) { /* cgroup "ino,gen " before the action */
         p = skip_ws(t, e); t = tok_end(p, e);
         if (p == t) return R_ACTION;
     }
-    const char *act = p; size_t actn = (size_t)(t - p);
-    if (actn > 2) return R_ACTION;
-    for (size_t i = 0; i < actn; i++) if (!((act[i] >= 'A' && act[i] <= 'Z') || (act[i] >= 'a' && act[i] <= 'z'))) return R_ACTION;
+    v->act = p; v->actn = (size_t)(t - p);
+    if (v->actn > 2) return R_ACTION;
+    for (size_t i = 0; i < v->actn; i++)
+        if (!((p[i] >= 'A' && p[i] <= 'Z') || (p[i] >= 'a' && p[i] <= 'z'))) return R_ACTION;
     p = skip_ws(t, e); t = tok_end(p, e);
     if (p == t) return R_RWBS;
-    const char *rwbs = p; size_t rwbsn = (size_t)(t - p);
-    if (rwbsn > 6) return R_RWBS;
-    for (size_t i = 0; i < rwbsn; i++) if (!(rwbs[i] >= 'A' && rwbs[i] <= 'Z')) return R_RWBS;
+    v->rwbs = p; v->rwbsn = (size_t)(t - p);
+    if (v->rwbsn > 6) return R_RWBS;
+    for (size_t i = 0; i < v->rwbsn; i++) if (!(p[i] >= 'A' && p[i] <= 'Z')) return R_RWBS;
     p = skip_ws(t, e);
 
-    int64_t sector = NUL64, nsect = NUL64, elapsed = NUL64, err = NUL64, fsec = NUL64, ssec = NUL64, depth = NUL64;
-    int32_t fmaj = -1, fmin = -1;
-    const char *comm = NULL; size_t commn = 0;
-    const char *msg = NULL; size_t msgn = 0;
-    int is_msg = (actn == 1 && act[0] == 'm');
-    int is_cr = (actn == 1 && (act[0] == 'C' || act[0] == 'R'));
-
-    if (is_msg) { msg = p; msgn = (size_t)(e - p); }
-    else {
-        if (p < e && is_digit(*p)) {
-            t = tok_end(p, e);
-            if (parse_u64(p, t, &sector)) return R_SECTOR;
+    v->sector = v->nsect = v->elapsed = v->err = v->fsec = v->ssec = v->depth = NUL64;
+    v->fmaj = v->fmin = -1;
+    v->comm = v->msg = NULL; v->commn = v->msgn = 0;
+    int is_cr = v->actn == 1 && (v->act[0] == 'C' || v->act[0] == 'R');
+    if (v->actn == 1 && v->act[0] == 'm') { v->msg = p; v->msgn = (size_t)(e - p); return 0; }
+    if (p < e && is_digit(*p)) {
+        t = tok_end(p, e);
+        if (parse_u64(p, t, &v->sector)) return R_SECTOR;
+        p = skip_ws(t, e);
+        if (p < e && *p == '+') {
+            p = skip_ws(p + 1, e); t = tok_end(p, e);
+            if (parse_u64(p, t, &v->nsect)) return R_NSECT;
             p = skip_ws(t, e);
-            if (p < e && *p == '+') {
-                p = skip_ws(p + 1, e); t = tok_end(p, e);
-                if (parse_u64(p, t, &nsect)) return R_NSECT;
-                p = skip_ws(t, e);
-            }
-            if (p < e && *p == '/') {
-                p = skip_ws(p + 1, e); t = tok_end(p, e);
-                if (parse_u64(p, t, &ssec)) return R_SPLIT;
-                p = skip_ws(t, e);
-            }
-            if (e - p >= 2 && p[0] == '<' && p[1] == '-') {
-                p = skip_ws(p + 2, e);
-                if (p >= e || *p != '(') return R_REMAP;
-                const char *c = memchr(p, ')', e - p);
-                if (!c || parse_dev(p + 1, c, &fmaj, &fmin)) return R_REMAP;
-                p = skip_ws(c + 1, e); t = tok_end(p, e);
-                if (parse_u64(p, t, &fsec)) return R_REMAP;
-                p = skip_ws(t, e);
-            }
         }
-        if (p < e && *p == '(') { /* "( elapsed)" in ns with -t; passthrough requests print "(cdb hex)" */
+        if (p < e && *p == '/') {
+            p = skip_ws(p + 1, e); t = tok_end(p, e);
+            if (parse_u64(p, t, &v->ssec)) return R_SPLIT;
+            p = skip_ws(t, e);
+        }
+        if (e - p >= 2 && p[0] == '<' && p[1] == '-') {
+            p = skip_ws(p + 2, e);
+            if (p >= e || *p != '(') return R_REMAP;
             const char *c = memchr(p, ')', e - p);
-            if (!c) return R_BRACKET;
-            const char *a = skip_ws(p + 1, c), *b = c;
-            while (b > a && is_ws(b[-1])) b--;
-            int64_t x;
-            if (parse_u64(a, b, &x) == 0) elapsed = x;
-            else if (sector != NUL64 && nsect == NUL64) sector = NUL64; /* "bytes (cdb)": not a sector */
-            p = skip_ws(c + 1, e);
+            if (!c || parse_dev(p + 1, c, &v->fmaj, &v->fmin)) return R_REMAP;
+            p = skip_ws(c + 1, e); t = tok_end(p, e);
+            if (parse_u64(p, t, &v->fsec)) return R_REMAP;
+            p = skip_ws(t, e);
         }
-        if (p < e && *p == '[') {
-            const char *c = e; /* the comm may contain ']' or spaces: take the last ']' */
-            while (c > p && c[-1] != ']') c--;
-            if (c <= p + 1) return R_BRACKET;
-            const char *a = p + 1, *b = c - 1;
-            if (is_cr) { if (parse_i64(a, b, &err)) { comm = a; commn = (size_t)(b - a); } }
-            else { comm = a; commn = (size_t)(b - a); }
-            p = skip_ws(c, e);
-            if (p < e) { t = tok_end(p, e); if (parse_u64(p, t, &depth)) return R_TRAILING; p = skip_ws(t, e); }
-        }
-        if (p < e) return R_TRAILING;
     }
-
-    o->line[r] = 0; /* set by caller */
-    o->major[r] = maj; o->minor[r] = mn; o->cpu[r] = cpu; o->seq[r] = (int64_t)seq; o->t_ns[r] = tns;
-    o->pid[r] = pid; o->sector[r] = sector; o->nsect[r] = nsect; o->elapsed[r] = elapsed; o->err[r] = err;
-    o->from_major[r] = fmaj; o->from_minor[r] = fmin; o->from_sector[r] = fsec; o->split_sector[r] = ssec;
-    o->depth[r] = depth;
-    if (str_push(&o->action, r, act, actn, 1) || str_push(&o->rwbs, r, rwbs, rwbsn, 1) ||
-        str_push(&o->comm, r, comm ? comm : "", commn, comm != NULL) ||
-        str_push(&o->msg, r, msg ? msg : "", msgn, msg != NULL))
-        return -2;
+    if (p < e && *p == '(') { /* "( elapsed)" in ns with -t; passthrough prints "(cdb hex)" */
+        const char *c = memchr(p, ')', e - p);
+        if (!c) return R_BRACKET;
+        const char *a = skip_ws(p + 1, c), *b = c;
+        while (b > a && is_ws(b[-1])) b--;
+        if (parse_u64(a, b, &x) == 0) v->elapsed = x;
+        else if (v->sector != NUL64 && v->nsect == NUL64) v->sector = NUL64; /* "bytes (cdb)" */
+        p = skip_ws(c + 1, e);
+    }
+    if (p < e && *p == '[') {
+        const char *c = e; /* a comm may contain ']' or spaces: take the last ']' */
+        while (c > p && c[-1] != ']') c--;
+        if (c <= p + 1) return R_BRACKET;
+        const char *a = p + 1, *b = c - 1;
+        if (!is_cr || parse_i64(a, b, &v->err)) { v->comm = a; v->commn = (size_t)(b - a); }
+        p = skip_ws(c, e);
+        if (p < e) { t = tok_end(p, e); if (parse_u64(p, t, &v->depth)) return R_TRAILING; p = skip_ws(t, e); }
+    }
+    if (p < e) return R_TRAILING;
     return 0;
 }
 
-static void out_free(out_t *o) {
-    free(o->line); free(o->t_ns); free(o->seq); free(o->pid); free(o->sector); free(o->nsect); free(o->elapsed);
-    free(o->err); free(o->from_sector); free(o->split_sector); free(o->depth); free(o->major); free(o->minor);
-    free(o->cpu); free(o->from_major); free(o->from_minor);
-    str_free(&o->action); str_free(&o->rwbs); str_free(&o->comm); str_free(&o->msg);
-    free(o->sk_line); free(o->sk_start); free(o->sk_len); free(o->sk_reason);
+/* ---- open requests ----------------------------------------------------------------------------- */
+
+enum { PH_A, PH_Q, PH_G, PH_M, PH_I, PH_D, PH_R, PH_C, PH_OTHER };
+
+typedef struct {
+    int64_t sector, line, nsect0, nsect, pid, dpid, err, fsec, merge_ns, merge_line, t_first;
+    int64_t t[6], ln[6]; /* A Q G I D C */
+    int32_t major, minor, fmaj, fmin, cpu[6], requeues;
+    int8_t last_ph, pid_ph, rwbs_ph, front, merged, head, sized, in_end;
+    int64_t end, req_line;  /* end sector while it can take back merges; a merged bio's request */
+    int32_t merged_bios;
+    char last_act;
+    uint8_t rwbsn, commn;
+    int8_t comm_ph;
+    char rwbs[8], comm[COMM_MAX];
+    /* the A event, for a remap that only passes through this device */
+    int64_t apid;
+} seg_t;
+enum { S_A, S_Q, S_G, S_I, S_D, S_C };
+
+/* Open addressing with linear probing, values = index into segs. Two maps over the open segments:
+ * by start sector (every open segment) and by end sector (requests that can still take back merges). */
+typedef struct { int32_t *slots; size_t cap, used; int by_end; } map_t;
+
+typedef struct {
+    PyObject_HEAD
+    map_t start, end;
+    seg_t *segs; size_t nsegs, segcap;
+    int32_t *freel; size_t nfree, freecap;
+    int in_summary;
+} Rebuilder;
+
+static inline uint64_t hkey(int32_t maj, int32_t mn, int64_t sector) {
+    uint64_t h = (uint64_t)sector * 0x9E3779B97F4A7C15ULL ^ ((uint64_t)maj << 20 | (uint64_t)mn) * 0xC2B2AE3D27D4EB4FULL;
+    return h ^ (h >> 29);
+}
+static inline int64_t mkey(const map_t *m, const seg_t *g) { return m->by_end ? g->end : g->sector; }
+/* slot holding the key (>= 0), or -(free slot) - 1 */
+static long map_find(const map_t *m, const seg_t *segs, int32_t maj, int32_t mn, int64_t key) {
+    size_t mask = m->cap - 1, i = hkey(maj, mn, key) & mask;
+    for (;; i = (i + 1) & mask) {
+        int32_t s = m->slots[i];
+        if (s < 0) return -(long)i - 1;
+        const seg_t *g = &segs[s];
+        if (mkey(m, g) == key && g->major == maj && g->minor == mn) return (long)i;
+    }
+}
+static int map_grow(map_t *m, const seg_t *segs) {
+    size_t cap = m->cap ? m->cap * 2 : 1024, ocap = m->cap;
+    int32_t *old = m->slots;
+    m->slots = malloc(cap * sizeof(int32_t));
+    if (!m->slots) { m->slots = old; return -1; }
+    for (size_t i = 0; i < cap; i++) m->slots[i] = -1;
+    m->cap = cap;
+    for (size_t i = 0; i < ocap; i++) if (old[i] >= 0) {
+        const seg_t *g = &segs[old[i]];
+        m->slots[-map_find(m, segs, g->major, g->minor, mkey(m, g)) - 1] = old[i];
+    }
+    free(old);
+    return 0;
+}
+static void map_del(map_t *m, const seg_t *segs, size_t i) { /* backward-shift deletion */
+    size_t mask = m->cap - 1, j = i;
+    m->slots[i] = -1;
+    for (;;) {
+        j = (j + 1) & mask;
+        int32_t s = m->slots[j];
+        if (s < 0) break;
+        const seg_t *g = &segs[s];
+        size_t k = hkey(g->major, g->minor, mkey(m, g)) & mask;
+        if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) { m->slots[i] = s; m->slots[j] = -1; i = j; }
+    }
+    m->used--;
+}
+/* puts segment s under its key; a segment already there under the same key is displaced (returned) */
+static int32_t map_put(map_t *m, seg_t *segs, int32_t s) {
+    seg_t *g = &segs[s];
+    long f = map_find(m, segs, g->major, g->minor, mkey(m, g));
+    if (f >= 0) { int32_t old = m->slots[f]; m->slots[f] = s; return old; }
+    m->slots[-f - 1] = s; m->used++;
+    return -1;
+}
+static void map_remove(map_t *m, seg_t *segs, int32_t s) {
+    seg_t *g = &segs[s];
+    long f = map_find(m, segs, g->major, g->minor, mkey(m, g));
+    if (f >= 0 && m->slots[f] == s) map_del(m, segs, (size_t)f);
+}
+static int32_t new_seg(Rebuilder *rb) {
+    if (rb->nfree) return rb->freel[--rb->nfree];
+    if (rb->nsegs == rb->segcap) {
+        size_t cap = rb->segcap ? rb->segcap * 2 : 1024;
+        seg_t *s = realloc(rb->segs, cap * sizeof(seg_t));
+        if (!s) return -1;
+        rb->segs = s; rb->segcap = cap;
+    }
+    return (int32_t)rb->nsegs++;
+}
+static int free_seg(Rebuilder *rb, int32_t s) {
+    if (rb->nfree == rb->freecap) {
+        size_t cap = rb->freecap ? rb->freecap * 2 : 1024;
+        int32_t *f = realloc(rb->freel, cap * sizeof(int32_t));
+        if (!f) return -1;
+        rb->freel = f; rb->freecap = cap;
+    }
+    rb->freel[rb->nfree++] = s;
+    return 0;
+}
+static void end_unregister(Rebuilder *rb, int32_t s) {
+    if (rb->segs[s].in_end) { map_remove(&rb->end, rb->segs, s); rb->segs[s].in_end = 0; }
+}
+static int end_register(Rebuilder *rb, int32_t s) {
+    if (rb->end.used * 2 >= rb->end.cap && map_grow(&rb->end, rb->segs)) return -1;
+    int32_t old = map_put(&rb->end, rb->segs, s);
+    if (old >= 0) rb->segs[old].in_end = 0;
+    rb->segs[s].in_end = 1;
+    return 0;
 }
 
-static int set_bytes(PyObject *d, const char *key, const void *p, Py_ssize_t n) {
-    PyObject *b = PyBytes_FromStringAndSize(p ? (const char *)p : "", n);
+static inline int64_t span(int64_t a, int64_t b) { return (a == NUL64 || b == NUL64 || b < a) ? NUL64 : b - a; }
+
+static int emit_event(out_t *o, const ev_t *v, int64_t line, int64_t req_line) {
+    evout_t *e = &o->ev;
+    return i64(&e->line, line) || i64(&e->t_ns, v->t) || i64(&e->pid, v->pid) || i64(&e->sector, v->sector) ||
+           i64(&e->nsect, v->nsect) || i64(&e->elapsed, v->elapsed) || i64(&e->err, v->err) ||
+           i64(&e->from_sector, v->fsec) || i64(&e->split_sector, v->ssec) || i64(&e->depth, v->depth) ||
+           i64(&e->req_line, req_line) || i32(&e->major, v->major) || i32(&e->minor, v->minor) ||
+           i32(&e->cpu, v->cpu) || i32(&e->from_major, v->fmaj) || i32(&e->from_minor, v->fmin) ||
+           str_push(&e->action, v->act, v->actn, 1) || str_push(&e->rwbs, v->rwbs, v->rwbsn, 1) ||
+           str_push(&e->comm, v->comm, v->commn, v->comm != NULL) || str_push(&e->message, v->msg, v->msgn, v->msg != NULL);
+}
+
+static int emit_seg(out_t *o, const seg_t *g) {
+    if (!g->head && !g->merged && g->t[S_Q] == NUL64) { /* a remap that only passed through: an event */
+        if (g->t[S_A] == NUL64) return 0;
+        ev_t v = {0};
+        v.major = g->major; v.minor = g->minor; v.cpu = g->cpu[S_A]; v.fmaj = g->fmaj; v.fmin = g->fmin;
+        v.t = g->t[S_A]; v.pid = g->apid; v.sector = g->sector; v.nsect = g->nsect0; v.fsec = g->fsec;
+        v.elapsed = v.err = v.ssec = v.depth = NUL64;
+        v.act = "A"; v.actn = 1; v.rwbs = g->rwbs; v.rwbsn = g->rwbsn;
+        return emit_event(o, &v, g->ln[S_A], NUL64);
+    }
+    rqout_t *r = g->merged && !g->head ? &o->bio : &o->rq;
+    const int64_t *t = g->t;
+    return i64(&r->line, g->line) || i64(&r->sector, g->sector) || i64(&r->nsect0, g->nsect0) ||
+           i64(&r->nsect, g->nsect) || i64(&r->pid, g->pid) || i64(&r->a_ns, t[S_A]) || i64(&r->q_ns, t[S_Q]) ||
+           i64(&r->g_ns, t[S_G]) || i64(&r->i_ns, t[S_I]) || i64(&r->d_ns, t[S_D]) || i64(&r->c_ns, t[S_C]) ||
+           i64(&r->q2g_ns, span(t[S_Q], t[S_G])) || i64(&r->g2i_ns, span(t[S_G], t[S_I])) ||
+           i64(&r->i2d_ns, span(t[S_I], t[S_D])) || i64(&r->d2c_ns, span(t[S_D], t[S_C])) ||
+           i64(&r->q2c_ns, span(t[S_Q], t[S_C])) || i64(&r->a_line, g->ln[S_A]) || i64(&r->q_line, g->ln[S_Q]) ||
+           i64(&r->g_line, g->ln[S_G]) || i64(&r->i_line, g->ln[S_I]) || i64(&r->d_line, g->ln[S_D]) ||
+           i64(&r->c_line, g->ln[S_C]) || i64(&r->d_pid, g->dpid) || i64(&r->error, g->err) ||
+           i64(&r->from_sector, g->fsec) || i64(&r->merge_ns, g->merge_ns) || i64(&r->merge_line, g->merge_line) ||
+           i64(&r->t_ns, g->t_first) || i64(&r->req_line, g->req_line) || i32(&r->major, g->major) || i32(&r->minor, g->minor) ||
+           i32(&r->a_cpu, g->cpu[S_A]) || i32(&r->q_cpu, g->cpu[S_Q]) || i32(&r->g_cpu, g->cpu[S_G]) ||
+           i32(&r->i_cpu, g->cpu[S_I]) || i32(&r->d_cpu, g->cpu[S_D]) || i32(&r->c_cpu, g->cpu[S_C]) ||
+           i32(&r->requeues, g->requeues) || i32(&r->from_major, g->fmaj) || i32(&r->from_minor, g->fmin) ||
+           i32(&r->front, g->front) || i32(&r->kind, g->merged && !g->head) || i32(&r->merged_bios, g->merged_bios) ||
+           str_push(&r->rwbs, g->rwbs, g->rwbsn, 1) || str_push(&r->comm, g->comm, g->commn, g->comm_ph < PH_OTHER);
+}
+
+static void seg_start(seg_t *g, const ev_t *v, int64_t line) {
+    memset(g, 0, sizeof *g);
+    g->sector = v->sector; g->major = v->major; g->minor = v->minor; g->line = line; g->t_first = v->t;
+    g->nsect0 = v->nsect; g->nsect = v->nsect;
+    g->pid = g->dpid = g->err = g->fsec = g->merge_ns = g->merge_line = g->req_line = NUL64;
+    g->end = v->sector + v->nsect;
+    for (int i = 0; i < 6; i++) { g->t[i] = NUL64; g->ln[i] = NUL64; g->cpu[i] = -1; }
+    g->fmaj = g->fmin = -1;
+    g->pid_ph = g->rwbs_ph = g->comm_ph = PH_OTHER;
+}
+
+static int phase_of(const ev_t *v) {
+    if (v->actn != 1 || v->sector == NUL64 || v->nsect == NUL64 || v->nsect <= 0) return PH_OTHER;
+    switch (v->act[0]) {
+    case 'A': return PH_A; case 'Q': return PH_Q; case 'G': return PH_G; case 'M': case 'F': return PH_M;
+    case 'I': return PH_I; case 'D': return PH_D; case 'R': return PH_R; case 'C': return PH_C;
+    default: return PH_OTHER;
+    }
+}
+
+/* closes segment s: emits it and forgets it */
+static int close_seg(Rebuilder *rb, out_t *o, int32_t s) {
+    end_unregister(rb, s);
+    map_remove(&rb->start, rb->segs, s);
+    return emit_seg(o, &rb->segs[s]) || free_seg(rb, s);
+}
+
+/* A bio merged into a request that is still open: back (M) onto the one ending where it starts,
+ * front (F) onto the one starting where it ends, which then starts at the bio's sector. */
+static int attach_bio(Rebuilder *rb, out_t *o, int32_t bio) {
+    seg_t *b = &rb->segs[bio];
+    int32_t maj = b->major, mn = b->minor, t = -1;
+    int64_t s2 = b->sector, n2 = b->nsect0 > 0 ? b->nsect0 : 0;
+    if (b->front) {
+        long f = map_find(&rb->start, rb->segs, maj, mn, s2 + n2);
+        if (f >= 0 && rb->segs[rb->start.slots[f]].head && rb->segs[rb->start.slots[f]].t[S_D] == NUL64) t = rb->start.slots[f];
+    } else if (rb->end.cap) {
+        long f = map_find(&rb->end, rb->segs, maj, mn, s2);
+        if (f >= 0) t = rb->end.slots[f];
+    }
+    if (t >= 0 && t != bio) b->req_line = rb->segs[t].line;
+    if (close_seg(rb, o, bio)) return -1; /* frees the bio's start key for a front-merged request */
+    if (t < 0 || t == bio) return 0;
+    seg_t *g = &rb->segs[t];
+    g->merged_bios++;
+    if (!g->sized) g->nsect += n2;
+    end_unregister(rb, t);
+    if (b->front) {
+        map_remove(&rb->start, rb->segs, t);
+        g->sector = s2;
+        int32_t other = map_put(&rb->start, rb->segs, t);
+        if (other >= 0) { /* an older segment on that sector: it ends here */
+            end_unregister(rb, other);
+            if (emit_seg(o, &rb->segs[other]) || free_seg(rb, other)) return -1;
+        }
+    } else g->end += n2;
+    return end_register(rb, t);
+}
+
+/* folds one event into the open requests; returns -1 on memory failure */
+static int fold(Rebuilder *rb, out_t *o, const ev_t *v, int64_t line) {
+    int ph = phase_of(v);
+    if (ph == PH_OTHER) return emit_event(o, v, line, NUL64);
+    if (rb->start.used * 2 >= rb->start.cap && map_grow(&rb->start, rb->segs)) return -1;
+    long f = map_find(&rb->start, rb->segs, v->major, v->minor, v->sector);
+    char act = v->act[0];
+    int32_t s;
+    if (f >= 0) {
+        s = rb->start.slots[f];
+        seg_t *g = &rb->segs[s];
+        int fresh = act == 'A' || (act == 'Q' && g->last_act != 'A') ||
+                    (ph <= g->last_ph && g->last_act != 'R' && g->last_act != 'A');
+        if (fresh) {
+            if (close_seg(rb, o, s)) return -1;
+            f = -1;
+        }
+    }
+    if (f < 0) {
+        if (ph == PH_R) return emit_event(o, v, line, NUL64); /* a requeue of a request not in the trace */
+        if ((s = new_seg(rb)) < 0) return -1;
+        seg_start(&rb->segs[s], v, line);
+        if (map_put(&rb->start, rb->segs, s) >= 0) return -1;
+    }
+    seg_t *g = &rb->segs[s];
+    int slot = -1;
+    switch (ph) {
+    case PH_A: slot = S_A; g->fmaj = v->fmaj; g->fmin = v->fmin; g->fsec = v->fsec; g->apid = v->pid; break;
+    case PH_Q: slot = S_Q; break;
+    case PH_G: slot = S_G; break;
+    case PH_I: slot = S_I; break;
+    case PH_D: slot = S_D; break;
+    case PH_C: slot = S_C; g->err = v->err; break;
+    case PH_M: g->merge_ns = v->t; g->merge_line = line; g->merged = 1; g->front = act == 'F'; break;
+    case PH_R: g->requeues++; break;
+    }
+    if (ph == PH_R || (slot >= 0 && slot != S_D && g->t[slot] != NUL64)) {
+        if (emit_event(o, v, line, g->line)) return -1; /* requeue, or a phase seen again */
+    } else if (slot >= 0) {
+        if (slot == S_D && g->t[S_D] != NUL64) { /* dispatched again after a requeue: keep the last */
+            ev_t old = *v; old.t = g->t[S_D]; old.cpu = g->cpu[S_D]; old.pid = g->dpid; old.comm = NULL; old.commn = 0;
+            if (emit_event(o, &old, g->ln[S_D], g->line)) return -1;
+        }
+        g->t[slot] = v->t; g->ln[slot] = line; g->cpu[slot] = v->cpu;
+        if (slot == S_D) g->dpid = v->pid;
+    }
+    if (ph >= PH_G && ph != PH_M && ph != PH_R) g->head = 1;
+    if (ph == PH_D || ph == PH_C) { /* the request's final size: from its dispatch/completion */
+        if (!g->sized || v->nsect > g->nsect) g->nsect = v->nsect;
+        g->sized = 1;
+    } else if (!g->sized && v->nsect > g->nsect) g->nsect = v->nsect;
+    if (ph >= PH_Q && ph <= PH_D && ph != PH_M && ph < g->pid_ph) { g->pid = v->pid; g->pid_ph = (int8_t)ph; }
+    if (ph >= PH_Q && ph <= PH_D && ph != PH_M && v->comm && ph < g->comm_ph) {
+        size_t n = v->commn < COMM_MAX ? v->commn : COMM_MAX;
+        memcpy(g->comm, v->comm, n); g->commn = (uint8_t)n; g->comm_ph = (int8_t)ph;
+    }
+    if (ph < g->rwbs_ph && ph != PH_C) {
+        size_t n = v->rwbsn < 8 ? v->rwbsn : 8;
+        memcpy(g->rwbs, v->rwbs, n); g->rwbsn = (uint8_t)n; g->rwbs_ph = (int8_t)ph;
+    }
+    if (g->rwbs_ph == PH_OTHER && g->rwbsn == 0) { size_t n = v->rwbsn < 8 ? v->rwbsn : 8; memcpy(g->rwbs, v->rwbs, n); g->rwbsn = (uint8_t)n; }
+    g->last_ph = (int8_t)ph; g->last_act = act;
+    if ((ph == PH_G || ph == PH_I) && !g->in_end && g->t[S_D] == NUL64) { /* a request that can take merges */
+        g->end = g->sector + g->nsect;
+        if (end_register(rb, s)) return -1;
+    }
+    if (ph == PH_D) end_unregister(rb, s); /* issued: no more merges */
+    if (ph == PH_M && !g->head) return attach_bio(rb, o, s);
+    if (ph == PH_C) return close_seg(rb, o, s); /* complete: emit and forget */
+    return 0;
+}
+
+/* ---- Python glue ------------------------------------------------------------------------------- */
+
+static int set_bytes(PyObject *d, const char *key, const col_t *c) {
+    PyObject *b = PyBytes_FromStringAndSize(c->v ? c->v : "", (Py_ssize_t)(c->n * c->size));
     if (!b) return -1;
     int rc = PyDict_SetItemString(d, key, b);
     Py_DECREF(b);
     return rc;
 }
+static int set_str(PyObject *d, const char *prefix, const char *name, strcol_t *s) {
+    char k[64];
+    if (s->off.n == 0) { int32_t z = 0; if (col_push(&s->off, &z)) return -1; }
+    snprintf(k, sizeof k, "%s%s_off", prefix, name); if (set_bytes(d, k, &s->off)) return -1;
+    snprintf(k, sizeof k, "%s%s_data", prefix, name); if (set_bytes(d, k, &s->data)) return -1;
+    snprintf(k, sizeof k, "%s%s_valid", prefix, name); return set_bytes(d, k, &s->valid);
+}
 
-#define COL64(name) set_bytes(d, #name, o.name, (Py_ssize_t)(o.n * 8))
-#define COL32(name) set_bytes(d, #name, o.name, (Py_ssize_t)(o.n * 4))
-#define STRCOL(name) (set_bytes(d, #name "_off", o.name.off, (Py_ssize_t)((o.n + 1) * 4)) || \
-                      set_bytes(d, #name "_data", o.name.data, (Py_ssize_t)o.name.len) || \
-                      set_bytes(d, #name "_valid", o.name.valid, (Py_ssize_t)o.n))
+static PyObject *to_dict(out_t *o) {
+    PyObject *d = PyDict_New();
+    if (!d) return NULL;
+    int bad = 0;
+#define SB(n) bad = bad || set_bytes(d, "ev_" #n, &o->ev.n);
+#define SS(n) bad = bad || set_str(d, "ev_", #n, &o->ev.n);
+    EV_I64(SB) EV_I32(SB) EV_STR(SS)
+#undef SB
+#undef SS
+#define SB(n) bad = bad || set_bytes(d, "rq_" #n, &o->rq.n) || set_bytes(d, "bio_" #n, &o->bio.n);
+#define SS(n) bad = bad || set_str(d, "rq_", #n, &o->rq.n) || set_str(d, "bio_", #n, &o->bio.n);
+    RQ_I64(SB) RQ_I32(SB) RQ_STR(SS)
+#undef SB
+#undef SS
+    bad = bad || set_bytes(d, "sk_line", &o->sk.line) || set_bytes(d, "sk_start", &o->sk.start) ||
+          set_bytes(d, "sk_len", &o->sk.len) || set_bytes(d, "sk_reason", &o->sk.reason);
+    PyObject *n;
+    if (!bad) { n = PyLong_FromSize_t(o->ev.line.n); bad = !n || PyDict_SetItemString(d, "ev_n", n); Py_XDECREF(n); }
+    if (!bad) { n = PyLong_FromSize_t(o->rq.line.n); bad = !n || PyDict_SetItemString(d, "rq_n", n); Py_XDECREF(n); }
+    if (!bad) { n = PyLong_FromSize_t(o->bio.line.n); bad = !n || PyDict_SetItemString(d, "bio_n", n); Py_XDECREF(n); }
+    if (!bad) { n = PyLong_FromSize_t(o->sk.line.n); bad = !n || PyDict_SetItemString(d, "sk_n", n); Py_XDECREF(n); }
+    if (!bad) { n = PyLong_FromLongLong(o->ignored); bad = !n || PyDict_SetItemString(d, "ignored", n); Py_XDECREF(n); }
+    if (!bad) { n = PyLong_FromLongLong(o->parsed); bad = !n || PyDict_SetItemString(d, "parsed", n); Py_XDECREF(n); }
+    if (bad) { Py_DECREF(d); return NULL; }
+    return d;
+}
 
-static PyObject *tokenize(PyObject *self, PyObject *args) {
+static PyObject *rb_feed(Rebuilder *rb, PyObject *args) {
     Py_buffer buf;
     long long first_line;
-    int in_summary;
-    if (!PyArg_ParseTuple(args, "y*Lp", &buf, &first_line, &in_summary)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*L", &buf, &first_line)) return NULL;
     const char *s = buf.buf, *end = s + buf.len;
-    if (buf.len > INT32_MAX / 2) { PyBuffer_Release(&buf); PyErr_SetString(PyExc_ValueError, "chunk too large"); return NULL; }
-
-    int64_t rows = 1;
-    for (const char *q = s; (q = memchr(q, '\n', end - q)); q++) rows++;
-
-    out_t o; memset(&o, 0, sizeof o);
-    int ok = 1;
-#define A(f, T) ok &= (o.f = malloc(sizeof(T) * rows)) != NULL
-    A(line, int64_t); A(t_ns, int64_t); A(seq, int64_t); A(pid, int64_t); A(sector, int64_t); A(nsect, int64_t);
-    A(elapsed, int64_t); A(err, int64_t); A(from_sector, int64_t); A(split_sector, int64_t); A(depth, int64_t);
-    A(major, int32_t); A(minor, int32_t); A(cpu, int32_t); A(from_major, int32_t); A(from_minor, int32_t);
-    A(sk_line, int64_t); A(sk_start, int64_t); A(sk_len, int64_t); A(sk_reason, int32_t);
-#undef A
-    ok &= str_init(&o.action, rows, (size_t)rows * 2) == 0;
-    ok &= str_init(&o.rwbs, rows, (size_t)rows * 3) == 0;
-    ok &= str_init(&o.comm, rows, (size_t)rows * 12) == 0;
-    ok &= str_init(&o.msg, rows, 4096) == 0;
-    if (!ok) { out_free(&o); PyBuffer_Release(&buf); return PyErr_NoMemory(); }
-
-    int64_t lineno = first_line;
+    out_t o;
+    out_init(&o);
     int failed = 0;
+    int64_t lineno = first_line;
+    ev_t v;
     Py_BEGIN_ALLOW_THREADS
     for (const char *p = s; p < end; lineno++) {
         const char *nl = memchr(p, '\n', end - p);
         const char *e = nl ? nl : end;
-        int rc = parse_line(&o, p, e, &in_summary);
-        if (rc == 0) { o.line[o.n] = lineno; o.n++; }
-        else if (rc == -1) o.ignored++;
-        else if (rc == -2) { failed = 1; break; }
-        else {
-            o.sk_line[o.nsk] = lineno; o.sk_start[o.nsk] = p - s; o.sk_len[o.nsk] = e - p;
-            o.sk_reason[o.nsk] = rc; o.nsk++;
+        int rc = parse_line(&v, p, e, &rb->in_summary);
+        if (rc == 0) { o.parsed++; if (fold(rb, &o, &v, lineno)) { failed = 1; break; } }
+        else if (rc < 0) o.ignored++;
+        else if (i64(&o.sk.line, lineno) || i64(&o.sk.start, p - s) || i64(&o.sk.len, e - p) || i32(&o.sk.reason, rc)) {
+            failed = 1; break;
         }
         if (!nl) break;
         p = nl + 1;
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&buf);
-    if (failed) { out_free(&o); return PyErr_NoMemory(); }
-
-    PyObject *d = PyDict_New();
-    if (!d) { out_free(&o); return NULL; }
-    int bad = COL64(line) || COL64(t_ns) || COL64(seq) || COL64(pid) || COL64(sector) || COL64(nsect) ||
-              COL64(elapsed) || COL64(err) || COL64(from_sector) || COL64(split_sector) || COL64(depth) ||
-              COL32(major) || COL32(minor) || COL32(cpu) || COL32(from_major) || COL32(from_minor) ||
-              STRCOL(action) || STRCOL(rwbs) || STRCOL(comm) || STRCOL(msg) ||
-              set_bytes(d, "sk_line", o.sk_line, (Py_ssize_t)(o.nsk * 8)) ||
-              set_bytes(d, "sk_start", o.sk_start, (Py_ssize_t)(o.nsk * 8)) ||
-              set_bytes(d, "sk_len", o.sk_len, (Py_ssize_t)(o.nsk * 8)) ||
-              set_bytes(d, "sk_reason", o.sk_reason, (Py_ssize_t)(o.nsk * 4));
-    if (!bad) {
-        PyObject *v;
-        bad = (v = PyLong_FromLongLong(o.n)) == NULL || PyDict_SetItemString(d, "n", v); Py_XDECREF(v);
-        if (!bad) { bad = (v = PyLong_FromLongLong(o.ignored)) == NULL || PyDict_SetItemString(d, "ignored", v); Py_XDECREF(v); }
-        if (!bad) { bad = PyDict_SetItemString(d, "in_summary", in_summary ? Py_True : Py_False); }
-    }
+    PyObject *d = failed ? PyErr_NoMemory() : to_dict(&o);
     out_free(&o);
-    if (bad) { Py_DECREF(d); return NULL; }
     return d;
 }
 
-static PyMethodDef methods[] = {
-    {"tokenize", tokenize, METH_VARARGS, "tokenize(chunk, first_line, in_summary) -> dict of column buffers"},
+static PyObject *rb_finish(Rebuilder *rb, PyObject *Py_UNUSED(ignored)) {
+    out_t o;
+    out_init(&o);
+    int failed = 0;
+    for (size_t i = 0; i < rb->start.cap && !failed; i++)
+        if (rb->start.slots[i] >= 0) { failed = emit_seg(&o, &rb->segs[rb->start.slots[i]]); rb->start.slots[i] = -1; }
+    for (size_t i = 0; i < rb->end.cap; i++) rb->end.slots[i] = -1;
+    rb->start.used = rb->end.used = 0; rb->nsegs = 0; rb->nfree = 0;
+    PyObject *d = failed ? PyErr_NoMemory() : to_dict(&o);
+    out_free(&o);
+    return d;
+}
+
+static PyObject *rb_open(Rebuilder *rb, PyObject *Py_UNUSED(ignored)) { return PyLong_FromSize_t(rb->start.used); }
+
+static int rb_init(Rebuilder *rb, PyObject *args, PyObject *kw) {
+    if (!PyArg_ParseTuple(args, "")) return -1;
+    rb->in_summary = 0;
+    rb->end.by_end = 1;
+    if (map_grow(&rb->start, rb->segs) || map_grow(&rb->end, rb->segs)) { PyErr_NoMemory(); return -1; }
+    return 0;
+}
+static void rb_dealloc(Rebuilder *rb) {
+    free(rb->start.slots); free(rb->end.slots); free(rb->segs); free(rb->freel);
+    Py_TYPE(rb)->tp_free((PyObject *)rb);
+}
+
+static PyMethodDef rb_methods[] = {
+    {"feed", (PyCFunction)rb_feed, METH_VARARGS, "feed(chunk, first_line) -> dict of column buffers"},
+    {"finish", (PyCFunction)rb_finish, METH_NOARGS, "finish() -> dict: the requests still open, emitted"},
+    {"open_requests", (PyCFunction)rb_open, METH_NOARGS, "how many requests are in flight"},
     {NULL, NULL, 0, NULL},
 };
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_blkparse", "blkparse text tokenizer", -1, methods};
-PyMODINIT_FUNC PyInit__blkparse(void) { return PyModule_Create(&module); }
+static PyTypeObject RebuilderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "parsers._blkparse.Rebuilder",
+    .tp_basicsize = sizeof(Rebuilder),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)rb_init,
+    .tp_dealloc = (destructor)rb_dealloc,
+    .tp_methods = rb_methods,
+    .tp_doc = "Streams blkparse text into block requests and other events.",
+};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_blkparse", "blkparse text -> block requests", -1, NULL};
+PyMODINIT_FUNC PyInit__blkparse(void) {
+    if (PyType_Ready(&RebuilderType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Py_INCREF(&RebuilderType);
+    if (PyModule_AddObject(m, "Rebuilder", (PyObject *)&RebuilderType) < 0) { Py_DECREF(&RebuilderType); Py_DECREF(m); return NULL; }
+    return m;
+}

@@ -23,29 +23,37 @@ from .common import ParseError, ParseReport, line_chunks
 
 FORMAT = "blkparse"
 
-EVENTS = pa.schema(
+_DEV = ("dev", pa.string())
+EVENTS = pa.schema(  # events that are not a request phase (see _blkparse.c)
     [
-        ("line", pa.int64()),
-        ("dev", pa.string()),
-        ("cpu", pa.int32()),
-        ("seq", pa.int64()),
-        ("t_ns", pa.int64()),
-        ("pid", pa.int64()),
-        ("action", pa.string()),
-        ("rwbs", pa.string()),
-        ("sector", pa.int64()),
-        ("nsect", pa.int64()),
-        ("elapsed_ns", pa.int64()),
-        ("error", pa.int64()),
-        ("comm", pa.string()),
-        ("from_dev", pa.string()),
-        ("from_sector", pa.int64()),
-        ("split_sector", pa.int64()),
-        ("depth", pa.int64()),
-        ("message", pa.string()),
+        ("line", pa.int64()), _DEV, ("cpu", pa.int32()), ("t_ns", pa.int64()), ("pid", pa.int64()),
+        ("action", pa.string()), ("rwbs", pa.string()), ("sector", pa.int64()), ("nsect", pa.int64()),
+        ("elapsed_ns", pa.int64()), ("error", pa.int64()), ("comm", pa.string()), ("from_dev", pa.string()),
+        ("from_sector", pa.int64()), ("split_sector", pa.int64()), ("depth", pa.int64()), ("message", pa.string()),
+        ("req_line", pa.int64()),
     ]
 )
-TABLES = {"blk_events": EVENTS}
+_PHASES = [f"{p}_{k}" for k in ("ns", "line", "cpu") for p in "aqgidc"]
+REQUESTS = pa.schema(  # one row per block request (line = its first event's line)
+    [
+        ("line", pa.int64()), _DEV, ("sector", pa.int64()), ("nsect0", pa.int64()), ("nsect", pa.int64()),
+        ("rwbs", pa.string()), ("pid", pa.int64()), ("comm", pa.string()),
+        *[(n, pa.int32() if n.endswith("cpu") else pa.int64()) for n in _PHASES],
+        ("q2g_ns", pa.int64()), ("g2i_ns", pa.int64()), ("i2d_ns", pa.int64()), ("d2c_ns", pa.int64()),
+        ("q2c_ns", pa.int64()), ("d_pid", pa.int64()), ("error", pa.int64()), ("requeues", pa.int32()),
+        ("from_dev", pa.string()), ("from_sector", pa.int64()), ("t_ns", pa.int64()), ("merged_bios", pa.int32()),
+    ]
+)
+BIOS = pa.schema(  # bios merged (M back, F front) into another request
+    [
+        ("line", pa.int64()), _DEV, ("sector", pa.int64()), ("nsect", pa.int64()), ("rwbs", pa.string()),
+        ("pid", pa.int64()), ("comm", pa.string()), ("a_ns", pa.int64()), ("a_line", pa.int64()), ("q_ns", pa.int64()),
+        ("q_line", pa.int64()), ("q_cpu", pa.int32()), ("merge_ns", pa.int64()), ("merge_line", pa.int64()),
+        ("front", pa.bool_()), ("from_dev", pa.string()), ("from_sector", pa.int64()),
+        ("req_line", pa.int64()),  # the request it joined (its line); null if that request is not in the trace
+    ]
+)
+TABLES = {"blk_events": EVENTS, "blk_requests": REQUESTS, "blk_bios": BIOS}
 
 REASONS = {
     1: "not a blkparse event line (expected 'major,minor cpu sequence seconds.nanoseconds pid action rwbs ...')",
@@ -75,52 +83,68 @@ def sniff(head: list[str]) -> float:
     return hits / len(lines) if hits else 0.0
 
 
-def _int_col(buf: bytes, dtype) -> pa.Array:
-    arr = np.frombuffer(buf, dtype=dtype)
+_I64 = np.iinfo(np.int64).min
+
+
+def _num(cols: dict, key: str, dtype) -> pa.Array:
+    arr = np.frombuffer(cols[key], dtype=dtype)
     if dtype == np.int64:
-        return pa.array(arr, mask=arr == np.iinfo(np.int64).min)
-    return pa.array(arr)
+        return pa.array(arr, mask=arr == _I64)
+    return pa.array(arr, mask=arr < 0)
 
 
-def _str_col(cols: dict, name: str, n: int) -> pa.Array:
-    valid = np.frombuffer(cols[name + "_valid"], dtype=np.uint8).astype(bool)
-    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little").tobytes()) if not valid.all() else None
-    return pa.StringArray.from_buffers(n, pa.py_buffer(cols[name + "_off"]), pa.py_buffer(cols[name + "_data"]), bitmap)
+def _str(cols: dict, key: str, n: int) -> pa.Array:
+    valid = np.frombuffer(cols[key + "_valid"], dtype=np.uint8).astype(bool)
+    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little").tobytes())
+    return pa.StringArray.from_buffers(n, pa.py_buffer(cols[key + "_off"]), pa.py_buffer(cols[key + "_data"]), bitmap)
 
 
-def _dev(major: np.ndarray, minor: np.ndarray) -> pa.Array:
-    """'maj,min' strings, built once per distinct device (a trace has a handful)."""
-    key = major.astype(np.int64) << 20 | minor.astype(np.int64)
-    uniq, inv = np.unique(key, return_inverse=True)
+def _dev(cols: dict, major: str, minor: str) -> pa.Array:
+    """'maj,min' strings, built once per distinct device (a trace has a handful); null where major < 0."""
+    key = np.frombuffer(cols[major], np.int32).astype(np.int64) << 20 | np.frombuffer(cols[minor], np.int32)
+    if len(key) and key.min() == key.max():  # the common case: one device
+        uniq, inv = key[:1], np.zeros(len(key), np.int32)
+    else:
+        uniq, inv = np.unique(key, return_inverse=True)
     names = pa.array([None if k < 0 else f"{k >> 20},{k & 0xFFFFF}" for k in uniq], pa.string())
     return pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32)), names).cast(pa.string())
 
 
-def _batch(cols: dict) -> pa.RecordBatch:
-    n = cols["n"]
-    i64 = {k: _int_col(cols[k], np.int64) for k in
-           ("line", "t_ns", "seq", "pid", "sector", "nsect", "elapsed", "err", "from_sector", "split_sector", "depth")}
-    major = np.frombuffer(cols["major"], np.int32)
-    minor = np.frombuffer(cols["minor"], np.int32)
-    fmaj = np.frombuffer(cols["from_major"], np.int32).astype(np.int64)
-    fmin = np.frombuffer(cols["from_minor"], np.int32).astype(np.int64)
-    fmaj_masked = np.where(fmaj < 0, -1, fmaj)
-    from_dev = _dev(fmaj_masked, np.where(fmaj < 0, 0, fmin))
-    arrays = [
-        i64["line"], _dev(major, minor), pa.array(np.frombuffer(cols["cpu"], np.int32)), i64["seq"], i64["t_ns"],
-        i64["pid"], _str_col(cols, "action", n), _str_col(cols, "rwbs", n), i64["sector"], i64["nsect"],
-        i64["elapsed"], i64["err"], _str_col(cols, "comm", n), from_dev, i64["from_sector"], i64["split_sector"],
-        i64["depth"], _str_col(cols, "msg", n),
-    ]
-    return pa.RecordBatch.from_arrays(arrays, schema=EVENTS)
+def _columns(cols: dict, prefix: str, schema: pa.Schema, n: int) -> dict[str, pa.Array]:
+    out = {}
+    for f in schema:
+        key = prefix + {"elapsed_ns": "elapsed", "error": "err"}.get(f.name, f.name) if prefix == "ev_" else prefix + f.name
+        if f.name == "dev":
+            out["dev"] = _dev(cols, prefix + "major", prefix + "minor")
+        elif f.name == "from_dev":
+            out["from_dev"] = _dev(cols, prefix + "from_major", prefix + "from_minor")
+        elif pa.types.is_string(f.type):
+            out[f.name] = _str(cols, key, n)
+        elif f.type == pa.int32():
+            out[f.name] = _num(cols, key, np.int32)
+        elif f.type == pa.int64():
+            out[f.name] = _num(cols, key, np.int64)
+    return out
+
+
+def _batches(cols: dict) -> Iterator[tuple[str, pa.RecordBatch]]:
+    if cols["ev_n"]:
+        ev = _columns(cols, "ev_", EVENTS, cols["ev_n"])
+        yield "blk_events", pa.RecordBatch.from_arrays([ev[f.name] for f in EVENTS], schema=EVENTS)
+    for prefix, table, schema in (("rq_", "blk_requests", REQUESTS), ("bio_", "blk_bios", BIOS)):
+        n = cols[prefix + "n"]
+        if n:
+            arrays = _columns(cols, prefix, schema, n)
+            if schema is BIOS:
+                arrays["front"] = pa.array(np.frombuffer(cols[prefix + "front"], np.int32) == 1)
+            yield table, pa.RecordBatch.from_arrays([arrays[f.name] for f in schema], schema=schema)
 
 
 def parse(stream: BinaryIO, report: ParseReport) -> Iterator[tuple[str, pa.RecordBatch]]:
-    in_summary = False
+    rebuilder = _blkparse.Rebuilder()
     for chunk, first_line in line_chunks(stream, report):
-        cols = _blkparse.tokenize(chunk, first_line, in_summary)
-        in_summary = cols["in_summary"]
-        nsk = len(cols["sk_line"]) // 8
+        cols = rebuilder.feed(chunk, first_line)
+        nsk = cols["sk_n"]
         if nsk:
             lines = np.frombuffer(cols["sk_line"], np.int64)
             starts = np.frombuffer(cols["sk_start"], np.int64)
@@ -129,10 +153,10 @@ def parse(stream: BinaryIO, report: ParseReport) -> Iterator[tuple[str, pa.Recor
             for i in range(min(nsk, 50)):
                 report.skip(int(lines[i]), REASONS[int(reasons[i])], bytes(chunk[starts[i] : starts[i] + lens[i]]))
             report.skipped += nsk - min(nsk, 50)
+        report.events += cols["parsed"]
         if report.events == 0 and report.skipped > 1000:
             raise ParseError(
                 f"no blkparse event in the first {report.skipped} lines; first problem at line "
                 f"{report.examples[0].line}: {report.examples[0].reason}", filename=report.filename)
-        if cols["n"]:
-            report.events += cols["n"]
-            yield "blk_events", _batch(cols)
+        yield from _batches(cols)
+    yield from _batches(rebuilder.finish())

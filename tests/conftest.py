@@ -47,6 +47,6 @@ def table_counts(store: Store) -> dict[str, int]:
     con = store.cursor()
     try:
         return {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
-                for t in ("analyses", "sources", "blk_events", "blk_requests", "blk_messages")}
+                for t in ("analyses", "sources", "blk_events", "blk_requests", "blk_bios")}
     finally:
         con.close()

@@ -13,6 +13,7 @@ import pytest
 
 from parsers import blkparse
 from parsers.common import ParseReport
+from backend.analysis.blk import request_detail
 from tests.conftest import PUBLIC, SEED, ingest_paths
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "blkparse")
@@ -20,33 +21,40 @@ SAMPLE_FILES = sorted((PUBLIC / "blkparse-text").glob("*.txt"))
 
 
 def parse_text(text: str) -> tuple[list[dict], ParseReport]:
+    """Every parsed line as an event row (a trace of one-event requests is cut into events here)."""
     report = ParseReport("t.txt")
     rows = []
-    for _, batch in blkparse.parse(io.BytesIO(text.encode()), report):
+    for table, batch in blkparse.parse(io.BytesIO(text.encode()), report):
+        assert table == "blk_events", "these tests use lines that are not request phases"
         rows += batch.to_pylist()
-    return rows, report
+    return sorted(rows, key=lambda r: r["line"]), report
 
 
 def test_seed_excerpt_events():
-    rows, report = parse_text((SEED / "cfq-dispatch-starvation.blkparse.txt").read_text())
+    report = ParseReport("seed")
+    out = {}
+    for table, batch in blkparse.parse(open(SEED / "cfq-dispatch-starvation.blkparse.txt", "rb"), report):
+        out.setdefault(table, []).extend(batch.to_pylist())
     assert (report.lines, report.events, report.skipped) == (12, 12, 0)
-    a, i, m, d = rows[0], rows[3], rows[7], rows[11]
-    assert (a["action"], a["dev"], a["sector"], a["nsect"], a["from_dev"], a["from_sector"]) == (
-        "A", "8,0", 141698288, 8, "8,1", 141696240)
-    assert (i["line"], i["action"], i["t_ns"], i["elapsed_ns"], i["comm"], i["pid"], i["cpu"]) == (
-        4, "I", 81092496118, 22911, "xfsaild/sda1", 804, 11)
-    assert (m["action"], m["rwbs"], m["seq"], m["message"]) == ("m", "N", 0, "cfq767A / slice expired t=1")
-    assert (d["action"], d["t_ns"], d["elapsed_ns"], d["comm"], d["cpu"]) == ("D", 96718761435, 15626265317, "swapper/0", 0)
+    assert [e["line"] for e in out["blk_events"]] == [5, 6, 7, 8, 9, 10, 11]  # the m lines
+    m = out["blk_events"][3]
+    assert (m["action"], m["rwbs"], m["cpu"], m["t_ns"], m["message"]) == (
+        "m", "N", 1, 81117914398, "cfq767A / slice expired t=1")
+    (r,) = out["blk_requests"]
+    assert (r["a_line"], r["from_dev"], r["from_sector"], r["i_line"], r["i_ns"], r["i_cpu"], r["comm"]) == (
+        1, "8,1", 141696240, 4, 81092496118, 11, "xfsaild/sda1")
+    assert (r["d_line"], r["d_ns"], r["d_cpu"], r["d_pid"], r["i2d_ns"]) == (12, 96718761435, 0, 0, 15626265317)
 
 
 def test_seed_excerpt_request(store):
     created = ingest_paths(store, SEED / "cfq-dispatch-starvation.blkparse.txt")
     con = store.cursor()
     rows = con.execute("SELECT line, dev, sector, nsect, rwbs, pid, comm, q_ns, g_ns, i_ns, d_ns, c_ns, q2g_ns,"
-                       " g2i_ns, i2d_ns, d2c_ns, from_dev, from_sector, lines FROM blk_requests").fetchall()
+                       " g2i_ns, i2d_ns, d2c_ns, from_dev, from_sector, a_line, q_line, g_line, i_line, d_line,"
+                       " c_line, d_cpu, d_pid FROM blk_requests").fetchall()
     assert rows == [(1, "8,0", 141698288, 8, "WM", 804, "xfsaild/sda1", 81092472889, 81092473207, 81092496118,
-                     96718761435, None, 318, 22911, 15626265317, None, "8,1", 141696240, [1, 2, 3, 4, 12])]
-    assert con.execute("SELECT count(*) FROM blk_messages").fetchall()[0][0] == 7
+                     96718761435, None, 318, 22911, 15626265317, None, "8,1", 141696240, 1, 2, 3, 4, 12, None, 0, 0)]
+    assert con.execute("SELECT count(*) FROM blk_events WHERE action = 'm'").fetchall()[0][0] == 7
     assert created["sources"][0]["format"] == "blkparse"
 
 
@@ -56,12 +64,12 @@ def test_seed_excerpt_request(store):
         ("  8,0    1        5     5.000000001  4321 1,0  m   N cfq1/ text", {"action": "m", "message": "cfq1/ text"}),
         ("259,0    3        5     0.000001000     0  U   N [kworker/3:1H] 1", {"action": "U", "depth": 1, "comm": "kworker/3:1H"}),
         ("  8,16   0       10     0.1  14252  X  RA 605 / 613 [(null)]", {"action": "X", "sector": 605, "split_sector": 613, "t_ns": 100000000}),
-        ("  8,0    0        1     1.000000000   697  G   W 223490 + 8 [V8 WorkerThread]", {"comm": "V8 WorkerThread", "nsect": 8}),
+        ("  8,0    0        1     1.000000000   697  P   N [V8 WorkerThread]", {"comm": "V8 WorkerThread", "sector": None}),
         ("  8,0    0        2     1.000000000     0  C  FN 0 [0]", {"action": "C", "rwbs": "FN", "sector": 0, "nsect": None, "error": 0}),
-        ("  8,0    0        3     1.000000000     0  C   W 100 + 8 ( 1234) [5]", {"error": 5, "elapsed_ns": 1234}),
+        ("  8,0    0        3     1.000000000     0  R   W 100 + 8 ( 1234) [5]", {"error": 5, "elapsed_ns": 1234}),
         ("  8,0    0        4     1.000000000    12  Q FWS [jbd2/sda1-8]", {"sector": None, "comm": "jbd2/sda1-8", "rwbs": "FWS"}),
         ("  8,0    0        5     1.000000000    12  D   R 36 (12 34 00) [scsi_id]", {"sector": None, "comm": "scsi_id"}),
-        ("8,0 0 6 2.5 1 Q R 8 + 8 [dd]", {"t_ns": 2500000000, "sector": 8}),
+        ("8,0 0 6 2.5 1 UT N [dd] 3", {"t_ns": 2500000000, "depth": 3, "action": "UT"}),
     ],
 )
 def test_line_forms(line, expect):
@@ -74,7 +82,7 @@ def test_line_forms(line, expect):
 def test_summary_block_and_headers_are_skipped_not_counted():
     text = (
         "#Maj,Mn CPU   SeqNo     Seconds     PID  Evt Typ Sector   +Len Description\n"
-        "  8,0    0        1     0.000000000   697  Q   W 223490 + 8 [kjournald]\n"
+        "  8,0    0        1     0.000000000   697  P   N [kjournald]\n"
         "CPU0 (sda):\n Reads Queued:           0,        0KiB\t Writes Queued:           1,        4KiB\n"
         " IO unplugs:             0        \t Timer unplugs:           0\n\n"
         "kjournald (697)\n Reads Queued:           0,        0KiB\n"
@@ -86,7 +94,7 @@ def test_summary_block_and_headers_are_skipped_not_counted():
 
 
 def test_corrupt_lines_are_listed_with_numbers():
-    text = ("  8,0    0        1     0.000000000   697  Q   W 223490 + 8 [kjournald]\n"
+    text = ("  8,0    0        1     0.000000000   697  P   N [kjournald]\n"
             "  8,0    0        X     0.000000100   697  G   W 223490 + 8 [kjournald]\n"
             "hello world\n"
             "  8,0    0        3     0.000000200   697  I   W 223490 + abc [kjournald]\n"
@@ -104,8 +112,16 @@ def summarize(store, path) -> dict:
     src = created["sources"][0]
     con = store.cursor()
     sid = src["id"]
-    actions = dict(con.execute("SELECT action, count(*) FROM blk_events WHERE source_id = ? GROUP BY 1 ORDER BY 1",
-                               [sid]).fetchall())
+    actions = dict(con.execute(  # every parsed line is in exactly one place: phases, bios or leftover events
+        "SELECT action, sum(n)::BIGINT FROM ("
+        " SELECT action, count(*) n FROM blk_events WHERE source_id = $sid GROUP BY 1"
+        " UNION ALL SELECT unnest(['A', 'Q', 'G', 'I', 'D', 'C']),"
+        "  unnest([count(a_line), count(q_line), count(g_line), count(i_line), count(d_line), count(c_line)])"
+        "  FROM blk_requests WHERE source_id = $sid"
+        " UNION ALL SELECT unnest(['A', 'Q', 'M', 'F']), unnest([count(a_line), count(q_line),"
+        "  count(*) FILTER (WHERE NOT front), count(*) FILTER (WHERE front)]) FROM blk_bios WHERE source_id = $sid"
+        ") WHERE n > 0 GROUP BY 1 ORDER BY 1", {"sid": sid}).fetchall())
+    assert sum(actions.values()) == src["events"]
     req = con.execute(
         "SELECT count(*), count(q_ns), count(i2d_ns), count(d2c_ns), count(q2c_ns), sum(merged_bios)::BIGINT,"
         " sum(requeues)::BIGINT, count(*) FILTER (WHERE error <> 0), max(i2d_ns), max(d2c_ns), max(q2c_ns),"
@@ -129,16 +145,20 @@ def test_public_samples_golden(store, path):
 
 def test_hand_checked_requests(store):
     """Requests checked line by line against the sample files."""
-    ingest_paths(store, *(PUBLIC / "blkparse-text" / n for n in (
+    aid = ingest_paths(store, *(PUBLIC / "blkparse-text" / n for n in (
         "derived-liuzel01-sda-lvm.blkparse.txt", "oxdeadmeat-nvme0n1-dmcrypt.blkparse.txt",
-        "derived-isotopp-keks-8cpu-sdd4-zfs.blkparse.txt", "derived-romeus-loop0-dump-x0y1.blkparse.txt")))
+        "derived-isotopp-keks-8cpu-sdd4-zfs.blkparse.txt", "derived-romeus-loop0-dump-x0y1.blkparse.txt")))["id"]
     con = store.cursor()
 
     def req(name, line):
-        return con.execute(
+        rows = con.execute(
             "SELECT r.dev, r.sector, r.nsect, r.q_ns, r.g_ns, r.i_ns, r.d_ns, r.c_ns, r.i2d_ns, r.d2c_ns,"
-            " r.merged_bios, r.from_dev, r.lines FROM blk_requests r JOIN sources s ON s.id = r.source_id"
+            " r.merged_bios, r.from_dev, r.source_id FROM blk_requests r JOIN sources s ON s.id = r.source_id"
             " WHERE s.filename = ? AND r.line = ?", [name, line]).fetchall()
+        if not rows:
+            return rows
+        detail = request_detail(con, aid, rows[0][-1], line)
+        return [rows[0][:-1] + ([e["line"] for e in detail["events"]],)]
 
     # liuzel01 lines 2-6 (A<-8,2 Q G I D) and 13 (C): LVM remap onto the disk
     assert req("derived-liuzel01-sda-lvm.blkparse.txt", 2) == [
