@@ -49,7 +49,7 @@ CREATE TABLE IF NOT EXISTS sources (
 """
 
 
-INSERT_ROWS = 1  # rows buffered per table before one INSERT: bounds memory, keeps inserts parallel
+INSERT_ROWS = 122880 * 8  # rows buffered (all tables) before INSERTs: whole row groups, parallel, bounded memory
 
 
 def new_id() -> str:
@@ -101,26 +101,46 @@ class IngestError(Exception):
 
 
 class _Hashing:
-    """A read-through wrapper that hashes what the parser reads and reports bytes read."""
+    """A read-through wrapper that reports bytes read and hashes them in a thread of its own
+    (hashlib releases the GIL), off the parser's path."""
 
     def __init__(self, stream: BinaryIO, on_read: Callable[[int], None]):
-        self.stream, self.sha, self.on_read, self.n = stream, hashlib.sha256(), on_read, 0
+        self.stream, self.on_read, self.n = stream, on_read, 0
+        self.sha = hashlib.sha256()
+        self._q: queue.Queue = queue.Queue(maxsize=4)
+        self._worker = threading.Thread(target=self._hash, name="sha256", daemon=True)
+        self._worker.start()
+
+    def _hash(self) -> None:
+        while (data := self._q.get()) is not None:
+            self.sha.update(data)
 
     def readinto(self, b) -> int:
-        got = self.stream.readinto(b)
+        got = self.stream.readinto(b) or 0
         if got:
             with memoryview(b) as view:
-                self.sha.update(view[:got])
+                self._q.put(bytes(view[:got]))
             self.n += got
             self.on_read(self.n)
-        return got or 0
+        return got
 
     def read(self, size: int = -1) -> bytes:
         data = self.stream.read(size)
-        self.sha.update(data)
+        if data:
+            self._q.put(data)
         self.n += len(data)
         self.on_read(self.n)
         return data
+
+    def close(self) -> None:
+        """Waits for the hash of everything read."""
+        if self._worker.is_alive():
+            self._q.put(None)
+            self._worker.join()
+
+    def hexdigest(self) -> str:
+        self.close()
+        return self.sha.hexdigest()
 
 
 class Store:
@@ -129,7 +149,7 @@ class Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         # rows need no insertion order (every read sorts), which lets DuckDB insert in parallel
-        self.db = duckdb.connect(str(path), config={"preserve_insertion_order": True})
+        self.db = duckdb.connect(str(path), config={"preserve_insertion_order": False})
         self.db.execute(SCHEMA)
         for parser in PARSERS:  # each parser's tables, from its Arrow schemas, keyed by source_id
             for table, schema in parser.TABLES.items():
@@ -190,24 +210,31 @@ class Store:
         report = ParseReport(f.filename)
         progress.update(filename=f.filename)
         reader = _Hashing(f.stream, lambda n: progress.update(bytes_read=done + n))
-        pending: dict[str, list[pa.RecordBatch]] = {}
+        try:
+            pending: dict[str, list[pa.RecordBatch]] = {}
 
-        def flush(table: str) -> None:
-            # one statement over several batches lets DuckDB insert them in parallel
-            data = pa.Table.from_batches(pending.pop(table))
-            con.register("_batch", data)
-            cols = ", ".join(data.schema.names)
-            con.execute(f"INSERT INTO {table} (source_id, {cols}) SELECT ?, {cols} FROM _batch", [source_id])
-            con.unregister("_batch")
+            def flush(table: str) -> None:
+                # one statement over several batches lets DuckDB insert them in parallel
+                data = pa.Table.from_batches(pending.pop(table))
+                con.register("_batch", data)
+                cols = ", ".join(data.schema.names)
+                con.execute(f"INSERT INTO {table} (source_id, {cols}) SELECT ?, {cols} FROM _batch", [source_id])
+                con.unregister("_batch")
 
-        for table, batch in _prefetched(parser.parse(reader, report)):
-            assert table in parser.TABLES, f"{parser.FORMAT} yielded rows for unknown table {table}"
-            pending.setdefault(table, []).append(batch)
-            if sum(b.num_rows for b in pending[table]) >= INSERT_ROWS:
+            buffered = 0
+            for table, batch in _prefetched(parser.parse(reader, report)):
+                assert table in parser.TABLES, f"{parser.FORMAT} yielded rows for unknown table {table}"
+                pending.setdefault(table, []).append(batch)
+                buffered += batch.num_rows
+                if buffered >= INSERT_ROWS:
+                    for t in list(pending):
+                        flush(t)
+                    buffered = 0
+                progress.update(events=done_events + report.events)
+            for table in list(pending):
                 flush(table)
-            progress.update(events=done_events + report.events)
-        for table in list(pending):
-            flush(table)
+        finally:
+            reader.close()
         if report.events == 0:
             first = report.examples[0] if report.examples else None
             raise ParseError(
@@ -219,7 +246,7 @@ class Store:
         con.execute(
             "INSERT INTO sources (id, analysis_id, filename, format, sha256, bytes, lines, events, skipped_lines,"
             " skipped_examples, notes, t_min_ns, t_max_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [source_id, analysis_id, f.filename, parser.FORMAT, reader.sha.hexdigest(), reader.n, report.lines,
+            [source_id, analysis_id, f.filename, parser.FORMAT, reader.hexdigest(), reader.n, report.lines,
              report.events, report.skipped, _json([e.__dict__ for e in report.examples]), _json(report.notes),
              t_min, t_max],
         )

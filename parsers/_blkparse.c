@@ -42,13 +42,15 @@ enum reason {
 typedef struct { char *v; size_t n, cap, size; } col_t;
 typedef struct { col_t off, data, valid; } strcol_t;
 
-static int col_push(col_t *c, const void *x) {
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 1024;
-        char *v = realloc(c->v, cap * c->size);
-        if (!v) return -1;
-        c->v = v; c->cap = cap;
-    }
+static int col_grow(col_t *c) {
+    size_t cap = c->cap ? c->cap * 2 : 4096;
+    char *v = realloc(c->v, cap * c->size);
+    if (!v) return -1;
+    c->v = v; c->cap = cap;
+    return 0;
+}
+static inline int col_push(col_t *c, const void *x) {
+    if (c->n == c->cap && col_grow(c)) return -1;
     memcpy(c->v + c->n * c->size, x, c->size);
     c->n++;
     return 0;
@@ -65,8 +67,16 @@ static int col_put(col_t *c, const void *p, size_t n) { /* n bytes into a size-1
     c->n += n;
     return 0;
 }
-static int i64(col_t *c, int64_t x) { return col_push(c, &x); }
-static int i32(col_t *c, int32_t x) { return col_push(c, &x); }
+static inline int i64(col_t *c, int64_t x) {
+    if (c->n == c->cap && col_grow(c)) return -1;
+    ((int64_t *)c->v)[c->n++] = x;
+    return 0;
+}
+static inline int i32(col_t *c, int32_t x) {
+    if (c->n == c->cap && col_grow(c)) return -1;
+    ((int32_t *)c->v)[c->n++] = x;
+    return 0;
+}
 static int str_push(strcol_t *s, const char *p, size_t n, int valid) {
     if (s->off.n == 0) { int32_t z = 0; if (col_push(&s->off, &z)) return -1; }
     if (col_put(&s->data, valid ? p : "", valid ? n : 0)) return -1;
@@ -103,7 +113,7 @@ typedef struct {
 } rqout_t;
 typedef struct { col_t line, start, len, reason; } skout_t;
 
-typedef struct { evout_t ev; rqout_t rq, bio; skout_t sk; int64_t ignored, parsed; } out_t;
+typedef struct { evout_t ev; rqout_t rq, bio; skout_t sk; int64_t ignored, parsed, lines; } out_t;
 
 static void col_init(col_t *c, size_t size) { memset(c, 0, sizeof *c); c->size = size; }
 static void str_init(strcol_t *s) { col_init(&s->off, 4); col_init(&s->data, 1); col_init(&s->valid, 1); }
@@ -588,10 +598,29 @@ static int fold(Rebuilder *rb, out_t *o, const ev_t *v, int64_t line) {
 
 /* ---- Python glue ------------------------------------------------------------------------------- */
 
-static int set_bytes(PyObject *d, const char *key, const col_t *c) {
-    PyObject *b = PyBytes_FromStringAndSize(c->v ? c->v : "", (Py_ssize_t)(c->n * c->size));
+/* A read-only buffer that owns a column's memory: handed to numpy/Arrow without a copy. */
+typedef struct { PyObject_HEAD char *data; Py_ssize_t len; } Buf;
+static int buf_get(Buf *b, Py_buffer *view, int flags) {
+    return PyBuffer_FillInfo(view, (PyObject *)b, b->data ? b->data : (char *)"", b->len, 1, flags);
+}
+static void buf_dealloc(Buf *b) { free(b->data); Py_TYPE(b)->tp_free((PyObject *)b); }
+static PyBufferProcs buf_procs = {(getbufferproc)buf_get, NULL};
+static PyTypeObject BufType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "parsers._blkparse.Buffer",
+    .tp_basicsize = sizeof(Buf),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)buf_dealloc,
+    .tp_as_buffer = &buf_procs,
+    .tp_doc = "column memory owned by Python",
+};
+
+static int set_bytes(PyObject *d, const char *key, col_t *c) { /* moves the column into a Buf */
+    Buf *b = PyObject_New(Buf, &BufType);
     if (!b) return -1;
-    int rc = PyDict_SetItemString(d, key, b);
+    b->data = c->v; b->len = (Py_ssize_t)(c->n * c->size);
+    c->v = NULL; c->n = c->cap = 0;
+    int rc = PyDict_SetItemString(d, key, (PyObject *)b);
     Py_DECREF(b);
     return rc;
 }
@@ -606,6 +635,7 @@ static int set_str(PyObject *d, const char *prefix, const char *name, strcol_t *
 static PyObject *to_dict(out_t *o) {
     PyObject *d = PyDict_New();
     if (!d) return NULL;
+    size_t nev = o->ev.line.n, nrq = o->rq.line.n, nbio = o->bio.line.n, nsk = o->sk.line.n; /* before the moves */
     int bad = 0;
 #define SB(n) bad = bad || set_bytes(d, "ev_" #n, &o->ev.n);
 #define SS(n) bad = bad || set_str(d, "ev_", #n, &o->ev.n);
@@ -620,12 +650,13 @@ static PyObject *to_dict(out_t *o) {
     bad = bad || set_bytes(d, "sk_line", &o->sk.line) || set_bytes(d, "sk_start", &o->sk.start) ||
           set_bytes(d, "sk_len", &o->sk.len) || set_bytes(d, "sk_reason", &o->sk.reason);
     PyObject *n;
-    if (!bad) { n = PyLong_FromSize_t(o->ev.line.n); bad = !n || PyDict_SetItemString(d, "ev_n", n); Py_XDECREF(n); }
-    if (!bad) { n = PyLong_FromSize_t(o->rq.line.n); bad = !n || PyDict_SetItemString(d, "rq_n", n); Py_XDECREF(n); }
-    if (!bad) { n = PyLong_FromSize_t(o->bio.line.n); bad = !n || PyDict_SetItemString(d, "bio_n", n); Py_XDECREF(n); }
-    if (!bad) { n = PyLong_FromSize_t(o->sk.line.n); bad = !n || PyDict_SetItemString(d, "sk_n", n); Py_XDECREF(n); }
+    if (!bad) { n = PyLong_FromSize_t(nev); bad = !n || PyDict_SetItemString(d, "ev_n", n); Py_XDECREF(n); }
+    if (!bad) { n = PyLong_FromSize_t(nrq); bad = !n || PyDict_SetItemString(d, "rq_n", n); Py_XDECREF(n); }
+    if (!bad) { n = PyLong_FromSize_t(nbio); bad = !n || PyDict_SetItemString(d, "bio_n", n); Py_XDECREF(n); }
+    if (!bad) { n = PyLong_FromSize_t(nsk); bad = !n || PyDict_SetItemString(d, "sk_n", n); Py_XDECREF(n); }
     if (!bad) { n = PyLong_FromLongLong(o->ignored); bad = !n || PyDict_SetItemString(d, "ignored", n); Py_XDECREF(n); }
     if (!bad) { n = PyLong_FromLongLong(o->parsed); bad = !n || PyDict_SetItemString(d, "parsed", n); Py_XDECREF(n); }
+    if (!bad) { n = PyLong_FromLongLong(o->lines); bad = !n || PyDict_SetItemString(d, "lines", n); Py_XDECREF(n); }
     if (bad) { Py_DECREF(d); return NULL; }
     return d;
 }
@@ -644,6 +675,7 @@ static PyObject *rb_feed(Rebuilder *rb, PyObject *args) {
     for (const char *p = s; p < end; lineno++) {
         const char *nl = memchr(p, '\n', end - p);
         const char *e = nl ? nl : end;
+        o.lines++;
         int rc = parse_line(&v, p, e, &rb->in_summary);
         if (rc == 0) { o.parsed++; if (fold(rb, &o, &v, lineno)) { failed = 1; break; } }
         else if (rc < 0) o.ignored++;
@@ -706,7 +738,7 @@ static PyTypeObject RebuilderType = {
 };
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_blkparse", "blkparse text -> block requests", -1, NULL};
 PyMODINIT_FUNC PyInit__blkparse(void) {
-    if (PyType_Ready(&RebuilderType) < 0) return NULL;
+    if (PyType_Ready(&RebuilderType) < 0 || PyType_Ready(&BufType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&RebuilderType);

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _blkparse
-from .common import ParseError, ParseReport, line_chunks
+from .common import ParseError, ParseReport, chunks_of_lines
 
 FORMAT = "blkparse"
 
@@ -102,12 +102,9 @@ def _str(cols: dict, key: str, n: int) -> pa.Array:
 def _dev(cols: dict, major: str, minor: str) -> pa.Array:
     """'maj,min' strings, built once per distinct device (a trace has a handful); null where major < 0."""
     key = np.frombuffer(cols[major], np.int32).astype(np.int64) << 20 | np.frombuffer(cols[minor], np.int32)
-    if len(key) and key.min() == key.max():  # the common case: one device
-        uniq, inv = key[:1], np.zeros(len(key), np.int32)
-    else:
-        uniq, inv = np.unique(key, return_inverse=True)
-    names = pa.array([None if k < 0 else f"{k >> 20},{k & 0xFFFFF}" for k in uniq], pa.string())
-    return pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32)), names).cast(pa.string())
+    codes = pa.array(key).dictionary_encode()  # hashing, not sorting
+    names = pa.array([None if k < 0 else f"{k >> 20},{k & 0xFFFFF}" for k in codes.dictionary.to_pylist()], pa.string())
+    return pa.DictionaryArray.from_arrays(codes.indices, names).cast(pa.string())
 
 
 def _columns(cols: dict, prefix: str, schema: pa.Schema, n: int) -> dict[str, pa.Array]:
@@ -142,8 +139,9 @@ def _batches(cols: dict) -> Iterator[tuple[str, pa.RecordBatch]]:
 
 def parse(stream: BinaryIO, report: ParseReport) -> Iterator[tuple[str, pa.RecordBatch]]:
     rebuilder = _blkparse.Rebuilder()
-    for chunk, first_line in line_chunks(stream, report):
-        cols = rebuilder.feed(chunk, first_line)
+    for chunk in chunks_of_lines(stream, report):
+        cols = rebuilder.feed(chunk, report.lines + 1)
+        report.lines += cols["lines"]
         nsk = cols["sk_n"]
         if nsk:
             lines = np.frombuffer(cols["sk_line"], np.int64)

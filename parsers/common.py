@@ -75,17 +75,15 @@ class ParseReport:
         }
 
 
-def line_chunks(stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[memoryview, int]]:
-    """Yields (chunk, number of its first line) where every chunk holds whole lines only.
+def chunks_of_lines(stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES) -> Iterator[memoryview]:
+    """Yields chunks of whole lines (a parser that counts lines itself sets report.lines).
 
-    The chunk is a view into one reused buffer: it is valid until the next chunk is asked for, so a
+    A chunk is a view into one reused buffer: it is valid until the next chunk is asked for, so a
     consumer copies what it keeps. The last line of the stream may lack its newline; it is yielded as
-    is. Memory stays bounded by chunk_bytes plus the longest line. report.lines and report.bytes_read
-    advance as chunks go.
+    is. Memory stays bounded by chunk_bytes plus the longest line. report.bytes_read advances.
     """
     buf = bytearray(chunk_bytes)
     have = 0  # bytes carried over from the previous read, at the start of buf
-    first_line = 1
     while True:
         if have == len(buf):  # a single line longer than the buffer: grow it
             buf.extend(bytes(len(buf)))
@@ -98,17 +96,25 @@ def line_chunks(stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_
         if cut == 0:
             have = end
             continue
-        n = buf.count(b"\n", 0, cut)
         with memoryview(buf) as view:
-            yield view[:cut], first_line
-        first_line += n
-        report.lines = first_line - 1
+            yield view[:cut]
         buf[: end - cut] = buf[cut:end]
         have = end - cut
     if have:
         with memoryview(buf) as view:
-            yield view[:have], first_line
-        report.lines = first_line
+            yield view[:have]
+
+
+def line_chunks(stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[memoryview, int]]:
+    """Like chunks_of_lines, with the number of each chunk's first line; report.lines advances."""
+    first_line = 1
+    for chunk in chunks_of_lines(stream, report, chunk_bytes):
+        n = chunk.obj.count(b"\n", 0, len(chunk))
+        yield chunk, first_line
+        first_line += n
+        report.lines = first_line - 1
+        if len(chunk) and chunk[-1] != 10:  # the last line, without its newline
+            report.lines += 1
 
 
 def head_lines(data: bytes, limit: int = 200) -> list[str]:
