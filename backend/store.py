@@ -7,6 +7,7 @@ sources, events and derived tables inside one transaction: it commits whole or l
 from __future__ import annotations
 
 import hashlib
+import os
 import secrets
 import queue
 import threading
@@ -144,12 +145,13 @@ class _Hashing:
 
 
 class Store:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, memory_limit: str = os.environ.get("STALLSCOPE_MEMORY_LIMIT", "512MB")):
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         # rows need no insertion order (every read sorts), which lets DuckDB insert in parallel
-        self.db = duckdb.connect(str(path), config={"preserve_insertion_order": False})
+        config = {"preserve_insertion_order": False, "memory_limit": memory_limit}
+        self.db = duckdb.connect(str(path), config=config)
         self.db.execute(SCHEMA)
         for parser in PARSERS:  # each parser's tables, from its Arrow schemas, keyed by source_id
             for table, schema in parser.TABLES.items():
