@@ -1,0 +1,164 @@
+"""The JSON API end to end on a fresh database per test, with real traces."""
+from __future__ import annotations
+
+import re
+import threading
+
+from tests.conftest import SAMPLES, SEED, ingest_paths, table_counts
+
+SEED_FILE = SEED / "cfq-dispatch-starvation.blkparse.txt"
+GOOD = b"  8,0    0        1     0.000000000   697  Q   W 223490 + 8 [kjournald]\n"
+
+
+def upload(client, *files, name=None, progress=None):
+    data = {"name": name} if name else {}
+    url = "/api/analyses" + (f"?progress={progress}" if progress else "")
+    return client.post(url, files=[("files", f) for f in files], data=data)
+
+
+def test_upload_then_read_everything(client):
+    r = upload(client, (SEED_FILE.name, SEED_FILE.read_bytes()), name="cfq starvation", progress="tok1")
+    assert r.status_code == 201, r.text
+    body = r.json()
+    aid = body["id"]
+    assert re.fullmatch(r"[A-Za-z0-9_-]{22,}", aid)  # >= 128 random bits, URL-safe
+    assert body["url"] == f"/a/{aid}"
+    assert [(s["filename"], s["format"], s["events"], s["skipped_lines"]) for s in body["sources"]] == [
+        (SEED_FILE.name, "blkparse", 12, 0)]
+    assert client.get("/api/progress/tok1").json()["phase"] == "done"
+
+    listed = client.get("/api/analyses").json()
+    assert [(a["id"], a["name"], a["source_count"]) for a in listed] == [(aid, "cfq starvation", 1)]
+    a = client.get(f"/api/analyses/{aid}").json()
+    assert (a["t_min_ns"], a["t_max_ns"]) == (81092472813, 96718761435)
+    assert a["sources"][0]["clock_offset_ns"] == 0
+
+    reqs = client.get(f"/api/analyses/{aid}/requests", params={"order": "i2d", "limit": 5}).json()
+    assert len(reqs) == 1
+    req = reqs[0]
+    assert (req["comm"], req["pid"], req["sector"], req["nsect"], req["rwbs"], req["i2d_ns"], req["d2c_ns"]) == (
+        "xfsaild/sda1", 804, 141698288, 8, "WM", 15626265317, None)
+
+    detail = client.get(f"/api/analyses/{aid}/requests/{req['source_id']}/{req['line']}").json()
+    assert [e["action"] for e in detail["events"]] == ["A", "Q", "G", "I", "D"]
+    assert [m["line"] for m in detail["messages"]] == [5, 6, 7, 8, 9, 10, 11]
+    assert detail["messages"][3]["message"] == "cfq767A / slice expired t=1"
+
+    by_proc = client.get(f"/api/analyses/{aid}/dispatch-summary", params={"by": "process"}).json()
+    assert by_proc == [{"key": "xfsaild/sda1 (804)", "pid": 804, "comm": "xfsaild/sda1", "dev": None, "count": 1,
+                        "i2d": {"n": 1, "p50": 15626265317, "p95": 15626265317, "p99": 15626265317, "max": 15626265317},
+                        "d2c": {"n": 0, "p50": None, "p95": None, "p99": None, "max": None},
+                        "q2c": {"n": 0, "p50": None, "p95": None, "p99": None, "max": None}}]
+    lot = client.get(f"/api/analyses/{aid}/latency-over-time", params={"buckets": 10}).json()
+    assert lot["series"]["i2d"] == [{"t_ns": 81092472813, "count": 1, "p50_ns": 15626265317, "max_ns": 15626265317,
+                                     "max_source_id": req["source_id"], "max_line": 1}]
+
+
+def test_demo_filters_and_orders(client, store):
+    aid = ingest_paths(store, SAMPLES / "demo-cfq-starvation.blkparse.txt")["id"]
+    worst = client.get(f"/api/analyses/{aid}/requests", params={"order": "i2d", "limit": 3}).json()
+    assert worst[0]["comm"] == "xfsaild/sda1" and worst[0]["i2d_ns"] == 15626265317
+    assert worst[0]["i2d_ns"] >= worst[1]["i2d_ns"] >= worst[2]["i2d_ns"]
+    pg = client.get(f"/api/analyses/{aid}/requests", params={"order": "d2c", "pid": 2210, "limit": 50}).json()
+    assert {r["comm"] for r in pg} == {"postgres"} and len(pg) == 50
+    by_time = client.get(f"/api/analyses/{aid}/requests", params={"order": "time", "limit": 20}).json()
+    assert [r["line"] for r in by_time] == sorted(r["line"] for r in by_time)
+    t0 = worst[0]["i_ns"] - 1_000_000
+    window = client.get(f"/api/analyses/{aid}/requests",
+                        params={"order": "time", "t0_ns": t0, "t1_ns": t0 + 2_000_000, "limit": 1000}).json()
+    assert window and all(t0 <= r["q_ns"] <= t0 + 2_000_000 for r in window if r["q_ns"] is not None)
+    devs = client.get(f"/api/analyses/{aid}/dispatch-summary", params={"by": "device"}).json()
+    assert [(d["key"], d["count"]) for d in devs] == [("8,0", 5000)]
+    assert devs[0]["i2d"]["max"] == 15626265317
+    lot = client.get(f"/api/analyses/{aid}/latency-over-time", params={"buckets": 200}).json()
+    assert len(lot["series"]["i2d"]) <= 200 and sum(p["count"] for p in lot["series"]["i2d"]) == 5000
+    top = max(lot["series"]["i2d"], key=lambda p: p["max_ns"])
+    assert (top["max_ns"], top["max_line"]) == (15626265317, worst[0]["line"])
+
+
+def test_errors_are_json_with_actionable_messages(client):
+    assert client.get("/api/analyses/nope").status_code == 404
+    assert "no analysis" in client.get("/api/analyses/nope/requests").json()["detail"]
+    r = client.get("/api/analyses/x/requests", params={"order": "fast"})
+    assert r.status_code == 422 and r.json()["detail"].startswith("invalid request: order")
+    r = client.get("/api/analyses/x/requests", params={"limit": 0})
+    assert r.status_code == 422
+    assert client.get("/api/nothing").json()["detail"].startswith("no API endpoint")
+    assert client.get("/api/analyses/x/requests/1/2").status_code == 404
+
+
+def test_bad_uploads_leave_nothing(client, store):
+    before = table_counts(store)
+    cases = {
+        "empty.txt": b"",
+        "garbage.bin": bytes(range(256)) * 8,
+        "prose.txt": b"Dear kernel developers,\nmy disk is slow.\n",
+    }
+    for name, data in cases.items():
+        r = upload(client, (name, data))
+        assert r.status_code == 422, (name, r.text)
+        body = r.json()
+        assert body["files"][0]["filename"] == name and name in body["detail"]
+    r = upload(client, ("bad.txt", b"  8,0 0 1 0.1 1 Q W 1 + x [a]\n" * 3))
+    assert r.status_code == 422
+    assert r.json()["files"][0]["error"].startswith("no usable event in the file; first problem at line 1")
+    # one good file and one bad: the whole upload is refused
+    r = upload(client, ("good.txt", GOOD), ("bad.txt", b"\x00\x01\x02"))
+    assert r.status_code == 422 and [f["filename"] for f in r.json()["files"]] == ["bad.txt"]
+    r = client.post("/api/analyses", files=[])
+    assert r.status_code == 422
+    assert table_counts(store) == before
+
+
+def test_truncated_last_line_is_reported(client):
+    r = upload(client, ("t.txt", GOOD + b"  8,0    0        2     0.000000100   697  G   W 223490 + 8 [kjour"))
+    assert r.status_code == 201
+    src = r.json()["sources"][0]
+    assert (src["events"], src["skipped_lines"], src["skipped_examples"][0]["line"]) == (1, 1, 2)
+
+
+def test_upload_over_limit_is_413(client, store):
+    r = upload(client, ("big.txt", GOOD * 20000))  # 1.4 MB > the 1 MiB limit of the test app
+    assert r.status_code == 413 and "limit" in r.json()["detail"]
+    assert table_counts(store)["analyses"] == 0
+
+
+def test_persists_across_restart(tmp_path):
+    from backend.store import Store
+
+    s = Store(tmp_path / "p.duckdb")
+    aid = ingest_paths(s, SEED_FILE)["id"]
+    s.close()
+    s = Store(tmp_path / "p.duckdb")
+    con = s.cursor()
+    assert con.execute("SELECT max(i2d_ns) FROM blk_requests r JOIN sources x ON x.id = r.source_id"
+                       " WHERE x.analysis_id = ?", [aid]).fetchall() == [(15626265317,)]
+    s.close()
+
+
+def test_two_ingests_at_once_and_reads_during_ingest(store):
+    demo = SAMPLES / "demo-cfq-starvation.blkparse.txt"
+    results, errors = [], []
+
+    def work():
+        try:
+            results.append(ingest_paths(store, demo))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    con = store.cursor()
+    seen = []
+    while any(t.is_alive() for t in threads):  # reads see only whole analyses
+        n = con.execute("SELECT count(*) FROM blk_requests").fetchall()[0][0]
+        seen.append(n)
+    for t in threads:
+        t.join()
+    assert not errors
+    assert set(seen) <= {0, 5000, 10000}
+    counts = con.execute("SELECT s.analysis_id, count(*) FROM blk_requests r JOIN sources s ON s.id = r.source_id"
+                         " GROUP BY 1").fetchall()
+    assert sorted(c for _, c in counts) == [5000, 5000]
+    assert {r["id"] for r in results} == {a for a, _ in counts}
