@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import blkparse
+from . import blkparse, offcpu
 from .common import ParseError, head_lines
 
-PARSERS: list[ModuleType] = [blkparse]
+PARSERS: list[ModuleType] = [blkparse, offcpu]
 BY_FORMAT = {p.FORMAT: p for p in PARSERS}
 THRESHOLD = 0.3
 SNIFF_BYTES = 64 << 10
