@@ -238,12 +238,7 @@ class Store:
         finally:
             reader.close()
         if report.events == 0:
-            first = report.examples[0] if report.examples else None
-            raise ParseError(
-                "no usable event in the file"
-                + (f"; first problem at line {first.line}: {first.reason}" if first else ""),
-                filename=f.filename,
-            )
+            raise report.nothing_usable()
         t_min, t_max = blk.derive(con, source_id, report) if parser.FORMAT == "blkparse" else (None, None)
         con.execute(
             "INSERT INTO sources (id, analysis_id, filename, format, sha256, bytes, lines, events, skipped_lines,"

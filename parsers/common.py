@@ -64,6 +64,15 @@ class ParseReport:
         if text not in self.notes:
             self.notes.append(text)
 
+    def nothing_usable(self, expected: str = "") -> ParseError:
+        """The error that refuses a file in which no line could be used, naming the first problem."""
+        first = self.examples[0] if self.examples else None
+        return ParseError(
+            "no usable event in the file" + (f" ({expected})" if expected else "")
+            + (f"; first problem at line {first.line}: {first.reason}" if first else ""),
+            filename=self.filename,
+        )
+
     def as_dict(self) -> dict:
         return {
             "lines": self.lines,

@@ -651,9 +651,4 @@ def parse(stream: BinaryIO, report: ParseReport) -> Iterator[tuple[str, pa.Recor
         if sm.incomplete:
             report.note(_INCOMPLETE_NOTE.format(n=sm.incomplete, line=sm.first_incomplete))
     if report.events == 0:
-        first_skip = report.examples[0] if report.examples else None
-        raise ParseError(
-            "no off-CPU stack record found (expected bcc offcputime/offwaketime output or folded stacks)"
-            + (f"; first problem at line {first_skip.line}: {first_skip.reason}" if first_skip else ""),
-            filename=report.filename,
-        )
+        raise report.nothing_usable("expected bcc offcputime/offwaketime output or folded stacks")

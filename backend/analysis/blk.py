@@ -44,22 +44,13 @@ ORDER = {"i2d": "i2d_ns DESC NULLS LAST", "d2c": "d2c_ns DESC NULLS LAST", "q2c"
          "time": "t_ns ASC"}
 
 
-def _filters(pid: int | None, dev: str | None, t0: int | None, t1: int | None) -> tuple[str, dict]:
-    """WHERE clauses over blk_requests r for the common filters, with their bound parameters."""
-    sql, params = "", {}
-    if pid is not None:
-        sql += " AND r.pid = $pid"
-        params["pid"] = pid
-    if dev is not None:
-        sql += " AND r.dev = $dev"
-        params["dev"] = dev
-    if t0 is not None:
-        sql += " AND r.t_ns >= $t0"
-        params["t0"] = t0
-    if t1 is not None:
-        sql += " AND r.t_ns <= $t1"
-        params["t1"] = t1
-    return sql, params
+_FILTERS = {"pid": "r.pid = $pid", "dev": "r.dev = $dev", "t0": "r.t_ns >= $t0", "t1": "r.t_ns <= $t1"}
+
+
+def _filters(**values) -> tuple[str, dict]:
+    """WHERE clauses over blk_requests r for the filters given (not None), with their bound parameters."""
+    given = {k: v for k, v in values.items() if v is not None}
+    return "".join(f" AND {_FILTERS[k]}" for k in given), given
 
 
 def _rows(cur) -> list[dict]:
@@ -68,7 +59,7 @@ def _rows(cur) -> list[dict]:
 
 
 def requests(con, analysis_id: str, order: str, limit: int, pid=None, dev=None, t0=None, t1=None) -> list[dict]:
-    where, params = _filters(pid, dev, t0, t1)
+    where, params = _filters(pid=pid, dev=dev, t0=t0, t1=t1)
     cols = ", ".join(f"r.{c}" for c in REQUEST_COLUMNS)
     cur = con.execute(
         f"SELECT {cols} FROM blk_requests r JOIN sources s ON s.id = r.source_id"
@@ -136,7 +127,7 @@ def _stats(expr: str) -> str:
 
 
 def dispatch_summary(con, analysis_id: str, by: str, t0=None, t1=None) -> list[dict]:
-    where, params = _filters(None, None, t0, t1)
+    where, params = _filters(t0=t0, t1=t1)
     keys = "r.pid, r.comm" if by == "process" else "r.dev"
     sql = (
         f"SELECT {keys}, count(*) AS count, {_stats('i2d_ns')}, {_stats('d2c_ns')}, {_stats('q2c_ns')}"
@@ -157,7 +148,7 @@ def dispatch_summary(con, analysis_id: str, by: str, t0=None, t1=None) -> list[d
 
 
 def latency_over_time(con, analysis_id: str, buckets: int, pid=None, dev=None, t0=None, t1=None) -> dict:
-    where, params = _filters(pid, dev, None, None)
+    where, params = _filters(pid=pid, dev=dev)
     span = con.execute(
         f"SELECT min(r.t_ns), max(coalesce(r.c_ns, r.d_ns, r.t_ns)) FROM blk_requests r"
         f" JOIN sources s ON s.id = r.source_id WHERE s.analysis_id = $aid{where}",
