@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from ..analysis import blk
+from ..analysis import blk, locks, offcpu
 from ..store import IngestError, InputFile, Progress, Store
 from . import models
 from .deps import Cursor, ProgressBoard, get_store
@@ -197,3 +197,62 @@ def latency_over_time(
     """I2D and D2C aggregated per time bucket: count, p50, max and the request behind the max."""
     _analysis_or_404(con, analysis_id)
     return blk.latency_over_time(con, analysis_id, buckets, pid, dev, t0_ns, t1_ns)
+
+
+Side = Literal["target", "waker"]
+Unit = Annotated[Literal["us", "stacks"], Query(description="us: µs off CPU; stacks: count stack records")]
+ByTask = Annotated[bool, Query(description="the task (comm) as the root frame")]
+
+
+@router.get("/analyses/{analysis_id}/flamegraph", response_model=models.FlameGraph, responses=NOT_FOUND)
+def flamegraph(
+    analysis_id: AnalysisId,
+    con: Cursor,
+    source: int | None = None,
+    pid: int | None = None,
+    comm: Annotated[str | None, Query(max_length=256)] = None,
+    filter: Annotated[str | None, Query(max_length=256, description="keep stacks with a frame containing this")] = None,
+    invert: bool = False,
+    side: Side = "target",
+    unit: Unit = "us",
+    by_task: ByTask = True,
+):
+    """Off-CPU time as a flame-graph tree merged on the server, pruned to what 1920 px can draw."""
+    _analysis_or_404(con, analysis_id)
+    return offcpu.flamegraph(con, analysis_id, side=side, invert=invert, filter=filter, unit=unit, by_task=by_task,
+                             source=source, pid=pid, comm=comm)
+
+
+@router.get("/analyses/{analysis_id}/flamegraph/diff", response_model=models.FlameDiff, responses=NOT_FOUND)
+def flamegraph_diff(
+    analysis_id: AnalysisId,
+    con: Cursor,
+    a: Annotated[int | None, Query(description="source of the 'before' side (default: all of this analysis)")] = None,
+    b: Annotated[int | None, Query(description="source of the 'after' side")] = None,
+    b_analysis: Annotated[str | None, Query(max_length=64, description="take 'after' from another analysis")] = None,
+    filter: Annotated[str | None, Query(max_length=256)] = None,
+    invert: bool = False,
+    side: Side = "target",
+    unit: Unit = "us",
+    by_task: ByTask = True,
+):
+    """Differential flame graph: value = after, delta = after − before."""
+    _analysis_or_404(con, analysis_id)
+    other = b_analysis or analysis_id
+    if b_analysis:
+        _analysis_or_404(con, b_analysis)
+    return offcpu.flamegraph_diff(con, (analysis_id, a), (other, b), side=side, invert=invert, filter=filter,
+                                  unit=unit, by_task=by_task)
+
+
+@router.get("/analyses/{analysis_id}/offcpu-tasks", response_model=list[models.OffcpuTask], responses=NOT_FOUND)
+def offcpu_tasks(analysis_id: AnalysisId, con: Cursor, limit: Annotated[int, Query(ge=1, le=1000)] = 100):
+    """Tasks by off-CPU time, for the flame graph's task filter."""
+    _analysis_or_404(con, analysis_id)
+    return offcpu.tasks(con, analysis_id, limit)
+
+
+@router.get("/locks", response_model=list[models.LockPrimitive])
+def lock_table():
+    """The sleeping primitives recognised on stacks (what a wait was for, who releases it)."""
+    return locks.as_table()

@@ -162,3 +162,42 @@ class LatencyOverTime(BaseModel):
     t1_ns: int | None
     bucket_ns: int | None
     series: LatencySeries
+
+
+class FlameNode(BaseModel):
+    name: str
+    value: int = Field(description="in the graph's unit (µs off CPU, or stacks), this frame and all it called")
+    delta: int | None = Field(None, description="differential graphs: after − before, in the graph's unit")
+    lock: str | None = Field(None, description="the sleeping primitive this frame takes or waits on")
+    children: list["FlameNode"] = []
+
+
+class FlameGraph(BaseModel):
+    unit: str = Field(description="us: µs off CPU; stacks: number of stack records (also those without a total)")
+    total: int
+    stacks: int = Field(description="distinct stacks merged")
+    matched: int | None = Field(description="with filter: the part of total in stacks with a matching frame")
+    root: FlameNode
+
+
+class FlameDiff(BaseModel):
+    unit: str
+    total_a: int
+    total_b: int
+    root: FlameNode
+
+
+class OffcpuTask(BaseModel):
+    comm: str | None
+    pid: int | None
+    value_us: int
+    stacks: int
+
+
+class LockPrimitive(BaseModel):
+    name: str
+    kind: str
+    acquire: list[str]
+    release: list[str]
+    sleep: list[str]
+    what: str
