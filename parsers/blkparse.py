@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _blkparse
-from .common import ParseError, ParseReport, chunks_of_lines
+from .common import CHUNK_BYTES, ParseError, ParseReport, chunks_of_lines
 
 FORMAT = "blkparse"
 
@@ -137,9 +137,9 @@ def _batches(cols: dict) -> Iterator[tuple[str, pa.RecordBatch]]:
             yield table, pa.RecordBatch.from_arrays([arrays[f.name] for f in schema], schema=schema)
 
 
-def parse(stream: BinaryIO, report: ParseReport) -> Iterator[tuple[str, pa.RecordBatch]]:
+def parse(stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[str, pa.RecordBatch]]:
     rebuilder = _blkparse.Rebuilder()
-    for chunk in chunks_of_lines(stream, report):
+    for chunk in chunks_of_lines(stream, report, chunk_bytes):
         cols = rebuilder.feed(chunk, report.lines + 1)
         report.lines += cols["lines"]
         nsk = cols["sk_n"]

@@ -94,8 +94,10 @@ def chunks_of_lines(stream: BinaryIO, report: ParseReport, chunk_bytes: int = CH
     buf = bytearray(chunk_bytes)
     have = 0  # bytes carried over from the previous read, at the start of buf
     while True:
-        if have == len(buf):  # a single line longer than the buffer: grow it
-            buf.extend(bytes(len(buf)))
+        if have == len(buf):  # a single line longer than the buffer: a new, larger one (the
+            bigger = bytearray(2 * len(buf))  # consumer may still hold a view of the old one)
+            bigger[:have] = buf
+            buf = bigger
         got = stream.readinto(memoryview(buf)[have:])
         if not got:
             break

@@ -62,17 +62,13 @@ def test_long_lines_and_tiny_chunks():
     """A line longer than the read buffer, and chunks that cut lines anywhere."""
     long = b"  8,0 0 1 0.000000001 1 P N [" + b"x" * 100_000 + b"]\n"
     good = (SEED / "cfq-dispatch-starvation.blkparse.txt").read_bytes()
-    from parsers import common
-
     report = ParseReport("t")
-    old = common.CHUNK_BYTES
-    try:
-        common.CHUNK_BYTES = 64
-        rows = [r for t, b in blkparse.parse(io.BytesIO(long + good), report) for r in b.to_pylist()]
-    finally:
-        common.CHUNK_BYTES = old
+    rows = [r for t, b in blkparse.parse(io.BytesIO(long + good), report, chunk_bytes=64) for r in b.to_pylist()]
     assert report.lines == 13 and report.events == 13 and report.skipped == 0
-    assert any(r.get("comm") == "x" * 64 for r in rows) or any(len(r.get("comm") or "") == 100_000 for r in rows)
+    assert [len(r["comm"]) for r in rows if r["line"] == 1] == [100_000]
+    small = ParseReport("t")  # the same requests whatever the chunk size
+    assert sorted(map(str, (r for t, b in blkparse.parse(io.BytesIO(good), small, chunk_bytes=7) for r in b.to_pylist()))) \
+        == sorted(map(str, (r for t, b in blkparse.parse(io.BytesIO(good), ParseReport("u")) for r in b.to_pylist())))
 
 
 BAD_REQUESTS = [
