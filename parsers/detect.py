@@ -10,6 +10,7 @@ from . import blkparse, offcpu
 from .common import ParseError, head_lines
 
 PARSERS: list[ModuleType] = [blkparse, offcpu]
+from . import funcgraph; PARSERS.append(funcgraph)  # noqa: E402,E702
 BY_FORMAT = {p.FORMAT: p for p in PARSERS}
 THRESHOLD = 0.3
 SNIFF_BYTES = 64 << 10

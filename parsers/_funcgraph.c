@@ -1,0 +1,1122 @@
+/*
+ * Bulk tokenizer and call-tree rebuilder for ftrace text (see parsers/funcgraph.py for the formats and
+ * their sources: kernel trace_functions_graph.c / trace_output.c, trace-cmd trace-read.c, shared/FORMATS.md
+ * section 3).
+ *
+ *   new_state() -> capsule                      the state that lives across chunks: per-task open-call
+ *                                               stacks, the current task of each CPU (context-switch
+ *                                               markers), interned names, a pending stack-trace event
+ *   tokenize(state, chunk, first_line) -> dict  one chunk of whole lines -> column buffers of 4 tables
+ *   finish(state) -> dict                       flushes the open calls (and a pending stack event)
+ *
+ * Every returned column is a bytes object: native int64 / int32 / uint8 arrays (null = INT64_MIN,
+ * INT32_MIN, or 2 for the nullable bools) or Arrow-style strings (int32 offsets + data + uint8 validity).
+ * Input is untrusted: every scan is bounded by the line's end, stacks and folded texts are capped.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NUL64 INT64_MIN
+#define NUL32 INT32_MIN
+#define MAX_CPU 8192
+#define MAX_STACK 4096
+#define MAX_FOLD (256 << 10)
+#define MAX_HEAD 64
+
+enum reason {
+    R_UNKNOWN = 1, R_FG_BODY, R_FG_COLUMNS, R_TIME, R_CPU, R_FRAME_ORPHAN, R_DEEP, R_CTX, R_EVENT_FG,
+};
+
+/* ---------------------------------------------------------------- growable buffers */
+typedef struct { char *p; size_t len, cap; } buf_t;
+
+static int buf_reserve(buf_t *b, size_t extra) {
+    if (b->len + extra <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra) cap *= 2;
+    char *q = realloc(b->p, cap);
+    if (!q) return -1;
+    b->p = q; b->cap = cap;
+    return 0;
+}
+static inline int buf_put(buf_t *b, const void *p, size_t n) {
+    if (buf_reserve(b, n)) return -1;
+    if (n) memcpy(b->p + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+static inline int put64(buf_t *b, int64_t v) { return buf_put(b, &v, 8); }
+static inline int put32(buf_t *b, int32_t v) { return buf_put(b, &v, 4); }
+static inline int put8(buf_t *b, uint8_t v) { return buf_put(b, &v, 1); }
+
+typedef struct { buf_t off, data, valid; int64_t rows; } strcol;
+
+/* length of the valid UTF-8 sequence at p (1-4), or 0 if invalid */
+static size_t utf8_len(const unsigned char *p, const unsigned char *e) {
+    unsigned c = p[0];
+    size_t n; unsigned lo = 0x80, hi = 0xBF;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) n = 2;
+    else if (c >= 0xE0 && c <= 0xEF) { n = 3; if (c == 0xE0) lo = 0xA0; if (c == 0xED) hi = 0x9F; }
+    else if (c >= 0xF0 && c <= 0xF4) { n = 4; if (c == 0xF0) lo = 0x90; if (c == 0xF4) hi = 0x8F; }
+    else return 0;
+    if ((size_t)(e - p) < n) return 0;
+    if (p[1] < lo || p[1] > hi) return 0;
+    for (size_t i = 2; i < n; i++) if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+    return n;
+}
+
+/* appends [p, p+n) to the string column; bytes that are not UTF-8 become '?' (Arrow strings are UTF-8) */
+static int str_put(strcol *s, const char *p, size_t n, int valid) {
+    if (s->rows == 0 && s->off.len == 0 && put32(&s->off, 0)) return -1;
+    if (!valid) n = 0;
+    if (s->data.len + n > (size_t)INT32_MAX) return -1;
+    size_t start = s->data.len;
+    if (buf_put(&s->data, p, n)) return -1;
+    unsigned char *q = (unsigned char *)s->data.p + start, *qe = q + n;
+    for (unsigned char *x = q; x < qe;) {
+        if (*x < 0x80) { x++; continue; }
+        size_t k = utf8_len(x, qe);
+        if (k) x += k; else *x++ = '?';
+    }
+    if (put32(&s->off, (int32_t)s->data.len) || put8(&s->valid, (uint8_t)(valid != 0))) return -1;
+    s->rows++;
+    return 0;
+}
+static void str_free(strcol *s) { free(s->off.p); free(s->data.p); free(s->valid.p); memset(s, 0, sizeof *s); }
+static void buf_free(buf_t *b) { free(b->p); memset(b, 0, sizeof *b); }
+
+/* ---------------------------------------------------------------- output tables */
+typedef struct {
+    /* fg_calls */
+    buf_t c_line, c_pid, c_cpu, c_depth, c_entry, c_exit, c_dur, c_parent, c_exit_line, c_partial;
+    strcol c_comm, c_func; int64_t nc;
+    /* sched_switch */
+    buf_t s_line, s_t, s_cpu, s_ppid, s_pprio, s_npid, s_nprio;
+    strcol s_pcomm, s_pstate, s_ncomm; int64_t ns;
+    /* sched_wakeup */
+    buf_t w_line, w_t, w_cpu, w_wpid, w_pid, w_prio, w_tcpu, w_succ;
+    strcol w_event, w_wcomm, w_comm; int64_t nw;
+    /* trace_events */
+    buf_t e_line, e_t, e_cpu, e_pid;
+    strcol e_comm, e_event, e_text; int64_t ne;
+    /* skipped lines, header lines (spans in the chunk) */
+    buf_t k_line, k_start, k_len, k_reason; int64_t nk;
+    buf_t h_start, h_len; int64_t nh;
+    int oom;
+} out_t;
+
+static void out_free(out_t *o) {
+    buf_t *bs[] = {&o->c_line, &o->c_pid, &o->c_cpu, &o->c_depth, &o->c_entry, &o->c_exit, &o->c_dur, &o->c_parent,
+                   &o->c_exit_line, &o->c_partial, &o->s_line, &o->s_t, &o->s_cpu, &o->s_ppid, &o->s_pprio, &o->s_npid,
+                   &o->s_nprio, &o->w_line, &o->w_t, &o->w_cpu, &o->w_wpid, &o->w_pid, &o->w_prio, &o->w_tcpu,
+                   &o->w_succ, &o->e_line, &o->e_t, &o->e_cpu, &o->e_pid, &o->k_line, &o->k_start, &o->k_len,
+                   &o->k_reason, &o->h_start, &o->h_len};
+    for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++) buf_free(bs[i]);
+    strcol *ss[] = {&o->c_comm, &o->c_func, &o->s_pcomm, &o->s_pstate, &o->s_ncomm, &o->w_event, &o->w_wcomm,
+                    &o->w_comm, &o->e_comm, &o->e_event, &o->e_text};
+    for (size_t i = 0; i < sizeof ss / sizeof ss[0]; i++) str_free(ss[i]);
+}
+
+/* ---------------------------------------------------------------- state */
+typedef struct { int64_t line, entry_ns; int32_t func, comm, cpu, depth, indent; } frame_t;
+typedef struct { int64_t key, pid; int32_t base, n, cap; frame_t *fr; } task_t;
+
+typedef struct { uint32_t off, len, hash; } istr_t;
+
+typedef struct {
+    /* tasks: array + open-addressing index (int32 index+1, 0 = empty) */
+    task_t *tasks; int64_t ntasks, cap_tasks;
+    int32_t *tmap; int64_t tmap_cap;
+    /* interned strings */
+    buf_t arena; istr_t *istr; int64_t nistr, cap_istr;
+    int32_t *imap; int64_t imap_cap;
+    /* current task per CPU from context-switch markers (tracefs without funcgraph-proc) */
+    int64_t cur_pid[MAX_CPU]; int32_t cur_comm[MAX_CPU]; uint8_t cur_known[MAX_CPU];
+    /* a stack-trace event waiting for its "=> frame" lines */
+    int pend; int64_t pend_line, pend_t, pend_pid; int32_t pend_cpu; int pend_has_comm;
+    buf_t pend_comm, pend_event, pend_text; int64_t pend_frames;
+    /* counters for the report */
+    int64_t n_fgtext, n_evline, n_evline_noflags, n_lost, n_tail_mismatch, n_lost_exit, n_folded_cut;
+} state_t;
+
+static uint32_t hash_bytes(const char *p, size_t n) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) { h ^= (uint8_t)p[i]; h *= 16777619u; }
+    return h ? h : 1;
+}
+
+static int imap_grow(state_t *st) {
+    int64_t cap = st->imap_cap ? st->imap_cap * 2 : 4096;
+    int32_t *m = calloc((size_t)cap, sizeof(int32_t));
+    if (!m) return -1;
+    for (int64_t i = 0; i < st->nistr; i++) {
+        uint64_t j = st->istr[i].hash & (cap - 1);
+        while (m[j]) j = (j + 1) & (cap - 1);
+        m[j] = (int32_t)(i + 1);
+    }
+    free(st->imap); st->imap = m; st->imap_cap = cap;
+    return 0;
+}
+
+/* id of the string [p, p+n), added if new; -1 on out-of-memory */
+static int32_t intern(state_t *st, const char *p, size_t n) {
+    if (n > 4096) n = 4096;
+    if ((st->nistr + 1) * 2 > st->imap_cap && imap_grow(st)) return -1;
+    uint32_t h = hash_bytes(p, n);
+    uint64_t j = h & (st->imap_cap - 1);
+    while (st->imap[j]) {
+        istr_t *s = &st->istr[st->imap[j] - 1];
+        if (s->hash == h && s->len == n && memcmp(st->arena.p + s->off, p, n) == 0) return st->imap[j] - 1;
+        j = (j + 1) & (st->imap_cap - 1);
+    }
+    if (st->nistr >= INT32_MAX - 1 || st->arena.len + n > UINT32_MAX) return -1;
+    if (st->nistr == st->cap_istr) {
+        int64_t cap = st->cap_istr ? st->cap_istr * 2 : 1024;
+        istr_t *q = realloc(st->istr, sizeof(istr_t) * cap);
+        if (!q) return -1;
+        st->istr = q; st->cap_istr = cap;
+    }
+    istr_t *s = &st->istr[st->nistr];
+    s->off = (uint32_t)st->arena.len; s->len = (uint32_t)n; s->hash = h;
+    if (buf_put(&st->arena, p, n)) return -1;
+    st->imap[j] = (int32_t)(st->nistr + 1);
+    return (int32_t)st->nistr++;
+}
+static inline const char *istr(state_t *st, int32_t id, size_t *n) {
+    *n = st->istr[id].len;
+    return st->arena.p + st->istr[id].off;
+}
+
+static int tmap_grow(state_t *st) {
+    int64_t cap = st->tmap_cap ? st->tmap_cap * 2 : 1024;
+    int32_t *m = calloc((size_t)cap, sizeof(int32_t));
+    if (!m) return -1;
+    for (int64_t i = 0; i < st->ntasks; i++) {
+        uint64_t j = ((uint64_t)st->tasks[i].key * 0x9E3779B97F4A7C15ull) >> 20 & (cap - 1);
+        while (m[j]) j = (j + 1) & (cap - 1);
+        m[j] = (int32_t)(i + 1);
+    }
+    free(st->tmap); st->tmap = m; st->tmap_cap = cap;
+    return 0;
+}
+
+/* the task for key; *created = 1 if new. NULL on out-of-memory */
+static task_t *get_task(state_t *st, int64_t key, int64_t pid, int *created) {
+    *created = 0;
+    if ((st->ntasks + 1) * 2 > st->tmap_cap && tmap_grow(st)) return NULL;
+    uint64_t j = ((uint64_t)key * 0x9E3779B97F4A7C15ull) >> 20 & (st->tmap_cap - 1);
+    while (st->tmap[j]) {
+        task_t *t = &st->tasks[st->tmap[j] - 1];
+        if (t->key == key) return t;
+        j = (j + 1) & (st->tmap_cap - 1);
+    }
+    if (st->ntasks >= INT32_MAX - 1) return NULL;
+    if (st->ntasks == st->cap_tasks) {
+        int64_t cap = st->cap_tasks ? st->cap_tasks * 2 : 256;
+        task_t *q = realloc(st->tasks, sizeof(task_t) * cap);
+        if (!q) return NULL;
+        st->tasks = q; st->cap_tasks = cap;
+    }
+    task_t *t = &st->tasks[st->ntasks];
+    memset(t, 0, sizeof *t);
+    t->key = key; t->pid = pid;
+    st->tmap[j] = (int32_t)(st->ntasks + 1);
+    st->ntasks++;
+    *created = 1;
+    return t;
+}
+
+static int push_frame(task_t *t, frame_t f) {
+    if (t->n == t->cap) {
+        int32_t cap = t->cap ? t->cap * 2 : 16;
+        frame_t *q = realloc(t->fr, sizeof(frame_t) * cap);
+        if (!q) return -1;
+        t->fr = q; t->cap = cap;
+    }
+    t->fr[t->n++] = f;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- lexing helpers */
+static inline int is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
+static inline int is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+static inline const char *skip_ws(const char *p, const char *e) { while (p < e && is_ws(*p)) p++; return p; }
+static inline const char *tok_end(const char *p, const char *e) { while (p < e && !is_ws(*p)) p++; return p; }
+static inline const char *rtrim(const char *p, const char *e) { while (e > p && is_ws(e[-1])) e--; return e; }
+static int starts(const char *p, const char *e, const char *lit) {
+    size_t n = strlen(lit);
+    return (size_t)(e - p) >= n && memcmp(p, lit, n) == 0;
+}
+static int span_eq(const char *p, const char *e, const char *lit) {
+    size_t n = strlen(lit);
+    return (size_t)(e - p) == n && memcmp(p, lit, n) == 0;
+}
+static const char *find(const char *p, const char *e, const char *lit) {
+    size_t n = strlen(lit);
+    while ((size_t)(e - p) >= n) {
+        const char *q = memchr(p, lit[0], (size_t)(e - p) - n + 1);
+        if (!q) return NULL;
+        if (memcmp(q, lit, n) == 0) return q;
+        p = q + 1;
+    }
+    return NULL;
+}
+static int parse_u64(const char *p, const char *e, int64_t *v) {
+    if (p >= e || e - p > 18) return -1;
+    int64_t x = 0;
+    for (; p < e; p++) { if (!is_digit(*p)) return -1; x = x * 10 + (*p - '0'); }
+    *v = x; return 0;
+}
+static int parse_i64(const char *p, const char *e, int64_t *v) {
+    int neg = 0;
+    if (p < e && *p == '-') { neg = 1; p++; }
+    if (parse_u64(p, e, v)) return -1;
+    if (neg) *v = -*v;
+    return 0;
+}
+static int parse_num_auto(const char *p, const char *e, int64_t *v) { /* decimal or 0x hex */
+    if (e - p > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+        p += 2;
+        if (p >= e || e - p > 15) return -1;
+        int64_t x = 0;
+        for (; p < e; p++) {
+            if (!is_hex(*p)) return -1;
+            x = x * 16 + (is_digit(*p) ? *p - '0' : ((*p | 32) - 'a' + 10));
+        }
+        *v = x; return 0;
+    }
+    return parse_u64(p, e, v);
+}
+/* seconds.fraction -> ns (fraction up to 9 digits); a plain integer is a raw clock count, kept as is */
+static int parse_time(const char *p, const char *e, int64_t *ns) {
+    const char *dot = memchr(p, '.', (size_t)(e - p));
+    int64_t s, f = 0;
+    if (!dot) return parse_u64(p, e, ns);
+    if (parse_u64(p, dot, &s) || s > 9000000000LL) return -1;
+    int nd = (int)(e - dot - 1);
+    if (nd < 1 || nd > 9 || parse_u64(dot + 1, e, &f)) return -1;
+    for (int i = nd; i < 9; i++) f *= 10;
+    *ns = s * 1000000000LL + f;
+    return 0;
+}
+static inline int is_mark(char c) { return c == '+' || c == '!' || c == '#' || c == '*' || c == '@' || c == '$'; }
+
+/* a duration column "[mark] 123.456 us" in [p,e) (already trimmed) -> ns. 0 ok, -1 not a duration */
+static int parse_duration(const char *p, const char *e, int64_t *ns) {
+    if (p < e && is_mark(*p)) p = skip_ws(p + 1, e);
+    if (e - p < 3 || e[-1] != 's' || e[-2] != 'u') return -1;
+    const char *n_end = rtrim(p, e - 2);
+    if (n_end == p) return -1;
+    const char *dot = memchr(p, '.', (size_t)(n_end - p));
+    int64_t us, f = 0;
+    if (parse_u64(p, dot ? dot : n_end, &us) || us > 9000000000000LL) return -1;
+    if (dot) {
+        int nd = (int)(n_end - dot - 1);
+        if (nd < 1 || nd > 9) return -1;
+        if (parse_u64(dot + 1, n_end, &f)) return -1;
+        /* keep 3 decimals (ns) */
+        while (nd > 3) { f /= 10; nd--; }
+        while (nd < 3) { f *= 10; nd++; }
+    }
+    *ns = us * 1000 + f;
+    return 0;
+}
+
+/* "comm-pid" in [p,e) trimmed: comm may hold anything; pid = digits after the last '-' */
+static int split_comm_pid(const char *p, const char *e, const char **comm, size_t *commn, int64_t *pid) {
+    p = skip_ws(p, e); e = rtrim(p, e);
+    const char *d = e;
+    while (d > p && is_digit(d[-1])) d--;
+    if (d == e || d == p || d[-1] != '-') return -1;
+    if (parse_u64(d, e, pid)) return -1;
+    *comm = p; *commn = (size_t)(d - 1 - p);
+    return 0;
+}
+/* "comm:pid" (sched plugin / old kernel forms) */
+static int split_comm_colon_pid(const char *p, const char *e, const char **comm, size_t *commn, int64_t *pid) {
+    p = skip_ws(p, e); e = rtrim(p, e);
+    const char *d = e;
+    while (d > p && is_digit(d[-1])) d--;
+    if (d == e || d == p || d[-1] != ':') return -1;
+    if (parse_u64(d, e, pid)) return -1;
+    *comm = p; *commn = (size_t)(d - 1 - p);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- row writers */
+typedef struct {
+    int64_t line, t, pid;   /* t, pid: NUL64 when unknown */
+    int32_t cpu;            /* NUL32 when unknown */
+    const char *comm; size_t commn; int has_comm;
+    int64_t key;            /* call-stack key */
+} ctx_t;
+
+static void emit_call(state_t *st, out_t *o, int64_t line, int64_t pid, int32_t comm_id, const char *comm, size_t commn,
+                      int has_comm, int32_t cpu, int32_t depth, int32_t func_id, const char *func, size_t funcn,
+                      int has_func, int64_t entry, int64_t exit, int64_t dur, int64_t parent, int64_t exit_line,
+                      int partial) {
+    if (comm_id >= 0) { comm = istr(st, comm_id, &commn); has_comm = 1; }
+    if (func_id >= 0) { func = istr(st, func_id, &funcn); has_func = 1; }
+    int bad = put64(&o->c_line, line) || put64(&o->c_pid, pid) || put32(&o->c_cpu, cpu) || put32(&o->c_depth, depth) ||
+              put64(&o->c_entry, entry) || put64(&o->c_exit, exit) || put64(&o->c_dur, dur) ||
+              put64(&o->c_parent, parent) || put64(&o->c_exit_line, exit_line) || put8(&o->c_partial, (uint8_t)partial) ||
+              str_put(&o->c_comm, comm, commn, has_comm) || str_put(&o->c_func, func, funcn, has_func);
+    if (bad) o->oom = 1; else o->nc++;
+}
+
+static void emit_event(out_t *o, const ctx_t *c, const char *ev, size_t evn, const char *text, size_t textn, int has_text) {
+    int bad = put64(&o->e_line, c->line) || put64(&o->e_t, c->t) || put32(&o->e_cpu, c->cpu) || put64(&o->e_pid, c->pid) ||
+              str_put(&o->e_comm, c->comm, c->commn, c->has_comm) || str_put(&o->e_event, ev, evn, 1) ||
+              str_put(&o->e_text, text, textn, has_text);
+    if (bad) o->oom = 1; else o->ne++;
+}
+
+static void flush_pending(state_t *st, out_t *o) {
+    if (!st->pend) return;
+    int bad = put64(&o->e_line, st->pend_line) || put64(&o->e_t, st->pend_t) || put32(&o->e_cpu, st->pend_cpu) ||
+              put64(&o->e_pid, st->pend_pid) ||
+              str_put(&o->e_comm, st->pend_comm.p, st->pend_comm.len, st->pend_has_comm) ||
+              str_put(&o->e_event, st->pend_event.p, st->pend_event.len, 1) ||
+              str_put(&o->e_text, st->pend_text.p, st->pend_text.len, 1);
+    if (bad) o->oom = 1; else o->ne++;
+    st->pend = 0;
+}
+
+static void start_pending(state_t *st, out_t *o, const ctx_t *c, const char *ev, const char *text, size_t textn) {
+    flush_pending(st, o);
+    st->pend = 1; st->pend_line = c->line; st->pend_t = c->t; st->pend_pid = c->pid; st->pend_cpu = c->cpu;
+    st->pend_has_comm = c->has_comm; st->pend_frames = 0;
+    st->pend_comm.len = st->pend_event.len = st->pend_text.len = 0;
+    if (buf_put(&st->pend_comm, c->comm, c->has_comm ? c->commn : 0) || buf_put(&st->pend_event, ev, strlen(ev)) ||
+        buf_put(&st->pend_text, text, textn))
+        o->oom = 1;
+}
+
+/* ---------------------------------------------------------------- sched events */
+/* sched_switch text -> row; 0 ok, -1 unrecognised */
+static int do_switch(out_t *o, const ctx_t *c, const char *p, const char *e) {
+    const char *pc, *nc, *ps, *pse; size_t pcn, ncn;
+    int64_t ppid, npid, pprio = NUL32, nprio = NUL32;
+    p = skip_ws(p, e); e = rtrim(p, e);
+    if (starts(p, e, "prev_comm=")) {
+        const char *q = find(p, e, " prev_pid="); if (!q) return -1;
+        pc = p + 10; pcn = (size_t)(q - pc);
+        const char *r = q + 10, *t = tok_end(r, e);
+        if (parse_u64(r, t, &ppid)) return -1;
+        const char *x = find(t, e, " prev_prio="); if (!x) return -1;
+        r = x + 11; t = tok_end(r, e);
+        if (parse_i64(r, t, &pprio)) return -1;
+        x = find(t, e, " prev_state="); if (!x) return -1;
+        ps = x + 12;
+        const char *arrow = find(ps, e, " ==> "); if (!arrow) return -1;
+        pse = rtrim(ps, arrow);
+        x = find(arrow, e, "next_comm="); if (!x) return -1;
+        nc = x + 10;
+        q = find(nc, e, " next_pid="); if (!q) return -1;
+        ncn = (size_t)(q - nc);
+        r = q + 10; t = tok_end(r, e);
+        if (parse_u64(r, t, &npid)) return -1;
+        x = find(t, e, " next_prio="); if (!x) return -1;
+        r = x + 11; t = tok_end(r, e);
+        if (parse_i64(r, t, &nprio)) return -1;
+    } else {
+        if (starts(p, e, "task ")) p = skip_ws(p + 5, e);
+        const char *arrow = find(p, e, " ==> "); if (!arrow) return -1;
+        /* left: comm:pid [prio] STATE   (STATE may be "(S)") */
+        const char *le = rtrim(p, arrow);
+        const char *st0 = le; while (st0 > p && !is_ws(st0[-1])) st0--;
+        ps = st0; pse = le;
+        if (pse - ps >= 2 && *ps == '(' && pse[-1] == ')') { ps++; pse--; }
+        const char *lb = rtrim(p, st0);
+        if (lb <= p || lb[-1] != ']') return -1;
+        const char *ob = lb - 1; while (ob > p && *ob != '[') ob--;
+        if (*ob != '[') return -1;
+        if (parse_i64(skip_ws(ob + 1, lb - 1), rtrim(ob + 1, lb - 1), &pprio)) return -1;
+        if (split_comm_colon_pid(p, ob, &pc, &pcn, &ppid)) return -1;
+        /* right: comm:pid [prio] */
+        const char *r = skip_ws(arrow + 5, e);
+        const char *re = e;
+        if (re <= r || re[-1] != ']') return -1;
+        ob = re - 1; while (ob > r && *ob != '[') ob--;
+        if (*ob != '[') return -1;
+        if (parse_i64(skip_ws(ob + 1, re - 1), rtrim(ob + 1, re - 1), &nprio)) return -1;
+        if (split_comm_colon_pid(r, ob, &nc, &ncn, &npid)) return -1;
+    }
+    if (pprio < INT32_MIN + 1 || pprio > INT32_MAX) pprio = NUL32;
+    if (nprio < INT32_MIN + 1 || nprio > INT32_MAX) nprio = NUL32;
+    int bad = put64(&o->s_line, c->line) || put64(&o->s_t, c->t) || put32(&o->s_cpu, c->cpu) || put64(&o->s_ppid, ppid) ||
+              put32(&o->s_pprio, (int32_t)pprio) || put64(&o->s_npid, npid) || put32(&o->s_nprio, (int32_t)nprio) ||
+              str_put(&o->s_pcomm, pc, pcn, 1) || str_put(&o->s_pstate, ps, (size_t)(pse - ps), 1) ||
+              str_put(&o->s_ncomm, nc, ncn, 1);
+    if (bad) o->oom = 1; else o->ns++;
+    return 0;
+}
+
+/* sched_wakeup / sched_waking / sched_wakeup_new text -> row; 0 ok, -1 unrecognised */
+static int do_wakeup(out_t *o, const ctx_t *c, const char *ev, size_t evn, const char *p, const char *e) {
+    const char *cm; size_t cmn; int64_t pid, prio = NUL32, tcpu = NUL32, succ = 2;
+    p = skip_ws(p, e); e = rtrim(p, e);
+    const char *rest;
+    if (starts(p, e, "comm=")) {
+        const char *q = find(p, e, " pid="); if (!q) return -1;
+        cm = p + 5; cmn = (size_t)(q - cm);
+        const char *r = q + 5, *t = tok_end(r, e);
+        if (parse_u64(r, t, &pid)) return -1;
+        rest = t;
+    } else {
+        if (starts(p, e, "task ")) p = skip_ws(p + 5, e);
+        /* comm:pid [prio] ...: the first " [" whose left side ends with ":digits" and holds a number */
+        const char *q = p; rest = NULL;
+        int tries = 0;
+        while ((q = find(q, e, " [")) != NULL && tries++ < 8) {
+            const char *cb = memchr(q + 2, ']', (size_t)(e - q - 2));
+            int64_t pr;
+            if (cb && parse_i64(skip_ws(q + 2, cb), rtrim(q + 2, cb), &pr) == 0 &&
+                split_comm_colon_pid(p, q, &cm, &cmn, &pid) == 0) { prio = pr; rest = cb + 1; break; }
+            q += 2;
+        }
+        if (!rest) return -1;
+    }
+    /* remaining tokens: prio=N success=N target_cpu=N | success=N [007] | CPU:007 */
+    for (const char *r = skip_ws(rest, e); r < e; r = skip_ws(r, e)) {
+        const char *t = tok_end(r, e);
+        int64_t v;
+        if (starts(r, t, "prio=")) { if (parse_i64(r + 5, t, &v) == 0) prio = v; }
+        else if (starts(r, t, "success=")) { if (parse_u64(r + 8, t, &v) == 0) succ = v != 0; }
+        else if (starts(r, t, "target_cpu=")) { if (parse_u64(r + 11, t, &v) == 0 && v < INT32_MAX) tcpu = v; }
+        else if (starts(r, t, "CPU:")) { if (parse_u64(r + 4, t, &v) == 0 && v < INT32_MAX) tcpu = v; }
+        else if (t - r >= 3 && *r == '[' && t[-1] == ']') { if (parse_u64(r + 1, t - 1, &v) == 0 && v < INT32_MAX) tcpu = v; }
+        r = t;
+    }
+    if (prio < INT32_MIN + 1 || prio > INT32_MAX) prio = NUL32;
+    int bad = put64(&o->w_line, c->line) || put64(&o->w_t, c->t) || put32(&o->w_cpu, c->cpu) || put64(&o->w_wpid, c->pid) ||
+              put64(&o->w_pid, pid) || put32(&o->w_prio, (int32_t)prio) || put32(&o->w_tcpu, (int32_t)tcpu) ||
+              put8(&o->w_succ, (uint8_t)succ) || str_put(&o->w_event, ev, evn, 1) ||
+              str_put(&o->w_wcomm, c->comm, c->commn, c->has_comm) || str_put(&o->w_comm, cm, cmn, 1);
+    if (bad) o->oom = 1; else o->nw++;
+    return 0;
+}
+
+static int is_wakeup_name(const char *p, const char *e) {
+    return span_eq(p, e, "sched_wakeup") || span_eq(p, e, "sched_waking") || span_eq(p, e, "sched_wakeup_new");
+}
+
+/* an event by name + text: routes to sched tables, print, stack, or trace_events */
+static void do_event(state_t *st, out_t *o, const ctx_t *c, const char *ev, const char *eve, const char *p, const char *e) {
+    size_t evn = (size_t)(eve - ev);
+    p = skip_ws(p, e); e = rtrim(p, e);
+    if (span_eq(ev, eve, "sched_switch")) { if (do_switch(o, c, p, e) == 0) return; }
+    else if (is_wakeup_name(ev, eve)) { if (do_wakeup(o, c, ev, evn, p, e) == 0) return; }
+    else if (span_eq(ev, eve, "print") || span_eq(ev, eve, "tracing_mark_write")) {
+        if (evn == 5) { /* "print: 00000000 text" (old, %08lx ip) or "print: tracing_mark_write: text" */
+            const char *t = tok_end(p, e);
+            int hex = t - p >= 8;
+            for (const char *q = p; q < t && hex; q++) hex = is_hex(*q);
+            if (hex) p = skip_ws(t, e);
+            else if (t > p && t[-1] == ':') p = skip_ws(t, e);
+        }
+        emit_event(o, c, "print", 5, p, (size_t)(e - p), 1);
+        return;
+    } else if (span_eq(ev, eve, "kernel_stack") || span_eq(ev, eve, "user_stack")) {
+        char name[16]; memcpy(name, ev, evn); name[evn] = 0;
+        start_pending(st, o, c, name, p, (size_t)(e - p));
+        return;
+    }
+    emit_event(o, c, ev, evn, p, (size_t)(e - p), 1);
+}
+
+/* ---------------------------------------------------------------- function_graph bodies */
+enum { FG_ENTRY = 1, FG_LEAF, FG_EXIT, FG_COMMENT };
+typedef struct {
+    int kind;
+    const char *name, *namee;  /* function (entry/leaf), tail name (exit) or comment text */
+    int64_t dur;               /* ns or NUL64 */
+    int32_t depth;             /* explicit depth (raw forms) or -1 */
+    int32_t indent;            /* printed indentation / 2 */
+} fgrec_t;
+
+/* tail comment "/ * func [ret=..| = ..] * /" content -> function name span */
+static void tail_name(const char *p, const char *e, const char **np, const char **ne) {
+    p = skip_ws(p, e); e = rtrim(p, e);
+    const char *r = find(p, e, " ret=");
+    if (!r) r = find(p, e, " = ");
+    if (r) e = rtrim(p, r);
+    *np = p; *ne = e;
+}
+
+/* body of a function_graph line (after the "|"), or the text of a trace-cmd funcgraph event */
+static int parse_body(const char *p, const char *e, fgrec_t *r) {
+    const char *b = p;
+    while (p < e && *p == ' ') p++;
+    int sp = (int)(p - b);
+    r->indent = sp > 2 ? (sp - 2) / 2 : 0;
+    r->depth = -1; r->name = r->namee = NULL;
+    e = rtrim(p, e);
+    if (p >= e) return -1;
+    if (*p == '}') {
+        r->kind = FG_EXIT;
+        const char *q = skip_ws(p + 1, e);
+        if (e - q >= 2 && q[0] == '/' && q[1] == '*') {
+            const char *ce = find(q + 2, e, "*/");
+            tail_name(q + 2, ce ? ce : e, &r->name, &r->namee);
+            if (r->name == r->namee) r->name = r->namee = NULL;
+        }
+        return 0;
+    }
+    if (e - p >= 2 && p[0] == '/' && p[1] == '*') {
+        r->kind = FG_COMMENT;
+        const char *q = p + 2, *ce = e;
+        if (e - q >= 2 && e[-1] == '/' && e[-2] == '*') ce = e - 2;
+        r->name = skip_ws(q, ce); r->namee = rtrim(r->name, ce);
+        return 0;
+    }
+    /* func(args) { | func(args); with optional trailing comments */
+    const char *op = memchr(p, '(', (size_t)(e - p));
+    if (!op || op == p) return -1;
+    const char *ne = rtrim(p, op);
+    int lvl = 0; const char *q = op;
+    for (; q < e; q++) {
+        if (*q == '(') lvl++;
+        else if (*q == ')' && --lvl == 0) break;
+    }
+    if (q >= e) return -1;
+    q = skip_ws(q + 1, e);
+    if (q >= e) return -1;
+    if (*q == '{') r->kind = FG_ENTRY;
+    else if (*q == ';') r->kind = FG_LEAF;
+    else return -1;
+    r->name = p; r->namee = ne;
+    return 0;
+}
+
+/* raw kernel forms shown by trace-cmd without the plugin: "func=0x.. depth=N",
+ * "func=0x.. calltime=0x.. rettime=0x.. overrun=0x.. depth=N", "--> func (N)", "<-- func (N) (start: x  end: y)" */
+static int parse_raw(const char *p, const char *e, int is_exit, fgrec_t *r) {
+    p = skip_ws(p, e); e = rtrim(p, e);
+    r->depth = -1; r->indent = 0; r->dur = NUL64;
+    if (starts(p, e, "func=")) {
+        const char *t = tok_end(p, e);
+        r->name = p + 5; r->namee = t;
+        int64_t ct = NUL64, rt = NUL64, v;
+        for (const char *q = skip_ws(t, e); q < e; q = skip_ws(q, e)) {
+            const char *u = tok_end(q, e);
+            if (starts(q, u, "depth=") && parse_num_auto(q + 6, u, &v) == 0 && v < MAX_STACK * 4) r->depth = (int32_t)v;
+            else if (starts(q, u, "calltime=") && parse_num_auto(q + 9, u, &v) == 0) ct = v;
+            else if (starts(q, u, "rettime=") && parse_num_auto(q + 8, u, &v) == 0) rt = v;
+            q = u;
+        }
+        if (ct != NUL64 && rt != NUL64 && rt >= ct) r->dur = rt - ct;
+        r->kind = is_exit ? FG_EXIT : FG_ENTRY;
+        return 0;
+    }
+    if (starts(p, e, "--> ") || starts(p, e, "<-- ")) {
+        int ex = p[0] == '<';
+        const char *q = skip_ws(p + 4, e), *t = tok_end(q, e);
+        r->name = q; r->namee = t;
+        q = skip_ws(t, e);
+        int64_t v;
+        if (q < e && *q == '(') {
+            const char *cb = memchr(q, ')', (size_t)(e - q));
+            if (cb && parse_u64(q + 1, cb, &v) == 0 && v < MAX_STACK * 4) r->depth = (int32_t)v;
+        }
+        const char *s = find(q, e, "start: "), *f = find(q, e, "end: ");
+        int64_t a, b;
+        if (s && f) {
+            const char *se = tok_end(s + 7, e), *fe = tok_end(f + 5, e);
+            if (parse_num_auto(s + 7, se, &a) == 0 && parse_num_auto(f + 5, fe, &b) == 0 && b >= a) r->dur = b - a;
+        }
+        r->kind = ex ? FG_EXIT : FG_ENTRY;
+        return 0;
+    }
+    return -1;
+}
+
+static inline int64_t task_key(int64_t pid, int32_t cpu) {
+    int64_t c = cpu == NUL32 ? 0 : (int64_t)cpu + 1;
+    if (pid == NUL64) return -1001 - 2 * c; /* unknown task: one stack per CPU */
+    if (pid == 0) return -1000 - 2 * c;     /* the idle task: one per CPU */
+    return pid;
+}
+
+/* frames [from, t->n) closed without a seen exit (lost exits / open at the end) */
+static void flush_frames(state_t *st, out_t *o, task_t *t, int32_t from) {
+    for (int32_t i = t->n - 1; i >= from; i--) {
+        frame_t *f = &t->fr[i];
+        emit_call(st, o, f->line, t->pid, f->comm, NULL, 0, 0, f->cpu, f->depth, f->func, NULL, 0, 0, f->entry_ns, NUL64,
+                  NUL64, i > 0 ? t->fr[i - 1].line : NUL64, NUL64, 1);
+    }
+    if (from < t->n) t->n = from;
+}
+
+/* function_graph record of one line -> call stack operations; returns 0 or a skip reason */
+static int do_fg(state_t *st, out_t *o, const ctx_t *c, fgrec_t *r) {
+    if (r->kind == FG_COMMENT) {
+        const char *p = r->name, *e = r->namee;
+        /* "event_name: fields" for trace events shown inside the graph; anything else is a plain comment */
+        const char *q = p;
+        while (q < e && (is_digit(*q) || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '_')) q++;
+        if (q > p && q < e && *q == ':' && q + 1 < e && q[1] == ' ') do_event(st, o, c, p, q, q + 1, e);
+        else emit_event(o, c, "comment", 7, p, (size_t)(e - p), 1);
+        return 0;
+    }
+    int created;
+    task_t *t = get_task(st, c->key, c->pid, &created);
+    if (!t) { o->oom = 1; return 0; }
+    if (created) {
+        int32_t d = r->depth >= 0 ? r->depth : r->indent;
+        t->base = r->kind == FG_EXIT ? d + 1 : d;
+    } else if (t->n == 0 && r->depth >= 0) {
+        t->base = r->kind == FG_EXIT ? r->depth + 1 : r->depth;
+    }
+    if (t->pid == NUL64 && c->pid != NUL64) t->pid = c->pid;
+    int32_t depth = t->base + t->n;
+    if (r->kind == FG_ENTRY) {
+        if (t->n >= MAX_STACK) return R_DEEP;
+        frame_t f;
+        f.line = c->line; f.entry_ns = c->t; f.cpu = c->cpu; f.depth = depth; f.indent = r->indent;
+        f.func = intern(st, r->name, (size_t)(r->namee - r->name));
+        f.comm = c->has_comm ? intern(st, c->comm, c->commn) : -1;
+        if (f.func < 0 || (c->has_comm && f.comm < 0) || push_frame(t, f)) { o->oom = 1; return 0; }
+        return 0;
+    }
+    if (r->kind == FG_LEAF) {
+        int64_t ex = (c->t != NUL64 && r->dur != NUL64) ? c->t + r->dur : NUL64;
+        emit_call(st, o, c->line, t->pid, -1, c->comm, c->commn, c->has_comm, c->cpu, depth, -1, r->name,
+                  (size_t)(r->namee - r->name), 1, c->t, ex, r->dur, t->n ? t->fr[t->n - 1].line : NUL64, c->line, 0);
+        return 0;
+    }
+    /* exit: which open call does it close? the top one, unless a tail name says a deeper one */
+    int32_t k = t->n - 1;
+    if (k >= 0 && r->name) {
+        size_t nn = (size_t)(r->namee - r->name), fn;
+        int32_t j = k;
+        for (; j >= 0; j--) {
+            const char *f = istr(st, t->fr[j].func, &fn);
+            if (fn == nn && memcmp(f, r->name, nn) == 0) break;
+        }
+        if (j != k) {
+            st->n_tail_mismatch++;
+            frame_t *top = &t->fr[k];
+            int child = 0;
+            if (j < 0) {
+                /* not open at all: either the exit of a child whose entry was lost (it began after the
+                 * innermost open call), or of an ancestor entered before the trace (then every open call
+                 * lost its exit). Timestamps decide; without them, the printed indentation. */
+                if (c->t != NUL64 && r->dur != NUL64 && top->entry_ns != NUL64)
+                    child = c->t - r->dur >= top->entry_ns - 1000;
+                else
+                    child = r->depth >= 0 ? r->depth > top->depth : r->indent > top->indent;
+            }
+            if (child) {
+                int64_t en = (c->t != NUL64 && r->dur != NUL64) ? c->t - r->dur : NUL64;
+                emit_call(st, o, c->line, t->pid, -1, c->comm, c->commn, c->has_comm, c->cpu, top->depth + 1, -1,
+                          r->name, (size_t)(r->namee - r->name), 1, en, c->t, r->dur, top->line, c->line, 1);
+                return 0;
+            }
+            st->n_lost_exit += k - j;
+            /* the calls above j lost their exits; with no match, every open call did */
+            flush_frames(st, o, t, j < 0 ? 0 : j + 1);
+            k = j;
+        }
+    }
+    if (k >= 0) {
+        frame_t f = t->fr[k];
+        t->n = k;
+        int64_t dur = r->dur;
+        if (dur == NUL64 && f.entry_ns != NUL64 && c->t != NUL64) dur = c->t - f.entry_ns;
+        emit_call(st, o, f.line, t->pid, f.comm, NULL, 0, 0, f.cpu, f.depth, f.func, NULL, 0, 0, f.entry_ns, c->t, dur,
+                  k > 0 ? t->fr[k - 1].line : NUL64, c->line, 0);
+        return 0;
+    }
+    /* exit of a call entered before the trace (or the task's first line) began */
+    if (t->base > -1000000000) t->base -= 1;
+    int64_t en = (c->t != NUL64 && r->dur != NUL64) ? c->t - r->dur : NUL64;
+    emit_call(st, o, c->line, t->pid, -1, c->comm, c->commn, c->has_comm, c->cpu, t->base, -1, r->name,
+              r->name ? (size_t)(r->namee - r->name) : 0, r->name != NULL, en, c->t, r->dur, NUL64, c->line, 1);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- line classes */
+/* "comm-pid [(tgid)] [cpu] [flags] ts: event: text" -> 0 and the parts, or -1 */
+static int parse_event_line(state_t *st, out_t *o, const char *p, const char *e, int64_t line, int *reason) {
+    const char *q = p;
+    int tries = 0;
+    while ((q = memchr(q, '[', (size_t)(e - q))) != NULL && tries++ < 16) {
+        const char *d = q + 1;
+        while (d < e && is_digit(*d)) d++;
+        if (d == q + 1 || d >= e || *d != ']' || d + 1 >= e || !is_ws(d[1])) { q++; continue; }
+        /* left side: comm-pid, optionally followed by "(tgid)" */
+        const char *l = rtrim(p, q);
+        if (l > p && l[-1] == ')') {
+            const char *op = l - 1, *lim = l - 40 > p ? l - 40 : p;
+            while (op > lim && *op != '(') op--;
+            if (*op != '(') { q++; continue; }
+            int okt = 1;
+            for (const char *x = op + 1; x < l - 1; x++) if (!(is_digit(*x) || *x == '-' || *x == ' ')) okt = 0;
+            if (!okt) { q++; continue; }
+            l = rtrim(p, op);
+        }
+        const char *comm; size_t commn; int64_t pid, cpu;
+        if (split_comm_pid(p, l, &comm, &commn, &pid)) { q++; continue; }
+        if (parse_u64(q + 1, d, &cpu)) { q++; continue; }
+        /* flags? timestamp ending with ':' */
+        const char *r = skip_ws(d + 1, e), *t = tok_end(r, e);
+        int64_t ts;
+        int noflags = 1;
+        if (!(t > r && t[-1] == ':' && parse_time(r, t - 1, &ts) == 0)) {
+            noflags = 0;
+            r = skip_ws(t, e); t = tok_end(r, e);
+            if (!(t > r && t[-1] == ':' && parse_time(r, t - 1, &ts) == 0)) {
+                /* "--ts-diff": "ts (+delta):" */
+                if (!(parse_time(r, t, &ts) == 0)) { q++; continue; }
+                r = skip_ws(t, e); t = tok_end(r, e);
+                if (!(t > r && *r == '(' && t[-1] == ':')) { q++; continue; }
+            }
+        }
+        if (cpu >= INT32_MAX) { *reason = R_CPU; return -1; }
+        st->n_evline++;
+        if (noflags) st->n_evline_noflags++;
+        ctx_t c;
+        c.line = line; c.t = ts; c.pid = pid; c.cpu = (int32_t)cpu; c.comm = comm; c.commn = commn; c.has_comm = 1;
+        c.key = task_key(pid, c.cpu);
+        r = skip_ws(t, e);
+        /* event name: a token ending with ':' */
+        const char *ne = tok_end(r, e);
+        if (ne > r && ne[-1] == ':') {
+            const char *ev = r, *eve = ne - 1;
+            if (span_eq(ev, eve, "funcgraph_entry") || span_eq(ev, eve, "funcgraph_exit")) {
+                int is_exit = eve - ev == 14;
+                fgrec_t rec; memset(&rec, 0, sizeof rec);
+                const char *body = skip_ws(ne, e);
+                if (parse_raw(body, e, is_exit, &rec) == 0) { *reason = do_fg(st, o, &c, &rec); return 0; }
+                const char *bar = memchr(body, '|', (size_t)(e - body));
+                if (!bar) { *reason = R_EVENT_FG; return 0; }
+                const char *de = rtrim(body, bar);
+                rec.dur = NUL64;
+                if (de > body && parse_duration(body, de, &rec.dur)) { *reason = R_EVENT_FG; return 0; }
+                if (parse_body(bar + 1, e, &rec) || rec.kind == FG_COMMENT ||
+                    (is_exit && rec.kind != FG_EXIT) || (!is_exit && rec.kind == FG_EXIT)) { *reason = R_EVENT_FG; return 0; }
+                *reason = do_fg(st, o, &c, &rec);
+                return 0;
+            }
+            do_event(st, o, &c, ev, eve, ne, e);
+            return 0;
+        }
+        if (starts(r, e, "<stack trace>") || starts(r, e, "<user stack trace>")) {
+            start_pending(st, o, &c, r[1] == 'u' ? "user_stack" : "kernel_stack", r, (size_t)(rtrim(r, e) - r));
+            return 0;
+        }
+        /* the function tracer: "func <-parent" */
+        emit_event(o, &c, find(r, e, " <-") ? "function" : "unknown", find(r, e, " <-") ? 8 : 7, r,
+                   (size_t)(rtrim(r, e) - r), 1);
+        return 0;
+    }
+    return -1;
+}
+
+/* " N)  a-1  =>  b-2" context-switch marker of the tracefs function_graph output */
+static int parse_ctx_marker(state_t *st, out_t *o, const char *p, const char *e, int64_t line) {
+    const char *arrow = find(p, e, " => ");
+    if (!arrow) return -1;
+    const char *q = skip_ws(p, e);
+    int64_t cpu = NUL32;
+    const char *t = tok_end(q, e);
+    if (t > q && t[-1] == ')' && t < arrow) {
+        if (parse_u64(q, t - 1, &cpu)) return -1;
+        q = t;
+    }
+    const char *ac, *bc; size_t acn, bcn; int64_t apid, bpid;
+    if (split_comm_pid(q, arrow, &ac, &acn, &apid) || split_comm_pid(arrow + 4, e, &bc, &bcn, &bpid)) return -1;
+    if (cpu == NUL32) return 0; /* nothing to track without a CPU */
+    if (cpu >= MAX_CPU) return R_CPU;
+    int32_t ci = (int32_t)cpu;
+    if (!st->cur_known[ci]) {
+        /* the lines of this CPU so far were a's: give them the open calls rebuilt without a task */
+        int created;
+        task_t *anon = get_task(st, task_key(NUL64, ci), NUL64, &created);
+        if (!anon) { o->oom = 1; return 0; }
+        if (anon->n) {
+            task_t *a = get_task(st, task_key(apid, ci), apid, &created);
+            if (!a) { o->oom = 1; return 0; }
+            anon = get_task(st, task_key(NUL64, ci), NUL64, &created); /* the array may have moved */
+            if (created || a->n == 0) {
+                frame_t *tmp = a->fr; int32_t cap = a->cap;
+                a->fr = anon->fr; a->cap = anon->cap; a->n = anon->n; a->base = anon->base;
+                int32_t cid = intern(st, ac, acn);
+                for (int32_t i = 0; i < a->n; i++) if (a->fr[i].comm < 0) a->fr[i].comm = cid;
+                anon->fr = tmp; anon->cap = cap; anon->n = 0;
+            }
+        }
+    }
+    st->cur_known[ci] = 1;
+    st->cur_pid[ci] = bpid;
+    st->cur_comm[ci] = intern(st, bc, bcn);
+    if (st->cur_comm[ci] < 0) o->oom = 1;
+    (void)line;
+    return 0;
+}
+
+/* a line of the tracefs function_graph output: [abstime |] [cpu)] [comm-pid |] [flags |] [duration] | body */
+static int parse_fg_line(state_t *st, out_t *o, const char *p, const char *e, int64_t line, int *reason) {
+    const char *q = skip_ws(p, e);
+    int64_t ts = NUL64, cpu = NUL32, pid = NUL64;
+    const char *comm = NULL; size_t commn = 0;
+    const char *t = tok_end(q, e);
+    /* abstime */
+    if (t > q && is_digit(*q)) {
+        const char *n = skip_ws(t, e);
+        int64_t v;
+        if (n < e && *n == '|' && parse_time(q, t, &v) == 0 && memchr(q, '.', (size_t)(t - q))) {
+            ts = v; q = skip_ws(n + 1, e); t = tok_end(q, e);
+        }
+    }
+    /* cpu */
+    if (t - q >= 2 && t[-1] == ')' && is_digit(*q)) {
+        if (parse_u64(q, t - 1, &cpu)) return -1;
+        if (cpu >= MAX_CPU) { *reason = R_CPU; return 0; }
+        q = t;
+    }
+    /* columns up to the body */
+    int64_t dur = NUL64;
+    const char *body = NULL;
+    int have_dur = 0;
+    for (int col = 0; col < 4 && !body; col++) {
+        const char *bar = memchr(q, '|', (size_t)(e - q));
+        if (!bar) return -1;
+        const char *s = skip_ws(q, bar), *se = rtrim(s, bar);
+        if (se == s) { body = bar + 1; break; }
+        if (find(s, se, "==========>") || find(s, se, "<==========")) return 1; /* irq entry/exit marker: ignored */
+        if (!have_dur && parse_duration(s, se, &dur) == 0) { body = bar + 1; break; }
+        if (se - s == 1 && is_mark(*s)) { body = bar + 1; break; } /* a mark without a number */
+        if (pid == NUL64 && !comm) {
+            const char *cm; size_t cmn; int64_t pd;
+            if (split_comm_pid(s, se, &cm, &cmn, &pd) == 0) { comm = cm; commn = cmn; pid = pd; q = bar + 1; continue; }
+        }
+        /* latency flags: 4-5 chars of [.a-zA-Z0-9] */
+        if (se - s >= 3 && se - s <= 6) {
+            int ok = 1;
+            for (const char *x = s; x < se; x++) if (!(*x == '.' || is_digit(*x) || (*x >= 'a' && *x <= 'z') || (*x >= 'A' && *x <= 'Z'))) ok = 0;
+            if (ok) { q = bar + 1; continue; }
+        }
+        return -1;
+    }
+    if (!body) return -1;
+    fgrec_t rec; memset(&rec, 0, sizeof rec);
+    if (parse_body(body, e, &rec)) {
+        if (cpu != NUL32 || ts != NUL64) { *reason = R_FG_BODY; return 0; }
+        return -1;
+    }
+    rec.dur = dur;
+    st->n_fgtext++;
+    ctx_t c;
+    c.line = line; c.t = ts; c.cpu = (int32_t)cpu; c.comm = comm; c.commn = commn; c.has_comm = comm != NULL; c.pid = pid;
+    char cbuf[4096]; /* a copy: the interned text may move when the arena grows */
+    if (pid == NUL64 && cpu != NUL32 && st->cur_known[cpu]) {
+        c.pid = st->cur_pid[cpu];
+        int32_t id = st->cur_comm[cpu];
+        if (id >= 0) {
+            const char *a = istr(st, id, &c.commn);
+            if (c.commn > sizeof cbuf) c.commn = sizeof cbuf;
+            memcpy(cbuf, a, c.commn);
+            c.comm = cbuf; c.has_comm = 1;
+        }
+    }
+    c.key = task_key(c.pid, c.cpu);
+    *reason = do_fg(st, o, &c, &rec);
+    return 0;
+}
+
+static int is_dashes(const char *p, const char *e) {
+    if (e - p < 10) return 0;
+    for (; p < e; p++) if (*p != '-') return 0;
+    return 1;
+}
+
+/* one line [p,e) -> 0 handled, -1 ignored, >0 skip reason */
+static int parse_line(state_t *st, out_t *o, const char *p, const char *e, int64_t line, int64_t off) {
+    const char *s = skip_ws(p, e);
+    e = rtrim(s, e);
+    if (s == e) return -1;
+    if (*s == '#') {
+        if (o->nh < MAX_HEAD && (put64(&o->h_start, off + (s - p)) || put64(&o->h_len, e - s))) o->oom = 1;
+        else if (o->nh < MAX_HEAD) o->nh++;
+        return -1;
+    }
+    if (e - s >= 2 && s[0] == '=' && s[1] == '>') {
+        if (!st->pend) return R_FRAME_ORPHAN;
+        if (st->pend_text.len + (size_t)(e - s) + 1 > MAX_FOLD) { st->n_folded_cut++; return -1; }
+        if (put8(&st->pend_text, '\n') || buf_put(&st->pend_text, s, (size_t)(e - s))) o->oom = 1;
+        st->pend_frames++;
+        return -1;
+    }
+    flush_pending(st, o);
+    if (is_dashes(s, e)) return -1;
+    if (starts(s, e, "cpus=")) {
+        if (o->nh < MAX_HEAD && (put64(&o->h_start, off + (s - p)) || put64(&o->h_len, e - s))) o->oom = 1;
+        else if (o->nh < MAX_HEAD) o->nh++;
+        return -1;
+    }
+    if (starts(s, e, "CPU:") || starts(s, e, "CPU ")) {
+        const char *b = memchr(s, '[', (size_t)(e - s));
+        if (b && (find(b, e, "LOST") || find(b, e, "DROPPED"))) {
+            int64_t cpu = NUL32;
+            const char *d = s + 4; while (d < e && is_digit(*d)) d++;
+            if (parse_u64(s + 4, d, &cpu) || cpu > INT32_MAX - 1) cpu = NUL32;
+            const char *be = memchr(b, ']', (size_t)(e - b));
+            ctx_t c; memset(&c, 0, sizeof c);
+            c.line = line; c.t = NUL64; c.pid = NUL64; c.cpu = (int32_t)cpu;
+            emit_event(o, &c, "lost_events", 11, b + 1, (size_t)((be ? be : e) - b - 1), 1);
+            st->n_lost++;
+            return 0;
+        }
+    }
+    if (starts(s, e, "#####")) return -1;
+    int reason = 0;
+    /* tracefs function_graph lines start with the abstime, the CPU "N)", a duration or "|" */
+    const char *t0 = tok_end(s, e), *n0 = skip_ws(t0, e);
+    int fg_first = *s == '|' || is_mark(*s) ||
+                   (is_digit(*s) && (t0[-1] == ')' || (n0 < e && *n0 == '|') || starts(n0, e, "us")));
+    if (fg_first) {
+        if (find(s, e, " => ") && !memchr(s, '|', (size_t)(e - s))) {
+            int rc = parse_ctx_marker(st, o, s, e, line);
+            if (rc >= 0) return rc;
+            return R_CTX;
+        }
+        int rc = parse_fg_line(st, o, s, e, line, &reason);
+        if (rc == 0) return reason;
+        if (rc == 1) return -1;
+    }
+    if (parse_event_line(st, o, s, e, line, &reason) == 0) return reason;
+    if (!fg_first) {
+        int rc = parse_fg_line(st, o, s, e, line, &reason);
+        if (rc == 0) return reason;
+        if (rc == 1) return -1;
+    }
+    return R_UNKNOWN;
+}
+
+/* ---------------------------------------------------------------- Python glue */
+static void state_free(state_t *st) {
+    if (!st) return;
+    for (int64_t i = 0; i < st->ntasks; i++) free(st->tasks[i].fr);
+    free(st->tasks); free(st->tmap); free(st->istr); free(st->imap);
+    buf_free(&st->arena); buf_free(&st->pend_comm); buf_free(&st->pend_event); buf_free(&st->pend_text);
+    free(st);
+}
+static void capsule_free(PyObject *cap) { state_free(PyCapsule_GetPointer(cap, "funcgraph.state")); }
+
+static PyObject *new_state(PyObject *self, PyObject *args) {
+    state_t *st = calloc(1, sizeof(state_t));
+    if (!st) return PyErr_NoMemory();
+    PyObject *cap = PyCapsule_New(st, "funcgraph.state", capsule_free);
+    if (!cap) state_free(st);
+    return cap;
+}
+
+static int set_bytes(PyObject *d, const char *key, const void *p, Py_ssize_t n) {
+    PyObject *b = PyBytes_FromStringAndSize(p ? (const char *)p : "", n);
+    if (!b) return -1;
+    int rc = PyDict_SetItemString(d, key, b);
+    Py_DECREF(b);
+    return rc;
+}
+static int set_buf(PyObject *d, const char *key, buf_t *b) { return set_bytes(d, key, b->p, (Py_ssize_t)b->len); }
+static int set_str(PyObject *d, const char *key, strcol *s) {
+    char k[64];
+    if (s->rows == 0 && s->off.len == 0 && put32(&s->off, 0)) return -1;
+    snprintf(k, sizeof k, "%s_off", key); if (set_buf(d, k, &s->off)) return -1;
+    snprintf(k, sizeof k, "%s_data", key); if (set_buf(d, k, &s->data)) return -1;
+    snprintf(k, sizeof k, "%s_valid", key); return set_buf(d, k, &s->valid);
+}
+static int set_int(PyObject *d, const char *key, int64_t v) {
+    PyObject *x = PyLong_FromLongLong(v);
+    if (!x) return -1;
+    int rc = PyDict_SetItemString(d, key, x);
+    Py_DECREF(x);
+    return rc;
+}
+
+static PyObject *result(state_t *st, out_t *o) {
+    if (o->oom) { out_free(o); return PyErr_NoMemory(); }
+    PyObject *d = PyDict_New();
+    if (!d) { out_free(o); return NULL; }
+    int bad =
+        set_int(d, "nc", o->nc) || set_buf(d, "c_line", &o->c_line) || set_buf(d, "c_pid", &o->c_pid) ||
+        set_buf(d, "c_cpu", &o->c_cpu) || set_buf(d, "c_depth", &o->c_depth) || set_buf(d, "c_entry", &o->c_entry) ||
+        set_buf(d, "c_exit", &o->c_exit) || set_buf(d, "c_dur", &o->c_dur) || set_buf(d, "c_parent", &o->c_parent) ||
+        set_buf(d, "c_exit_line", &o->c_exit_line) || set_buf(d, "c_partial", &o->c_partial) ||
+        set_str(d, "c_comm", &o->c_comm) || set_str(d, "c_func", &o->c_func) ||
+        set_int(d, "ns", o->ns) || set_buf(d, "s_line", &o->s_line) || set_buf(d, "s_t", &o->s_t) ||
+        set_buf(d, "s_cpu", &o->s_cpu) || set_buf(d, "s_ppid", &o->s_ppid) || set_buf(d, "s_pprio", &o->s_pprio) ||
+        set_buf(d, "s_npid", &o->s_npid) || set_buf(d, "s_nprio", &o->s_nprio) ||
+        set_str(d, "s_pcomm", &o->s_pcomm) || set_str(d, "s_pstate", &o->s_pstate) || set_str(d, "s_ncomm", &o->s_ncomm) ||
+        set_int(d, "nw", o->nw) || set_buf(d, "w_line", &o->w_line) || set_buf(d, "w_t", &o->w_t) ||
+        set_buf(d, "w_cpu", &o->w_cpu) || set_buf(d, "w_wpid", &o->w_wpid) || set_buf(d, "w_pid", &o->w_pid) ||
+        set_buf(d, "w_prio", &o->w_prio) || set_buf(d, "w_tcpu", &o->w_tcpu) || set_buf(d, "w_succ", &o->w_succ) ||
+        set_str(d, "w_event", &o->w_event) || set_str(d, "w_wcomm", &o->w_wcomm) || set_str(d, "w_comm", &o->w_comm) ||
+        set_int(d, "ne", o->ne) || set_buf(d, "e_line", &o->e_line) || set_buf(d, "e_t", &o->e_t) ||
+        set_buf(d, "e_cpu", &o->e_cpu) || set_buf(d, "e_pid", &o->e_pid) || set_str(d, "e_comm", &o->e_comm) ||
+        set_str(d, "e_event", &o->e_event) || set_str(d, "e_text", &o->e_text) ||
+        set_buf(d, "k_line", &o->k_line) || set_buf(d, "k_start", &o->k_start) || set_buf(d, "k_len", &o->k_len) ||
+        set_buf(d, "k_reason", &o->k_reason) || set_buf(d, "h_start", &o->h_start) || set_buf(d, "h_len", &o->h_len) ||
+        set_int(d, "n_fgtext", st->n_fgtext) || set_int(d, "n_evline", st->n_evline) ||
+        set_int(d, "n_evline_noflags", st->n_evline_noflags) || set_int(d, "n_lost", st->n_lost) ||
+        set_int(d, "n_tail_mismatch", st->n_tail_mismatch) || set_int(d, "n_folded_cut", st->n_folded_cut) ||
+        set_int(d, "open_tasks", st->ntasks);
+    out_free(o);
+    if (bad) { Py_DECREF(d); return NULL; }
+    return d;
+}
+
+static state_t *get_state(PyObject *cap) { return PyCapsule_GetPointer(cap, "funcgraph.state"); }
+
+static PyObject *tokenize(PyObject *self, PyObject *args) {
+    PyObject *cap; Py_buffer buf; long long first_line;
+    if (!PyArg_ParseTuple(args, "Oy*L", &cap, &buf, &first_line)) return NULL;
+    state_t *st = get_state(cap);
+    if (!st) { PyBuffer_Release(&buf); return NULL; }
+    const char *s = buf.buf, *end = s + buf.len;
+    out_t o; memset(&o, 0, sizeof o);
+    int64_t lineno = first_line;
+    Py_BEGIN_ALLOW_THREADS
+    for (const char *p = s; p < end && !o.oom; lineno++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *e = nl ? nl : end;
+        int rc = parse_line(st, &o, p, e, lineno, (int64_t)(p - s));
+        if (rc > 0) {
+            if (put64(&o.k_line, lineno) || put64(&o.k_start, p - s) || put64(&o.k_len, e - p) || put32(&o.k_reason, rc))
+                o.oom = 1;
+            else o.nk++;
+        }
+        if (!nl) break;
+        p = nl + 1;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&buf);
+    return result(st, &o);
+}
+
+static PyObject *finish(PyObject *self, PyObject *args) {
+    PyObject *cap;
+    if (!PyArg_ParseTuple(args, "O", &cap)) return NULL;
+    state_t *st = get_state(cap);
+    if (!st) return NULL;
+    out_t o; memset(&o, 0, sizeof o);
+    flush_pending(st, &o);
+    for (int64_t i = 0; i < st->ntasks && !o.oom; i++) flush_frames(st, &o, &st->tasks[i], 0);
+    return result(st, &o);
+}
+
+static PyMethodDef methods[] = {
+    {"new_state", new_state, METH_NOARGS, "new_state() -> capsule holding the cross-chunk parse state"},
+    {"tokenize", tokenize, METH_VARARGS, "tokenize(state, chunk, first_line) -> dict of column buffers"},
+    {"finish", finish, METH_VARARGS, "finish(state) -> dict of column buffers (open calls, pending event)"},
+    {NULL, NULL, 0, NULL},
+};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_funcgraph", "ftrace text tokenizer and call-tree rebuilder", -1, methods};
+PyMODINIT_FUNC PyInit__funcgraph(void) { return PyModule_Create(&module); }

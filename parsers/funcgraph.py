@@ -1,0 +1,249 @@
+"""ftrace text -> function_graph call trees, scheduler switches and wake-ups, and every other event.
+
+One parser (FORMAT "ftrace") reads the text forms, line by line, so that they may even be mixed:
+
+* the tracefs `trace` file of the function_graph tracer, any display options (shared/FORMATS.md 3.2;
+  kernel trace_functions_graph.c): `[abstime |] [cpu)] [comm-pid |] [lat flags |] [mark duration] | body`
+  with bodies `func() {`, `func();`, `}`, `} /* func */`, `/* comment */`, funcgraph-args/retaddr/retval
+  comments, the `==========>` / `<==========` irq markers (ignored), `------` + ` N) a-1 => b-2`
+  context-switch blocks (they tell the task of the next lines of that CPU when funcgraph-proc is off),
+  events shown inside the graph as `/* sched_switch: ... */` comments;
+* the tracefs `trace` file of event tracers (nop, function) and `trace-cmd report` output (FORMATS.md 3.1,
+  3.3): `comm-pid [(tgid)] [cpu] [flags] ts: event: text`, where `funcgraph_entry` / `funcgraph_exit`
+  (plugin form `mark dur us |  body`, or the raw `func=0x.. depth=N` / `calltime=.. rettime=..` fields)
+  feed the same call trees, `sched_switch` / `sched_wakeup` / `sched_waking` / `sched_wakeup_new` are
+  decoded in the old kernel form (`task prev:pid [prio] (S) ==> next:pid [prio]`,
+  `task comm:pid [prio] success=1 [007]`), the libtraceevent plugin form (`prev:pid [prio] S ==> ...`,
+  `comm:pid [prio] success=1 CPU:007`) and the key=value form (`prev_comm=... ==> next_comm=...`,
+  `comm=X pid=N prio=P [success=1] target_cpu=007`), and any other event is kept in `trace_events`
+  (`kernel_stack` / `<stack trace>` events with their following `=> frame` lines folded into the text).
+
+The scan is a C tokenizer (parsers/_funcgraph.c) working on 16 MiB chunks; it also keeps, across chunks,
+one open-call stack per task (per pid; the idle task per CPU; per CPU when the task is unknown), so calls
+are rebuilt per task, right across CPU migrations and context switches. Calls whose entry or exit is not
+in the trace are kept as partial calls, never invented.
+
+Tables (times are int64 ns on the trace's own clock; `line` is the 1-based file line):
+* fg_calls: one row per call. line / call_id = the entry's line (the exit's line for an exit-only call);
+  entry_ns null when the entry was not seen and no duration says when it began, or when the trace has no
+  timestamps (tracefs without funcgraph-abstime); exit_ns null for calls still open at the end or whose
+  exit was lost; duration_ns from the trace's own duration field when printed, else exit - entry;
+  parent_line = line of the enclosing open call's entry (null at a root, or when the parent's entry was
+  not seen); depth = nesting level, taken from the indentation (or the raw `depth=` field) of the task's
+  first line and kept by the stack (it goes negative when a re-laid trace without indentation shows exits
+  of calls entered before the trace); partial = entry or exit not seen; exit_line = line of the exit.
+  A `} /* func */` tail that does not name the innermost open call closes the nearest open call of that
+  name; the calls above it are emitted as partial (their exits were lost).
+* sched_switch, sched_wakeup, trace_events: one row per event line (see TABLES).
+"""
+from __future__ import annotations
+
+import re
+from typing import BinaryIO, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from . import _funcgraph
+from .common import CHUNK_BYTES, ParseError, ParseReport, line_chunks
+
+FORMAT = "ftrace"
+
+FG_CALLS = pa.schema([
+    ("line", pa.int64()), ("pid", pa.int64()), ("comm", pa.string()), ("cpu", pa.int32()), ("depth", pa.int32()),
+    ("func", pa.string()), ("entry_ns", pa.int64()), ("exit_ns", pa.int64()), ("duration_ns", pa.int64()),
+    ("parent_line", pa.int64()), ("call_id", pa.int64()), ("partial", pa.bool_()), ("exit_line", pa.int64()),
+])
+SCHED_SWITCH = pa.schema([
+    ("line", pa.int64()), ("t_ns", pa.int64()), ("cpu", pa.int32()), ("prev_comm", pa.string()),
+    ("prev_pid", pa.int64()), ("prev_prio", pa.int32()), ("prev_state", pa.string()), ("next_comm", pa.string()),
+    ("next_pid", pa.int64()), ("next_prio", pa.int32()),
+])
+SCHED_WAKEUP = pa.schema([
+    ("line", pa.int64()), ("t_ns", pa.int64()), ("cpu", pa.int32()), ("event", pa.string()),
+    ("waker_pid", pa.int64()), ("waker_comm", pa.string()), ("pid", pa.int64()), ("comm", pa.string()),
+    ("prio", pa.int32()), ("target_cpu", pa.int32()), ("success", pa.bool_()),
+])
+TRACE_EVENTS = pa.schema([
+    ("line", pa.int64()), ("t_ns", pa.int64()), ("cpu", pa.int32()), ("pid", pa.int64()), ("comm", pa.string()),
+    ("event", pa.string()), ("text", pa.string()),
+])
+TABLES = {"fg_calls": FG_CALLS, "sched_switch": SCHED_SWITCH, "sched_wakeup": SCHED_WAKEUP, "trace_events": TRACE_EVENTS}
+
+REASONS = {
+    1: "not an ftrace line (expected 'comm-pid [cpu] timestamp: event: ...' or a function_graph "
+       "'[time |] cpu) [task |] duration | function' line)",
+    2: "bad function_graph body (expected 'func() {', 'func();', '}' or '/* comment */' after the '|')",
+    3: "bad function_graph columns",
+    4: "bad timestamp",
+    5: "bad CPU number",
+    6: "'=> frame' line without a stack-trace event before it",
+    7: "call nesting deeper than 4096 (calls of this task are dropped until it unwinds)",
+    8: "bad context-switch marker (expected 'cpu) comm-pid => comm-pid')",
+    9: "bad funcgraph_entry/funcgraph_exit text (expected '[mark duration us] | func() {' / '}')",
+}
+
+_EVENT_LINE = re.compile(r"^\s*\S.*-\d+\s+(\(\s*[\d-]+\)\s+)?\[\d+\]\s+(\S+\s+)?\d+(\.\d+)?:\s")
+_FG_LINE = re.compile(
+    r"^\s*(\d+\.\d+\s+\|\s+)?(\d+\)\s+)?(.*-\d+\s+\|\s+)?([.\w]{4,5}\s+\|\s+)?([+!#*@$]?\s*[\d.]+\s+us\s+)?\|\s+"
+    r"(\S.*\(.*\)\s*[{;]|}|/\*)")
+_CTX = re.compile(r"^\s*(\d+\)\s+)?\S.*-\d+\s+=>\s+\S.*-\d+\s*$")
+
+
+def sniff(head: list[str]) -> float:
+    score_hdr = 0.0
+    lines = []
+    for ln in head:
+        s = ln.strip()
+        if not s:
+            continue
+        if s.startswith("#"):
+            if s.startswith("# tracer:"):
+                score_hdr = 0.5
+            continue
+        if s.startswith("cpus=") and not lines:
+            score_hdr = 0.5
+            continue
+        if set(s) == {"-"}:
+            continue
+        lines.append(ln)
+    if not lines:
+        return score_hdr * 0.6
+    hits = sum(1 for ln in lines if _EVENT_LINE.match(ln) or _FG_LINE.match(ln) or _CTX.match(ln))
+    frames = sum(1 for ln in lines if ln.lstrip().startswith("=> "))
+    frac = (hits + frames) / len(lines) if hits else 0.0
+    return min(1.0, frac + score_hdr * 0.2) if hits else score_hdr * 0.6
+
+
+def _i64(buf: bytes) -> pa.Array:
+    arr = np.frombuffer(buf, dtype=np.int64)
+    mask = arr == np.iinfo(np.int64).min
+    return pa.array(arr, mask=mask if mask.any() else None)
+
+
+def _i32(buf: bytes) -> pa.Array:
+    arr = np.frombuffer(buf, dtype=np.int32)
+    mask = arr == np.iinfo(np.int32).min
+    return pa.array(arr, mask=mask if mask.any() else None)
+
+
+def _bool(buf: bytes) -> pa.Array:
+    arr = np.frombuffer(buf, dtype=np.uint8)
+    mask = arr == 2
+    return pa.array(arr == 1, mask=mask if mask.any() else None)
+
+
+def _str(cols: dict, name: str, n: int) -> pa.Array:
+    valid = np.frombuffer(cols[name + "_valid"], dtype=np.uint8)
+    bitmap = None
+    nulls = 0
+    if n and not valid.all():
+        bitmap = pa.py_buffer(np.packbits(valid.astype(bool), bitorder="little").tobytes())
+        nulls = int(n - np.count_nonzero(valid))
+    return pa.StringArray.from_buffers(n, pa.py_buffer(cols[name + "_off"]), pa.py_buffer(cols[name + "_data"]),
+                                       bitmap, nulls)
+
+
+def _batches(cols: dict) -> Iterator[tuple[str, pa.RecordBatch]]:
+    n = cols["nc"]
+    if n:
+        line = _i64(cols["c_line"])
+        yield "fg_calls", pa.RecordBatch.from_arrays([
+            line, _i64(cols["c_pid"]), _str(cols, "c_comm", n), _i32(cols["c_cpu"]), _i32(cols["c_depth"]),
+            _str(cols, "c_func", n), _i64(cols["c_entry"]), _i64(cols["c_exit"]), _i64(cols["c_dur"]),
+            _i64(cols["c_parent"]), line, _bool(cols["c_partial"]), _i64(cols["c_exit_line"]),
+        ], schema=FG_CALLS)
+    n = cols["ns"]
+    if n:
+        yield "sched_switch", pa.RecordBatch.from_arrays([
+            _i64(cols["s_line"]), _i64(cols["s_t"]), _i32(cols["s_cpu"]), _str(cols, "s_pcomm", n),
+            _i64(cols["s_ppid"]), _i32(cols["s_pprio"]), _str(cols, "s_pstate", n), _str(cols, "s_ncomm", n),
+            _i64(cols["s_npid"]), _i32(cols["s_nprio"]),
+        ], schema=SCHED_SWITCH)
+    n = cols["nw"]
+    if n:
+        yield "sched_wakeup", pa.RecordBatch.from_arrays([
+            _i64(cols["w_line"]), _i64(cols["w_t"]), _i32(cols["w_cpu"]), _str(cols, "w_event", n),
+            _i64(cols["w_wpid"]), _str(cols, "w_wcomm", n), _i64(cols["w_pid"]), _str(cols, "w_comm", n),
+            _i32(cols["w_prio"]), _i32(cols["w_tcpu"]), _bool(cols["w_succ"]),
+        ], schema=SCHED_WAKEUP)
+    n = cols["ne"]
+    if n:
+        yield "trace_events", pa.RecordBatch.from_arrays([
+            _i64(cols["e_line"]), _i64(cols["e_t"]), _i32(cols["e_cpu"]), _i64(cols["e_pid"]),
+            _str(cols, "e_comm", n), _str(cols, "e_event", n), _str(cols, "e_text", n),
+        ], schema=TRACE_EVENTS)
+
+
+_CLOCK = re.compile(r"clock", re.I)
+
+
+def _header_notes(report: ParseReport, chunk, cols: dict) -> None:
+    starts = np.frombuffer(cols["h_start"], np.int64)
+    lens = np.frombuffer(cols["h_len"], np.int64)
+    for s, n in zip(starts.tolist(), lens.tolist()):
+        text = bytes(chunk[s : s + n]).decode("utf-8", "replace").strip()
+        body = text.lstrip("#").strip()
+        if text.startswith("cpus="):
+            report.note(f"trace-cmd report header: {text}")
+        elif body.startswith("tracer:"):
+            report.note(body)
+        elif "#P:" in body or body.startswith("entries-in-buffer"):
+            report.note(body)
+        elif _CLOCK.search(body) and len(body) < 200:
+            report.note(body)
+
+
+def parse(stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[str, pa.RecordBatch]]:
+    state = _funcgraph.new_state()
+    rows = 0
+
+    def take(cols: dict, chunk=None) -> Iterator[tuple[str, pa.RecordBatch]]:
+        nonlocal rows
+        if chunk is not None:
+            _header_notes(report, chunk, cols)
+            nsk = len(cols["k_line"]) // 8
+            if nsk:
+                lines = np.frombuffer(cols["k_line"], np.int64)
+                starts = np.frombuffer(cols["k_start"], np.int64)
+                lens = np.frombuffer(cols["k_len"], np.int64)
+                reasons = np.frombuffer(cols["k_reason"], np.int32)
+                shown = min(nsk, 50)
+                for i in range(shown):
+                    report.skip(int(lines[i]), REASONS[int(reasons[i])], bytes(chunk[starts[i] : starts[i] + lens[i]]))
+                report.skipped += nsk - shown
+        for name, batch in _batches(cols):
+            rows += batch.num_rows
+            report.events += batch.num_rows
+            yield name, batch
+
+    for chunk, first_line in line_chunks(stream, report, chunk_bytes):
+        cols = _funcgraph.tokenize(state, chunk, first_line)
+        yield from take(cols, chunk)
+        if rows == 0 and cols["n_fgtext"] == 0 and cols["n_evline"] == 0 and report.skipped > 1000:
+            ex = report.examples[0]
+            raise ParseError(f"no ftrace line in the first {report.skipped} lines; first problem at line {ex.line}: "
+                             f"{ex.reason}", filename=report.filename)
+    final = _funcgraph.finish(state)
+    if rows == 0 and final["nc"] + final["ns"] + final["nw"] + final["ne"] == 0:
+        if report.examples:
+            ex = report.examples[0]
+            raise ParseError(f"no ftrace line in the file; first problem at line {ex.line}: {ex.reason}",
+                             filename=report.filename, line=ex.line)
+        raise ParseError("no ftrace event or function_graph line in the file", filename=report.filename)
+    yield from take(final)
+    forms = []
+    if final["n_fgtext"]:
+        forms.append(f"tracefs function_graph text ({final['n_fgtext']} lines)")
+    if final["n_evline"]:
+        tc = any(n.startswith("trace-cmd report header") for n in report.notes) or \
+            final["n_evline_noflags"] * 2 > final["n_evline"]
+        forms.append(f"{'trace-cmd report' if tc else 'tracefs event text'} ({final['n_evline']} event lines)")
+    report.note("ftrace form: " + ", ".join(forms))
+    if final["n_lost"]:
+        report.note(f"{final['n_lost']} 'events lost/dropped' markers: call trees near them may have partial calls")
+    if final["n_tail_mismatch"]:
+        report.note(f"{final['n_tail_mismatch']} exits named a function other than the innermost open call "
+                    "(lost events): the calls in between were kept as partial calls")
+    if final["n_folded_cut"]:
+        report.note(f"{final['n_folded_cut']} stack frame lines beyond 256 KiB per stack were dropped")
