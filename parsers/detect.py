@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import blkparse, offcpu
+from . import blkparse, funcgraph, offcpu
 from .common import ParseError, head_lines
 
-PARSERS: list[ModuleType] = [blkparse, offcpu]
-from . import funcgraph; PARSERS.append(funcgraph)  # noqa: E402,E702
+PARSERS: list[ModuleType] = [blkparse, offcpu, funcgraph]
 BY_FORMAT = {p.FORMAT: p for p in PARSERS}
 THRESHOLD = 0.3
 SNIFF_BYTES = 64 << 10
