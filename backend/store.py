@@ -22,7 +22,7 @@ import pyarrow as pa
 from parsers.common import ParseError, ParseReport
 from parsers.detect import PARSERS, SNIFF_BYTES, detect
 
-from .analysis import blk
+from .analysis import DERIVE_ANALYSIS, DERIVE_SOURCE
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS analyses (
@@ -194,6 +194,8 @@ class Store:
                 sources.append(self._ingest_file(con, analysis_id, f, parser, progress, done))
                 done += f.size
             progress.update(phase="deriving")
+            for step in DERIVE_ANALYSIS:
+                step(con, analysis_id)
             con.commit()
         except BaseException as e:
             con.rollback()
@@ -239,7 +241,8 @@ class Store:
             reader.close()
         if report.events == 0:
             raise report.nothing_usable()
-        t_min, t_max = blk.derive(con, source_id, report) if parser.FORMAT == "blkparse" else (None, None)
+        derive = DERIVE_SOURCE.get(parser.FORMAT)
+        t_min, t_max = derive(con, source_id, report) if derive else (None, None)
         con.execute(
             "INSERT INTO sources (id, analysis_id, filename, format, sha256, bytes, lines, events, skipped_lines,"
             " skipped_examples, notes, t_min_ns, t_max_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

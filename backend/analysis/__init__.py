@@ -1,0 +1,14 @@
+"""Analyses: pure functions of the tables, run at ingest (derive) and at read time (queries).
+
+DERIVE_SOURCE[format](con, source_id, report) -> (t_min_ns, t_max_ns) runs once a source's rows are in,
+inside the ingest's transaction; DERIVE_ANALYSIS holds steps run once all sources of an analysis are in
+(e.g. linking what one source shows to another), fn(con, analysis_id).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from . import blk
+
+DERIVE_SOURCE: dict[str, Callable] = {"blkparse": blk.derive}
+DERIVE_ANALYSIS: list[Callable] = []
