@@ -67,6 +67,18 @@ def test_demo_filters_and_orders(client, store):
     window = client.get(f"/api/analyses/{aid}/requests",
                         params={"order": "time", "t0_ns": t0, "t1_ns": t0 + 2_000_000, "limit": 1000}).json()
     assert window and all(t0 <= r["q_ns"] <= t0 + 2_000_000 for r in window if r["q_ns"] is not None)
+    # the detail of a completed request: its phases, a merged bio, a requeue (lines checked in the file)
+    full = next(r for r in client.get(f"/api/analyses/{aid}/requests", params={"order": "d2c", "limit": 1000}).json()
+                if r["merged_bios"] and r["c_ns"] is not None)
+    detail = client.get(f"/api/analyses/{aid}/requests/{full['source_id']}/{full['line']}")
+    assert detail.status_code == 200, detail.text
+    actions = [e["action"] for e in detail.json()["events"]]
+    assert actions == ["Q", "G", "Q", "M", "I", "D", "C"]
+    assert detail.json()["events"][-1]["pid"] is None and detail.json()["events"][-1]["error"] == 0
+    requeued = client.get(f"/api/analyses/{aid}/requests", params={"order": "time", "limit": 10000}).json()
+    (rq,) = [r for r in requeued if r["requeues"]]
+    acts = [e["action"] for e in client.get(f"/api/analyses/{aid}/requests/{rq['source_id']}/{rq['line']}").json()["events"]]
+    assert (rq["comm"], acts) == ("xfsaild/sda1", ["A", "Q", "G", "I", "D", "R", "D", "C"])
     devs = client.get(f"/api/analyses/{aid}/dispatch-summary", params={"by": "device"}).json()
     assert [(d["key"], d["count"]) for d in devs] == [("8,0", 5000)]
     assert devs[0]["i2d"]["max"] == 15626265317

@@ -101,10 +101,10 @@ class BlockRequest(BaseModel):
 class BlockEvent(BaseModel):
     line: int
     t_ns: int
-    cpu: int
-    pid: int
+    cpu: int | None
+    pid: int | None = Field(description="null where the trace does not say (completions run in interrupt context)")
     action: str
-    rwbs: str
+    rwbs: str | None
     sector: int | None
     nsect: int | None
     comm: str | None
