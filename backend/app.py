@@ -8,7 +8,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
-from .api import analyses
+from .api import analyses, stalls
 from .api.deps import Board
 from .store import Store
 
@@ -34,6 +34,7 @@ def create_app(store: Store, *, max_upload_bytes: int = DEFAULT_MAX_UPLOAD, stat
     app.state.max_upload_bytes = max_upload_bytes
     app.state.progress = Board()
     app.include_router(analyses.router)
+    app.include_router(stalls.router)
 
     @app.exception_handler(HTTPException)
     async def http_error(_: Request, exc: HTTPException):

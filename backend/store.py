@@ -23,6 +23,7 @@ from parsers.common import ParseError, ParseReport
 from parsers.detect import PARSERS, SNIFF_BYTES, detect
 
 from .analysis import DERIVE_ANALYSIS, DERIVE_SOURCE
+from .analysis import SCHEMA as ANALYSIS_SCHEMA
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS analyses (
@@ -150,7 +151,8 @@ class Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         # rows need no insertion order (every read sorts), which lets DuckDB insert in parallel
-        config = {"preserve_insertion_order": False, "memory_limit": memory_limit}
+        # no Python replacement scans: a missing table must be an error, never a Python variable of that name
+        config = {"preserve_insertion_order": False, "memory_limit": memory_limit, "python_enable_replacements": False}
         self.db = duckdb.connect(str(path), config=config)
         self.db.execute(SCHEMA)
         for parser in PARSERS:  # each parser's tables, from its Arrow schemas, keyed by source_id
@@ -160,6 +162,7 @@ class Store:
                     f"CREATE TABLE IF NOT EXISTS {table} AS SELECT CAST(NULL AS INTEGER) AS source_id, * FROM _empty LIMIT 0"
                 )
                 self.db.unregister("_empty")
+        self.db.execute(ANALYSIS_SCHEMA)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         return self.db.cursor()

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import blk
+from . import blk, stalls
 
-DERIVE_SOURCE: dict[str, Callable] = {"blkparse": blk.derive}
-DERIVE_ANALYSIS: list[Callable] = []
+SCHEMA = stalls.SCHEMA  # tables of derived results (the parsers' tables come from their Arrow schemas)
+DERIVE_SOURCE: dict[str, Callable] = {"blkparse": blk.derive, "ftrace": stalls.span}
+DERIVE_ANALYSIS: list[Callable] = [stalls.derive]  # waits of the ftrace sources, then chains (with block requests)

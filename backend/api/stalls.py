@@ -1,0 +1,160 @@
+"""Routes of the stall analysis: waits, chains of waits, and one task's calls for a flame chart.
+
+Thin: validate, call backend.analysis.stalls (which reads the tables derived at ingest), return JSON.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from ..analysis import stalls
+from .analyses import NOT_FOUND, AnalysisId, TimeFilter, _analysis_or_404
+from .deps import Cursor
+
+router = APIRouter(prefix="/api")
+
+
+class Wait(BaseModel):
+    source_id: int
+    line: int = Field(description="the line that starts the wait (the switch-out, or the entry of the call)")
+    kind: str = Field(description="sched: from sched_switch; call: inferred from a long call of a sleeping primitive")
+    pid: int
+    comm: str | None
+    cpu: int | None
+    start_ns: int
+    end_ns: int = Field(description="when end_known is false: the trace's last timestamp (a lower bound)")
+    duration_ns: int
+    end_known: bool
+    end_line: int | None = Field(description="the switch-in, wake-up or call exit that ends the wait")
+    state: str | None = Field(description="prev_state of the switch-out (D, S, ...); null for a wait inferred from a call")
+    lock: str | None = Field(description="lock or reason, e.g. `xfs_ilock via down_write`")
+    primitive: str | None = Field(description="the entry of /api/locks behind `lock` (null: innermost frame only)")
+    stack: list[str] = Field(description="the task's open calls when the wait began, root first")
+    inferred: bool
+    evidence: str
+    waker_pid: int | None
+    waker_comm: str | None
+    waker_stack: list[str] | None = Field(description="the waker's open calls at the wake-up, root first")
+    wake_line: int | None
+    wake_ns: int | None
+    holder_pid: int | None = Field(description="inferred holder of the lock (see holder_evidence)")
+    holder_comm: str | None
+    holder_line: int | None = Field(description="line of the holder's acquire call")
+    holder_ns: int | None = Field(description="when the holder's acquire call returned")
+    holder_evidence: str | None
+
+
+class AlsoWaiting(BaseModel):
+    pid: int
+    comm: str | None
+    lock: str | None
+    source_id: int
+    line: int
+    start_ns: int
+    end_ns: int
+    duration_ns: int
+    end_known: bool
+    inferred: bool
+
+
+class LinkedRequest(BaseModel):
+    source_id: int
+    line: int = Field(description="with source_id, identifies the request: /api/analyses/{id}/requests/{source_id}/{line}")
+    dev: str
+    sector: int
+    nsect: int | None
+    rwbs: str | None
+    pid: int | None
+    comm: str | None
+    q_ns: int | None
+    i_ns: int | None
+    d_ns: int | None
+    c_ns: int | None
+
+
+class ChainLink(BaseModel):
+    source_id: int
+    wait_line: int | None = Field(description="the link's wait (see /waits); null for the task or interrupt that ends the chain")
+    pid: int | None
+    comm: str | None
+    lock: str | None
+    start_ns: int | None
+    end_ns: int | None
+    duration_ns: int | None
+    end_known: bool | None
+    relation: Literal["woken_by", "held_by", "io_completion"] | None = Field(
+        description="how this link's wait depends on the next link; null on the last link")
+    inferred: bool
+    evidence: str
+    stack: list[str]
+    line: int | None
+    also_waiting: list[AlsoWaiting] = Field(description="other tasks waiting on the same lock for the same next link")
+    request: LinkedRequest | None = Field(description="on an io_completion link: the block request whose completion fits")
+
+
+class Chain(BaseModel):
+    id: int = Field(description="rank: 1 = the longest stall of a first task")
+    duration_ns: int = Field(description="how long the first task stalled")
+    links: list[ChainLink]
+
+
+class Call(BaseModel):
+    source_id: int
+    line: int
+    func: str | None
+    depth: int
+    entry_ns: int | None
+    exit_ns: int | None
+    duration_ns: int | None
+    partial: bool
+    comm: str | None
+    cpu: int | None
+
+
+class Calls(BaseModel):
+    pid: int
+    calls: list[Call]
+    truncated: bool = Field(description="more calls matched than the limit")
+
+
+@router.get("/analyses/{analysis_id}/waits", response_model=list[Wait], responses=NOT_FOUND)
+def list_waits(
+    analysis_id: AnalysisId,
+    con: Cursor,
+    order: Literal["duration", "start"] = "duration",
+    limit: Annotated[int, Query(ge=1, le=10000)] = 100,
+    pid: int | None = None,
+    lock: Annotated[str | None, Query(max_length=256, description="waits whose lock contains this")] = None,
+    t0_ns: TimeFilter = None,
+    t1_ns: TimeFilter = None,
+):
+    """Intervals in which a task was off CPU while blocked, with their lock, waker and inferred holder."""
+    _analysis_or_404(con, analysis_id)
+    return stalls.waits(con, analysis_id, order, limit, pid, lock, t0_ns, t1_ns)
+
+
+@router.get("/analyses/{analysis_id}/chains", response_model=list[Chain], responses=NOT_FOUND)
+def list_chains(analysis_id: AnalysisId, con: Cursor, limit: Annotated[int, Query(ge=1, le=1000)] = 50):
+    """Chains of waits (waiter → waker or holder → … → running task, interrupt or I/O completion),
+    longest stall of the first task first."""
+    _analysis_or_404(con, analysis_id)
+    return stalls.chains(con, analysis_id, limit)
+
+
+@router.get("/analyses/{analysis_id}/calls", response_model=Calls, responses=NOT_FOUND)
+def list_calls(
+    analysis_id: AnalysisId,
+    con: Cursor,
+    pid: int,
+    t0_ns: TimeFilter = None,
+    t1_ns: TimeFilter = None,
+    max_depth: Annotated[int | None, Query(ge=-4096, le=4096)] = None,
+    limit: Annotated[int, Query(ge=1, le=stalls.MAX_CALLS)] = 5000,
+    source_id: int | None = None,
+):
+    """One task's function_graph calls overlapping a window, by entry time, for a flame chart."""
+    _analysis_or_404(con, analysis_id)
+    return stalls.calls(con, analysis_id, pid, t0_ns, t1_ns, max_depth, limit, source_id)
+

@@ -1,0 +1,197 @@
+"""Waits and chains of waits from ftrace: the seed report's XFS stall, and an ext4/jbd2 commit stall with its
+blktrace (samples/gen_ext4_jbd2.py).
+
+Golden files (tests/golden/stalls/*.json: the /waits and /chains answers) are rewritten with UPDATE_GOLDEN=1;
+the explicit assertions below are what was checked by hand against the trace lines.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from backend.analysis import blk
+from samples import gen_ext4_jbd2
+from tests.conftest import SAMPLES, SEED, ingest_bytes, ingest_paths
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "stalls"
+XFS = SEED / "xfs-unwritten-stall.trace-cmd-report.txt"
+EXT4 = SAMPLES / gen_ext4_jbd2.TRACE
+EXT4_BLK = SAMPLES / gen_ext4_jbd2.BLK
+
+
+def _golden(name: str, value) -> None:
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    assert value == json.loads(path.read_text())
+
+
+def test_sample_files_are_what_the_generator_writes():
+    trace, blk = gen_ext4_jbd2.build()
+    assert EXT4.read_text() == trace and EXT4_BLK.read_text() == blk
+
+
+def test_xfs_seed_chain(client, store):
+    aid = ingest_paths(store, XFS)["id"]
+    chains = client.get(f"/api/analyses/{aid}/chains").json()
+    assert len(chains) == 1
+    c = chains[0]
+    assert (c["id"], c["duration_ns"]) == (1, 316673836)
+    writer, convertd, logd = c["links"]
+    # file_writer: down_write entered at .968921 (line 94), returned with 316673.836 us (line 117); no switch-out,
+    # no wake-up in the excerpt: a wait inferred from the call
+    assert (writer["pid"], writer["comm"], writer["lock"], writer["relation"]) == (
+        30495, "file_writer", "xfs_ilock via down_write", "held_by")
+    assert (writer["start_ns"], writer["end_ns"], writer["duration_ns"]) == (358613968921000, 358614285596000, 316673836)
+    assert writer["inferred"] and writer["line"] == 94
+    assert "down_write() (line 94)" in writer["evidence"] and "no wake-up line" in writer["evidence"]
+    # ... held by xfsconvertd: xfs_ilock returned at .942547 (lines 7-8), no xfs_iunlock anywhere
+    assert "xfsconvertd/7 (251) returned from xfs_ilock() (line 7) at 358613.942547" in writer["evidence"]
+    assert "did not call xfs_iunlock() in the rest of the trace" in writer["evidence"]
+    assert writer["stack"][-3:] == ["xfs_iomap", "xfs_ilock", "down_write"] and writer["stack"][0] == "handle_mm_fault"
+    # flush-8:0 waits on the same inode lock (down_read at line 72, never returns in the excerpt)
+    (flush,) = writer["also_waiting"]
+    assert (flush["pid"], flush["comm"], flush["lock"], flush["line"], flush["end_known"]) == (
+        505, "flush-8:0", "xfs_ilock via down_read", 72, False)
+
+    # xfsconvertd: down() entered at .942886 (line 61), woken by xfslogd's sched_wakeup at .285381 (line 112)
+    assert (convertd["pid"], convertd["comm"], convertd["lock"], convertd["relation"]) == (
+        251, "xfsconvertd/7", "xfs_buf_lock via down", "io_completion")
+    assert (convertd["start_ns"], convertd["end_ns"], convertd["duration_ns"]) == (
+        358613942886000, 358614285381000, 342495000)
+    assert convertd["inferred"] and "ends at its wake-up (line 112)" in convertd["evidence"]
+    assert "xfs_buf_iodone_work()" in convertd["evidence"]
+    assert convertd["request"] is None  # no blktrace in this analysis
+
+    # xfslogd ran the buffer's I/O completion: xfs_buf_iodone_work -> xfs_buf_unlock -> up
+    assert (logd["pid"], logd["comm"], logd["lock"], logd["relation"], logd["line"]) == (
+        219, "xfslogd/7", None, None, 112)
+    assert logd["stack"][-3:] == ["xfs_buf_iodone_work", "xfs_buf_unlock", "up"]
+    assert "xfs_buf_iodone_work → xfs_buf_unlock → up" in logd["evidence"]
+    _golden("xfs-unwritten-stall.chains.json", chains)
+
+
+def test_xfs_seed_waits(client, store):
+    aid = ingest_paths(store, XFS)["id"]
+    waits = client.get(f"/api/analyses/{aid}/waits").json()
+    assert [(w["pid"], w["kind"], w["line"]) for w in waits] == [
+        (251, "call", 61), (505, "call", 72), (30495, "call", 94), (31161, "sched", 95)]  # by duration
+    convertd = waits[0]
+    assert (convertd["state"], convertd["waker_pid"], convertd["waker_comm"], convertd["wake_line"]) == (
+        None, 219, "xfslogd/7", 112)
+    assert {"xfs_buf_iodone_work", "xfs_buf_unlock", "up"} <= set(convertd["waker_stack"])
+    writer = next(w for w in waits if w["pid"] == 30495)
+    assert (writer["holder_pid"], writer["holder_line"], writer["holder_ns"]) == (251, 7, 358613942547000)
+    assert writer["waker_pid"] is None
+    reader = waits[-1]  # file_reader switched out (S) at line 95, never back: open to the end of the excerpt
+    assert (reader["state"], reader["end_known"], reader["end_ns"], reader["inferred"]) == ("S", False, 358614285597000, True)
+    # filters and order
+    q = lambda **p: [w["line"] for w in client.get(f"/api/analyses/{aid}/waits", params=p).json()]
+    assert q(order="start") == [61, 72, 94, 95]
+    assert q(pid=30495) == [94]
+    assert q(lock="xfs_ilock") == [72, 94]
+    assert q(t0_ns=358614285590000) == [72, 94, 95]
+    assert q(t1_ns=358613950000000) == [61]
+    assert q(limit=1) == [61]
+    _golden("xfs-unwritten-stall.waits.json", waits)
+
+
+def test_ext4_jbd2_chain_to_block_request(client, store):
+    aid = ingest_paths(store, EXT4, EXT4_BLK)["id"]
+    blk_source = client.get(f"/api/analyses/{aid}").json()["sources"][1]["id"]
+    chains = client.get(f"/api/analyses/{aid}/chains").json()
+    assert len(chains) == 1
+    c = chains[0]
+    pg, jbd2, irq = c["links"]
+    # postgres switched out D at 7341.201620 (line 45) in start_this_handle, back at .214888 (line 127)
+    assert (pg["pid"], pg["comm"], pg["lock"], pg["relation"], pg["inferred"]) == (
+        4242, "postgres", "wait_transaction_locked", "woken_by", False)
+    assert c["duration_ns"] == pg["duration_ns"] == 7341214888000 - 7341201620000
+    assert {"ext4_file_write_iter", "start_this_handle", "wait_transaction_locked"} <= set(pg["stack"])
+    assert [(a["pid"], a["line"]) for a in pg["also_waiting"]] == [(4251, 61)]
+    # jbd2 waits for its commit record (D, line 30 -> line 105), woken by the disk interrupt on idle CPU 3
+    assert (jbd2["pid"], jbd2["comm"], jbd2["relation"], jbd2["line"]) == (312, "jbd2/sda1-8", "io_completion", 30)
+    assert jbd2["lock"] == "__wait_on_buffer via I/O"
+    assert "jbd2_journal_commit_transaction" in jbd2["stack"] and jbd2["stack"][-2:] == ["io_schedule", "schedule"]
+    req = jbd2["request"]
+    assert (req["source_id"], req["dev"], req["sector"], req["nsect"], req["rwbs"], req["pid"]) == (
+        blk_source, "8,0", 1465352, 8, "WFS", 312)
+    assert (req["i_ns"], req["d_ns"], req["c_ns"]) == (7341201386440, 7341201502077, 7341214863402)
+    assert req["c_ns"] <= irq["start_ns"] == 7341214873000  # completed 9.6 µs before the wake-up
+    # (source_id, line) is the request's key for /api/analyses/{id}/requests/{source_id}/{line}; read through the
+    # analysis function: that route currently answers 500 for a completed request (its C event has pid null
+    # while models.BlockEvent.pid is int), an issue outside this feature
+    con = store.cursor()
+    try:
+        assert blk.request_detail(con, aid, req["source_id"], req["line"])["request"]["sector"] == 1465352
+    finally:
+        con.close()
+    assert (irq["pid"], irq["comm"], irq["relation"]) == (0, "<idle>", None)
+    assert {"blk_update_request", "bio_endio", "end_buffer_write_sync"} <= set(irq["stack"])
+    _golden("ext4-jbd2-commit.chains.json", chains)
+
+
+def test_ext4_jbd2_without_blktrace_has_no_request(client, store):
+    aid = ingest_paths(store, EXT4)["id"]
+    (c,) = client.get(f"/api/analyses/{aid}/chains").json()
+    assert [l["relation"] for l in c["links"]] == ["woken_by", "io_completion", None]
+    assert all(l["request"] is None for l in c["links"])
+
+
+def test_calls_for_a_flame_chart(client, store):
+    aid = ingest_paths(store, XFS)["id"]
+    r = client.get(f"/api/analyses/{aid}/calls", params={"pid": 30495, "t0_ns": 358614285590000}).json()
+    funcs = [x["func"] for x in r["calls"]]
+    # calls open across the window's start are included (handle_mm_fault is partial: its exit is not in the excerpt)
+    assert funcs[:3] == ["handle_mm_fault", "__do_fault", "xfs_vm_page_mkwrite"]
+    assert "down_write" in funcs and "xfs_bmapi" in funcs and "find_vma" not in funcs
+    assert not r["truncated"]
+    r = client.get(f"/api/analyses/{aid}/calls", params={"pid": 30495, "max_depth": 1, "limit": 2}).json()
+    assert [x["func"] for x in r["calls"]] == ["down_read_trylock", "_cond_resched"] and r["truncated"]
+    assert client.get(f"/api/analyses/{aid}/calls", params={"pid": 1}).json()["calls"] == []
+    assert client.get(f"/api/analyses/{aid}/calls").status_code == 422  # pid is required
+
+
+def test_no_ftrace_data_gives_empty_lists(client, store):
+    aid = ingest_paths(store, SAMPLES / "cfq-dispatch-starvation.blkparse.txt")["id"]
+    for what in ("waits", "chains"):
+        r = client.get(f"/api/analyses/{aid}/{what}")
+        assert r.status_code == 200 and r.json() == []
+    assert client.get(f"/api/analyses/{aid}/calls", params={"pid": 804}).json()["calls"] == []
+    # and once the stall tables exist (an ftrace analysis was loaded), still empty for this one
+    ingest_paths(store, XFS)
+    assert client.get(f"/api/analyses/{aid}/waits").json() == []
+    assert client.get(f"/api/analyses/{aid}/chains").json() == []
+
+
+def test_ftrace_without_waits(client, store):
+    body = b"   app-7 [001] 100.000001: funcgraph_entry:      0.500 us |  find_vma();\n"
+    aid = ingest_bytes(store, **{"tiny.txt": body})["id"]
+    assert client.get(f"/api/analyses/{aid}/waits").json() == []
+    assert client.get(f"/api/analyses/{aid}/chains").json() == []
+
+
+@pytest.mark.parametrize("path", ["waits", "chains", "calls?pid=1"])
+def test_unknown_analysis_is_404(client, path):
+    r = client.get(f"/api/analyses/nope/{path}")
+    assert r.status_code == 404 and "no analysis" in r.json()["detail"]
+
+
+def test_bad_parameters_are_422(client, store):
+    aid = ingest_paths(store, XFS)["id"]
+    for params in ({"order": "size"}, {"limit": 0}, {"pid": "x"}):
+        r = client.get(f"/api/analyses/{aid}/waits", params=params)
+        assert r.status_code == 422 and r.json()["detail"].startswith("invalid request")
+
+
+def test_openapi_types_the_new_routes(client):
+    spec = client.get("/openapi.json").json()
+    for route in ("waits", "chains", "calls"):
+        op = spec["paths"][f"/api/analyses/{{analysis_id}}/{route}"]["get"]
+        assert "$ref" in json.dumps(op["responses"]["200"])
+    link = spec["components"]["schemas"]["ChainLink"]["properties"]
+    assert {"relation", "also_waiting", "request", "evidence", "inferred"} <= set(link)
