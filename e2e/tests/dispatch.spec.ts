@@ -1,0 +1,116 @@
+import { expect, test, type Page } from '@playwright/test';
+import path from 'node:path';
+import { SCREENSHOTS, SEED_CFQ } from './paths';
+
+async function uploadSeed(page: Page, name: string) {
+  await page.goto('/');
+  await page.getByTestId('file-input').setInputFiles(SEED_CFQ);
+  await page.getByLabel('Name (optional)').fill(name);
+  await page.getByRole('button', { name: /^Analyse/ }).click();
+  const result = page.getByTestId('upload-result');
+  await expect(result).toBeVisible();
+  return result;
+}
+
+test('upload a blkparse trace, find the 15.6 s dispatch stall, share its link', async ({ page, browser }) => {
+  const result = await uploadSeed(page, 'cfq dispatch starvation');
+  await expect(result.getByTestId('source-format')).toHaveText('blkparse');
+  await expect(result).toContainText('cfq-dispatch-starvation.blkparse.txt');
+  await expect(result.locator('tbody tr').first()).toContainText('12'); // events
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'home-after-upload.png'), fullPage: true });
+
+  // The new analysis is listed, and opens.
+  await expect(page.getByTestId('analyses')).toContainText('cfq dispatch starvation');
+  await result.getByRole('link', { name: /Open analysis/ }).click();
+  await expect(page).toHaveURL(/\/a\/[^/?]+$/);
+  await expect(page.getByRole('heading', { level: 1 })).toHaveText('cfq dispatch starvation');
+
+  // The summary per process shows xfsaild's I2D max.
+  const summary = page.getByTestId('summary-table');
+  await expect(summary.locator('tbody tr', { hasText: 'xfsaild/sda1' })).toContainText('15.63 s');
+
+  // The slowest request by I2D is xfsaild's metadata write.
+  const row = page.getByTestId('requests-table').locator('tbody tr', { hasText: 'xfsaild/sda1' }).first();
+  await expect(row).toContainText('15.63 s');
+  await expect(row).toContainText('141698288 + 8 (4 KiB)');
+  await expect(row).toContainText('WM');
+  await expect(row).toContainText('81.092473 s');
+  await row.click();
+
+  const detail = page.getByTestId('request-detail');
+  await expect(detail).toBeVisible();
+  await expect(page).toHaveURL(/[?&]req=\d+%3A\d+/);
+  await expect(detail.getByRole('img', { name: 'Request phases waterfall' }).locator('canvas').first()).toBeVisible();
+  await expect(detail.locator('.phase-chip.i2d')).toContainText('15.63 s');
+  await expect(detail.getByTestId('request-events')).toContainText('96.718761 s');
+  const messages = detail.getByTestId('request-messages');
+  await expect(messages).toContainText('cfq767A / slice expired t=1');
+  await expect(messages.locator('tr', { hasText: 'cfq767A / slice expired t=1' })).toContainText('+25.42 ms');
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'analysis-detail.png'), fullPage: true });
+
+  // Copy link, open it in a fresh context: the same request detail.
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+  await page.getByTestId('copy-link').click();
+  await expect(page.getByTestId('copy-link')).toHaveText(/copied/i);
+  const link = await page.evaluate(() => navigator.clipboard.readText());
+  expect(link).toBe(page.url());
+
+  const other = await browser.newContext();
+  const p2 = await other.newPage();
+  await p2.goto(link);
+  const d2 = p2.getByTestId('request-detail');
+  await expect(d2).toBeVisible();
+  await expect(d2.locator('.phase-chip.i2d')).toContainText('15.63 s');
+  await expect(d2.getByTestId('request-messages')).toContainText('cfq767A / slice expired t=1');
+  await expect(p2.getByTestId('requests-table').locator('tr.selected')).toContainText('xfsaild/sda1');
+  await other.close();
+});
+
+test('without a clipboard the link is shown in a field', async ({ page }) => {
+  await uploadSeed(page, 'no clipboard');
+  await page.getByTestId('upload-result').getByRole('link', { name: /Open analysis/ }).click();
+  await page.getByTestId('requests-table').locator('tbody tr').first().click();
+  await expect(page.getByTestId('request-detail')).toBeVisible();
+  await page.evaluate(() => Object.defineProperty(navigator, 'clipboard', { value: undefined, configurable: true }));
+  await page.getByTestId('copy-link').click();
+  await expect(page.getByTestId('share-link')).toHaveValue(page.url());
+});
+
+test('grouping, sorting and filtering live in the URL', async ({ page }) => {
+  await uploadSeed(page, 'url state');
+  await page.getByTestId('upload-result').getByRole('link', { name: /Open analysis/ }).click();
+  await page.getByRole('button', { name: 'per device' }).click();
+  await expect(page).toHaveURL(/by=device/);
+  const devRow = page.getByTestId('summary-table').locator('tbody tr').first();
+  await expect(devRow).toContainText('8,0');
+  await devRow.click();
+  await expect(page).toHaveURL(/dev=8%2C0/);
+  await expect(page.getByTestId('filters')).toContainText('device 8,0');
+  await page.getByTestId('summary-table').getByRole('columnheader', { name: /^p99/ }).first().click();
+  await expect(page).toHaveURL(/sort=-i2d\.p99/);
+  await page.getByRole('group', { name: 'Order requests by' }).getByRole('button', { name: 'D2C' }).click();
+  await expect(page).toHaveURL(/order=d2c/);
+  await page.reload();
+  await expect(page.getByRole('button', { name: 'per device' })).toHaveAttribute('aria-pressed', 'true');
+  await expect(page.getByTestId('summary-table').locator('tr.selected')).toContainText('8,0');
+});
+
+test('a file in an unknown format gets a clear per-file error', async ({ page }) => {
+  await page.goto('/');
+  await page.getByTestId('file-input').setInputFiles({
+    name: 'notes.txt',
+    mimeType: 'text/plain',
+    buffer: Buffer.from('hello world\nthis is not a trace\n'),
+  });
+  await page.getByRole('button', { name: /^Analyse/ }).click();
+  const err = page.getByTestId('upload-error');
+  await expect(err).toBeVisible();
+  await expect(err).toContainText('notes.txt');
+  await expect(err).toContainText('line 1');
+  await expect(err).toContainText(/unknown format/i);
+});
+
+test('an unknown analysis id says so', async ({ page }) => {
+  await page.goto('/a/does-not-exist');
+  await expect(page.getByRole('alert')).toContainText('No such analysis.');
+});

@@ -1,0 +1,34 @@
+import createClient from 'openapi-fetch';
+import type { paths } from './schema';
+import type { ApiErrorBody } from './types';
+
+export const api = createClient<paths>({ baseUrl: '' });
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly body: ApiErrorBody | null;
+  constructor(status: number, body: ApiErrorBody | null, fallback: string) {
+    super(errorMessage(body, fallback));
+    this.status = status;
+    this.body = body;
+  }
+}
+
+/** A human message from an API error body: a string `detail`, or FastAPI's validation list. */
+export function errorMessage(body: ApiErrorBody | null | undefined, fallback: string): string {
+  const d = body?.detail;
+  if (typeof d === 'string' && d) return d;
+  if (Array.isArray(d) && d.length) {
+    return d
+      .map((e: { loc?: unknown[]; msg?: string }) => [e.loc?.slice(1).join('.'), e.msg].filter(Boolean).join(': '))
+      .join('; ');
+  }
+  return fallback;
+}
+
+/** Unwrap an openapi-fetch result: data on success, a thrown ApiError otherwise. */
+export async function unwrap<T>(p: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+  const { data, error, response } = await p;
+  if (response.ok && data !== undefined) return data;
+  throw new ApiError(response.status, (error as ApiErrorBody) ?? null, `${response.status} ${response.statusText || 'request failed'}`);
+}

@@ -1,0 +1,74 @@
+// The one ECharts wrapper: init on mount, setOption on change, resize with the container, dispose.
+import { useEffect, useRef } from 'react';
+import * as echarts from 'echarts/core';
+import { BarChart, ScatterChart } from 'echarts/charts';
+import {
+  DataZoomInsideComponent,
+  DataZoomSliderComponent,
+  GridComponent,
+  LegendComponent,
+  MarkLineComponent,
+  TooltipComponent,
+} from 'echarts/components';
+import { CanvasRenderer } from 'echarts/renderers';
+import type { EChartsOption } from './types';
+
+echarts.use([
+  BarChart,
+  ScatterChart,
+  GridComponent,
+  TooltipComponent,
+  LegendComponent,
+  DataZoomInsideComponent,
+  DataZoomSliderComponent,
+  MarkLineComponent,
+  CanvasRenderer,
+]);
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type EChartHandler = (params: any, chart: echarts.ECharts) => void;
+
+type Props = {
+  option: EChartsOption;
+  onEvents?: Record<string, EChartHandler>;
+  height: number | string;
+  className?: string;
+  ariaLabel?: string;
+};
+
+export function EChart({ option, onEvents, height, className, ariaLabel }: Props) {
+  const el = useRef<HTMLDivElement>(null);
+  const chart = useRef<echarts.ECharts | null>(null);
+  const handlers = useRef(onEvents);
+  handlers.current = onEvents;
+
+  useEffect(() => {
+    const c = echarts.init(el.current!, null, { renderer: 'canvas' });
+    chart.current = c;
+    const ro = new ResizeObserver(() => c.resize());
+    ro.observe(el.current!);
+    return () => {
+      ro.disconnect();
+      c.dispose();
+      chart.current = null;
+    };
+  }, []);
+
+  useEffect(() => {
+    chart.current?.setOption(option, { notMerge: true });
+  }, [option]);
+
+  // Bind each event name once; the latest handler is looked up at call time.
+  const names = Object.keys(onEvents ?? {}).sort().join(',');
+  useEffect(() => {
+    const c = chart.current;
+    if (!c || !names) return;
+    const list = names.split(',');
+    for (const n of list) c.on(n, (p: unknown) => handlers.current?.[n]?.(p, c));
+    return () => {
+      for (const n of list) c.off(n);
+    };
+  }, [names]);
+
+  return <div ref={el} className={className} style={{ height, width: '100%' }} role="img" aria-label={ariaLabel} />;
+}

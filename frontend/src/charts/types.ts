@@ -1,0 +1,20 @@
+import type { ComposeOption } from 'echarts/core';
+import type { BarSeriesOption, ScatterSeriesOption } from 'echarts/charts';
+import type {
+  DataZoomComponentOption,
+  GridComponentOption,
+  LegendComponentOption,
+  MarkLineComponentOption,
+  TooltipComponentOption,
+} from 'echarts/components';
+
+/** The option type for exactly the components registered in EChart.tsx. */
+export type EChartsOption = ComposeOption<
+  | BarSeriesOption
+  | ScatterSeriesOption
+  | GridComponentOption
+  | TooltipComponentOption
+  | LegendComponentOption
+  | DataZoomComponentOption
+  | MarkLineComponentOption
+>;

@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { formatNsShort, formatMsTick, formatAbsTime, formatBytes, formatCount, formatNs, formatRelNs, formatSector, pickTimeUnit, formatAxisNumber } from './format';
+
+describe('formatNs', () => {
+  it('picks an adaptive unit', () => {
+    expect(formatNs(15626265317)).toBe('15.63 s');
+    expect(formatNs(318)).toBe('318 ns');
+    expect(formatNs(22911)).toBe('22.91 µs');
+    expect(formatNs(25416861)).toBe('25.42 ms');
+    expect(formatNs(1_000)).toBe('1.00 µs');
+    expect(formatNs(123_456_789)).toBe('123.5 ms');
+    expect(formatNs(0)).toBe('0 ns');
+    expect(formatNs(420e9)).toBe('420.0 s');
+  });
+  it('promotes when rounding carries into the next unit', () => {
+    expect(formatNs(999_960)).toBe('1.00 ms');
+    expect(formatNs(999_999_999)).toBe('1.00 s');
+  });
+  it('shows a dash for missing values', () => {
+    expect(formatNs(null)).toBe('—');
+    expect(formatNs(undefined)).toBe('—');
+  });
+  it('pickTimeUnit', () => {
+    expect(pickTimeUnit(15626265317).unit).toBe('s');
+    expect(pickTimeUnit(999).unit).toBe('ns');
+    expect(pickTimeUnit(1e6).unit).toBe('ms');
+  });
+});
+
+describe('other formats', () => {
+  it('absolute times are seconds with 6 decimals', () => {
+    expect(formatAbsTime(81092496118)).toBe('81.092496 s');
+    expect(formatAbsTime(96718761435)).toBe('96.718761 s');
+    expect(formatAbsTime(null)).toBe('—');
+  });
+  it('relative times are signed', () => {
+    expect(formatRelNs(25416861)).toBe('+25.42 ms');
+    expect(formatRelNs(-23229)).toBe('−23.23 µs');
+    expect(formatRelNs(0)).toBe('+0 ns');
+  });
+  it('sectors with their size', () => {
+    expect(formatSector(141698288, 8)).toBe('141698288 + 8 (4 KiB)');
+    expect(formatSector(0, 1)).toBe('0 + 1 (512 B)');
+    expect(formatSector(2048, 2048)).toBe('2048 + 2048 (1 MiB)');
+    expect(formatSector(5, null)).toBe('5');
+    expect(formatSector(null, 8)).toBe('—');
+  });
+  it('bytes and counts', () => {
+    expect(formatBytes(965)).toBe('965 B');
+    expect(formatBytes(1536)).toBe('1.5 KiB');
+    expect(formatBytes(3 * 1024 ** 3)).toBe('3 GiB');
+    expect(formatCount(1234567)).toBe('1,234,567');
+  });
+  it('axis durations', () => {
+    expect(formatNsShort(1e9)).toBe('1 s');
+    expect(formatNsShort(150_000)).toBe('150 µs');
+    expect(formatNsShort(1e13)).toBe('10000 s');
+    expect(formatMsTick(0.5)).toBe('500 µs');
+    expect(formatMsTick(1e-6)).toBe('1 ns');
+  });
+  it('axis numbers', () => {
+    expect(formatAxisNumber(0.001)).toBe('0.001');
+    expect(formatAxisNumber(100)).toBe('100');
+    expect(formatAxisNumber(10000)).toBe('1e4');
+    expect(formatAxisNumber(0)).toBe('0');
+  });
+});

@@ -1,0 +1,105 @@
+// One shared formatter for every number the UI shows. All API times are integer nanoseconds.
+
+export type TimeUnit = { unit: 'ns' | 'µs' | 'ms' | 's'; ns: number };
+
+const UNITS: TimeUnit[] = [
+  { unit: 's', ns: 1e9 },
+  { unit: 'ms', ns: 1e6 },
+  { unit: 'µs', ns: 1e3 },
+  { unit: 'ns', ns: 1 },
+];
+
+/** The largest unit in which |ns| is at least 1 (ns for 0). */
+export function pickTimeUnit(ns: number): TimeUnit {
+  const a = Math.abs(ns);
+  return UNITS.find((u) => a >= u.ns) ?? UNITS[UNITS.length - 1];
+}
+
+/** Two decimals under 100, one above: 15.63, 318.4. */
+function fixed(v: number): string {
+  return v.toFixed(Math.abs(v) < 100 ? 2 : 1);
+}
+
+/** A duration in ns with an adaptive unit: 15626265317 → "15.63 s", 318 → "318 ns". */
+export function formatNs(ns: number | null | undefined): string {
+  if (ns === null || ns === undefined || Number.isNaN(ns)) return '—';
+  const u = pickTimeUnit(ns);
+  if (u.unit === 'ns') return `${Math.round(ns)} ns`;
+  let v = ns / u.ns;
+  const s = fixed(v);
+  // Rounding may carry into the next unit (999.96 µs → "1000.0 µs"): promote.
+  if (Math.abs(Number(s)) >= 1000 && u.unit !== 's') {
+    const next = UNITS[UNITS.indexOf(u) - 1];
+    v = ns / next.ns;
+    return `${fixed(v)} ${next.unit}`;
+  }
+  return `${s} ${u.unit}`;
+}
+
+/** A value already expressed in `unit` (axis labels): trims trailing zeros. */
+export function formatAxisNumber(v: number): string {
+  if (v === 0) return '0';
+  const a = Math.abs(v);
+  if (a >= 1000 || a < 0.001) return v.toExponential(0).replace('e+', 'e');
+  return String(Number(v.toPrecision(3)));
+}
+
+/** A short duration for axis ticks (up to 3 significant digits, no trailing zeros):
+ * 1e9 → "1 s", 1.5e5 → "150 µs", 1e13 → "10000 s". */
+export function formatNsShort(ns: number): string {
+  if (ns === 0) return '0';
+  const u = pickTimeUnit(ns);
+  return `${Number((ns / u.ns).toPrecision(3))} ${u.unit}`;
+}
+
+/** A log-axis tick in milliseconds as an adaptive duration: 0.5 → "500 µs", 1e4 → "10 s". */
+export function formatMsTick(ms: number): string {
+  return formatNsShort(ms * 1e6);
+}
+
+/** Absolute time on the analysis timeline: seconds with 6 decimals. 81092496118 → "81.092496 s". */
+export function formatAbsTime(ns: number | null | undefined): string {
+  if (ns === null || ns === undefined) return '—';
+  return `${(ns / 1e9).toFixed(6)} s`;
+}
+
+/** Time relative to a reference, signed: "+15.63 s", "−25.42 ms", "+0 ns". */
+export function formatRelNs(ns: number): string {
+  if (ns === 0) return '+0 ns';
+  return (ns < 0 ? '−' : '+') + formatNs(Math.abs(ns));
+}
+
+/** Bytes in binary units: 4096 → "4 KiB", 1536 → "1.5 KiB". */
+export function formatBytes(bytes: number | null | undefined): string {
+  if (bytes === null || bytes === undefined) return '—';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = bytes;
+  let i = 0;
+  while (Math.abs(v) >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  const s = i === 0 ? String(v) : String(Number(v.toFixed(v < 10 ? 2 : 1)));
+  return `${s} ${units[i]}`;
+}
+
+/** A sector range: "141698288 + 8 (4 KiB)" (512-byte sectors). */
+export function formatSector(sector: number | null | undefined, nsect: number | null | undefined): string {
+  if (sector === null || sector === undefined) return '—';
+  if (nsect === null || nsect === undefined) return String(sector);
+  return `${sector} + ${nsect} (${formatBytes(nsect * 512)})`;
+}
+
+/** Integer counts with thin grouping: 1234567 → "1,234,567". */
+export function formatCount(n: number | null | undefined): string {
+  if (n === null || n === undefined) return '—';
+  return n.toLocaleString('en-US');
+}
+
+/** ISO timestamp from the API → "2026-05-01 14:03:12" in local time. */
+export function formatDate(iso: string): string {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}

@@ -1,0 +1,181 @@
+import { useMemo } from 'react';
+import { useRequestDetail } from '../../api/queries';
+import { ApiError } from '../../api/client';
+import type { AnalysisDetail, BlockRequest } from '../../api/types';
+import { EChart } from '../../charts/EChart';
+import { buildWaterfallOption, requestOrigin, waterfallPhases } from '../../charts/waterfall';
+import { ErrorBox, Loading } from '../../components/Status';
+import { formatAbsTime, formatNs, formatRelNs, formatSector } from '../../lib/format';
+import { useViewState } from '../../state/useViewState';
+import type { RequestRef } from '../../state/viewState';
+
+export function RequestDetailPanel({ analysis, reqRef }: { analysis: AnalysisDetail; reqRef: RequestRef }) {
+  const [, setView] = useViewState();
+  const q = useRequestDetail(analysis.id, reqRef);
+  const source = analysis.sources.find((s) => s.id === reqRef.sourceId);
+  const option = useMemo(() => (q.data ? buildWaterfallOption(q.data.request, q.data.messages) : null), [q.data]);
+
+  return (
+    <section className="panel detail-panel" data-testid="request-detail" aria-label="Request detail">
+      <div className="panel-head">
+        <h2>Request</h2>
+        <span className="muted mono">
+          {source?.filename ?? `source ${reqRef.sourceId}`} line {reqRef.line}
+        </span>
+        <button className="btn close" aria-label="Close request detail" onClick={() => setView({ req: null })}>
+          ×
+        </button>
+      </div>
+      {q.isPending && <Loading what="request" />}
+      {q.isError && (
+        <ErrorBox
+          title={q.error instanceof ApiError && q.error.status === 404 ? 'No request starts at this line.' : 'Could not load the request.'}
+          error={q.error}
+        />
+      )}
+      {q.data && option && (
+        <>
+          <RequestFacts r={q.data.request} />
+          <h3>Waterfall</h3>
+          <EChart
+            option={option}
+            height={Math.max(waterfallPhases(q.data.request).length, 1) * 34 + 70}
+            ariaLabel="Request phases waterfall"
+            className="waterfall"
+          />
+          <h3>Trace events</h3>
+          <div className="table-scroll">
+            <table className="grid compact" data-testid="request-events">
+              <thead>
+                <tr>
+                  <th className="num">Line</th>
+                  <th className="num">Time</th>
+                  <th className="num">vs I</th>
+                  <th className="num">CPU</th>
+                  <th>Action</th>
+                  <th>RWBS</th>
+                  <th className="num">Sector + sectors</th>
+                  <th>Process</th>
+                </tr>
+              </thead>
+              <tbody>
+                {q.data.events.map((e) => (
+                  <tr key={e.line}>
+                    <td className="num mono">{e.line}</td>
+                    <td className="num mono">{formatAbsTime(e.t_ns)}</td>
+                    <td className="num">{relToI(q.data.request, e.t_ns)}</td>
+                    <td className="num">{e.cpu}</td>
+                    <td className="mono strong">{e.action}</td>
+                    <td className="mono">{e.rwbs}</td>
+                    <td className="num mono">{e.sector === null ? '—' : `${e.sector} + ${e.nsect ?? 0}`}</td>
+                    <td className="mono">
+                      {e.pid} {e.comm ?? ''}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          <h3>
+            Scheduler messages while it waited <span className="muted">({q.data.messages.length})</span>
+          </h3>
+          {q.data.messages.length === 0 ? (
+            <p className="muted">The I/O scheduler logged no messages on this device while the request waited.</p>
+          ) : (
+            <div className="table-scroll">
+              <table className="grid compact" data-testid="request-messages">
+                <thead>
+                  <tr>
+                    <th className="num">Line</th>
+                    <th className="num">vs I</th>
+                    <th className="num">CPU</th>
+                    <th>Message</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {q.data.messages.map((m) => (
+                    <tr key={m.line}>
+                      <td className="num mono">{m.line}</td>
+                      <td className="num">{relToI(q.data.request, m.t_ns)}</td>
+                      <td className="num">{m.cpu}</td>
+                      <td className="mono">{m.message}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+        </>
+      )}
+    </section>
+  );
+}
+
+function relToI(r: BlockRequest, t: number): string {
+  const ref = r.i_ns ?? requestOrigin(r);
+  return ref === null ? '—' : formatRelNs(t - ref);
+}
+
+function RequestFacts({ r }: { r: BlockRequest }) {
+  const phases: [string, number | null, string][] = [
+    ['Q2G', r.q2g_ns, 'q2g'],
+    ['G2I', r.g2i_ns, 'g2i'],
+    ['I2D', r.i2d_ns, 'i2d'],
+    ['D2C', r.d2c_ns, 'd2c'],
+    ['Q2C', r.q2c_ns, 'q2c'],
+  ];
+  return (
+    <>
+      <div className="facts req-facts">
+        <span>
+          <span className="k">Device</span> <span className="mono">{r.dev}</span>
+        </span>
+        <span>
+          <span className="k">Sector</span> <span className="mono">{formatSector(r.sector, r.nsect)}</span>
+        </span>
+        <span>
+          <span className="k">RWBS</span> <span className="mono">{r.rwbs ?? '—'}</span>
+        </span>
+        <span>
+          <span className="k">Process</span>{' '}
+          <span className="mono">
+            {r.pid ?? '—'} {r.comm ?? ''}
+          </span>
+        </span>
+        <span>
+          <span className="k">Start</span> <span className="mono">{formatAbsTime(requestOrigin(r))}</span>
+        </span>
+        {r.from_dev && (
+          <span>
+            <span className="k">Remapped from</span>{' '}
+            <span className="mono">
+              {r.from_dev} {r.from_sector ?? ''}
+            </span>
+          </span>
+        )}
+        {r.merged_bios > 0 && (
+          <span>
+            <span className="k">Merged bios</span> {r.merged_bios}
+          </span>
+        )}
+        {r.requeues > 0 && (
+          <span className="warn">
+            <span className="k">Requeues</span> {r.requeues}
+          </span>
+        )}
+        {r.error !== null && r.error !== 0 && (
+          <span className="warn">
+            <span className="k">Error</span> {r.error}
+          </span>
+        )}
+      </div>
+      <div className="phase-chips">
+        {phases.map(([label, v, cls]) => (
+          <span key={label} className={`phase-chip ${cls}`}>
+            <span className="k">{label}</span> {formatNs(v)}
+          </span>
+        ))}
+      </div>
+    </>
+  );
+}

@@ -1,0 +1,94 @@
+import { useRequests } from '../../api/queries';
+import type { AnalysisDetail, BlockRequest } from '../../api/types';
+import { ErrorBox, Loading } from '../../components/Status';
+import { formatAbsTime, formatNs, formatSector } from '../../lib/format';
+import { useViewState } from '../../state/useViewState';
+import type { RequestOrder } from '../../state/viewState';
+import { requestOrigin } from '../../charts/waterfall';
+
+const LIMIT = 100;
+const ORDERS: { value: RequestOrder; label: string }[] = [
+  { value: 'i2d', label: 'I2D' },
+  { value: 'd2c', label: 'D2C' },
+  { value: 'q2c', label: 'Q2C' },
+  { value: 'time', label: 'time' },
+];
+
+export function RequestsTable({ analysis }: { analysis: AnalysisDetail }) {
+  const [view, setView] = useViewState();
+  const q = useRequests(analysis.id, view.order, LIMIT, { pid: view.pid, dev: view.dev, t0: view.t0, t1: view.t1 });
+  const isSel = (r: BlockRequest) => view.req !== null && view.req.sourceId === r.source_id && view.req.line === r.line;
+  const hl = (o: RequestOrder) => (view.order === o ? ' sorted' : '');
+
+  return (
+    <section className="panel requests-panel">
+      <div className="panel-head">
+        <h2>{view.order === 'time' ? 'Requests by time' : `Slowest requests by ${view.order.toUpperCase()}`}</h2>
+        <div className="segmented" role="group" aria-label="Order requests by">
+          {ORDERS.map((o) => (
+            <button key={o.value} aria-pressed={view.order === o.value} onClick={() => setView({ order: o.value }, { replace: true })}>
+              {o.label}
+            </button>
+          ))}
+        </div>
+        {q.data && (
+          <span className="muted">
+            {q.data.length === LIMIT ? `first ${LIMIT}` : `${q.data.length} request${q.data.length === 1 ? '' : 's'}`}
+          </span>
+        )}
+      </div>
+      {q.isPending && <Loading what="requests" />}
+      {q.isError && <ErrorBox title="Could not load the requests." error={q.error} />}
+      {q.data && (
+        <div className="table-scroll tall">
+          <table className="grid requests" data-testid="requests-table">
+            <thead>
+              <tr>
+                <th className="num">Time</th>
+                <th>Dev</th>
+                <th className="num">Sector + size</th>
+                <th>RWBS</th>
+                <th>Process</th>
+                <th className={`num${hl('i2d')}`}>I2D</th>
+                <th className={`num${hl('d2c')}`}>D2C</th>
+                <th className={`num${hl('q2c')}`}>Q2C</th>
+              </tr>
+            </thead>
+            <tbody>
+              {q.data.map((r) => {
+                const sel = isSel(r);
+                return (
+                  <tr
+                    key={`${r.source_id}:${r.line}`}
+                    className={`clickable${sel ? ' selected' : ''}`}
+                    aria-selected={sel}
+                    data-req={`${r.source_id}:${r.line}`}
+                    onClick={() => setView({ req: sel ? null : { sourceId: r.source_id, line: r.line } })}
+                  >
+                    <td className="num mono">{formatAbsTime(requestOrigin(r))}</td>
+                    <td className="mono">{r.dev}</td>
+                    <td className="num mono">{formatSector(r.sector, r.nsect)}</td>
+                    <td className="mono">{r.rwbs ?? '—'}</td>
+                    <td className="mono">
+                      {r.pid ?? '—'} {r.comm ?? ''}
+                    </td>
+                    <td className={`num${hl('i2d')}`}>{formatNs(r.i2d_ns)}</td>
+                    <td className={`num${hl('d2c')}`}>{formatNs(r.d2c_ns)}</td>
+                    <td className={`num${hl('q2c')}`}>{formatNs(r.q2c_ns)}</td>
+                  </tr>
+                );
+              })}
+              {q.data.length === 0 && (
+                <tr>
+                  <td colSpan={8} className="muted">
+                    No requests in this selection.
+                  </td>
+                </tr>
+              )}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}
