@@ -195,3 +195,13 @@ def test_openapi_types_the_new_routes(client):
         assert "$ref" in json.dumps(op["responses"]["200"])
     link = spec["components"]["schemas"]["ChainLink"]["properties"]
     assert {"relation", "also_waiting", "request", "evidence", "inferred"} <= set(link)
+
+
+def test_print_marks(client, store):
+    from tests.conftest import SEED as _SEED, ingest_paths as _ingest
+
+    aid = _ingest(store, _SEED / "xfs-unwritten-stall.trace-cmd-report.txt")["id"]
+    marks = client.get(f"/api/analyses/{aid}/marks").json()
+    assert [(m["line"], m["t_ns"], m["pid"], m["comm"], m["text"]) for m in marks] == [
+        (73, 358613968909000, 30495, "file_writer", "delay start")]  # line 73 of the excerpt
+    assert client.get(f"/api/analyses/{aid}/marks", params={"t1_ns": 358613968908999}).json() == []

@@ -793,3 +793,12 @@ def span(con, source_id: int, report) -> tuple[int | None, int | None]:
         " UNION ALL SELECT min(t_ns), max(t_ns) FROM sched_switch WHERE source_id = $s"
         " UNION ALL SELECT min(t_ns), max(t_ns) FROM sched_wakeup WHERE source_id = $s"
         " UNION ALL SELECT min(t_ns), max(t_ns) FROM trace_events WHERE source_id = $s)", {"s": source_id}).fetchall()[0]
+
+
+def marks(con, analysis_id: str, t0: int | None, t1: int | None, limit: int) -> list[dict]:
+    cur = con.execute(
+        "SELECT e.source_id, e.line, e.t_ns, e.cpu, e.pid, e.comm, e.text FROM trace_events e"
+        " JOIN sources s ON s.id = e.source_id WHERE s.analysis_id = $aid AND e.event = 'print'"
+        " AND ($t0 IS NULL OR e.t_ns >= $t0) AND ($t1 IS NULL OR e.t_ns <= $t1) ORDER BY e.t_ns, e.line LIMIT $limit",
+        {"aid": analysis_id, "t0": t0, "t1": t1, "limit": limit})
+    return [dict(zip(("source_id", "line", "t_ns", "cpu", "pid", "comm", "text"), r)) for r in cur.fetchall()]

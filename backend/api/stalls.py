@@ -113,6 +113,16 @@ class Call(BaseModel):
     cpu: int | None
 
 
+class Mark(BaseModel):
+    source_id: int
+    line: int
+    t_ns: int
+    cpu: int | None
+    pid: int | None
+    comm: str | None
+    text: str = Field(description="what the program wrote to trace_marker")
+
+
 class Calls(BaseModel):
     pid: int
     calls: list[Call]
@@ -158,3 +168,16 @@ def list_calls(
     _analysis_or_404(con, analysis_id)
     return stalls.calls(con, analysis_id, pid, t0_ns, t1_ns, max_depth, limit, source_id)
 
+
+
+@router.get("/analyses/{analysis_id}/marks", response_model=list[Mark], responses=NOT_FOUND)
+def list_marks(
+    analysis_id: AnalysisId,
+    con: Cursor,
+    t0_ns: int | None = None,
+    t1_ns: int | None = None,
+    limit: Annotated[int, Query(ge=1, le=10000)] = 1000,
+):
+    """`print` (trace_marker) events, for markers on the time axis."""
+    _analysis_or_404(con, analysis_id)
+    return stalls.marks(con, analysis_id, t0_ns, t1_ns, limit)

@@ -169,6 +169,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/analyses/{analysis_id}/marks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Marks
+         * @description `print` (trace_marker) events, for markers on the time axis.
+         */
+        get: operations["list_marks_api_analyses__analysis_id__marks_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/analyses/{analysis_id}/offcpu-tasks": {
         parameters: {
             query?: never;
@@ -737,6 +757,26 @@ export interface components {
             sleep: string[];
             /** What */
             what: string;
+        };
+        /** Mark */
+        Mark: {
+            /** Comm */
+            comm: string | null;
+            /** Cpu */
+            cpu: number | null;
+            /** Line */
+            line: number;
+            /** Pid */
+            pid: number | null;
+            /** Source Id */
+            source_id: number;
+            /** T Ns */
+            t_ns: number;
+            /**
+             * Text
+             * @description what the program wrote to trace_marker
+             */
+            text: string;
         };
         /** OffcpuTask */
         OffcpuTask: {
@@ -1354,6 +1394,50 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["LatencyOverTime"];
+                };
+            };
+            /** @description no analysis with this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    list_marks_api_analyses__analysis_id__marks_get: {
+        parameters: {
+            query?: {
+                t0_ns?: number | null;
+                t1_ns?: number | null;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                analysis_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Mark"][];
                 };
             };
             /** @description no analysis with this id */
