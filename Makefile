@@ -39,6 +39,7 @@ chromium:
 	@[ -x /usr/bin/chromium ] || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }
 
 test: $(VENV)/.installed node_modules/.installed build chromium
+	npm run lint:compose
 	$(PY) -m pytest
 	npm run test:unit
 	npm run test:e2e
