@@ -1,4 +1,5 @@
-"""`make bench`: ingest speed and peak memory on a generated blkparse trace of one million requests.
+"""`make bench`: ingest speed and peak memory on generated traces: a blkparse trace of one million
+requests, and a trace-cmd report of five million function_graph/sched lines.
 
 Each ingest runs in a fresh process; peak memory is that process' maximum resident set size.
 Results go to stdout as a table and to bench-out/results.json.
@@ -15,14 +16,14 @@ from pathlib import Path
 
 OUT = Path("bench-out")
 REQUESTS = int(os.environ.get("BENCH_REQUESTS", "1000000"))
+FG_LINES = int(os.environ.get("BENCH_FUNCGRAPH_LINES", "5000000"))
 
 
-def generate(path: Path) -> None:
+def generate(path: Path, cmd: list[str]) -> None:
     if path.exists():
         return
-    print(f"generating {path} ({REQUESTS:,} requests)...", file=sys.stderr, flush=True)
-    subprocess.run([sys.executable, "-m", "samples.gen_blkparse", "--requests", str(REQUESTS), "--out", str(path)],
-                   check=True)
+    print(f"generating {path}...", file=sys.stderr, flush=True)
+    subprocess.run([sys.executable, *cmd], check=True)
 
 
 def run_measured(cmd: list[str]) -> tuple[dict, float, int]:
@@ -51,11 +52,7 @@ def ingest(path: Path, runs: int = 3) -> dict:
     return best
 
 
-def main() -> int:
-    OUT.mkdir(exist_ok=True)
-    trace = OUT / f"blkparse-{REQUESTS}.txt"
-    generate(trace)
-    r = ingest(trace)
+def report(title: str, trace: Path, r: dict) -> list[str]:
     lines_s = r["lines"] / r["seconds"]
     table = [
         ("machine", f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"),
@@ -68,10 +65,21 @@ def main() -> int:
         ("DuckDB file", f"{r['db_mib']:.0f} MiB = {r['db_mib'] / (r['events'] / 1e6):.1f} MiB per million events"),
     ]
     width = max(len(k) for k, _ in table)
-    print("\n## blkparse ingest (best of 3)\n")
-    for k, v in table:
-        print(f"| {k.ljust(width)} | {v} |")
-    (OUT / "results.json").write_text(json.dumps({"blkparse": r}, indent=1))
+    return [f"\n## {title} (best of 3)\n"] + [f"| {k.ljust(width)} | {v} |" for k, v in table]
+
+
+def main() -> int:
+    OUT.mkdir(exist_ok=True)
+    blk = OUT / f"blkparse-{REQUESTS}.txt"
+    generate(blk, ["-m", "samples.gen_blkparse", "--requests", str(REQUESTS), "--out", str(blk)])
+    fg = OUT / f"funcgraph-{FG_LINES}.txt"
+    generate(fg, ["bench/gen_funcgraph.py", str(fg), "--lines", str(FG_LINES)])
+    results = {}
+    for title, key, trace in (("blkparse ingest", "blkparse", blk),
+                              ("ftrace function_graph ingest (calls, waits and chains derived)", "ftrace", fg)):
+        results[key] = ingest(trace)
+        print("\n".join(report(title, trace, results[key])), flush=True)
+    (OUT / "results.json").write_text(json.dumps(results, indent=1))
     return 0
 
 

@@ -57,6 +57,7 @@ import functools
 import json
 from collections import defaultdict
 
+import numpy as np
 import pyarrow as pa
 
 from . import locks
@@ -213,8 +214,11 @@ def derive(con, analysis_id: str) -> None:
         "SELECT id FROM sources WHERE analysis_id = ? AND format = 'ftrace' ORDER BY id", [analysis_id]).fetchall()]
     if not sids:
         return
-    for sid in sids:
-        _derive_waits(con, sid)
+    try:
+        for sid in sids:
+            _derive_waits(con, sid)
+    finally:
+        _CALL_INDEX.clear()  # the call index of the last source: not needed past the waits
     _derive_chains(con, analysis_id, sids)
 
 
@@ -418,21 +422,58 @@ def _stacks(con, sid: int, reqs: list) -> dict:
         ASOF LEFT JOIN (SELECT pid, CASE WHEN pid = 0 THEN cpu ELSE -1 END AS ckey, line FROM fg_calls
                         WHERE source_id = $sid AND pid IS NOT NULL) c
         ON r.pid = c.pid AND r.ckey = c.ckey AND c.line < r.line""", {"sid": sid})
-    rows = con.execute("""
-        WITH RECURSIVE st(k, at_line, pos, line) AS (
-            SELECT k, at_line, 0, line FROM _stalls_top WHERE line IS NOT NULL
-            UNION ALL
-            SELECT st.k, st.at_line, st.pos + 1, c.parent_line FROM st JOIN fg_calls c ON c.source_id = $sid AND c.line = st.line
-            WHERE c.parent_line IS NOT NULL AND st.pos < 4096
-        )
-        SELECT st.k, list(coalesce(c.func, '?') ORDER BY st.pos DESC), list(st.line ORDER BY st.pos DESC)
-        FROM st JOIN fg_calls c ON c.source_id = $sid AND c.line = st.line
-        WHERE c.exit_line IS NULL OR c.exit_line >= st.at_line
-        GROUP BY st.k
-        """, {"sid": sid}).fetchall()
+    tops = con.execute("SELECT k, at_line, line FROM _stalls_top WHERE line IS NOT NULL ORDER BY k").fetchnumpy()
     con.unregister("_stalls_req")
     con.execute("DROP TABLE _stalls_top")
-    return {keys[k]: (frames, lines) for k, frames, lines in rows}
+    calls = _call_index(con, sid)
+    k, at_line, cur = tops["k"], np.asarray(tops["at_line"], np.int64), np.asarray(tops["line"], np.int64)
+    lines, parent, exit_line = calls["line"], calls["parent"], calls["exit"]
+    chain_k, chain_pos, chain_idx = [], [], []
+    alive = np.arange(len(cur))
+    for pos in range(4096):  # all stacks climb one level per step: calls -> their parents
+        if not len(alive):
+            break
+        idx = np.searchsorted(lines, cur[alive])
+        found = (idx < len(lines)) & (lines[np.minimum(idx, len(lines) - 1)] == cur[alive])
+        alive, idx = alive[found], idx[found]
+        open_at = exit_line[idx] >= at_line[alive]  # calls that had already returned are not on the stack
+        chain_k.append(alive[open_at])
+        chain_pos.append(np.full(int(open_at.sum()), pos))
+        chain_idx.append(idx[open_at])
+        nxt = parent[idx]
+        keep = nxt >= 0
+        alive, cur = alive[keep], cur.copy()
+        cur[alive] = nxt[keep]
+    if not chain_k:
+        return {}
+    ks, poss, idxs = np.concatenate(chain_k), np.concatenate(chain_pos), np.concatenate(chain_idx)
+    order = np.lexsort((-poss, ks))  # per stack, root first
+    ks, idxs = ks[order], idxs[order]
+    frames = calls["names"][calls["codes"][idxs]]
+    flines = lines[idxs]
+    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    ends = np.r_[starts[1:], len(ks)]
+    return {keys[int(k[ks[a]])]: (frames[a:b].tolist(), flines[a:b].tolist()) for a, b in zip(starts, ends)}
+
+
+def _call_index(con, sid: int) -> dict:
+    """The source's calls as arrays sorted by line (cached on the connection for one derive)."""
+    cache = _CALL_INDEX.get(id(con))
+    if cache and cache[0] == sid:
+        return cache[1]
+    t = con.sql("SELECT line, coalesce(parent_line, -1) AS parent, coalesce(exit_line, 9223372036854775807) AS exit,"
+                " coalesce(func, '?') AS func FROM fg_calls WHERE source_id = $sid AND line IS NOT NULL"
+                " ORDER BY line", params={"sid": sid}).to_arrow_table()
+    func = t.column("func").combine_chunks().dictionary_encode()  # one Python string per distinct name
+    index = {"line": t.column("line").to_numpy(), "parent": t.column("parent").to_numpy(),
+             "exit": t.column("exit").to_numpy(), "codes": func.indices.to_numpy(),
+             "names": np.array(func.dictionary.to_pylist(), dtype=object)}
+    _CALL_INDEX.clear()
+    _CALL_INDEX[id(con)] = (sid, index)
+    return index
+
+
+_CALL_INDEX: dict = {}
 
 
 def _holders(con, sid: int, waits: list[dict], need: dict[str, list[int]], prims: dict) -> None:
