@@ -15,7 +15,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 run: $(VENV)/.installed frontend/dist/index.html
 	$(VENV)/bin/stallscope serve --demo
 
-$(VENV)/.installed: pyproject.toml setup.py $(wildcard parsers/_*.c)
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard parsers/_*.c parsers/_*.h)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python 3.11+ is needed (set PYTHON=...)")'
 	[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip

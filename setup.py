@@ -8,7 +8,8 @@ from setuptools import Extension, setup
 
 HERE = Path(__file__).parent
 extensions = [
-    Extension(f"parsers.{src.stem}", [str(src.relative_to(HERE))], extra_compile_args=["-O2", "-std=c11", "-Wall"])
+    Extension(f"parsers.{src.stem}", [str(src.relative_to(HERE))], depends=["parsers/_text.h"],
+              extra_compile_args=["-O2", "-std=c11", "-Wall"])
     for src in sorted((HERE / "parsers").glob("_*.c"))
 ]
 setup(ext_modules=extensions)

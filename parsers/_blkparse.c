@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_text.h"
+
 #define NUL64 INT64_MIN
 #define COMM_MAX 64
 
@@ -159,28 +161,7 @@ typedef struct {
     size_t actn, rwbsn, commn, msgn;
 } ev_t;
 
-static inline int is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
-static inline const char *skip_ws(const char *p, const char *e) { while (p < e && is_ws(*p)) p++; return p; }
-static inline const char *tok_end(const char *p, const char *e) { while (p < e && !is_ws(*p)) p++; return p; }
 
-static int parse_u64(const char *p, const char *e, int64_t *v) {
-    if (p >= e || e - p > 18) return -1;
-    int64_t x = 0;
-    for (; p < e; p++) { if (!is_digit(*p)) return -1; x = x * 10 + (*p - '0'); }
-    *v = x; return 0;
-}
-static int parse_i64(const char *p, const char *e, int64_t *v) {
-    int neg = 0;
-    if (p < e && *p == '-') { neg = 1; p++; }
-    if (parse_u64(p, e, v)) return -1;
-    if (neg) *v = -*v;
-    return 0;
-}
-static int starts(const char *p, const char *e, const char *lit) {
-    size_t n = strlen(lit);
-    return (size_t)(e - p) >= n && memcmp(p, lit, n) == 0;
-}
 static int summary_header(const char *p, const char *e) {
     if (starts(p, e, "Total (")) return 1;
     if (starts(p, e, "CPU") && p + 3 < e && is_digit(p[3])) {

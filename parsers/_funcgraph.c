@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_text.h"
+
 #define NUL64 INT64_MIN
 #define NUL32 INT32_MIN
 #define MAX_CPU 8192
@@ -242,16 +244,8 @@ static int push_frame(task_t *t, frame_t f) {
 }
 
 /* ---------------------------------------------------------------- lexing helpers */
-static inline int is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
 static inline int is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-static inline const char *skip_ws(const char *p, const char *e) { while (p < e && is_ws(*p)) p++; return p; }
-static inline const char *tok_end(const char *p, const char *e) { while (p < e && !is_ws(*p)) p++; return p; }
 static inline const char *rtrim(const char *p, const char *e) { while (e > p && is_ws(e[-1])) e--; return e; }
-static int starts(const char *p, const char *e, const char *lit) {
-    size_t n = strlen(lit);
-    return (size_t)(e - p) >= n && memcmp(p, lit, n) == 0;
-}
 static int span_eq(const char *p, const char *e, const char *lit) {
     size_t n = strlen(lit);
     return (size_t)(e - p) == n && memcmp(p, lit, n) == 0;
@@ -265,19 +259,6 @@ static const char *find(const char *p, const char *e, const char *lit) {
         p = q + 1;
     }
     return NULL;
-}
-static int parse_u64(const char *p, const char *e, int64_t *v) {
-    if (p >= e || e - p > 18) return -1;
-    int64_t x = 0;
-    for (; p < e; p++) { if (!is_digit(*p)) return -1; x = x * 10 + (*p - '0'); }
-    *v = x; return 0;
-}
-static int parse_i64(const char *p, const char *e, int64_t *v) {
-    int neg = 0;
-    if (p < e && *p == '-') { neg = 1; p++; }
-    if (parse_u64(p, e, v)) return -1;
-    if (neg) *v = -*v;
-    return 0;
 }
 static int parse_num_auto(const char *p, const char *e, int64_t *v) { /* decimal or 0x hex */
     if (e - p > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {

@@ -1,0 +1,35 @@
+/* Small text-scanning helpers shared by the C tokenizers (parsers/_*.c). Input is untrusted: every
+ * function takes the end of its span and never reads past it. */
+#ifndef STALLSCOPE_TEXT_H
+#define STALLSCOPE_TEXT_H
+
+#include <stdint.h>
+#include <string.h>
+
+static inline int is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
+static inline const char *skip_ws(const char *p, const char *e) { while (p < e && is_ws(*p)) p++; return p; }
+static inline const char *tok_end(const char *p, const char *e) { while (p < e && !is_ws(*p)) p++; return p; }
+
+/* whether [p,e) starts with the literal */
+static inline int starts(const char *p, const char *e, const char *lit) {
+    size_t n = strlen(lit);
+    return (size_t)(e - p) >= n && memcmp(p, lit, n) == 0;
+}
+
+/* [p,e) entirely an unsigned decimal of at most 18 digits -> 0, else -1 */
+static inline int parse_u64(const char *p, const char *e, int64_t *v) {
+    if (p >= e || e - p > 18) return -1;
+    int64_t x = 0;
+    for (; p < e; p++) { if (!is_digit(*p)) return -1; x = x * 10 + (*p - '0'); }
+    *v = x; return 0;
+}
+static inline int parse_i64(const char *p, const char *e, int64_t *v) {
+    int neg = 0;
+    if (p < e && *p == '-') { neg = 1; p++; }
+    if (parse_u64(p, e, v)) return -1;
+    if (neg) *v = -*v;
+    return 0;
+}
+
+#endif
