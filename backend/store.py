@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS sources (
 """
 
 
+PARSER_TABLES: set[str] = set()
 INSERT_ROWS = 122880 * 8  # rows buffered (all tables) before INSERTs: whole row groups, parallel, bounded memory
 
 
@@ -152,17 +153,21 @@ class Store:
         self.path = path
         # rows need no insertion order (every read sorts), which lets DuckDB insert in parallel
         # no Python replacement scans: a missing table must be an error, never a Python variable of that name
-        config = {"preserve_insertion_order": False, "memory_limit": memory_limit, "python_enable_replacements": False}
+        config = {"preserve_insertion_order": False, "memory_limit": memory_limit, "python_enable_replacements": False,
+                  "checkpoint_threshold": "1GB"}
         self.db = duckdb.connect(str(path), config=config)
         self.db.execute(SCHEMA)
         for parser in PARSERS:  # each parser's tables, from its Arrow schemas, keyed by source_id
             for table, schema in parser.TABLES.items():
+                PARSER_TABLES.add(table)
                 self.db.register("_empty", schema.empty_table())
                 self.db.execute(
                     f"CREATE TABLE IF NOT EXISTS {table} AS SELECT CAST(NULL AS INTEGER) AS source_id, * FROM _empty LIMIT 0"
                 )
                 self.db.unregister("_empty")
         self.db.execute(ANALYSIS_SCHEMA)
+        for table in PARSER_TABLES:  # rows staged by an ingest that never finished (the process died)
+            self.db.execute(f"DELETE FROM {table} WHERE source_id NOT IN (SELECT id FROM sources)")
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         return self.db.cursor()
@@ -188,20 +193,27 @@ class Store:
         analysis_id = new_id()
         name = name or ", ".join(f.filename for f in files)[:200]
         con = self.cursor()
-        con.begin()
+        staged: list[int] = []  # source ids whose rows are written, not yet visible
         try:
-            con.execute("INSERT INTO analyses (id, name, created_at) VALUES (?, ?, ?)",
-                        [analysis_id, name, datetime.now(timezone.utc).replace(tzinfo=None)])
-            sources, done = [], 0
+            parsed, done = [], 0
             for f, parser in zip(files, parsers):
-                sources.append(self._ingest_file(con, analysis_id, f, parser, progress, done))
+                parsed.append(self._stage_file(con, f, parser, progress, done, staged))
                 done += f.size
+            # One transaction makes the analysis visible: derived tables, then its sources and itself.
             progress.update(phase="deriving")
+            con.begin()
+            sources = [self._add_source(con, analysis_id, *p) for p in parsed]
             for step in DERIVE_ANALYSIS:
                 step(con, analysis_id)
+            con.execute("INSERT INTO analyses (id, name, created_at) VALUES (?, ?, ?)",
+                        [analysis_id, name, datetime.now(timezone.utc).replace(tzinfo=None)])
             con.commit()
         except BaseException as e:
-            con.rollback()
+            try:
+                con.rollback()
+            except duckdb.Error:  # no transaction was open
+                pass
+            self._discard(con, staged)
             progress.update(phase="error", error=str(e))
             if isinstance(e, ParseError):
                 raise IngestError([e]) from e
@@ -211,39 +223,56 @@ class Store:
         progress.update(phase="done")
         return {"id": analysis_id, "url": f"/a/{analysis_id}", "sources": sources}
 
-    def _ingest_file(self, con, analysis_id: str, f: InputFile, parser, progress: Progress, done: int) -> dict:
+    def _discard(self, con, source_ids: list[int]) -> None:
+        """Deletes the staged rows of an ingest that failed (no sources row ever referred to them)."""
+        if not source_ids:
+            return
+        con.begin()
+        for table in PARSER_TABLES:
+            con.execute(f"DELETE FROM {table} WHERE list_contains(?, source_id)", [source_ids])
+        con.commit()
+
+    def _stage_file(self, con, f: InputFile, parser, progress: Progress, done: int, staged: list[int]) -> tuple:
+        """Parses one file into its tables in committed steps of INSERT_ROWS rows: memory stays bounded
+        whatever the file's size. The rows stay invisible until _add_source links them to an analysis."""
         done_events = progress.events
         source_id = con.execute("SELECT nextval('source_ids')").fetchall()[0][0]
+        staged.append(source_id)
         report = ParseReport(f.filename)
         progress.update(filename=f.filename)
         reader = _Hashing(f.stream, lambda n: progress.update(bytes_read=done + n))
-        try:
-            pending: dict[str, list[pa.RecordBatch]] = {}
+        pending: dict[str, list[pa.RecordBatch]] = {}
 
-            def flush(table: str) -> None:
+        def flush() -> None:
+            con.begin()
+            for table in list(pending):
                 # one statement over several batches lets DuckDB insert them in parallel
                 data = pa.Table.from_batches(pending.pop(table))
                 con.register("_batch", data)
                 cols = ", ".join(data.schema.names)
                 con.execute(f"INSERT INTO {table} (source_id, {cols}) SELECT ?, {cols} FROM _batch", [source_id])
                 con.unregister("_batch")
+            con.commit()
 
+        try:
             buffered = 0
             for table, batch in _prefetched(parser.parse(reader, report)):
                 assert table in parser.TABLES, f"{parser.FORMAT} yielded rows for unknown table {table}"
                 pending.setdefault(table, []).append(batch)
                 buffered += batch.num_rows
                 if buffered >= INSERT_ROWS:
-                    for t in list(pending):
-                        flush(t)
+                    flush()
                     buffered = 0
                 progress.update(events=done_events + report.events)
-            for table in list(pending):
-                flush(table)
+            flush()
         finally:
             reader.close()
         if report.events == 0:
             raise report.nothing_usable()
+        return source_id, f, parser, report, reader
+
+    def _add_source(self, con, analysis_id: str, source_id: int, f: InputFile, parser, report: ParseReport,
+                    reader: "_Hashing") -> dict:
         derive = DERIVE_SOURCE.get(parser.FORMAT)
         t_min, t_max = derive(con, source_id, report) if derive else (None, None)
         con.execute(

@@ -1,8 +1,11 @@
 """The JSON API end to end on a fresh database per test, with real traces."""
 from __future__ import annotations
 
+import io
 import re
 import threading
+
+import pytest
 
 from tests.conftest import SAMPLES, SEED, ingest_paths, table_counts
 
@@ -148,7 +151,10 @@ def test_persists_across_restart(tmp_path):
     s.close()
 
 
-def test_two_ingests_at_once_and_reads_during_ingest(store):
+def test_two_ingests_at_once_and_reads_during_ingest(store, monkeypatch):
+    import backend.store
+
+    monkeypatch.setattr(backend.store, "INSERT_ROWS", 1000)  # many staged commits per ingest
     demo = SAMPLES / "demo-cfq-starvation.blkparse.txt"
     results, errors = [], []
 
@@ -164,7 +170,8 @@ def test_two_ingests_at_once_and_reads_during_ingest(store):
     con = store.cursor()
     seen = []
     while any(t.is_alive() for t in threads):  # reads see only whole analyses
-        n = con.execute("SELECT count(*) FROM blk_requests").fetchall()[0][0]
+        n = con.execute("SELECT count(*) FROM blk_requests r JOIN sources s ON s.id = r.source_id"
+                        " JOIN analyses a ON a.id = s.analysis_id").fetchall()[0][0]
         seen.append(n)
     for t in threads:
         t.join()
@@ -174,3 +181,36 @@ def test_two_ingests_at_once_and_reads_during_ingest(store):
                          " GROUP BY 1").fetchall()
     assert sorted(c for _, c in counts) == [5000, 5000]
     assert {r["id"] for r in results} == {a for a, _ in counts}
+
+
+def test_failure_midway_leaves_nothing(store, monkeypatch):
+    """A file that breaks after many staged commits: its rows are removed, nothing is visible."""
+    import backend.store
+
+    monkeypatch.setattr(backend.store, "INSERT_ROWS", 1000)
+    before = table_counts(store)
+    good = (SAMPLES / "demo-cfq-starvation.blkparse.txt").read_bytes()
+
+    class Exploding(io.BytesIO):
+        def readinto(self, b):
+            if self.tell() > len(good) // 2:
+                raise OSError("disk went away")
+            return super().readinto(b)
+
+    from backend.store import InputFile
+
+    with pytest.raises(OSError):
+        store.ingest([InputFile("a.txt", io.BytesIO(good), len(good)), InputFile("b.txt", Exploding(good), len(good))])
+    assert table_counts(store) == before
+
+
+def test_rows_of_an_ingest_that_died_are_removed_at_start(tmp_path):
+    from backend.store import Store
+
+    s = Store(tmp_path / "d.duckdb")
+    con = s.cursor()
+    con.execute("INSERT INTO blk_events (source_id, line, t_ns, action) VALUES (999, 1, 0, 'P')")
+    s.close()
+    s = Store(tmp_path / "d.duckdb")
+    assert s.cursor().execute("SELECT count(*) FROM blk_events").fetchall() == [(0,)]
+    s.close()
