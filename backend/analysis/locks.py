@@ -99,6 +99,17 @@ def lookup(frame: str) -> tuple[Primitive, str] | None:
     return _BY_FUNCTION.get(base_name(frame))
 
 
+def key(frame: str) -> str | None:
+    """The name a wait's label uses for this frame when it takes or sleeps on a known lock: the
+    function the code calls (`down` for its slow path `__down`), or None."""
+    hit = lookup(frame)
+    if not hit or hit[1] == "release":
+        return None
+    p, role = hit
+    name = base_name(frame)
+    return name if role == "acquire" or not p.acquire else p.acquire[0]
+
+
 def waiting_frames(frames) -> set[str]:
     """The frames (as given) that are where a task sleeps on or takes a known lock."""
     return {f for f in frames if (hit := lookup(f)) and hit[1] != "release"}

@@ -26,9 +26,10 @@ def _stacks(con, analysis_id: str, side: str, unit: str = "us", by_task: bool = 
 
 
 def _mark_locks(node: dict) -> dict:
-    hit = locks.lookup(node["name"])
-    if hit and hit[1] != "release":
-        node["lock"] = hit[0].name
+    """Marks frames that take or sleep on a known lock with the name waits are labelled by."""
+    key = locks.key(node["name"])
+    if key:
+        node["lock"] = key
     for child in node.get("children", ()):
         _mark_locks(child)
     return node

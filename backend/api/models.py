@@ -168,7 +168,8 @@ class FlameNode(BaseModel):
     name: str
     value: int = Field(description="in the graph's unit (µs off CPU, or stacks), this frame and all it called")
     delta: int | None = Field(None, description="differential graphs: after − before, in the graph's unit")
-    lock: str | None = Field(None, description="the sleeping primitive this frame takes or waits on")
+    lock: str | None = Field(None, description="this frame takes or sleeps on a known lock: the function name"
+                             " waits are labelled with (e.g. down for __down); /waits?lock= finds them")
     children: list["FlameNode"] = []
 
 
