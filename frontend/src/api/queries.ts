@@ -80,3 +80,121 @@ export function useRequestDetail(id: string, ref: RequestRef | null) {
     retry: (n, e) => (e as { status?: number }).status !== 404 && n < 2,
   });
 }
+
+// ---- Stalls (ftrace) ----
+
+export function useChains(id: string, enabled = true) {
+  return useQuery({
+    queryKey: ['chains', id],
+    enabled,
+    queryFn: ({ signal }) =>
+      unwrap(api.GET('/api/analyses/{analysis_id}/chains', { params: { path: { analysis_id: id }, query: { limit: 100 } }, signal })),
+  });
+}
+
+export function useWaits(id: string, lock: string | null, limit = 100) {
+  return useQuery({
+    queryKey: ['waits', id, lock, limit],
+    queryFn: ({ signal }) =>
+      unwrap(
+        api.GET('/api/analyses/{analysis_id}/waits', {
+          params: { path: { analysis_id: id }, query: { order: 'duration', limit, ...(lock !== null ? { lock } : {}) } },
+          signal,
+        }),
+      ),
+    placeholderData: keepPreviousData,
+  });
+}
+
+export type CallsWindow = { pid: number; sourceId: number; t0: number; t1: number };
+
+export function useCalls(id: string, w: CallsWindow | null) {
+  return useQuery({
+    queryKey: ['calls', id, w?.pid, w?.sourceId, w?.t0, w?.t1],
+    enabled: w !== null,
+    queryFn: ({ signal }) =>
+      unwrap(
+        api.GET('/api/analyses/{analysis_id}/calls', {
+          params: { path: { analysis_id: id }, query: { pid: w!.pid, source_id: w!.sourceId, t0_ns: w!.t0, t1_ns: w!.t1, limit: 5000 } },
+          signal,
+        }),
+      ),
+  });
+}
+
+export function useMarks(id: string, enabled = true) {
+  return useQuery({
+    queryKey: ['marks', id],
+    enabled,
+    queryFn: ({ signal }) => unwrap(api.GET('/api/analyses/{analysis_id}/marks', { params: { path: { analysis_id: id } }, signal })),
+  });
+}
+
+// ---- Off-CPU flame graph ----
+
+export type FlameQuery = {
+  unit: 'us' | 'stacks';
+  pid: number | null;
+  comm: string | null;
+  filter: string | null;
+  invert: boolean;
+};
+
+export function useFlamegraph(id: string, f: FlameQuery, enabled = true) {
+  return useQuery({
+    queryKey: ['flamegraph', id, f.unit, f.pid, f.comm, f.filter, f.invert],
+    enabled,
+    queryFn: ({ signal }) =>
+      unwrap(
+        api.GET('/api/analyses/{analysis_id}/flamegraph', {
+          params: {
+            path: { analysis_id: id },
+            query: {
+              unit: f.unit,
+              invert: f.invert,
+              ...(f.pid !== null ? { pid: f.pid } : {}),
+              ...(f.comm !== null ? { comm: f.comm } : {}),
+              ...(f.filter !== null ? { filter: f.filter } : {}),
+            },
+          },
+          signal,
+        }),
+      ),
+    placeholderData: keepPreviousData,
+  });
+}
+
+export type DiffQuery = { unit: 'us' | 'stacks'; filter: string | null; invert: boolean; a: number | null; b: number | null; bAnalysis: string | null };
+
+export function useFlameDiff(id: string, d: DiffQuery, enabled = true) {
+  return useQuery({
+    queryKey: ['flamegraph-diff', id, d.unit, d.filter, d.invert, d.a, d.b, d.bAnalysis],
+    enabled,
+    queryFn: ({ signal }) =>
+      unwrap(
+        api.GET('/api/analyses/{analysis_id}/flamegraph/diff', {
+          params: {
+            path: { analysis_id: id },
+            query: {
+              unit: d.unit,
+              invert: d.invert,
+              ...(d.filter !== null ? { filter: d.filter } : {}),
+              ...(d.a !== null ? { a: d.a } : {}),
+              ...(d.b !== null ? { b: d.b } : {}),
+              ...(d.bAnalysis !== null ? { b_analysis: d.bAnalysis } : {}),
+            },
+          },
+          signal,
+        }),
+      ),
+    placeholderData: keepPreviousData,
+  });
+}
+
+export function useOffcpuTasks(id: string) {
+  return useQuery({
+    queryKey: ['offcpu-tasks', id],
+    queryFn: ({ signal }) =>
+      unwrap(api.GET('/api/analyses/{analysis_id}/offcpu-tasks', { params: { path: { analysis_id: id }, query: { limit: 200 } }, signal })),
+  });
+}

@@ -635,7 +635,7 @@ export interface components {
             delta?: number | null;
             /**
              * Lock
-             * @description the sleeping primitive this frame takes or waits on
+             * @description this frame takes or sleeps on a known lock: the function name waits are labelled with (e.g. down for __down); /waits?lock= finds them
              */
             lock?: string | null;
             /** Name */

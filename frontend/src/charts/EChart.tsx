@@ -1,7 +1,7 @@
 // The one ECharts wrapper: init on mount, setOption on change, resize with the container, dispose.
 import { useEffect, useRef } from 'react';
 import * as echarts from 'echarts/core';
-import { BarChart, ScatterChart } from 'echarts/charts';
+import { BarChart, CustomChart, ScatterChart } from 'echarts/charts';
 import {
   DataZoomInsideComponent,
   DataZoomSliderComponent,
@@ -15,6 +15,7 @@ import type { EChartsOption } from './types';
 
 echarts.use([
   BarChart,
+  CustomChart,
   ScatterChart,
   GridComponent,
   TooltipComponent,

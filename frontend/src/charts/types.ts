@@ -1,5 +1,5 @@
 import type { ComposeOption } from 'echarts/core';
-import type { BarSeriesOption, ScatterSeriesOption } from 'echarts/charts';
+import type { BarSeriesOption, CustomSeriesOption, ScatterSeriesOption } from 'echarts/charts';
 import type {
   DataZoomComponentOption,
   GridComponentOption,
@@ -11,6 +11,7 @@ import type {
 /** The option type for exactly the components registered in EChart.tsx. */
 export type EChartsOption = ComposeOption<
   | BarSeriesOption
+  | CustomSeriesOption
   | ScatterSeriesOption
   | GridComponentOption
   | TooltipComponentOption

@@ -18,9 +18,26 @@ describe('view state <-> URL', () => {
       t1: 96718761435,
       sort: { column: 'd2c.p99', desc: false },
       order: 'q2c',
+      chain: 2,
+      link: 3,
+      lock: 'xfs_buf_lock',
+      fgUnit: 'stacks',
+      fgPid: 30495,
+      fgComm: 'file_writer',
+      fgQ: 'xfs_buf_lock',
+      fgInv: true,
+      fgZoom: ['dd', 'entry_SYSCALL_64_fastpath'],
+      fgDiff: true,
+      fgA: 4,
+      fgB: 5,
+      fgBAn: 'L8VWhW46',
     };
     const qs = encodeView(v).toString();
-    expect(qs).toBe('tab=sources&by=device&pid=804&dev=8%2C0&t0=81092472813&t1=96718761435&sort=d2c.p99&order=q2c&req=1%3A2');
+    expect(qs).toBe(
+      'tab=sources&by=device&pid=804&dev=8%2C0&t0=81092472813&t1=96718761435&sort=d2c.p99&order=q2c&req=1%3A2' +
+        '&chain=2&link=3&lock=xfs_buf_lock&fg_unit=stacks&fg_pid=30495&fg_comm=file_writer&fg_q=xfs_buf_lock&fg_inv=1' +
+        '&fg_zoom=dd%3Bentry_SYSCALL_64_fastpath&fg_diff=1&fg_a=4&fg_b=5&fg_ban=L8VWhW46',
+    );
     expect(decodeView(new URLSearchParams(qs))).toEqual(v);
   });
 
@@ -54,5 +71,22 @@ describe('view state <-> URL', () => {
     expect(v.by).toBe('device');
     expect(v.pid).toBeNull();
     expect(updateView({ ...DEFAULT_VIEW, pid: 804 }, { order: 'd2c' }).pid).toBe(804);
+  });
+
+  it('no tab in the URL means the analysis default; a stalls link opens the Stalls tab', () => {
+    expect(decodeView(new URLSearchParams('')).tab).toBeNull();
+    expect(decodeView(new URLSearchParams('tab=stalls&chain=1&link=3')).tab).toBe('stalls');
+    expect(decodeView(new URLSearchParams('tab=offcpu')).tab).toBe('offcpu');
+    expect(decodeView(new URLSearchParams('link=0')).link).toBeNull();
+    expect(decodeView(new URLSearchParams('fg_zoom=a;;b')).fgZoom).toEqual(['a', 'b']);
+  });
+
+  it('another chain clears the link; inverting or another task clears the zoom', () => {
+    const v = { ...DEFAULT_VIEW, chain: 1, link: 3, fgZoom: ['dd'] };
+    expect(updateView(v, { chain: 2 }).link).toBeNull();
+    expect(updateView(v, { chain: 1 }).link).toBe(3);
+    expect(updateView(v, { fgInv: true }).fgZoom).toEqual([]);
+    expect(updateView(v, { fgComm: 'dd' }).fgZoom).toEqual([]);
+    expect(updateView(v, { fgQ: 'lock' }).fgZoom).toEqual(['dd']);
   });
 });

@@ -1,7 +1,9 @@
 // The view state IS the URL: every selection, filter and window lives in the search params,
 // so copying the address bar shares exactly what is on screen.
 
-export type Tab = 'dispatch' | 'sources';
+export type Tab = 'dispatch' | 'stalls' | 'offcpu' | 'sources';
+export const TABS: Tab[] = ['stalls', 'dispatch', 'offcpu', 'sources'];
+export type FlameUnit = 'us' | 'stacks';
 export type Grouping = 'process' | 'device';
 export type RequestOrder = 'i2d' | 'd2c' | 'q2c' | 'time';
 export type Phase = 'i2d' | 'd2c' | 'q2c';
@@ -11,7 +13,7 @@ export type Sort = { column: SortColumn; desc: boolean };
 export type RequestRef = { sourceId: number; line: number };
 
 export type ViewState = {
-  tab: Tab;
+  tab: Tab | null; // null: the analysis' default tab (see AnalysisPage)
   by: Grouping;
   pid: number | null;
   dev: string | null;
@@ -20,12 +22,27 @@ export type ViewState = {
   t1: number | null; // ns, exclusive
   sort: Sort;
   order: RequestOrder;
+  // Stalls
+  chain: number | null; // chain id
+  link: number | null; // 1-based position of the link in the chain
+  lock: string | null; // waits table filter: lock contains this
+  // Off-CPU flame graph
+  fgUnit: FlameUnit;
+  fgPid: number | null;
+  fgComm: string | null;
+  fgQ: string | null; // search: keep stacks with a matching frame, highlight the frames
+  fgInv: boolean;
+  fgZoom: string[]; // frame names from below the root to the zoomed frame
+  fgDiff: boolean;
+  fgA: number | null; // diff: 'before' source (null: all of this analysis)
+  fgB: number | null; // diff: 'after' source
+  fgBAn: string | null; // diff: 'after' from another analysis
 };
 
 export const DEFAULT_SORT: Sort = { column: 'i2d.max', desc: true };
 
 export const DEFAULT_VIEW: ViewState = {
-  tab: 'dispatch',
+  tab: null,
   by: 'process',
   pid: null,
   dev: null,
@@ -34,6 +51,19 @@ export const DEFAULT_VIEW: ViewState = {
   t1: null,
   sort: DEFAULT_SORT,
   order: 'i2d',
+  chain: null,
+  link: null,
+  lock: null,
+  fgUnit: 'us',
+  fgPid: null,
+  fgComm: null,
+  fgQ: null,
+  fgInv: false,
+  fgZoom: [],
+  fgDiff: false,
+  fgA: null,
+  fgB: null,
+  fgBAn: null,
 };
 
 const PHASES = ['i2d', 'd2c', 'q2c'];
@@ -43,6 +73,16 @@ function parseIntParam(v: string | null): number | null {
   if (v === null || !/^-?\d+$/.test(v)) return null;
   const n = Number(v);
   return Number.isSafeInteger(n) ? n : null;
+}
+
+function parsePositive(v: string | null): number | null {
+  const n = parseIntParam(v);
+  return n !== null && n > 0 ? n : null;
+}
+
+/** "a;b;c" → ['a', 'b', 'c'] (the zoomed frame's path, as in folded stacks). */
+export function parseZoom(v: string | null): string[] {
+  return v ? v.split(';').filter((s) => s.length > 0) : [];
 }
 
 export function parseSort(v: string | null): Sort {
@@ -80,7 +120,7 @@ export function decodeView(params: URLSearchParams): ViewState {
     t1 = null;
   }
   return {
-    tab: tab === 'sources' ? 'sources' : 'dispatch',
+    tab: (TABS as (string | null)[]).includes(tab) ? (tab as Tab) : null,
     by: by === 'device' ? 'device' : 'process',
     pid: parseIntParam(params.get('pid')),
     dev: params.get('dev') || null,
@@ -89,13 +129,26 @@ export function decodeView(params: URLSearchParams): ViewState {
     t1,
     sort: parseSort(params.get('sort')),
     order: order === 'd2c' || order === 'q2c' || order === 'time' ? order : 'i2d',
+    chain: parseIntParam(params.get('chain')),
+    link: parsePositive(params.get('link')),
+    lock: params.get('lock') || null,
+    fgUnit: params.get('fg_unit') === 'stacks' ? 'stacks' : 'us',
+    fgPid: parseIntParam(params.get('fg_pid')),
+    fgComm: params.get('fg_comm') || null,
+    fgQ: params.get('fg_q') || null,
+    fgInv: params.get('fg_inv') === '1',
+    fgZoom: parseZoom(params.get('fg_zoom')),
+    fgDiff: params.get('fg_diff') === '1',
+    fgA: parseIntParam(params.get('fg_a')),
+    fgB: parseIntParam(params.get('fg_b')),
+    fgBAn: params.get('fg_ban') || null,
   };
 }
 
 /** View state → URL search params; defaults are omitted so links stay short. Stable key order. */
 export function encodeView(v: ViewState): URLSearchParams {
   const p = new URLSearchParams();
-  if (v.tab !== DEFAULT_VIEW.tab) p.set('tab', v.tab);
+  if (v.tab !== null) p.set('tab', v.tab);
   if (v.by !== DEFAULT_VIEW.by) p.set('by', v.by);
   if (v.pid !== null) p.set('pid', String(v.pid));
   if (v.dev !== null) p.set('dev', v.dev);
@@ -106,6 +159,19 @@ export function encodeView(v: ViewState): URLSearchParams {
   if (v.sort.column !== DEFAULT_SORT.column || v.sort.desc !== DEFAULT_SORT.desc) p.set('sort', encodeSort(v.sort));
   if (v.order !== DEFAULT_VIEW.order) p.set('order', v.order);
   if (v.req !== null) p.set('req', encodeRequestRef(v.req));
+  if (v.chain !== null) p.set('chain', String(v.chain));
+  if (v.link !== null) p.set('link', String(v.link));
+  if (v.lock !== null) p.set('lock', v.lock);
+  if (v.fgUnit !== DEFAULT_VIEW.fgUnit) p.set('fg_unit', v.fgUnit);
+  if (v.fgPid !== null) p.set('fg_pid', String(v.fgPid));
+  if (v.fgComm !== null) p.set('fg_comm', v.fgComm);
+  if (v.fgQ !== null) p.set('fg_q', v.fgQ);
+  if (v.fgInv) p.set('fg_inv', '1');
+  if (v.fgZoom.length) p.set('fg_zoom', v.fgZoom.join(';'));
+  if (v.fgDiff) p.set('fg_diff', '1');
+  if (v.fgA !== null) p.set('fg_a', String(v.fgA));
+  if (v.fgB !== null) p.set('fg_b', String(v.fgB));
+  if (v.fgBAn !== null) p.set('fg_ban', v.fgBAn);
   return p;
 }
 
@@ -116,5 +182,13 @@ export function updateView(v: ViewState, patch: Partial<ViewState>): ViewState {
     next.pid = null;
     next.dev = null;
   }
+  // Another chain: its links are not those of the previous one.
+  if (patch.chain !== undefined && patch.chain !== v.chain && patch.link === undefined) next.link = null;
+  // Inverting, or another task, changes the tree: the zoomed path no longer means the same frame.
+  const reshaped =
+    (patch.fgInv !== undefined && patch.fgInv !== v.fgInv) ||
+    (patch.fgPid !== undefined && patch.fgPid !== v.fgPid) ||
+    (patch.fgComm !== undefined && patch.fgComm !== v.fgComm);
+  if (reshaped && patch.fgZoom === undefined) next.fgZoom = [];
   return next;
 }

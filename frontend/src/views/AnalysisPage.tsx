@@ -7,6 +7,9 @@ import { ErrorBox, Loading } from '../components/Status';
 import { formatAbsTime, formatCount, formatDate, formatNs, formatBytes } from '../lib/format';
 import { useViewState } from '../state/useViewState';
 import { DispatchView } from './dispatch/DispatchView';
+import { OffcpuView } from './offcpu/OffcpuView';
+import { StallsView } from './stalls/StallsView';
+import { TABS, type Tab } from '../state/viewState';
 import { SkippedAndNotes } from './HomePage';
 
 export function AnalysisPage() {
@@ -25,22 +28,38 @@ export function AnalysisPage() {
     );
   }
   const a = q.data;
+  const tabs = availableTabs(a);
+  const tab: Tab = view.tab !== null && tabs.includes(view.tab) ? view.tab : tabs[0];
   return (
     <div className="analysis">
       <AnalysisHeader a={a} />
       <nav className="tabs" role="tablist">
-        <button role="tab" aria-selected={view.tab === 'dispatch'} className="tab" onClick={() => setView({ tab: 'dispatch' })}>
-          Dispatch
-        </button>
-        <button role="tab" aria-selected={view.tab === 'sources'} className="tab" onClick={() => setView({ tab: 'sources' })}>
-          Sources
-        </button>
+        {tabs.map((t) => (
+          <button key={t} role="tab" aria-selected={tab === t} className="tab" onClick={() => setView({ tab: t })}>
+            {TAB_LABEL[t]}
+          </button>
+        ))}
         <span className="tabs-spacer" />
         <CopyLink />
       </nav>
-      {view.tab === 'dispatch' ? <DispatchView analysis={a} /> : <SourcesView a={a} />}
+      {tab === 'dispatch' && <DispatchView analysis={a} />}
+      {tab === 'stalls' && <StallsView analysis={a} />}
+      {tab === 'offcpu' && <OffcpuView analysis={a} />}
+      {tab === 'sources' && <SourcesView a={a} />}
     </div>
   );
+}
+
+const TAB_LABEL: Record<Tab, string> = { stalls: 'Stalls', dispatch: 'Dispatch', offcpu: 'Off-CPU', sources: 'Sources' };
+const TAB_FORMAT: Partial<Record<Tab, string>> = { stalls: 'ftrace', dispatch: 'blkparse', offcpu: 'offcputime' };
+
+/** The tabs this analysis has data for, the default first: Stalls (ftrace) explains the most, then
+ * Dispatch (blkparse), Off-CPU (offcputime); Sources always. */
+export function availableTabs(a: Pick<AnalysisDetail, 'sources'>): Tab[] {
+  return TABS.filter((t) => {
+    const f = TAB_FORMAT[t];
+    return f === undefined || a.sources.some((s) => s.format === f);
+  });
 }
 
 function AnalysisHeader({ a }: { a: AnalysisDetail }) {

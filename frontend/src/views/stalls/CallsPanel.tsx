@@ -1,0 +1,47 @@
+import { useMemo } from 'react';
+import { useCalls } from '../../api/queries';
+import type { ChainLink } from '../../api/stallTypes';
+import { EChart } from '../../charts/EChart';
+import { buildCallsOption, callWindow } from '../../charts/callFlame';
+import { linkLabel } from '../../charts/chainWaterfall';
+import { ErrorBox, Loading } from '../../components/Status';
+import { formatNs } from '../../lib/format';
+import { useViewState } from '../../state/useViewState';
+
+export function CallsPanel({ analysisId, link, pos }: { analysisId: string; link: ChainLink; pos: number }) {
+  const [, setView] = useViewState();
+  const start = link.start_ns ?? link.end_ns ?? 0;
+  const end = link.end_ns ?? start;
+  const w = useMemo(
+    () => (link.pid !== null ? { pid: link.pid, sourceId: link.source_id, ...callWindow(start, end) } : null),
+    [link.pid, link.source_id, start, end],
+  );
+  const q = useCalls(analysisId, w);
+  const option = useMemo(
+    () => (q.data ? buildCallsOption(q.data.calls, { t0: w!.t0, t1: w!.t1, waitStart: start, waitEnd: end, waitLine: link.wait_line ?? null }) : null),
+    [q.data, w, start, end, link.wait_line],
+  );
+  const depth = q.data ? Math.max(0, ...q.data.calls.map((c) => c.depth)) + 1 : 1;
+  return (
+    <section className="panel" data-testid="calls-panel" aria-label="Calls around the wait">
+      <div className="panel-head">
+        <h2>
+          Calls of {linkLabel(link)} <span className="muted">(link {pos})</span>
+        </h2>
+        <span className="muted">
+          function_graph calls from {formatNs(start - (w?.t0 ?? start))} before to {formatNs((w?.t1 ?? end) - end)} after {link.lock ? 'the wait' : 'the wake-up'} · x = time, y = depth
+        </span>
+        <button className="btn close" aria-label="Close the calls" onClick={() => setView({ link: null })}>
+          ×
+        </button>
+      </div>
+      {q.isPending && <Loading what="calls" />}
+      {q.isError && <ErrorBox title="Could not load the calls." error={q.error} />}
+      {q.data && q.data.calls.length === 0 && <p className="muted">No function_graph calls of this task in this window.</p>}
+      {q.data?.truncated && <p className="warn">More calls than the limit: only the first {q.data.calls.length} are drawn.</p>}
+      {option && q.data && q.data.calls.length > 0 && (
+        <EChart option={option} height={Math.min(depth, 40) * 20 + 76} ariaLabel="Call flame chart" />
+      )}
+    </section>
+  );
+}

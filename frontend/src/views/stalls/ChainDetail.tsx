@@ -1,0 +1,167 @@
+import { useMemo } from 'react';
+import { Link } from 'react-router';
+import type { AnalysisDetail } from '../../api/types';
+import type { Chain, ChainLink, Mark } from '../../api/stallTypes';
+import { EChart, type EChartHandler } from '../../charts/EChart';
+import { buildChainOption, chainLayout, linkLabel, relationLabel } from '../../charts/chainWaterfall';
+import { formatAbsTime, formatNs, formatSector } from '../../lib/format';
+import { useViewState } from '../../state/useViewState';
+import { encodeRequestRef } from '../../state/viewState';
+import { CallsPanel } from './CallsPanel';
+import { Stack } from './Stack';
+
+export function ChainDetail({ analysis, chain, rank, marks }: { analysis: AnalysisDetail; chain: Chain; rank: number; marks: Mark[] }) {
+  const [view, setView] = useViewState();
+  const selectedLink = view.link !== null && view.link <= chain.links.length ? view.link : null;
+  const option = useMemo(() => buildChainOption(chain, marks, selectedLink), [chain, marks, selectedLink]);
+  const rows = useMemo(() => chainLayout(chain, marks).rows, [chain, marks]);
+  const events = useMemo<Record<string, EChartHandler>>(
+    () => ({
+      click: (p) => {
+        if (p?.componentType !== 'series' || p.seriesName !== 'waits') return;
+        const r = rows[p.dataIndex as number];
+        if (r?.link) setView({ chain: chain.id, link: r.link });
+      },
+    }),
+    [rows, chain.id, setView],
+  );
+  const link = selectedLink !== null ? chain.links[selectedLink - 1] : null;
+
+  return (
+    <div className="chain-detail" data-testid="chain-detail">
+      <section className="panel">
+        <div className="panel-head">
+          <h2>Chain #{rank}</h2>
+          <span className="chain-path mono" data-testid="chain-path">
+            {chain.links.map((l, i) => (
+              <span key={i}>
+                {i > 0 && <span className="rel"> {relationLabel(chain.links[i - 1].relation) || '→'} </span>}
+                {linkLabel(l)}
+              </span>
+            ))}
+          </span>
+          <span className="muted">
+            first task stalled <b className="strong">{formatNs(chain.duration_ns)}</b> · click a row for its calls
+          </span>
+        </div>
+        <EChart option={option} onEvents={events} height={rows.length * 46 + 80} ariaLabel="Wait chain waterfall" className="chain-waterfall" />
+        <div className="legend-row muted">
+          <span className="swatch wait" /> wait <span className="swatch inferred" /> inferred (dashed) <span className="swatch instant" /> waker
+          running <span className="swatch request" /> block request <span className="swatch mark" /> print marker
+        </div>
+      </section>
+      {link && selectedLink !== null && <CallsPanel analysisId={analysis.id} link={link} pos={selectedLink} />}
+      <div className="link-cards">
+        {chain.links.map((l, i) => (
+          <LinkCard
+            key={i}
+            link={l}
+            pos={i + 1}
+            next={chain.links[i + 1] ?? null}
+            selected={selectedLink === i + 1}
+            onOpen={() => setView({ chain: chain.id, link: i + 1 })}
+            analysis={analysis}
+          />
+        ))}
+      </div>
+    </div>
+  );
+}
+
+function LinkCard({
+  link: l,
+  pos,
+  next,
+  selected,
+  onOpen,
+  analysis,
+}: {
+  link: ChainLink;
+  pos: number;
+  next: ChainLink | null;
+  selected: boolean;
+  onOpen: () => void;
+  analysis: AnalysisDetail;
+}) {
+  const rel = relationLabel(l.relation);
+  const isWait = !!l.lock || (l.duration_ns ?? 0) > 0;
+  const src = analysis.sources.find((s) => s.id === l.request?.source_id);
+  return (
+    <section className={`panel link-card${selected ? ' selected' : ''}`} data-testid={`link-${pos}`} aria-label={`Link ${pos}: ${linkLabel(l)}`}>
+      <div className="panel-head">
+        <button className="btn link-open" onClick={onOpen} aria-pressed={selected} title="Show this task's calls around it">
+          {pos}. {linkLabel(l)}
+        </button>
+        {isWait ? (
+          <>
+            <span className="mono strong">{l.lock ?? 'off CPU'}</span>
+            <span className="strong">
+              {formatNs(l.duration_ns)}
+              {l.end_known ? '' : ' (end not traced)'}
+            </span>
+          </>
+        ) : (
+          <span className="muted">running: the end of the chain</span>
+        )}
+        {l.inferred && <span className="badge inferred">inferred</span>}
+        {rel && next && (
+          <span className="muted">
+            {rel} <span className="mono">{linkLabel(next)}</span>
+          </span>
+        )}
+        <span className="muted mono">line {l.line ?? l.wait_line ?? '—'}</span>
+      </div>
+      <div className="facts">
+        <span>
+          <span className="k">From</span> <span className="mono">{formatAbsTime(l.start_ns)}</span>
+        </span>
+        <span>
+          <span className="k">To</span> <span className="mono">{formatAbsTime(l.end_ns)}</span>
+        </span>
+      </div>
+      <p className="evidence">
+        <span className="k">Evidence</span> {l.evidence}
+      </p>
+      {l.request && (
+        <p className="request-link">
+          <span className="k">Block request</span>{' '}
+          <Link to={`?tab=dispatch&req=${encodeURIComponent(encodeRequestRef({ sourceId: l.request.source_id, line: l.request.line }))}`} data-testid="request-link">
+            {l.request.dev} {l.request.rwbs} {formatSector(l.request.sector, l.request.nsect)}
+            {l.request.comm ? ` by ${l.request.comm}` : ''}
+            {l.request.d_ns !== null && l.request.c_ns !== null ? ` · D2C ${formatNs(l.request.c_ns - l.request.d_ns)}` : ''} → open in Dispatch
+          </Link>{' '}
+          <span className="muted mono">
+            ({src?.filename ?? `source ${l.request.source_id}`} line {l.request.line})
+          </span>
+        </p>
+      )}
+      <div className="stacks">
+        <Stack title={isWait ? 'Its stack' : 'Its stack at the wake-up'} frames={l.stack} testid={`stack-${pos}`} />
+        {next && isWait && <Stack title={`${rel ? rel[0].toUpperCase() + rel.slice(1) : 'Next'}: ${linkLabel(next)}'s stack`} frames={next.stack} testid={`waker-stack-${pos}`} />}
+      </div>
+      {l.also_waiting.length > 0 && (
+        <div className="also-waiting">
+          <h3>Also waiting on it ({l.also_waiting.length})</h3>
+          <table className="grid compact">
+            <tbody>
+              {l.also_waiting.map((a, i) => (
+                <tr key={i}>
+                  <td className="mono">
+                    {a.comm ?? '?'} {a.pid}
+                  </td>
+                  <td className="mono">{a.lock ?? '—'}</td>
+                  <td className="num">
+                    {formatNs(a.duration_ns)}
+                    {a.end_known ? '' : '+'}
+                  </td>
+                  <td className="mono muted">line {a.line}</td>
+                  <td>{a.inferred && <span className="badge inferred">inferred</span>}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}

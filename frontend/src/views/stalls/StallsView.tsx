@@ -1,0 +1,83 @@
+import type { AnalysisDetail } from '../../api/types';
+import { useChains, useMarks } from '../../api/queries';
+import { ErrorBox, Loading } from '../../components/Status';
+import { formatNs } from '../../lib/format';
+import { useViewState } from '../../state/useViewState';
+import { linkLabel } from '../../charts/chainWaterfall';
+import { ChainDetail } from './ChainDetail';
+import { WaitsPanel } from './WaitsPanel';
+
+export function StallsView({ analysis }: { analysis: AnalysisDetail }) {
+  const [view, setView] = useViewState();
+  const chains = useChains(analysis.id);
+  const marks = useMarks(analysis.id);
+  const list = chains.data ?? [];
+  const selected = view.chain !== null ? list.find((c) => c.id === view.chain) : list[0];
+
+  return (
+    <div className="stalls">
+      {view.lock !== null && <WaitsPanel analysis={analysis} />}
+      <div className="stalls-layout">
+        <section className="panel chain-list-panel">
+          <div className="panel-head">
+            <h2>Wait chains</h2>
+            <span className="muted">ranked by the first task's stall</span>
+          </div>
+          {chains.isPending && <Loading what="chains" />}
+          {chains.isError && <ErrorBox title="Could not load the chains." error={chains.error} />}
+          {chains.data && list.length === 0 && <p className="muted">No task waited in this trace.</p>}
+          {list.length > 0 && (
+            <div className="table-scroll tall">
+              <table className="grid compact" data-testid="chain-list">
+                <thead>
+                  <tr>
+                    <th className="num">#</th>
+                    <th>First task</th>
+                    <th className="num">Stall</th>
+                    <th>Lock</th>
+                    <th className="num">Links</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {list.map((c, i) => {
+                    const first = c.links[0];
+                    const inferred = c.links.some((l) => l.inferred);
+                    return (
+                      <tr
+                        key={c.id}
+                        className={`clickable${selected?.id === c.id ? ' selected' : ''}`}
+                        onClick={() => setView({ chain: c.id })}
+                        aria-selected={selected?.id === c.id}
+                      >
+                        <td className="num">{i + 1}</td>
+                        <td className="mono">{first ? linkLabel(first) : '—'}</td>
+                        <td className="num strong">{formatNs(c.duration_ns)}</td>
+                        <td className="mono clip" title={first?.lock ?? ''}>
+                          {first?.lock ?? '—'}
+                        </td>
+                        <td className="num">
+                          {c.links.length} {inferred && <span className="badge inferred" title="at least one link is inferred">inferred</span>}
+                        </td>
+                      </tr>
+                    );
+                  })}
+                </tbody>
+              </table>
+            </div>
+          )}
+        </section>
+        {selected ? (
+          <ChainDetail analysis={analysis} chain={selected} rank={list.indexOf(selected) + 1} marks={marks.data ?? []} />
+        ) : (
+          chains.data &&
+          list.length > 0 && (
+            <section className="panel">
+              <p className="muted">No chain #{view.chain} in this analysis.</p>
+            </section>
+          )
+        )}
+      </div>
+      {view.lock === null && <WaitsPanel analysis={analysis} />}
+    </div>
+  );
+}

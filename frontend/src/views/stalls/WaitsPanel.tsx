@@ -1,0 +1,78 @@
+import { useState } from 'react';
+import type { AnalysisDetail } from '../../api/types';
+import { useWaits } from '../../api/queries';
+import { ErrorBox, Loading } from '../../components/Status';
+import { formatAbsTime, formatNs } from '../../lib/format';
+import { useViewState } from '../../state/useViewState';
+
+export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
+  const [view, setView] = useViewState();
+  const q = useWaits(analysis.id, view.lock);
+  const [draft, setDraft] = useState(view.lock ?? '');
+  return (
+    <section className="panel" data-testid="waits-panel">
+      <div className="panel-head">
+        <h2>Waits</h2>
+        {view.lock !== null ? (
+          <span className="chip">
+            lock contains “{view.lock}”
+            <button aria-label="Clear lock filter" onClick={() => setView({ lock: null })}>
+              ×
+            </button>
+          </span>
+        ) : (
+          <span className="muted">longest first</span>
+        )}
+        <form
+          className="inline-form"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setView({ lock: draft.trim() || null });
+          }}
+        >
+          <input className="text-input" placeholder="filter by lock…" aria-label="Filter waits by lock" value={draft} onChange={(e) => setDraft(e.target.value)} />
+        </form>
+      </div>
+      {q.isPending && <Loading what="waits" />}
+      {q.isError && <ErrorBox title="Could not load the waits." error={q.error} />}
+      {q.data && q.data.length === 0 && <p className="muted">No waits{view.lock !== null ? ` whose lock contains “${view.lock}”` : ''} in this trace.</p>}
+      {q.data && q.data.length > 0 && (
+        <div className="table-scroll" style={{ maxHeight: 360 }}>
+          <table className="grid compact" data-testid="waits-table">
+            <thead>
+              <tr>
+                <th>Task</th>
+                <th>Lock</th>
+                <th className="num">Duration</th>
+                <th className="num">From</th>
+                <th>Woken by / held by</th>
+                <th className="num">Line</th>
+                <th />
+              </tr>
+            </thead>
+            <tbody>
+              {q.data.map((w) => (
+                <tr key={`${w.source_id}:${w.line}`}>
+                  <td className="mono">
+                    {w.comm ?? '?'} {w.pid}
+                  </td>
+                  <td className="mono">{w.lock ?? '—'}</td>
+                  <td className="num strong">
+                    {formatNs(w.duration_ns)}
+                    {w.end_known ? '' : '+'}
+                  </td>
+                  <td className="num mono">{formatAbsTime(w.start_ns)}</td>
+                  <td className="mono">
+                    {w.waker_comm ? `woken by ${w.waker_comm} ${w.waker_pid}` : w.holder_comm ? `held by ${w.holder_comm} ${w.holder_pid}` : '—'}
+                  </td>
+                  <td className="num mono">{w.line}</td>
+                  <td>{w.inferred && <span className="badge inferred">inferred</span>}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}
