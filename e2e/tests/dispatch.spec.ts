@@ -1,5 +1,6 @@
 import { expect, test, type Page } from '@playwright/test';
 import path from 'node:path';
+import { copyLinkAndOpenElsewhere } from './share';
 import { SCREENSHOTS, SEED_CFQ } from './paths';
 
 async function uploadSeed(page: Page, name: string) {
@@ -49,21 +50,13 @@ test('upload a blkparse trace, find the 15.6 s dispatch stall, share its link', 
   await page.screenshot({ path: path.join(SCREENSHOTS, 'analysis-detail.png'), fullPage: true });
 
   // Copy link, open it in a fresh context: the same request detail.
-  await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
-  await page.getByTestId('copy-link').click();
-  await expect(page.getByTestId('copy-link')).toHaveText(/copied/i);
-  const link = await page.evaluate(() => navigator.clipboard.readText());
-  expect(link).toBe(page.url());
-
-  const other = await browser.newContext();
-  const p2 = await other.newPage();
-  await p2.goto(link);
+  const { other: p2 } = await copyLinkAndOpenElsewhere(page, browser);
   const d2 = p2.getByTestId('request-detail');
   await expect(d2).toBeVisible();
   await expect(d2.locator('.phase-chip.i2d')).toContainText('15.63 s');
   await expect(d2.getByTestId('request-messages')).toContainText('cfq767A / slice expired t=1');
   await expect(p2.getByTestId('requests-table').locator('tr.selected')).toContainText('xfsaild/sda1');
-  await other.close();
+  await p2.context().close();
 });
 
 test('without a clipboard the link is shown in a field', async ({ page }) => {

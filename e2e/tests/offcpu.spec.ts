@@ -1,5 +1,6 @@
 import { expect, test } from '@playwright/test';
 import path from 'node:path';
+import { copyLinkAndOpenElsewhere } from './share';
 import { SCREENSHOTS, SHARED } from './paths';
 
 const SEED_OFFCPU = path.join(SHARED, 'seed-excerpts/xfs-open-stall.offcputime.txt');
@@ -41,20 +42,12 @@ test('off-CPU flame graph: stacks unit, search share, zoom, shared link', async 
   await expect(page.getByTestId('crumbs')).toContainText('reset zoom');
   await page.screenshot({ path: path.join(SCREENSHOTS, 'offcpu-search.png'), fullPage: true });
 
-  await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
-  await page.getByTestId('copy-link').click();
-  await expect(page.getByTestId('copy-link')).toHaveText(/copied/i);
-  const link = await page.evaluate(() => navigator.clipboard.readText());
-  expect(link).toBe(page.url());
-
-  const other = await browser.newContext();
-  const p2 = await other.newPage();
-  await p2.goto(link);
+  const { other: p2 } = await copyLinkAndOpenElsewhere(page, browser);
   await expect(p2.getByTestId('search-share')).toContainText('xfs_buf_lock: 1 of 48 stacks (2.08 %)');
   await expect(p2.getByRole('group', { name: 'Unit' }).getByRole('button', { name: 'stacks' })).toHaveAttribute('aria-pressed', 'true');
   await expect(p2.getByLabel('Search frames')).toHaveValue('xfs_buf_lock');
   await expect(p2.getByTestId('crumbs')).toContainText('reset zoom');
-  await other.close();
+  await p2.context().close();
 
   // Reset zoom, then the differential view of the two sources.
   await page.getByRole('button', { name: 'reset zoom' }).click();

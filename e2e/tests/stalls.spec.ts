@@ -1,5 +1,6 @@
 import { expect, test, type Page } from '@playwright/test';
 import path from 'node:path';
+import { copyLinkAndOpenElsewhere } from './share';
 import { REPO, SCREENSHOTS, SHARED } from './paths';
 
 const XFS_FTRACE = path.join(SHARED, 'seed-excerpts/xfs-unwritten-stall.trace-cmd-report.txt');
@@ -64,22 +65,14 @@ test('the xfs unwritten-extent stall: chain, waterfall, the waker stack, calls, 
   await expect(page).toHaveURL(/[?&]link=3/);
 
   // Copy link → fresh context → the same chain and link.
-  await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
-  await page.getByTestId('copy-link').click();
-  await expect(page.getByTestId('copy-link')).toHaveText(/copied/i);
-  const link = await page.evaluate(() => navigator.clipboard.readText());
-  expect(link).toBe(page.url());
+  const { link, other: p2 } = await copyLinkAndOpenElsewhere(page, browser);
   expect(link).toMatch(/chain=1/);
-
-  const other = await browser.newContext();
-  const p2 = await other.newPage();
-  await p2.goto(link);
   const d2 = p2.getByTestId('chain-detail');
   await expect(d2.getByTestId('link-3')).toHaveClass(/selected/);
   await expect(d2.getByTestId('stack-3')).toContainText('xfs_buf_iodone_work');
   await expect(p2.getByTestId('chain-list').locator('tr.selected')).toContainText('file_writer 30495');
   await expect(p2.getByTestId('calls-panel')).toContainText('Calls of xfslogd/7 219');
-  await other.close();
+  await p2.context().close();
 });
 
 test('waits filtered by lock from the URL', async ({ page }) => {
