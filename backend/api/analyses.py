@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from ..analysis import blk, locks, offcpu
+from ..analysis import blk, heatmap as heatmap_analysis, locks, offcpu
 from ..store import IngestError, InputFile, Progress, Store
 from . import models
 from .deps import Cursor, ProgressBoard, get_store
@@ -197,6 +197,24 @@ def latency_over_time(
     """I2D and D2C aggregated per time bucket: count, p50, max and the request behind the max."""
     _analysis_or_404(con, analysis_id)
     return blk.latency_over_time(con, analysis_id, buckets, pid, dev, t0_ns, t1_ns)
+
+
+@router.get("/analyses/{analysis_id}/heatmap", response_model=models.Heatmap, responses=NOT_FOUND)
+def heatmap(
+    analysis_id: AnalysisId,
+    con: Cursor,
+    metric: Literal["i2d", "d2c", "q2c"] = "i2d",
+    x_bins: Annotated[int, Query(ge=1, le=1000)] = 120,
+    y_bins: Annotated[int, Query(ge=1, le=200)] = 40,
+    pid: int | None = None,
+    dev: Annotated[str | None, Query(max_length=32, pattern=r"^\d+,\d+$")] = None,
+    t0_ns: TimeFilter = None,
+    t1_ns: TimeFilter = None,
+):
+    """Requests counted per time bin × log latency bin (placed at I for i2d, D for d2c, Q for q2c), each cell
+    with the request behind its max; and exact p50…p99.99/max/count of the metric over the same filter."""
+    _analysis_or_404(con, analysis_id)
+    return heatmap_analysis.heatmap(con, analysis_id, metric, x_bins, y_bins, pid, dev, t0_ns, t1_ns)
 
 
 Side = Literal["target", "waker"]

@@ -164,6 +164,37 @@ class LatencyOverTime(BaseModel):
     series: LatencySeries
 
 
+class HeatmapCell(BaseModel):
+    x: int = Field(description="time bin: [t0_ns + x·x_bin_ns, t0_ns + (x+1)·x_bin_ns)")
+    y: int = Field(description="latency bin: [y_edges_ns[y], y_edges_ns[y+1]); bin 0 also holds anything below")
+    count: int
+    max_ns: int
+    max_source_id: int = Field(description="the request behind max_ns: (max_source_id, max_line)")
+    max_line: int
+
+
+class Percentiles(BaseModel):
+    count: int
+    p50_ns: int | None
+    p90_ns: int | None
+    p99_ns: int | None
+    p999_ns: int | None
+    p9999_ns: int | None
+    max_ns: int | None
+
+
+class Heatmap(BaseModel):
+    metric: str
+    t0_ns: int | None
+    t1_ns: int | None
+    x_bins: int
+    x_bin_ns: int | None
+    y_bins: int
+    y_edges_ns: list[int] = Field(description="y_bins + 1 latency bin edges (ns), equal steps in log10")
+    cells: list[HeatmapCell] = Field(description="the non-empty cells only")
+    percentiles: Percentiles = Field(description="exact (quantile_disc) over the same filter and window")
+
+
 class FlameNode(BaseModel):
     name: str
     value: int = Field(description="in the graph's unit (µs off CPU, or stacks), this frame and all it called")

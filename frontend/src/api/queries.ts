@@ -198,3 +198,27 @@ export function useOffcpuTasks(id: string) {
       unwrap(api.GET('/api/analyses/{analysis_id}/offcpu-tasks', { params: { path: { analysis_id: id }, query: { limit: 200 } }, signal })),
   });
 }
+
+export function useHeatmap(id: string, metric: 'i2d' | 'd2c' | 'q2c', xBins: number, yBins: number, f: RequestFilter) {
+  return useQuery({
+    queryKey: ['heatmap', id, metric, xBins, yBins, f.pid, f.dev, f.t0, f.t1],
+    queryFn: ({ signal }) =>
+      unwrap(
+        api.GET('/api/analyses/{analysis_id}/heatmap', {
+          params: {
+            path: { analysis_id: id },
+            query: {
+              metric,
+              x_bins: xBins,
+              y_bins: yBins,
+              ...(f.pid !== null ? { pid: f.pid } : {}),
+              ...(f.dev !== null ? { dev: f.dev } : {}),
+              ...win(f),
+            },
+          },
+          signal,
+        }),
+      ),
+    placeholderData: keepPreviousData,
+  });
+}

@@ -149,6 +149,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/analyses/{analysis_id}/heatmap": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Heatmap
+         * @description Requests counted per time bin × log latency bin (placed at I for i2d, D for d2c, Q for q2c), each cell
+         *     with the request behind its max; and exact p50…p99.99/max/count of the metric over the same filter.
+         */
+        get: operations["heatmap_api_analyses__analysis_id__heatmap_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/analyses/{analysis_id}/latency-over-time": {
         parameters: {
             query?: never;
@@ -651,6 +672,57 @@ export interface components {
             /** Detail */
             detail?: components["schemas"]["ValidationError"][];
         };
+        /** Heatmap */
+        Heatmap: {
+            /**
+             * Cells
+             * @description the non-empty cells only
+             */
+            cells: components["schemas"]["HeatmapCell"][];
+            /** Metric */
+            metric: string;
+            /** @description exact (quantile_disc) over the same filter and window */
+            percentiles: components["schemas"]["Percentiles"];
+            /** T0 Ns */
+            t0_ns: number | null;
+            /** T1 Ns */
+            t1_ns: number | null;
+            /** X Bin Ns */
+            x_bin_ns: number | null;
+            /** X Bins */
+            x_bins: number;
+            /** Y Bins */
+            y_bins: number;
+            /**
+             * Y Edges Ns
+             * @description y_bins + 1 latency bin edges (ns), equal steps in log10
+             */
+            y_edges_ns: number[];
+        };
+        /** HeatmapCell */
+        HeatmapCell: {
+            /** Count */
+            count: number;
+            /** Max Line */
+            max_line: number;
+            /** Max Ns */
+            max_ns: number;
+            /**
+             * Max Source Id
+             * @description the request behind max_ns: (max_source_id, max_line)
+             */
+            max_source_id: number;
+            /**
+             * X
+             * @description time bin: [t0_ns + x·x_bin_ns, t0_ns + (x+1)·x_bin_ns)
+             */
+            x: number;
+            /**
+             * Y
+             * @description latency bin: [y_edges_ns[y], y_edges_ns[y+1]); bin 0 also holds anything below
+             */
+            y: number;
+        };
         /** IngestProgress */
         IngestProgress: {
             /** Bytes Read */
@@ -788,6 +860,23 @@ export interface components {
             stacks: number;
             /** Value Us */
             value_us: number;
+        };
+        /** Percentiles */
+        Percentiles: {
+            /** Count */
+            count: number;
+            /** Max Ns */
+            max_ns: number | null;
+            /** P50 Ns */
+            p50_ns: number | null;
+            /** P90 Ns */
+            p90_ns: number | null;
+            /** P9999 Ns */
+            p9999_ns: number | null;
+            /** P999 Ns */
+            p999_ns: number | null;
+            /** P99 Ns */
+            p99_ns: number | null;
         };
         /** RequestDetail */
         RequestDetail: {
@@ -1346,6 +1435,56 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["FlameDiff"];
+                };
+            };
+            /** @description no analysis with this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    heatmap_api_analyses__analysis_id__heatmap_get: {
+        parameters: {
+            query?: {
+                metric?: "i2d" | "d2c" | "q2c";
+                x_bins?: number;
+                y_bins?: number;
+                pid?: number | null;
+                dev?: string | null;
+                /** @description ns, on the analysis timeline */
+                t0_ns?: number | null;
+                /** @description ns, on the analysis timeline */
+                t1_ns?: number | null;
+            };
+            header?: never;
+            path: {
+                analysis_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Heatmap"];
                 };
             };
             /** @description no analysis with this id */

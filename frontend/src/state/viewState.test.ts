@@ -18,6 +18,7 @@ describe('view state <-> URL', () => {
       t1: 96718761435,
       sort: { column: 'd2c.p99', desc: false },
       order: 'q2c',
+      hm: 'd2c',
       chain: 2,
       link: 3,
       lock: 'xfs_buf_lock',
@@ -34,7 +35,7 @@ describe('view state <-> URL', () => {
     };
     const qs = encodeView(v).toString();
     expect(qs).toBe(
-      'tab=sources&by=device&pid=804&dev=8%2C0&t0=81092472813&t1=96718761435&sort=d2c.p99&order=q2c&req=1%3A2' +
+      'tab=sources&by=device&pid=804&dev=8%2C0&t0=81092472813&t1=96718761435&sort=d2c.p99&order=q2c&hm=d2c&req=1%3A2' +
         '&chain=2&link=3&lock=xfs_buf_lock&fg_unit=stacks&fg_pid=30495&fg_comm=file_writer&fg_q=xfs_buf_lock&fg_inv=1' +
         '&fg_zoom=dd%3Bentry_SYSCALL_64_fastpath&fg_diff=1&fg_a=4&fg_b=5&fg_ban=L8VWhW46',
     );
@@ -50,7 +51,7 @@ describe('view state <-> URL', () => {
   });
 
   it('rejects malformed values', () => {
-    const v = decodeView(new URLSearchParams('tab=x&by=disk&pid=abc&req=1-2&t0=5&t1=3&sort=foo.bar&order=zzz'));
+    const v = decodeView(new URLSearchParams('tab=x&by=disk&pid=abc&req=1-2&t0=5&t1=3&sort=foo.bar&order=zzz&hm=x2y'));
     expect(v).toEqual(DEFAULT_VIEW);
     expect(decodeView(new URLSearchParams('t0=5')).t0).toBe(5);
     expect(encodeView({ ...DEFAULT_VIEW, t0: 5 }).toString()).toBe(''); // a half window is not written

@@ -22,6 +22,7 @@ export type ViewState = {
   t1: number | null; // ns, exclusive
   sort: Sort;
   order: RequestOrder;
+  hm: Phase; // latency heatmap metric
   // Stalls
   chain: number | null; // chain id
   link: number | null; // 1-based position of the link in the chain
@@ -51,6 +52,7 @@ export const DEFAULT_VIEW: ViewState = {
   t1: null,
   sort: DEFAULT_SORT,
   order: 'i2d',
+  hm: 'i2d',
   chain: null,
   link: null,
   lock: null,
@@ -113,6 +115,7 @@ export function decodeView(params: URLSearchParams): ViewState {
   const tab = params.get('tab');
   const by = params.get('by');
   const order = params.get('order');
+  const hm = params.get('hm');
   let t0 = parseIntParam(params.get('t0'));
   let t1 = parseIntParam(params.get('t1'));
   if (t0 !== null && t1 !== null && t1 <= t0) {
@@ -129,6 +132,7 @@ export function decodeView(params: URLSearchParams): ViewState {
     t1,
     sort: parseSort(params.get('sort')),
     order: order === 'd2c' || order === 'q2c' || order === 'time' ? order : 'i2d',
+    hm: hm === 'd2c' || hm === 'q2c' ? hm : 'i2d',
     chain: parseIntParam(params.get('chain')),
     link: parsePositive(params.get('link')),
     lock: params.get('lock') || null,
@@ -158,6 +162,7 @@ export function encodeView(v: ViewState): URLSearchParams {
   }
   if (v.sort.column !== DEFAULT_SORT.column || v.sort.desc !== DEFAULT_SORT.desc) p.set('sort', encodeSort(v.sort));
   if (v.order !== DEFAULT_VIEW.order) p.set('order', v.order);
+  if (v.hm !== DEFAULT_VIEW.hm) p.set('hm', v.hm);
   if (v.req !== null) p.set('req', encodeRequestRef(v.req));
   if (v.chain !== null) p.set('chain', String(v.chain));
   if (v.link !== null) p.set('link', String(v.link));

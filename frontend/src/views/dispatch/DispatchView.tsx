@@ -2,6 +2,7 @@ import type { AnalysisDetail } from '../../api/types';
 import { formatAbsTime, formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import { LatencyChart } from './LatencyChart';
+import { LatencyHeatmap } from './LatencyHeatmap';
 import { RequestDetailPanel } from './RequestDetailPanel';
 import { RequestsTable } from './RequestsTable';
 import { SummaryTable } from './SummaryTable';
@@ -42,6 +43,7 @@ export function DispatchView({ analysis }: { analysis: AnalysisDetail }) {
         </div>
       )}
       <LatencyChart analysisId={analysis.id} />
+      <LatencyHeatmap analysisId={analysis.id} />
       <SummaryTable analysisId={analysis.id} />
       <div className={`split${view.req ? ' with-detail' : ''}`}>
         <RequestsTable analysis={analysis} />
