@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from ..analysis import blk, heatmap as heatmap_analysis, locks, offcpu
-from ..store import IngestError, InputFile, Progress, Store
+from ..store import IngestError, InputFile, Store
 from . import models
 from .deps import Cursor, ProgressBoard, get_store
 
