@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import gc
 import json
 from collections import defaultdict
 
@@ -214,12 +215,19 @@ def derive(con, analysis_id: str) -> None:
         "SELECT id FROM sources WHERE analysis_id = ? AND format = 'ftrace' ORDER BY id", [analysis_id]).fetchall()]
     if not sids:
         return
+    gc_was = gc.isenabled()
+    gc.disable()  # many small lists and dicts, no cycles: the collector would only rescan them
     try:
-        for sid in sids:
-            _derive_waits(con, sid)
+        derived = {}
+        try:
+            for sid in sids:
+                derived[sid] = _derive_waits(con, sid)
+        finally:
+            _CALL_INDEX.clear()  # the call index of the last source: not needed past the waits
+        _derive_chains(con, analysis_id, sids, derived)
     finally:
-        _CALL_INDEX.clear()  # the call index of the last source: not needed past the waits
-    _derive_chains(con, analysis_id, sids)
+        if gc_was:
+            gc.enable()
 
 
 def _lock_functions(con, sid: int) -> dict[str, tuple[locks.Primitive, str]]:
@@ -236,7 +244,8 @@ def _fetch(cur) -> list[dict]:
     return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
-def _derive_waits(con, sid: int) -> None:
+def _derive_waits(con, sid: int) -> list[dict]:
+    """Derives and inserts the source's waits; returns them (as inserted, in insertion order)."""
     p = {"sid": sid}
     trace_end = con.execute(
         "SELECT max(t) FROM (SELECT max(greatest(entry_ns, exit_ns)) t FROM fg_calls WHERE source_id = $sid"
@@ -244,7 +253,7 @@ def _derive_waits(con, sid: int) -> None:
         " UNION ALL SELECT max(t_ns) FROM sched_wakeup WHERE source_id = $sid"
         " UNION ALL SELECT max(t_ns) FROM trace_events WHERE source_id = $sid)", p).fetchall()[0][0]
     if trace_end is None:
-        return
+        return []
     lockfn = _lock_functions(con, sid)
     _register(con, "_stalls_fn", {"func": list(lockfn), "role": [h[1] for h in lockfn.values()]},
               {"func": pa.string(), "role": pa.string()})
@@ -267,7 +276,8 @@ def _derive_waits(con, sid: int) -> None:
         FROM o ASOF LEFT JOIN i ON o.pid = i.pid AND i.line > o.line
                ASOF LEFT JOIN _stalls_outs n ON o.pid = n.pid AND n.line > o.line
                ASOF LEFT JOIN _stalls_wk w ON o.pid = w.pid AND w.line > o.line
-        """, p))
+        ORDER BY o.line
+        """, p))  # in file order: what follows (also_waiting lists, ...) must not depend on DuckDB's threads
     waits: list[dict] = []
     for s in sched:
         w = {"source_id": sid, "line": s["line"], "kind": "sched", "pid": s["pid"], "comm": s["comm"], "cpu": s["cpu"],
@@ -350,7 +360,7 @@ def _derive_waits(con, sid: int) -> None:
                          waker_pid=c["waker_pid"], waker_comm=c["waker_comm"])
             waits.append(w)
     if not waits:
-        return
+        return []
     for w in waits:
         w.setdefault("duration_ns", w["end_ns"] - w["start_ns"])
         if w.get("waker_pid") is not None and w["waker_pid"] == w["pid"]:  # sched_wakeup written by the wakee
@@ -380,6 +390,7 @@ def _derive_waits(con, sid: int) -> None:
     for name in ("_stalls_outs", "_stalls_wk"):
         con.execute(f"DROP TABLE IF EXISTS {name}")
     con.unregister("_stalls_fn")
+    return waits
 
 
 def _reason(frames: list[str]) -> tuple[str | None, str | None, str | None, str | None]:
@@ -409,6 +420,60 @@ def _stacks(con, sid: int, reqs: list) -> dict:
     if not reqs:
         return {}
     keys = [r[0] for r in reqs]
+    calls = _call_index(con, sid)
+    tops = _tops(calls, reqs)
+    if tops is None:
+        tops = _tops_sql(con, sid, reqs)
+    k, at_line, cur = tops["k"], np.asarray(tops["at_line"], np.int64), np.asarray(tops["line"], np.int64)
+    lines, pidx, exit_line, pos_of = calls["line"], calls["pidx"], calls["exit"], calls["pos_of"]
+    # the calls' positions by line (lines absent from the calls, or past them, are not found)
+    inb = (cur >= 0) & (cur < len(pos_of))
+    idx = np.full(len(cur), -1, np.int64)
+    idx[inb] = pos_of[cur[inb]]
+    alive = np.flatnonzero(idx >= 0)
+    idx = idx[alive]
+    chain_k, chain_pos, chain_idx = [], [], []
+    for pos in range(4096):  # all stacks climb one level per step: calls -> their parents
+        if not len(alive):
+            break
+        open_at = exit_line[idx] >= at_line[alive]  # calls that had already returned are not on the stack
+        chain_k.append(alive[open_at])
+        chain_pos.append(np.full(int(open_at.sum()), pos))
+        chain_idx.append(idx[open_at])
+        nxt = pidx[idx]
+        keep = nxt >= 0
+        alive, idx = alive[keep], nxt[keep]
+    if not chain_k:
+        return {}
+    ks, poss, idxs = np.concatenate(chain_k), np.concatenate(chain_pos), np.concatenate(chain_idx)
+    order = np.lexsort((-poss, ks))  # per stack, root first
+    ks, idxs = ks[order], idxs[order]
+    fl = lines[idxs]
+    frames = _funcs(con, sid, fl)
+    flines = fl.tolist()
+    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    ends = np.r_[starts[1:], len(ks)].tolist()
+    kk = k[ks[starts]].tolist()
+    return {keys[kq]: (frames[a:b], flines[a:b]) for kq, a, b in zip(kk, starts.tolist(), ends)}
+
+
+def _funcs(con, sid: int, flines) -> list[str]:
+    """The function names (coalesce(func, '?')) of the calls at these lines, in their order."""
+    uniq, inv = np.unique(flines, return_inverse=True)
+    con.register("_stalls_fl", pa.table({"line": pa.array(uniq, pa.int64())}))
+    t = con.sql("SELECT c.line, coalesce(c.func, '?') AS func FROM fg_calls c SEMI JOIN _stalls_fl l ON c.line = l.line"
+                " WHERE c.source_id = $sid ORDER BY c.line", params={"sid": sid}).to_arrow_table()
+    con.unregister("_stalls_fl")
+    got = t.column("line").to_numpy()
+    if len(got) != len(uniq) or not np.array_equal(got, uniq):  # a line with several calls: the first, by line order
+        pos = np.searchsorted(got, uniq)
+        names = np.array(t.column("func").to_pylist(), dtype=object)[pos]
+    else:
+        names = np.array(t.column("func").to_pylist(), dtype=object)
+    return names[inv.reshape(-1)].tolist()
+
+
+def _tops_sql(con, sid: int, reqs: list) -> dict:
     _register(con, "_stalls_req", {
         "k": list(range(len(reqs))), "pid": [r[1] for r in reqs],
         "ckey": [(r[2] if r[2] is not None else -2) if r[1] == 0 else -1 for r in reqs],
@@ -425,35 +490,39 @@ def _stacks(con, sid: int, reqs: list) -> dict:
     tops = con.execute("SELECT k, at_line, line FROM _stalls_top WHERE line IS NOT NULL ORDER BY k").fetchnumpy()
     con.unregister("_stalls_req")
     con.execute("DROP TABLE _stalls_top")
-    calls = _call_index(con, sid)
-    k, at_line, cur = tops["k"], np.asarray(tops["at_line"], np.int64), np.asarray(tops["line"], np.int64)
-    lines, parent, exit_line = calls["line"], calls["parent"], calls["exit"]
-    chain_k, chain_pos, chain_idx = [], [], []
-    alive = np.arange(len(cur))
-    for pos in range(4096):  # all stacks climb one level per step: calls -> their parents
-        if not len(alive):
-            break
-        idx = np.searchsorted(lines, cur[alive])
-        found = (idx < len(lines)) & (lines[np.minimum(idx, len(lines) - 1)] == cur[alive])
-        alive, idx = alive[found], idx[found]
-        open_at = exit_line[idx] >= at_line[alive]  # calls that had already returned are not on the stack
-        chain_k.append(alive[open_at])
-        chain_pos.append(np.full(int(open_at.sum()), pos))
-        chain_idx.append(idx[open_at])
-        nxt = parent[idx]
-        keep = nxt >= 0
-        alive, cur = alive[keep], cur.copy()
-        cur[alive] = nxt[keep]
-    if not chain_k:
-        return {}
-    ks, poss, idxs = np.concatenate(chain_k), np.concatenate(chain_pos), np.concatenate(chain_idx)
-    order = np.lexsort((-poss, ks))  # per stack, root first
-    ks, idxs = ks[order], idxs[order]
-    frames = calls["names"][calls["codes"][idxs]]
-    flines = lines[idxs]
-    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
-    ends = np.r_[starts[1:], len(ks)]
-    return {keys[int(k[ks[a]])]: (frames[a:b].tolist(), flines[a:b].tolist()) for a, b in zip(starts, ends)}
+    return tops
+
+
+def _tops(calls: dict, reqs: list) -> dict | None:
+    """As _tops_sql, on the call index: per request, the last call of its task (per CPU for pid 0) before its
+    line (or its `innermost` call); None when the index cannot key the calls (then SQL does it)."""
+    grp = calls.get("grp")
+    if grp is None:
+        return None
+    gkeys, gline, span = grp
+    n = len(reqs)
+    pid = np.array([r[1] if r[1] is not None else 0 for r in reqs], np.int64)
+    has_pid = np.array([r[1] is not None for r in reqs], bool)
+    ck = np.array([((r[2] if r[2] is not None else -2) if r[1] == 0 else -1) for r in reqs], np.int64)
+    at = np.array([r[3] if r[3] is not None else -1 for r in reqs], np.int64)
+    has_at = np.array([r[3] is not None for r in reqs], bool)
+    inner = np.array([r[4] if r[4] is not None else -1 for r in reqs], np.int64)
+    has_inner = np.array([r[4] is not None for r in reqs], bool)
+    if n and (ck.max() >= (1 << 15) - 8 or np.abs(pid).max() >= (1 << 45)):
+        return None
+    g = pid * (1 << 16) + (ck + 8)
+    d = np.searchsorted(gkeys, g)
+    dd = np.minimum(d, max(len(gkeys) - 1, 0))
+    known = has_pid & has_at & (len(gkeys) > 0) & (gkeys[dd] == g) if len(gkeys) else np.zeros(n, bool)
+    comb = dd * span + np.minimum(at, span - 1)  # every call line is below span - 1
+    j = np.searchsorted(gline, comb) - 1  # the last call of the group before the line
+    ok = known & (j >= 0)
+    jj = np.maximum(j, 0)
+    ok &= (gline[jj] // span == dd) & (j >= 0)
+    line = np.where(has_inner, inner, gline[jj] % span)
+    found = has_inner | ok
+    sel = np.flatnonzero(found)
+    return {"k": sel, "at_line": at[sel], "line": line[sel]}
 
 
 def _call_index(con, sid: int) -> dict:
@@ -462,18 +531,48 @@ def _call_index(con, sid: int) -> dict:
     if cache and cache[0] == sid:
         return cache[1]
     t = con.sql("SELECT line, coalesce(parent_line, -1) AS parent, coalesce(exit_line, 9223372036854775807) AS exit,"
-                " coalesce(func, '?') AS func FROM fg_calls WHERE source_id = $sid AND line IS NOT NULL"
+                " pid, cpu FROM fg_calls WHERE source_id = $sid AND line IS NOT NULL"
                 " ORDER BY line", params={"sid": sid}).to_arrow_table()
-    func = t.column("func").combine_chunks().dictionary_encode()  # one Python string per distinct name
-    index = {"line": t.column("line").to_numpy(), "parent": t.column("parent").to_numpy(),
-             "exit": t.column("exit").to_numpy(), "codes": func.indices.to_numpy(),
-             "names": np.array(func.dictionary.to_pylist(), dtype=object)}
+    line, parent = t.column("line").to_numpy(), t.column("parent").to_numpy()
+    # position of each line among the calls (-1: no call there), and each call's parent by position
+    pos_of = np.full(int(line[-1]) + 1 if len(line) else 0, -1, np.int64)
+    pos_of[line[::-1]] = np.arange(len(line))[::-1]  # the first call of a line, as a search would find
+    ok = (parent >= 0) & (parent < len(pos_of))
+    pidx = np.full(len(parent), -1, np.int64)
+    pidx[ok] = pos_of[parent[ok]]
+    index = {"line": line, "pidx": pidx, "pos_of": pos_of, "grp": _groups(t, line),
+             "exit": t.column("exit").to_numpy()}
     _CALL_INDEX.clear()
     _CALL_INDEX[id(con)] = (sid, index)
     return index
 
 
 _CALL_INDEX: dict = {}
+
+
+def _groups(t, line):
+    """The calls with a pid, grouped as the stacks look them up: by task (pid 0: by CPU), by line in each.
+    (sorted group keys, sorted group rank * span + line, span); None when the keys do not fit."""
+    pid_c, cpu_c = t.column("pid"), t.column("cpu")
+    has = ~np.asarray(pid_c.is_null().to_numpy(zero_copy_only=False), bool)
+    pid = np.asarray(pid_c.fill_null(0).to_numpy(), np.int64)
+    cpu_null = np.asarray(cpu_c.is_null().to_numpy(zero_copy_only=False), bool)
+    cpu = np.asarray(cpu_c.fill_null(0).to_numpy(), np.int64)
+    if not len(line):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), 1
+    span = int(line[-1]) + 2
+    ck = np.where(pid == 0, np.where(cpu_null, -5, cpu), -1)  # -5: pid 0 with no CPU, never looked up
+    if has.any() and (np.abs(pid[has]).max() >= (1 << 45) or ck[has].max() >= (1 << 15) - 8 or ck[has].min() < -8):
+        return None
+    g = (pid * (1 << 16) + (ck + 8))[has]
+    ln = line[has]
+    order = np.argsort(g, kind="stable")  # lines stay ascending in each group
+    g, ln = g[order], ln[order]
+    first = np.r_[True, g[1:] != g[:-1]] if len(g) else np.zeros(0, bool)
+    rank = np.cumsum(first) - 1
+    if len(g) and int(rank[-1]) + 1 >= (1 << 62) // span:
+        return None
+    return g[first], rank * span + ln, span
 
 
 def _holders(con, sid: int, waits: list[dict], need: dict[str, list[int]], prims: dict) -> None:
@@ -576,6 +675,32 @@ class _Index:
                 return ws[k]
         return None
 
+    def latest_woken(self, w) -> dict | None:
+        """latest(waker, wake_ns): a wait of the waker that ended at or before the wake-up, after w began."""
+        ws = self.by_pid.get(w["waker_pid"])
+        if not ws:
+            return None
+        wake, start = w["wake_ns"], w["start_ns"]
+        j = bisect.bisect_left(self.starts[w["waker_pid"]], wake) - 1
+        for k in range(j, max(-1, j - 64), -1):
+            v = ws[k]
+            if v is not w and v["end_ns"] <= wake and v["end_known"] and v["end_ns"] > start:
+                return v
+        return None
+
+    def latest_held(self, w, before_ns: int) -> dict | None:
+        """latest(holder, before_ns): a wait of the holder begun after it took the lock, ended after w began."""
+        ws = self.by_pid.get(w["holder_pid"])
+        if not ws:
+            return None
+        took, start = w["holder_ns"] or 0, w["start_ns"]
+        j = bisect.bisect_left(self.starts[w["holder_pid"]], before_ns) - 1
+        for k in range(j, max(-1, j - 64), -1):
+            v = ws[k]
+            if v["start_ns"] >= took and v["end_ns"] > start:
+                return v
+        return None
+
 
 def _next(w: dict, idx: _Index) -> tuple[str | None, dict | None, dict | None, str]:
     """(relation, next wait or None, terminal link or None, evidence of the relation)."""
@@ -592,8 +717,7 @@ def _next(w: dict, idx: _Index) -> tuple[str | None, dict | None, dict | None, s
             rel = "io_completion" if io else "woken_by"
             return rel, None, term, (f"woken at line {w['wake_line']} by {waker} in the I/O completion {io}()"
                                      if io else f"woken at line {w['wake_line']} by {ctx}")
-        v = idx.latest(w["waker_pid"], w["wake_ns"], lambda v: v is not w and v["end_ns"] <= w["wake_ns"]
-                       and v["end_known"] and v["end_ns"] > w["start_ns"])
+        v = idx.latest_woken(w)
         ev = f"woken at line {w['wake_line']} by {waker} from {via}"
         if v is not None:
             return "woken_by", v, None, ev + f"; {waker} had itself waited from line {v['line']}"
@@ -601,8 +725,7 @@ def _next(w: dict, idx: _Index) -> tuple[str | None, dict | None, dict | None, s
         return "woken_by", None, term, ev
     if w["holder_pid"] is not None:
         end = w["end_ns"] if w["end_known"] else None
-        v = idx.latest(w["holder_pid"], end if end is not None else 1 << 62,
-                       lambda v: v["start_ns"] >= (w["holder_ns"] or 0) and v["end_ns"] > w["start_ns"])
+        v = idx.latest_held(w, end if end is not None else 1 << 62)
         if v is not None:
             return "held_by", v, None, w["holder_evidence"]
         term = {"pid": w["holder_pid"], "comm": w["holder_comm"], "lock": None, "start_ns": w["start_ns"],
@@ -613,20 +736,32 @@ def _next(w: dict, idx: _Index) -> tuple[str | None, dict | None, dict | None, s
     return None, None, None, ""
 
 
-def _derive_chains(con, analysis_id: str, sids: list[int]) -> None:
+def _derive_chains(con, analysis_id: str, sids: list[int], derived: dict[int, list[dict]] | None = None) -> None:
     if not sids:
         return
-    rows = _fetch(con.execute(
-        "SELECT w.*, s.clock_offset_ns AS off FROM waits w JOIN sources s ON s.id = w.source_id"
-        " WHERE s.analysis_id = ?", [analysis_id]))
+    if derived is None:  # read the waits back
+        rows = _fetch(con.execute(
+            "SELECT w.*, s.clock_offset_ns AS off FROM waits w JOIN sources s ON s.id = w.source_id"
+            " WHERE s.analysis_id = ?", [analysis_id]))
+    else:  # the waits just derived and inserted, as they read back
+        offs = dict(con.execute("SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ?", [analysis_id]).fetchall())
+        names = list(_WAIT_TYPES)
+        rows = []
+        for sid, ws in derived.items():
+            off = offs.get(sid)
+            for w in ws:
+                r = {k: w.get(k) for k in names}
+                r["off"] = off
+                rows.append(r)
     by_source: dict[int, list[dict]] = defaultdict(list)
     for w in rows:
         by_source[w["source_id"]].append(w)
-    chains = []
+    heads = []
     for sid, ws in by_source.items():
-        chains.extend(_source_chains(ws))
-    chains.sort(key=lambda c: (-c["duration_ns"], c["links"][0]["source_id"], c["links"][0]["line"]))
-    chains = chains[:MAX_CHAINS]
+        heads.extend(_source_heads(ws))
+    # a chain's rank is its first link's: only the chains kept are built
+    heads.sort(key=lambda h: (-h[0]["duration_ns"], h[0]["source_id"], h[0]["line"]))
+    chains = [_build_chain(h, ctx) for h, ctx in heads[:MAX_CHAINS]]
     _match_requests(con, analysis_id, chains)
     _insert_chains(con, analysis_id, chains)
 
@@ -638,13 +773,18 @@ def _wait_brief(w: dict) -> dict:
 
 
 def _source_chains(ws: list[dict]) -> list[dict]:
+    return [_build_chain(h, ctx) for h, ctx in _source_heads(ws)]
+
+
+def _source_heads(ws: list[dict]) -> list[tuple[dict, tuple]]:
+    """The first links of the source's chains, each with what building its chain needs."""
     idx = _Index(ws)
     nxt = {}
     targets = set()
     for w in ws:
-        nxt[id(w)] = _next(w, idx)
-        if nxt[id(w)][1] is not None:
-            targets.add(id(nxt[id(w)][1]))
+        n = nxt[id(w)] = _next(w, idx)
+        if n[1] is not None:
+            targets.add(id(n[1]))
     # waiters on the same lock with the same next link: one group
     groups: dict[tuple, list[dict]] = defaultdict(list)
     gkey = {}
@@ -655,11 +795,7 @@ def _source_chains(ws: list[dict]) -> list[dict]:
         tgt = ("w", v["line"]) if v is not None else ("t", term["pid"], term["line"])
         gkey[id(w)] = (w["lock_key"], rel, tgt)
         groups[gkey[id(w)]].append(w)
-
-    def also(w):
-        g = groups.get(gkey.get(id(w)), [])
-        return [_wait_brief(o) for o in g if o is not w and o["start_ns"] < w["end_ns"] and o["end_ns"] > w["start_ns"]]
-
+    ctx = (nxt, groups, gkey)
     heads = []
     seen_groups = set()
     for w in ws:
@@ -672,27 +808,34 @@ def _source_chains(ws: list[dict]) -> list[dict]:
             seen_groups.add(g)
             members = [m for m in groups[g] if id(m) not in targets]
             w = max(members, key=lambda m: (m["end_known"], m["duration_ns"], -m["line"]))
-        heads.append(w)
-    out = []
-    for h in heads:
-        links, seen, w = [], set(), h
-        while w is not None and len(links) < MAX_LINKS:
-            seen.add(id(w))
-            rel, v, term, rel_ev = nxt[id(w)]
-            evidence = w["evidence"] + (f"; {w['holder_evidence']}" if rel == "held_by" and w["holder_evidence"] else "")
-            if rel and rel != "held_by":
-                evidence += f"; {rel_ev}"
-            links.append({"source_id": w["source_id"], "wait_line": w["line"], "pid": w["pid"], "comm": w["comm"],
-                          "lock": w["lock"], "start_ns": w["start_ns"], "end_ns": w["end_ns"],
-                          "duration_ns": w["duration_ns"], "end_known": w["end_known"], "relation": rel,
-                          "inferred": bool(w["inferred"] or rel == "held_by"), "evidence": evidence,
-                          "stack": w["stack"], "line": w["line"], "also_waiting": also(w), "_wait": w})
-            if term is not None:
-                links.append({**term, "wait_line": None, "relation": None, "also_waiting": []})
-                break
-            w = v if v is not None and id(v) not in seen else None
-        out.append({"duration_ns": h["duration_ns"], "links": links})
-    return out
+        heads.append((w, ctx))
+    return heads
+
+
+def _build_chain(h: dict, ctx: tuple) -> dict:
+    nxt, groups, gkey = ctx
+
+    def also(w):
+        g = groups.get(gkey.get(id(w)), [])
+        return [_wait_brief(o) for o in g if o is not w and o["start_ns"] < w["end_ns"] and o["end_ns"] > w["start_ns"]]
+
+    links, seen, w = [], set(), h
+    while w is not None and len(links) < MAX_LINKS:
+        seen.add(id(w))
+        rel, v, term, rel_ev = nxt[id(w)]
+        evidence = w["evidence"] + (f"; {w['holder_evidence']}" if rel == "held_by" and w["holder_evidence"] else "")
+        if rel and rel != "held_by":
+            evidence += f"; {rel_ev}"
+        links.append({"source_id": w["source_id"], "wait_line": w["line"], "pid": w["pid"], "comm": w["comm"],
+                      "lock": w["lock"], "start_ns": w["start_ns"], "end_ns": w["end_ns"],
+                      "duration_ns": w["duration_ns"], "end_known": w["end_known"], "relation": rel,
+                      "inferred": bool(w["inferred"] or rel == "held_by"), "evidence": evidence,
+                      "stack": w["stack"], "line": w["line"], "also_waiting": also(w), "_wait": w})
+        if term is not None:
+            links.append({**term, "wait_line": None, "relation": None, "also_waiting": []})
+            break
+        w = v if v is not None and id(v) not in seen else None
+    return {"duration_ns": h["duration_ns"], "links": links}
 
 
 def _match_requests(con, analysis_id: str, chains: list[dict]) -> None:
