@@ -32,7 +32,7 @@ describe('waterfall', () => {
     expect(opt.xAxis.min).toBe(0);
     expect(opt.xAxis.max).toBeCloseTo(15.626288546, 9);
     expect(opt.yAxis.type).toBe('category');
-    expect(opt.yAxis.data).toEqual(['Q2G', 'G2I', 'I2D']);
+    expect(opt.yAxis.data).toEqual(['Q2G', 'G2I', 'I2D', 'sched msgs']);
     expect(opt.yAxis.inverse).toBe(true);
   });
 
@@ -47,8 +47,8 @@ describe('waterfall', () => {
     expect(phase.data[0].label.position).toBe('right');
     expect(msgs.type).toBe('scatter');
     expect(msgs.data).toEqual([
-      [(81117912979 - 81092472889) / 1e9, 'I2D'],
-      [(81117914398 - 81092472889) / 1e9, 'I2D'],
+      [(81117912979 - 81092472889) / 1e9, 'sched msgs'],
+      [(81117914398 - 81092472889) / 1e9, 'sched msgs'],
     ]);
   });
 

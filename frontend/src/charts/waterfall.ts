@@ -5,6 +5,9 @@ import { formatNs, formatRelNs, pickTimeUnit, formatAxisNumber } from '../lib/fo
 import { C, axisCommon, baseTextStyle, tooltipStyle } from './theme';
 import type { EChartsOption } from './types';
 
+/** The y-axis row of the scheduler messages. */
+export const MESSAGES_ROW = 'sched msgs';
+
 export type WaterfallPhase = { label: string; from: number; to: number; color: string };
 
 const PHASES: { label: string; from: keyof BlockRequest; to: keyof BlockRequest; color: string }[] = [
@@ -50,9 +53,9 @@ export function buildWaterfallOption(r: BlockRequest, messages: SchedMessage[] =
   const end = Math.max(1, ...phases.map((p) => p.to), ...messages.map((m) => m.t_ns - origin));
   const unit = pickTimeUnit(end);
   const u = (ns: number) => ns / unit.ns;
-  const categories = phases.map((p) => p.label);
+  // Scheduler messages get their own row: drawn over I2D they would hide its bar and label.
+  const categories = [...phases.map((p) => p.label), ...(messages.length ? [MESSAGES_ROW] : [])];
   const iRel = r.i_ns === null ? null : r.i_ns - origin;
-  const msgRow = categories.includes('I2D') ? 'I2D' : categories[0];
 
   return {
     backgroundColor: 'transparent',
@@ -138,7 +141,7 @@ export function buildWaterfallOption(r: BlockRequest, messages: SchedMessage[] =
         symbolSize: 9,
         itemStyle: { color: C.message },
         z: 5,
-        data: messages.map((m) => [u(m.t_ns - origin), msgRow]),
+        data: messages.map((m) => [u(m.t_ns - origin), MESSAGES_ROW]),
       },
     ],
   };

@@ -39,7 +39,7 @@ export function RequestDetailPanel({ analysis, reqRef }: { analysis: AnalysisDet
           <h3>Waterfall</h3>
           <EChart
             option={option}
-            height={Math.max(waterfallPhases(q.data.request).length, 1) * 34 + 70}
+            height={Math.max(waterfallPhases(q.data.request).length + (q.data.messages.length ? 1 : 0), 1) * 34 + 70}
             ariaLabel="Request phases waterfall"
             className="waterfall"
           />
@@ -82,7 +82,7 @@ export function RequestDetailPanel({ analysis, reqRef }: { analysis: AnalysisDet
           {q.data.messages.length === 0 ? (
             <p className="muted">The I/O scheduler logged no messages on this device while the request waited.</p>
           ) : (
-            <div className="table-scroll">
+            <div className="table-scroll tall">
               <table className="grid compact" data-testid="request-messages">
                 <thead>
                   <tr>
