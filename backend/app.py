@@ -8,7 +8,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
-from .api import analyses, stalls
+from .api import analyses, heatmap, stalls
 from .api.deps import Board
 from .store import Store
 
@@ -35,6 +35,7 @@ def create_app(store: Store, *, max_upload_bytes: int = DEFAULT_MAX_UPLOAD, stat
     app.state.progress = Board()
     app.include_router(analyses.router)
     app.include_router(stalls.router)
+    app.include_router(heatmap.router)
 
     @app.exception_handler(HTTPException)
     async def http_error(_: Request, exc: HTTPException):
