@@ -1,13 +1,15 @@
-"""Writes a small, deterministic capture of an ext4/jbd2 journal stall: a `trace-cmd report` text and the
-blkparse text of the same moment.
+"""Writes a small, deterministic capture of an ext4/jbd2 journal stall: a `trace-cmd report` text, and the
+blkparse text and the bcc offwaketime output of the same moment.
 
-    python -m samples.gen_ext4_jbd2            # writes the two files below into samples/
+    python -m samples.gen_ext4_jbd2            # writes the three files below into samples/
     python -m samples.gen_ext4_jbd2 --out DIR
 
 * samples/ext4-jbd2-commit.trace-cmd-report.txt: function_graph (funcgraph_entry/exit, plugin form),
   sched_switch (key=value form, `prev_comm=... ==> next_comm=...`), sched_waking/sched_wakeup
   (`comm=... pid=... prio=... target_cpu=...`), one `print` marker.
 * samples/ext4-jbd2-commit.blkparse.txt: blkparse default text of sda (8,0) for the same window.
+* samples/ext4-jbd2-commit.offwaketime.txt: `offwaketime -K` (current bcc multi-line output, `waker: comm pid`)
+  for the same window: the three waits that end in a wake-up, with the waker's stack (see offwaketime()).
 
 What happens (modelled on the kernel's code paths; timestamps are synthetic): `jbd2/sda1-8` (pid 312)
 commits the running transaction (`jbd2_journal_commit_transaction`): it writes the journal blocks, submits
@@ -37,7 +39,18 @@ from pathlib import Path
 OUT = Path(__file__).resolve().parent
 TRACE = "ext4-jbd2-commit.trace-cmd-report.txt"
 BLK = "ext4-jbd2-commit.blkparse.txt"
+OFFWAKE = "ext4-jbd2-commit.offwaketime.txt"
 BASE_US = 7_341_200_000  # µs since boot of the first event
+# µs after BASE_US: jbd2 switches out waiting for its commit record; the backends' write() calls begin (they
+# switch out 7 µs later); the disk interrupt starts on CPU 3 (it wakes jbd2 1 µs later, jbd2 runs 7 µs later
+# and wakes 4242 and 4251 at +6 and +7 µs)
+JBD2_SLEEP, PG_WRITE, PG2_WRITE, IRQ = 1500, 1613, 4021, 14_872
+# the calls that lead to try_to_wake_up: the disk interrupt's (it wakes jbd2) and jbd2's (it wakes the backends)
+IRQ_WAKE = ("handle_irq_event", "ahci_single_level_irq_intr", "ahci_handle_port_intr", "ata_qc_complete_multiple",
+            "ata_scsi_qc_complete", "scsi_done", "blk_mq_complete_request", "scsi_io_completion", "scsi_end_request",
+            "blk_update_request", "bio_endio", "end_bio_bh_io_sync", "end_buffer_write_sync", "unlock_buffer",
+            "wake_up_bit", "__wake_up_bit", "__wake_up_common", "wake_bit_function", "autoremove_wake_function")
+JBD2_WAKE = ("__wake_up", "__wake_up_common_lock", "__wake_up_common", "autoremove_wake_function")
 
 JBD2 = ("jbd2/sda1-8", 312, 3)
 PG = ("postgres", 4242, 1)
@@ -149,24 +162,20 @@ def build() -> tuple[str, str]:
     tr.leave(JBD2, b + 1388, 4, 64)
     tr.enter(JBD2, b + 1400, "journal_wait_on_commit_record", "__wait_on_buffer", "out_of_line_wait_on_bit",
              "__wait_on_bit", "bit_wait_io", "io_schedule", "schedule")
-    t_jsleep = b + 1500
+    t_jsleep = b + JBD2_SLEEP
     _switch(tr, 3, t_jsleep, JBD2, "D", ("swapper/3", 0))
 
     # two backends block on the locked transaction
-    t = _writer_sleeps(tr, PG, b + 1613)
+    t = _writer_sleeps(tr, PG, b + PG_WRITE)
     _switch(tr, 1, t, PG, "D", ("swapper/1", 0))
     pg_sleep = t
     tr.add(PG2, b + 4020, "print:                tracing_mark_write: checkpoint-flush start")
-    t = _writer_sleeps(tr, PG2, b + 4021)
+    t = _writer_sleeps(tr, PG2, b + PG2_WRITE)
     _switch(tr, 2, t, PG2, "D", ("swapper/2", 0))
 
     # the commit record completes: the interrupt on idle CPU 3 wakes jbd2
-    t = b + 14_872
-    tr.enter(IDLE3, t, "handle_irq_event", "ahci_single_level_irq_intr", "ahci_handle_port_intr",
-             "ata_qc_complete_multiple", "ata_scsi_qc_complete", "scsi_done", "blk_mq_complete_request",
-             "scsi_io_completion", "scsi_end_request", "blk_update_request", "bio_endio", "end_bio_bh_io_sync",
-             "end_buffer_write_sync", "unlock_buffer", "wake_up_bit", "__wake_up_bit", "__wake_up_common",
-             "wake_bit_function", "autoremove_wake_function", "try_to_wake_up")
+    t = b + IRQ
+    tr.enter(IDLE3, t, *IRQ_WAKE, "try_to_wake_up")
     _waking(tr, IDLE3, t + 1, JBD2)
     tr.leaf(IDLE3, t + 1, "ttwu_do_activate", 1633)
     _waking(tr, IDLE3, t + 3, JBD2, "sched_wakeup")
@@ -177,8 +186,7 @@ def build() -> tuple[str, str]:
     tr.leave(JBD2, t + 1, 1, 120)  # schedule
     tr.leave(JBD2, t + 2, 6, 260)  # io_schedule ... journal_wait_on_commit_record
     tr.leaf(JBD2, t + 3, "__jbd2_journal_refile_buffer", 702)
-    tr.enter(JBD2, t + 5, "__wake_up", "__wake_up_common_lock", "__wake_up_common", "autoremove_wake_function",
-             "try_to_wake_up")
+    tr.enter(JBD2, t + 5, *JBD2_WAKE, "try_to_wake_up")
     _waking(tr, JBD2, t + 6, PG)
     _waking(tr, JBD2, t + 7, PG2)
     tr.leave(JBD2, t + 8, 5, 330)
@@ -231,15 +239,50 @@ def build() -> tuple[str, str]:
     return tr.text(), "".join(out)
 
 
+def offwaketime() -> str:
+    """bcc `offwaketime -K` (kernel stacks, current multi-line output) run over the same moment: the three waits
+    that end in a wake-up, each with the waker's stack at try_to_wake_up (bcc drops that innermost frame) and
+    the µs from the switch-out to the wake-up. Stacks are the calls open in the trace, completed with the
+    frames below the traced ones (kthread entry, the write() system call) and the scheduler's leaf frames."""
+    kthread = ("ret_from_fork", "kthread", "kjournald2", "jbd2_journal_commit_transaction")
+    write = ("entry_SYSCALL_64_after_hwframe", "do_syscall_64", "ksys_write", "vfs_write", "ext4_file_write_iter",
+             "ext4_buffered_write_iter", "generic_perform_write", "ext4_da_write_begin", "__ext4_journal_start_sb",
+             "jbd2__journal_start", "start_this_handle", "add_transaction_credits", "wait_transaction_locked",
+             "schedule", "__schedule")
+    commit_wait = kthread + ("journal_wait_on_commit_record", "__wait_on_buffer", "out_of_line_wait_on_bit",
+                             "__wait_on_bit", "bit_wait_io", "io_schedule", "schedule", "__schedule")
+    jbd2_runs = IRQ + 7  # jbd2 is switched in; it wakes 4242 at +6 µs, 4251 at +7 µs
+    records = [  # (waker, waker frames root first, target, target frames root first, µs blocked until the wake-up)
+        (("swapper/3", 0), ("secondary_startup_64_no_verify", "cpu_startup_entry", "do_idle", "asm_common_interrupt",
+                            "common_interrupt", "handle_edge_irq") + IRQ_WAKE,
+         JBD2, commit_wait, IRQ + 1 - JBD2_SLEEP),
+        (JBD2[:2], kthread + JBD2_WAKE, PG, write, jbd2_runs + 6 - (PG_WRITE + 7)),
+        (JBD2[:2], kthread + JBD2_WAKE, PG2, write, jbd2_runs + 7 - (PG2_WRITE + 7)),
+    ]
+    out = ["Tracing blocked time (us) by kernel off-CPU and waker stack... Hit Ctrl-C to end.", "^C"]
+    for waker, wframes, target, tframes, us in sorted(records, key=lambda r: r[-1]):  # bcc: largest last
+        out.append("")
+        out.append(f"    {'waker:':<16} {waker[0]} {waker[1]}")
+        out += [f"    {f}" for f in wframes]
+        out.append(f"    {'--':<16} --")
+        out += [f"    {f}" for f in reversed(tframes)]
+        out.append(f"    {'target:':<16} {target[0]} {target[1]}")
+        out.append(f"        {us}")
+    return "\n".join(out) + "\n\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=OUT, help="directory (default: samples/)")
     a = ap.parse_args()
     trace, blk = build()
+    wake = offwaketime()
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / TRACE).write_text(trace)
     (a.out / BLK).write_text(blk)
-    print(f"{a.out / TRACE}: {trace.count(chr(10))} lines; {a.out / BLK}: {blk.count(chr(10))} lines")
+    (a.out / OFFWAKE).write_text(wake)
+    print(f"{a.out / TRACE}: {trace.count(chr(10))} lines; {a.out / BLK}: {blk.count(chr(10))} lines;"
+          f" {a.out / OFFWAKE}: {wake.count(chr(10))} lines")
 
 
 if __name__ == "__main__":

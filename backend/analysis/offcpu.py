@@ -1,6 +1,8 @@
 """Off-CPU stacks (bcc offcputime/offwaketime, folded stacks) -> flame-graph trees, merged on the server."""
 from __future__ import annotations
 
+import re
+
 from . import flame, locks
 
 _FILTERS = {"source": "o.source_id = $source", "pid": "o.pid = $pid", "comm": "o.comm = $comm"}
@@ -65,3 +67,97 @@ def tasks(con, analysis_id: str, limit: int) -> list[dict]:
         [analysis_id, limit],
     )
     return [dict(zip(("comm", "pid", "value_us", "stacks"), r)) for r in cur.fetchall()]
+
+
+def waker_stacks_by_source(con, analysis_id: str) -> dict[int, int]:
+    """How many records of each source have a waker stack (bcc offwaketime, wakeuptime)."""
+    cur = con.execute(
+        "SELECT o.source_id, count(*) FROM offcpu_stacks o JOIN sources s ON s.id = o.source_id"
+        " WHERE s.analysis_id = $aid AND len(o.waker_frames) > 0 GROUP BY o.source_id",
+        {"aid": analysis_id},
+    )
+    return dict(cur.fetchall())
+
+
+WAKER_ROWS = 10  # row references kept per pair
+
+
+def _lock_matches(frames: list[str], label: str | None, lock: str) -> bool:
+    """A target stack is on `lock` when its label contains it (as /waits?lock= does), or when one of its
+    frames takes or sleeps on a lock called `lock`: by the name flame graphs mark it with (locks.key:
+    `down` for `__down`) or by its entry in /api/locks (`page lock`, `mutex`)."""
+    if label is not None and lock in label:
+        return True
+    for f in frames:
+        hit = locks.lookup(f)
+        if hit and hit[1] != "release" and (hit[0].name == lock or locks.key(f) == lock):
+            return True
+    return False
+
+
+_LOCK_FUNCTIONS = sorted({n for p in locks.PRIMITIVES for n in p.acquire + p.sleep})
+# A stack with one of these frames (compiler suffix, offset or annotation allowed after the name): only such a
+# stack can be on a lock. A superset of what locks.lookup finds, checked exactly in Python afterwards.
+_ANY_LOCK_FRAME = "(^|;)(" + "|".join(re.escape(n) for n in _LOCK_FUNCTIONS) + r")([._+;]|$)"
+
+_PAIRS = """
+    WITH pairs AS (
+        SELECT o.comm, o.pid, o.frames, o.waker_comm, o.waker_pid, o.waker_frames,
+               coalesce(sum(o.value_us), 0)::BIGINT AS value_us, count(*) AS records,
+               list(struct_pack(source_id := o.source_id, line := o.line) ORDER BY o.source_id, o.line)[1:$nrows] AS rows
+        FROM offcpu_stacks o JOIN sources s ON s.id = o.source_id
+        WHERE s.analysis_id = $aid AND len(o.waker_frames) > 0 {where}
+        GROUP BY o.comm, o.pid, o.frames, o.waker_comm, o.waker_pid, o.waker_frames)
+    SELECT *, sum(value_us) OVER () AS total_us, sum(records) OVER () AS total_records, count(*) OVER () AS pairs
+    FROM pairs ORDER BY value_us DESC, records DESC, rows[1].source_id, rows[1].line {limit}"""
+_PAIR_COLUMNS = ("comm", "pid", "frames", "waker_comm", "waker_pid", "waker_frames", "value_us", "records", "rows")
+
+
+def wakers(con, analysis_id: str, *, pid: int | None = None, comm: str | None = None, lock: str | None = None,
+           limit: int = 20) -> dict:
+    """Wake-up pairs from offwaketime (and wakeuptime) records, the rows that have a waker stack: summed by
+    (target comm/pid, target stack, waker comm/pid, waker stack), µs blocked until the wake-up descending.
+
+    pid and comm pick the blocked task. Given both, pid wins when any record of the analysis has that pid,
+    else comm is used (old bcc prints no pid; matched_by says which). lock keeps the pairs whose target
+    stack is on that lock (see _lock_matches). Each pair has the lock label of its target stack
+    (locks.label) and where its records are: the first WAKER_ROWS (source_id, line), in file order.
+    A record without a total (a stack quoted by hand) counts in records but adds nothing to value_us.
+
+    Without lock, SQL ranks and cuts to `limit` (totals by a window over every pair); with lock, SQL keeps
+    the stacks that have a lock frame at all and Python labels and matches them."""
+    matched_by, task = "all", {}
+    if pid is not None:
+        has_pid = con.execute(
+            "SELECT count(*) FROM offcpu_stacks o JOIN sources s ON s.id = o.source_id"
+            " WHERE s.analysis_id = $aid AND len(o.waker_frames) > 0 AND o.pid = $pid",
+            {"aid": analysis_id, "pid": pid},
+        ).fetchall()[0][0]
+        if has_pid or comm is None:
+            matched_by, task = "pid", {"pid": pid}
+    if not task and comm is not None:
+        matched_by, task = "comm", {"comm": comm}
+    where = "".join(f" AND {_FILTERS[k]}" for k in task)
+    params = {"aid": analysis_id, "nrows": WAKER_ROWS, **task}
+    if lock is None:
+        sql, params["limit"] = _PAIRS.format(where=where, limit="LIMIT $limit"), limit
+    else:
+        sql = _PAIRS.format(where=where + " AND regexp_matches(array_to_string(o.frames, ';'), $anylock)", limit="")
+        params["anylock"] = _ANY_LOCK_FRAME
+    rows = con.execute(sql, params).fetchall()
+    labels: dict[tuple[str, ...], str | None] = {}
+    items = []
+    for r in rows:
+        item = dict(zip(_PAIR_COLUMNS, r))
+        key = tuple(item["frames"])
+        if key not in labels:
+            labels[key] = locks.label(key)
+        item["lock"] = labels[key]
+        if lock is None or _lock_matches(item["frames"], item["lock"], lock):
+            items.append(item)
+    if lock is None:
+        total_us, records, pairs = (rows[0][-3], rows[0][-2], rows[0][-1]) if rows else (0, 0, 0)
+    else:
+        total_us, records, pairs = sum(i["value_us"] for i in items), sum(i["records"] for i in items), len(items)
+    return {"matched_by": matched_by, "total_us": int(total_us), "records": int(records), "pairs": int(pairs),
+            "items": items[:limit]}

@@ -7,8 +7,10 @@ import { buildChainOption, chainLayout, linkLabel, relationLabel } from '../../c
 import { formatAbsTime, formatNs, formatSector } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import { encodeRequestRef } from '../../state/viewState';
+import { hasWakerStacks } from '../../lib/wakers';
 import { CallsPanel } from './CallsPanel';
 import { Stack } from './Stack';
+import { WakerSide } from './WakerSide';
 
 export function ChainDetail({ analysis, chain, rank, marks }: { analysis: AnalysisDetail; chain: Chain; rank: number; marks: Mark[] }) {
   const [view, setView] = useViewState();
@@ -139,6 +141,7 @@ function LinkCard({
         <Stack title={isWait ? 'Its stack' : 'Its stack at the wake-up'} frames={l.stack} testid={`stack-${pos}`} />
         {next && isWait && <Stack title={`${rel ? rel[0].toUpperCase() + rel.slice(1) : 'Next'}: ${linkLabel(next)}'s stack`} frames={next.stack} testid={`waker-stack-${pos}`} />}
       </div>
+      {isWait && hasWakerStacks(analysis.sources) && <WakerSide analysis={analysis} link={l} pos={pos} />}
       {l.also_waiting.length > 0 && (
         <div className="also-waiting">
           <h3>Also waiting on it ({l.also_waiting.length})</h3>

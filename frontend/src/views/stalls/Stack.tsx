@@ -1,10 +1,10 @@
-/** A call stack, root first, as an indented list. */
-export function Stack({ title, frames, testid }: { title: string; frames: string[]; testid?: string }) {
+/** A call stack, root first, as an indented list; `empty` says why there is none (default: not in the trace). */
+export function Stack({ title, frames, testid, empty }: { title: string; frames: string[]; testid?: string; empty?: string }) {
   return (
     <div className="stack" data-testid={testid}>
       <h3>{title}</h3>
       {frames.length === 0 ? (
-        <p className="muted">No stack in the trace.</p>
+        <p className="muted">{empty ?? 'No stack in the trace.'}</p>
       ) : (
         <ol className="stack-list mono">
           {frames.map((f, i) => (

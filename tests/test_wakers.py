@@ -1,0 +1,134 @@
+"""Wake-up pairs (offwaketime's waker side) on real bcc dumps and on the ext4/jbd2 sample.
+
+The totals were checked with awk on the files: the multi-line records' totals (lines 24-160 of the
+offwaketime example) plus the folded lines that have a waker after their `-` separator
+(`grep -vE ';-; [0-9]+$'`), e.g. for cksum `grep '^cksum;' | grep -vE ';-; [0-9]+$' | awk '{s+=$NF}'`.
+"""
+from __future__ import annotations
+
+from samples import gen_ext4_jbd2
+from tests.conftest import PUBLIC, SAMPLES, ingest_bytes, ingest_paths
+
+OFFWAKE = PUBLIC / "offwaketime" / "bcc-offwaketime_example.txt"
+WAKEUP = PUBLIC / "offwaketime" / "bcc-wakeuptime_example.txt"
+FOLDED = PUBLIC / "offcputime" / "bcc-offcputime-K-f-folded.txt"
+EXT4 = [SAMPLES / gen_ext4_jbd2.TRACE, SAMPLES / gen_ext4_jbd2.BLK, SAMPLES / gen_ext4_jbd2.OFFWAKE]
+
+CKSUM_READ = ["entry_SYSCALL_64_fastpath", "sys_read", "vfs_read", "__vfs_read", "generic_file_read_iter",
+              "__lock_page_killable", "__wait_on_bit_lock", "bit_wait_io", "__sched_text_start", "schedule_timeout",
+              "schedule"]
+BIO_END_WAKE = ["__blk_mq_complete_request", "blk_mq_end_request", "blk_update_request", "bio_endio", "mpage_end_io",
+                "unlock_page", "__wake_up_bit", "__wake_up", "__wake_up_common", "wake_bit_function"]
+
+
+def test_offwaketime_example_pairs(client, store):
+    aid = ingest_paths(store, OFFWAKE)["id"]
+    # 5 multi-line records (30254518 µs) + 48 folded lines with a waker (76818452 µs); the 70 old-bcc folded
+    # lines with nothing after `-` have no waker and are not pairs
+    every = client.get(f"/api/analyses/{aid}/wakers", params={"limit": 1}).json()
+    assert (every["matched_by"], every["total_us"], every["records"], every["pairs"]) == ("all", 107072970, 53, 49)
+    (top,) = every["items"]
+    # supervise in poll(), woken by the timer interrupt on CPU 0: multi-line (line 138) + folded (line 299)
+    assert (top["comm"], top["waker_comm"], top["value_us"], top["records"]) == ("supervise", "swapper/0", 36747539, 2)
+    assert top["rows"] == [{"source_id": 1, "line": 138}, {"source_id": 1, "line": 299}]
+    assert top["frames"][-1] == "schedule" and top["waker_frames"][-1] == "hrtimer_wakeup" and top["lock"] is None
+
+    # cksum: 2 multi-line records (56529 + 4334521 µs) + 20 folded lines (4008961 µs)
+    ck = client.get(f"/api/analyses/{aid}/wakers", params={"comm": "cksum", "limit": 3}).json()
+    assert (ck["matched_by"], ck["total_us"], ck["records"], ck["pairs"]) == ("comm", 8400011, 22, 20)
+    first = ck["items"][0]
+    # read() sleeping on a page lock until the bio completed: the multi-line record at line 85 (4334521 µs) and
+    # the same pair folded at line 291 (3720413 µs), merged
+    assert first["frames"] == CKSUM_READ and first["waker_frames"] == BIO_END_WAKE
+    assert (first["waker_comm"], first["value_us"], first["records"]) == ("swapper/0", 8054934, 2)
+    assert first["rows"] == [{"source_id": 1, "line": 85}, {"source_id": 1, "line": 291}]
+    assert first["lock"] == "__lock_page_killable via I/O"
+    assert [(i["waker_comm"], i["value_us"], i["lock"]) for i in ck["items"][1:]] == [
+        ("run", 109480, "__lock_page_killable via I/O"),  # line 284
+        ("swapper/0", 79772, "blk_mq_get_tag"),  # lines 26 (56529) + 274 (23243): waiting for a request tag
+    ]
+
+    # the dump has no pids: given a pid and a comm, the comm is used
+    by_pid = client.get(f"/api/analyses/{aid}/wakers", params={"pid": 4242, "comm": "cksum", "limit": 1}).json()
+    assert (by_pid["matched_by"], by_pid["total_us"]) == ("comm", 8400011)
+    none = client.get(f"/api/analyses/{aid}/wakers", params={"pid": 4242}).json()
+    assert (none["matched_by"], none["total_us"], none["records"], none["items"]) == ("pid", 0, 0, [])
+
+
+def test_lock_filter(client, store):
+    aid = ingest_paths(store, OFFWAKE)["id"]
+    url = f"/api/analyses/{aid}/wakers"
+    # the name flame graphs mark the frame with: cksum's 10 read()s in __lock_page_killable (awk: 3889904 µs in
+    # 9 folded lines + 4334521 µs at line 85)
+    by_key = client.get(url, params={"comm": "cksum", "lock": "__lock_page_killable", "limit": 100}).json()
+    assert (by_key["total_us"], by_key["records"], by_key["pairs"]) == (8224425, 10, 9)
+    assert {i["lock"] for i in by_key["items"]} == {"__lock_page_killable via I/O"}
+    # the entry of /api/locks: also run's page fault in __lock_page_or_retry (line 223, 117 µs)
+    by_name = client.get(url, params={"lock": "page lock", "limit": 100}).json()
+    assert (by_name["total_us"], by_name["records"]) == (8224542, 11)
+    assert [i["rows"][0]["line"] for i in by_name["items"] if i["comm"] == "run"] == [223]
+    # a label: contains, as /waits?lock= does
+    by_label = client.get(url, params={"lock": "__wait_on_buffer via I/O", "limit": 100}).json()
+    assert {i["lock"] for i in by_label["items"]} == {"__wait_on_buffer via I/O"}
+    assert all("__wait_on_buffer" in i["frames"] for i in by_label["items"]) and by_label["records"] > 0
+    assert client.get(url, params={"lock": "xfs_buf_lock"}).json()["pairs"] == 0
+
+
+def test_wakeuptime_pairs_have_no_target_stack(client, store):
+    aid = ingest_paths(store, WAKEUP)["id"]
+    w = client.get(f"/api/analyses/{aid}/wakers", params={"comm": "vmstat"}).json()
+    assert w["records"] > 0 and all(i["frames"] == [] and i["lock"] is None for i in w["items"])
+    assert all(i["waker_frames"] for i in w["items"])
+
+
+def test_pid_match_and_sources_count(client, store):
+    """Current bcc prints pids; the ext4 sample's offwaketime (samples/gen_ext4_jbd2.py) pairs with its chain."""
+    aid = ingest_paths(store, *EXT4)["id"]
+    sources = client.get(f"/api/analyses/{aid}").json()["sources"]
+    assert [(s["format"], s["waker_stacks"]) for s in sources] == [("ftrace", 0), ("blkparse", 0), ("offcputime", 3)]
+    chain = client.get(f"/api/analyses/{aid}/chains").json()[0]
+    pg, jbd2, _irq = chain["links"]
+    url = f"/api/analyses/{aid}/wakers"
+    w = client.get(url, params={"pid": pg["pid"], "comm": pg["comm"], "lock": pg["lock"]}).json()
+    assert (w["matched_by"], w["total_us"], w["records"]) == ("pid", 13265, 1)  # switch-out +1620 µs → wake-up +14885 µs
+    (item,) = w["items"]
+    assert (item["pid"], item["waker_comm"], item["waker_pid"], item["lock"]) == (4242, "jbd2/sda1-8", 312, "wait_transaction_locked")
+    assert item["waker_frames"][-4:] == ["__wake_up", "__wake_up_common_lock", "__wake_up_common", "autoremove_wake_function"]
+    assert item["rows"] == [{"source_id": 3, "line": 32}]
+    w = client.get(url, params={"pid": jbd2["pid"], "comm": jbd2["comm"], "lock": jbd2["lock"]}).json()
+    assert [(i["waker_comm"], i["waker_pid"], i["value_us"], i["lock"]) for i in w["items"]] == [
+        ("swapper/3", 0, 13373, "__wait_on_buffer via I/O")]  # switch-out +1500 µs → the interrupt's wake-up +14873 µs
+    # the other backend: by comm, both records; by its pid, its own
+    assert client.get(url, params={"comm": "postgres"}).json()["total_us"] == 13265 + 10858
+    assert client.get(url, params={"pid": 4251, "comm": "postgres"}).json()["total_us"] == 10858
+    # no record of that pid: the comm (bcc's pid and ftrace's are both thread ids, but captures may differ)
+    assert client.get(url, params={"pid": 9999, "comm": "postgres"}).json()["matched_by"] == "comm"
+
+    # an offcputime-only analysis has no waker stacks
+    other = ingest_paths(store, FOLDED)["id"]
+    assert client.get(f"/api/analyses/{other}").json()["sources"][0]["waker_stacks"] == 0
+    assert client.get(f"/api/analyses/{other}/wakers").json() == {
+        "matched_by": "all", "total_us": 0, "records": 0, "pairs": 0, "items": []}
+
+
+def test_sample_offwaketime_is_what_the_generator_writes():
+    assert (SAMPLES / gen_ext4_jbd2.OFFWAKE).read_text() == gen_ext4_jbd2.offwaketime()
+
+
+def test_row_refs_are_capped_and_in_file_order(client, store):
+    line = b"app;read;schedule;--;wake_up;irq;swapper/0 7\n"
+    aid = ingest_bytes(store, **{"a.offwaketime.txt": b"# ./offwaketime -f\n" + line * 12})["id"]
+    (item,) = client.get(f"/api/analyses/{aid}/wakers").json()["items"]
+    assert (item["value_us"], item["records"]) == (84, 12)
+    assert [r["line"] for r in item["rows"]] == list(range(2, 12))  # the first 10 of lines 2..13
+
+
+def test_errors(client, store):
+    aid = ingest_paths(store, OFFWAKE)["id"]
+    r = client.get("/api/analyses/no-such-id/wakers")
+    assert r.status_code == 404 and "no analysis with id" in r.json()["detail"]
+    for params in ({"pid": "abc"}, {"pid": -1}, {"pid": 1 << 40}, {"limit": 0}, {"limit": 1001}, {"comm": ""},
+                   {"lock": "x" * 257}):
+        r = client.get(f"/api/analyses/{aid}/wakers", params=params)
+        assert r.status_code == 422, params
+        assert r.json()["detail"].startswith("invalid request: "), params
