@@ -2,7 +2,8 @@
 requests, and a trace-cmd report of five million function_graph/sched lines.
 
 Each ingest runs in a fresh process; peak memory is that process' maximum resident set size.
-Results go to stdout as a table and to bench-out/results.json.
+Results go to stdout as a table and to bench-out/results.json. Then bench.api (in a fresh process of its
+own) measures the API's latency on one analysis holding both traces (bench-out/api.json).
 """
 from __future__ import annotations
 
@@ -80,6 +81,7 @@ def main() -> int:
         results[key] = ingest(trace)
         print("\n".join(report(title, trace, results[key])), flush=True)
     (OUT / "results.json").write_text(json.dumps(results, indent=1))
+    subprocess.run([sys.executable, "-m", "bench.api"], check=True)  # API latency on both traces, in one analysis
     return 0
 
 
