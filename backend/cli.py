@@ -49,7 +49,7 @@ SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 DEMOS = [  # (analysis name, files under samples/); the first is listed on top
     ("Demo: a metadata write starved 15.6 s in CFQ's queue (synthetic)", ["demo-cfq-starvation.blkparse.txt"]),
     ("Demo: an ext4 write waits for the journal commit's block I/O (synthetic)",
-     ["ext4-jbd2-commit.trace-cmd-report.txt", "ext4-jbd2-commit.blkparse.txt"]),
+     ["ext4-jbd2-commit.trace-cmd-report.txt", "ext4-jbd2-commit.blkparse.txt", "ext4-jbd2-commit.offwaketime.txt"]),
     ("Seed excerpt: an XFS write fault stalled 316 ms behind an inode lock (kernel bug report)",
      ["xfs-unwritten-stall.trace-cmd-report.txt"]),
     ("Seed excerpt: open() sleeping in xfs_buf_lock (kernel bug report)", ["xfs-open-stall.offcputime.txt"]),

@@ -48,6 +48,8 @@ CREATE TABLE IF NOT EXISTS sources (
     t_min_ns BIGINT,
     t_max_ns BIGINT
 );
+ALTER TABLE sources ADD COLUMN IF NOT EXISTS clock VARCHAR;      -- the clock its times come from, when known
+ALTER TABLE sources ADD COLUMN IF NOT EXISTS alignment JSON;     -- how clock_offset_ns was found (analysis/align.py)
 """
 
 
@@ -273,8 +275,11 @@ class Store:
 
     def _add_source(self, con, analysis_id: str, source_id: int, f: InputFile, parser, report: ParseReport,
                     reader: "_Hashing") -> dict:
-        derive = DERIVE_SOURCE.get(parser.FORMAT)
-        t_min, t_max = derive(con, source_id, report) if derive else (None, None)
+        t_min = t_max = None
+        for step in DERIVE_SOURCE.get(parser.FORMAT, []):
+            got = step(con, source_id, report)
+            if got is not None:
+                t_min, t_max = got
         con.execute(
             "INSERT INTO sources (id, analysis_id, filename, format, sha256, bytes, lines, events, skipped_lines,"
             " skipped_examples, notes, t_min_ns, t_max_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from backend.analysis import blk
 from samples import gen_ext4_jbd2
 from tests.conftest import SAMPLES, SEED, ingest_bytes, ingest_paths
 
@@ -122,14 +121,10 @@ def test_ext4_jbd2_chain_to_block_request(client, store):
         blk_source, "8,0", 1465352, 8, "WFS", 312)
     assert (req["i_ns"], req["d_ns"], req["c_ns"]) == (7341201386440, 7341201502077, 7341214863402)
     assert req["c_ns"] <= irq["start_ns"] == 7341214873000  # completed 9.6 µs before the wake-up
-    # (source_id, line) is the request's key for /api/analyses/{id}/requests/{source_id}/{line}; read through the
-    # analysis function: that route currently answers 500 for a completed request (its C event has pid null
-    # while models.BlockEvent.pid is int), an issue outside this feature
-    con = store.cursor()
-    try:
-        assert blk.request_detail(con, aid, req["source_id"], req["line"])["request"]["sector"] == 1465352
-    finally:
-        con.close()
+    # (source_id, line) is the request's key for its detail: the Dispatch view opens it from the chain
+    detail = client.get(f"/api/analyses/{aid}/requests/{req['source_id']}/{req['line']}").json()
+    assert detail["request"]["sector"] == 1465352 and detail["events"][-1]["action"] == "C"
+    assert detail["events"][-1]["pid"] is None  # the completion ran in interrupt context
     assert (irq["pid"], irq["comm"], irq["relation"]) == (0, "<idle>", None)
     assert {"blk_update_request", "bio_endio", "end_buffer_write_sync"} <= set(irq["stack"])
     _golden("ext4-jbd2-commit.chains.json", chains)

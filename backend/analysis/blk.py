@@ -40,11 +40,20 @@ def derive(con, source_id: int, report: ParseReport) -> tuple[int | None, int | 
 
 # ---- reads -------------------------------------------------------------------------------------
 
-ORDER = {"i2d": "i2d_ns DESC NULLS LAST", "d2c": "d2c_ns DESC NULLS LAST", "q2c": "q2c_ns DESC NULLS LAST",
-         "time": "t_ns ASC"}
+ORDER = {"i2d": "r.i2d_ns DESC NULLS LAST", "d2c": "r.d2c_ns DESC NULLS LAST", "q2c": "r.q2c_ns DESC NULLS LAST",
+         "time": "r.t_ns + s.clock_offset_ns ASC"}
+
+# Times are read on the analysis timeline: a source's own time + its clock_offset_ns (sources s).
+AT = "s.clock_offset_ns"
+TIMES = frozenset({"a_ns", "q_ns", "g_ns", "i_ns", "d_ns", "c_ns", "t_ns", "merge_ns"})
 
 
-_FILTERS = {"pid": "r.pid = $pid", "dev": "r.dev = $dev", "t0": "r.t_ns >= $t0", "t1": "r.t_ns <= $t1"}
+def aligned(columns, alias: str = "r") -> str:
+    """SELECT list of the columns of `alias`, times moved onto the analysis timeline."""
+    return ", ".join(f"{alias}.{c} + {AT} AS {c}" if c in TIMES else f"{alias}.{c}" for c in columns)
+
+
+_FILTERS = {"pid": "r.pid = $pid", "dev": "r.dev = $dev", "t0": f"r.t_ns + {AT} >= $t0", "t1": f"r.t_ns + {AT} <= $t1"}
 
 
 def _filters(**values) -> tuple[str, dict]:
@@ -60,7 +69,7 @@ def _rows(cur) -> list[dict]:
 
 def requests(con, analysis_id: str, order: str, limit: int, pid=None, dev=None, t0=None, t1=None) -> list[dict]:
     where, params = _filters(pid=pid, dev=dev, t0=t0, t1=t1)
-    cols = ", ".join(f"r.{c}" for c in REQUEST_COLUMNS)
+    cols = aligned(REQUEST_COLUMNS)
     cur = con.execute(
         f"SELECT {cols} FROM blk_requests r JOIN sources s ON s.id = r.source_id"
         f" WHERE s.analysis_id = $aid{where} ORDER BY {ORDER[order]}, r.source_id, r.line LIMIT $limit",
@@ -94,31 +103,34 @@ SELECT * FROM (
 UNION ALL
 SELECT line, t_ns, cpu, pid, action, comm, rwbs, sector, nsect, error
 FROM blk_events WHERE source_id = $sid AND req_line = $line
-ORDER BY line
 """
+_PHASE_EVENTS = f"SELECT * REPLACE (t_ns + $off AS t_ns) FROM ({_PHASE_EVENTS}) ORDER BY line"  # on the analysis timeline
+
 
 
 def request_detail(con, analysis_id: str, source_id: int, line: int) -> dict | None:
-    cols = ", ".join(f"r.{c}" for c in REQUEST_COLUMNS)
+    cols = aligned(REQUEST_COLUMNS)
     rows = _rows(con.execute(
-        f"SELECT {cols} FROM blk_requests r JOIN sources s ON s.id = r.source_id"
+        f"SELECT {cols}, {AT} AS clock_offset_ns FROM blk_requests r JOIN sources s ON s.id = r.source_id"
         " WHERE s.analysis_id = ? AND r.source_id = ? AND r.line = ?",
         [analysis_id, source_id, line],
     ))
     if not rows:
         return None
     req = rows[0]
-    events = _rows(con.execute(_PHASE_EVENTS, {"sid": source_id, "line": line}))
+    off = req.pop("clock_offset_ns")
+    events = _rows(con.execute(_PHASE_EVENTS, {"sid": source_id, "line": line, "off": off}))
     start = next((req[k] for k in ("i_ns", "q_ns", "g_ns", "d_ns") if req[k] is not None), None)
     end = next((req[k] for k in ("d_ns", "c_ns") if req[k] is not None and start is not None and req[k] > start), None)
     messages = []
-    if start is not None:
+    if start is not None:  # the source's own times in the WHERE (its time column's zone maps), aligned out
         messages = _rows(con.execute(
-            "SELECT line, t_ns, cpu, message FROM blk_events WHERE source_id = ? AND action = 'm' AND dev = ?"
-            " AND t_ns BETWEEN ? AND ? ORDER BY t_ns, line LIMIT 500",
-            [source_id, req["dev"], start, end if end is not None else start],
+            "SELECT line, t_ns + $off AS t_ns, cpu, message FROM blk_events WHERE source_id = $sid AND action = 'm'"
+            " AND dev = $dev AND t_ns BETWEEN $lo AND $hi ORDER BY t_ns, line LIMIT 500",
+            {"off": off, "sid": source_id, "dev": req["dev"], "lo": start - off,
+             "hi": (end if end is not None else start) - off},
         ))
-    return {"request": req, "events": events, "messages": messages}
+    return {"request": req, "events": events, "messages": messages, "clock_offset_ns": off}
 
 
 def _stats(expr: str) -> str:
@@ -150,7 +162,7 @@ def dispatch_summary(con, analysis_id: str, by: str, t0=None, t1=None) -> list[d
 def latency_over_time(con, analysis_id: str, buckets: int, pid=None, dev=None, t0=None, t1=None) -> dict:
     where, params = _filters(pid=pid, dev=dev)
     span = con.execute(
-        f"SELECT min(r.t_ns), max(coalesce(r.c_ns, r.d_ns, r.t_ns)) FROM blk_requests r"
+        f"SELECT min(r.t_ns + {AT}), max(coalesce(r.c_ns, r.d_ns, r.t_ns) + {AT}) FROM blk_requests r"
         f" JOIN sources s ON s.id = r.source_id WHERE s.analysis_id = $aid{where}",
         {"aid": analysis_id, **params},
     ).fetchall()[0]
@@ -162,11 +174,11 @@ def latency_over_time(con, analysis_id: str, buckets: int, pid=None, dev=None, t
     series = {}
     for metric, at in (("i2d", "i_ns"), ("d2c", "d_ns")):
         rows = con.execute(
-            f"SELECT $lo + (r.{at} - $lo) // $bucket * $bucket AS t_ns, count(*) AS count,"
+            f"SELECT $lo + (r.{at} + {AT} - $lo) // $bucket * $bucket AS t_ns, count(*) AS count,"
             f" quantile_disc(r.{metric}_ns, 0.5) AS p50_ns, max(r.{metric}_ns) AS max_ns,"
             f" arg_max(r.source_id, r.{metric}_ns) AS max_source_id, arg_max(r.line, r.{metric}_ns) AS max_line"
             f" FROM blk_requests r JOIN sources s ON s.id = r.source_id"
-            f" WHERE s.analysis_id = $aid AND r.{metric}_ns IS NOT NULL AND r.{at} BETWEEN $lo AND $hi{where}"
+            f" WHERE s.analysis_id = $aid AND r.{metric}_ns IS NOT NULL AND r.{at} + {AT} BETWEEN $lo AND $hi{where}"
             f" GROUP BY 1 ORDER BY 1",
             {"aid": analysis_id, "lo": lo, "hi": hi, "bucket": bucket, **params},
         )

@@ -60,6 +60,7 @@ from collections import defaultdict
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import locks
 
@@ -166,16 +167,16 @@ def _ms(ns: int | None) -> str:
 
 
 def _path(frames) -> str:
-    """The waker's stack from its innermost I/O completion or lock release frame on (else its last 3)."""
+    """The waker's stack from its innermost I/O completion frame on, else from its outermost lock release frame
+    (else its last 3)."""
     frames = list(frames or ())
-    start = max(0, len(frames) - 3)
-    for i in range(len(frames) - 1, -1, -1):
-        hit = _lookup(frames[i])
-        io = _base(frames[i]) in IO_COMPLETION
-        if io or (hit and hit[1] == "release"):
-            start = i
-            if io:
-                break
+    marks = list(map(_path_mark, frames))
+    if 2 in marks:
+        start = len(marks) - 1 - marks[::-1].index(2)
+    elif 1 in marks:
+        start = marks.index(1)
+    else:
+        start = max(0, len(frames) - 3)
     shown = frames[start:start + 4]
     return " → ".join(shown) + (" → …" if start + 4 < len(frames) else "") if shown else "?"
 
@@ -199,8 +200,23 @@ def _base(frame: str) -> str:
 
 
 @functools.lru_cache(maxsize=65536)
-def _label(frames: tuple) -> str | None:
-    return locks.label(frames)
+def _path_mark(frame: str) -> int:
+    """2: an I/O completion function, 1: a lock release function, 0: any other."""
+    hit = _lookup(frame)
+    return 2 if _base(frame) in IO_COMPLETION else int(bool(hit and hit[1] == "release"))
+
+
+@functools.lru_cache(maxsize=65536)
+def _waiting(frame: str) -> bool:
+    """A frame that takes or sleeps on a known lock."""
+    hit = _lookup(frame)
+    return hit is not None and hit[1] != "release"
+
+
+@functools.lru_cache(maxsize=65536)
+def _is_object(frame: str) -> bool:
+    hit = _lookup(frame)
+    return hit is not None and hit[0].kind == "object"
 
 
 def _is_idle(pid, comm) -> bool:
@@ -278,10 +294,11 @@ def _derive_waits(con, sid: int) -> list[dict]:
                ASOF LEFT JOIN _stalls_wk w ON o.pid = w.pid AND w.line > o.line
         ORDER BY o.line
         """, p))  # in file order: what follows (also_waiting lists, ...) must not depend on DuckDB's threads
+    blank = dict.fromkeys(_WAIT_TYPES)  # every wait has every column, as read back
     waits: list[dict] = []
     for s in sched:
-        w = {"source_id": sid, "line": s["line"], "kind": "sched", "pid": s["pid"], "comm": s["comm"], "cpu": s["cpu"],
-             "start_ns": s["t_ns"], "state": s["state"], "innermost": None}
+        w = {**blank, "source_id": sid, "line": s["line"], "kind": "sched", "pid": s["pid"], "comm": s["comm"],
+             "cpu": s["cpu"], "start_ns": s["t_ns"], "state": s["state"], "innermost": None}
         in_line = s["in_line"] if s["in_line"] is not None and (s["next_out"] is None or s["in_line"] < s["next_out"]) else None
         limit = in_line if in_line is not None else s["next_out"]
         woke = s["wake_line"] is not None and (limit is None or s["wake_line"] < limit)
@@ -337,7 +354,7 @@ def _derive_waits(con, sid: int) -> list[dict]:
             if nxt and nxt["pid"] == c["pid"] and (c["exit_line"] is None or nxt["line"] < c["exit_line"]):
                 continue
             what = f"{c['func']}() (line {c['line']})"
-            w = {"source_id": sid, "line": c["line"], "kind": "call", "pid": c["pid"], "comm": c["comm"],
+            w = {**blank, "source_id": sid, "line": c["line"], "kind": "call", "pid": c["pid"], "comm": c["comm"],
                  "cpu": c["cpu"], "start_ns": c["entry_ns"], "state": None, "innermost": c["line"], "inferred": True}
             woke = c["wake_line"] is not None and (c["exit_line"] is None or c["wake_line"] < c["exit_line"])
             if c["exit_line"] is not None:
@@ -362,31 +379,41 @@ def _derive_waits(con, sid: int) -> list[dict]:
     if not waits:
         return []
     for w in waits:
-        w.setdefault("duration_ns", w["end_ns"] - w["start_ns"])
-        if w.get("waker_pid") is not None and w["waker_pid"] == w["pid"]:  # sched_wakeup written by the wakee
-            for k in ("waker_pid", "waker_comm"):
-                w[k] = None
+        if w["duration_ns"] is None:
+            w["duration_ns"] = w["end_ns"] - w["start_ns"]
+        if w["waker_pid"] is not None and w["waker_pid"] == w["pid"]:  # sched_wakeup written by the wakee
+            w["waker_pid"] = w["waker_comm"] = None
 
     # stacks: of each wait at its line, of each waker at its wake line
-    reqs = [(("w", i), w["pid"], w["cpu"], w["line"], w["innermost"]) for i, w in enumerate(waits)]
-    reqs += [(("k", i), w["waker_pid"], w["wake_cpu"], w["wake_line"], None)
-             for i, w in enumerate(waits) if w.get("waker_pid") is not None]
-    stacks = _stacks(con, sid, reqs)
+    n = len(waits)
+    woken = [i for i, w in enumerate(waits) if w["waker_pid"] is not None]
+    st = _stacks(con, sid, [w["pid"] for w in waits] + [waits[i]["waker_pid"] for i in woken],
+                 [w["cpu"] for w in waits] + [waits[i]["wake_cpu"] for i in woken],
+                 [w["line"] for w in waits] + [waits[i]["wake_line"] for i in woken],
+                 [w["innermost"] for w in waits] + [None] * len(woken))
     need_holder: dict[str, list[int]] = defaultdict(list)
     prims = {p.name: p for p in locks.PRIMITIVES}
     for i, w in enumerate(waits):
-        frames, lines = stacks.get(("w", i), ([], []))
-        w["stack"], w["stack_lines"] = frames, lines
-        w["waker_stack"] = stacks.get(("k", i), ([], []))[0] if w.get("waker_pid") is not None else None
-        w["lock"], w["lock_key"], w["primitive"], obj = _reason(frames)
+        w["stack"] = st.frames(i)
+        w["lock"], w["lock_key"], w["primitive"], obj = _reason(w["stack"])
         if obj is not None and prims[obj].release:
             need_holder[obj].append(i)
+    for j, i in enumerate(woken):
+        waits[i]["waker_stack"] = st.frames(n + j)
     _holders(con, sid, waits, need_holder, prims)
-    held = _stacks(con, sid, [(i, w["holder_pid"], None, w["line"], None) for i, w in enumerate(waits)
-                              if w.get("holder_pid") is not None])
-    for i, (frames, _) in held.items():
-        waits[i]["holder_stack"] = frames
-    _insert_waits(con, waits)
+    held = [i for i, w in enumerate(waits) if w["holder_pid"] is not None]
+    hst = _stacks(con, sid, [waits[i]["holder_pid"] for i in held], [None] * len(held),
+                  [waits[i]["line"] for i in held])
+    for j, i in enumerate(held):
+        if hst.found(j):
+            waits[i]["holder_stack"] = hst.frames(j)
+    # the stack columns straight from the stacks' arrays (null: no waker; no holder, or no call of it found)
+    every, no, waker, holder = np.arange(n), np.zeros(n, bool), np.full(n, -1), np.full(n, -1)
+    waker[woken] = n + np.arange(len(woken))
+    holder[held] = np.where(np.diff(hst.off) > 0, np.arange(len(held)), -1)
+    _insert_waits(con, waits, {"stack": st.column(every, no), "stack_lines": st.column(every, no, lines=True),
+                               "waker_stack": st.column(waker, waker < 0),
+                               "holder_stack": hst.column(holder, holder < 0)})
     for name in ("_stalls_outs", "_stalls_wk"):
         con.execute(f"DROP TABLE IF EXISTS {name}")
     con.unregister("_stalls_fn")
@@ -395,184 +422,179 @@ def _derive_waits(con, sid: int) -> list[dict]:
 
 def _reason(frames: list[str]) -> tuple[str | None, str | None, str | None, str | None]:
     """(lock label, lock key, primitive name, object primitive name) of a stack, root first."""
-    label = _label(tuple(f for f in frames if _lookup(f)))  # label() looks only at lock frames
-    obj = prim = None
-    for f in reversed(frames):
-        hit = _lookup(f)
-        if hit and hit[1] != "release":
-            if prim is None:
-                prim = hit[0].name
-            if hit[0].kind == "object":
-                obj = hit[0].name
-                break
-    if label is not None:
-        key = label.split(" via ", 1)[0] if obj else label
-        return label, key, (obj or prim), obj
-    for f in reversed(frames):
-        if _base(f) not in _PLUMBING:
-            return f, f, None, None
-    return None, None, None, None
+    waiting = tuple(filter(_waiting, frames))
+    if waiting:  # locks.label() looks at the outermost primitive and the innermost object
+        prim = next((f for f in waiting if not _is_object(f)), None)
+        return _lock_reason(prim, next(filter(_is_object, reversed(waiting)), None), waiting[-1])
+    f = next(filter(_not_plumbing, reversed(frames)), None)  # else the innermost frame that is not plumbing
+    return f, f, None, None
 
 
-def _stacks(con, sid: int, reqs: list) -> dict:
-    """key -> (frames, lines) root first: the calls of `pid` open at `line` (or the ancestors-or-self of the
-    call `innermost` when given). reqs: (key, pid, cpu, line, innermost)."""
-    if not reqs:
-        return {}
-    keys = [r[0] for r in reqs]
+@functools.lru_cache(maxsize=65536)
+def _lock_reason(prim: str | None, obj: str | None, innermost: str) -> tuple[str, str, str, str | None]:
+    label = locks.label(tuple(f for f in (prim, obj) if f is not None))
+    name = _lookup(obj)[0].name if obj is not None else None
+    return label, (label.split(" via ", 1)[0] if name else label), name or _lookup(innermost)[0].name, name
+
+
+@functools.lru_cache(maxsize=65536)
+def _not_plumbing(frame: str) -> bool:
+    return _base(frame) not in _PLUMBING
+
+
+class _Stacks:
+    """The stacks of a list of requests, flat: request i's frames are codes[off[i]:off[i + 1]] (indexes into
+    names), the calls at lines[off[i]:off[i + 1]], root first; none when no call was found."""
+
+    def __init__(self, off: np.ndarray, codes: np.ndarray, lines: np.ndarray, names: list[str]):
+        self.off, self.codes, self.lines, self.names = off, codes, lines, names
+        self._o = off.tolist()
+        self._frames = np.array(names, dtype=object)[codes].tolist()
+
+    def found(self, i: int) -> bool:
+        return self._o[i + 1] > self._o[i]
+
+    def frames(self, i: int) -> list[str]:
+        return self._frames[self._o[i]:self._o[i + 1]]
+
+    def column(self, rows: np.ndarray, null: np.ndarray, lines: bool = False) -> pa.Array:
+        """A list column: per row, the frames (or lines) of request rows[j], or null where null[j]."""
+        start, count, sel = np.zeros(len(rows), np.int64), np.zeros(len(rows), np.int64), rows[~null]
+        start[~null], count[~null] = self.off[sel], self.off[sel + 1] - self.off[sel]
+        offsets = np.zeros(len(rows) + 1, np.int64)
+        np.cumsum(count, out=offsets[1:])
+        take = np.repeat(start - offsets[:-1], count) + np.arange(offsets[-1])
+        if lines:
+            values = pa.array(self.lines[take], pa.int64())
+        else:
+            values = pa.array(self.names, pa.string()).take(self.codes[take])
+        return pa.LargeListArray.from_arrays(offsets, values, mask=pa.array(null, pa.bool_()))
+
+
+def _stacks(con, sid: int, pid: list, cpu: list, line: list, innermost: list | None = None) -> _Stacks:
+    """The stacks of the requests i: the calls of task pid[i] open at line[i] (or the ancestors-or-self of the
+    call innermost[i] when given), root first; the idle task (pid 0) has one per CPU (cpu[i])."""
     calls = _call_index(con, sid)
-    tops = _tops(calls, reqs)
-    if tops is None:
-        tops = _tops_sql(con, sid, reqs)
-    k, at_line, cur = tops["k"], np.asarray(tops["at_line"], np.int64), np.asarray(tops["line"], np.int64)
-    lines, pidx, exit_line, pos_of = calls["line"], calls["pidx"], calls["exit"], calls["pos_of"]
-    # the calls' positions by line (lines absent from the calls, or past them, are not found)
-    inb = (cur >= 0) & (cur < len(pos_of))
-    idx = np.full(len(cur), -1, np.int64)
-    idx[inb] = pos_of[cur[inb]]
-    alive = np.flatnonzero(idx >= 0)
-    idx = idx[alive]
-    chain_k, chain_pos, chain_idx = [], [], []
-    for pos in range(4096):  # all stacks climb one level per step: calls -> their parents
-        if not len(alive):
+    req = {"pid": _ints(pid), "cpu": _ints(cpu), "line": _ints(line), "inner": _ints(innermost or [None] * len(pid))}
+    tops = _tops(calls, req) if calls["keys"] is not None else _tops_sql(con, sid, req)
+    k, at, cur = tops
+    at = np.minimum(at, calls["bound"])  # past every call and exit: the same as at the bound
+    parent, exit_line, code = calls["parent"], calls["exit"], calls["code"]
+    # the last call entered before the line (or the innermost call) and its ancestors, less those that had already
+    # returned (a suffix of that chain); all stacks climb one level per step: calls -> their parents
+    ok = (cur >= 0) & (cur < len(code))
+    ok[ok] = code[cur[ok]] != _NO_CALL
+    k, at, cur = k[ok], at[ok], cur[ok]
+    parts = []
+    for pos in range(4096):
+        if not len(k):
             break
-        open_at = exit_line[idx] >= at_line[alive]  # calls that had already returned are not on the stack
-        chain_k.append(alive[open_at])
-        chain_pos.append(np.full(int(open_at.sum()), pos))
-        chain_idx.append(idx[open_at])
-        nxt = pidx[idx]
-        keep = nxt >= 0
-        alive, idx = alive[keep], nxt[keep]
-    if not chain_k:
-        return {}
-    ks, poss, idxs = np.concatenate(chain_k), np.concatenate(chain_pos), np.concatenate(chain_idx)
-    order = np.lexsort((-poss, ks))  # per stack, root first
-    ks, idxs = ks[order], idxs[order]
-    fl = lines[idxs]
-    frames = _funcs(con, sid, fl)
-    flines = fl.tolist()
-    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
-    ends = np.r_[starts[1:], len(ks)].tolist()
-    kk = k[ks[starts]].tolist()
-    return {keys[kq]: (frames[a:b], flines[a:b]) for kq, a, b in zip(kk, starts.tolist(), ends)}
+        open_at = exit_line[cur] >= at
+        parts.append((k[open_at], np.full(int(open_at.sum()), pos), cur[open_at]))
+        nxt = parent[cur]
+        ok = (nxt >= 0) & (nxt < len(code))
+        ok[ok] = code[nxt[ok]] != _NO_CALL
+        k, at, cur = k[ok], at[ok], nxt[ok]
+    ks, poss, lines = (np.concatenate(p) for p in zip(*parts)) if parts else (np.zeros(0, np.int64),) * 3
+    order = np.lexsort((-poss, ks))  # per request, root first
+    ks, lines = ks[order], lines[order]
+    off = np.zeros(len(pid) + 1, np.int64)
+    np.cumsum(np.bincount(ks, minlength=len(pid)), out=off[1:])
+    return _Stacks(off, code[lines], lines, calls["names"])
 
 
-def _funcs(con, sid: int, flines) -> list[str]:
-    """The function names (coalesce(func, '?')) of the calls at these lines, in their order."""
-    uniq, inv = np.unique(flines, return_inverse=True)
-    con.register("_stalls_fl", pa.table({"line": pa.array(uniq, pa.int64())}))
-    t = con.sql("SELECT c.line, coalesce(c.func, '?') AS func FROM fg_calls c SEMI JOIN _stalls_fl l ON c.line = l.line"
-                " WHERE c.source_id = $sid ORDER BY c.line", params={"sid": sid}).to_arrow_table()
-    con.unregister("_stalls_fl")
-    got = t.column("line").to_numpy()
-    if len(got) != len(uniq) or not np.array_equal(got, uniq):  # a line with several calls: the first, by line order
-        pos = np.searchsorted(got, uniq)
-        names = np.array(t.column("func").to_pylist(), dtype=object)[pos]
-    else:
-        names = np.array(t.column("func").to_pylist(), dtype=object)
-    return names[inv.reshape(-1)].tolist()
+def _ints(values: list) -> tuple[np.ndarray, np.ndarray]:
+    """(values with nulls as 0, valid) of a list of ints or None."""
+    a = pa.array(values, pa.int64())
+    return a.fill_null(0).to_numpy(), a.is_valid().to_numpy(zero_copy_only=False)
 
 
-def _tops_sql(con, sid: int, reqs: list) -> dict:
-    _register(con, "_stalls_req", {
-        "k": list(range(len(reqs))), "pid": [r[1] for r in reqs],
-        "ckey": [(r[2] if r[2] is not None else -2) if r[1] == 0 else -1 for r in reqs],
-        "line": [r[3] for r in reqs], "innermost": [r[4] for r in reqs],
-    }, {"k": pa.int64(), "pid": pa.int64(), "ckey": pa.int64(), "line": pa.int64(), "innermost": pa.int64()})
-    # the last call the task entered before `line`: the calls open at `line` are it and its ancestors,
-    # less those that had already returned (a suffix of that chain)
-    con.execute("""
-        CREATE OR REPLACE TEMP TABLE _stalls_top AS
-        SELECT r.k, r.line AS at_line, coalesce(r.innermost, c.line) AS line FROM _stalls_req r
+def _ckey(req: dict) -> np.ndarray:
+    """Which stack of its task a request looks at: per CPU for the idle task (-2: CPU unknown), else -1."""
+    (pid, has_pid), (cpu, has_cpu) = req["pid"], req["cpu"]
+    return np.where(has_pid & (pid == 0), np.where(has_cpu, cpu, -2), -1)
+
+
+def _tops_sql(con, sid: int, req: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """As _tops, in SQL, for call indexes whose keys do not fit in numbers."""
+    cols = {"pid": req["pid"], "line": req["line"], "innermost": req["inner"]}
+    con.register("_stalls_req", pa.table({"k": np.arange(len(req["pid"][0])), "ckey": _ckey(req),
+                                          **{c: pa.array(v, mask=~ok) for c, (v, ok) in cols.items()}}))
+    # the last call the task entered before `line`
+    tops = con.execute("""
+        SELECT r.k, coalesce(r.line, -1) AS at_line, coalesce(r.innermost, c.line) AS line FROM _stalls_req r
         ASOF LEFT JOIN (SELECT pid, CASE WHEN pid = 0 THEN cpu ELSE -1 END AS ckey, line FROM fg_calls
                         WHERE source_id = $sid AND pid IS NOT NULL) c
-        ON r.pid = c.pid AND r.ckey = c.ckey AND c.line < r.line""", {"sid": sid})
-    tops = con.execute("SELECT k, at_line, line FROM _stalls_top WHERE line IS NOT NULL ORDER BY k").fetchnumpy()
+        ON r.pid = c.pid AND r.ckey = c.ckey AND c.line < r.line
+        WHERE coalesce(r.innermost, c.line) IS NOT NULL ORDER BY r.k""", {"sid": sid}).fetchnumpy()
     con.unregister("_stalls_req")
-    con.execute("DROP TABLE _stalls_top")
-    return tops
+    return tuple(np.asarray(tops[c], np.int64) for c in ("k", "at_line", "line"))
 
 
-def _tops(calls: dict, reqs: list) -> dict | None:
-    """As _tops_sql, on the call index: per request, the last call of its task (per CPU for pid 0) before its
-    line (or its `innermost` call); None when the index cannot key the calls (then SQL does it)."""
-    grp = calls.get("grp")
-    if grp is None:
-        return None
-    gkeys, gline, span = grp
-    n = len(reqs)
-    pid = np.array([r[1] if r[1] is not None else 0 for r in reqs], np.int64)
-    has_pid = np.array([r[1] is not None for r in reqs], bool)
-    ck = np.array([((r[2] if r[2] is not None else -2) if r[1] == 0 else -1) for r in reqs], np.int64)
-    at = np.array([r[3] if r[3] is not None else -1 for r in reqs], np.int64)
-    has_at = np.array([r[3] is not None for r in reqs], bool)
-    inner = np.array([r[4] if r[4] is not None else -1 for r in reqs], np.int64)
-    has_inner = np.array([r[4] is not None for r in reqs], bool)
-    if n and (ck.max() >= (1 << 15) - 8 or np.abs(pid).max() >= (1 << 45)):
-        return None
-    g = pid * (1 << 16) + (ck + 8)
-    d = np.searchsorted(gkeys, g)
-    dd = np.minimum(d, max(len(gkeys) - 1, 0))
-    known = has_pid & has_at & (len(gkeys) > 0) & (gkeys[dd] == g) if len(gkeys) else np.zeros(n, bool)
-    comb = dd * span + np.minimum(at, span - 1)  # every call line is below span - 1
-    j = np.searchsorted(gline, comb) - 1  # the last call of the group before the line
-    ok = known & (j >= 0)
-    jj = np.maximum(j, 0)
-    ok &= (gline[jj] // span == dd) & (j >= 0)
-    line = np.where(has_inner, inner, gline[jj] % span)
-    found = has_inner | ok
-    sel = np.flatnonzero(found)
-    return {"k": sel, "at_line": at[sel], "line": line[sel]}
+def _tops(calls: dict, req: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per request, the last call of its task (per CPU for pid 0) before its line, or its `innermost` call:
+    (requests found, their lines, those calls' lines)."""
+    keys, bits = calls["keys"]
+    (pid, has_pid), (cpu, has_cpu), (at, has_at), (inner, has_inner) = req["pid"], req["cpu"], req["line"], req["inner"]
+    task = np.where(pid > 0, pid, np.where(has_cpu, -10 - cpu, -8))  # as _call_index's; -8: pid 0, CPU unknown
+    fits = has_pid & has_at & ((pid > 0) | ((pid == 0) & (cpu >= 0))) & (np.abs(task) < 1 << (62 - bits))
+    # the last key below (task, line): the task's last call before the line, if that key is the task's
+    j = np.searchsorted(keys, np.where(fits, task, 0) * (1 << bits) + np.clip(at, 0, (1 << bits) - 1)) - 1
+    last = keys[np.maximum(j, 0)] if len(keys) else np.zeros(len(j), np.int64)
+    ok = fits & ~has_inner & (j >= 0) & (last >> bits == task)
+    line = np.where(ok, last & ((1 << bits) - 1), inner)
+    sel = np.flatnonzero(ok | has_inner)
+    return sel, np.where(has_at, at, -1)[sel], line[sel]
+
+
+_NO_CALL = -2  # the function code of a line where no call is
 
 
 def _call_index(con, sid: int) -> dict:
-    """The source's calls as arrays sorted by line (cached on the connection for one derive)."""
+    """The source's calls by line (a line has at most one call): each call's parent line (-1: none), exit line
+    (the integer type's max: none) and function (an index into names; _NO_CALL: no call at this line), in the
+    smallest integers that hold every line of the calls (`bound`: above them all); and `keys`, for the stacks'
+    look-ups of a task's last call before a line: (the sorted task * 2**bits + line of the calls with a task,
+    bits), None when a key would not fit. A call's task is its pid, for the idle task (pid 0) -10 - its CPU (-5:
+    CPU unknown, never looked up). Cached on the connection for one derive."""
     cache = _CALL_INDEX.get(id(con))
     if cache and cache[0] == sid:
         return cache[1]
-    t = con.sql("SELECT line, coalesce(parent_line, -1) AS parent, coalesce(exit_line, 9223372036854775807) AS exit,"
-                " pid, cpu FROM fg_calls WHERE source_id = $sid AND line IS NOT NULL"
-                " ORDER BY line", params={"sid": sid}).to_arrow_table()
-    line, parent = t.column("line").to_numpy(), t.column("parent").to_numpy()
-    # position of each line among the calls (-1: no call there), and each call's parent by position
-    pos_of = np.full(int(line[-1]) + 1 if len(line) else 0, -1, np.int64)
-    pos_of[line[::-1]] = np.arange(len(line))[::-1]  # the first call of a line, as a search would find
-    ok = (parent >= 0) & (parent < len(pos_of))
-    pidx = np.full(len(parent), -1, np.int64)
-    pidx[ok] = pos_of[parent[ok]]
-    index = {"line": line, "pidx": pidx, "pos_of": pos_of, "grp": _groups(t, line),
-             "exit": t.column("exit").to_numpy()}
     _CALL_INDEX.clear()
+    p = {"sid": sid}
+    last = con.execute("SELECT max(greatest(line, exit_line)) FROM fg_calls WHERE source_id = $sid AND line >= 0",
+                       p).fetchall()[0][0]
+    bound = (last or 0) + 1
+    bits = bound.bit_length()
+    p["limit"] = 1 << (62 - bits)  # |task| < limit: task * 2**bits + line fits in 63 bits
+    unfit = con.execute("SELECT count(*) FROM fg_calls WHERE source_id = $sid AND line >= 0 AND (pid < 0 OR pid >= $limit"
+                        " OR pid = 0 AND (cpu < 0 OR cpu >= $limit - 10))", p).fetchall()[0][0]
+    key = f"CASE WHEN c.pid > 0 THEN c.pid WHEN c.pid = 0 THEN coalesce(-10 - c.cpu::BIGINT, -5) END * {1 << bits}"
+    names = [f for (f,) in con.execute("SELECT DISTINCT func FROM fg_calls WHERE source_id = ? AND func IS NOT NULL",
+                                       [sid]).fetchall()]
+    _register(con, "_stalls_names", {"func": names, "code": list(range(len(names)))},
+              {"func": pa.string(), "code": pa.int32()})
+    sql_type, dtype = ("INTEGER", np.int32) if bound < np.iinfo(np.int32).max else ("BIGINT", np.int64)
+    t = con.sql(f"""
+        SELECT c.line::{sql_type} AS line, coalesce(c.parent_line, -1)::{sql_type} AS parent,
+               coalesce(c.exit_line, {np.iinfo(dtype).max})::{sql_type} AS exit, coalesce(n.code, {len(names)}) AS code,
+               {"NULL::BIGINT" if unfit else key} + c.line AS key
+        FROM fg_calls c LEFT JOIN _stalls_names n ON n.func = c.func WHERE c.source_id = $sid AND c.line >= 0
+        """, params={"sid": sid}).to_arrow_table()
+    con.unregister("_stalls_names")
+    index = {"names": names + ["?"], "bound": bound, "parent": np.full(bound, -1, dtype),
+             "exit": np.zeros(bound, dtype), "code": np.full(bound, _NO_CALL, np.int32)}
+    for b in t.to_batches():
+        line = b.column("line").to_numpy()
+        for name in ("parent", "exit", "code"):
+            index[name][line] = b.column(name).to_numpy()
+    keys = pc.drop_null(t.column("key")) if not unfit else None
+    index["keys"] = None if unfit else (np.sort(keys.to_numpy(), kind="stable"), bits)  # merge sort: calls come in runs
     _CALL_INDEX[id(con)] = (sid, index)
     return index
 
 
 _CALL_INDEX: dict = {}
-
-
-def _groups(t, line):
-    """The calls with a pid, grouped as the stacks look them up: by task (pid 0: by CPU), by line in each.
-    (sorted group keys, sorted group rank * span + line, span); None when the keys do not fit."""
-    pid_c, cpu_c = t.column("pid"), t.column("cpu")
-    has = ~np.asarray(pid_c.is_null().to_numpy(zero_copy_only=False), bool)
-    pid = np.asarray(pid_c.fill_null(0).to_numpy(), np.int64)
-    cpu_null = np.asarray(cpu_c.is_null().to_numpy(zero_copy_only=False), bool)
-    cpu = np.asarray(cpu_c.fill_null(0).to_numpy(), np.int64)
-    if not len(line):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), 1
-    span = int(line[-1]) + 2
-    ck = np.where(pid == 0, np.where(cpu_null, -5, cpu), -1)  # -5: pid 0 with no CPU, never looked up
-    if has.any() and (np.abs(pid[has]).max() >= (1 << 45) or ck[has].max() >= (1 << 15) - 8 or ck[has].min() < -8):
-        return None
-    g = (pid * (1 << 16) + (ck + 8))[has]
-    ln = line[has]
-    order = np.argsort(g, kind="stable")  # lines stay ascending in each group
-    g, ln = g[order], ln[order]
-    first = np.r_[True, g[1:] != g[:-1]] if len(g) else np.zeros(0, bool)
-    rank = np.cumsum(first) - 1
-    if len(g) and int(rank[-1]) + 1 >= (1 << 62) // span:
-        return None
-    return g[first], rank * span + ln, span
 
 
 def _holders(con, sid: int, waits: list[dict], need: dict[str, list[int]], prims: dict) -> None:
@@ -640,8 +662,9 @@ _WAIT_TYPES = {
 }
 
 
-def _insert_waits(con, waits: list[dict]) -> None:
-    _register(con, "_stalls_w", {k: [w.get(k) for w in waits] for k in _WAIT_TYPES}, _WAIT_TYPES)
+def _insert_waits(con, waits: list[dict], stacks: dict[str, pa.Array]) -> None:
+    con.register("_stalls_w", pa.table({k: stacks[k] if k in stacks else pa.array([w[k] for w in waits], t)
+                                        for k, t in _WAIT_TYPES.items()}))
     cols = ", ".join(_WAIT_TYPES)
     con.execute(f"INSERT INTO waits ({cols}) SELECT {cols} FROM _stalls_w")
     con.unregister("_stalls_w")
@@ -649,11 +672,14 @@ def _insert_waits(con, waits: list[dict]) -> None:
 
 # ---- chains ------------------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=65536)
+def _is_io(frame: str) -> bool:
+    return _base(frame) in IO_COMPLETION
+
+
 def _has_io_completion(frames) -> str | None:
-    for f in reversed(frames or ()):
-        if _base(f) in IO_COMPLETION:
-            return _base(f)
-    return None
+    f = next(filter(_is_io, reversed(frames or ())), None)
+    return None if f is None else _base(f)
 
 
 class _Index:
@@ -702,8 +728,26 @@ class _Index:
         return None
 
 
-def _next(w: dict, idx: _Index) -> tuple[str | None, dict | None, dict | None, str]:
-    """(relation, next wait or None, terminal link or None, evidence of the relation)."""
+def _next(w: dict, idx: _Index) -> tuple[str | None, dict | None, tuple | None]:
+    """(relation, the next link's wait or None, else (pid, line) of the task that ends the chain, running)."""
+    if w["waker_pid"] is not None:
+        end = (w["waker_pid"], w["wake_line"])
+        if _has_io_completion(w["waker_stack"]):
+            return "io_completion", None, end
+        if _is_idle(w["waker_pid"], w["waker_comm"]):
+            return "woken_by", None, end
+        v = idx.latest_woken(w)
+        return "woken_by", v, None if v is not None else end
+    if w["holder_pid"] is not None:
+        end = w["end_ns"] if w["end_known"] else None
+        v = idx.latest_held(w, end if end is not None else 1 << 62)
+        return "held_by", v, None if v is not None else (w["holder_pid"], w["holder_line"])
+    return None, None, None
+
+
+def _describe(w: dict, v: dict | None) -> tuple[str, dict | None]:
+    """The evidence of a link's relation to the next (see _next), and the link that ends the chain when no wait
+    follows (the waker or the holder itself). Built only for the links stored."""
     if w["waker_pid"] is not None:
         waker = _task(w["waker_comm"], w["waker_pid"])
         io = _has_io_completion(w["waker_stack"])
@@ -714,26 +758,20 @@ def _next(w: dict, idx: _Index) -> tuple[str | None, dict | None, dict | None, s
         if io or _is_idle(w["waker_pid"], w["waker_comm"]):
             ctx = "an interrupt on the idle CPU" if _is_idle(w["waker_pid"], w["waker_comm"]) else waker
             term["evidence"] = f"{ctx} woke {_task(w['comm'], w['pid'])} at line {w['wake_line']} from {via}"
-            rel = "io_completion" if io else "woken_by"
-            return rel, None, term, (f"woken at line {w['wake_line']} by {waker} in the I/O completion {io}()"
-                                     if io else f"woken at line {w['wake_line']} by {ctx}")
-        v = idx.latest_woken(w)
+            return (f"woken at line {w['wake_line']} by {waker} in the I/O completion {io}()" if io
+                    else f"woken at line {w['wake_line']} by {ctx}"), term
         ev = f"woken at line {w['wake_line']} by {waker} from {via}"
         if v is not None:
-            return "woken_by", v, None, ev + f"; {waker} had itself waited from line {v['line']}"
+            return ev + f"; {waker} had itself waited from line {v['line']}", None
         term["evidence"] = f"running: woke {_task(w['comm'], w['pid'])} at line {w['wake_line']} from {via}"
-        return "woken_by", None, term, ev
-    if w["holder_pid"] is not None:
-        end = w["end_ns"] if w["end_known"] else None
-        v = idx.latest_held(w, end if end is not None else 1 << 62)
-        if v is not None:
-            return "held_by", v, None, w["holder_evidence"]
-        term = {"pid": w["holder_pid"], "comm": w["holder_comm"], "lock": None, "start_ns": w["start_ns"],
-                "end_ns": w["end_ns"], "duration_ns": None, "end_known": w["end_known"], "stack": w.get("holder_stack") or [],
-                "line": w["holder_line"], "source_id": w["source_id"], "inferred": True,
-                "evidence": f"holds the lock and shows no wait of its own that overlaps ({w['holder_evidence']})"}
-        return "held_by", None, term, w["holder_evidence"]
-    return None, None, None, ""
+        return ev, term
+    if v is not None:
+        return w["holder_evidence"], None
+    return w["holder_evidence"], {
+        "pid": w["holder_pid"], "comm": w["holder_comm"], "lock": None, "start_ns": w["start_ns"],
+        "end_ns": w["end_ns"], "duration_ns": None, "end_known": w["end_known"], "stack": w["holder_stack"] or [],
+        "line": w["holder_line"], "source_id": w["source_id"], "inferred": True,
+        "evidence": f"holds the lock and shows no wait of its own that overlaps ({w['holder_evidence']})"}
 
 
 def _derive_chains(con, analysis_id: str, sids: list[int], derived: dict[int, list[dict]] | None = None) -> None:
@@ -743,16 +781,13 @@ def _derive_chains(con, analysis_id: str, sids: list[int], derived: dict[int, li
         rows = _fetch(con.execute(
             "SELECT w.*, s.clock_offset_ns AS off FROM waits w JOIN sources s ON s.id = w.source_id"
             " WHERE s.analysis_id = ?", [analysis_id]))
-    else:  # the waits just derived and inserted, as they read back
+    else:  # the waits just derived and inserted (each has every column, as read back)
         offs = dict(con.execute("SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ?", [analysis_id]).fetchall())
-        names = list(_WAIT_TYPES)
         rows = []
         for sid, ws in derived.items():
-            off = offs.get(sid)
             for w in ws:
-                r = {k: w.get(k) for k in names}
-                r["off"] = off
-                rows.append(r)
+                w["off"] = offs.get(sid)
+            rows.extend(ws)
     by_source: dict[int, list[dict]] = defaultdict(list)
     for w in rows:
         by_source[w["source_id"]].append(w)
@@ -789,10 +824,10 @@ def _source_heads(ws: list[dict]) -> list[tuple[dict, tuple]]:
     groups: dict[tuple, list[dict]] = defaultdict(list)
     gkey = {}
     for w in ws:
-        rel, v, term, _ = nxt[id(w)]
+        rel, v, end = nxt[id(w)]
         if rel is None or w["lock_key"] is None:
             continue
-        tgt = ("w", v["line"]) if v is not None else ("t", term["pid"], term["line"])
+        tgt = ("w", v["line"]) if v is not None else ("t", *end)
         gkey[id(w)] = (w["lock_key"], rel, tgt)
         groups[gkey[id(w)]].append(w)
     ctx = (nxt, groups, gkey)
@@ -822,7 +857,8 @@ def _build_chain(h: dict, ctx: tuple) -> dict:
     links, seen, w = [], set(), h
     while w is not None and len(links) < MAX_LINKS:
         seen.add(id(w))
-        rel, v, term, rel_ev = nxt[id(w)]
+        rel, v, _ = nxt[id(w)]
+        rel_ev, term = _describe(w, v) if rel else ("", None)
         evidence = w["evidence"] + (f"; {w['holder_evidence']}" if rel == "held_by" and w["holder_evidence"] else "")
         if rel and rel != "held_by":
             evidence += f"; {rel_ev}"
@@ -882,19 +918,8 @@ def _insert_chains(con, analysis_id: str, chains: list[dict]) -> None:
               {"chain_id": pa.int32(), "duration_ns": pa.int64(), "links": pa.int32()})
     con.execute("INSERT INTO chains SELECT ?, chain_id, duration_ns, links FROM _stalls_ch", [analysis_id])
     con.unregister("_stalls_ch")
-    cols = {k: [] for k in ("chain_id", "pos", "source_id", "wait_line", "pid", "comm", "lock", "start_ns", "end_ns",
-                            "duration_ns", "end_known", "relation", "inferred", "evidence", "stack", "line",
-                            "also_waiting")}
-    req = {k: [] for k in ("source_id", "line", "dev", "sector", "nsect", "rwbs", "pid", "comm", "q_ns", "i_ns", "d_ns",
-                           "c_ns")}
-    for i, c in enumerate(chains):
-        for pos, link in enumerate(c["links"]):
-            own = {"chain_id": i + 1, "pos": pos, "also_waiting": json.dumps(link["also_waiting"])}
-            for k, col in cols.items():
-                col.append(own[k] if k in own else link.get(k))
-            r = link.get("request") or {}
-            for k in req:
-                req[k].append(r.get(k))
+    links = [link for c in chains for link in c["links"]]
+    reqs = [link.get("request") or {} for link in links]
     types = {"chain_id": pa.int32(), "pos": pa.int32(), "source_id": pa.int32(), "wait_line": pa.int64(),
              "pid": pa.int64(), "comm": pa.string(), "lock": pa.string(), "start_ns": pa.int64(), "end_ns": pa.int64(),
              "duration_ns": pa.int64(), "end_known": pa.bool_(), "relation": pa.string(), "inferred": pa.bool_(),
@@ -902,11 +927,26 @@ def _insert_chains(con, analysis_id: str, chains: list[dict]) -> None:
     rtypes = {"source_id": pa.int32(), "line": pa.int64(), "dev": pa.string(), "sector": pa.int64(),
               "nsect": pa.int64(), "rwbs": pa.string(), "pid": pa.int64(), "comm": pa.string(), "q_ns": pa.int64(),
               "i_ns": pa.int64(), "d_ns": pa.int64(), "c_ns": pa.int64()}
+    own = {"chain_id": [i + 1 for i, c in enumerate(chains) for _ in c["links"]],
+           "pos": [pos for c in chains for pos in range(len(c["links"]))],
+           "also_waiting": [json.dumps(link["also_waiting"]) if link["also_waiting"] else "[]" for link in links]}
+    cols = {k: own[k] if k in own else [link.get(k) for link in links] for k in types}
+    req = {k: [r.get(k) for r in reqs] for k in rtypes}
     data = {**cols, **{f"req_{k}": v for k, v in req.items()}}
     _register(con, "_stalls_cl", data, {**types, **{f"req_{k}": t for k, t in rtypes.items()}})
     names = ", ".join(data)
     con.execute(f"INSERT INTO chain_links (analysis_id, {names}) SELECT ?, {names} FROM _stalls_cl", [analysis_id])
     con.unregister("_stalls_cl")
+
+
+def relink(con, analysis_id: str) -> None:
+    """Builds the analysis' chains again from its stored waits, after a source's clock offset changed: which block
+    request completed at a wake-up depends on it (inside the caller's transaction)."""
+    con.execute("DELETE FROM chain_links WHERE analysis_id = ?", [analysis_id])
+    con.execute("DELETE FROM chains WHERE analysis_id = ?", [analysis_id])
+    sids = [r[0] for r in con.execute(
+        "SELECT id FROM sources WHERE analysis_id = ? AND format = 'ftrace' ORDER BY id", [analysis_id]).fetchall()]
+    _derive_chains(con, analysis_id, sids)
 
 
 # ---- reads -------------------------------------------------------------------------------------
@@ -915,16 +955,19 @@ WAIT_COLUMNS = ["source_id", "line", "kind", "pid", "comm", "cpu", "start_ns", "
                 "end_line", "state", "lock", "primitive", "stack", "inferred", "evidence", "waker_pid", "waker_comm",
                 "waker_stack", "wake_line", "wake_ns", "holder_pid", "holder_comm", "holder_line", "holder_ns",
                 "holder_evidence"]
-_WAIT_ORDER = {"duration": "w.duration_ns DESC, w.source_id, w.line", "start": "w.start_ns, w.source_id, w.line"}
-_WAIT_FILTERS = {"pid": "w.pid = $pid", "lock": "contains(w.lock, $lock)", "t0": "w.end_ns >= $t0",
-                 "t1": "w.start_ns <= $t1"}
+_WAIT_ORDER = {"duration": "w.duration_ns DESC, w.source_id, w.line",
+               "start": "w.start_ns + s.clock_offset_ns, w.source_id, w.line"}
+_WAIT_TIMES = frozenset({"start_ns", "end_ns", "wake_ns", "holder_ns"})
+_WAIT_FILTERS = {"pid": "w.pid = $pid", "lock": "contains(w.lock, $lock)", "t0": "w.end_ns + s.clock_offset_ns >= $t0",
+                 "t1": "w.start_ns + s.clock_offset_ns <= $t1"}
 
 
 def waits(con, analysis_id: str, order: str = "duration", limit: int = 100, pid=None, lock=None, t0=None,
           t1=None) -> list[dict]:
     given = {k: v for k, v in {"pid": pid, "lock": lock, "t0": t0, "t1": t1}.items() if v is not None}
     where = "".join(f" AND {_WAIT_FILTERS[k]}" for k in given)
-    cols = ", ".join(f"w.{c}" for c in WAIT_COLUMNS)
+    # times on the analysis timeline: the source's own + its clock offset
+    cols = ", ".join(f"w.{c} + s.clock_offset_ns AS {c}" if c in _WAIT_TIMES else f"w.{c}" for c in WAIT_COLUMNS)
     return _fetch(con.execute(
         f"SELECT {cols} FROM waits w JOIN sources s ON s.id = w.source_id WHERE s.analysis_id = $aid{where}"
         f" ORDER BY {_WAIT_ORDER[order]} LIMIT $limit", {"aid": analysis_id, "limit": limit, **given}))
@@ -935,8 +978,14 @@ def chains(con, analysis_id: str, limit: int = 50) -> list[dict]:
                         [analysis_id, limit]).fetchall()
     if not heads:
         return []
+    # times on the analysis timeline: each link's source offset, the request's its blktrace source's
     links = _fetch(con.execute(
-        "SELECT * EXCLUDE (analysis_id) FROM chain_links WHERE analysis_id = ? AND chain_id <= ? ORDER BY chain_id, pos",
+        "SELECT l.* EXCLUDE (analysis_id) REPLACE (l.start_ns + s.clock_offset_ns AS start_ns,"
+        " l.end_ns + s.clock_offset_ns AS end_ns, l.req_q_ns + r.clock_offset_ns AS req_q_ns,"
+        " l.req_i_ns + r.clock_offset_ns AS req_i_ns, l.req_d_ns + r.clock_offset_ns AS req_d_ns,"
+        " l.req_c_ns + r.clock_offset_ns AS req_c_ns), s.clock_offset_ns AS _off"
+        " FROM chain_links l JOIN sources s ON s.id = l.source_id LEFT JOIN sources r ON r.id = l.req_source_id"
+        " WHERE l.analysis_id = ? AND l.chain_id <= ? ORDER BY l.chain_id, l.pos",
         [analysis_id, heads[-1][0]]))
     by_chain: dict[int, list] = defaultdict(list)
     for link in links:
@@ -944,7 +993,9 @@ def chains(con, analysis_id: str, limit: int = 50) -> list[dict]:
         link.pop("pos")
         req = {k[4:]: link.pop(k) for k in list(link) if k.startswith("req_")}
         link["request"] = req if req["line"] is not None else None
-        link["also_waiting"] = json.loads(link["also_waiting"]) if isinstance(link["also_waiting"], str) else []
+        off = link.pop("_off")
+        also = json.loads(link["also_waiting"]) if isinstance(link["also_waiting"], str) else []
+        link["also_waiting"] = [{**a, "start_ns": a["start_ns"] + off, "end_ns": a["end_ns"] + off} for a in also]
         by_chain[cid].append(link)
     return [{"id": cid, "duration_ns": dur, "links": by_chain[cid]} for cid, dur in heads]
 
@@ -957,13 +1008,15 @@ def calls(con, analysis_id: str, pid: int, t0=None, t1=None, max_depth=None, lim
     """One task's calls overlapping [t0, t1], for a flame chart (by entry time); at most `limit` (capped)."""
     limit = min(limit, MAX_CALLS)
     given = {k: v for k, v in {"t0": t0, "t1": t1, "depth": max_depth, "source": source_id}.items() if v is not None}
-    flt = {"t0": "(c.exit_ns IS NULL OR c.exit_ns >= $t0)", "t1": "c.entry_ns <= $t1", "depth": "c.depth <= $depth",
-           "source": "c.source_id = $source"}
+    flt = {"t0": "(c.exit_ns IS NULL OR c.exit_ns + s.clock_offset_ns >= $t0)", "t1": "c.entry_ns + s.clock_offset_ns <= $t1",
+           "depth": "c.depth <= $depth", "source": "c.source_id = $source"}
     where = "".join(f" AND {flt[k]}" for k in given)
-    rows = _fetch(con.execute(
-        "SELECT c.source_id, c.line, c.func, c.depth, c.entry_ns, c.exit_ns, c.duration_ns, c.partial, c.comm, c.cpu"
+    rows = _fetch(con.execute(  # times on the analysis timeline
+        "SELECT c.source_id, c.line, c.func, c.depth, c.entry_ns + s.clock_offset_ns AS entry_ns,"
+        " c.exit_ns + s.clock_offset_ns AS exit_ns, c.duration_ns, c.partial, c.comm, c.cpu"
         " FROM fg_calls c JOIN sources s ON s.id = c.source_id"
-        f" WHERE s.analysis_id = $aid AND c.pid = $pid{where} ORDER BY c.entry_ns NULLS FIRST, c.line LIMIT $lim",
+        f" WHERE s.analysis_id = $aid AND c.pid = $pid{where}"
+        " ORDER BY c.entry_ns + s.clock_offset_ns NULLS FIRST, c.line LIMIT $lim",
         {"aid": analysis_id, "pid": pid, "lim": limit + 1, **given}))
     truncated = len(rows) > limit
     return {"pid": pid, "calls": rows[:limit], "truncated": truncated}
@@ -981,8 +1034,8 @@ def span(con, source_id: int, report) -> tuple[int | None, int | None]:
 
 def marks(con, analysis_id: str, t0: int | None, t1: int | None, limit: int) -> list[dict]:
     cur = con.execute(
-        "SELECT e.source_id, e.line, e.t_ns, e.cpu, e.pid, e.comm, e.text FROM trace_events e"
+        "SELECT e.source_id, e.line, e.t_ns + s.clock_offset_ns AS t, e.cpu, e.pid, e.comm, e.text FROM trace_events e"
         " JOIN sources s ON s.id = e.source_id WHERE s.analysis_id = $aid AND e.event = 'print'"
-        " AND ($t0 IS NULL OR e.t_ns >= $t0) AND ($t1 IS NULL OR e.t_ns <= $t1) ORDER BY e.t_ns, e.line LIMIT $limit",
+        " AND ($t0 IS NULL OR t >= $t0) AND ($t1 IS NULL OR t <= $t1) ORDER BY t, e.line LIMIT $limit",
         {"aid": analysis_id, "t0": t0, "t1": t1, "limit": limit})
     return [dict(zip(("source_id", "line", "t_ns", "cpu", "pid", "comm", "text"), r)) for r in cur.fetchall()]

@@ -4,12 +4,13 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Annotated, Literal
 
+import duckdb
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from ..analysis import blk, heatmap as heatmap_analysis, locks, offcpu
+from ..analysis import align, blk, locks, offcpu, stalls, timeline as timeline_analysis
 from ..store import IngestError, InputFile, Store
 from . import models
 from .deps import Cursor, ProgressBoard, get_store
@@ -126,19 +127,52 @@ def list_analyses(con: Cursor):
 def get_analysis(analysis_id: AnalysisId, con: Cursor):
     """An analysis, its sources (with what was skipped) and its time span."""
     analysis = _analysis_or_404(con, analysis_id)
-    cur = con.execute(
-        "SELECT id, filename, format, events, skipped_lines, lines, bytes, skipped_examples, notes, clock_offset_ns,"
-        " t_min_ns, t_max_ns FROM sources WHERE analysis_id = ? ORDER BY id",
-        [analysis_id],
-    )
-    names = [d[0] for d in cur.description]
-    sources = [dict(zip(names, r)) for r in cur.fetchall()]
-    for s in sources:
-        s["skipped_examples"] = blk.loads(s["skipped_examples"])
-        s["notes"] = blk.loads(s["notes"])
+    sources = _sources(con, analysis_id)
     starts = [s["t_min_ns"] + s["clock_offset_ns"] for s in sources if s["t_min_ns"] is not None]
     ends = [s["t_max_ns"] + s["clock_offset_ns"] for s in sources if s["t_max_ns"] is not None]
     return {**analysis, "sources": sources, "t_min_ns": min(starts, default=None), "t_max_ns": max(ends, default=None)}
+
+
+def _sources(con, analysis_id: str, source_id: int | None = None) -> list[dict]:
+    cur = con.execute(
+        "SELECT id, filename, format, events, skipped_lines, lines, bytes, skipped_examples, notes, clock_offset_ns,"
+        " clock, alignment, t_min_ns, t_max_ns FROM sources WHERE analysis_id = ? AND (? IS NULL OR id = ?) ORDER BY id",
+        [analysis_id, source_id, source_id],
+    )
+    names = [d[0] for d in cur.description]
+    sources = [dict(zip(names, r)) for r in cur.fetchall()]
+    wakes = offcpu.waker_stacks_by_source(con, analysis_id)
+    for s in sources:
+        for k in ("skipped_examples", "notes", "alignment"):
+            s[k] = blk.loads(s[k])
+        s["waker_stacks"] = wakes.get(s["id"], 0)
+    return sources
+
+
+@router.patch("/analyses/{analysis_id}/sources/{source_id}", response_model=models.SourceDetail,
+              responses={**NOT_FOUND, 409: {"model": models.ErrorBody}, 422: {"model": models.ErrorBody}})
+def place_source(analysis_id: AnalysisId, source_id: int, body: models.SourcePlacement, con: Cursor):
+    """Place a source on the analysis timeline: set its clock offset (ns), or give it the same span as another
+    source. The chains are linked again to block requests with the new times. Kept in the analysis, for every
+    link to it."""
+    _analysis_or_404(con, analysis_id)
+    if (body.clock_offset_ns is None) == (body.same_span_as is None):
+        raise HTTPException(422, "give exactly one of clock_offset_ns (ns) or same_span_as (a source id)")
+    con.begin()
+    try:
+        align.set_offset(con, analysis_id, source_id, body.clock_offset_ns, body.same_span_as)
+        stalls.relink(con, analysis_id)
+        con.commit()
+    except LookupError as e:
+        con.rollback()
+        raise HTTPException(404, str(e))
+    except ValueError as e:
+        con.rollback()
+        raise HTTPException(422, str(e))
+    except duckdb.TransactionException as e:
+        con.rollback()
+        raise HTTPException(409, f"the analysis was changed by another request at the same time; try again ({e})")
+    return _sources(con, analysis_id, source_id)[0]
 
 
 TimeFilter = Annotated[int | None, Query(description="ns, on the analysis timeline")]
@@ -199,22 +233,24 @@ def latency_over_time(
     return blk.latency_over_time(con, analysis_id, buckets, pid, dev, t0_ns, t1_ns)
 
 
-@router.get("/analyses/{analysis_id}/heatmap", response_model=models.Heatmap, responses=NOT_FOUND)
-def heatmap(
+@router.get("/analyses/{analysis_id}/timeline", response_model=models.Timeline, responses=NOT_FOUND)
+def get_timeline(
     analysis_id: AnalysisId,
     con: Cursor,
-    metric: Literal["i2d", "d2c", "q2c"] = "i2d",
-    x_bins: Annotated[int, Query(ge=1, le=1000)] = 120,
-    y_bins: Annotated[int, Query(ge=1, le=200)] = 40,
-    pid: int | None = None,
-    dev: Annotated[str | None, Query(max_length=32, pattern=r"^\d+,\d+$")] = None,
     t0_ns: TimeFilter = None,
     t1_ns: TimeFilter = None,
+    width_px: Annotated[int, Query(ge=10, le=4000, description="pixels the window is drawn on")] = 1200,
+    lanes: Annotated[str | None, Query(max_length=4000, description="comma-separated lane ids to return")] = None,
+    max_lanes: Annotated[int, Query(ge=1, le=200)] = 40,
 ):
-    """Requests counted per time bin × log latency bin (placed at I for i2d, D for d2c, Q for q2c), each cell
-    with the request behind its max; and exact p50…p99.99/max/count of the metric over the same filter."""
+    """Every source on one time axis, aggregated for the window and its pixel width: per task (scheduler states,
+    waits by lock, calls at least a pixel long), per block device and process (I→D and D→C, requests in flight),
+    offcputime windows, print markers, and the chains as arrows across lanes."""
     _analysis_or_404(con, analysis_id)
-    return heatmap_analysis.heatmap(con, analysis_id, metric, x_bins, y_bins, pid, dev, t0_ns, t1_ns)
+    if t0_ns is not None and t1_ns is not None and t1_ns <= t0_ns:
+        raise HTTPException(422, f"t1_ns ({t1_ns}) must be after t0_ns ({t0_ns})")
+    wanted = [x for x in (lanes or "").split(",") if x] or None
+    return timeline_analysis.timeline(con, analysis_id, t0_ns, t1_ns, width_px, wanted, max_lanes)
 
 
 Side = Literal["target", "waker"]
@@ -268,6 +304,22 @@ def offcpu_tasks(analysis_id: AnalysisId, con: Cursor, limit: Annotated[int, Que
     """Tasks by off-CPU time, for the flame graph's task filter."""
     _analysis_or_404(con, analysis_id)
     return offcpu.tasks(con, analysis_id, limit)
+
+
+@router.get("/analyses/{analysis_id}/wakers", response_model=models.WakerPairs, responses=NOT_FOUND)
+def wakers(
+    analysis_id: AnalysisId,
+    con: Cursor,
+    pid: Annotated[int | None, Query(ge=0, le=(1 << 31) - 1, description="the blocked task's pid (with comm:"
+                                                                         " pid when records have it, else comm)")] = None,
+    comm: Annotated[str | None, Query(min_length=1, max_length=256, description="the blocked task's name")] = None,
+    lock: Annotated[str | None, Query(min_length=1, max_length=256, description="pairs whose target stack is on this"
+                                      " lock: its label contains it, or a frame takes it (xfs_buf_lock, down, page lock)")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 20,
+):
+    """Wake-up pairs from offwaketime: who woke the blocked task, with both stacks, µs blocked until the wake-up."""
+    _analysis_or_404(con, analysis_id)
+    return offcpu.wakers(con, analysis_id, pid=pid, comm=comm, lock=lock, limit=limit)
 
 
 @router.get("/locks", response_model=list[models.LockPrimitive])

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 
@@ -24,10 +26,36 @@ class Source(BaseModel):
     notes: list[str] = []
 
 
+class Alignment(BaseModel):
+    method: Literal["reference", "block_events", "same_clock", "start", "manual"] = Field(
+        description="reference: the timeline's own clock; block_events: matched to a blktrace's requests; same_clock:"
+                    " spans overlap, taken as one clock; start: first events placed together (approximate);"
+                    " manual: set by a user")
+    reference_source_id: int | None = Field(None, description="the source it was aligned to")
+    matched: int | None = Field(None, description="block_events: events matched within 100 µs of the offset")
+    candidates: int | None = Field(None, description="block_events: candidate (event, request) pairs looked at")
+    residual_p50_ns: int | None = Field(None, description="block_events: median |difference − offset| of the matched")
+    residual_max_ns: int | None = Field(None, description="block_events: max |difference − offset| of the matched")
+    blk_source_id: int | None = None
+    warnings: list[str] = []
+    detail: str = Field("", description="how the offset was found, in words")
+
+
 class SourceDetail(Source):
-    clock_offset_ns: int = Field(0, description="added to the source's own times to place them on the analysis timeline")
-    t_min_ns: int | None
-    t_max_ns: int | None
+    clock_offset_ns: int = Field(0, description="ns added to the source's own times to place them on the analysis timeline")
+    waker_stacks: int = Field(0, description="records with a waker stack (bcc offwaketime, wakeuptime): the wake-up"
+                                             " pairs of /wakers; 0 for other formats")
+    clock: str | None = Field(None, description="the clock its times come from, when the file names it")
+    alignment: Alignment | None = None
+    t_min_ns: int | None = Field(description="first timestamp, the source's own clock (ns)")
+    t_max_ns: int | None = Field(description="last timestamp, the source's own clock (ns)")
+
+
+class SourcePlacement(BaseModel):
+    """Where to put a source on the analysis timeline: an offset, or the same span as another source."""
+    clock_offset_ns: int | None = Field(None, ge=-(1 << 62), le=1 << 62,
+                                        description="ns added to the source's own times")
+    same_span_as: int | None = Field(None, description="id of a source of the same analysis whose span to take")
 
 
 class Created(BaseModel):
@@ -164,37 +192,6 @@ class LatencyOverTime(BaseModel):
     series: LatencySeries
 
 
-class HeatmapCell(BaseModel):
-    x: int = Field(description="time bin: [t0_ns + x·x_bin_ns, t0_ns + (x+1)·x_bin_ns)")
-    y: int = Field(description="latency bin: [y_edges_ns[y], y_edges_ns[y+1]); bin 0 also holds anything below")
-    count: int
-    max_ns: int
-    max_source_id: int = Field(description="the request behind max_ns: (max_source_id, max_line)")
-    max_line: int
-
-
-class Percentiles(BaseModel):
-    count: int
-    p50_ns: int | None
-    p90_ns: int | None
-    p99_ns: int | None
-    p999_ns: int | None
-    p9999_ns: int | None
-    max_ns: int | None
-
-
-class Heatmap(BaseModel):
-    metric: str
-    t0_ns: int | None
-    t1_ns: int | None
-    x_bins: int
-    x_bin_ns: int | None
-    y_bins: int
-    y_edges_ns: list[int] = Field(description="y_bins + 1 latency bin edges (ns), equal steps in log10")
-    cells: list[HeatmapCell] = Field(description="the non-empty cells only")
-    percentiles: Percentiles = Field(description="exact (quantile_disc) over the same filter and window")
-
-
 class FlameNode(BaseModel):
     name: str
     value: int = Field(description="in the graph's unit (µs off CPU, or stacks), this frame and all it called")
@@ -226,6 +223,36 @@ class OffcpuTask(BaseModel):
     stacks: int
 
 
+class RowRef(BaseModel):
+    source_id: int
+    line: int = Field(description="first line of the record in its source file")
+
+
+class WakerPair(BaseModel):
+    comm: str | None = Field(description="the blocked task (bcc's target)")
+    pid: int | None = Field(description="its pid as bcc prints it (a thread id); null when the dump has none")
+    frames: list[str] = Field(description="the blocked task's stack, root first; empty for wakeuptime, which"
+                                          " records only the waker's stack")
+    lock: str | None = Field(description="lock or reason of the target stack (as waits are labelled, e.g."
+                                         " `xfs_buf_lock via down`); null when no known lock is on it")
+    waker_comm: str | None = Field(description="the task (or interrupt context, e.g. swapper/0) that woke it")
+    waker_pid: int | None
+    waker_frames: list[str] = Field(description="the waker's stack at the wake-up, root first")
+    value_us: int = Field(description="µs blocked until the wake-up, summed over the records of this pair")
+    records: int = Field(description="offwaketime records merged into this pair (a record without a total counts"
+                                     " here but adds nothing to value_us)")
+    rows: list[RowRef] = Field(description="where the records are: the first 10 (source, line), in file order")
+
+
+class WakerPairs(BaseModel):
+    matched_by: Literal["pid", "comm", "all"] = Field(
+        description="the task filter used: pid when records have that pid, else comm; all without a filter")
+    total_us: int = Field(description="µs over every matching pair (not only those listed): the base of shares")
+    records: int = Field(description="records over every matching pair")
+    pairs: int = Field(description="matching pairs, of which the first `limit` are listed")
+    items: list[WakerPair] = Field(description="largest value_us first")
+
+
 class LockPrimitive(BaseModel):
     name: str
     kind: str
@@ -233,3 +260,72 @@ class LockPrimitive(BaseModel):
     release: list[str]
     sleep: list[str]
     what: str
+
+
+class TimelineSegment(BaseModel):
+    track: str = Field(description="state (task scheduler state), wait (a wait, state = its lock), call (a function,"
+                                   " state = its name), queued (block I→D), service (block D→C)")
+    state: str = Field(description="running | runnable | blocked, the lock, the function, or queued | service")
+    t0_ns: int = Field(description="start, on the analysis timeline, clipped to the window")
+    t1_ns: int
+    n: int = Field(description="segments merged into this one (1: a single segment)")
+    max_ns: int = Field(description="duration of the longest merged segment (ns)")
+    source_id: int = Field(description="the source of the longest merged segment")
+    line: int = Field(description="its line in that source: the event behind it")
+    depth: int | None = Field(None, description="call nesting depth (track call)")
+
+
+class TimelineCounter(BaseModel):
+    name: str
+    unit: str
+    points: list[list[int]] = Field(description="[t_ns, value]: the value at the end of each bucket (first: at t0)")
+    max: int
+
+
+class TimelineBand(BaseModel):
+    t0_ns: int
+    t1_ns: int | None = Field(description="null: the window's length is unknown (no header said it)")
+
+
+class TimelineLane(BaseModel):
+    id: str = Field(description="task:<source>:<pid> | dev:<source>:<dev> | proc:<source>:<pid> | window:<source>")
+    kind: Literal["task", "device", "process", "window"]
+    source_id: int
+    label: str
+    group: str | None
+    pid: int | None
+    dev: str | None
+    why: str = Field(description="why this lane is shown (its rank)")
+    segments: list[TimelineSegment] = []
+    counter: TimelineCounter | None = None
+    band: TimelineBand | None = None
+
+
+class TimelineArrow(BaseModel):
+    chain_id: int
+    relation: str = Field(description="woken_by | held_by | io_completion: from the waker/holder/device to the waiter")
+    from_lane: str
+    to_lane: str
+    from_ns: int
+    to_ns: int
+    request: dict | None = Field(description="io_completion: the block request {source_id, line}")
+
+
+class TimelineMark(BaseModel):
+    source_id: int
+    line: int
+    t_ns: int
+    pid: int | None
+    comm: str | None
+    text: str | None
+
+
+class Timeline(BaseModel):
+    t0_ns: int | None
+    t1_ns: int | None
+    width_px: int
+    bucket_ns: int | None = Field(description="ns per pixel: segments shorter than this are merged per bucket")
+    lanes: list[TimelineLane]
+    arrows: list[TimelineArrow]
+    marks: list[TimelineMark] = []
+    total_lanes: int = Field(description="lanes with something in the window (those not returned: ask with lanes=)")

@@ -1,22 +1,12 @@
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test } from '@playwright/test';
 import path from 'node:path';
 import { copyLinkAndOpenElsewhere } from './share';
+import { upload } from './upload';
 import { REPO, SCREENSHOTS, SHARED } from './paths';
 
 const XFS_FTRACE = path.join(SHARED, 'seed-excerpts/xfs-unwritten-stall.trace-cmd-report.txt');
 const EXT4_FTRACE = path.join(REPO, 'samples/ext4-jbd2-commit.trace-cmd-report.txt');
 const EXT4_BLK = path.join(REPO, 'samples/ext4-jbd2-commit.blkparse.txt');
-
-async function upload(page: Page, files: string[], name: string) {
-  await page.goto('/');
-  await page.getByTestId('file-input').setInputFiles(files);
-  await page.getByLabel('Name (optional)').fill(name);
-  await page.getByRole('button', { name: /^Analyse/ }).click();
-  const result = page.getByTestId('upload-result');
-  await expect(result).toBeVisible({ timeout: 30_000 });
-  await result.getByRole('link', { name: /Open analysis/ }).click();
-  await expect(page.getByRole('heading', { level: 1 })).toHaveText(name);
-}
 
 test('the xfs unwritten-extent stall: chain, waterfall, the waker stack, calls, shared link', async ({ page, browser }) => {
   await upload(page, [XFS_FTRACE], 'xfs unwritten stall');

@@ -1,7 +1,7 @@
 // TanStack Query hooks: the only place views get server state from.
-import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from './client';
-import type { Grouping, RequestOrder, RequestRef } from '../state/viewState';
+import type { Grouping, HeatmapBox, HeatmapMetric, RequestOrder, RequestRef } from '../state/viewState';
 
 export type Window = { t0: number | null; t1: number | null };
 const win = (w: Window) => (w.t0 !== null && w.t1 !== null ? { t0_ns: w.t0, t1_ns: w.t1 } : {});
@@ -92,13 +92,13 @@ export function useChains(id: string, enabled = true) {
   });
 }
 
-export function useWaits(id: string, lock: string | null, limit = 100) {
+export function useWaits(id: string, lock: string | null, limit = 100, w: Window = { t0: null, t1: null }) {
   return useQuery({
-    queryKey: ['waits', id, lock, limit],
+    queryKey: ['waits', id, lock, limit, w.t0, w.t1],
     queryFn: ({ signal }) =>
       unwrap(
         api.GET('/api/analyses/{analysis_id}/waits', {
-          params: { path: { analysis_id: id }, query: { order: 'duration', limit, ...(lock !== null ? { lock } : {}) } },
+          params: { path: { analysis_id: id }, query: { order: 'duration', limit, ...(lock !== null ? { lock } : {}), ...win(w) } },
           signal,
         }),
       ),
@@ -199,21 +199,121 @@ export function useOffcpuTasks(id: string) {
   });
 }
 
-export function useHeatmap(id: string, metric: 'i2d' | 'd2c' | 'q2c', xBins: number, yBins: number, f: RequestFilter) {
+export type HeatmapQuery = RequestFilter & { metric: HeatmapMetric; filter: string | null };
+
+/** The heatmap's own filters: pid for all metrics, dev for the block ones, filter for func and wait. */
+function heatmapFilters(q: HeatmapQuery) {
+  const block = q.metric !== 'func' && q.metric !== 'wait';
+  return {
+    metric: q.metric,
+    ...(q.pid !== null ? { pid: q.pid } : {}),
+    ...(block && q.dev !== null ? { dev: q.dev } : {}),
+    ...(!block && q.filter !== null ? { filter: q.filter } : {}),
+  };
+}
+
+export function useHeatmap(id: string, q: HeatmapQuery, xBins: number, yBins: number, enabled = true) {
   return useQuery({
-    queryKey: ['heatmap', id, metric, xBins, yBins, f.pid, f.dev, f.t0, f.t1],
+    queryKey: ['heatmap', id, q.metric, q.filter, xBins, yBins, q.pid, q.dev, q.t0, q.t1],
+    enabled,
     queryFn: ({ signal }) =>
       unwrap(
         api.GET('/api/analyses/{analysis_id}/heatmap', {
+          params: { path: { analysis_id: id }, query: { ...heatmapFilters(q), x_bins: xBins, y_bins: yBins, ...win(q) } },
+          signal,
+        }),
+      ),
+    placeholderData: keepPreviousData,
+  });
+}
+
+/** The events inside a brushed box of a heatmap (the box's time range replaces the window). */
+export function useHeatmapEvents(id: string, q: HeatmapQuery, box: HeatmapBox | null, limit = 200) {
+  return useQuery({
+    queryKey: ['heatmap-events', id, q.metric, q.filter, q.pid, q.dev, box?.t0, box?.t1, box?.latMin, box?.latMax, limit],
+    enabled: box !== null,
+    queryFn: ({ signal }) =>
+      unwrap(
+        api.GET('/api/analyses/{analysis_id}/heatmap/events', {
           params: {
             path: { analysis_id: id },
             query: {
-              metric,
-              x_bins: xBins,
-              y_bins: yBins,
-              ...(f.pid !== null ? { pid: f.pid } : {}),
-              ...(f.dev !== null ? { dev: f.dev } : {}),
-              ...win(f),
+              ...heatmapFilters(q),
+              limit,
+              t0_ns: box!.t0,
+              t1_ns: box!.t1,
+              ...(box!.latMin !== null ? { lat_min_ns: box!.latMin } : {}),
+              ...(box!.latMax !== null ? { lat_max_ns: box!.latMax } : {}),
+            },
+          },
+          signal,
+        }),
+      ),
+    placeholderData: keepPreviousData,
+  });
+}
+
+export function useHeatmapMetrics(id: string, limit = 100) {
+  return useQuery({
+    queryKey: ['heatmap-metrics', id, limit],
+    queryFn: ({ signal }) =>
+      unwrap(api.GET('/api/analyses/{analysis_id}/heatmap/metrics', { params: { path: { analysis_id: id }, query: { limit } }, signal })),
+  });
+}
+
+export type TimelineQuery = { v0: number | null; v1: number | null; widthPx: number; maxLanes: number };
+
+export function useTimeline(id: string, q: TimelineQuery, enabled = true) {
+  const w = q.v0 !== null && q.v1 !== null ? { t0_ns: q.v0, t1_ns: q.v1 } : {};
+  return useQuery({
+    queryKey: ['timeline', id, q.v0, q.v1, q.widthPx, q.maxLanes],
+    queryFn: ({ signal }) =>
+      unwrap(
+        api.GET('/api/analyses/{analysis_id}/timeline', {
+          params: { path: { analysis_id: id }, query: { width_px: q.widthPx, max_lanes: q.maxLanes, ...w } },
+          signal,
+        }),
+      ),
+    placeholderData: keepPreviousData,
+    enabled,
+  });
+}
+
+export type Placement = { clock_offset_ns: number } | { same_span_as: number };
+
+/** PATCH a source's place on the timeline; everything of the analysis is read again (times moved). */
+export function usePlaceSource(id: string) {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: ({ sourceId, placement }: { sourceId: number; placement: Placement }) =>
+      unwrap(
+        api.PATCH('/api/analyses/{analysis_id}/sources/{source_id}', {
+          params: { path: { analysis_id: id, source_id: sourceId } },
+          body: placement,
+        }),
+      ),
+    onSuccess: () => qc.invalidateQueries({ predicate: (query) => query.queryKey[1] === id }),
+  });
+}
+
+// ---- Wake-up pairs (offwaketime) ----
+
+export type WakersQuery = { pid: number | null; comm: string | null; lock: string | null; limit: number };
+
+export function useWakers(id: string, q: WakersQuery, enabled = true) {
+  return useQuery({
+    queryKey: ['wakers', id, q.pid, q.comm, q.lock, q.limit],
+    enabled,
+    queryFn: ({ signal }) =>
+      unwrap(
+        api.GET('/api/analyses/{analysis_id}/wakers', {
+          params: {
+            path: { analysis_id: id },
+            query: {
+              limit: q.limit,
+              ...(q.pid !== null ? { pid: q.pid } : {}),
+              ...(q.comm !== null ? { comm: q.comm } : {}),
+              ...(q.lock !== null ? { lock: q.lock } : {}),
             },
           },
           signal,

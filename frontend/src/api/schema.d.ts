@@ -158,10 +158,52 @@ export interface paths {
         };
         /**
          * Heatmap
-         * @description Requests counted per time bin × log latency bin (placed at I for i2d, D for d2c, Q for q2c), each cell
-         *     with the request behind its max; and exact p50…p99.99/max/count of the metric over the same filter.
+         * @description Events counted per time bin × log latency bin, each cell with the event behind its max; and exact
+         *     p50…p99.99/max/count of the latency over the same filter and window.
          */
         get: operations["heatmap_api_analyses__analysis_id__heatmap_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/analyses/{analysis_id}/heatmap/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Heatmap Events
+         * @description The events inside a box of the heatmap (a time range × a latency range), slowest first, with their
+         *     references (request, call or wait) and the count of all in the box.
+         */
+        get: operations["heatmap_events_api_analyses__analysis_id__heatmap_events_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/analyses/{analysis_id}/heatmap/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Heatmap Metrics
+         * @description What a heatmap can show for this analysis: the metrics with events, the traced functions (metric=func)
+         *     and the locks waited on (metric=wait).
+         */
+        get: operations["heatmap_metrics_api_analyses__analysis_id__heatmap_metrics_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -270,6 +312,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/analyses/{analysis_id}/sources/{source_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Place Source
+         * @description Place a source on the analysis timeline: set its clock offset (ns), or give it the same span as another
+         *     source. The chains are linked again to block requests with the new times. Kept in the analysis, for every
+         *     link to it.
+         */
+        patch: operations["place_source_api_analyses__analysis_id__sources__source_id__patch"];
+        trace?: never;
+    };
+    "/api/analyses/{analysis_id}/timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Timeline
+         * @description Every source on one time axis, aggregated for the window and its pixel width: per task (scheduler states,
+         *     waits by lock, calls at least a pixel long), per block device and process (I→D and D→C, requests in flight),
+         *     offcputime windows, print markers, and the chains as arrows across lanes.
+         */
+        get: operations["get_timeline_api_analyses__analysis_id__timeline_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/analyses/{analysis_id}/waits": {
         parameters: {
             query?: never;
@@ -282,6 +368,26 @@ export interface paths {
          * @description Intervals in which a task was off CPU while blocked, with their lock, waker and inferred holder.
          */
         get: operations["list_waits_api_analyses__analysis_id__waits_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/analyses/{analysis_id}/wakers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Wakers
+         * @description Wake-up pairs from offwaketime: who woke the blocked task, with both stacks, µs blocked until the wake-up.
+         */
+        get: operations["wakers_api_analyses__analysis_id__wakers_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -334,6 +440,53 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** Alignment */
+        Alignment: {
+            /** Blk Source Id */
+            blk_source_id?: number | null;
+            /**
+             * Candidates
+             * @description block_events: candidate (event, request) pairs looked at
+             */
+            candidates?: number | null;
+            /**
+             * Detail
+             * @description how the offset was found, in words
+             * @default
+             */
+            detail: string;
+            /**
+             * Matched
+             * @description block_events: events matched within 100 µs of the offset
+             */
+            matched?: number | null;
+            /**
+             * Method
+             * @description reference: the timeline's own clock; block_events: matched to a blktrace's requests; same_clock: spans overlap, taken as one clock; start: first events placed together (approximate); manual: set by a user
+             * @enum {string}
+             */
+            method: "reference" | "block_events" | "same_clock" | "start" | "manual";
+            /**
+             * Reference Source Id
+             * @description the source it was aligned to
+             */
+            reference_source_id?: number | null;
+            /**
+             * Residual Max Ns
+             * @description block_events: max |difference − offset| of the matched
+             */
+            residual_max_ns?: number | null;
+            /**
+             * Residual P50 Ns
+             * @description block_events: median |difference − offset| of the matched
+             */
+            residual_p50_ns?: number | null;
+            /**
+             * Warnings
+             * @default []
+             */
+            warnings: string[];
+        };
         /** AlsoWaiting */
         AlsoWaiting: {
             /** Comm */
@@ -602,6 +755,27 @@ export interface components {
             /** Files */
             files?: components["schemas"]["FileError"][] | null;
         };
+        /** EventRef */
+        EventRef: {
+            /**
+             * Kind
+             * @description request: /requests/{source_id}/{line}; call: the function_graph call entered at that line; wait: the wait starting at that line (/waits)
+             * @enum {string}
+             */
+            kind: "request" | "call" | "wait";
+            /**
+             * Line
+             * @description with source_id, identifies the event within the analysis
+             */
+            line: number;
+            /**
+             * Pid
+             * @description the task (a request's issuer; null where the trace does not say)
+             */
+            pid: number | null;
+            /** Source Id */
+            source_id: number;
+        };
         /** FileError */
         FileError: {
             /** Error */
@@ -667,6 +841,20 @@ export interface components {
              */
             value: number;
         };
+        /** FunctionChoice */
+        FunctionChoice: {
+            /**
+             * Calls
+             * @description calls with a known duration
+             */
+            calls: number;
+            /** Func */
+            func: string;
+            /** Max Ns */
+            max_ns: number;
+            /** Total Ns */
+            total_ns: number;
+        };
         /** HTTPValidationError */
         HTTPValidationError: {
             /** Detail */
@@ -679,8 +867,19 @@ export interface components {
              * @description the non-empty cells only
              */
             cells: components["schemas"]["HeatmapCell"][];
-            /** Metric */
-            metric: string;
+            /** Filter */
+            filter: string | null;
+            /**
+             * Kind
+             * @description what the counted events are
+             * @enum {string}
+             */
+            kind: "request" | "call" | "wait";
+            /**
+             * Metric
+             * @enum {string}
+             */
+            metric: "i2d" | "d2c" | "q2c" | "func" | "wait";
             /** @description exact (quantile_disc) over the same filter and window */
             percentiles: components["schemas"]["Percentiles"];
             /** T0 Ns */
@@ -691,11 +890,14 @@ export interface components {
             x_bin_ns: number | null;
             /** X Bins */
             x_bins: number;
-            /** Y Bins */
+            /**
+             * Y Bins
+             * @description as asked, or fewer when the latency range holds fewer distinct ns
+             */
             y_bins: number;
             /**
              * Y Edges Ns
-             * @description y_bins + 1 latency bin edges (ns), equal steps in log10
+             * @description y_bins + 1 strictly increasing latency bin edges (ns), equal steps in log10
              */
             y_edges_ns: number[];
         };
@@ -703,15 +905,10 @@ export interface components {
         HeatmapCell: {
             /** Count */
             count: number;
-            /** Max Line */
-            max_line: number;
             /** Max Ns */
             max_ns: number;
-            /**
-             * Max Source Id
-             * @description the request behind max_ns: (max_source_id, max_line)
-             */
-            max_source_id: number;
+            /** @description the event behind max_ns (the first in source, line order on ties) */
+            max_ref: components["schemas"]["EventRef"];
             /**
              * X
              * @description time bin: [t0_ns + x·x_bin_ns, t0_ns + (x+1)·x_bin_ns)
@@ -719,9 +916,114 @@ export interface components {
             x: number;
             /**
              * Y
-             * @description latency bin: [y_edges_ns[y], y_edges_ns[y+1]); bin 0 also holds anything below
+             * @description latency bin: [y_edges_ns[y], y_edges_ns[y+1]); bin 0 also holds anything below, the top bin the max
              */
             y: number;
+        };
+        /** HeatmapEvent */
+        HeatmapEvent: {
+            /**
+             * Chain Id
+             * @description waits (calls: their wait): the chain explaining it (/chains)
+             */
+            chain_id: number | null;
+            /** Comm */
+            comm: string | null;
+            /**
+             * Dev
+             * @description requests: the device
+             */
+            dev: string | null;
+            /**
+             * End Known
+             * @description false: a wait still open at the end of the trace (latency is a lower bound)
+             */
+            end_known: boolean;
+            /**
+             * Func
+             * @description calls: the function
+             */
+            func: string | null;
+            /**
+             * Latency Ns
+             * @description the metric: I2D/D2C/Q2C, the call's duration, the wait's duration
+             */
+            latency_ns: number;
+            /**
+             * Link
+             * @description ... and the 1-based link in it: the wait, or the one it waits alongside
+             */
+            link: number | null;
+            /**
+             * Lock
+             * @description waits: the lock label; calls: that of the wait inside the call
+             */
+            lock: string | null;
+            /**
+             * Lock Key
+             * @description waits: the locked object (the wait heatmap's filter)
+             */
+            lock_key: string | null;
+            /**
+             * Nsect
+             * @description requests: size in 512-byte sectors
+             */
+            nsect: number | null;
+            ref: components["schemas"]["EventRef"];
+            /** Rwbs */
+            rwbs: string | null;
+            /** Sector */
+            sector: number | null;
+            /**
+             * T Ns
+             * @description where it is placed: the request's I/D/Q, the call's entry, the wait's start
+             */
+            t_ns: number;
+            /** @description calls: the longest wait of the task that began during the call */
+            wait: components["schemas"]["EventRef"] | null;
+        };
+        /** HeatmapEvents */
+        HeatmapEvents: {
+            /**
+             * Count
+             * @description all events in the box (events holds at most `limit` of them)
+             */
+            count: number;
+            /**
+             * Events
+             * @description slowest first
+             */
+            events: components["schemas"]["HeatmapEvent"][];
+            /** Filter */
+            filter: string | null;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "request" | "call" | "wait";
+            /**
+             * Metric
+             * @enum {string}
+             */
+            metric: "i2d" | "d2c" | "q2c" | "func" | "wait";
+        };
+        /** HeatmapMetrics */
+        HeatmapMetrics: {
+            /**
+             * Functions
+             * @description functions by total duration of their calls
+             */
+            functions: components["schemas"]["FunctionChoice"][];
+            /**
+             * Locks
+             * @description locks by total duration of their waits
+             */
+            locks: components["schemas"]["LockChoice"][];
+            /**
+             * Metrics
+             * @description the metrics with events in this analysis
+             */
+            metrics: components["schemas"]["MetricCount"][];
         };
         /** IngestProgress */
         IngestProgress: {
@@ -815,6 +1117,25 @@ export interface components {
             /** Source Id */
             source_id: number;
         };
+        /** LockChoice */
+        LockChoice: {
+            /**
+             * Lock Key
+             * @description the locked object, e.g. xfs_ilock: use it as `filter` of metric=wait
+             */
+            lock_key: string;
+            /**
+             * Locks
+             * @description the lock labels of its waits (xfs_ilock via down_read, ...)
+             */
+            locks: string[];
+            /** Max Ns */
+            max_ns: number;
+            /** Total Ns */
+            total_ns: number;
+            /** Waits */
+            waits: number;
+        };
         /** LockPrimitive */
         LockPrimitive: {
             /** Acquire */
@@ -849,6 +1170,19 @@ export interface components {
              * @description what the program wrote to trace_marker
              */
             text: string;
+        };
+        /** MetricCount */
+        MetricCount: {
+            /**
+             * Count
+             * @description events that can be drawn
+             */
+            count: number;
+            /**
+             * Metric
+             * @enum {string}
+             */
+            metric: "i2d" | "d2c" | "q2c" | "func" | "wait";
         };
         /** OffcpuTask */
         OffcpuTask: {
@@ -888,6 +1222,16 @@ export interface components {
              */
             messages: components["schemas"]["SchedulerMessage"][];
             request: components["schemas"]["BlockRequest"];
+        };
+        /** RowRef */
+        RowRef: {
+            /**
+             * Line
+             * @description first line of the record in its source file
+             */
+            line: number;
+            /** Source Id */
+            source_id: number;
         };
         /** SchedulerMessage */
         SchedulerMessage: {
@@ -941,11 +1285,17 @@ export interface components {
         };
         /** SourceDetail */
         SourceDetail: {
+            alignment?: components["schemas"]["Alignment"] | null;
             /** Bytes */
             bytes: number;
             /**
+             * Clock
+             * @description the clock its times come from, when the file names it
+             */
+            clock?: string | null;
+            /**
              * Clock Offset Ns
-             * @description added to the source's own times to place them on the analysis timeline
+             * @description ns added to the source's own times to place them on the analysis timeline
              * @default 0
              */
             clock_offset_ns: number;
@@ -971,10 +1321,38 @@ export interface components {
             skipped_examples: components["schemas"]["SkippedLine"][];
             /** Skipped Lines */
             skipped_lines: number;
-            /** T Max Ns */
+            /**
+             * T Max Ns
+             * @description last timestamp, the source's own clock (ns)
+             */
             t_max_ns: number | null;
-            /** T Min Ns */
+            /**
+             * T Min Ns
+             * @description first timestamp, the source's own clock (ns)
+             */
             t_min_ns: number | null;
+            /**
+             * Waker Stacks
+             * @description records with a waker stack (bcc offwaketime, wakeuptime): the wake-up pairs of /wakers; 0 for other formats
+             * @default 0
+             */
+            waker_stacks: number;
+        };
+        /**
+         * SourcePlacement
+         * @description Where to put a source on the analysis timeline: an offset, or the same span as another source.
+         */
+        SourcePlacement: {
+            /**
+             * Clock Offset Ns
+             * @description ns added to the source's own times
+             */
+            clock_offset_ns?: number | null;
+            /**
+             * Same Span As
+             * @description id of a source of the same analysis whose span to take
+             */
+            same_span_as?: number | null;
         };
         /** Stats */
         Stats: {
@@ -988,6 +1366,178 @@ export interface components {
             p95: number | null;
             /** P99 */
             p99: number | null;
+        };
+        /** Timeline */
+        Timeline: {
+            /** Arrows */
+            arrows: components["schemas"]["TimelineArrow"][];
+            /**
+             * Bucket Ns
+             * @description ns per pixel: segments shorter than this are merged per bucket
+             */
+            bucket_ns: number | null;
+            /** Lanes */
+            lanes: components["schemas"]["TimelineLane"][];
+            /**
+             * Marks
+             * @default []
+             */
+            marks: components["schemas"]["TimelineMark"][];
+            /** T0 Ns */
+            t0_ns: number | null;
+            /** T1 Ns */
+            t1_ns: number | null;
+            /**
+             * Total Lanes
+             * @description lanes with something in the window (those not returned: ask with lanes=)
+             */
+            total_lanes: number;
+            /** Width Px */
+            width_px: number;
+        };
+        /** TimelineArrow */
+        TimelineArrow: {
+            /** Chain Id */
+            chain_id: number;
+            /** From Lane */
+            from_lane: string;
+            /** From Ns */
+            from_ns: number;
+            /**
+             * Relation
+             * @description woken_by | held_by | io_completion: from the waker/holder/device to the waiter
+             */
+            relation: string;
+            /**
+             * Request
+             * @description io_completion: the block request {source_id, line}
+             */
+            request: {
+                [key: string]: unknown;
+            } | null;
+            /** To Lane */
+            to_lane: string;
+            /** To Ns */
+            to_ns: number;
+        };
+        /** TimelineBand */
+        TimelineBand: {
+            /** T0 Ns */
+            t0_ns: number;
+            /**
+             * T1 Ns
+             * @description null: the window's length is unknown (no header said it)
+             */
+            t1_ns: number | null;
+        };
+        /** TimelineCounter */
+        TimelineCounter: {
+            /** Max */
+            max: number;
+            /** Name */
+            name: string;
+            /**
+             * Points
+             * @description [t_ns, value]: the value at the end of each bucket (first: at t0)
+             */
+            points: number[][];
+            /** Unit */
+            unit: string;
+        };
+        /** TimelineLane */
+        TimelineLane: {
+            band?: components["schemas"]["TimelineBand"] | null;
+            counter?: components["schemas"]["TimelineCounter"] | null;
+            /** Dev */
+            dev: string | null;
+            /** Group */
+            group: string | null;
+            /**
+             * Id
+             * @description task:<source>:<pid> | dev:<source>:<dev> | proc:<source>:<pid> | window:<source>
+             */
+            id: string;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "task" | "device" | "process" | "window";
+            /** Label */
+            label: string;
+            /** Pid */
+            pid: number | null;
+            /**
+             * Segments
+             * @default []
+             */
+            segments: components["schemas"]["TimelineSegment"][];
+            /** Source Id */
+            source_id: number;
+            /**
+             * Why
+             * @description why this lane is shown (its rank)
+             */
+            why: string;
+        };
+        /** TimelineMark */
+        TimelineMark: {
+            /** Comm */
+            comm: string | null;
+            /** Line */
+            line: number;
+            /** Pid */
+            pid: number | null;
+            /** Source Id */
+            source_id: number;
+            /** T Ns */
+            t_ns: number;
+            /** Text */
+            text: string | null;
+        };
+        /** TimelineSegment */
+        TimelineSegment: {
+            /**
+             * Depth
+             * @description call nesting depth (track call)
+             */
+            depth?: number | null;
+            /**
+             * Line
+             * @description its line in that source: the event behind it
+             */
+            line: number;
+            /**
+             * Max Ns
+             * @description duration of the longest merged segment (ns)
+             */
+            max_ns: number;
+            /**
+             * N
+             * @description segments merged into this one (1: a single segment)
+             */
+            n: number;
+            /**
+             * Source Id
+             * @description the source of the longest merged segment
+             */
+            source_id: number;
+            /**
+             * State
+             * @description running | runnable | blocked, the lock, the function, or queued | service
+             */
+            state: string;
+            /**
+             * T0 Ns
+             * @description start, on the analysis timeline, clipped to the window
+             */
+            t0_ns: number;
+            /** T1 Ns */
+            t1_ns: number;
+            /**
+             * Track
+             * @description state (task scheduler state), wait (a wait, state = its lock), call (a function, state = its name), queued (block I→D), service (block D→C)
+             */
+            track: string;
         };
         /** ValidationError */
         ValidationError: {
@@ -1094,6 +1644,85 @@ export interface components {
              * @description the waker's open calls at the wake-up, root first
              */
             waker_stack: string[] | null;
+        };
+        /** WakerPair */
+        WakerPair: {
+            /**
+             * Comm
+             * @description the blocked task (bcc's target)
+             */
+            comm: string | null;
+            /**
+             * Frames
+             * @description the blocked task's stack, root first; empty for wakeuptime, which records only the waker's stack
+             */
+            frames: string[];
+            /**
+             * Lock
+             * @description lock or reason of the target stack (as waits are labelled, e.g. `xfs_buf_lock via down`); null when no known lock is on it
+             */
+            lock: string | null;
+            /**
+             * Pid
+             * @description its pid as bcc prints it (a thread id); null when the dump has none
+             */
+            pid: number | null;
+            /**
+             * Records
+             * @description offwaketime records merged into this pair (a record without a total counts here but adds nothing to value_us)
+             */
+            records: number;
+            /**
+             * Rows
+             * @description where the records are: the first 10 (source, line), in file order
+             */
+            rows: components["schemas"]["RowRef"][];
+            /**
+             * Value Us
+             * @description µs blocked until the wake-up, summed over the records of this pair
+             */
+            value_us: number;
+            /**
+             * Waker Comm
+             * @description the task (or interrupt context, e.g. swapper/0) that woke it
+             */
+            waker_comm: string | null;
+            /**
+             * Waker Frames
+             * @description the waker's stack at the wake-up, root first
+             */
+            waker_frames: string[];
+            /** Waker Pid */
+            waker_pid: number | null;
+        };
+        /** WakerPairs */
+        WakerPairs: {
+            /**
+             * Items
+             * @description largest value_us first
+             */
+            items: components["schemas"]["WakerPair"][];
+            /**
+             * Matched By
+             * @description the task filter used: pid when records have that pid, else comm; all without a filter
+             * @enum {string}
+             */
+            matched_by: "pid" | "comm" | "all";
+            /**
+             * Pairs
+             * @description matching pairs, of which the first `limit` are listed
+             */
+            pairs: number;
+            /**
+             * Records
+             * @description records over every matching pair
+             */
+            records: number;
+            /**
+             * Total Us
+             * @description µs over every matching pair (not only those listed): the base of shares
+             */
+            total_us: number;
         };
     };
     responses: never;
@@ -1460,10 +2089,15 @@ export interface operations {
     heatmap_api_analyses__analysis_id__heatmap_get: {
         parameters: {
             query?: {
-                metric?: "i2d" | "d2c" | "q2c";
+                /** @description i2d | d2c | q2c: block requests (I→D at I, D→C at D, Q→C at Q); func: calls of the function named by `filter`, at entry; wait: waits, at their start */
+                metric?: "i2d" | "d2c" | "q2c" | "func" | "wait";
                 x_bins?: number;
                 y_bins?: number;
+                /** @description func: the function name (exact, required); wait: a lock_key or lock label (none: all) */
+                filter?: string | null;
+                /** @description the task (block: the request's issuer) */
                 pid?: number | null;
+                /** @description block metrics only */
                 dev?: string | null;
                 /** @description ns, on the analysis timeline */
                 t0_ns?: number | null;
@@ -1485,6 +2119,107 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Heatmap"];
+                };
+            };
+            /** @description no analysis with this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a parameter is missing, malformed or does not apply to the metric */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    heatmap_events_api_analyses__analysis_id__heatmap_events_get: {
+        parameters: {
+            query?: {
+                /** @description i2d | d2c | q2c: block requests (I→D at I, D→C at D, Q→C at Q); func: calls of the function named by `filter`, at entry; wait: waits, at their start */
+                metric?: "i2d" | "d2c" | "q2c" | "func" | "wait";
+                /** @description func: the function name (exact, required); wait: a lock_key or lock label (none: all) */
+                filter?: string | null;
+                /** @description the task (block: the request's issuer) */
+                pid?: number | null;
+                /** @description block metrics only */
+                dev?: string | null;
+                /** @description placed at or after (ns, analysis timeline) */
+                t0_ns?: number | null;
+                /** @description placed at or before (ns, analysis timeline) */
+                t1_ns?: number | null;
+                /** @description latency at least this (ns) */
+                lat_min_ns?: number | null;
+                /** @description latency below this (ns) */
+                lat_max_ns?: number | null;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                analysis_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeatmapEvents"];
+                };
+            };
+            /** @description no analysis with this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a parameter is missing, malformed or does not apply to the metric */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    heatmap_metrics_api_analyses__analysis_id__heatmap_metrics_get: {
+        parameters: {
+            query?: {
+                /** @description at most this many functions */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                analysis_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeatmapMetrics"];
                 };
             };
             /** @description no analysis with this id */
@@ -1732,6 +2467,110 @@ export interface operations {
             };
         };
     };
+    place_source_api_analyses__analysis_id__sources__source_id__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                analysis_id: string;
+                source_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SourcePlacement"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SourceDetail"];
+                };
+            };
+            /** @description no analysis with this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_timeline_api_analyses__analysis_id__timeline_get: {
+        parameters: {
+            query?: {
+                /** @description ns, on the analysis timeline */
+                t0_ns?: number | null;
+                /** @description ns, on the analysis timeline */
+                t1_ns?: number | null;
+                /** @description pixels the window is drawn on */
+                width_px?: number;
+                /** @description comma-separated lane ids to return */
+                lanes?: string | null;
+                max_lanes?: number;
+            };
+            header?: never;
+            path: {
+                analysis_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Timeline"];
+                };
+            };
+            /** @description no analysis with this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     list_waits_api_analyses__analysis_id__waits_get: {
         parameters: {
             query?: {
@@ -1760,6 +2599,54 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Wait"][];
+                };
+            };
+            /** @description no analysis with this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    wakers_api_analyses__analysis_id__wakers_get: {
+        parameters: {
+            query?: {
+                /** @description the blocked task's pid (with comm: pid when records have it, else comm) */
+                pid?: number | null;
+                /** @description the blocked task's name */
+                comm?: string | null;
+                /** @description pairs whose target stack is on this lock: its label contains it, or a frame takes it (xfs_buf_lock, down, page lock) */
+                lock?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                analysis_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WakerPairs"];
                 };
             };
             /** @description no analysis with this id */

@@ -17,3 +17,5 @@ export type FlameDiff = Ok<'/api/analyses/{analysis_id}/flamegraph/diff'>;
 export type FlameNode = FlameGraph['root'];
 export type OffcpuTask = Ok<'/api/analyses/{analysis_id}/offcpu-tasks'>[number];
 export type LockPrimitive = Ok<'/api/locks'>[number];
+export type WakerPairs = Ok<'/api/analyses/{analysis_id}/wakers'>;
+export type WakerPair = WakerPairs['items'][number];

@@ -1,7 +1,7 @@
 // The one ECharts wrapper: init on mount, setOption on change, resize with the container, dispose.
 import { useEffect, useRef } from 'react';
 import * as echarts from 'echarts/core';
-import { BarChart, CustomChart, ScatterChart } from 'echarts/charts';
+import { BarChart, CustomChart, LineChart, ScatterChart } from 'echarts/charts';
 import {
   DataZoomInsideComponent,
   DataZoomSliderComponent,
@@ -16,6 +16,7 @@ import type { EChartsOption } from './types';
 echarts.use([
   BarChart,
   CustomChart,
+  LineChart,
   ScatterChart,
   GridComponent,
   TooltipComponent,
@@ -35,13 +36,17 @@ type Props = {
   height: number | string;
   className?: string;
   ariaLabel?: string;
+  /** Called after each setOption, e.g. to take the brush cursor again (a new option resets it). */
+  afterSetOption?: (chart: echarts.ECharts) => void;
 };
 
-export function EChart({ option, onEvents, height, className, ariaLabel }: Props) {
+export function EChart({ option, onEvents, height, className, ariaLabel, afterSetOption }: Props) {
   const el = useRef<HTMLDivElement>(null);
   const chart = useRef<echarts.ECharts | null>(null);
   const handlers = useRef(onEvents);
   handlers.current = onEvents;
+  const after = useRef(afterSetOption);
+  after.current = afterSetOption;
 
   useEffect(() => {
     const c = echarts.init(el.current!, null, { renderer: 'canvas' });
@@ -56,7 +61,10 @@ export function EChart({ option, onEvents, height, className, ariaLabel }: Props
   }, []);
 
   useEffect(() => {
-    chart.current?.setOption(option, { notMerge: true });
+    const c = chart.current;
+    if (!c) return;
+    c.setOption(option, { notMerge: true });
+    after.current?.(c);
   }, [option]);
 
   // Bind each event name once; the latest handler is looked up at call time.

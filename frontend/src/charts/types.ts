@@ -1,5 +1,5 @@
 import type { ComposeOption } from 'echarts/core';
-import type { BarSeriesOption, CustomSeriesOption, ScatterSeriesOption } from 'echarts/charts';
+import type { BarSeriesOption, CustomSeriesOption, LineSeriesOption, ScatterSeriesOption } from 'echarts/charts';
 import type {
   DataZoomComponentOption,
   GridComponentOption,
@@ -12,6 +12,7 @@ import type {
 export type EChartsOption = ComposeOption<
   | BarSeriesOption
   | CustomSeriesOption
+  | LineSeriesOption
   | ScatterSeriesOption
   | GridComponentOption
   | TooltipComponentOption

@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_VIEW, decodeView, encodeView, parseRequestRef, parseSort, updateView, type ViewState } from './viewState';
+import {
+  DEFAULT_VIEW,
+  decodeView,
+  encodeHeatmapBox,
+  encodeView,
+  parseHeatmapBox,
+  parseRequestRef,
+  parseSort,
+  updateView,
+  type ViewState,
+} from './viewState';
 
 describe('view state <-> URL', () => {
   it('decodes an empty query to the defaults and encodes the defaults to nothing', () => {
@@ -32,12 +42,25 @@ describe('view state <-> URL', () => {
       fgA: 4,
       fgB: 5,
       fgBAn: 'L8VWhW46',
+      v0: 81000000000,
+      v1: 97000000000,
+      tlN: 80,
+      tlSel: { sourceId: 2, line: 45 },
+      wp: { sourceId: 1, line: 85 },
+      wpComm: 'cksum',
+      wpLock: 'page lock',
+      shm: 'func',
+      shf: 'xfs_ilock',
+      hbox: { metric: 'func', t0: 358613968921000, t1: 358613975514750, latMin: 4645966, latMax: null },
+      wait: { sourceId: 1, line: 94 },
     };
     const qs = encodeView(v).toString();
     expect(qs).toBe(
       'tab=sources&by=device&pid=804&dev=8%2C0&t0=81092472813&t1=96718761435&sort=d2c.p99&order=q2c&hm=d2c&req=1%3A2' +
         '&chain=2&link=3&lock=xfs_buf_lock&fg_unit=stacks&fg_pid=30495&fg_comm=file_writer&fg_q=xfs_buf_lock&fg_inv=1' +
-        '&fg_zoom=dd%3Bentry_SYSCALL_64_fastpath&fg_diff=1&fg_a=4&fg_b=5&fg_ban=L8VWhW46',
+        '&fg_zoom=dd%3Bentry_SYSCALL_64_fastpath&fg_diff=1&fg_a=4&fg_b=5&fg_ban=L8VWhW46&v0=81000000000&v1=97000000000' +
+        '&tl_n=80&tl_sel=2%3A45&wp=1%3A85&wp_comm=cksum&wp_lock=page+lock&shm=func&shf=xfs_ilock' +
+        '&hbox=func_358613968921000_358613975514750_4645966_&wait=1%3A94',
     );
     expect(decodeView(new URLSearchParams(qs))).toEqual(v);
   });
@@ -89,5 +112,41 @@ describe('view state <-> URL', () => {
     expect(updateView(v, { fgInv: true }).fgZoom).toEqual([]);
     expect(updateView(v, { fgComm: 'dd' }).fgZoom).toEqual([]);
     expect(updateView(v, { fgQ: 'lock' }).fgZoom).toEqual(['dd']);
+  });
+
+  it('keeps the timeline window only when both ends are given in order, and caps the lanes', () => {
+    expect(decodeView(new URLSearchParams('v0=5&v1=3'))).toMatchObject({ v0: null, v1: null });
+    expect(decodeView(new URLSearchParams('v0=5'))).toMatchObject({ v0: null, v1: null });
+    expect(decodeView(new URLSearchParams('v0=-5&v1=3'))).toMatchObject({ v0: -5, v1: 3 });
+    expect(decodeView(new URLSearchParams('tl_n=9999')).tlN).toBe(200);
+    expect(decodeView(new URLSearchParams('tl_n=0')).tlN).toBe(40);
+    expect(decodeView(new URLSearchParams('tab=timeline')).tab).toBe('timeline');
+  });
+
+  it('keeps the selected wake-up pair as its first record, and clears it when the pair filters change', () => {
+    const v = decodeView(new URLSearchParams('tab=stalls&wp=1:291&wp_comm=cksum'));
+    expect([v.tab, v.wp, v.wpComm, v.wpLock]).toEqual(['stalls', { sourceId: 1, line: 291 }, 'cksum', null]);
+    expect(decodeView(new URLSearchParams('wp=1-291&wp_comm=&wp_lock=')).wp).toBeNull();
+    expect(decodeView(new URLSearchParams('wp_comm=&wp_lock=')).wpComm).toBeNull();
+    expect(updateView(v, { wpLock: 'page lock' }).wp).toBeNull();
+    expect(updateView(v, { wpComm: null }).wp).toBeNull();
+    expect(updateView(v, { wpComm: 'cksum' }).wp).toEqual({ sourceId: 1, line: 291 });
+    expect(updateView(v, { wpComm: 'run', wp: { sourceId: 1, line: 223 } }).wp).toEqual({ sourceId: 1, line: 223 });
+    expect(updateView(v, { chain: 3 }).wp).toEqual({ sourceId: 1, line: 291 });
+  });
+
+  it('keeps a heatmap box only when well formed, and drops it when its heatmap is drawn anew', () => {
+    expect(parseHeatmapBox('i2d_100_200_1000_')).toEqual({ metric: 'i2d', t0: 100, t1: 200, latMin: 1000, latMax: null });
+    expect(parseHeatmapBox('wait_-5_5__7')).toEqual({ metric: 'wait', t0: -5, t1: 5, latMin: null, latMax: 7 });
+    expect(encodeHeatmapBox({ metric: 'wait', t0: -5, t1: 5, latMin: null, latMax: 7 })).toBe('wait_-5_5__7');
+    for (const bad of ['i2d_200_100__', 'lock_1_2__', 'i2d_1_2_5_5', 'i2d_1_2', 'd2c_a_2__']) expect(parseHeatmapBox(bad)).toBeNull();
+    const d = decodeView(new URLSearchParams('hm=d2c&hbox=d2c_1_2__'));
+    expect(updateView(d, { hm: 'i2d' }).hbox).toBeNull();
+    expect(updateView(d, { shm: 'func' }).hbox).toEqual(d.hbox); // the Stalls heatmap: not this box
+    const s = decodeView(new URLSearchParams('shm=func&shf=xfs_ilock&hbox=func_1_2__'));
+    expect(updateView(s, { shf: 'down_write' })).toMatchObject({ shf: 'down_write', hbox: null });
+    expect(updateView(s, { shm: 'wait' })).toMatchObject({ shm: 'wait', shf: null, hbox: null });
+    expect(updateView(s, { hm: 'q2c' }).hbox).toEqual(s.hbox);
+    expect(updateView(s, { t0: 1, t1: 2 }).hbox).toEqual(s.hbox);
   });
 });

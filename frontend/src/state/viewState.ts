@@ -1,8 +1,8 @@
 // The view state IS the URL: every selection, filter and window lives in the search params,
 // so copying the address bar shares exactly what is on screen.
 
-export type Tab = 'dispatch' | 'stalls' | 'offcpu' | 'sources';
-export const TABS: Tab[] = ['stalls', 'dispatch', 'offcpu', 'sources'];
+export type Tab = 'dispatch' | 'stalls' | 'timeline' | 'offcpu' | 'sources';
+export const TABS: Tab[] = ['stalls', 'timeline', 'dispatch', 'offcpu', 'sources'];
 export type FlameUnit = 'us' | 'stacks';
 export type Grouping = 'process' | 'device';
 export type RequestOrder = 'i2d' | 'd2c' | 'q2c' | 'time';
@@ -11,6 +11,10 @@ export type Stat = 'n' | 'p50' | 'p95' | 'p99' | 'max';
 export type SortColumn = 'key' | 'count' | `${Phase}.${Stat}`;
 export type Sort = { column: SortColumn; desc: boolean };
 export type RequestRef = { sourceId: number; line: number };
+export type HeatmapMetric = Phase | 'func' | 'wait';
+export type StallsHeatmapMetric = 'wait' | 'func';
+/** A brushed box of a heatmap: placed in [t0, t1] (ns, inclusive), latMin <= latency < latMax (null: open). */
+export type HeatmapBox = { metric: HeatmapMetric; t0: number; t1: number; latMin: number | null; latMax: number | null };
 
 export type ViewState = {
   tab: Tab | null; // null: the analysis' default tab (see AnalysisPage)
@@ -38,6 +42,20 @@ export type ViewState = {
   fgA: number | null; // diff: 'before' source (null: all of this analysis)
   fgB: number | null; // diff: 'after' source
   fgBAn: string | null; // diff: 'after' from another analysis
+  // Stalls: wake-up pairs (offwaketime)
+  wp: RequestRef | null; // the selected pair, by its first record (source and line)
+  wpComm: string | null; // pairs of this blocked task only
+  wpLock: string | null; // pairs whose blocked stack is on this lock
+  // Timeline
+  v0: number | null; // the window drawn (ns, analysis timeline); null: the whole analysis
+  v1: number | null;
+  tlN: number; // lanes shown
+  tlSel: RequestRef | null; // the selected item: its source and line
+  // Heatmaps
+  shm: StallsHeatmapMetric; // the Stalls heatmap: waits (by lock) or a function's duration
+  shf: string | null; // its filter: the lock (null: all waits) or the function (null: the top one)
+  hbox: HeatmapBox | null; // the brushed box, on the heatmap of its metric
+  wait: RequestRef | null; // the selected wait: its source and line
 };
 
 export const DEFAULT_SORT: Sort = { column: 'i2d.max', desc: true };
@@ -66,6 +84,17 @@ export const DEFAULT_VIEW: ViewState = {
   fgA: null,
   fgB: null,
   fgBAn: null,
+  wp: null,
+  wpComm: null,
+  wpLock: null,
+  v0: null,
+  v1: null,
+  tlN: 40,
+  tlSel: null,
+  shm: 'wait',
+  shf: null,
+  hbox: null,
+  wait: null,
 };
 
 const PHASES = ['i2d', 'd2c', 'q2c'];
@@ -110,6 +139,27 @@ export function encodeRequestRef(r: RequestRef): string {
   return `${r.sourceId}:${r.line}`;
 }
 
+const HEATMAP_METRICS: HeatmapMetric[] = ['i2d', 'd2c', 'q2c', 'func', 'wait'];
+
+/** "i2d_100_200_1000_" → a box (empty latency ends are open); anything malformed → null. */
+export function parseHeatmapBox(v: string | null): HeatmapBox | null {
+  const m = v ? /^([a-z0-9]+)_(-?\d+)_(-?\d+)_(\d*)_(\d*)$/.exec(v) : null;
+  if (!m || !(HEATMAP_METRICS as string[]).includes(m[1])) return null;
+  const [t0, t1] = [parseIntParam(m[2]), parseIntParam(m[3])];
+  const [latMin, latMax] = [parseIntParam(m[4] || null), parseIntParam(m[5] || null)];
+  if (t0 === null || t1 === null || t1 < t0 || (latMin !== null && latMax !== null && latMax <= latMin)) return null;
+  return { metric: m[1] as HeatmapMetric, t0, t1, latMin, latMax };
+}
+
+export function encodeHeatmapBox(b: HeatmapBox): string {
+  return [b.metric, b.t0, b.t1, b.latMin ?? '', b.latMax ?? ''].join('_');
+}
+
+/** The timeline's window: both ends, in order, or neither. */
+function decodeWindow(v0: number | null, v1: number | null): { v0: number | null; v1: number | null } {
+  return v0 !== null && v1 !== null && v1 > v0 ? { v0, v1 } : { v0: null, v1: null };
+}
+
 /** URL search params → view state. Unknown or malformed values fall back to defaults. */
 export function decodeView(params: URLSearchParams): ViewState {
   const tab = params.get('tab');
@@ -146,6 +196,16 @@ export function decodeView(params: URLSearchParams): ViewState {
     fgA: parseIntParam(params.get('fg_a')),
     fgB: parseIntParam(params.get('fg_b')),
     fgBAn: params.get('fg_ban') || null,
+    wp: parseRequestRef(params.get('wp')),
+    wpComm: params.get('wp_comm') || null,
+    wpLock: params.get('wp_lock') || null,
+    ...decodeWindow(parseIntParam(params.get('v0')), parseIntParam(params.get('v1'))),
+    tlN: Math.min(200, parsePositive(params.get('tl_n')) ?? DEFAULT_VIEW.tlN),
+    tlSel: parseRequestRef(params.get('tl_sel')),
+    shm: params.get('shm') === 'func' ? 'func' : 'wait',
+    shf: params.get('shf') || null,
+    hbox: parseHeatmapBox(params.get('hbox')),
+    wait: parseRequestRef(params.get('wait')),
   };
 }
 
@@ -177,6 +237,19 @@ export function encodeView(v: ViewState): URLSearchParams {
   if (v.fgA !== null) p.set('fg_a', String(v.fgA));
   if (v.fgB !== null) p.set('fg_b', String(v.fgB));
   if (v.fgBAn !== null) p.set('fg_ban', v.fgBAn);
+  if (v.v0 !== null && v.v1 !== null) {
+    p.set('v0', String(v.v0));
+    p.set('v1', String(v.v1));
+  }
+  if (v.tlN !== DEFAULT_VIEW.tlN) p.set('tl_n', String(v.tlN));
+  if (v.tlSel !== null) p.set('tl_sel', encodeRequestRef(v.tlSel));
+  if (v.wp !== null) p.set('wp', encodeRequestRef(v.wp));
+  if (v.wpComm !== null) p.set('wp_comm', v.wpComm);
+  if (v.wpLock !== null) p.set('wp_lock', v.wpLock);
+  if (v.shm !== DEFAULT_VIEW.shm) p.set('shm', v.shm);
+  if (v.shf !== null) p.set('shf', v.shf);
+  if (v.hbox !== null) p.set('hbox', encodeHeatmapBox(v.hbox));
+  if (v.wait !== null) p.set('wait', encodeRequestRef(v.wait));
   return p;
 }
 
@@ -195,5 +268,16 @@ export function updateView(v: ViewState, patch: Partial<ViewState>): ViewState {
     (patch.fgPid !== undefined && patch.fgPid !== v.fgPid) ||
     (patch.fgComm !== undefined && patch.fgComm !== v.fgComm);
   if (reshaped && patch.fgZoom === undefined) next.fgZoom = [];
+  // Other pair filters: the selected pair may not be among the pairs listed any more.
+  const refiltered = (patch.wpComm !== undefined && patch.wpComm !== v.wpComm) || (patch.wpLock !== undefined && patch.wpLock !== v.wpLock);
+  if (refiltered && patch.wp === undefined) next.wp = null;
+  // Another Stalls heatmap metric: the filter named a lock or a function of the other one.
+  if (patch.shm !== undefined && patch.shm !== v.shm && patch.shf === undefined) next.shf = null;
+  // Another heatmap (metric or filter): a box drawn on the previous one does not hold the same events.
+  const dispatchRedrawn = patch.hm !== undefined && patch.hm !== v.hm && v.hbox?.metric === v.hm;
+  const stallsRedrawn =
+    ((patch.shm !== undefined && patch.shm !== v.shm) || (patch.shf !== undefined && patch.shf !== v.shf)) &&
+    v.hbox?.metric === v.shm;
+  if ((dispatchRedrawn || stallsRedrawn) && patch.hbox === undefined) next.hbox = null;
   return next;
 }

@@ -9,8 +9,10 @@ import { useViewState } from '../state/useViewState';
 import { DispatchView } from './dispatch/DispatchView';
 import { OffcpuView } from './offcpu/OffcpuView';
 import { StallsView } from './stalls/StallsView';
+import { hasWakerStacks } from '../lib/wakers';
+import { SourcesView } from './sources/SourcesView';
+import { TimelineView } from './timeline/TimelineView';
 import { TABS, type Tab } from '../state/viewState';
-import { SkippedAndNotes } from './HomePage';
 
 export function AnalysisPage() {
   const { id = '' } = useParams();
@@ -29,7 +31,7 @@ export function AnalysisPage() {
   }
   const a = q.data;
   const tabs = availableTabs(a);
-  const tab: Tab = view.tab !== null && tabs.includes(view.tab) ? view.tab : tabs[0];
+  const tab: Tab = view.tab !== null && tabs.includes(view.tab) ? view.tab : defaultTab(tabs);
   return (
     <div className="analysis">
       <AnalysisHeader a={a} />
@@ -43,23 +45,30 @@ export function AnalysisPage() {
         <CopyLink />
       </nav>
       {tab === 'dispatch' && <DispatchView analysis={a} />}
+      <TimeRange />
       {tab === 'stalls' && <StallsView analysis={a} />}
+      {tab === 'timeline' && <TimelineView analysis={a} />}
       {tab === 'offcpu' && <OffcpuView analysis={a} />}
       {tab === 'sources' && <SourcesView a={a} />}
     </div>
   );
 }
 
-const TAB_LABEL: Record<Tab, string> = { stalls: 'Stalls', dispatch: 'Dispatch', offcpu: 'Off-CPU', sources: 'Sources' };
+const TAB_LABEL: Record<Tab, string> = { stalls: 'Stalls', timeline: 'Timeline', dispatch: 'Dispatch', offcpu: 'Off-CPU', sources: 'Sources' };
 const TAB_FORMAT: Partial<Record<Tab, string>> = { stalls: 'ftrace', dispatch: 'blkparse', offcpu: 'offcputime' };
 
-/** The tabs this analysis has data for, the default first: Stalls (ftrace) explains the most, then
- * Dispatch (blkparse), Off-CPU (offcputime); Sources always. */
+/** The tabs this analysis has data for, the default first: Stalls (ftrace, or offwaketime's wake-up pairs)
+ * explains the most, then Dispatch (blkparse), Off-CPU (offcputime); Sources always. */
 export function availableTabs(a: Pick<AnalysisDetail, 'sources'>): Tab[] {
   return TABS.filter((t) => {
     const f = TAB_FORMAT[t];
-    return f === undefined || a.sources.some((s) => s.format === f);
+    return f === undefined || a.sources.some((s) => s.format === f) || (t === 'stalls' && hasWakerStacks(a.sources));
   });
+}
+
+/** The tab an analysis opens on: the first view of its own data (Stalls, Dispatch, Off-CPU), else the timeline. */
+export function defaultTab(tabs: Tab[]): Tab {
+  return tabs.find((t) => t !== 'timeline' && t !== 'sources') ?? tabs[0];
 }
 
 function AnalysisHeader({ a }: { a: AnalysisDetail }) {
@@ -101,8 +110,8 @@ function AnalysisHeader({ a }: { a: AnalysisDetail }) {
               <td className="num">{formatCount(s.events)}</td>
               <td className={`num${s.skipped_lines ? ' warn' : ''}`}>{formatCount(s.skipped_lines)}</td>
               <td className="num">{formatBytes(s.bytes)}</td>
-              <td className="num mono">{formatAbsTime(s.t_min_ns)}</td>
-              <td className="num mono">{formatAbsTime(s.t_max_ns)}</td>
+              <td className="num mono">{formatAbsTime(s.t_min_ns === null ? null : s.t_min_ns + s.clock_offset_ns)}</td>
+              <td className="num mono">{formatAbsTime(s.t_max_ns === null ? null : s.t_max_ns + s.clock_offset_ns)}</td>
             </tr>
           ))}
         </tbody>
@@ -111,42 +120,18 @@ function AnalysisHeader({ a }: { a: AnalysisDetail }) {
   );
 }
 
-function SourcesView({ a }: { a: AnalysisDetail }) {
+/** The analysis-wide time range (from the timeline, a heatmap or a chart): every view follows it. */
+function TimeRange() {
+  const [view, setView] = useViewState();
+  if (view.t0 === null || view.t1 === null) return null;
   return (
-    <section className="panel">
-      <h2>Sources</h2>
-      <table className="grid">
-        <thead>
-          <tr>
-            <th>File</th>
-            <th>Format</th>
-            <th className="num">Lines</th>
-            <th className="num">Events</th>
-            <th className="num">Skipped lines</th>
-            <th className="num">Clock offset</th>
-          </tr>
-        </thead>
-        <tbody>
-          {a.sources.map((s) => (
-            <tr key={s.id}>
-              <td className="mono">{s.filename}</td>
-              <td>
-                <span className="badge">{s.format}</span>
-              </td>
-              <td className="num">{formatCount(s.lines)}</td>
-              <td className="num">{formatCount(s.events)}</td>
-              <td className="num">{formatCount(s.skipped_lines)}</td>
-              <td className="num">{formatNs(s.clock_offset_ns)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-      {a.sources.map((s) => (
-        <SkippedAndNotes key={s.id} filename={s.filename} skipped={s.skipped_examples} notes={s.notes} total={s.skipped_lines} />
-      ))}
-      {a.sources.every((s) => s.skipped_lines === 0 && s.notes.length === 0) && (
-        <p className="muted">Every line of every source was parsed.</p>
-      )}
-    </section>
+    <div className="time-range" data-testid="time-range">
+      <span className="chip">
+        time range {formatAbsTime(view.t0)} → {formatAbsTime(view.t1)} ({formatNs(view.t1 - view.t0)})
+        <button aria-label="Clear the time range" onClick={() => setView({ t0: null, t1: null })}>
+          ×
+        </button>
+      </span>
+    </div>
   );
 }

@@ -4,10 +4,26 @@ import { ErrorBox, Loading } from '../../components/Status';
 import { formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import { linkLabel } from '../../charts/chainWaterfall';
+import { hasWakerStacks } from '../../lib/wakers';
 import { ChainDetail } from './ChainDetail';
+import { StallsHeatmap } from './StallsHeatmap';
 import { WaitsPanel } from './WaitsPanel';
+import { WakeupPairs } from './WakeupPairs';
 
+/** The chains of waits from ftrace; below them, offwaketime's wake-up pairs where that is loaded (alone
+ * when there is no ftrace). */
 export function StallsView({ analysis }: { analysis: AnalysisDetail }) {
+  const ftrace = analysis.sources.some((s) => s.format === 'ftrace');
+  return (
+    <>
+      {ftrace && <ChainsView analysis={analysis} />}
+      {ftrace && <StallsHeatmap analysis={analysis} />}
+      {hasWakerStacks(analysis.sources) && <WakeupPairs analysis={analysis} />}
+    </>
+  );
+}
+
+function ChainsView({ analysis }: { analysis: AnalysisDetail }) {
   const [view, setView] = useViewState();
   const chains = useChains(analysis.id);
   const marks = useMarks(analysis.id);

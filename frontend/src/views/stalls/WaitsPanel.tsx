@@ -7,7 +7,7 @@ import { useViewState } from '../../state/useViewState';
 
 export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
   const [view, setView] = useViewState();
-  const q = useWaits(analysis.id, view.lock);
+  const q = useWaits(analysis.id, view.lock, 100, { t0: view.t0, t1: view.t1 }); // the analysis-wide time range
   const [draft, setDraft] = useState(view.lock ?? '');
   return (
     <section className="panel" data-testid="waits-panel">
@@ -52,7 +52,10 @@ export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
             </thead>
             <tbody>
               {q.data.map((w) => (
-                <tr key={`${w.source_id}:${w.line}`}>
+                <tr
+                  key={`${w.source_id}:${w.line}`}
+                  className={view.wait?.sourceId === w.source_id && view.wait.line === w.line ? 'selected' : undefined}
+                >
                   <td className="mono">
                     {w.comm ?? '?'} {w.pid}
                   </td>

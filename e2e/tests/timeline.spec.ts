@@ -1,0 +1,82 @@
+import { expect, test } from '@playwright/test';
+import path from 'node:path';
+import { copyLinkAndOpenElsewhere } from './share';
+import { upload } from './upload';
+import { REPO, SCREENSHOTS } from './paths';
+
+const EXT4_FTRACE = path.join(REPO, 'samples/ext4-jbd2-commit.trace-cmd-report.txt');
+const EXT4_BLK = path.join(REPO, 'samples/ext4-jbd2-commit.blkparse.txt');
+
+test('timeline: lanes of both sources, W/A/S/D, drag to select a range, shared link', async ({ page, browser }) => {
+  await upload(page, [EXT4_FTRACE, EXT4_BLK], 'ext4 timeline');
+  await page.getByRole('tablist').getByRole('tab', { name: 'Timeline' }).click();
+  await expect(page).toHaveURL(/tab=timeline/);
+  const view = page.getByTestId('timeline-view');
+  // the chain's tasks come first, then the block device of the blktrace
+  const labels = view.locator('.timeline-label');
+  await expect(labels.first()).toHaveText('postgres (4242)');
+  await expect(view.locator('[data-lane^="dev:"]')).toContainText('8,0 (device)');
+  await expect(view).toContainText('8 of 8 lanes');
+  await expect(view.getByTestId('timeline-window')).toContainText('7341.200000 s → 7341.215920 s (15.92 ms)');
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'timeline-ext4.png'), fullPage: true });
+
+  // W zooms in around the centre (the window is in the URL), A pans left, S zooms back out
+  await page.keyboard.press('w');
+  await expect(page).toHaveURL(/v0=\d+&v1=\d+/);
+  await expect(view.getByTestId('timeline-window')).toContainText('(9.55 ms)');
+  await page.keyboard.press('a');
+  await page.keyboard.press('s');
+  await page.keyboard.press('s');
+  await expect(view.getByTestId('timeline-window')).toContainText('(15.92 ms)');
+  await expect(page).not.toHaveURL(/v0=/);
+
+  // drag across the plot: the analysis-wide time range, shown on every tab
+  const plot = view.locator('.timeline-plot');
+  const box = (await plot.boundingBox())!;
+  await page.mouse.move(box.x + box.width * 0.25, box.y + 40);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.5, box.y + 40, { steps: 5 });
+  await page.mouse.up();
+  await expect(page).toHaveURL(/t0=\d+&t1=\d+/);
+  await expect(page.getByTestId('time-range')).toContainText('time range 7341.20');
+  // a quarter of the plot's width: about 4 ms of the 15.92 ms; zoomed to it, the window is the range
+  const range = /(\d+\.\d+ s) → (\d+\.\d+ s) \((\d\.\d+) ms\)/.exec((await page.getByTestId('time-range').textContent())!)!;
+  expect(Number(range[3])).toBeGreaterThan(3.5);
+  expect(Number(range[3])).toBeLessThan(4.5);
+  await view.getByTestId('zoom-to-selection').click();
+  await expect(view.getByTestId('timeline-window')).toContainText(`${range[1]} → ${range[2]} (${range[3]} ms)`);
+
+  const { other } = await copyLinkAndOpenElsewhere(page, browser);
+  await expect(other.getByTestId('timeline-view').getByTestId('timeline-window')).toContainText(`(${range[3]} ms)`);
+  await expect(other.getByTestId('time-range')).toBeVisible();
+  await other.context().close();
+
+  // the range follows to the Dispatch tab
+  await page.getByRole('tablist').getByRole('tab', { name: 'Dispatch' }).click();
+  await expect(page.getByTestId('time-range')).toBeVisible();
+});
+
+test('clock offset: shown per source, edited by hand, and the chain follows', async ({ page }) => {
+  await upload(page, [EXT4_FTRACE, EXT4_BLK], 'ext4 clocks');
+  await page.getByRole('tablist').getByRole('tab', { name: 'Sources' }).click();
+  const cards = page.locator('.align-card');
+  await expect(cards.nth(0)).toContainText('same clock (spans overlap)');
+  await expect(cards.nth(1)).toContainText('reference clock');
+  await expect(cards.nth(1)).toContainText('blktrace (CLOCK_MONOTONIC');
+  // one second later: no block request completes at the wake-up any more
+  const input = cards.nth(0).getByRole('textbox');
+  await input.fill('1.000000000');
+  await cards.nth(0).getByRole('button', { name: 'Apply' }).click();
+  await expect(cards.nth(0)).toContainText('offset 1.000000000 s');
+  await expect(cards.nth(0)).toContainText('set by hand');
+  await page.getByRole('tablist').getByRole('tab', { name: 'Stalls' }).click();
+  await expect(page.getByTestId('chain-detail').getByTestId('request-link')).toHaveCount(0);
+  // back to 0: the chain ends at its request again
+  await page.getByRole('tablist').getByRole('tab', { name: 'Sources' }).click();
+  await cards.nth(0).getByRole('textbox').fill('0');
+  await cards.nth(0).getByRole('button', { name: 'Apply' }).click();
+  await expect(cards.nth(0)).toContainText('offset 0.000000000 s');
+  await page.getByRole('tablist').getByRole('tab', { name: 'Stalls' }).click();
+  await expect(page.getByTestId('chain-detail').getByTestId('request-link')).toContainText('8,0 WFS 1465352 + 8');
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'stalls-after-offset.png'), fullPage: true });
+});

@@ -1,0 +1,144 @@
+import { describe, expect, it } from 'vitest';
+import {
+  buildTimelineOption,
+  describeItem,
+  nameColor,
+  panWindow,
+  segmentBand,
+  timelineItems,
+  timelineLayout,
+  zoomWindow,
+  type Timeline,
+  type TimelineLane,
+} from './timeline';
+
+const seg = (o: Partial<TimelineLane['segments'][number]>) => ({
+  track: 'state',
+  state: 'running',
+  t0_ns: 100,
+  t1_ns: 200,
+  n: 1,
+  max_ns: 100,
+  source_id: 1,
+  line: 10,
+  depth: null,
+  ...o,
+});
+
+const lane = (o: Partial<TimelineLane>): TimelineLane => ({
+  id: 'task:1:42',
+  kind: 'task',
+  source_id: 1,
+  label: 'postgres (42)',
+  group: null,
+  pid: 42,
+  dev: null,
+  why: '',
+  segments: [],
+  counter: null,
+  band: null,
+  ...o,
+});
+
+// the ext4 capture (tests/test_timeline.py), cut down: a task with calls, a device, a dump window
+const T: Timeline = {
+  t0_ns: 0,
+  t1_ns: 1000,
+  width_px: 100,
+  bucket_ns: 10,
+  total_lanes: 3,
+  lanes: [
+    lane({
+      segments: [
+        seg({ track: 'wait', state: 'wait_transaction_locked', t0_ns: 100, t1_ns: 900, max_ns: 800, line: 45 }),
+        seg({ track: 'call', state: 'ext4_file_write_iter', depth: 0, t0_ns: 90, t1_ns: 950, line: 31 }),
+        seg({ track: 'call', state: 'start_this_handle', depth: 2, t0_ns: 95, t1_ns: 900, line: 40 }),
+      ],
+    }),
+    lane({
+      id: 'dev:2:8,0',
+      kind: 'device',
+      source_id: 2,
+      label: '8,0 (device)',
+      pid: null,
+      dev: '8,0',
+      segments: [seg({ track: 'service', state: 'service', t0_ns: 300, t1_ns: 880, source_id: 2, line: 6, n: 3, max_ns: 580 })],
+      counter: { name: 'in flight', unit: 'requests', points: [[0, 0], [500, 2], [1000, 0]], max: 2 },
+    }),
+    lane({ id: 'window:3', kind: 'window', source_id: 3, label: 'capture window', pid: null, band: { t0_ns: 50, t1_ns: null } }),
+  ],
+  arrows: [{ chain_id: 1, relation: 'io_completion', from_lane: 'dev:2:8,0', to_lane: 'task:1:42', from_ns: 880, to_ns: 900, request: { source_id: 2, line: 6 } }],
+  marks: [{ source_id: 1, line: 46, t_ns: 120, pid: 42, comm: 'postgres', text: 'checkpoint start' }],
+};
+
+describe('timeline layout', () => {
+  const names: Record<number, string> = { 1: 'ftrace · a.txt', 2: 'blkparse · b.txt', 3: 'offcputime · c.txt' };
+  const layout = timelineLayout(T, (id) => names[id]);
+
+  it('groups lanes by source under a header, each with its height (calls add rows)', () => {
+    expect(layout.headers).toEqual([
+      { label: 'ftrace · a.txt', y: 0 },
+      { label: 'blkparse · b.txt', y: 18 + 57 + 2 },
+      { label: 'offcputime · c.txt', y: 18 + 57 + 2 + 18 + 40 + 2 },
+    ]);
+    const task = layout.byId.get('task:1:42')!;
+    expect([task.y, task.h, task.callDepth]).toEqual([18, 30 + 3 * 9, 3]); // depths 0..2
+    expect(layout.byId.get('dev:2:8,0')!.h).toBe(40);
+    expect(layout.height).toBe(18 + 57 + 2 + 18 + 40 + 2 + 18 + 18 + 2);
+  });
+
+  it('places tracks inside a lane', () => {
+    const task = layout.byId.get('task:1:42')!;
+    expect(segmentBand(task, T.lanes[0].segments[0])).toEqual([3, 16]);
+    expect(segmentBand(task, T.lanes[0].segments[2])).toEqual([22 + 2 * 9, 8]);
+    expect(segmentBand(task, seg({}))).toEqual([task.h - 9, 7]);
+  });
+
+  it('lists bands, segments, arrows and marks as items, and describes them with units and lines', () => {
+    const items = timelineItems(T, layout);
+    expect(items.map((i) => i.kind)).toEqual(['band', 'segment', 'segment', 'segment', 'segment', 'arrow', 'mark']);
+    const dev = items[4];
+    expect(describeItem(dev)).toContain('3 merged, longest 580 ns');
+    expect(describeItem(dev)).toContain('source 2, line 6');
+    expect(describeItem(items[1])).toContain('wait in wait_transaction_locked');
+    expect(describeItem(items[0])).toContain('length unknown');
+    expect(describeItem(items[6])).toContain('checkpoint start');
+  });
+
+  it('builds one custom series for the items, a step line per counter and the selection', () => {
+    const items = timelineItems(T, layout);
+    const opt = buildTimelineOption(layout, items, { v0: 0, v1: 1000, selection: [200, 400], origin: 0 }) as any;
+    expect(opt.xAxis.min).toBe(0);
+    expect(opt.xAxis.max).toBe(1000);
+    expect(opt.yAxis).toMatchObject({ min: 0, max: layout.height, inverse: true });
+    expect(opt.series.map((s: any) => s.type)).toEqual(['custom', 'line', 'custom']);
+    expect(opt.series[0].data).toHaveLength(items.length);
+    const dev = layout.byId.get('dev:2:8,0')!;
+    // in flight 0 at the bottom of the lane, the max 2 at its top (3 px margins)
+    expect(opt.series[1].data[0]).toEqual([0, dev.y + dev.h - 3, 0]);
+    expect(opt.series[1].data[1]).toEqual([500, dev.y + 3, 2]);
+    expect(opt.series[2].data).toEqual([[0]]);
+  });
+});
+
+describe('window arithmetic', () => {
+  it('zooms around a point and stays inside the analysis', () => {
+    const M = 1e6;
+    expect(zoomWindow(0, 1000 * M, 0.5, 500 * M, 0, 1000 * M)).toEqual([250 * M, 750 * M]);
+    expect(zoomWindow(0, 1000 * M, 0.5, 0, 0, 1000 * M)).toEqual([0, 500 * M]);
+    expect(zoomWindow(250 * M, 750 * M, 4, 500 * M, 0, 1000 * M)).toEqual([0, 1000 * M]);
+    expect(zoomWindow(0, 10_000, 1e-9, 5000, 0, 10_000)).toEqual([4500, 5500]); // never under 1 µs
+  });
+
+  it('pans by a fraction of the window, clamped', () => {
+    expect(panWindow(200, 400, 0.5, 0, 1000)).toEqual([300, 500]);
+    expect(panWindow(200, 400, -5, 0, 1000)).toEqual([0, 200]);
+    expect(panWindow(800, 1000, 1, 0, 1000)).toEqual([800, 1000]);
+  });
+
+  it('colours a name the same way every time', () => {
+    expect(nameColor('xfs_ilock')).toBe(nameColor('xfs_ilock'));
+    expect(nameColor('xfs_ilock')).not.toBe(nameColor('xfs_buf_lock'));
+    expect(nameColor('xfs_ilock')).toMatch(/^hsl\(\d+, 55%, 58%\)$/);
+  });
+});

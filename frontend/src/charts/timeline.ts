@@ -1,0 +1,300 @@
+// The analysis timeline: lanes of segments from the server (already aggregated per pixel), drawn with one
+// ECharts custom series on a pixel-exact y axis (y = px from the top of the plot), so lanes can have heights
+// of their own. Pure: the layout and the option depend only on the data and the window.
+import type { CustomSeriesRenderItemAPI, CustomSeriesRenderItemParams, CustomSeriesRenderItemReturn } from 'echarts';
+import type { components } from '../api/schema';
+import { formatAbsTime, formatCount, formatNs, formatNsShort } from '../lib/format';
+import { C, axisCommon, baseTextStyle, tooltipStyle } from './theme';
+import type { EChartsOption } from './types';
+
+export type Timeline = components['schemas']['Timeline'];
+export type TimelineLane = components['schemas']['TimelineLane'];
+export type TimelineSegment = components['schemas']['TimelineSegment'];
+export type TimelineArrow = components['schemas']['TimelineArrow'];
+
+export const STATE_COLORS: Record<string, string> = {
+  running: '#3fb950',
+  runnable: '#d29922',
+  blocked: '#4a5566',
+  queued: C.i2d,
+  service: C.d2c,
+};
+export const RELATION_COLORS: Record<string, string> = { woken_by: '#f2cc60', held_by: '#ff7b72', io_completion: '#58a6ff' };
+const CALL_H = 9;
+const HEADER_H = 18;
+
+/** A stable colour for a lock or function name (the same name is always the same colour). */
+export function nameColor(name: string): string {
+  let h = 0;
+  for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
+  return `hsl(${h % 360}, 55%, 58%)`;
+}
+
+export type LaneBox = { lane: TimelineLane; y: number; h: number; callDepth: number };
+export type Header = { label: string; y: number };
+export type Layout = { lanes: LaneBox[]; headers: Header[]; height: number; byId: Map<string, LaneBox> };
+
+function laneHeight(l: TimelineLane): { h: number; depth: number } {
+  if (l.kind === 'window') return { h: 18, depth: 0 };
+  if (l.kind === 'process') return { h: 22, depth: 0 };
+  if (l.kind === 'device') return { h: 40, depth: 0 };
+  const depth = Math.max(-1, ...l.segments.filter((s) => s.track === 'call').map((s) => s.depth ?? 0)) + 1;
+  return { h: 30 + depth * CALL_H, depth };
+}
+
+/** Lanes grouped by source (in the order the server ranked them), each with its y and height in px. */
+export function timelineLayout(t: Pick<Timeline, 'lanes'>, sourceName: (id: number) => string): Layout {
+  const groups = new Map<number, TimelineLane[]>();
+  for (const l of t.lanes) {
+    const g = groups.get(l.source_id) ?? [];
+    g.push(l);
+    groups.set(l.source_id, g);
+  }
+  const lanes: LaneBox[] = [];
+  const headers: Header[] = [];
+  let y = 0;
+  for (const [sid, ls] of groups) {
+    headers.push({ label: sourceName(sid), y });
+    y += HEADER_H;
+    for (const lane of ls) {
+      const { h, depth } = laneHeight(lane);
+      lanes.push({ lane, y, h, callDepth: depth });
+      y += h + 2;
+    }
+  }
+  return { lanes, headers, height: Math.max(y, 40), byId: new Map(lanes.map((b) => [b.lane.id, b])) };
+}
+
+/** What a drawn item is: the segment (or arrow, mark) behind it, for tooltips and clicks. */
+export type Item =
+  | { kind: 'segment'; lane: TimelineLane; seg: TimelineSegment }
+  | { kind: 'arrow'; arrow: TimelineArrow }
+  | { kind: 'mark'; mark: Timeline['marks'][number] }
+  | { kind: 'band'; lane: TimelineLane };
+
+export type TimelineOptions = {
+  v0: number; // the window drawn (ns, analysis timeline)
+  v1: number;
+  selection: [number, number] | null; // the analysis-wide time range, shaded
+  origin: number; // axis labels are relative to this (the analysis start)
+};
+
+/** Segment geometry inside its lane: [top offset, height] in px. */
+export function segmentBand(box: LaneBox, seg: TimelineSegment): [number, number] {
+  const h = box.h;
+  switch (seg.track) {
+    case 'state':
+      return [h - 9, 7];
+    case 'wait':
+      return [3, 16];
+    case 'call':
+      return [22 + (seg.depth ?? 0) * CALL_H, CALL_H - 1];
+    case 'queued':
+      return [2, h / 2 - 3];
+    case 'service':
+      return [h / 2, h / 2 - 3];
+    default:
+      return [2, h - 4];
+  }
+}
+
+export function segmentColor(seg: TimelineSegment): string {
+  if (seg.track === 'wait' || seg.track === 'call') return nameColor(seg.state);
+  return STATE_COLORS[seg.state] ?? C.q2c;
+}
+
+/** Every drawable item, in draw order (bands, segments, counters' lanes, arrows, marks). */
+export function timelineItems(t: Timeline, layout: Layout): Item[] {
+  const items: Item[] = [];
+  for (const b of layout.lanes) if (b.lane.band) items.push({ kind: 'band', lane: b.lane });
+  for (const b of layout.lanes) for (const seg of b.lane.segments) items.push({ kind: 'segment', lane: b.lane, seg });
+  for (const a of t.arrows) if (layout.byId.has(a.from_lane) && layout.byId.has(a.to_lane)) items.push({ kind: 'arrow', arrow: a });
+  for (const m of t.marks ?? []) items.push({ kind: 'mark', mark: m });
+  return items;
+}
+
+export function describeItem(it: Item): string {
+  switch (it.kind) {
+    case 'segment': {
+      const s = it.seg;
+      const what =
+        s.track === 'call' ? `call ${s.state}()` : s.track === 'wait' ? `wait in ${s.state}` : s.track === 'state' ? s.state : `${s.state} (${s.track === 'queued' ? 'I→D' : 'D→C'})`;
+      const merged = s.n > 1 ? `${formatCount(s.n)} merged, longest ${formatNs(s.max_ns)}` : `${formatNs(s.max_ns)}`;
+      return `<b>${esc(it.lane.label)}</b><br/>${esc(what)}<br/>${formatAbsTime(s.t0_ns)} → ${formatAbsTime(s.t1_ns)}<br/>${merged}<br/><span style="color:${C.muted}">source ${s.source_id}, line ${s.line}</span>`;
+    }
+    case 'arrow': {
+      const a = it.arrow;
+      return `chain #${a.chain_id}: ${a.relation.replace('_', ' ')}<br/>${formatAbsTime(a.to_ns)}`;
+    }
+    case 'mark':
+      return `print: ${esc(it.mark.text ?? '')}<br/>${esc(it.mark.comm ?? '')} (${it.mark.pid})<br/>${formatAbsTime(it.mark.t_ns)} · line ${it.mark.line}`;
+    case 'band': {
+      const b = it.lane.band!;
+      return `${esc(it.lane.group ?? '')}: capture window<br/>${formatAbsTime(b.t0_ns)} → ${b.t1_ns === null ? 'length unknown' : formatAbsTime(b.t1_ns)}`;
+    }
+  }
+}
+
+function esc(s: string): string {
+  return s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+}
+
+export function buildTimelineOption(layout: Layout, items: Item[], o: TimelineOptions): EChartsOption {
+  const render = (p: CustomSeriesRenderItemParams, api: CustomSeriesRenderItemAPI): CustomSeriesRenderItemReturn => {
+    const it = items[api.value(0) as number];
+    const x = (ns: number) => api.coord([ns - o.origin, 0])[0];
+    const y = (py: number) => api.coord([0, py])[1];
+    const cs = p.coordSys as unknown as { x: number; width: number; y: number; height: number };
+    const clipX = (v: number) => Math.max(cs.x, Math.min(cs.x + cs.width, v));
+    if (it.kind === 'segment') {
+      const box = layout.byId.get(it.lane.id)!;
+      const [top, h] = segmentBand(box, it.seg);
+      const x0 = clipX(x(it.seg.t0_ns));
+      const x1 = clipX(x(it.seg.t1_ns));
+      const w = Math.max(1, x1 - x0);
+      const label = (it.seg.track === 'wait' || it.seg.track === 'call') && w > 60 ? it.seg.state : '';
+      return {
+        type: 'rect',
+        shape: { x: x0, y: y(box.y + top), width: w, height: h },
+        style: {
+          fill: segmentColor(it.seg),
+          opacity: it.seg.track === 'state' && it.seg.state === 'blocked' ? 0.9 : 0.85,
+          text: label,
+          textFill: '#0d1117',
+          fontSize: 10,
+          textPosition: 'insideLeft',
+          truncate: { outerWidth: w - 4 },
+        },
+      } as unknown as CustomSeriesRenderItemReturn;
+    }
+    if (it.kind === 'band') {
+      const box = layout.byId.get(it.lane.id)!;
+      const b = it.lane.band!;
+      const x0 = clipX(x(b.t0_ns));
+      const x1 = b.t1_ns === null ? cs.x + cs.width : clipX(x(b.t1_ns));
+      return {
+        type: 'rect',
+        shape: { x: x0, y: y(box.y + 2), width: Math.max(1, x1 - x0), height: box.h - 4 },
+        style: { fill: 'rgba(185,156,240,0.35)', stroke: '#b99cf0', lineWidth: 1, lineDash: b.t1_ns === null ? [4, 3] : undefined },
+      } as unknown as CustomSeriesRenderItemReturn;
+    }
+    if (it.kind === 'arrow') {
+      const a = it.arrow;
+      const f = layout.byId.get(a.from_lane)!;
+      const tt = layout.byId.get(a.to_lane)!;
+      const x0 = x(a.from_ns);
+      const x1 = x(a.to_ns);
+      const y0 = y(f.y + f.h / 2);
+      const y1 = y(tt.y + (tt.y > f.y ? 3 : tt.h - 3));
+      const color = RELATION_COLORS[a.relation] ?? C.text;
+      const dir = y1 > y0 ? 1 : -1;
+      return {
+        type: 'group',
+        children: [
+          { type: 'line', shape: { x1: x0, y1: y0, x2: x1, y2: y1 }, style: { stroke: color, lineWidth: 1.6 } },
+          { type: 'polygon', shape: { points: [[x1, y1], [x1 - 4, y1 - 7 * dir], [x1 + 4, y1 - 7 * dir]] }, style: { fill: color } },
+        ],
+      } as unknown as CustomSeriesRenderItemReturn;
+    }
+    const xm = x(it.mark.t_ns);
+    return {
+      type: 'group',
+      children: [
+        { type: 'line', shape: { x1: xm, y1: cs.y, x2: xm, y2: cs.y + cs.height }, style: { stroke: C.message, lineWidth: 1, lineDash: [3, 3], opacity: 0.8 } },
+        { type: 'polygon', shape: { points: [[xm - 4, cs.y - 8], [xm + 4, cs.y - 8], [xm, cs.y]] }, style: { fill: C.message } },
+      ],
+    } as unknown as CustomSeriesRenderItemReturn;
+  };
+
+  const counters = layout.lanes.filter((b) => b.lane.counter);
+  return {
+    backgroundColor: 'transparent',
+    animation: false,
+    textStyle: baseTextStyle,
+    grid: { left: 8, right: 16, top: 12, bottom: 26 }, // the chart is layout.height + 38 px tall: 1 y unit = 1 px
+    tooltip: { ...tooltipStyle, trigger: 'item', confine: true },
+    xAxis: {
+      type: 'value',
+      min: o.v0 - o.origin,
+      max: o.v1 - o.origin,
+      ...axisCommon,
+      splitNumber: 8,
+      axisLabel: { ...axisCommon.axisLabel, formatter: (v: number) => (v === 0 ? '0' : `+${formatNsShort(v)}`), hideOverlap: true },
+    },
+    yAxis: { type: 'value', min: 0, max: layout.height, inverse: true, show: false },
+    series: [
+      {
+        type: 'custom',
+        name: 'timeline',
+        renderItem: render,
+        clip: true,
+        data: items.map((_, i) => [i]),
+        encode: { x: [], y: [] },
+        tooltip: { formatter: (p: { dataIndex: number }) => describeItem(items[p.dataIndex]) },
+        z: 2,
+      },
+      ...counters.map((b) => counterSeries(b, o, layout)),
+      selectionSeries(o, layout),
+    ],
+  } as EChartsOption;
+}
+
+/** Requests in flight, as a step line across the device lane (scaled to its height). */
+function counterSeries(b: LaneBox, o: TimelineOptions, _layout: Layout) {
+  const c = b.lane.counter!;
+  const scale = c.max > 0 ? (b.h - 6) / c.max : 0;
+  return {
+    type: 'line' as const,
+    name: `${b.lane.label} ${c.name}`,
+    step: 'end' as const,
+    symbol: 'none',
+    lineStyle: { color: '#e6edf3', width: 1, opacity: 0.7 },
+    data: c.points.map(([t, v]) => [t - o.origin, b.y + b.h - 3 - v * scale, v]),
+    tooltip: {
+      formatter: (p: { value: number[] }) => `${esc(b.lane.label)}: ${p.value[2]} ${c.unit} ${c.name}<br/>at ${formatAbsTime(p.value[0] + o.origin)}`,
+    },
+    z: 3,
+  };
+}
+
+/** The analysis-wide time range, shaded. */
+function selectionSeries(o: TimelineOptions, layout: Layout) {
+  const s = o.selection;
+  return {
+    type: 'custom' as const,
+    name: 'selection',
+    silent: true,
+    data: s ? [[0]] : [],
+    encode: { x: [], y: [] },
+    renderItem: (_p: CustomSeriesRenderItemParams, api: CustomSeriesRenderItemAPI) => {
+      const x0 = api.coord([s![0] - o.origin, 0])[0];
+      const x1 = api.coord([s![1] - o.origin, 0])[0];
+      const y0 = api.coord([0, 0])[1];
+      const y1 = api.coord([0, layout.height])[1];
+      return {
+        type: 'rect',
+        shape: { x: x0, y: y0, width: Math.max(1, x1 - x0), height: y1 - y0 },
+        style: { fill: 'rgba(88,166,255,0.10)', stroke: 'rgba(88,166,255,0.6)', lineWidth: 1 },
+      } as unknown as CustomSeriesRenderItemReturn;
+    },
+    z: 1,
+  };
+}
+
+/** Zoom the window [v0, v1] by `factor` (<1 in, >1 out) around `at`, kept inside [lo, hi]. */
+export function zoomWindow(v0: number, v1: number, factor: number, at: number, lo: number, hi: number): [number, number] {
+  const minSpan = 1000; // 1 µs
+  let span = Math.max(minSpan, (v1 - v0) * factor);
+  span = Math.min(span, hi - lo);
+  const frac = v1 > v0 ? (at - v0) / (v1 - v0) : 0.5;
+  let a = Math.round(at - frac * span);
+  a = Math.max(lo, Math.min(hi - span, a));
+  return [a, Math.round(a + span)];
+}
+
+/** Pan the window by `frac` of its span (negative: left), kept inside [lo, hi]. */
+export function panWindow(v0: number, v1: number, frac: number, lo: number, hi: number): [number, number] {
+  const span = v1 - v0;
+  const a = Math.max(lo, Math.min(hi - span, Math.round(v0 + frac * span)));
+  return [a, a + span];
+}

@@ -1,0 +1,122 @@
+"""The timeline (backend/analysis/timeline.py): task states derived at ingest, lanes, per-pixel aggregation,
+arrows of the chains, and the bounds that keep a big analysis drawable."""
+from __future__ import annotations
+
+from tests.conftest import SAMPLES, ingest_paths
+
+EXT4 = SAMPLES / "ext4-jbd2-commit.trace-cmd-report.txt"
+EXT4_BLK = SAMPLES / "ext4-jbd2-commit.blkparse.txt"
+DEMO = SAMPLES / "demo-cfq-starvation.blkparse.txt"
+OFFCPU = SAMPLES / "xfs-open-stall.offcputime.txt"
+
+
+def _lane(t, lane_id):
+    return next(lane for lane in t["lanes"] if lane["id"] == lane_id)
+
+
+def test_task_slices_from_the_scheduler(store):
+    aid = ingest_paths(store, EXT4)["id"]
+    con = store.cursor()
+    try:
+        rows = con.execute(
+            "SELECT state, start_ns, end_ns, line, end_known FROM task_slices t JOIN sources s ON s.id = t.source_id"
+            " WHERE s.analysis_id = ? AND pid = 4242 ORDER BY start_ns, line", [aid]).fetchall()
+    finally:
+        con.close()
+    # postgres: switched out D at line 45, woken at line 120, back on CPU at line 127 until the trace ends
+    assert rows == [("blocked", 7341201620000, 7341214885000, 45, True),
+                    ("runnable", 7341214885000, 7341214888000, 120, True),
+                    ("running", 7341214888000, 7341214904000, 127, False)]
+
+
+def test_ext4_timeline_lanes_segments_and_arrows(store, client):
+    aid = ingest_paths(store, EXT4, EXT4_BLK, OFFCPU)["id"]
+    ft, bp, oc = client.get(f"/api/analyses/{aid}").json()["sources"]
+    t = client.get(f"/api/analyses/{aid}/timeline", params={"width_px": 800}).json()
+    assert (t["t0_ns"], t["t1_ns"]) == (7341200000000, 7341215920058)
+    assert t["bucket_ns"] == -(-(7341215920058 - 7341200000000) // 800) == 19901
+    ids = [lane["id"] for lane in t["lanes"]]
+    # the chain's tasks first (postgres, jbd2, the interrupt), then the device, the dump's window, the rest
+    assert ids[:3] == [f"task:{ft['id']}:4242", f"task:{ft['id']}:312", f"task:{ft['id']}:0"]
+    assert f"dev:{bp['id']}:8,0" in ids and f"window:{oc['id']}" in ids and f"proc:{bp['id']}:312" in ids
+    assert t["total_lanes"] == len(ids) == 9
+    pg = _lane(t, f"task:{ft['id']}:4242")
+    wait = next(s for s in pg["segments"] if s["track"] == "wait")
+    assert (wait["state"], wait["t0_ns"], wait["t1_ns"], wait["line"], wait["n"]) == (
+        "wait_transaction_locked", 7341201620000, 7341214888000, 45, 1)
+    calls = [s for s in pg["segments"] if s["track"] == "call"]
+    assert [c["state"] for c in calls[:2]] == ["ext4_file_write_iter", "ext4_buffered_write_iter"]
+    assert all(c["max_ns"] >= t["bucket_ns"] for c in calls)
+    dev = _lane(t, f"dev:{bp['id']}:8,0")
+    service = [s for s in dev["segments"] if s["track"] == "service" and s["line"] == 6]
+    assert service == [{"track": "service", "state": "service", "t0_ns": 7341201502077, "t1_ns": 7341214863402,
+                        "n": 1, "max_ns": 13361325, "source_id": bp["id"], "line": 6, "depth": None}]
+    assert dev["counter"]["max"] == 2 and dev["counter"]["points"][0] == [t["t0_ns"], 0]
+    window = _lane(t, f"window:{oc['id']}")
+    assert window["band"] == {"t0_ns": 7341200014221, "t1_ns": None}
+    rel = {(a["relation"], a["from_lane"], a["to_lane"]) for a in t["arrows"]}
+    assert ("woken_by", f"task:{ft['id']}:312", f"task:{ft['id']}:4242") in rel
+    io = next(a for a in t["arrows"] if a["from_lane"].startswith("dev:"))
+    assert io["request"] == {"source_id": bp["id"], "line": 6} and io["from_ns"] == 7341214863402
+    assert [m["text"] for m in t["marks"]] == ["checkpoint-flush start"]
+
+
+def test_zoomed_window_and_lane_choice(store, client):
+    aid = ingest_paths(store, EXT4, EXT4_BLK)["id"]
+    ft = client.get(f"/api/analyses/{aid}").json()["sources"][0]
+    lane = f"task:{ft['id']}:4251"
+    t = client.get(f"/api/analyses/{aid}/timeline",
+                   params={"t0_ns": 7341204000000, "t1_ns": 7341205000000, "width_px": 100, "lanes": lane}).json()
+    assert [x["id"] for x in t["lanes"]] == [lane] and t["bucket_ns"] == 10000
+    segs = t["lanes"][0]["segments"]
+    assert all(7341204000000 <= s["t0_ns"] <= s["t1_ns"] <= 7341205000000 for s in segs)
+    wait = next(s for s in segs if s["track"] == "wait")
+    assert (wait["t0_ns"], wait["t1_ns"], wait["max_ns"]) == (7341204028000, 7341205000000, 10862000)  # clipped
+    assert t["arrows"] == []  # the other end of the chain's arrows is not a lane asked for
+    r = client.get(f"/api/analyses/{aid}/timeline", params={"max_lanes": 2}).json()
+    assert len(r["lanes"]) == 2 and r["total_lanes"] == 8
+
+
+def test_merging_bounds_the_items_per_lane(store, client):
+    aid = ingest_paths(store, DEMO)["id"]
+    sid = client.get(f"/api/analyses/{aid}").json()["sources"][0]["id"]
+    t = client.get(f"/api/analyses/{aid}/timeline", params={"width_px": 200}).json()
+    dev = _lane(t, f"dev:{sid}:8,0")
+    by_track = {k: [s for s in dev["segments"] if s["track"] == k] for k in ("queued", "service")}
+    con = store.cursor()
+    try:
+        with_dc = con.execute("SELECT count(*) FROM blk_requests WHERE source_id = ? AND d_ns IS NOT NULL"
+                              " AND c_ns >= d_ns", [sid]).fetchall()[0][0]
+    finally:
+        con.close()
+    assert sum(s["n"] for s in by_track["service"]) == with_dc == 5000  # every request with D and C, merged or not
+    # no more than one item per pixel per track, plus the segments longer than a pixel
+    for segs in by_track.values():
+        assert len(segs) <= 200 + sum(1 for s in segs if s["n"] == 1 and s["max_ns"] >= t["bucket_ns"])
+    starved = max(by_track["queued"], key=lambda s: s["max_ns"])
+    assert (starved["max_ns"], starved["n"]) == (15626265317, 1)
+    detail = client.get(f"/api/analyses/{aid}/requests/{starved['source_id']}/{starved['line']}").json()
+    assert detail["request"]["i2d_ns"] == 15626265317
+
+
+def test_timeline_follows_a_clock_offset(store, client):
+    aid = ingest_paths(store, EXT4_BLK)["id"]
+    sid = client.get(f"/api/analyses/{aid}").json()["sources"][0]["id"]
+    before = client.get(f"/api/analyses/{aid}/timeline").json()
+    client.patch(f"/api/analyses/{aid}/sources/{sid}", json={"clock_offset_ns": -7341200000000})
+    after = client.get(f"/api/analyses/{aid}/timeline").json()
+    assert after["t0_ns"] == before["t0_ns"] - 7341200000000
+    a = after["lanes"][0]["segments"][0]
+    b = before["lanes"][0]["segments"][0]
+    assert (a["t0_ns"], a["line"]) == (b["t0_ns"] - 7341200000000, b["line"])
+
+
+def test_bad_timeline_requests(client, store):
+    aid = ingest_paths(store, EXT4_BLK)["id"]
+    assert client.get("/api/analyses/nope/timeline").status_code == 404
+    for params in ({"width_px": 0}, {"width_px": 5000}, {"t0_ns": 10, "t1_ns": 5}, {"max_lanes": 0},
+                   {"t0_ns": "x"}, {"lanes": "x" * 5000}):
+        r = client.get(f"/api/analyses/{aid}/timeline", params=params)
+        assert r.status_code == 422, (params, r.text)
+    empty = client.get(f"/api/analyses/{aid}/timeline", params={"t0_ns": 1, "t1_ns": 2}).json()
+    assert empty["lanes"] == [] and empty["total_lanes"] == 0
