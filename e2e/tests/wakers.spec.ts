@@ -38,14 +38,14 @@ test('offwaketime alone: wake-up pairs in Stalls, a pair selected by lock, share
   const rows = pairs.getByTestId('pair-list').locator('tbody tr');
   await expect(rows.first()).toContainText('8,054,934');
   await rows.nth(1).click();
-  await expect(page).toHaveURL(/wp=1%3A284/);
+  await expect(page).toHaveURL(/wp=\d+%3A284/); // source ids depend on what the database already holds
   await expect(card).toHaveAttribute('aria-label', 'Wake-up pair 2: cksum woken by run');
   await expect(card.getByTestId('pair-value')).toHaveText('109.5 ms (109,480 µs)');
   await expect(card).toContainText('__lock_page_killable via I/O');
   await expect(card.getByTestId('pair-waker-stack')).toContainText('mpage_end_io');
 
   const { link, other: p2 } = await copyLinkAndOpenElsewhere(page, browser);
-  expect(link).toMatch(/wp=1%3A284&wp_lock=page\+lock/);
+  expect(link).toMatch(/wp=\d+%3A284&wp_lock=page\+lock/);
   await expect(p2.getByRole('tablist').getByRole('tab', { name: 'Stalls' })).toHaveAttribute('aria-selected', 'true');
   const card2 = p2.getByTestId('pair-card');
   await expect(card2).toHaveAttribute('aria-label', 'Wake-up pair 2: cksum woken by run');
