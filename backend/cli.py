@@ -47,6 +47,9 @@ def cmd_serve(args) -> int:
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 DEMOS = [  # (analysis name, files under samples/); the first is listed on top
+    ("Demo: an app's write stalls 2.3 s behind an inode lock, down to the starved metadata write"
+     " (synthetic, three sources)",
+     ["incident.blkparse.txt", "incident.trace-cmd-report.txt", "incident.offcputime.txt"]),
     ("Demo: a metadata write starved 15.6 s in CFQ's queue (synthetic)", ["demo-cfq-starvation.blkparse.txt"]),
     ("Demo: an ext4 write waits for the journal commit's block I/O (synthetic)",
      ["ext4-jbd2-commit.trace-cmd-report.txt", "ext4-jbd2-commit.blkparse.txt", "ext4-jbd2-commit.offwaketime.txt"]),

@@ -1,0 +1,190 @@
+"""The three-way demo capture (samples/gen_incident.py): a blktrace, a trace-cmd report and an offcputime dump of
+one incident, ingested as one analysis.
+
+Values were checked by hand against the files' lines (line numbers below are the files' own). Times of the trace
+are asserted on its own clock (timeline time minus the source's clock_offset_ns), so that everything but
+`test_aligned_to_the_blktrace` holds whatever offset the alignment finds.
+"""
+from __future__ import annotations
+
+import pytest
+
+from backend.cli import DEMOS, load_demo
+from samples import gen_incident
+from tests.conftest import SAMPLES, ingest_paths
+
+BLK, TRACE, OFFCPU = (SAMPLES / n for n in (gen_incident.BLK, gen_incident.TRACE, gen_incident.OFFCPU))
+
+
+def _ingest(client, store) -> tuple[str, dict]:
+    aid = ingest_paths(store, BLK, TRACE, OFFCPU)["id"]
+    sources = {s["format"]: s for s in client.get(f"/api/analyses/{aid}").json()["sources"]}
+    return aid, sources
+
+
+def test_sample_files_are_what_the_generator_writes():
+    blk, trace, offcpu = gen_incident.build()
+    assert BLK.read_text() == blk and TRACE.read_text() == trace and OFFCPU.read_text() == offcpu
+
+
+def test_three_sources_parse_whole(client, store):
+    _, src = _ingest(client, store)
+    got = {f: (s["filename"], s["lines"], s["events"], s["skipped_lines"]) for f, s in src.items()}
+    assert got == {
+        "blkparse": ("incident.blkparse.txt", 12360, 12360, 0),
+        "ftrace": ("incident.trace-cmd-report.txt", 24350, 15645, 0),
+        "offcputime": ("incident.offcputime.txt", 372, 25, 0),
+    }
+    # the user's comment line names the trace clock; trace-cmd's own header follows it
+    assert src["ftrace"]["notes"][:2] == ["trace clock: mono", "trace-cmd report header: cpus=4"]
+    assert "window_s=24" in src["offcputime"]["notes"]
+    # the blktrace counts from its first event; the trace is in seconds since boot (µs resolution)
+    assert (src["blkparse"]["t_min_ns"], src["blkparse"]["t_max_ns"]) == (0, 23987041668)
+    assert src["ftrace"]["t_max_ns"] == 5250657335000
+
+
+def test_stall_chain(client, store):
+    aid, src = _ingest(client, store)
+    off = src["ftrace"]["clock_offset_ns"]
+    chains = client.get(f"/api/analyses/{aid}/chains", params={"limit": 2}).json()
+    c = chains[0]
+    assert (c["id"], c["duration_ns"]) == (1, 2304170000)
+    assert chains[1]["duration_ns"] < 20_000_000  # the next stall is a database read of a few ms
+    writer, reader, conv, logd = c["links"]
+    own = lambda link: (link["start_ns"] - off, link["end_ns"] - off, link["duration_ns"])  # noqa: E731
+
+    # file_writer's write(): switched out D at line 8656 in xfs_ilock -> down_write (the iolock's down_write
+    # returned, the ilock's sleeps), back on CPU at line 21110, woken at line 21099 by file_reader
+    assert (writer["pid"], writer["comm"], writer["lock"], writer["relation"], writer["line"]) == (
+        3271, "file_writer", "xfs_ilock via down_write", "woken_by", 8656)
+    assert own(writer) == (5247900332000, 5250204502000, 2304170000)
+    assert not writer["inferred"] and writer["end_known"] and writer["also_waiting"] == []
+    assert writer["stack"] == ["sys_write", "vfs_write", "do_sync_write", "xfs_file_aio_write", "xfs_write",
+                               "xfs_ilock", "down_write", "rwsem_down_write_failed", "schedule"]
+    assert "woken at line 21099 by file_reader (3274) from xfs_iunlock → up_read" in writer["evidence"]
+
+    # file_reader (the first waiter, a reader): page fault -> readahead -> xfs_ilock_map_shared -> down_read,
+    # line 8345 to line 21088, woken at line 21079 by xfsconvertd/0's xfs_iunlock -> up_write
+    assert (reader["pid"], reader["comm"], reader["lock"], reader["relation"], reader["line"]) == (
+        3274, "file_reader", "xfs_ilock via down_read", "woken_by", 8345)
+    assert own(reader) == (5247852697000, 5250204490000, 2351793000)
+    assert reader["stack"][:2] == ["do_page_fault", "handle_mm_fault"]
+    assert reader["stack"][-6:] == ["xfs_iomap", "xfs_ilock_map_shared", "xfs_ilock", "down_read",
+                                    "rwsem_down_read_failed", "schedule"]
+    assert "woken at line 21079 by xfsconvertd/0 (421) from xfs_iunlock → up_write" in reader["evidence"]
+
+    # xfsconvertd/0: the unwritten-extent conversion, holding the ilock, sleeps for the bmap btree buffer
+    # (line 1273) until xfslogd/0 runs the buffer's I/O completion (wake-up at line 21046, back at line 21055)
+    assert (conv["pid"], conv["comm"], conv["lock"], conv["relation"], conv["line"]) == (
+        421, "xfsconvertd/0", "xfs_buf_lock via down", "io_completion", 1273)
+    assert own(conv) == (5246482452000, 5250204319000, 3721867000)
+    assert conv["stack"][:2] == ["xfs_end_bio_unwritten", "xfs_iomap_write_unwritten"]
+    assert conv["stack"][-5:] == ["xfs_buf_lock", "down", "__down", "schedule_timeout", "schedule"]
+    assert "woken at line 21046 by xfslogd/0 (419) in the I/O completion xfs_buf_iodone_work()" in conv["evidence"]
+
+    assert (logd["pid"], logd["comm"], logd["lock"], logd["relation"], logd["line"]) == (
+        419, "xfslogd/0", None, None, 21046)
+    assert logd["start_ns"] - off == 5250204317000
+    assert logd["stack"] == ["xfs_buf_iodone_work", "xfs_buf_iodone_callbacks", "xfs_buf_ioend",
+                             "xfs_buf_iodone_work", "xfs_buf_unlock", "up", "try_to_wake_up"]
+
+
+def test_holders_and_marks(client, store):
+    aid, src = _ingest(client, store)
+    off = src["ftrace"]["clock_offset_ns"]
+    waits = client.get(f"/api/analyses/{aid}/waits", params={"lock": "xfs_"}).json()
+    got = [(w["pid"], w["line"], w["state"], w["lock"], w["holder_pid"], w["holder_line"], w["holder_ns"] - off,
+            w["waker_pid"], w["wake_line"]) for w in waits]
+    assert got == [
+        # the buffer was locked by xfsaild's push (xfs_buf_lock returned at line 1213) for its write
+        (421, 1273, "D", "xfs_buf_lock via down", 804, 1213, 5246480244532, 419, 21046),
+        # both ilock waiters: held by xfsconvertd/0, whose xfs_ilock returned at line 1255 (xfs_iunlock only
+        # at line 21074), although xfs_ilock/xfs_iunlock of other tasks and inodes are all around
+        (3274, 8345, "D", "xfs_ilock via down_read", 421, 1255, 5246482448826, 421, 21079),
+        (3271, 8656, "D", "xfs_ilock via down_write", 421, 1255, 5246482448826, 3274, 21099),
+    ]
+    marks = client.get(f"/api/analyses/{aid}/marks").json()
+    assert [(m["line"], m["t_ns"] - off, m["pid"], m["text"]) for m in marks] == [
+        (234, 5246400329000, 3271, "write start"), (261, 5246400349000, 3271, "write done"),
+        (8645, 5247900328000, 3271, "write start"), (21147, 5250204518000, 3271, "write done"),
+    ]
+
+
+def test_starved_request_in_the_blktrace(client, store):
+    aid, src = _ingest(client, store)
+    off = src["blkparse"]["clock_offset_ns"]
+    slowest = client.get(f"/api/analyses/{aid}/requests", params={"order": "i2d", "limit": 2}).json()
+    r = slowest[0]
+    assert (r["line"], r["dev"], r["sector"], r["nsect"], r["rwbs"], r["pid"], r["comm"]) == (
+        4069, "8,0", 141698288, 8, "WM", 804, "xfsaild/sda1")
+    assert (r["from_dev"], r["from_sector"]) == ("8,1", 141696240)
+    assert (r["i_ns"] - off, r["d_ns"] - off, r["c_ns"] - off) == (9062188818, 12780580813, 12786197813)
+    assert (r["i2d_ns"], r["d2c_ns"]) == (3718391995, 5617000)
+    assert slowest[1]["i2d_ns"] == 43426813  # the next-slowest: another metadata write, 43 ms
+    d = client.get(f"/api/analyses/{aid}/requests/{r['source_id']}/{r['line']}").json()
+    assert [(e["action"], e["line"], e["pid"]) for e in d["events"]] == [
+        ("A", 4069, 804), ("Q", 4070, 804), ("G", 4071, 804), ("I", 4072, 804), ("D", 7204, 187), ("C", 7205, None)]
+    # while it waited CFQ logged 215 preemptions of its async queue (7 lines each) by the database's sync queues
+    first = [m["message"] for m in d["messages"][:7]]
+    assert first == ["cfq2210SN / insert_request", "cfq2210SN / add_to_rr", "cfq2210SN / preempt",
+                     "cfq498A / slice expired t=1", "cfq498A / resid=39", "/ served: vt=1954383378 min_vt=1954383378",
+                     "cfq498A / sl_used=1 disp=0 charge=0 iops=1 sect=0"]
+    blk = BLK.read_text().splitlines()[4068:7203]
+    assert sum(" m   N " in line for line in blk) == 1509 and sum("/ preempt" in line for line in blk) == 215
+
+
+def test_offcpu_totals_match_the_trace(client, store):
+    aid, src = _ingest(client, store)
+    con = store.cursor()
+    try:
+        rows = con.execute(
+            "SELECT o.comm, o.pid, o.value_us, o.frames FROM offcpu_stacks o JOIN sources s ON s.id = o.source_id"
+            " WHERE s.analysis_id = ? ORDER BY o.value_us, o.line", [aid]).fetchall()
+    finally:
+        con.close()
+    assert len(rows) == 25
+    by = {(comm, pid, frames[-5]): us for comm, pid, us, frames in rows}
+    # µs totals of the three waits of the chain: each the trace's wait (ns) truncated, within 1 µs
+    assert by[("file_writer", 3271, "down_write")] == 2304170
+    assert by[("file_reader", 3274, "down_read")] == 2351793
+    assert by[("xfsconvertd/0", 421, "down")] == 3721866
+    chain = client.get(f"/api/analyses/{aid}/chains", params={"limit": 1}).json()[0]["links"]
+    for link, key in zip(chain, (("file_writer", 3271, "down_write"), ("file_reader", 3274, "down_read"),
+                                 ("xfsconvertd/0", 421, "down"))):
+        assert abs(by[key] - link["duration_ns"] // 1000) <= 1
+    writer = next(f for comm, pid, us, f in rows if us == 2304170)
+    assert writer[:4] == ["__libc_start_main", "main", "log_append", "__write_nocancel"]  # root first
+    assert writer[-6:] == ["xfs_ilock", "down_write", "call_rwsem_down_write_failed", "rwsem_down_write_failed",
+                           "schedule", "finish_task_switch"]
+    # the database: its I/O and its idle time add up to the 24 s window, per backend
+    pg = {}
+    for comm, pid, us, frames in rows:
+        if comm == "postgres":
+            pg.setdefault(pid, []).append(us)
+    assert {pid: sorted(v) for pid, v in pg.items()} == {
+        2210: [1078490, 3122855, 19603983], 2214: [1045124, 3175817, 19507602]}
+
+
+def test_aligned_to_the_blktrace(client, store):
+    aid, src = _ingest(client, store)
+    assert src["blkparse"]["clock_offset_ns"] == 0
+    assert abs(src["ftrace"]["clock_offset_ns"] + gen_incident.OFFSET_NS) <= 10_000
+    conv, logd = client.get(f"/api/analyses/{aid}/chains", params={"limit": 1}).json()[0]["links"][2:]
+    req = conv["request"]
+    assert (req["source_id"], req["line"], req["dev"], req["sector"], req["nsect"], req["rwbs"], req["pid"]) == (
+        src["blkparse"]["id"], 4069, "8,0", 141698288, 8, "WM", 804)
+    assert req["d_ns"] - req["i_ns"] == 3718391995
+    assert 0 < logd["start_ns"] - req["c_ns"] <= 100_000  # xfslogd woke xfsconvertd just after the completion
+
+
+def test_it_is_the_first_demo(client, store):
+    name, files = DEMOS[0]
+    assert files == [gen_incident.BLK, gen_incident.TRACE, gen_incident.OFFCPU]
+    assert name.startswith("Demo: an app's write stalls 2.3 s behind an inode lock")
+    load_demo(store)
+    listed = client.get("/api/analyses").json()
+    assert [a["name"] for a in listed] == [n for n, _ in DEMOS]  # newest first: the demos in their order
+    (c,) = client.get(f"/api/analyses/{listed[0]['id']}/chains", params={"limit": 1}).json()
+    assert [(link["comm"], link["relation"]) for link in c["links"]] == [
+        ("file_writer", "woken_by"), ("file_reader", "woken_by"), ("xfsconvertd/0", "io_completion"),
+        ("xfslogd/0", None)]
