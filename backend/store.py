@@ -290,9 +290,11 @@ class Store:
         return {"id": source_id, "filename": f.filename, "format": parser.FORMAT, **report.as_dict()}
 
 
-def _prefetched(batches: Iterator, depth: int = 2) -> Iterator:
+def _prefetched(batches: Iterator, depth: int = 32) -> Iterator:
     """Runs a parser in a thread of its own, `depth` batches ahead, so that parsing (C, without the GIL)
-    overlaps with DuckDB's inserts; memory stays bounded by the queue. Errors are raised here."""
+    overlaps with DuckDB's inserts; memory stays bounded by the queue. Errors are raised here.
+    A 16 MiB chunk yields a batch per table, so 32 is eight chunks or more: the parser goes on while a step of
+    rows is inserted (with 2 it waited: staging 5 M function_graph lines took ~12 % longer, for ~100 MiB less)."""
     q: queue.Queue = queue.Queue(maxsize=depth)
     stop = threading.Event()
     end = object()

@@ -200,3 +200,25 @@ def test_print_marks(client, store):
     assert [(m["line"], m["t_ns"], m["pid"], m["comm"], m["text"]) for m in marks] == [
         (73, 358613968909000, 30495, "file_writer", "delay start")]  # line 73 of the excerpt
     assert client.get(f"/api/analyses/{aid}/marks", params={"t1_ns": 358613968908999}).json() == []
+
+
+def test_scheduler_events_without_calls(client, store):
+    # sched_switch/sched_wakeup only, no function_graph call (every stack is empty): this used to fail the ingest
+    body = (b"cpus=2\n"
+            b"     file_writer-30495 [001] 100.000100: sched_switch:   file_writer:30495 [120] D ==> swapper/1:0 [120]\n"
+            b"          <idle>-0     [001] 100.002100: sched_wakeup:   file_writer:30495 [120] success=1 CPU:001\n"
+            b"          <idle>-0     [001] 100.002200: sched_switch:   swapper/1:0 [120] R ==> file_writer:30495 [120]\n"
+            b"     flush-8:0-505   [000] 100.000500: sched_switch:   flush-8:0:505 [120] S ==> swapper/0:0 [120]\n")
+    aid = ingest_bytes(store, **{"sched.txt": body})["id"]
+    waits = client.get(f"/api/analyses/{aid}/waits", params={"order": "start"}).json()
+    # file_writer: switched out in D at line 2, woken from the idle CPU at line 3, back on CPU at line 4;
+    # flush-8:0: asleep (S) from line 5 until the trace ends (its last timestamp, line 4's)
+    assert [(w["line"], w["pid"], w["state"], w["start_ns"], w["end_ns"], w["end_line"], w["end_known"], w["waker_pid"],
+             w["wake_line"], w["stack"], w["waker_stack"], w["lock"]) for w in waits] == [
+        (2, 30495, "D", 100000100000, 100002200000, 4, True, 0, 3, [], [], None),
+        (5, 505, "S", 100000500000, 100002200000, None, False, None, None, [], None, None)]
+    (chain,) = client.get(f"/api/analyses/{aid}/chains").json()  # only the D wait starts one
+    writer, idle = chain["links"]
+    assert (writer["wait_line"], writer["relation"], idle["pid"], idle["comm"], idle["line"], idle["stack"]) == (
+        2, "woken_by", 0, "<idle>", 3, [])
+    assert idle["evidence"] == "an interrupt on the idle CPU woke file_writer (30495) at line 3 from ?"

@@ -55,8 +55,11 @@ from __future__ import annotations
 import bisect
 import functools
 import gc
+import itertools
 import json
+import operator
 from collections import defaultdict
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -166,11 +169,11 @@ def _ms(ns: int | None) -> str:
     return f"{ns / 1e6:.3f} ms" if abs(ns) >= 1_000_000 else f"{ns / 1e3:.1f} µs"
 
 
-def _path(frames) -> str:
+def _path(frames, marked: set) -> str:
     """The waker's stack from its innermost I/O completion frame on, else from its outermost lock release frame
-    (else its last 3)."""
+    (else its last 3). `marked` holds at least those frames of the stack (a look-up: most stacks have none)."""
     frames = list(frames or ())
-    marks = list(map(_path_mark, frames))
+    marks = [] if marked.isdisjoint(frames) else list(map(_path_mark, frames))
     if 2 in marks:
         start = len(marks) - 1 - marks[::-1].index(2)
     elif 1 in marks:
@@ -219,6 +222,16 @@ def _is_object(frame: str) -> bool:
     return hit is not None and hit[0].kind == "object"
 
 
+@functools.lru_cache(maxsize=65536)
+def _is_io(frame: str) -> bool:
+    return _base(frame) in IO_COMPLETION
+
+
+@functools.lru_cache(maxsize=65536)
+def _not_plumbing(frame: str) -> bool:
+    return _base(frame) not in _PLUMBING
+
+
 def _is_idle(pid, comm) -> bool:
     return pid == 0 or (comm or "").startswith(_IDLE_COMMS)
 
@@ -234,13 +247,22 @@ def derive(con, analysis_id: str) -> None:
     gc_was = gc.isenabled()
     gc.disable()  # many small lists and dicts, no cycles: the collector would only rescan them
     try:
-        derived = {}
-        try:
+        offs = dict(con.execute("SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ?",
+                                [analysis_id]).fetchall())
+        # a thread for work that releases the GIL (DuckDB, Arrow, numpy) while this one goes on in Python; the
+        # connection is used by one thread at a time
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            derived, tables = {}, []
             for sid in sids:
-                derived[sid] = _derive_waits(con, sid)
-        finally:
-            _CALL_INDEX.clear()  # the call index of the last source: not needed past the waits
-        _derive_chains(con, analysis_id, sids, derived)
+                derived[sid], table = _derive_waits(con, sid, pool)
+                tables.append(table)
+                for w in derived[sid]:
+                    w["off"] = offs.get(sid)
+            inserted = pool.submit(_insert_waits, con, [t for t in tables if t is not None])
+            chains = _chains(derived)  # without the connection, while the waits are inserted
+            inserted.result()
+        _match_requests(con, analysis_id, chains)
+        _insert_chains(con, analysis_id, chains)
     finally:
         if gc_was:
             gc.enable()
@@ -260,8 +282,8 @@ def _fetch(cur) -> list[dict]:
     return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
-def _derive_waits(con, sid: int) -> list[dict]:
-    """Derives and inserts the source's waits; returns them (as inserted, in insertion order)."""
+def _derive_waits(con, sid: int, pool: ThreadPoolExecutor) -> tuple[list[dict], pa.Table | None]:
+    """Derives the source's waits: as dicts, in file order, and as the rows of `waits`."""
     p = {"sid": sid}
     trace_end = con.execute(
         "SELECT max(t) FROM (SELECT max(greatest(entry_ns, exit_ns)) t FROM fg_calls WHERE source_id = $sid"
@@ -269,7 +291,8 @@ def _derive_waits(con, sid: int) -> list[dict]:
         " UNION ALL SELECT max(t_ns) FROM sched_wakeup WHERE source_id = $sid"
         " UNION ALL SELECT max(t_ns) FROM trace_events WHERE source_id = $sid)", p).fetchall()[0][0]
     if trace_end is None:
-        return []
+        return [], None
+    calls = _call_index(con, sid, pool)
     lockfn = _lock_functions(con, sid)
     _register(con, "_stalls_fn", {"func": list(lockfn), "role": [h[1] for h in lockfn.values()]},
               {"func": pa.string(), "role": pa.string()})
@@ -321,7 +344,7 @@ def _derive_waits(con, sid: int) -> list[dict]:
 
     # call waits: long (or open) calls of sleeping primitives with no switch-out of the task inside them
     if lockfn:
-        cands = _fetch(con.execute("""
+        kept = _fetch(con.execute("""
             WITH c AS (
                 SELECT c.line, c.pid, c.comm, c.cpu, c.func, c.entry_ns, c.exit_ns, c.duration_ns, c.exit_line
                 FROM fg_calls c JOIN _stalls_fn f ON c.func = f.func
@@ -337,18 +360,14 @@ def _derive_waits(con, sid: int) -> list[dict]:
             FROM c ASOF LEFT JOIN _stalls_outs n ON c.pid = n.pid AND n.line > c.line
                    ASOF LEFT JOIN _stalls_wk w ON c.pid = w.pid AND w.line > c.line
                    LEFT JOIN last ON last.pid = c.pid
+            -- a call that returned, unless switched out inside it (the scheduler events tell that sleep); an open
+            -- call never switched out, followed by a wake-up, or by nothing more of its task until the trace ends
+            WHERE CASE WHEN c.exit_line IS NOT NULL THEN n.line IS NULL OR n.line >= c.exit_line
+                       ELSE n.line IS NULL
+                            AND (w.line IS NOT NULL OR last.last_line <= c.line AND c.entry_ns <= $latest)
+                  END
             ORDER BY c.pid, c.line
-            """, {**p, "min": MIN_CALL_SLEEP_NS}))
-        kept = []
-        for c in cands:
-            if c["exit_line"] is not None:
-                if c["next_out"] is not None and c["next_out"] < c["exit_line"]:
-                    continue  # the scheduler events tell this sleep
-                kept.append(c)
-            elif c["next_out"] is None and (c["wake_line"] is not None or (
-                    c["last_line"] is not None and c["last_line"] <= c["line"]
-                    and trace_end - c["entry_ns"] >= MIN_CALL_SLEEP_NS)):
-                kept.append(c)
+            """, {**p, "min": MIN_CALL_SLEEP_NS, "latest": trace_end - MIN_CALL_SLEEP_NS}))
         for i, c in enumerate(kept):  # innermost: drop a call that holds the next candidate of its task
             nxt = kept[i + 1] if i + 1 < len(kept) else None
             if nxt and nxt["pid"] == c["pid"] and (c["exit_line"] is None or nxt["line"] < c["exit_line"]):
@@ -377,7 +396,7 @@ def _derive_waits(con, sid: int) -> list[dict]:
                          waker_pid=c["waker_pid"], waker_comm=c["waker_comm"])
             waits.append(w)
     if not waits:
-        return []
+        return [], None
     for w in waits:
         if w["duration_ns"] is None:
             w["duration_ns"] = w["end_ns"] - w["start_ns"]
@@ -387,7 +406,8 @@ def _derive_waits(con, sid: int) -> list[dict]:
     # stacks: of each wait at its line, of each waker at its wake line
     n = len(waits)
     woken = [i for i, w in enumerate(waits) if w["waker_pid"] is not None]
-    st = _stacks(con, sid, [w["pid"] for w in waits] + [waits[i]["waker_pid"] for i in woken],
+    calls = calls.result()
+    st = _stacks(con, sid, calls, [w["pid"] for w in waits] + [waits[i]["waker_pid"] for i in woken],
                  [w["cpu"] for w in waits] + [waits[i]["wake_cpu"] for i in woken],
                  [w["line"] for w in waits] + [waits[i]["wake_line"] for i in woken],
                  [w["innermost"] for w in waits] + [None] * len(woken))
@@ -402,7 +422,7 @@ def _derive_waits(con, sid: int) -> list[dict]:
         waits[i]["waker_stack"] = st.frames(n + j)
     _holders(con, sid, waits, need_holder, prims)
     held = [i for i, w in enumerate(waits) if w["holder_pid"] is not None]
-    hst = _stacks(con, sid, [waits[i]["holder_pid"] for i in held], [None] * len(held),
+    hst = _stacks(con, sid, calls, [waits[i]["holder_pid"] for i in held], [None] * len(held),
                   [waits[i]["line"] for i in held])
     for j, i in enumerate(held):
         if hst.found(j):
@@ -411,13 +431,13 @@ def _derive_waits(con, sid: int) -> list[dict]:
     every, no, waker, holder = np.arange(n), np.zeros(n, bool), np.full(n, -1), np.full(n, -1)
     waker[woken] = n + np.arange(len(woken))
     holder[held] = np.where(np.diff(hst.off) > 0, np.arange(len(held)), -1)
-    _insert_waits(con, waits, {"stack": st.column(every, no), "stack_lines": st.column(every, no, lines=True),
-                               "waker_stack": st.column(waker, waker < 0),
-                               "holder_stack": hst.column(holder, holder < 0)})
+    table = _wait_table(waits, {"stack": st.column(every, no), "stack_lines": st.column(every, no, lines=True),
+                                "waker_stack": st.column(waker, waker < 0),
+                                "holder_stack": hst.column(holder, holder < 0)})
     for name in ("_stalls_outs", "_stalls_wk"):
         con.execute(f"DROP TABLE IF EXISTS {name}")
     con.unregister("_stalls_fn")
-    return waits
+    return waits, table
 
 
 def _reason(frames: list[str]) -> tuple[str | None, str | None, str | None, str | None]:
@@ -435,11 +455,6 @@ def _lock_reason(prim: str | None, obj: str | None, innermost: str) -> tuple[str
     label = locks.label(tuple(f for f in (prim, obj) if f is not None))
     name = _lookup(obj)[0].name if obj is not None else None
     return label, (label.split(" via ", 1)[0] if name else label), name or _lookup(innermost)[0].name, name
-
-
-@functools.lru_cache(maxsize=65536)
-def _not_plumbing(frame: str) -> bool:
-    return _base(frame) not in _PLUMBING
 
 
 class _Stacks:
@@ -466,15 +481,14 @@ class _Stacks:
         take = np.repeat(start - offsets[:-1], count) + np.arange(offsets[-1])
         if lines:
             values = pa.array(self.lines[take], pa.int64())
-        else:
+        else:  # not as a dictionary: DuckDB 2.0 fails on a vector of empty lists over one
             values = pa.array(self.names, pa.string()).take(self.codes[take])
         return pa.LargeListArray.from_arrays(offsets, values, mask=pa.array(null, pa.bool_()))
 
 
-def _stacks(con, sid: int, pid: list, cpu: list, line: list, innermost: list | None = None) -> _Stacks:
-    """The stacks of the requests i: the calls of task pid[i] open at line[i] (or the ancestors-or-self of the
-    call innermost[i] when given), root first; the idle task (pid 0) has one per CPU (cpu[i])."""
-    calls = _call_index(con, sid)
+def _stacks(con, sid: int, calls: dict, pid: list, cpu: list, line: list, innermost: list | None = None) -> _Stacks:
+    """The stacks of the requests i: the calls (_call_index) of task pid[i] open at line[i] (or the ancestors-or-self
+    of the call innermost[i] when given), root first; the idle task (pid 0) has one per CPU (cpu[i])."""
     req = {"pid": _ints(pid), "cpu": _ints(cpu), "line": _ints(line), "inner": _ints(innermost or [None] * len(pid))}
     tops = _tops(calls, req) if calls["keys"] is not None else _tops_sql(con, sid, req)
     k, at, cur = tops
@@ -485,21 +499,22 @@ def _stacks(con, sid: int, pid: list, cpu: list, line: list, innermost: list | N
     ok = (cur >= 0) & (cur < len(code))
     ok[ok] = code[cur[ok]] != _NO_CALL
     k, at, cur = k[ok], at[ok], cur[ok]
-    parts = []
-    for pos in range(4096):
+    parts, depth = [], np.zeros(len(pid), np.int64)  # per level: requests, their frame's level from the top, call
+    for _ in range(4096):
         if not len(k):
             break
         open_at = exit_line[cur] >= at
-        parts.append((k[open_at], np.full(int(open_at.sum()), pos), cur[open_at]))
+        parts.append((k[open_at], depth[k[open_at]], cur[open_at]))
+        depth[k[open_at]] += 1
         nxt = parent[cur]
         ok = (nxt >= 0) & (nxt < len(code))
         ok[ok] = code[nxt[ok]] != _NO_CALL
         k, at, cur = k[ok], at[ok], nxt[ok]
-    ks, poss, lines = (np.concatenate(p) for p in zip(*parts)) if parts else (np.zeros(0, np.int64),) * 3
-    order = np.lexsort((-poss, ks))  # per request, root first
-    ks, lines = ks[order], lines[order]
     off = np.zeros(len(pid) + 1, np.int64)
-    np.cumsum(np.bincount(ks, minlength=len(pid)), out=off[1:])
+    np.cumsum(depth, out=off[1:])
+    lines = np.zeros(off[-1], np.int64)
+    for ks, level, calls_at in parts:  # root first: the frame found last goes first
+        lines[off[ks] + depth[ks] - 1 - level] = calls_at
     return _Stacks(off, code[lines], lines, calls["names"])
 
 
@@ -550,25 +565,22 @@ def _tops(calls: dict, req: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 _NO_CALL = -2  # the function code of a line where no call is
 
 
-def _call_index(con, sid: int) -> dict:
+def _call_index(con, sid: int, pool: ThreadPoolExecutor) -> Future:
     """The source's calls by line (a line has at most one call): each call's parent line (-1: none), exit line
     (the integer type's max: none) and function (an index into names; _NO_CALL: no call at this line), in the
     smallest integers that hold every line of the calls (`bound`: above them all); and `keys`, for the stacks'
     look-ups of a task's last call before a line: (the sorted task * 2**bits + line of the calls with a task,
     bits), None when a key would not fit. A call's task is its pid, for the idle task (pid 0) -10 - its CPU (-5:
-    CPU unknown, never looked up). Cached on the connection for one derive."""
-    cache = _CALL_INDEX.get(id(con))
-    if cache and cache[0] == sid:
-        return cache[1]
-    _CALL_INDEX.clear()
-    p = {"sid": sid}
-    last = con.execute("SELECT max(greatest(line, exit_line)) FROM fg_calls WHERE source_id = $sid AND line >= 0",
-                       p).fetchall()[0][0]
+    CPU unknown, never looked up). The queries run now, the arrays are built in the pool (Arrow and numpy release
+    the GIL, so the caller goes on meanwhile)."""
+    last, pid_lo, pid_hi, cpu_lo, cpu_hi = con.execute(
+        "SELECT max(greatest(line, exit_line)), min(pid), max(pid), min(cpu) FILTER (pid = 0),"
+        " max(cpu) FILTER (pid = 0) FROM fg_calls WHERE source_id = ? AND line >= 0", [sid]).fetchall()[0]
     bound = (last or 0) + 1
     bits = bound.bit_length()
-    p["limit"] = 1 << (62 - bits)  # |task| < limit: task * 2**bits + line fits in 63 bits
-    unfit = con.execute("SELECT count(*) FROM fg_calls WHERE source_id = $sid AND line >= 0 AND (pid < 0 OR pid >= $limit"
-                        " OR pid = 0 AND (cpu < 0 OR cpu >= $limit - 10))", p).fetchall()[0][0]
+    limit = 1 << (62 - bits)  # |task| < limit: task * 2**bits + line fits in 63 bits
+    unfit = (pid_lo is not None and (pid_lo < 0 or pid_hi >= limit)) or (
+        cpu_lo is not None and (cpu_lo < 0 or cpu_hi >= limit - 10))
     key = f"CASE WHEN c.pid > 0 THEN c.pid WHEN c.pid = 0 THEN coalesce(-10 - c.cpu::BIGINT, -5) END * {1 << bits}"
     names = [f for (f,) in con.execute("SELECT DISTINCT func FROM fg_calls WHERE source_id = ? AND func IS NOT NULL",
                                        [sid]).fetchall()]
@@ -582,72 +594,80 @@ def _call_index(con, sid: int) -> dict:
         FROM fg_calls c LEFT JOIN _stalls_names n ON n.func = c.func WHERE c.source_id = $sid AND c.line >= 0
         """, params={"sid": sid}).to_arrow_table()
     con.unregister("_stalls_names")
-    index = {"names": names + ["?"], "bound": bound, "parent": np.full(bound, -1, dtype),
-             "exit": np.zeros(bound, dtype), "code": np.full(bound, _NO_CALL, np.int32)}
-    for b in t.to_batches():
-        line = b.column("line").to_numpy()
-        for name in ("parent", "exit", "code"):
-            index[name][line] = b.column(name).to_numpy()
-    keys = pc.drop_null(t.column("key")) if not unfit else None
-    index["keys"] = None if unfit else (np.sort(keys.to_numpy(), kind="stable"), bits)  # merge sort: calls come in runs
-    _CALL_INDEX[id(con)] = (sid, index)
-    return index
 
+    def arrays() -> dict:
+        index = {"names": names + ["?"], "bound": bound, "parent": np.full(bound, -1, dtype),
+                 "exit": np.zeros(bound, dtype), "code": np.full(bound, _NO_CALL, np.int32), "keys": None}
+        for b in t.to_batches():
+            line = b.column("line").to_numpy()
+            for name in ("parent", "exit", "code"):
+                index[name][line] = b.column(name).to_numpy()
+        if not unfit:
+            keys = pc.drop_null(t.column("key")).to_numpy()
+            keys = keys if keys.flags.writeable else keys.copy()
+            keys.sort(kind="stable")  # a merge sort: each task's calls come in runs
+            index["keys"] = (keys, bits)
+        return index
 
-_CALL_INDEX: dict = {}
+    return pool.submit(arrays)
 
 
 def _holders(con, sid: int, waits: list[dict], need: dict[str, list[int]], prims: dict) -> None:
     """Inferred holders (see the module's rules): one SQL pass over the acquire calls of the objects
-    waited on, with each acquire's next release by the same task; then a short backward scan per wait."""
+    waited on, with each acquire's next release by the same task; then a short backward scan per wait,
+    all of an object's waits at once."""
     if not need:
         return
     # match the trace's own spellings (with .isra.0 etc.) of those functions
-    spelled = _lock_functions(con, sid)
-    funcs, pr, ro = [], [], []
-    for f, (p, role) in spelled.items():
-        if p.name in need and role in ("acquire", "release"):
-            funcs.append(f)
-            pr.append(p.name)
-            ro.append(role)
-    if not funcs:
+    objs = list(need)
+    spelled = [(f, objs.index(p.name), role) for f, (p, role) in _lock_functions(con, sid).items()
+               if p.name in need and role in ("acquire", "release")]
+    if not spelled:
         return
-    _register(con, "_stalls_hf", {"func": funcs, "prim": pr, "role": ro},
-              {"func": pa.string(), "prim": pa.string(), "role": pa.string()})
-    rows = con.execute("""
+    _register(con, "_stalls_hf", {"func": [f for f, _, _ in spelled], "obj": [o for _, o, _ in spelled],
+                                  "role": [r for _, _, r in spelled]},
+              {"func": pa.string(), "obj": pa.int32(), "role": pa.string()})
+    t = con.sql(f"""
         WITH a AS (
-            SELECT f.prim, c.pid, c.comm, c.line, c.func, c.exit_line, c.exit_ns FROM fg_calls c JOIN _stalls_hf f USING (func)
+            SELECT f.obj, c.pid, c.comm, c.line, c.func, c.exit_line, c.exit_ns
+            FROM fg_calls c JOIN _stalls_hf f USING (func)
             WHERE c.source_id = $sid AND f.role = 'acquire' AND c.exit_line IS NOT NULL AND c.pid IS NOT NULL
         ), r AS (
-            SELECT f.prim, c.pid, c.line FROM fg_calls c JOIN _stalls_hf f USING (func)
+            SELECT f.obj, c.pid, c.line FROM fg_calls c JOIN _stalls_hf f USING (func)
             WHERE c.source_id = $sid AND f.role = 'release' AND c.pid IS NOT NULL
         )
-        SELECT a.prim, a.pid, a.comm, a.line, a.func, a.exit_line, a.exit_ns, r.line AS rel_line
-        FROM a ASOF LEFT JOIN r ON a.prim = r.prim AND a.pid = r.pid AND r.line > a.exit_line
-        ORDER BY a.prim, a.exit_line
-        """, {"sid": sid}).fetchall()
+        SELECT a.obj, a.pid, a.comm, a.line, a.func, a.exit_line, a.exit_ns, r.line AS rel_line,
+               coalesce(r.line, {np.iinfo(np.int64).max}) AS rel_or_never
+        FROM a ASOF LEFT JOIN r ON a.obj = r.obj AND a.pid = r.pid AND r.line > a.exit_line
+        ORDER BY a.obj, a.exit_line
+        """, params={"sid": sid}).to_arrow_table()
     con.unregister("_stalls_hf")
-    by_prim: dict[str, list] = defaultdict(list)
-    for row in rows:
-        by_prim[row[0]].append(row)
-    for obj, idxs in need.items():
-        acq = by_prim.get(obj, [])
-        exits = [r[5] for r in acq]
-        rel_names = "/".join(prims[obj].release)
-        for i in idxs:
-            w = waits[i]
-            j = bisect.bisect_left(exits, w["line"]) - 1
-            stop = max(-1, j - MAX_HOLDER_SCAN)
-            while j > stop:
-                _, pid, comm, line, func, exit_line, exit_ns, rel_line = acq[j]
-                j -= 1
-                if pid == w["pid"] or (rel_line is not None and rel_line < w["line"]):
-                    continue
-                w.update(holder_pid=pid, holder_comm=comm, holder_line=line, holder_ns=exit_ns, holder_evidence=(
-                    f"inferred holder: {_task(comm, pid)} returned from {func}() (line {line}) at {_ts(exit_ns)}, "
-                    f"before this wait began, and did not call {rel_names}() "
-                    + (f"until line {rel_line}" if rel_line is not None else "in the rest of the trace")))
-                break
+    obj, pid, exit_line, rel = (t.column(c).to_numpy() for c in ("obj", "pid", "exit_line", "rel_or_never"))
+    for k, (name, idxs) in enumerate(need.items()):
+        a, b = np.searchsorted(obj, [k, k + 1])  # the object's acquires, by exit line
+        at = np.array([waits[i]["line"] for i in idxs], np.int64)
+        who = np.array([waits[i]["pid"] for i in idxs], np.int64)
+        j = np.searchsorted(exit_line[a:b], at) + a - 1  # the last acquire that returned before the wait began
+        stop = np.maximum(j - MAX_HOLDER_SCAN, a - 1)
+        hit = np.full(len(idxs), -1)
+        todo = np.flatnonzero(j > stop)
+        while len(todo):  # back, past the waiter's own acquires and those released before the wait began
+            jj = j[todo]
+            ok = (pid[jj] != who[todo]) & (rel[jj] >= at[todo])
+            hit[todo[ok]] = jj[ok]
+            todo = todo[~ok]
+            j[todo] -= 1
+            todo = todo[j[todo] > stop[todo]]
+        found = np.flatnonzero(hit >= 0)
+        rows = t.select(["pid", "comm", "line", "func", "exit_ns", "rel_line"]).take(hit[found]).to_pylist()
+        rel_names = "/".join(prims[name].release)
+        for i, h in zip((idxs[f] for f in found.tolist()), rows):
+            waits[i].update(
+                holder_pid=h["pid"], holder_comm=h["comm"], holder_line=h["line"], holder_ns=h["exit_ns"],
+                holder_evidence=f"inferred holder: {_task(h['comm'], h['pid'])} returned from {h['func']}() (line "
+                                f"{h['line']}) at {_ts(h['exit_ns'])}, before this wait began, and did not call "
+                                f"{rel_names}() " + (f"until line {h['rel_line']}" if h["rel_line"] is not None
+                                                     else "in the rest of the trace"))
 
 
 _WAIT_TYPES = {
@@ -662,20 +682,21 @@ _WAIT_TYPES = {
 }
 
 
-def _insert_waits(con, waits: list[dict], stacks: dict[str, pa.Array]) -> None:
-    con.register("_stalls_w", pa.table({k: stacks[k] if k in stacks else pa.array([w[k] for w in waits], t)
-                                        for k, t in _WAIT_TYPES.items()}))
+def _wait_table(waits: list[dict], stacks: dict[str, pa.Array]) -> pa.Table:
+    scalars = {k: t for k, t in _WAIT_TYPES.items() if k not in stacks}
+    values = zip(*map(operator.itemgetter(*scalars), waits))  # column by column
+    return pa.table({**{k: pa.array(v, t) for (k, t), v in zip(scalars.items(), values)}, **stacks})
+
+
+def _insert_waits(con, tables: list[pa.Table]) -> None:
     cols = ", ".join(_WAIT_TYPES)
-    con.execute(f"INSERT INTO waits ({cols}) SELECT {cols} FROM _stalls_w")
-    con.unregister("_stalls_w")
+    for table in tables:
+        con.register("_stalls_w", table)
+        con.execute(f"INSERT INTO waits ({cols}) SELECT {cols} FROM _stalls_w")
+        con.unregister("_stalls_w")
 
 
 # ---- chains ------------------------------------------------------------------------------------
-
-@functools.lru_cache(maxsize=65536)
-def _is_io(frame: str) -> bool:
-    return _base(frame) in IO_COMPLETION
-
 
 def _has_io_completion(frames) -> str | None:
     f = next(filter(_is_io, reversed(frames or ())), None)
@@ -687,28 +708,27 @@ class _Index:
 
     def __init__(self, waits: list[dict]):
         self.by_pid: dict[int, list[dict]] = defaultdict(list)
-        for w in sorted(waits, key=lambda w: (w["start_ns"], w["line"])):
+        for w in sorted(waits, key=operator.itemgetter("start_ns", "line")):
             self.by_pid[w["pid"]].append(w)
         self.starts = {pid: [w["start_ns"] for w in ws] for pid, ws in self.by_pid.items()}
-
-    def latest(self, pid, before_ns: int, ok) -> dict | None:
-        ws = self.by_pid.get(pid)
-        if not ws:
-            return None
-        j = bisect.bisect_left(self.starts[pid], before_ns) - 1
-        for k in range(j, max(-1, j - 64), -1):
-            if ok(ws[k]):
-                return ws[k]
-        return None
+        # the latest end among a task's waits up to each: a look-up stops when no earlier wait reaches w's start
+        self.reach = {pid: list(itertools.accumulate((w["end_ns"] for w in ws), max))
+                      for pid, ws in self.by_pid.items()}
+        # the I/O completion and lock release functions among the wakers' frames (a set look-up per stack, not a
+        # call per frame)
+        self.marked = set(filter(_path_mark, set().union(*(w["waker_stack"] or () for w in waits))))
+        self.io = set(filter(_is_io, self.marked))
 
     def latest_woken(self, w) -> dict | None:
         """latest(waker, wake_ns): a wait of the waker that ended at or before the wake-up, after w began."""
         ws = self.by_pid.get(w["waker_pid"])
         if not ws:
             return None
-        wake, start = w["wake_ns"], w["start_ns"]
+        wake, start, reach = w["wake_ns"], w["start_ns"], self.reach[w["waker_pid"]]
         j = bisect.bisect_left(self.starts[w["waker_pid"]], wake) - 1
         for k in range(j, max(-1, j - 64), -1):
+            if reach[k] <= start:
+                break
             v = ws[k]
             if v is not w and v["end_ns"] <= wake and v["end_known"] and v["end_ns"] > start:
                 return v
@@ -719,11 +739,13 @@ class _Index:
         ws = self.by_pid.get(w["holder_pid"])
         if not ws:
             return None
-        took, start = w["holder_ns"] or 0, w["start_ns"]
+        took, start, reach = w["holder_ns"] or 0, w["start_ns"], self.reach[w["holder_pid"]]
         j = bisect.bisect_left(self.starts[w["holder_pid"]], before_ns) - 1
         for k in range(j, max(-1, j - 64), -1):
             v = ws[k]
-            if v["start_ns"] >= took and v["end_ns"] > start:
+            if v["start_ns"] < took or reach[k] <= start:  # nor will any earlier one (they began earlier)
+                break
+            if v["end_ns"] > start:
                 return v
         return None
 
@@ -732,7 +754,7 @@ def _next(w: dict, idx: _Index) -> tuple[str | None, dict | None, tuple | None]:
     """(relation, the next link's wait or None, else (pid, line) of the task that ends the chain, running)."""
     if w["waker_pid"] is not None:
         end = (w["waker_pid"], w["wake_line"])
-        if _has_io_completion(w["waker_stack"]):
+        if w["waker_stack"] and not idx.io.isdisjoint(w["waker_stack"]):
             return "io_completion", None, end
         if _is_idle(w["waker_pid"], w["waker_comm"]):
             return "woken_by", None, end
@@ -745,13 +767,13 @@ def _next(w: dict, idx: _Index) -> tuple[str | None, dict | None, tuple | None]:
     return None, None, None
 
 
-def _describe(w: dict, v: dict | None) -> tuple[str, dict | None]:
+def _describe(w: dict, rel: str, v: dict | None, idx: _Index) -> tuple[str, dict | None]:
     """The evidence of a link's relation to the next (see _next), and the link that ends the chain when no wait
     follows (the waker or the holder itself). Built only for the links stored."""
     if w["waker_pid"] is not None:
         waker = _task(w["waker_comm"], w["waker_pid"])
-        io = _has_io_completion(w["waker_stack"])
-        via = _path(w["waker_stack"])
+        io = _has_io_completion(w["waker_stack"]) if rel == "io_completion" else None
+        via = _path(w["waker_stack"], idx.marked)
         term = {"pid": w["waker_pid"], "comm": w["waker_comm"], "lock": None, "start_ns": w["wake_ns"],
                 "end_ns": w["wake_ns"], "duration_ns": 0, "end_known": True, "stack": w["waker_stack"] or [],
                 "line": w["wake_line"], "source_id": w["source_id"], "inferred": False}
@@ -774,41 +796,33 @@ def _describe(w: dict, v: dict | None) -> tuple[str, dict | None]:
         "evidence": f"holds the lock and shows no wait of its own that overlaps ({w['holder_evidence']})"}
 
 
-def _derive_chains(con, analysis_id: str, sids: list[int], derived: dict[int, list[dict]] | None = None) -> None:
+def _derive_chains(con, analysis_id: str, sids: list[int]) -> None:
+    """The analysis' chains from its stored waits."""
     if not sids:
         return
-    if derived is None:  # read the waits back
-        rows = _fetch(con.execute(
-            "SELECT w.*, s.clock_offset_ns AS off FROM waits w JOIN sources s ON s.id = w.source_id"
-            " WHERE s.analysis_id = ?", [analysis_id]))
-    else:  # the waits just derived and inserted (each has every column, as read back)
-        offs = dict(con.execute("SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ?", [analysis_id]).fetchall())
-        rows = []
-        for sid, ws in derived.items():
-            for w in ws:
-                w["off"] = offs.get(sid)
-            rows.extend(ws)
+    rows = _fetch(con.execute(
+        "SELECT w.*, s.clock_offset_ns AS off FROM waits w JOIN sources s ON s.id = w.source_id"
+        " WHERE s.analysis_id = ?", [analysis_id]))
     by_source: dict[int, list[dict]] = defaultdict(list)
     for w in rows:
         by_source[w["source_id"]].append(w)
-    heads = []
-    for sid, ws in by_source.items():
-        heads.extend(_source_heads(ws))
-    # a chain's rank is its first link's: only the chains kept are built
-    heads.sort(key=lambda h: (-h[0]["duration_ns"], h[0]["source_id"], h[0]["line"]))
-    chains = [_build_chain(h, ctx) for h, ctx in heads[:MAX_CHAINS]]
+    chains = _chains(by_source)
     _match_requests(con, analysis_id, chains)
     _insert_chains(con, analysis_id, chains)
+
+
+def _chains(by_source: dict[int, list[dict]]) -> list[dict]:
+    """The chains of the waits (each source's, with every column of `waits`, and `off`: its clock offset)."""
+    heads = [h for ws in by_source.values() for h in _source_heads(ws)]
+    # a chain's rank is its first link's: only the chains kept are built
+    heads.sort(key=lambda h: (-h[0]["duration_ns"], h[0]["source_id"], h[0]["line"]))
+    return [_build_chain(h, ctx) for h, ctx in heads[:MAX_CHAINS]]
 
 
 def _wait_brief(w: dict) -> dict:
     return {"pid": w["pid"], "comm": w["comm"], "lock": w["lock"], "source_id": w["source_id"], "line": w["line"],
             "start_ns": w["start_ns"], "end_ns": w["end_ns"], "duration_ns": w["duration_ns"],
             "end_known": w["end_known"], "inferred": w["inferred"]}
-
-
-def _source_chains(ws: list[dict]) -> list[dict]:
-    return [_build_chain(h, ctx) for h, ctx in _source_heads(ws)]
 
 
 def _source_heads(ws: list[dict]) -> list[tuple[dict, tuple]]:
@@ -830,7 +844,7 @@ def _source_heads(ws: list[dict]) -> list[tuple[dict, tuple]]:
         tgt = ("w", v["line"]) if v is not None else ("t", *end)
         gkey[id(w)] = (w["lock_key"], rel, tgt)
         groups[gkey[id(w)]].append(w)
-    ctx = (nxt, groups, gkey)
+    ctx = (nxt, groups, gkey, idx)
     heads = []
     seen_groups = set()
     for w in ws:
@@ -848,7 +862,7 @@ def _source_heads(ws: list[dict]) -> list[tuple[dict, tuple]]:
 
 
 def _build_chain(h: dict, ctx: tuple) -> dict:
-    nxt, groups, gkey = ctx
+    nxt, groups, gkey, idx = ctx
 
     def also(w):
         g = groups.get(gkey.get(id(w)), [])
@@ -858,7 +872,7 @@ def _build_chain(h: dict, ctx: tuple) -> dict:
     while w is not None and len(links) < MAX_LINKS:
         seen.add(id(w))
         rel, v, _ = nxt[id(w)]
-        rel_ev, term = _describe(w, v) if rel else ("", None)
+        rel_ev, term = _describe(w, rel, v, idx) if rel else ("", None)
         evidence = w["evidence"] + (f"; {w['holder_evidence']}" if rel == "held_by" and w["holder_evidence"] else "")
         if rel and rel != "held_by":
             evidence += f"; {rel_ev}"
@@ -909,6 +923,15 @@ def _match_requests(con, analysis_id: str, chains: list[dict]) -> None:
                              f"{when} the wake-up (blktrace source {r['source_id']}, line {r['line']})")
 
 
+_LINK_TYPES = {"source_id": pa.int32(), "wait_line": pa.int64(), "pid": pa.int64(), "comm": pa.string(),
+               "lock": pa.string(), "start_ns": pa.int64(), "end_ns": pa.int64(), "duration_ns": pa.int64(),
+               "end_known": pa.bool_(), "relation": pa.string(), "inferred": pa.bool_(), "evidence": pa.string(),
+               "stack": pa.list_(pa.string()), "line": pa.int64()}
+_REQUEST_TYPES = {"source_id": pa.int32(), "line": pa.int64(), "dev": pa.string(), "sector": pa.int64(),
+                  "nsect": pa.int64(), "rwbs": pa.string(), "pid": pa.int64(), "comm": pa.string(), "q_ns": pa.int64(),
+                  "i_ns": pa.int64(), "d_ns": pa.int64(), "c_ns": pa.int64()}
+
+
 def _insert_chains(con, analysis_id: str, chains: list[dict]) -> None:
     if not chains:
         return
@@ -919,21 +942,19 @@ def _insert_chains(con, analysis_id: str, chains: list[dict]) -> None:
     con.execute("INSERT INTO chains SELECT ?, chain_id, duration_ns, links FROM _stalls_ch", [analysis_id])
     con.unregister("_stalls_ch")
     links = [link for c in chains for link in c["links"]]
-    reqs = [link.get("request") or {} for link in links]
-    types = {"chain_id": pa.int32(), "pos": pa.int32(), "source_id": pa.int32(), "wait_line": pa.int64(),
-             "pid": pa.int64(), "comm": pa.string(), "lock": pa.string(), "start_ns": pa.int64(), "end_ns": pa.int64(),
-             "duration_ns": pa.int64(), "end_known": pa.bool_(), "relation": pa.string(), "inferred": pa.bool_(),
-             "evidence": pa.string(), "stack": pa.list_(pa.string()), "line": pa.int64(), "also_waiting": pa.string()}
-    rtypes = {"source_id": pa.int32(), "line": pa.int64(), "dev": pa.string(), "sector": pa.int64(),
-              "nsect": pa.int64(), "rwbs": pa.string(), "pid": pa.int64(), "comm": pa.string(), "q_ns": pa.int64(),
-              "i_ns": pa.int64(), "d_ns": pa.int64(), "c_ns": pa.int64()}
-    own = {"chain_id": [i + 1 for i, c in enumerate(chains) for _ in c["links"]],
-           "pos": [pos for c in chains for pos in range(len(c["links"]))],
-           "also_waiting": [json.dumps(link["also_waiting"]) if link["also_waiting"] else "[]" for link in links]}
-    cols = {k: own[k] if k in own else [link.get(k) for link in links] for k in types}
-    req = {k: [r.get(k) for r in reqs] for k in rtypes}
-    data = {**cols, **{f"req_{k}": v for k, v in req.items()}}
-    _register(con, "_stalls_cl", data, {**types, **{f"req_{k}": t for k, t in rtypes.items()}})
+    data = {"chain_id": pa.array([i + 1 for i, c in enumerate(chains) for _ in c["links"]], pa.int32()),
+            "pos": pa.array([pos for c in chains for pos in range(len(c["links"]))], pa.int32()),
+            "also_waiting": pa.array([json.dumps(link["also_waiting"]) if link["also_waiting"] else "[]"
+                                      for link in links], pa.string())}
+    values = zip(*map(operator.itemgetter(*_LINK_TYPES), links))  # column by column
+    data.update({k: pa.array(v, t) for (k, t), v in zip(_LINK_TYPES.items(), values)})
+    matched = [(i, link["request"]) for i, link in enumerate(links) if link.get("request")]
+    for k, t in _REQUEST_TYPES.items():
+        col = [None] * len(links)
+        for i, r in matched:
+            col[i] = r[k]
+        data[f"req_{k}"] = pa.array(col, t)
+    con.register("_stalls_cl", pa.table(data))
     names = ", ".join(data)
     con.execute(f"INSERT INTO chain_links (analysis_id, {names}) SELECT ?, {names} FROM _stalls_cl", [analysis_id])
     con.unregister("_stalls_cl")
