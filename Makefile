@@ -53,8 +53,10 @@ test-unit: node_modules/.installed
 test-e2e: $(VENV)/.installed build chromium
 	npm run test:e2e
 
-bench: $(VENV)/.installed
-	$(PY) -m bench.run
+# The benchmark of a 10 M-event analysis (docs/BENCHMARKS.md): ingest, API, server memory, page ready.
+# BENCH_ARGS="--parts api,page --reuse" runs some parts; BENCH_* variables scale it (bench/inputs.py).
+bench: $(VENV)/.installed build chromium
+	$(PY) -m bench.run $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) node_modules frontend/dist build *.egg-info bench-out

@@ -1,15 +1,16 @@
 """API latency on a large analysis (run by `make bench` after the ingests; alone: `python -m bench.api`).
 
-Builds ONE analysis holding both generated traces of bench.run (the blkparse file and the function_graph
-report, generated here with the same commands if missing; BENCH_REQUESTS / BENCH_FUNCGRAPH_LINES scale them)
-into bench-out/api.duckdb, then calls the routes the UI uses through FastAPI's TestClient (in process: no
-network, but routing, validation, the queries and JSON serialisation are all measured): 2 warm-up calls, then
-50 measured calls per route. Windows are drawn from a seeded random generator: zoom levels log-uniform from
-the whole span down to 1/10000 of it, at random positions inside the span.
+Builds ONE analysis holding the three generated inputs of bench.inputs (a blkparse trace of 2 M requests,
+~10.46 M events; a trace-cmd report of 10 M function_graph/sched lines; a bcc offcputime dump of 100 k
+records, ~20 k distinct kernel stacks, so that `flamegraph` builds a real graph) into bench-out/api.duckdb, then
+calls the routes the UI uses through FastAPI's TestClient (in process: no network, but routing, validation,
+the queries and JSON serialisation are all measured): 2 warm-up calls, then 50 measured calls per route.
+Windows are drawn from a seeded random generator: zoom levels log-uniform from the whole span down to
+1/10000 of it, at random positions inside the span.
 
-Reports p50/p95 latency (ms) and the largest JSON body (bytes) per route against the targets
+Reports p50/p95/max latency (ms) and the largest JSON body (bytes) per route against the targets
 (p95 <= 100 ms, JSON <= 1 MB), and the DuckDB file size per million events. Results: stdout (markdown)
-and bench-out/api.json.
+and bench-out/api.json. Environment: BENCH_API_CALLS (50) and the sizes of bench.inputs.
 
 `--reuse` keeps an existing bench-out/api.duckdb (skips the ingest) when it holds one analysis.
 """
@@ -18,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import platform
 import random
 import sys
 import time
@@ -30,7 +30,8 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from backend.app import create_app  # noqa: E402
 from backend.store import InputFile, Store  # noqa: E402
-from bench.run import FG_LINES, OUT, REQUESTS, generate  # noqa: E402
+from bench import inputs as bench_inputs  # noqa: E402
+from bench.inputs import OUT  # noqa: E402
 
 CALLS = int(os.environ.get("BENCH_API_CALLS", "50"))
 WARMUP = 2
@@ -42,12 +43,7 @@ DB = OUT / "api.duckdb"
 
 
 def inputs() -> list[Path]:
-    OUT.mkdir(exist_ok=True)
-    blk = OUT / f"blkparse-{REQUESTS}.txt"
-    generate(blk, ["-m", "samples.gen_blkparse", "--requests", str(REQUESTS), "--out", str(blk)])
-    fg = OUT / f"funcgraph-{FG_LINES}.txt"
-    generate(fg, ["bench/gen_funcgraph.py", str(fg), "--lines", str(FG_LINES)])
-    return [blk, fg]
+    return [bench_inputs.blkparse(), bench_inputs.funcgraph(), bench_inputs.offcpu()]
 
 
 def build(paths: list[Path]) -> tuple[str, float]:
@@ -89,7 +85,7 @@ def routes(aid: str, t_min: int, t_max: int) -> list[tuple[str, str, object]]:
         ("dispatch-summary", f"{base}/dispatch-summary", lambda rng, i: {}),
         ("waits limit=100", f"{base}/waits", lambda rng, i: {"limit": 100}),
         ("chains limit=50", f"{base}/chains", lambda rng, i: {"limit": 50}),
-        ("flamegraph (no offcputime source)", f"{base}/flamegraph", lambda rng, i: {}),
+        ("flamegraph", f"{base}/flamegraph", lambda rng, i: {}),
     ]
 
 
@@ -136,20 +132,58 @@ def measure(client: TestClient, name: str, path: str, params, span: int) -> dict
     return res
 
 
+def reusable(paths: list[Path]) -> str | None:
+    """The id of the one analysis in an existing bench-out/api.duckdb, if it was built from these files."""
+    if not DB.exists():
+        return None
+    store = Store(DB)
+    try:
+        rows = store.db.execute("SELECT id FROM analyses").fetchall()
+        names = {r[0] for r in store.db.execute("SELECT filename FROM sources").fetchall()}
+    finally:
+        store.close()
+    return rows[0][0] if len(rows) == 1 and names == {p.name for p in paths} else None
+
+
+def table(summary: dict) -> str:
+    rows = ["| route | p50 ms | p95 ms | max ms | max JSON bytes | p95 ≤ 100 ms | JSON ≤ 1 MB |",
+            "|---|---:|---:|---:|---:|---|---|"]
+    for r in summary["routes"]:
+        rows.append(f"| `{r['route']}` | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | {r['max_ms']:.1f} | "
+                    f"{r['max_bytes']:,} | {'PASS' if r['pass_p95'] else '**MISS**'} | "
+                    f"{'PASS' if r['pass_bytes'] else '**MISS**'} |")
+    return "\n".join(rows)
+
+
+def describe_analysis(summary: dict) -> str:
+    srcs = ", ".join(f"{s['filename']} ({s['format']}: {s['lines']:,} lines, {s['events']:,} events)"
+                     for s in summary["sources"])
+    ingest = summary["ingest_seconds"]
+    return (f"analysis: {srcs}; {summary['events']:,} events in all, span {summary['span_ns'] / 1e9:.1f} s"
+            + (f", ingested in {ingest:.1f} s" if ingest else " (reused)")
+            + f". DuckDB file: {summary['db_bytes'] / 2**20:.0f} MiB = "
+              f"{summary['db_mib_per_million_events']:.1f} MiB per million events")
+
+
+def worst_cases(summary: dict) -> str:
+    out = []
+    for r in summary["routes"]:
+        s, b = r["slowest"], r["biggest"]
+        out.append(f"- {r['route']}: slowest {s['ms']:.1f} ms ({s['what']}); largest {b['bytes']:,} B ({b['what']})")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     paths = inputs()
     ingest_s = None
-    aid = None
-    if "--reuse" in argv and DB.exists():
-        store = Store(DB)
-        rows = store.db.execute("SELECT id FROM analyses").fetchall()
-        store.close()
-        aid = rows[0][0] if len(rows) == 1 else None
+    aid = reusable(paths) if "--reuse" in argv else None
     if aid is None:
         aid, ingest_s = build(paths)
-    db_bytes = DB.stat().st_size + (Path(str(DB) + ".wal").stat().st_size if Path(str(DB) + ".wal").exists() else 0)
+    wal = Path(str(DB) + ".wal")
+    db_bytes = DB.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
 
+    load0 = bench_inputs.loadavg()
     store = Store(DB)
     client = TestClient(create_app(store))
     info = client.get(f"/api/analyses/{aid}").json()
@@ -163,35 +197,21 @@ def main(argv: list[str] | None = None) -> int:
     client.close()
     store.close()
 
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     summary = {
-        "machine": machine, "analysis_id": aid, "calls_per_route": CALLS, "warmup_calls": WARMUP, "seed": SEED,
+        "machine": bench_inputs.machine(), "analysis_id": aid, "calls_per_route": CALLS, "warmup_calls": WARMUP,
+        "seed": SEED, "max_zoom": MAX_ZOOM,
         "sources": [{k: s.get(k) for k in ("filename", "format", "lines", "events", "bytes")} for s in info["sources"]],
         "events": events, "span_ns": span, "ingest_seconds": ingest_s,
         "db_bytes": db_bytes, "db_mib_per_million_events": db_bytes / 2**20 / (events / 1e6),
         "targets": {"p95_ms": TARGET_P95_MS, "max_bytes": TARGET_BYTES}, "routes": results,
+        "load_before": load0, "load_after": bench_inputs.loadavg(),
     }
     (OUT / "api.json").write_text(json.dumps(summary, indent=1))
 
-    print(f"\n## API latency on a large analysis ({machine})\n")
-    print(f"analysis: {', '.join(s['filename'] for s in info['sources'])}: {events:,} events, "
-          f"span {span / 1e9:.1f} s" + (f", ingested in {ingest_s:.1f} s" if ingest_s else " (reused)"))
-    print(f"DuckDB file: {db_bytes / 2**20:.0f} MiB = {summary['db_mib_per_million_events']:.1f} MiB per million "
-          f"events\n")
-    print(f"{CALLS} calls per route after {WARMUP} warm-up calls; targets: p95 <= {TARGET_P95_MS:.0f} ms, "
-          f"JSON <= {TARGET_BYTES / 1e6:.0f} MB\n")
-    print("| route | p50 ms | p95 ms | max ms | max JSON bytes | p95 | JSON |")
-    print("|---|---:|---:|---:|---:|---|---|")
-    for r in results:
-        print(f"| {r['route']} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | {r['max_ms']:.1f} | {r['max_bytes']:,} | "
-              f"{'PASS' if r['pass_p95'] else 'MISS'} | {'PASS' if r['pass_bytes'] else 'MISS'} |")
-    print("\nworst cases:")
-    for r in results:
-        s, b = r["slowest"], r["biggest"]
-        print(f"- {r['route']}: slowest {s['ms']:.1f} ms ({s['what']}); "
-              f"largest {b['bytes']:,} B ({b['what']})")
-    print("\nflamegraph: the analysis has no offcputime source; the call is measured all the same "
-          "(an empty graph).", flush=True)
+    print(f"\n## API latency on a large analysis ({CALLS} calls per route after {WARMUP} warm-up calls)\n")
+    print(describe_analysis(summary) + "\n")
+    print(table(summary))
+    print("\nworst cases:\n" + worst_cases(summary), flush=True)
     return 0
 
 

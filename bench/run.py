@@ -1,30 +1,44 @@
-"""`make bench`: ingest speed and peak memory on generated traces: a blkparse trace of one million
-requests, and a trace-cmd report of five million function_graph/sched lines.
+"""`make bench`: the benchmark of a 10 M-event analysis, in four parts, each in processes of its own.
 
-Each ingest runs in a fresh process; peak memory is that process' maximum resident set size.
-Results go to stdout as a table and to bench-out/results.json. Then bench.api (in a fresh process of its
-own) measures the API's latency on one analysis holding both traces (bench-out/api.json).
+    python -m bench.run [--parts ingest,api,server,page] [--reuse]
+
+1. ingest (here): each generated input (bench.inputs: blkparse, 2 M requests = 10.46 M lines; a trace-cmd
+   report of 10 M function_graph/sched lines; a bcc offcputime dump of 100 k records) is ingested
+   BENCH_INGEST_RUNS times (3) by `python -m bench.ingest`, each run in a fresh process into a fresh database:
+   lines/s from the first byte read to the commit, with everything the views need derived; peak memory is
+   that process' maximum resident set (wait4); DuckDB file size per million events. bench-out/ingest.json.
+2. api (bench.api): p50/p95/max latency and JSON size of the UI's routes on one analysis of all three
+   inputs. bench-out/api.json. --reuse keeps its database if it was built from the same files.
+3. server (bench.server): peak RSS of `stallscope serve` while it ingests uploads of >= 1 GiB.
+   bench-out/server.json.
+4. page (bench.page): the analysis page ready in headless Chromium (Playwright). bench-out/page.json.
+
+Every part prints its markdown table; at the end all of them are printed again together, with the machine
+and the load average seen during each part (the runs share the cores with whatever else runs), and
+written to bench-out/summary.md (bench-out/run.json: the load averages).
 """
 from __future__ import annotations
 
+import argparse
 import json
+import math
 import os
-import platform
 import subprocess
 import sys
+import threading
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
-OUT = Path("bench-out")
-REQUESTS = int(os.environ.get("BENCH_REQUESTS", "1000000"))
-FG_LINES = int(os.environ.get("BENCH_FUNCGRAPH_LINES", "5000000"))
+from bench import inputs
+from bench.inputs import OUT
 
-
-def generate(path: Path, cmd: list[str]) -> None:
-    if path.exists():
-        return
-    print(f"generating {path}...", file=sys.stderr, flush=True)
-    subprocess.run([sys.executable, *cmd], check=True)
+PARTS = ("ingest", "api", "server", "page")
+INGEST_RUNS = int(os.environ.get("BENCH_INGEST_RUNS", "3"))
+PART_TIMEOUT_S = 3 * 3600
+# the parser issues' targets: lines/s (None: none set) and peak memory of an ingest
+INGEST_TARGETS = {"blkparse": 2.0e6, "ftrace": 1.0e6, "offcputime": None}
+INGEST_PEAK_TARGET_MIB = 1024
 
 
 def run_measured(cmd: list[str]) -> tuple[dict, float, int]:
@@ -40,48 +54,159 @@ def run_measured(cmd: list[str]) -> tuple[dict, float, int]:
     return json.loads(out), wall, usage.ru_maxrss
 
 
-def ingest(path: Path, runs: int = 3) -> dict:
-    best = None
-    for i in range(runs):
-        db = OUT / f"bench-{i}.duckdb"
+def ingest(path: Path, runs: int) -> dict:
+    each = []
+    db = OUT / "bench-ingest.duckdb"
+    try:
+        for i in range(runs):
+            for p in (db, Path(str(db) + ".wal")):
+                p.unlink(missing_ok=True)
+            print(f"ingest {path.name}: run {i + 1} of {runs}...", file=sys.stderr, flush=True)
+            result, wall, rss_kib = run_measured([sys.executable, "-m", "bench.ingest", str(path), str(db)])
+            result.update(process_seconds=wall, peak_rss_mib=rss_kib / 1024, db_bytes=db.stat().st_size,
+                          load=inputs.loadavg())
+            each.append(result)
+    finally:
         for p in (db, Path(str(db) + ".wal")):
             p.unlink(missing_ok=True)
-        result, wall, rss_kib = run_measured([sys.executable, "-m", "bench.ingest", str(path), str(db)])
-        result.update(process_seconds=wall, peak_rss_mib=rss_kib / 1024, db_mib=db.stat().st_size / 2**20)
-        if best is None or result["seconds"] < best["seconds"]:
-            best = result
-    return best
+    best = min(each, key=lambda r: r["seconds"])
+    speeds = sorted(r["lines"] / r["seconds"] for r in each)
+    return {
+        "file": path.name, "lines": best["lines"], "events": best["events"], "bytes": best["bytes"],
+        "runs": each, "best_seconds": best["seconds"], "best_lines_s": best["lines"] / best["seconds"],
+        "median_lines_s": speeds[len(speeds) // 2], "min_lines_s": speeds[0],
+        "peak_rss_mib_max": max(r["peak_rss_mib"] for r in each),
+        "peak_rss_mib_min": min(r["peak_rss_mib"] for r in each),
+        "db_bytes": best["db_bytes"], "db_mib_per_million_events": best["db_bytes"] / 2**20 / (best["events"] / 1e6),
+    }
 
 
-def report(title: str, trace: Path, r: dict) -> list[str]:
-    lines_s = r["lines"] / r["seconds"]
-    table = [
-        ("machine", f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"),
-        ("input", f"{trace.name}: {r['lines']:,} lines, {r['bytes'] / 2**20:.0f} MiB"),
-        ("ingest (file to committed tables)", f"{r['seconds']:.2f} s = {lines_s / 1e6:.2f} M lines/s, "
-                                              f"{r['bytes'] / 2**20 / r['seconds']:.0f} MiB/s"),
-        ("whole process (with interpreter start)", f"{r['process_seconds']:.2f} s = "
-                                                   f"{r['lines'] / r['process_seconds'] / 1e6:.2f} M lines/s"),
-        ("peak memory (max RSS)", f"{r['peak_rss_mib']:.0f} MiB"),
-        ("DuckDB file", f"{r['db_mib']:.0f} MiB = {r['db_mib'] / (r['events'] / 1e6):.1f} MiB per million events"),
-    ]
-    width = max(len(k) for k, _ in table)
-    return [f"\n## {title} (best of 3)\n"] + [f"| {k.ljust(width)} | {v} |" for k, v in table]
+def ingest_part() -> dict:
+    files = {"blkparse": inputs.blkparse(), "ftrace": inputs.funcgraph(), "offcputime": inputs.offcpu()}
+    formats = {}
+    for fmt, path in files.items():
+        r = ingest(path, INGEST_RUNS)
+        target = INGEST_TARGETS[fmt]
+        r["target_lines_s"] = target
+        r["pass_lines_s"] = None if target is None else r["best_lines_s"] >= target
+        r["pass_peak"] = r["peak_rss_mib_max"] < INGEST_PEAK_TARGET_MIB
+        formats[fmt] = r
+    result = {"machine": inputs.machine(), "runs_per_format": INGEST_RUNS, "formats": formats}
+    (OUT / "ingest.json").write_text(json.dumps(result, indent=1))
+    print("\n## Ingest per format\n\n" + ingest_table(result), flush=True)
+    return result
 
 
-def main() -> int:
+def ingest_table(result: dict) -> str:
+    rows = [f"| format | input | best of {result['runs_per_format']} | M lines/s best (median) | target | "
+            "peak RSS (max of runs) | < 1 GiB |", "|---|---|---:|---:|---|---:|---|"]
+    for fmt, r in result["formats"].items():
+        t = r["target_lines_s"]
+        verdict = "no target" if t is None else f"≥ {t / 1e6:.0f} M: {'PASS' if r['pass_lines_s'] else '**MISS**'}"
+        rows.append(f"| {fmt} | {r['file']}: {r['lines']:,} lines, {r['bytes'] / 2**20:,.0f} MiB | "
+                    f"{r['best_seconds']:.2f} s | **{r['best_lines_s'] / 1e6:.2f}** "
+                    f"({r['median_lines_s'] / 1e6:.2f}) | "
+                    f"{verdict} | {r['peak_rss_mib_max']:.0f} MiB | {'PASS' if r['pass_peak'] else '**MISS**'} |")
+    return "\n".join(rows)
+
+
+def db_table(ingest: dict | None, api: dict | None) -> str:
+    rows = ["| database | events | DuckDB file | MiB per million events |", "|---|---:|---:|---:|"]
+    for fmt, r in (ingest or {}).get("formats", {}).items():
+        rows.append(f"| {fmt} alone ({r['file']}) | {r['events']:,} | {r['db_bytes'] / 2**20:.0f} MiB | "
+                    f"{r['db_mib_per_million_events']:.1f} |")
+    if api:
+        rows.append(f"| the API analysis (all three) | {api['events']:,} | {api['db_bytes'] / 2**20:.0f} MiB | "
+                    f"**{api['db_mib_per_million_events']:.1f}** |")
+    return "\n".join(rows)
+
+
+class LoadSampler(threading.Thread):
+    """The 1-minute load average every 2 s, to say how busy the machine was during each part."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.stop = threading.Event()
+        self.values: list[float] = []
+
+    def run(self) -> None:
+        while True:
+            v = inputs.loadavg()
+            if not math.isnan(v):
+                self.values.append(v)
+            if self.stop.wait(2.0):
+                return
+
+
+def run_part(part: str, reuse: bool) -> None:
+    if part == "ingest":
+        ingest_part()
+        return
+    cmd = [sys.executable, "-m", f"bench.{part}"] + (["--reuse"] if part == "api" and reuse else [])
+    subprocess.run(cmd, check=True, timeout=PART_TIMEOUT_S)
+
+
+def summary(parts: list[str], loads: dict, started: str, m: dict) -> str:
+    def load(part):
+        v = loads.get(part)
+        return f" (load average {v['min']:.1f}–{v['max']:.1f}, mean {v['mean']:.1f})" if v else ""
+
+    def read(name):
+        p = OUT / f"{name}.json"
+        return json.loads(p.read_text()) if name in parts and p.exists() else None
+
+    from bench import api as api_mod, page as page_mod, server as server_mod
+
+    out = [f"# make bench, {started}", "", f"Machine: {inputs.machine_line(m)}.", ""]
+    ing, api, srv, page = read("ingest"), read("api"), read("server"), read("page")
+    if ing:
+        out += [f"## Ingest per format{load('ingest')}", "", ingest_table(ing), ""]
+    if api:
+        out += [f"## API on the {api['events'] / 1e6:.1f} M-event analysis{load('api')}", "",
+                api_mod.describe_analysis(api) + ".", "",
+                f"{api['calls_per_route']} calls per route after {api['warmup_calls']} warm-up calls.", "",
+                api_mod.table(api), "", "Worst cases:", "", api_mod.worst_cases(api), ""]
+    if ing or api:
+        out += ["## DuckDB file size per million events", "", db_table(ing, api), ""]
+    if srv:
+        out += [f"## Server peak memory during the ingest of an upload of >= 1 GiB{load('server')}", "",
+                server_mod.table(srv), ""]
+    if page:
+        out += [f"## Analysis page ready in headless Chromium ({page['browser']}, {page['runs']} cold loads per "
+                f"tab){load('page')}", "", page_mod.table(page), ""]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
+    ap.add_argument("--reuse", action="store_true", help="bench.api: keep bench-out/api.duckdb if it fits")
+    a = ap.parse_args(argv)
+    parts = [p.strip() for p in a.parts.split(",") if p.strip()]
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown:
+        ap.error(f"unknown part(s) {', '.join(unknown)}; choose among {', '.join(PARTS)}")
     OUT.mkdir(exist_ok=True)
-    blk = OUT / f"blkparse-{REQUESTS}.txt"
-    generate(blk, ["-m", "samples.gen_blkparse", "--requests", str(REQUESTS), "--out", str(blk)])
-    fg = OUT / f"funcgraph-{FG_LINES}.txt"
-    generate(fg, ["bench/gen_funcgraph.py", str(fg), "--lines", str(FG_LINES)])
-    results = {}
-    for title, key, trace in (("blkparse ingest", "blkparse", blk),
-                              ("ftrace function_graph ingest (calls, waits and chains derived)", "ftrace", fg)):
-        results[key] = ingest(trace)
-        print("\n".join(report(title, trace, results[key])), flush=True)
-    (OUT / "results.json").write_text(json.dumps(results, indent=1))
-    subprocess.run([sys.executable, "-m", "bench.api"], check=True)  # API latency on both traces, in one analysis
+    started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    m = inputs.machine()
+    print(f"machine: {inputs.machine_line(m)}; load average now {inputs.loadavg():.2f}", file=sys.stderr, flush=True)
+    loads: dict[str, dict] = {}
+    for part in parts:
+        sampler = LoadSampler()
+        sampler.start()
+        t0 = time.perf_counter()
+        try:
+            run_part(part, a.reuse)
+        finally:
+            sampler.stop.set()
+            sampler.join(5)
+        v = sampler.values or [float("nan")]
+        loads[part] = {"min": min(v), "max": max(v), "mean": sum(v) / len(v), "seconds": time.perf_counter() - t0}
+    (OUT / "run.json").write_text(json.dumps({"started": started, "machine": m, "parts": parts, "load": loads},
+                                             indent=1))
+    text = summary(parts, loads, started, m)
+    (OUT / "summary.md").write_text(text + "\n")
+    print("\n" + "=" * 100 + "\n\n" + text, flush=True)
     return 0
 
 

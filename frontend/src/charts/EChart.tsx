@@ -1,4 +1,5 @@
 // The one ECharts wrapper: init on mount, setOption on change, resize with the container, dispose.
+// Its container carries data-ready="1" once the current option is drawn (see ready.ts).
 import { useEffect, useRef } from 'react';
 import * as echarts from 'echarts/core';
 import { BarChart, CustomChart, LineChart, ScatterChart } from 'echarts/charts';
@@ -11,6 +12,7 @@ import {
   TooltipComponent,
 } from 'echarts/components';
 import { CanvasRenderer } from 'echarts/renderers';
+import { markDrawn } from './ready';
 import type { EChartsOption } from './types';
 
 echarts.use([
@@ -63,8 +65,10 @@ export function EChart({ option, onEvents, height, className, ariaLabel, afterSe
   useEffect(() => {
     const c = chart.current;
     if (!c) return;
+    const drawn = markDrawn(c, el.current!); // data-ready="1" once this option is rendered
     c.setOption(option, { notMerge: true });
     after.current?.(c);
+    return drawn;
   }, [option]);
 
   // Bind each event name once; the latest handler is looked up at call time.

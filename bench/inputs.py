@@ -1,0 +1,90 @@
+"""The generated inputs of `make bench`, their sizes (environment variables scale them down) and the machine.
+
+Every file is written once into bench-out/ by a seeded generator (same sizes, same bytes) and reused after.
+
+    BENCH_REQUESTS         blkparse requests (default 2,000,000: ~10.46 M events)
+    BENCH_FUNCGRAPH_LINES  trace-cmd report lines with function_graph (default 10,000,000: 1.28 GiB)
+    BENCH_OFFCPU_RECORDS   bcc offcputime records (default 100,000: ~20 k distinct kernel stacks, 3.2 M lines)
+    BENCH_SERVER_REQUESTS  blkparse requests of the file uploaded to the server (default 2,850,000: 1.02 GiB)
+"""
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+OUT = Path("bench-out")
+REQUESTS = int(os.environ.get("BENCH_REQUESTS", "2000000"))
+FG_LINES = int(os.environ.get("BENCH_FUNCGRAPH_LINES", "10000000"))
+OFFCPU_RECORDS = int(os.environ.get("BENCH_OFFCPU_RECORDS", "100000"))
+SERVER_REQUESTS = int(os.environ.get("BENCH_SERVER_REQUESTS", "2850000"))
+
+
+def generate(path: Path, cmd: list[str]) -> Path:
+    """Runs the generator `cmd` (arguments of the Python interpreter) unless `path` exists; written to a
+    temporary name first, so an interrupted run never leaves a truncated input behind."""
+    if path.exists():
+        return path
+    OUT.mkdir(exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    print(f"generating {path}...", file=sys.stderr, flush=True)
+    subprocess.run([sys.executable, *[str(tmp) if c == str(path) else c for c in cmd]], check=True)
+    tmp.rename(path)
+    return path
+
+
+def blkparse(requests: int = REQUESTS) -> Path:
+    p = OUT / f"blkparse-{requests}.txt"
+    return generate(p, ["-m", "samples.gen_blkparse", "--requests", str(requests), "--out", str(p)])
+
+
+def funcgraph(lines: int = FG_LINES) -> Path:
+    p = OUT / f"funcgraph-{lines}.txt"
+    return generate(p, ["bench/gen_funcgraph.py", str(p), "--lines", str(lines)])
+
+
+def offcpu(records: int = OFFCPU_RECORDS) -> Path:
+    p = OUT / f"offcputime-{records}.txt"
+    return generate(p, ["bench/gen_offcpu.py", str(p), "--records", str(records)])
+
+
+def machine() -> dict:
+    """What the figures were measured on."""
+    cpu = "?"
+    try:
+        for ln in Path("/proc/cpuinfo").read_text().splitlines():
+            if ln.startswith("model name"):
+                cpu = ln.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = 0
+    try:
+        mem = int(Path("/proc/meminfo").read_text().split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import duckdb
+
+        duck = duckdb.__version__
+    except ImportError:
+        duck = "?"
+    return {
+        "cpu": cpu, "nproc": os.cpu_count(), "mem_gib": round(mem / 2**30, 1), "kernel": platform.release(),
+        "arch": platform.machine(), "python": platform.python_version(), "duckdb": duck,
+    }
+
+
+def machine_line(m: dict | None = None) -> str:
+    m = m or machine()
+    return (f"{m['arch']}, {m['cpu']}, {m['nproc']} cores (nproc), {m['mem_gib']} GiB, Linux {m['kernel']}, "
+            f"Python {m['python']}, DuckDB {m['duckdb']}")
+
+
+def loadavg() -> float:
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return float("nan")
