@@ -11,7 +11,16 @@ OFFCPU = SAMPLES / "xfs-open-stall.offcputime.txt"
 
 
 def _lane(t, lane_id):
-    return next(lane for lane in t["lanes"] if lane["id"] == lane_id)
+    """The lane, with its items decoded from columns (as the frontend does) into `segments`."""
+    lane = next(lane for lane in t["lanes"] if lane["id"] == lane_id)
+    return {**lane, "segments": _items(t, lane)}
+
+
+def _items(t, lane):
+    c = lane["segs"]
+    return [{"track": t["tracks"][c["track"][i]], "state": c["states"][c["state"][i]], "t0_ns": t["t0_ns"] + c["t0"][i],
+             "t1_ns": t["t0_ns"] + c["t1"][i], "n": c["n"][i], "max_ns": c["max"][i], "source_id": lane["source_id"],
+             "line": c["line"][i], "depth": c["depth"][i]} for i in range(len(c["t0"]))]
 
 
 def test_task_slices_from_the_scheduler(store):
@@ -68,7 +77,7 @@ def test_zoomed_window_and_lane_choice(store, client):
     t = client.get(f"/api/analyses/{aid}/timeline",
                    params={"t0_ns": 7341204000000, "t1_ns": 7341205000000, "width_px": 100, "lanes": lane}).json()
     assert [x["id"] for x in t["lanes"]] == [lane] and t["bucket_ns"] == 10000
-    segs = t["lanes"][0]["segments"]
+    segs = _items(t, t["lanes"][0])
     assert all(7341204000000 <= s["t0_ns"] <= s["t1_ns"] <= 7341205000000 for s in segs)
     wait = next(s for s in segs if s["track"] == "wait")
     assert (wait["t0_ns"], wait["t1_ns"], wait["max_ns"]) == (7341204028000, 7341205000000, 10862000)  # clipped
@@ -106,8 +115,8 @@ def test_timeline_follows_a_clock_offset(store, client):
     client.patch(f"/api/analyses/{aid}/sources/{sid}", json={"clock_offset_ns": -7341200000000})
     after = client.get(f"/api/analyses/{aid}/timeline").json()
     assert after["t0_ns"] == before["t0_ns"] - 7341200000000
-    a = after["lanes"][0]["segments"][0]
-    b = before["lanes"][0]["segments"][0]
+    a = _items(after, after["lanes"][0])[0]
+    b = _items(before, before["lanes"][0])[0]
     assert (a["t0_ns"], a["line"]) == (b["t0_ns"] - 7341200000000, b["line"])
 
 

@@ -16,4 +16,5 @@ DERIVE_SOURCE: dict[str, list[Callable]] = {"blkparse": [blk.derive], "ftrace": 
 DERIVE_ANALYSIS: list[Callable] = [
     align.derive,  # each source's clock offset: chains compare times across sources
     stalls.derive,  # waits of the ftrace sources, then chains (with block requests)
+    timeline.summarize,  # the timeline's per-zoom summaries (after the waits they draw)
 ]

@@ -262,17 +262,21 @@ class LockPrimitive(BaseModel):
     what: str
 
 
-class TimelineSegment(BaseModel):
-    track: str = Field(description="state (task scheduler state), wait (a wait, state = its lock), call (a function,"
-                                   " state = its name), queued (block I→D), service (block D→C)")
-    state: str = Field(description="running | runnable | blocked, the lock, the function, or queued | service")
-    t0_ns: int = Field(description="start, on the analysis timeline, clipped to the window")
-    t1_ns: int
-    n: int = Field(description="segments merged into this one (1: a single segment)")
-    max_ns: int = Field(description="duration of the longest merged segment (ns)")
-    source_id: int = Field(description="the source of the longest merged segment")
-    line: int = Field(description="its line in that source: the event behind it")
-    depth: int | None = Field(None, description="call nesting depth (track call)")
+class TimelineSegments(BaseModel):
+    """A lane's items as columns (item i is the i-th value of each list): compact, since a response holds thousands.
+    An item is one segment (n = 1), or segments shorter than the lane's bucket merged per bucket, with runs of
+    consecutive buckets of the same state joined."""
+    states: list[str] = Field(description="the names `state` indexes: running | runnable | blocked, a lock, a "
+                                          "function, queued | service")
+    track: list[int] = Field(description="index into TRACKS: 0 state (task scheduler state), 1 wait (a wait, state = "
+                                         "its lock), 2 call (a function), 3 queued (block I→D), 4 service (block D→C)")
+    state: list[int] = Field(description="index into states")
+    t0: list[int] = Field(description="start, ns after the response's t0_ns (clipped to the window)")
+    t1: list[int] = Field(description="end, ns after the response's t0_ns")
+    n: list[int] = Field(description="segments merged into the item (1: a single segment)")
+    max: list[int] = Field(description="duration of the longest merged segment (ns)")
+    line: list[int] = Field(description="the line of that segment in the lane's source: the event behind the item")
+    depth: list[int | None] = Field(description="call nesting depth (track call), else null")
 
 
 class TimelineCounter(BaseModel):
@@ -296,7 +300,11 @@ class TimelineLane(BaseModel):
     pid: int | None
     dev: str | None
     why: str = Field(description="why this lane is shown (its rank)")
-    segments: list[TimelineSegment] = []
+    segs: TimelineSegments | None = Field(None, description="the lane's items (none for a window)")
+    bucket_ns: int | None = Field(None, description="this lane's bucket (ns): segments shorter are merged per "
+                                                     "bucket. The pixel (bucket_ns of the response) or up to 4 times "
+                                                     "it (the precomputed level read), doubled again for dense lanes "
+                                                     "when the response would exceed max_items")
     counter: TimelineCounter | None = None
     band: TimelineBand | None = None
 
@@ -329,3 +337,5 @@ class Timeline(BaseModel):
     arrows: list[TimelineArrow]
     marks: list[TimelineMark] = []
     total_lanes: int = Field(description="lanes with something in the window (those not returned: ask with lanes=)")
+    tracks: list[str] = Field(["state", "wait", "call", "queued", "service"], description="the names track codes index")
+    max_items: int = Field(description="items at most in one response (dense lanes get wider buckets to fit)")

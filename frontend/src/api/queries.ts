@@ -1,6 +1,7 @@
 // TanStack Query hooks: the only place views get server state from.
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from './client';
+import { decodeTimeline, type Timeline } from '../charts/timeline';
 import type { Grouping, HeatmapBox, HeatmapMetric, RequestOrder, RequestRef } from '../state/viewState';
 
 export type Window = { t0: number | null; t1: number | null };
@@ -267,12 +268,14 @@ export function useTimeline(id: string, q: TimelineQuery, enabled = true) {
   const w = q.v0 !== null && q.v1 !== null ? { t0_ns: q.v0, t1_ns: q.v1 } : {};
   return useQuery({
     queryKey: ['timeline', id, q.v0, q.v1, q.widthPx, q.maxLanes],
-    queryFn: ({ signal }) =>
-      unwrap(
-        api.GET('/api/analyses/{analysis_id}/timeline', {
-          params: { path: { analysis_id: id }, query: { width_px: q.widthPx, max_lanes: q.maxLanes, ...w } },
-          signal,
-        }),
+    queryFn: async ({ signal }): Promise<Timeline> =>
+      decodeTimeline(
+        await unwrap(
+          api.GET('/api/analyses/{analysis_id}/timeline', {
+            params: { path: { analysis_id: id }, query: { width_px: q.widthPx, max_lanes: q.maxLanes, ...w } },
+            signal,
+          }),
+        ),
       ),
     placeholderData: keepPreviousData,
     enabled,

@@ -1383,6 +1383,11 @@ export interface components {
              * @default []
              */
             marks: components["schemas"]["TimelineMark"][];
+            /**
+             * Max Items
+             * @description items at most in one response (dense lanes get wider buckets to fit)
+             */
+            max_items: number;
             /** T0 Ns */
             t0_ns: number | null;
             /** T1 Ns */
@@ -1392,6 +1397,18 @@ export interface components {
              * @description lanes with something in the window (those not returned: ask with lanes=)
              */
             total_lanes: number;
+            /**
+             * Tracks
+             * @description the names track codes index
+             * @default [
+             *       "state",
+             *       "wait",
+             *       "call",
+             *       "queued",
+             *       "service"
+             *     ]
+             */
+            tracks: string[];
             /** Width Px */
             width_px: number;
         };
@@ -1447,6 +1464,11 @@ export interface components {
         /** TimelineLane */
         TimelineLane: {
             band?: components["schemas"]["TimelineBand"] | null;
+            /**
+             * Bucket Ns
+             * @description this lane's bucket (ns): segments shorter are merged per bucket. The pixel (bucket_ns of the response) or up to 4 times it (the precomputed level read), doubled again for dense lanes when the response would exceed max_items
+             */
+            bucket_ns?: number | null;
             counter?: components["schemas"]["TimelineCounter"] | null;
             /** Dev */
             dev: string | null;
@@ -1466,11 +1488,8 @@ export interface components {
             label: string;
             /** Pid */
             pid: number | null;
-            /**
-             * Segments
-             * @default []
-             */
-            segments: components["schemas"]["TimelineSegment"][];
+            /** @description the lane's items (none for a window) */
+            segs?: components["schemas"]["TimelineSegments"] | null;
             /** Source Id */
             source_id: number;
             /**
@@ -1494,50 +1513,58 @@ export interface components {
             /** Text */
             text: string | null;
         };
-        /** TimelineSegment */
-        TimelineSegment: {
+        /**
+         * TimelineSegments
+         * @description A lane's items as columns (item i is the i-th value of each list): compact, since a response holds thousands.
+         *     An item is one segment (n = 1), or segments shorter than the lane's bucket merged per bucket, with runs of
+         *     consecutive buckets of the same state joined.
+         */
+        TimelineSegments: {
             /**
              * Depth
-             * @description call nesting depth (track call)
+             * @description call nesting depth (track call), else null
              */
-            depth?: number | null;
+            depth: (number | null)[];
             /**
              * Line
-             * @description its line in that source: the event behind it
+             * @description the line of that segment in the lane's source: the event behind the item
              */
-            line: number;
+            line: number[];
             /**
-             * Max Ns
+             * Max
              * @description duration of the longest merged segment (ns)
              */
-            max_ns: number;
+            max: number[];
             /**
              * N
-             * @description segments merged into this one (1: a single segment)
+             * @description segments merged into the item (1: a single segment)
              */
-            n: number;
-            /**
-             * Source Id
-             * @description the source of the longest merged segment
-             */
-            source_id: number;
+            n: number[];
             /**
              * State
-             * @description running | runnable | blocked, the lock, the function, or queued | service
+             * @description index into states
              */
-            state: string;
+            state: number[];
             /**
-             * T0 Ns
-             * @description start, on the analysis timeline, clipped to the window
+             * States
+             * @description the names `state` indexes: running | runnable | blocked, a lock, a function, queued | service
              */
-            t0_ns: number;
-            /** T1 Ns */
-            t1_ns: number;
+            states: string[];
+            /**
+             * T0
+             * @description start, ns after the response's t0_ns (clipped to the window)
+             */
+            t0: number[];
+            /**
+             * T1
+             * @description end, ns after the response's t0_ns
+             */
+            t1: number[];
             /**
              * Track
-             * @description state (task scheduler state), wait (a wait, state = its lock), call (a function, state = its name), queued (block I→D), service (block D→C)
+             * @description index into TRACKS: 0 state (task scheduler state), 1 wait (a wait, state = its lock), 2 call (a function), 3 queued (block I→D), 4 service (block D→C)
              */
-            track: string;
+            track: number[];
         };
         /** ValidationError */
         ValidationError: {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   buildTimelineOption,
+  decodeTimeline,
   describeItem,
   nameColor,
   panWindow,
@@ -47,6 +48,8 @@ const T: Timeline = {
   width_px: 100,
   bucket_ns: 10,
   total_lanes: 3,
+  max_items: 12000,
+  tracks: ['state', 'wait', 'call', 'queued', 'service'],
   lanes: [
     lane({
       segments: [
@@ -140,5 +143,40 @@ describe('window arithmetic', () => {
     expect(nameColor('xfs_ilock')).toBe(nameColor('xfs_ilock'));
     expect(nameColor('xfs_ilock')).not.toBe(nameColor('xfs_buf_lock'));
     expect(nameColor('xfs_ilock')).toMatch(/^hsl\(\d+, 55%, 58%\)$/);
+  });
+});
+
+describe('decodeTimeline', () => {
+  it('turns the columns of each lane into items on the analysis timeline', () => {
+    const wire = {
+      t0_ns: 7341200000000,
+      t1_ns: 7341215920058,
+      width_px: 800,
+      bucket_ns: 19901,
+      total_lanes: 1,
+      max_items: 12000,
+      tracks: ['state', 'wait', 'call', 'queued', 'service'],
+      arrows: [],
+      marks: [],
+      lanes: [
+        {
+          id: 'task:1:4242', kind: 'task' as const, source_id: 1, label: 'postgres (4242)', group: null, pid: 4242, dev: null,
+          why: 'chain #1', bucket_ns: 19901, counter: null, band: null,
+          segs: {
+            states: ['wait_transaction_locked', 'ext4_file_write_iter'],
+            track: [1, 2], state: [0, 1], t0: [1620000, 1000], t1: [14888000, 31000], n: [1, 1],
+            max: [13268000, 30000], line: [45, 12], depth: [null, 0],
+          },
+        },
+      ],
+    };
+    const t = decodeTimeline(wire);
+    expect(t.lanes[0].segments).toEqual([
+      { track: 'wait', state: 'wait_transaction_locked', t0_ns: 7341201620000, t1_ns: 7341214888000, n: 1,
+        max_ns: 13268000, source_id: 1, line: 45, depth: null },
+      { track: 'call', state: 'ext4_file_write_iter', t0_ns: 7341200001000, t1_ns: 7341200031000, n: 1, max_ns: 30000,
+        source_id: 1, line: 12, depth: 0 },
+    ]);
+    expect('segs' in t.lanes[0]).toBe(false);
   });
 });

@@ -7,10 +7,51 @@ import { formatAbsTime, formatCount, formatNs, formatNsShort } from '../lib/form
 import { C, axisCommon, baseTextStyle, tooltipStyle } from './theme';
 import type { EChartsOption } from './types';
 
-export type Timeline = components['schemas']['Timeline'];
-export type TimelineLane = components['schemas']['TimelineLane'];
-export type TimelineSegment = components['schemas']['TimelineSegment'];
+/** The timeline as the API sends it: each lane's items as columns (compact: a response holds thousands). */
+export type TimelineWire = components['schemas']['Timeline'];
+type WireLane = components['schemas']['TimelineLane'];
+/** One drawable item: a segment, or segments shorter than the lane's bucket merged (n > 1). */
+export type TimelineSegment = {
+  track: string;
+  state: string;
+  t0_ns: number;
+  t1_ns: number;
+  n: number;
+  max_ns: number;
+  source_id: number;
+  line: number;
+  depth: number | null;
+};
+export type TimelineLane = Omit<WireLane, 'segs'> & { segments: TimelineSegment[] };
+export type Timeline = Omit<TimelineWire, 'lanes'> & { lanes: TimelineLane[] };
 export type TimelineArrow = components['schemas']['TimelineArrow'];
+
+/** The API's columns turned into one object per item (times back on the analysis timeline). */
+export function decodeTimeline(t: TimelineWire): Timeline {
+  const base = t.t0_ns ?? 0;
+  return {
+    ...t,
+    lanes: t.lanes.map(({ segs, ...lane }) => {
+      const segments: TimelineSegment[] = [];
+      if (segs) {
+        for (let i = 0; i < segs.t0.length; i++) {
+          segments.push({
+            track: t.tracks[segs.track[i]] ?? 'state',
+            state: segs.states[segs.state[i]] ?? '?',
+            t0_ns: base + segs.t0[i],
+            t1_ns: base + segs.t1[i],
+            n: segs.n[i],
+            max_ns: segs.max[i],
+            source_id: lane.source_id,
+            line: segs.line[i],
+            depth: segs.depth[i] ?? null,
+          });
+        }
+      }
+      return { ...lane, segments };
+    }),
+  };
+}
 
 export const STATE_COLORS: Record<string, string> = {
   running: '#3fb950',
