@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Chain, Mark } from '../api/stallTypes';
-import { buildChainOption, chainLayout } from './chainWaterfall';
+import { buildChainOption, chainLayout, markLineData } from './chainWaterfall';
 
 // The chain of the xfs unwritten-extent seed excerpt, as /chains returns it (stacks shortened).
 const chain = {
@@ -112,5 +112,26 @@ describe('chain waterfall', () => {
     expect(l.rows[2].kind).toBe('request');
     expect(l.rows[2].text).toBe('WFS 1465352 + 8 (4 KiB) · Q2C 343.0 ms');
     expect(l.arrows[1]).toMatchObject({ from: 2, to: 0, at: 343000000, label: 'completed' });
+  });
+
+  it('print markers too close to label apart share one label (no text drawn over text)', () => {
+    // on a 1000 ns axis: 'write start' and 'write done' 20 ns apart, another 'write start' far from them
+    const m = [
+      { at: 520, text: 'write done', line: 261 },
+      { at: 500, text: 'write start', line: 234 },
+      { at: 900, text: 'write start', line: 8645 },
+      { at: 990, text: 'write done', line: 21147 },
+    ];
+    expect(markLineData(m, 1000, (ns) => ns / 10)).toEqual([
+      { name: 'write done', xAxis: 52, label: { show: false } },
+      { name: 'write start', xAxis: 50, label: { formatter: 'write start · write done' } },
+      { name: 'write start', xAxis: 90, label: { formatter: 'write start · write done' } },
+      { name: 'write done', xAxis: 99, label: { show: false } },
+    ]);
+    // apart: each keeps its own label ('{b}', its name)
+    expect(markLineData(m.slice(1, 3), 1000, (ns) => ns)).toEqual([
+      { name: 'write start', xAxis: 500 },
+      { name: 'write start', xAxis: 900 },
+    ]);
   });
 });

@@ -119,6 +119,34 @@ export function chainLayout(chain: Chain, marks: Mark[] = []): ChainLayout {
 
 const BAR = { wait: C.i2d, inferredWait: '#d9935f', instant: C.g2i, request: C.d2c } as const;
 
+/** Print markers closer than this share of the time axis to the previous labelled one are labelled with it
+ * ("write start · write done") instead of drawing their text over its text. */
+export const MARK_MERGE = 0.12;
+
+/** The markLine items of the print markers: each at its time (in the axis unit); a marker too close to the one
+ * labelled before it has no label of its own, its text joins that label. */
+export function markLineData(marks: ChainLayout['marks'], axisRange: number, toUnit: (ns: number) => number) {
+  const items: { name: string; xAxis: number; label?: { show?: boolean; formatter?: string } }[] = marks.map((m) => ({ name: m.text, xAxis: toUnit(m.at) }));
+  const order = marks.map((_, i) => i).sort((a, b) => marks[a].at - marks[b].at);
+  let leader = -1;
+  let texts: string[] = [];
+  const close = () => {
+    if (leader >= 0 && texts.length > 1) items[leader].label = { formatter: texts.join(' · ') };
+  };
+  for (const i of order) {
+    if (leader >= 0 && marks[i].at - marks[leader].at < axisRange * MARK_MERGE) {
+      items[i].label = { show: false };
+      if (!texts.includes(marks[i].text)) texts.push(marks[i].text);
+    } else {
+      close();
+      leader = i;
+      texts = [marks[i].text];
+    }
+  }
+  close();
+  return items;
+}
+
 export function buildChainOption(chain: Chain, marks: Mark[] = [], selectedLink: number | null = null): EChartsOption {
   const lay = chainLayout(chain, marks);
   const unit = pickTimeUnit(lay.span);
@@ -226,8 +254,9 @@ export function buildChainOption(chain: Chain, marks: Mark[] = [], selectedLink:
           symbol: 'none',
           silent: false,
           lineStyle: { color: C.message, type: 'dashed', width: 1 },
-          label: { color: C.message, position: 'end', fontSize: 11, formatter: '{b}' },
-          data: lay.marks.map((m) => ({ name: m.text, xAxis: u(m.at) })),
+          // above the plot (the y axis is inverted): clear of the time axis' labels
+          label: { color: C.message, position: 'start', fontSize: 11, formatter: '{b}' },
+          data: markLineData(lay.marks, lay.span + 2 * pad, u),
         },
         z: 2,
       },

@@ -19,9 +19,9 @@ const data: LatencyOverTime = {
 describe('buildLatencyOverTimeOption', () => {
   const opt = buildLatencyOverTimeOption(data) as any;
 
-  it('has a log y axis in ms and a time axis in seconds spanning the data window', () => {
+  it('has a log y axis (ticks with their unit) and a time axis in seconds spanning the data window', () => {
     expect(opt.yAxis.type).toBe('log');
-    expect(opt.yAxis.name).toBe('latency (ms)');
+    expect(opt.yAxis.name).toBe('latency (log scale)');
     expect(opt.xAxis.type).toBe('value');
     expect(opt.xAxis.name).toBe('time (s)');
     expect(opt.xAxis.min).toBeCloseTo(81.092472813, 9);

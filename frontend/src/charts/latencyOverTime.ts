@@ -101,7 +101,7 @@ export function buildLatencyOverTimeOption(data: LatencyOverTime, selected: Requ
       ...axisCommon,
       type: 'log',
       logBase: 10,
-      name: 'latency (ms)',
+      name: 'latency (log scale)', // the ticks carry their unit (1 µs … 10 s)
       nameLocation: 'middle',
       nameGap: 52,
       axisLabel: { ...axisCommon.axisLabel, formatter: (v: number) => formatMsTick(v) },

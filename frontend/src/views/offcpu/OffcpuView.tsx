@@ -235,6 +235,14 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
             <span className="muted">frames the chains' lock table knows{hasFtrace ? ' · one click lists the waits on it' : ''}</span>
           </div>
           <table className="grid compact" data-testid="lock-frames">
+            <thead>
+              <tr>
+                <th>Primitive</th>
+                <th className="num">{view.fgUnit === 'us' ? 'Off CPU in it' : 'Stacks through it'}</th>
+                <th className="num">Share of the total</th>
+                <th />
+              </tr>
+            </thead>
             <tbody>
               {locks.map(([lock, v]) => (
                 <tr key={lock}>

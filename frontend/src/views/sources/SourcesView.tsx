@@ -88,7 +88,7 @@ function ClockCard({ a, s }: { a: AnalysisDetail; s: SourceDetail }) {
   const others = a.sources.filter((o) => o.id !== s.id && o.t_min_ns !== null && o.format !== 'offcputime');
   const parsed = secondsToNs(draft);
   return (
-    <div className="align-card" data-testid={`clock-${s.id}`}>
+    <div className="align-card" data-testid={`clock-${s.id}`} role="group" aria-label={`Clock of ${s.filename}`}>
       <div className="mono strong">{s.filename}</div>
       <div>
         offset <b className="mono" data-testid={`offset-${s.id}`}>{nsToSeconds(s.clock_offset_ns)} s</b>{' '}
@@ -97,11 +97,12 @@ function ClockCard({ a, s }: { a: AnalysisDetail; s: SourceDetail }) {
       <div>
         clock <span className="mono">{s.clock ?? 'not named in the file'}</span>
       </div>
-      {al && <div className="muted">{al.detail}</div>}
+      {/* matched block events: the line below says what the server's detail says, with units */}
+      {al && al.method !== 'block_events' && <div className="muted">{al.detail}</div>}
       {al?.method === 'block_events' && (
         <div data-testid={`alignment-${s.id}`}>
-          {formatCount(al.matched ?? 0)} block events matched of {formatCount(al.candidates ?? 0)} candidate pairs · residual p50{' '}
-          {formatNs(al.residual_p50_ns)}, max {formatNs(al.residual_max_ns)}
+          {formatCount(al.matched ?? 0)} of {formatCount(al.candidates ?? 0)} block events matched blktrace requests (device, sector,
+          size) · residual p50 {formatNs(al.residual_p50_ns)}, max {formatNs(al.residual_max_ns)}
         </div>
       )}
       {al?.warnings.map((w) => (

@@ -6,7 +6,7 @@ import { EChart, type EChartHandler } from '../../charts/EChart';
 import { buildChainOption, chainLayout, linkLabel, relationLabel } from '../../charts/chainWaterfall';
 import { formatAbsTime, formatNs, formatSector } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
-import { encodeRequestRef } from '../../state/viewState';
+import { encodeView, updateView } from '../../state/viewState';
 import { hasWakerStacks } from '../../lib/wakers';
 import { CallsPanel } from './CallsPanel';
 import { Stack } from './Stack';
@@ -85,9 +85,14 @@ function LinkCard({
   onOpen: () => void;
   analysis: AnalysisDetail;
 }) {
+  const [view] = useViewState();
   const rel = relationLabel(l.relation);
   const isWait = !!l.lock || (l.duration_ns ?? 0) > 0;
   const src = analysis.sources.find((s) => s.id === l.request?.source_id);
+  // The request in Dispatch, keeping the rest of the view (the time range, this chain and link, the heatmap box).
+  const requestHref = l.request
+    ? `?${encodeView(updateView(view, { tab: 'dispatch', req: { sourceId: l.request.source_id, line: l.request.line } })).toString()}`
+    : '';
   return (
     <section className={`panel link-card${selected ? ' selected' : ''}`} data-testid={`link-${pos}`} aria-label={`Link ${pos}: ${linkLabel(l)}`}>
       <div className="panel-head">
@@ -127,7 +132,7 @@ function LinkCard({
       {l.request && (
         <p className="request-link">
           <span className="k">Block request</span>{' '}
-          <Link to={`?tab=dispatch&req=${encodeURIComponent(encodeRequestRef({ sourceId: l.request.source_id, line: l.request.line }))}`} data-testid="request-link">
+          <Link to={requestHref} data-testid="request-link">
             {l.request.dev} {l.request.rwbs} {formatSector(l.request.sector, l.request.nsect)}
             {l.request.comm ? ` by ${l.request.comm}` : ''}
             {l.request.d_ns !== null && l.request.c_ns !== null ? ` · D2C ${formatNs(l.request.c_ns - l.request.d_ns)}` : ''} → open in Dispatch

@@ -23,6 +23,8 @@ export function StallsView({ analysis }: { analysis: AnalysisDetail }) {
   );
 }
 
+const CHAIN_META = { maxWidth: 220, overflow: 'hidden', textOverflow: 'ellipsis', fontSize: 11.5 } as const;
+
 function ChainsView({ analysis }: { analysis: AnalysisDetail }) {
   const [view, setView] = useViewState();
   const chains = useChains(analysis.id);
@@ -48,10 +50,8 @@ function ChainsView({ analysis }: { analysis: AnalysisDetail }) {
                 <thead>
                   <tr>
                     <th className="num">#</th>
-                    <th>First task</th>
+                    <th>First task · lock</th>
                     <th className="num">Stall</th>
-                    <th>Lock</th>
-                    <th className="num">Links</th>
                   </tr>
                 </thead>
                 <tbody>
@@ -66,14 +66,19 @@ function ChainsView({ analysis }: { analysis: AnalysisDetail }) {
                         aria-selected={selected?.id === c.id}
                       >
                         <td className="num">{i + 1}</td>
-                        <td className="mono">{first ? linkLabel(first) : '—'}</td>
+                        <td>
+                          {/* the lock under the task: in one row of this narrow column it was cut off */}
+                          <div className="mono">{first ? linkLabel(first) : '—'}</div>
+                          <div className="muted" style={CHAIN_META} title={`${first?.lock ?? 'no lock'} · ${c.links.length} links`}>
+                            <span className="mono">{first?.lock ?? '—'}</span> · {c.links.length} {c.links.length === 1 ? 'link' : 'links'}
+                            {inferred && (
+                              <span className="badge inferred" title="at least one link is inferred">
+                                inferred
+                              </span>
+                            )}
+                          </div>
+                        </td>
                         <td className="num strong">{formatNs(c.duration_ns)}</td>
-                        <td className="mono clip" title={first?.lock ?? ''}>
-                          {first?.lock ?? '—'}
-                        </td>
-                        <td className="num">
-                          {c.links.length} {inferred && <span className="badge inferred" title="at least one link is inferred">inferred</span>}
-                        </td>
                       </tr>
                     );
                   })}
