@@ -123,6 +123,26 @@ def db_table(ingest: dict | None, api: dict | None) -> str:
     return "\n".join(rows)
 
 
+def code_version() -> dict:
+    """The commit measured, and the files of the working tree that differ from it (the benchmark measures the tree)."""
+    def git(*args):
+        try:
+            return subprocess.run(["git", *args], capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+    dirty = [ln[3:] for ln in git("status", "--porcelain", "--untracked-files=no").splitlines()
+             if ln[3:].startswith(("backend/", "parsers/", "frontend/src/"))]
+    return {"commit": git("rev-parse", "--short=10", "HEAD"), "subject": git("log", "-1", "--format=%s")[:100],
+            "uncommitted": dirty}
+
+
+def code_line(v: dict) -> str:
+    out = f"commit {v['commit']}"
+    if v["uncommitted"]:
+        out += f" with uncommitted changes to {', '.join(v['uncommitted'])}"
+    return out
+
+
 class LoadSampler(threading.Thread):
     """The 1-minute load average every 2 s, to say how busy the machine was during each part."""
 
@@ -148,7 +168,7 @@ def run_part(part: str, reuse: bool) -> None:
     subprocess.run(cmd, check=True, timeout=PART_TIMEOUT_S)
 
 
-def summary(parts: list[str], loads: dict, started: str, m: dict) -> str:
+def summary(parts: list[str], loads: dict, started: str, m: dict, code: dict) -> str:
     def load(part):
         v = loads.get(part)
         return f" (load average {v['min']:.1f}–{v['max']:.1f}, mean {v['mean']:.1f})" if v else ""
@@ -159,7 +179,7 @@ def summary(parts: list[str], loads: dict, started: str, m: dict) -> str:
 
     from bench import api as api_mod, page as page_mod, server as server_mod
 
-    out = [f"# make bench, {started}", "", f"Machine: {inputs.machine_line(m)}.", ""]
+    out = [f"# make bench, {started}", "", f"Machine: {inputs.machine_line(m)}.", "", f"Code: {code_line(code)}.", ""]
     ing, api, srv, page = read("ingest"), read("api"), read("server"), read("page")
     if ing:
         out += [f"## Ingest per format{load('ingest')}", "", ingest_table(ing), ""]
@@ -191,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     OUT.mkdir(exist_ok=True)
     started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     m = inputs.machine()
+    code = code_version()
     print(f"machine: {inputs.machine_line(m)}; load average now {inputs.loadavg():.2f}", file=sys.stderr, flush=True)
     loads: dict[str, dict] = {}
     for part in parts:
@@ -204,9 +225,9 @@ def main(argv: list[str] | None = None) -> int:
             sampler.join(5)
         v = sampler.values or [float("nan")]
         loads[part] = {"min": min(v), "max": max(v), "mean": sum(v) / len(v), "seconds": time.perf_counter() - t0}
-    (OUT / "run.json").write_text(json.dumps({"started": started, "machine": m, "parts": parts, "load": loads},
-                                             indent=1))
-    text = summary(parts, loads, started, m)
+    (OUT / "run.json").write_text(json.dumps({"started": started, "machine": m, "code": code, "parts": parts,
+                                              "load": loads}, indent=1))
+    text = summary(parts, loads, started, m, code)
     (OUT / "summary.md").write_text(text + "\n")
     print("\n" + "=" * 100 + "\n\n" + text, flush=True)
     return 0
