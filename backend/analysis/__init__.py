@@ -11,7 +11,7 @@ from typing import Callable
 
 from . import align, blk, stalls, timeline
 
-SCHEMA = stalls.SCHEMA + timeline.SCHEMA  # tables of derived results (the parsers' tables come from their Arrow schemas)
+SCHEMA = blk.SCHEMA + stalls.SCHEMA + timeline.SCHEMA  # tables of derived results (the parsers' tables come from their Arrow schemas)
 DERIVE_SOURCE: dict[str, list[Callable]] = {"blkparse": [blk.derive], "ftrace": [stalls.span, timeline.derive]}
 DERIVE_ANALYSIS: list[Callable] = [
     align.derive,  # each source's clock offset: chains compare times across sources

@@ -14,28 +14,65 @@ import json
 
 from parsers.common import ParseReport
 
+from . import memo
+
 REQUEST_COLUMNS = [
     "source_id", "line", "dev", "sector", "nsect", "rwbs", "pid", "comm", "q_ns", "g_ns", "i_ns", "d_ns", "c_ns",
     "q2g_ns", "g2i_ns", "i2d_ns", "d2c_ns", "q2c_ns", "error", "merged_bios", "requeues", "from_dev", "from_sector",
 ]
 
+TOP = 1000  # requests kept per source and metric in blk_top: /requests?order=i2d|d2c|q2c&limit<=TOP reads them
+TOP_METRICS = ("i2d", "d2c", "q2c")
+
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS blk_top AS  -- per source and metric, its TOP slowest requests (times: the source's own)
+    SELECT ''::VARCHAR AS metric, {", ".join(REQUEST_COLUMNS)} FROM blk_requests LIMIT 0;
+"""
+
+
+_BACKWARDS = ("(q_ns < g_ns) IS FALSE AND q2g_ns IS NULL OR (g_ns < i_ns) IS FALSE AND g2i_ns IS NULL"
+              " OR (i_ns < d_ns) IS FALSE AND i2d_ns IS NULL OR (d_ns < c_ns) IS FALSE AND d2c_ns IS NULL")
+
+
 def derive(con, source_id: int, report: ParseReport) -> tuple[int | None, int | None]:
-    """Notes what the trace lacked; returns the source's time span (ns)."""
+    """Notes what the trace lacked; keeps the slowest requests per metric (blk_top); returns the source's time
+    span (ns). One scan of the requests for all of it (and one to copy the slowest)."""
     sid = {"sid": source_id}
     orphans = con.execute("SELECT count(*) FROM blk_bios WHERE source_id = $sid AND req_line IS NULL", sid).fetchall()[0][0]
     if orphans:
         report.note(f"{orphans} merged bios joined a request whose own events are not in the trace")
-    backwards = con.execute(
-        "SELECT count(*) FROM blk_requests WHERE source_id = $sid AND ((q_ns < g_ns) IS FALSE AND q2g_ns IS NULL"
-        " OR (g_ns < i_ns) IS FALSE AND g2i_ns IS NULL OR (i_ns < d_ns) IS FALSE AND i2d_ns IS NULL"
-        " OR (d_ns < c_ns) IS FALSE AND d2c_ns IS NULL)", sid).fetchall()[0][0]
+    # the slowest per metric: arg_max(line, key, TOP), key = latency then line descending packed into one BIGINT
+    # (ties cut as /requests orders them: latency desc, line); a request whose key does not fit is counted, and
+    # then that metric is ranked again on a HUGEINT key (slower; latencies over 2^(62 - bits of lines) ns)
+    lbits = max(1, report.lines.bit_length())
+    keys = {"sid": source_id, "lmax": (1 << lbits) - 1, "lbits": lbits, "vmax": (1 << (62 - lbits)) - 1, "top": TOP}
+    fits = {m: f"{m}_ns BETWEEN 0 AND $vmax AND line BETWEEN 0 AND $lmax" for m in TOP_METRICS}
+    row = con.execute(
+        f"SELECT count(*) FILTER (WHERE {_BACKWARDS}), min(least(a_ns, q_ns, g_ns, i_ns, d_ns, c_ns)),"
+        " max(greatest(a_ns, q_ns, g_ns, i_ns, d_ns, c_ns)), "
+        + ", ".join(f"arg_max(line, CASE WHEN {fits[m]} THEN ({m}_ns << $lbits) + ($lmax - line) END, $top),"
+                    f" count({m}_ns) FILTER (WHERE NOT ({fits[m]}))" for m in TOP_METRICS)
+        + " FROM blk_requests WHERE source_id = $sid", keys).fetchall()[0]
+    backwards, lo, hi = row[:3]
     if backwards:
         report.note(f"{backwards} requests have phases whose times go backwards (the trace's clock jumps);"
                     " those phase durations are left out")
-    return con.execute(
-        "SELECT min(lo), max(hi) FROM (SELECT min(least(a_ns, q_ns, g_ns, i_ns, d_ns, c_ns)) lo,"
-        " max(greatest(a_ns, q_ns, g_ns, i_ns, d_ns, c_ns)) hi FROM blk_requests WHERE source_id = $sid"
-        " UNION ALL SELECT min(t_ns), max(t_ns) FROM blk_events WHERE source_id = $sid)", sid).fetchall()[0]
+    slowest = {m: row[3 + 2 * i] or [] for i, m in enumerate(TOP_METRICS)}
+    for i, m in enumerate(TOP_METRICS):
+        if row[4 + 2 * i]:
+            slowest[m] = con.execute(
+                f"SELECT arg_max(line, ({m}_ns::HUGEINT << 64) + ((1::HUGEINT << 63) - line), $top)"
+                " FROM blk_requests WHERE source_id = $sid", {"sid": source_id, "top": TOP}).fetchall()[0][0] or []
+    lines = [ln for m in TOP_METRICS for ln in slowest[m]]
+    if lines:
+        con.execute(
+            f"INSERT INTO blk_top SELECT k.metric, {', '.join(f'r.{c}' for c in REQUEST_COLUMNS)}"
+            " FROM (SELECT unnest($metrics) AS metric, unnest($lines) AS line) k"
+            " JOIN blk_requests r ON r.line = k.line WHERE r.source_id = $sid",
+            {"sid": source_id, "metrics": [m for m in TOP_METRICS for _ in slowest[m]], "lines": lines})
+    ev = con.execute("SELECT min(t_ns), max(t_ns) FROM blk_events WHERE source_id = $sid", sid).fetchall()[0]
+    los, his = [x for x in (lo, ev[0]) if x is not None], [x for x in (hi, ev[1]) if x is not None]
+    return (min(los) if los else None), (max(his) if his else None)
 
 
 # ---- reads -------------------------------------------------------------------------------------
@@ -67,15 +104,70 @@ def _rows(cur) -> list[dict]:
     return [dict(zip(names, row)) for row in cur.fetchall()]
 
 
+def _blk_sources(con, analysis_id: str) -> list[tuple[int, int]]:
+    """(id, clock_offset_ns) of the analysis' blkparse sources."""
+    return con.execute("SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ? AND format = 'blkparse'"
+                       " ORDER BY id", [analysis_id]).fetchall()
+
+
+def _scope(sources: list[tuple[int, int]], t0=None, t1=None) -> tuple[str, dict]:
+    """A WHERE clause over blk_requests r keeping these sources' requests whose start (t_ns) is placed in
+    [t0, t1] (aligned, inclusive; None: open), compared in each source's own time (zone maps then skip row
+    groups; `t_ns + offset` in the WHERE made every call a full scan), and its bound parameters."""
+    clauses, params = [], {}
+    for i, (sid, off) in enumerate(sources):
+        params[f"s{i}"] = sid
+        c = f"r.source_id = $s{i}"
+        if t0 is not None:
+            c += f" AND r.t_ns >= $lo{i}"
+            params[f"lo{i}"] = t0 - off
+        if t1 is not None:
+            c += f" AND r.t_ns <= $hi{i}"
+            params[f"hi{i}"] = t1 - off
+        clauses.append(f"({c})")
+    return ("(" + " OR ".join(clauses) + ")" if clauses else "FALSE"), params
+
+
+def _offset(sources: list[tuple[int, int]]) -> tuple[str, dict]:
+    """The clock offset of a row of blk_requests r of these sources, as an expression and its parameters."""
+    if len(sources) <= 1:
+        return "$o0", {"o0": sources[0][1] if sources else 0}
+    params = {f"s{i}": sid for i, (sid, _) in enumerate(sources)} | {f"o{i}": off for i, (_, off) in enumerate(sources)}
+    return f"(CASE r.source_id {' '.join(f'WHEN $s{i} THEN $o{i}' for i in range(len(sources)))} END)", params
+
+
+def _aligned_by(columns, off: str, alias: str = "r") -> str:
+    """SELECT list of the columns of `alias`, times moved by the offset expression `off`."""
+    return ", ".join(f"{alias}.{c} + {off} AS {c}" if c in TIMES else f"{alias}.{c}" for c in columns)
+
+
 def requests(con, analysis_id: str, order: str, limit: int, pid=None, dev=None, t0=None, t1=None) -> list[dict]:
+    sources = _blk_sources(con, analysis_id)
+    scope, params = _scope(sources, t0, t1)
+    off, off_params = _offset(sources)
+    params.update(off_params)
+    if order in TOP_METRICS and limit <= TOP and pid is None and dev is None and t0 is None and t1 is None:
+        # each source's slowest were kept at ingest: the first `limit` of them all are the answer, unless fewer
+        # than `limit` requests have the metric (then requests without it follow: the query below)
+        rows = _rows(con.execute(
+            f"SELECT {_aligned_by(REQUEST_COLUMNS, off)} FROM blk_top r WHERE r.metric = $metric AND {scope}"
+            f" ORDER BY {ORDER[order]}, r.source_id, r.line LIMIT $limit", {**params, "metric": order, "limit": limit}))
+        if len(rows) == limit:
+            return rows
+    where, given = _filters(pid=pid, dev=dev)
+    sort = f"r.t_ns + {off} ASC" if order == "time" else ORDER[order]
+    return _rows(con.execute(
+        f"SELECT {_aligned_by(REQUEST_COLUMNS, off)} FROM blk_requests r WHERE {scope}{where}"
+        f" ORDER BY {sort}, r.source_id, r.line LIMIT $limit", {**params, **given, "limit": limit}))
+
+
+def requests_sql(con, analysis_id: str, order: str, limit: int, pid=None, dev=None, t0=None, t1=None) -> list[dict]:
+    """The list as one query over blk_requests joined with sources (the reference tests compare requests with)."""
     where, params = _filters(pid=pid, dev=dev, t0=t0, t1=t1)
-    cols = aligned(REQUEST_COLUMNS)
-    cur = con.execute(
-        f"SELECT {cols} FROM blk_requests r JOIN sources s ON s.id = r.source_id"
+    return _rows(con.execute(
+        f"SELECT {aligned(REQUEST_COLUMNS)} FROM blk_requests r JOIN sources s ON s.id = r.source_id"
         f" WHERE s.analysis_id = $aid{where} ORDER BY {ORDER[order]}, r.source_id, r.line LIMIT $limit",
-        {"aid": analysis_id, "limit": limit, **params},
-    )
-    return _rows(cur)
+        {"aid": analysis_id, "limit": limit, **params}))
 
 
 _PHASE_EVENTS = """
@@ -139,15 +231,34 @@ def _stats(expr: str) -> str:
 
 
 def dispatch_summary(con, analysis_id: str, by: str, t0=None, t1=None) -> list[dict]:
-    where, params = _filters(t0=t0, t1=t1)
+    """Per process or device: request count, and count, p50, p95, p99 and max of I2D, D2C and Q2C (exact).
+    Over all the requests (no window, or one holding every source's whole span): computed once and kept
+    (memo.py); over a window: computed per call, each source's window in its own time (zone maps)."""
+    if _holds_all(con, analysis_id, t0, t1):
+        return memo.get((analysis_id, "dispatch-summary", by), lambda: dispatch_sql(con, analysis_id, by))
+    return dispatch_sql(con, analysis_id, by, t0, t1)
+
+
+def _holds_all(con, analysis_id: str, t0, t1) -> bool:
+    """Whether [t0, t1] (aligned, None: open) holds every blkparse source's whole span (so every request)."""
+    if t0 is None and t1 is None:
+        return True
+    spans = con.execute("SELECT t_min_ns + clock_offset_ns, t_max_ns + clock_offset_ns FROM sources"
+                        " WHERE analysis_id = ? AND format = 'blkparse'", [analysis_id]).fetchall()
+    return all(lo is not None and (t0 is None or t0 <= lo) and (t1 is None or hi <= t1) for lo, hi in spans)
+
+
+def dispatch_sql(con, analysis_id: str, by: str, t0=None, t1=None) -> list[dict]:
+    """The dispatch summary over the requests starting in [t0, t1] (aligned, inclusive; None: open), computed now."""
+    scope, params = _scope(_blk_sources(con, analysis_id), t0, t1)
     keys = "r.pid, r.comm" if by == "process" else "r.dev"
-    sql = (
+    sql = (  # the keys last in the ORDER BY: groups tied on the rest always come in one order
         f"SELECT {keys}, count(*) AS count, {_stats('i2d_ns')}, {_stats('d2c_ns')}, {_stats('q2c_ns')}"
-        f" FROM blk_requests r JOIN sources s ON s.id = r.source_id WHERE s.analysis_id = $aid{where}"
-        f" GROUP BY {keys} ORDER BY max(r.q2c_ns) DESC NULLS LAST, max(r.i2d_ns) DESC NULLS LAST, count(*) DESC"
+        f" FROM blk_requests r WHERE {scope} GROUP BY {keys}"
+        f" ORDER BY max(r.q2c_ns) DESC NULLS LAST, max(r.i2d_ns) DESC NULLS LAST, count(*) DESC, {keys}"
     )
     out = []
-    for row in _rows(con.execute(sql, {"aid": analysis_id, **params})):
+    for row in _rows(con.execute(sql, params)):
         item = {
             "key": f"{row['comm']} ({row['pid']})" if by == "process" else row["dev"],
             "pid": row.get("pid"), "comm": row.get("comm"), "dev": row.get("dev"), "count": row["count"],

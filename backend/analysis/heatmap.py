@@ -28,6 +28,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
+from . import heatindex, memo
+
 BLOCK_METRICS = ("i2d", "d2c", "q2c")
 METRICS = (*BLOCK_METRICS, "func", "wait")
 FLOOR_NS = 1000  # the lowest edge is never below 1 µs
@@ -95,8 +99,70 @@ def latency_edges(vmin: int, vmax: int, y_bins: int) -> list[int]:
         n -= 1
 
 
+def _offsets(con, analysis_id: str) -> dict[int, int]:
+    """Each source's clock offset: aligned time = own time + offset (read per call: a PATCH moves them)."""
+    return dict(con.execute("SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ?", [analysis_id]).fetchall())
+
+
+def _index(con, analysis_id: str, metric: str, filter: str | None) -> heatindex.Index:
+    """The in-memory index of the metric's events (no pid or dev filter), built on first use."""
+    spec = _SPECS[metric]
+
+    def load():
+        base, params = _base(metric, analysis_id, filter, None, None)
+        return con.sql(f"SELECT a.source_id AS sid, a.{spec.at} AS t, a.{spec.value} AS v, a.line AS line,"
+                       f" a.pid AS pid{base}", params=params).to_arrow_table()
+
+    return heatindex.get((analysis_id, metric, filter), load)
+
+
+def _indexed(metric: str, pid, dev) -> bool:
+    """Whether a call is answered from the index: no pid filter, no dev filter (where dev applies)."""
+    return pid is None and (dev is None or _SPECS[metric].kind != "request")
+
+
+def _empty(metric: str, filter, lo, hi, x_bins: int, y_bins: int) -> dict:
+    return {"metric": metric, "filter": filter, "kind": _SPECS[metric].kind, "t0_ns": lo, "t1_ns": hi,
+            "x_bins": x_bins, "x_bin_ns": None, "y_bins": y_bins, "y_edges_ns": [], "cells": [],
+            "percentiles": _empty_percentiles()}
+
+
+def _percentiles(n: int, qs: list[int], vmax: int) -> dict:
+    return {"count": n, "p50_ns": qs[0], "p90_ns": qs[1], "p99_ns": qs[2], "p999_ns": qs[3], "p9999_ns": qs[4],
+            "max_ns": vmax}
+
+
 def heatmap(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, pid=None, dev=None, t0=None, t1=None,
-            filter: str | None = None) -> dict:
+            filter: str | None = None, live: bool = False) -> dict:
+    """The heatmap, from the index (heatindex.py) unless a pid or dev filter is given or live is asked (the
+    SQL below: the reference the index is tested against)."""
+    if live or not _indexed(metric, pid, dev):
+        return heatmap_sql(con, analysis_id, metric, x_bins, y_bins, pid, dev, t0, t1, filter)
+    idx = _index(con, analysis_id, metric, filter)
+    offsets = _offsets(con, analysis_id)
+    lo, hi = t0, t1
+    if lo is None or hi is None:
+        span = idx.span(offsets) or (None, None)
+        lo = lo if lo is not None else span[0]
+        hi = hi if hi is not None else span[1]
+    if lo is None or hi is None or hi < lo:
+        return _empty(metric, filter, lo, hi, x_bins, y_bins)
+    wins = idx.window(offsets, lo, hi)
+    n, qs, vmin, vmax = idx.order_stats(wins, QUANTILES)
+    if n == 0:
+        return _empty(metric, filter, lo, hi, x_bins, y_bins)
+    edges = latency_edges(vmin, vmax, y_bins)
+    x_bin = max(1, -(-(hi - lo + 1) // x_bins))
+    kind = _SPECS[metric].kind
+    cells = [{"x": x, "y": y, "count": c, "max_ns": m, "max_ref": {"kind": kind, "source_id": s, "line": ln, "pid": p}}
+             for x, y, c, m, s, ln, p in idx.cells(wins, offsets, lo, x_bin, x_bins, edges)]
+    return {**_empty(metric, filter, lo, hi, x_bins, y_bins), "y_bins": len(edges) - 1, "x_bin_ns": x_bin,
+            "y_edges_ns": edges, "cells": cells, "percentiles": _percentiles(n, qs, vmax)}
+
+
+def heatmap_sql(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, pid=None, dev=None, t0=None, t1=None,
+                filter: str | None = None) -> dict:
+    """The heatmap binned in SQL over the event table (filters pid and dev; the index's reference)."""
     spec = _SPECS[metric]
     at, v = f"(a.{spec.at} + s.clock_offset_ns)", f"a.{spec.value}"
     base, params = _base(metric, analysis_id, filter, pid, dev)
@@ -106,8 +172,7 @@ def heatmap(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, pid=No
         hi = t1 if t1 is not None else span[1]
     else:
         lo, hi = t0, t1
-    empty = {"metric": metric, "filter": filter, "kind": spec.kind, "t0_ns": lo, "t1_ns": hi, "x_bins": x_bins,
-             "x_bin_ns": None, "y_bins": y_bins, "y_edges_ns": [], "cells": [], "percentiles": _empty_percentiles()}
+    empty = _empty(metric, filter, lo, hi, x_bins, y_bins)
     if lo is None or hi is None or hi < lo:
         return empty
     base += f" AND {at} BETWEEN $lo AND $hi"
@@ -116,8 +181,6 @@ def heatmap(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, pid=No
         f"SELECT count(*), quantile_disc({v}, {QUANTILES}), min({v}), max({v}){base}", params).fetchall()[0]
     if n == 0:
         return empty
-    pct = {"count": n, "p50_ns": qs[0], "p90_ns": qs[1], "p99_ns": qs[2], "p999_ns": qs[3], "p9999_ns": qs[4],
-           "max_ns": vmax}
     edges = latency_edges(vmin, vmax, y_bins)
     ny = len(edges) - 1
     lo_exp = math.log10(edges[0]) if edges[0] > 0 else 0.0
@@ -135,31 +198,30 @@ def heatmap(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, pid=No
     ).fetchall()
     cells = [{"x": x, "y": y, "count": c, "max_ns": m, "max_ref": {"kind": spec.kind, **ref}}
              for x, y, c, m, ref in rows]
-    return {**empty, "y_bins": ny, "x_bin_ns": x_bin, "y_edges_ns": edges, "cells": cells, "percentiles": pct}
+    return {**empty, "y_bins": ny, "x_bin_ns": x_bin, "y_edges_ns": edges, "cells": cells,
+            "percentiles": _percentiles(n, qs, vmax)}
+
+
+_DETAIL = {  # what an event in a box shows beyond its ref, time and latency (see HeatmapEvent)
+    "request": "",
+    "call": ", coalesce(a.exit_ns, a.entry_ns + a.duration_ns) AS _end",
+    "wait": "",
+}
 
 
 def events(con, analysis_id: str, metric: str, *, filter: str | None = None, pid=None, dev=None, t0=None, t1=None,
-           lat_min=None, lat_max=None, limit: int = 100) -> dict:
+           lat_min=None, lat_max=None, limit: int = 100, live: bool = False) -> dict:
     """The events placed in [t0, t1] (aligned, inclusive) with lat_min <= latency < lat_max, slowest first
-    (ties in source, line order), at most `limit`, and how many match in all."""
+    (ties in source, line order), at most `limit`, and how many match in all. From the index (which events,
+    how many) and the event table (their details) unless a pid or dev filter is given or live is asked."""
     spec = _SPECS[metric]
-    at, v = f"(a.{spec.at} + s.clock_offset_ns)", f"a.{spec.value}"
-    base, params = _base(metric, analysis_id, filter, pid, dev)
-    for cond, name, value in ((f"{at} >= $t0", "t0", t0), (f"{at} <= $t1", "t1", t1),
-                              (f"{v} >= $lat_min", "lat_min", lat_min), (f"{v} < $lat_max", "lat_max", lat_max)):
-        if value is not None:
-            base += f" AND {cond}"
-            params[name] = value
-    total = con.execute(f"SELECT count(*){base}", params).fetchall()[0][0]
-    own_end = ", coalesce(a.exit_ns, a.entry_ns + a.duration_ns) AS _end" if spec.kind == "call" else ""
-    cur = con.execute(
-        f"SELECT a.source_id, a.line, a.pid, {at} AS t_ns, {v} AS latency_ns, a.{spec.at} AS _own"
-        f"{''.join(f', a.{c}' for c in spec.extra)}{own_end}{base}"
-        f" ORDER BY {v} DESC, a.source_id, a.line LIMIT $limit",
-        {**params, "limit": limit},
-    )
-    names = [d[0] for d in cur.description]
-    rows = [dict(zip(names, r)) for r in cur.fetchall()]
+    if live or not _indexed(metric, pid, dev):
+        total, rows = _box_sql(con, analysis_id, metric, filter, pid, dev, t0, t1, lat_min, lat_max, limit)
+    else:
+        idx = _index(con, analysis_id, metric, filter)
+        offsets = _offsets(con, analysis_id)
+        total, ranks = idx.box(idx.window(offsets, t0, t1), lat_min, lat_max, limit)
+        rows = _details(con, metric, offsets, idx.sid[ranks].tolist(), idx.line[ranks].tolist())
     out = []
     for r in rows:
         e = {"ref": {"kind": spec.kind, "source_id": r["source_id"], "line": r["line"], "pid": r["pid"]},
@@ -169,57 +231,126 @@ def events(con, analysis_id: str, metric: str, *, filter: str | None = None, pid
              "wait": None, "chain_id": None, "link": None}
         out.append(e)
     if spec.kind == "call" and rows:
-        _attach_waits_of_calls(con, rows, out)
+        _attach_waits_of_calls(con, analysis_id, rows, out)
     if spec.kind in ("call", "wait") and rows:
         _attach_chains(con, analysis_id, out)
     return {"metric": metric, "filter": filter, "kind": spec.kind, "count": total, "events": out}
 
 
-def _attach_waits_of_calls(con, rows: list[dict], out: list[dict]) -> None:
-    """Each call's longest wait of its task that began while the call ran (same source: its own times)."""
-    found = con.execute(
-        "SELECT k.i, arg_max({'line': w.line, 'pid': w.pid, 'lock': w.lock, 'lock_key': w.lock_key},"
-        " (w.duration_ns, -w.line))"
-        " FROM (SELECT unnest($i) AS i, unnest($sid) AS sid, unnest($pid) AS pid, unnest($t0) AS t0,"
-        "  unnest($t1) AS t1) k"
-        " JOIN waits w ON w.source_id = k.sid AND w.pid = k.pid AND w.start_ns BETWEEN k.t0 AND k.t1"
-        " GROUP BY k.i",
-        {"i": list(range(len(rows))), "sid": [r["source_id"] for r in rows], "pid": [r["pid"] for r in rows],
-         "t0": [r["_own"] for r in rows], "t1": [r["_end"] for r in rows]},
-    ).fetchall()
-    for i, w in found:
-        e = out[i]
-        e["wait"] = {"kind": "wait", "source_id": e["ref"]["source_id"], "line": w["line"], "pid": w["pid"]}
-        e["lock"], e["lock_key"] = w["lock"], w["lock_key"]
+def _columns(spec: _Spec, at: str) -> str:
+    return (f"a.source_id, a.line, a.pid, {at} AS t_ns, a.{spec.value} AS latency_ns, a.{spec.at} AS _own"
+            f"{''.join(f', a.{c}' for c in spec.extra)}{_DETAIL[spec.kind]}")
+
+
+def _box_sql(con, analysis_id: str, metric: str, filter, pid, dev, t0, t1, lat_min, lat_max,
+             limit: int) -> tuple[int, list[dict]]:
+    spec = _SPECS[metric]
+    at, v = f"(a.{spec.at} + s.clock_offset_ns)", f"a.{spec.value}"
+    base, params = _base(metric, analysis_id, filter, pid, dev)
+    for cond, name, value in ((f"{at} >= $t0", "t0", t0), (f"{at} <= $t1", "t1", t1),
+                              (f"{v} >= $lat_min", "lat_min", lat_min), (f"{v} < $lat_max", "lat_max", lat_max)):
+        if value is not None:
+            base += f" AND {cond}"
+            params[name] = value
+    total = con.execute(f"SELECT count(*){base}", params).fetchall()[0][0]
+    cur = con.execute(f"SELECT {_columns(spec, at)}{base} ORDER BY {v} DESC, a.source_id, a.line LIMIT $limit",
+                      {**params, "limit": limit})
+    names = [d[0] for d in cur.description]
+    return total, [dict(zip(names, r)) for r in cur.fetchall()]
+
+
+def _details(con, metric: str, offsets: dict[int, int], sids: list[int], lines: list[int]) -> list[dict]:
+    """The rows of these events (source_id, line pairs), in that order; times aligned."""
+    spec = _SPECS[metric]
+    found: dict[tuple[int, int], dict] = {}
+    for sid in sorted(set(sids)):
+        cur = con.execute(
+            f"SELECT {_columns(spec, f'(a.{spec.at} + $off)')} FROM {spec.table} a"
+            " WHERE a.source_id = $sid AND a.line IN (SELECT unnest($lines))",
+            {"off": offsets[sid], "sid": sid, "lines": [ln for s, ln in zip(sids, lines) if s == sid]})
+        names = [d[0] for d in cur.description]
+        for r in cur.fetchall():
+            row = dict(zip(names, r))
+            found[(row["source_id"], row["line"])] = row
+    return [found[k] for k in zip(sids, lines)]
+
+
+def _waits_by_task(con, analysis_id: str) -> dict:
+    """Per (source, pid): its waits by start (own time): starts, durations, lines, lock labels and keys. Read
+    once per analysis (memo.shared): a call's wait is then a binary search, not a join over every wait."""
+    def build():
+        by: dict = {}
+        for sid, pid, start, dur, line, lock, key in con.execute(
+                "SELECT w.source_id, w.pid, w.start_ns, w.duration_ns, w.line, w.lock, w.lock_key FROM waits w"
+                " JOIN sources s ON s.id = w.source_id WHERE s.analysis_id = ? ORDER BY 1, 2, 3, 5",
+                [analysis_id]).fetchall():
+            by.setdefault((sid, pid), []).append((start, dur, line, lock, key))
+        return {k: (np.array([w[0] for w in ws], np.int64), np.array([w[1] for w in ws], np.int64),
+                    np.array([w[2] for w in ws], np.int64), [w[3] for w in ws], [w[4] for w in ws])
+                for k, ws in by.items()}
+    return memo.shared((analysis_id, "waits-by-task"), build)
+
+
+def _attach_waits_of_calls(con, analysis_id: str, rows: list[dict], out: list[dict]) -> None:
+    """Each call's longest wait of its task that began while the call ran (same source: its own times; ties:
+    the first line)."""
+    by_task = _waits_by_task(con, analysis_id)
+    for r, e in zip(rows, out):
+        found = by_task.get((r["source_id"], r["pid"]))
+        if found is None or r["_own"] is None or r["_end"] is None:
+            continue
+        starts, durs, lines, locks_, keys = found
+        a, b = np.searchsorted(starts, r["_own"], "left"), np.searchsorted(starts, r["_end"], "right")
+        if a >= b:
+            continue
+        d = durs[a:b]
+        ties = np.flatnonzero(d == d.max())
+        i = a + int(ties[np.argmin(lines[a:b][ties])])
+        e["wait"] = {"kind": "wait", "source_id": r["source_id"], "line": int(lines[i]), "pid": r["pid"]}
+        e["lock"], e["lock_key"] = locks_[i], keys[i]
+
+
+def _chain_of_wait(con, analysis_id: str) -> dict:
+    """(source_id, wait line) -> (chain_id, pos) of the link explaining that wait: the link that is it, else
+    the link it waits alongside (also_waiting); the best-ranked chain when several. Read once per analysis and
+    offsets (chains are linked again when an offset is set)."""
+    def build():
+        best: dict = {}
+        for sid, line, pref, chain_id, pos in con.execute(
+                "SELECT source_id, wait_line, 0, chain_id, pos FROM chain_links"
+                " WHERE analysis_id = $aid AND wait_line IS NOT NULL"
+                " UNION ALL"
+                " SELECT (j->>'source_id')::INTEGER, (j->>'line')::BIGINT, 1, chain_id, pos"
+                " FROM chain_links, unnest(json_extract(also_waiting, '$[*]')) AS t(j) WHERE analysis_id = $aid",
+                {"aid": analysis_id}).fetchall():
+            rank = (pref, chain_id, pos)
+            if best.get((sid, line), rank) >= rank:
+                best[(sid, line)] = rank
+        return {k: (c, p) for k, (_, c, p) in best.items()}
+    return memo.shared((analysis_id, "chain-of-wait", memo.offsets(con, analysis_id)), build)
 
 
 def _attach_chains(con, analysis_id: str, out: list[dict]) -> None:
-    """The chain (and 1-based link) that explains each wait (a call's: the wait inside it): the link that is
-    this wait, else the link it is also waiting with; the best-ranked chain when several."""
-    keyed = [(i, e["wait"] if e["ref"]["kind"] == "call" else e["ref"]) for i, e in enumerate(out)]
-    keyed = [(i, w) for i, w in keyed if w is not None]
-    if not keyed:
-        return
-    found = con.execute(
-        "WITH k AS (SELECT unnest($i) AS i, unnest($sid) AS sid, unnest($line) AS line),"
-        " links AS ("
-        "  SELECT chain_id, pos, source_id AS sid, wait_line AS line, 0 AS pref FROM chain_links"
-        "  WHERE analysis_id = $aid AND wait_line IS NOT NULL"
-        "  UNION ALL"
-        "  SELECT chain_id, pos, (j->>'source_id')::INTEGER, (j->>'line')::BIGINT, 1"
-        "  FROM chain_links, unnest(json_extract(also_waiting, '$[*]')) AS t(j) WHERE analysis_id = $aid)"
-        " SELECT k.i, arg_min({'chain_id': l.chain_id, 'pos': l.pos}, (l.pref, l.chain_id, l.pos))"
-        " FROM k JOIN links l ON l.sid = k.sid AND l.line = k.line GROUP BY k.i",
-        {"aid": analysis_id, "i": [i for i, _ in keyed], "sid": [w["source_id"] for _, w in keyed],
-         "line": [w["line"] for _, w in keyed]},
-    ).fetchall()
-    for i, c in found:
-        out[i]["chain_id"], out[i]["link"] = c["chain_id"], c["pos"] + 1
+    """The chain (and 1-based link) that explains each wait (a call's: the wait inside it)."""
+    chains = None
+    for e in out:
+        w = e["wait"] if e["ref"]["kind"] == "call" else e["ref"]
+        if w is None:
+            continue
+        chains = chains if chains is not None else _chain_of_wait(con, analysis_id)
+        found = chains.get((w["source_id"], w["line"]))
+        if found is not None:
+            e["chain_id"], e["link"] = found[0], found[1] + 1
 
 
 def metrics(con, analysis_id: str, limit: int = 50) -> dict:
     """What can be drawn for this analysis: the metrics with events (and how many), the functions with a
-    known call duration (top `limit` by total duration) and the locks of the waits (by total wait)."""
+    known call duration (top `limit` by total duration) and the locks of the waits (by total wait). Computed
+    once per analysis and limit (it holds no time: memo.py)."""
+    return memo.get((analysis_id, "heatmap-metrics", limit), lambda: _metrics(con, analysis_id, limit))
+
+
+def _metrics(con, analysis_id: str, limit: int) -> dict:
     counts = con.execute(
         "SELECT count(*) FILTER (WHERE a.i2d_ns IS NOT NULL AND a.i_ns IS NOT NULL),"
         " count(*) FILTER (WHERE a.d2c_ns IS NOT NULL AND a.d_ns IS NOT NULL),"

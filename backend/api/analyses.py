@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from ..analysis import align, blk, locks, offcpu, stalls, timeline as timeline_analysis
+from ..analysis import align, blk, locks, memo, offcpu, stalls, timeline as timeline_analysis
 from ..store import IngestError, InputFile, Store
 from . import models
 from .deps import Cursor, ProgressBoard, get_store
@@ -163,6 +163,7 @@ def place_source(analysis_id: AnalysisId, source_id: int, body: models.SourcePla
         align.set_offset(con, analysis_id, source_id, body.clock_offset_ns, body.same_span_as)
         stalls.relink(con, analysis_id)
         con.commit()
+        memo.forget(analysis_id)  # results kept with the old offsets or chains
     except LookupError as e:
         con.rollback()
         raise HTTPException(404, str(e))

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from ..analysis import stalls
+from ..analysis import memo, stalls
 from .analyses import NOT_FOUND, AnalysisId, TimeFilter, _analysis_or_404
 from .deps import Cursor
 
@@ -142,6 +142,9 @@ def list_waits(
 ):
     """Intervals in which a task was off CPU while blocked, with their lock, waker and inferred holder."""
     _analysis_or_404(con, analysis_id)
+    if pid is None and lock is None and t0_ns is None and t1_ns is None:  # the list every Stalls view opens with
+        return memo.get((analysis_id, "waits", order, limit, memo.offsets(con, analysis_id)),
+                        lambda: stalls.waits(con, analysis_id, order, limit))
     return stalls.waits(con, analysis_id, order, limit, pid, lock, t0_ns, t1_ns)
 
 
@@ -150,7 +153,8 @@ def list_chains(analysis_id: AnalysisId, con: Cursor, limit: Annotated[int, Quer
     """Chains of waits (waiter → waker or holder → … → running task, interrupt or I/O completion),
     longest stall of the first task first."""
     _analysis_or_404(con, analysis_id)
-    return stalls.chains(con, analysis_id, limit)
+    return memo.get((analysis_id, "chains", limit, memo.offsets(con, analysis_id)),
+                    lambda: stalls.chains(con, analysis_id, limit))
 
 
 @router.get("/analyses/{analysis_id}/calls", response_model=Calls, responses=NOT_FOUND)
