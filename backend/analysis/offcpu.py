@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 
+import pyarrow as pa
+
 from . import flame, locks
 
 _FILTERS = {"source": "o.source_id = $source", "pid": "o.pid = $pid", "comm": "o.comm = $comm"}
@@ -27,19 +29,49 @@ def _stacks(con, analysis_id: str, side: str, unit: str = "us", by_task: bool = 
     ).fetchall()
 
 
-def _mark_locks(node: dict) -> dict:
+def _mark_locks(node: dict, keys: dict | None = None) -> dict:
     """Marks frames that take or sleep on a known lock with the name waits are labelled by."""
-    key = locks.key(node["name"])
+    keys = {} if keys is None else keys
+    name = node["name"]
+    key = keys[name] if name in keys else keys.setdefault(name, locks.key(name))
     if key:
         node["lock"] = key
     for child in node.get("children", ()):
-        _mark_locks(child)
+        _mark_locks(child, keys)
     return node
+
+
+def _records(con, analysis_id: str, side: str, unit: str, by_task: bool, **filters) -> pa.Table:
+    """One row per record (paths: root first, the task first with by_task; v: µs, or 1 per record), for the
+    filters given (not None); as _stacks selects them, not merged."""
+    given = {k: v for k, v in filters.items() if v is not None}
+    where = "".join(f" AND {_FILTERS[k]}" for k in given)
+    col = _SIDES[side]
+    if by_task:
+        col = f"list_prepend(coalesce(o.comm, '?'), {col})"
+    value, complete = ("o.value_us", " AND o.value_us IS NOT NULL") if unit == "us" else ("1", "")
+    return con.sql(
+        f"SELECT {col} AS paths, {value}::BIGINT AS v FROM offcpu_stacks o JOIN sources s ON s.id = o.source_id"
+        f" WHERE s.analysis_id = $aid{complete} AND {_SIDES[side]} IS NOT NULL{where}",
+        params={"aid": analysis_id, **given}).to_arrow_table()
 
 
 def flamegraph(con, analysis_id: str, *, side: str = "target", invert: bool = False, filter: str | None = None,
                unit: str = "us", by_task: bool = True, source: int | None = None, pid: int | None = None,
                comm: str | None = None) -> dict:
+    """The flame graph of the analysis' off-CPU records (flame.build_tree over them, built from columns)."""
+    rec = _records(con, analysis_id, side, unit, by_task, source=source, pid=pid, comm=comm)
+    tree, total, stacks, matched = flame.build_tree_columns(
+        rec.column("paths"), rec.column("v").to_numpy(), invert=invert, filter=filter or None)
+    return {"unit": unit, "total": total, "stacks": stacks, "matched": matched if filter else None,
+            "root": _mark_locks(tree)}
+
+
+def flamegraph_rows(con, analysis_id: str, *, side: str = "target", invert: bool = False, filter: str | None = None,
+                    unit: str = "us", by_task: bool = True, source: int | None = None, pid: int | None = None,
+                    comm: str | None = None) -> dict:
+    """The same graph from identical stacks summed in SQL and flame.build_tree (the reference tests compare
+    flamegraph with; ~25x slower on 100 k records)."""
     rows = _stacks(con, analysis_id, side, unit, by_task, source=source, pid=pid, comm=comm)
     tree = flame.build_tree(rows, invert=invert, filter=filter or None)
     matched = None
