@@ -325,3 +325,48 @@ def test_flamegraph_equals_the_merged_stacks(store, client):
     def full(node):
         return {**node, "children": [full(c) for c in node.get("children", [])]}
     assert full(first["root"]) == offcpu.flamegraph_rows(con, aid, invert=True)["root"]
+
+
+def _lot_reference(con, aid, buckets, pid=None, dev=None, t0=None, t1=None):
+    """latency-over-time as one query per metric over blk_requests joined with sources (aligned times)."""
+    extra, params = "", {"aid": aid}
+    for cond, k, v in (("r.pid = $pid", "pid", pid), ("r.dev = $dev", "dev", dev)):
+        if v is not None:
+            extra += f" AND {cond}"
+            params[k] = v
+    lo, hi = con.execute(
+        "SELECT min(r.t_ns + s.clock_offset_ns), max(coalesce(r.c_ns, r.d_ns, r.t_ns) + s.clock_offset_ns)"
+        f" FROM blk_requests r JOIN sources s ON s.id = r.source_id WHERE s.analysis_id = $aid{extra}", params).fetchall()[0]
+    lo, hi = (t0 if t0 is not None else lo), (t1 if t1 is not None else hi)
+    bucket = max(1, -(-(hi - lo + 1) // buckets))
+    out = {}
+    for m, at in (("i2d", "i_ns"), ("d2c", "d_ns")):
+        out[m] = con.execute(
+            f"SELECT $lo + (r.{at} + s.clock_offset_ns - $lo) // $bucket * $bucket, count(*),"
+            f" quantile_disc(r.{m}_ns, 0.5), max(r.{m}_ns) FROM blk_requests r JOIN sources s ON s.id = r.source_id"
+            f" WHERE s.analysis_id = $aid AND r.{m}_ns IS NOT NULL AND r.{at} + s.clock_offset_ns BETWEEN $lo AND $hi{extra}"
+            " GROUP BY 1 ORDER BY 1", {**params, "lo": lo, "hi": hi, "bucket": bucket}).fetchall()
+    return lo, hi, bucket, out
+
+
+def test_latency_over_time_equals_the_query(store, client):
+    aid = ingest_paths(store, DEMO, EXT4[1])["id"]
+    con = store.cursor()
+    sids = [s for (s,) in con.execute("SELECT id FROM sources WHERE analysis_id = ? ORDER BY id", [aid]).fetchall()]
+    rng = random.Random(4)
+    for off in (0, 4_000_000_000):
+        con.execute("UPDATE sources SET clock_offset_ns = ? WHERE id = ?", [off, sids[1]])
+        calls = [{}, {}, {"pid": 311}, {"dev": "8,0"}]
+        for _ in range(6):
+            t0 = rng.randint(0, 30 * 10**9)
+            calls.append({"t0": t0, "t1": t0 + rng.randint(1, 10**10)})
+        for kw in calls:
+            got = blk.latency_over_time(con, aid, 37, **kw)
+            lo, hi, bucket, want = _lot_reference(con, aid, 37, **kw)
+            assert (got["t0_ns"], got["t1_ns"], got["bucket_ns"]) == (lo, hi, bucket)
+            for m in ("i2d", "d2c"):
+                assert [(p["t_ns"], p["count"], p["p50_ns"], p["max_ns"]) for p in got["series"][m]] == want[m], kw
+                for p in got["series"][m]:  # the request named holds the max
+                    v = con.execute(f"SELECT {m}_ns FROM blk_requests WHERE source_id = ? AND line = ?",
+                                    [p["max_source_id"], p["max_line"]]).fetchall()
+                    assert v == [(p["max_ns"],)]

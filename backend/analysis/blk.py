@@ -110,19 +110,19 @@ def _blk_sources(con, analysis_id: str) -> list[tuple[int, int]]:
                        " ORDER BY id", [analysis_id]).fetchall()
 
 
-def _scope(sources: list[tuple[int, int]], t0=None, t1=None) -> tuple[str, dict]:
-    """A WHERE clause over blk_requests r keeping these sources' requests whose start (t_ns) is placed in
-    [t0, t1] (aligned, inclusive; None: open), compared in each source's own time (zone maps then skip row
-    groups; `t_ns + offset` in the WHERE made every call a full scan), and its bound parameters."""
+def _scope(sources: list[tuple[int, int]], t0=None, t1=None, at: str = "t_ns") -> tuple[str, dict]:
+    """A WHERE clause over blk_requests r keeping these sources' requests whose time `at` (default: t_ns, their
+    start) is placed in [t0, t1] (aligned, inclusive; None: open), compared in each source's own time (zone
+    maps then skip row groups; `t_ns + offset` in the WHERE made every call a full scan), and its parameters."""
     clauses, params = [], {}
     for i, (sid, off) in enumerate(sources):
         params[f"s{i}"] = sid
         c = f"r.source_id = $s{i}"
         if t0 is not None:
-            c += f" AND r.t_ns >= $lo{i}"
+            c += f" AND r.{at} >= $lo{i}"
             params[f"lo{i}"] = t0 - off
         if t1 is not None:
-            c += f" AND r.t_ns <= $hi{i}"
+            c += f" AND r.{at} <= $hi{i}"
             params[f"hi{i}"] = t1 - off
         clauses.append(f"({c})")
     return ("(" + " OR ".join(clauses) + ")" if clauses else "FALSE"), params
@@ -271,12 +271,23 @@ def dispatch_sql(con, analysis_id: str, by: str, t0=None, t1=None) -> list[dict]
 
 
 def latency_over_time(con, analysis_id: str, buckets: int, pid=None, dev=None, t0=None, t1=None) -> dict:
+    """I2D (placed at I) and D2C (at D) per time bucket: count, exact p50, max and the request behind it. Without
+    filters or window, kept after the first call (memo: keyed by the clock offsets, the result holds times);
+    else computed, each source's window in its own time (zone maps)."""
+    if pid is None and dev is None and t0 is None and t1 is None:
+        return memo.get((analysis_id, "latency-over-time", buckets, memo.offsets(con, analysis_id)),
+                        lambda: _latency_over_time(con, analysis_id, buckets))
+    return _latency_over_time(con, analysis_id, buckets, pid, dev, t0, t1)
+
+
+def _latency_over_time(con, analysis_id: str, buckets: int, pid=None, dev=None, t0=None, t1=None) -> dict:
+    sources = _blk_sources(con, analysis_id)
     where, params = _filters(pid=pid, dev=dev)
+    scope, scope_params = _scope(sources)
+    off, off_params = _offset(sources)
     span = con.execute(
-        f"SELECT min(r.t_ns + {AT}), max(coalesce(r.c_ns, r.d_ns, r.t_ns) + {AT}) FROM blk_requests r"
-        f" JOIN sources s ON s.id = r.source_id WHERE s.analysis_id = $aid{where}",
-        {"aid": analysis_id, **params},
-    ).fetchall()[0]
+        f"SELECT min(r.t_ns + {off}), max(coalesce(r.c_ns, r.d_ns, r.t_ns) + {off}) FROM blk_requests r"
+        f" WHERE {scope}{where}", {**params, **scope_params, **off_params}).fetchall()[0]
     lo = t0 if t0 is not None else span[0]
     hi = t1 if t1 is not None else span[1]
     if lo is None or hi is None:
@@ -284,16 +295,16 @@ def latency_over_time(con, analysis_id: str, buckets: int, pid=None, dev=None, t
     bucket = max(1, -(-(hi - lo + 1) // buckets))
     series = {}
     for metric, at in (("i2d", "i_ns"), ("d2c", "d_ns")):
+        scope, scope_params = _scope(sources, lo, hi, at)
         rows = con.execute(
-            f"SELECT $lo + (r.{at} + {AT} - $lo) // $bucket * $bucket AS t_ns, count(*) AS count,"
+            f"SELECT $lo + (r.{at} + {off} - $lo) // $bucket * $bucket AS t_ns, count(*) AS count,"
             f" quantile_disc(r.{metric}_ns, 0.5) AS p50_ns, max(r.{metric}_ns) AS max_ns,"
-            f" arg_max(r.source_id, r.{metric}_ns) AS max_source_id, arg_max(r.line, r.{metric}_ns) AS max_line"
-            f" FROM blk_requests r JOIN sources s ON s.id = r.source_id"
-            f" WHERE s.analysis_id = $aid AND r.{metric}_ns IS NOT NULL AND r.{at} + {AT} BETWEEN $lo AND $hi{where}"
-            f" GROUP BY 1 ORDER BY 1",
-            {"aid": analysis_id, "lo": lo, "hi": hi, "bucket": bucket, **params},
+            f" arg_max({{'s': r.source_id, 'l': r.line}}, r.{metric}_ns) AS _max"  # one request: both from one row
+            f" FROM blk_requests r WHERE r.{metric}_ns IS NOT NULL AND {scope}{where} GROUP BY 1 ORDER BY 1",
+            {"lo": lo, "bucket": bucket, **params, **scope_params, **off_params},
         )
-        series[metric] = _rows(rows)
+        series[metric] = [{"t_ns": t, "count": n, "p50_ns": p50, "max_ns": mx, "max_source_id": ref["s"],
+                           "max_line": ref["l"]} for t, n, p50, mx, ref in rows.fetchall()]
     return {"t0_ns": lo, "t1_ns": hi, "bucket_ns": bucket, "series": series}
 
 
