@@ -145,11 +145,14 @@ def _windows(h: dict, rng: random.Random, k: int = 12) -> list[tuple[int | None,
     return out
 
 
-def _compare_heatmaps(con, aid, metric, rng, filter=None):
-    whole = heatmap.heatmap_sql(con, aid, metric, 120, 40, filter=filter)
+def _compare_heatmaps(con, aid, metric, rng, filter=None, pid=None, dev=None):
+    whole = heatmap.heatmap_sql(con, aid, metric, 120, 40, pid, dev, filter=filter)
+    if whole["t0_ns"] is None:  # nothing with these filters
+        assert heatmap.heatmap(con, aid, metric, 120, 40, pid, dev, filter=filter) == whole
+        return
     for t0, t1 in _windows(whole, rng):
         for x_bins, y_bins in ((120, 40), (9, 5), (1000, 200)):
-            args = (con, aid, metric, x_bins, y_bins, None, None, t0, t1)
+            args = (con, aid, metric, x_bins, y_bins, pid, dev, t0, t1)
             assert heatmap.heatmap(*args, filter=filter) == heatmap.heatmap_sql(*args, filter=filter), (t0, t1)
     for _ in range(15):  # boxes of cells, as the UI builds them
         x0 = rng.randrange(whole["x_bins"])
@@ -159,9 +162,10 @@ def _compare_heatmaps(con, aid, metric, rng, filter=None):
                "lat_max": rng.choice([None] + whole["y_edges_ns"][1:-1]), "limit": rng.choice([1, 10, 200])}
         if box["lat_min"] is not None and box["lat_max"] is not None and box["lat_max"] <= box["lat_min"]:
             box["lat_max"] = None
-        live = heatmap.events(con, aid, metric, filter=filter, live=True, **box)
-        assert heatmap.events(con, aid, metric, filter=filter, **box) == live, box
-    assert heatmap.events(con, aid, metric, filter=filter) == heatmap.events(con, aid, metric, filter=filter, live=True)
+        live = heatmap.events(con, aid, metric, filter=filter, pid=pid, dev=dev, live=True, **box)
+        assert heatmap.events(con, aid, metric, filter=filter, pid=pid, dev=dev, **box) == live, box
+    assert heatmap.events(con, aid, metric, filter=filter, pid=pid, dev=dev) == \
+        heatmap.events(con, aid, metric, filter=filter, pid=pid, dev=dev, live=True)
 
 
 def test_block_heatmaps_equal_the_sql(store, block_bits):
@@ -170,6 +174,8 @@ def test_block_heatmaps_equal_the_sql(store, block_bits):
     rng = random.Random(block_bits)
     for metric in ("i2d", "d2c", "q2c"):
         _compare_heatmaps(con, aid, metric, rng)
+    for pid, dev in ((311, None), (None, "8,0"), (804, "8,0"), (999999, None), (None, "9,9")):
+        _compare_heatmaps(con, aid, "i2d", rng, pid=pid, dev=dev)
 
 
 def test_func_and_wait_heatmaps_equal_the_sql(store, block_bits):
@@ -182,6 +188,11 @@ def test_func_and_wait_heatmaps_equal_the_sql(store, block_bits):
         _compare_heatmaps(con, aid, "wait", rng)
         for lock in heatmap.metrics(con, aid)["locks"][:2]:
             _compare_heatmaps(con, aid, "wait", rng, filter=lock["lock_key"])
+        for (pid,) in con.execute("SELECT DISTINCT pid FROM waits w JOIN sources s ON s.id = w.source_id"
+                                  " WHERE s.analysis_id = ? ORDER BY pid LIMIT 2", [aid]).fetchall():
+            _compare_heatmaps(con, aid, "wait", rng, pid=pid)
+            func = heatmap.metrics(con, aid, limit=1)["functions"][0]["func"]
+            _compare_heatmaps(con, aid, "func", rng, filter=func, pid=pid)
 
 
 def test_several_sources_with_offsets_equal_the_sql(store, block_bits):

@@ -104,21 +104,19 @@ def _offsets(con, analysis_id: str) -> dict[int, int]:
     return dict(con.execute("SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ?", [analysis_id]).fetchall())
 
 
-def _index(con, analysis_id: str, metric: str, filter: str | None) -> heatindex.Index:
-    """The in-memory index of the metric's events (no pid or dev filter), built on first use."""
+def _index(con, analysis_id: str, metric: str, filter: str | None, pid=None, dev=None) -> heatindex.Index:
+    """The in-memory index of the metric's events with these filters, built on first use (a pid's or a device's
+    events get an index of their own: the first call with a filter costs about what the SQL did, the next ones,
+    zooming in, what the index costs)."""
     spec = _SPECS[metric]
+    dev = dev if spec.kind == "request" else None
 
     def load():
-        base, params = _base(metric, analysis_id, filter, None, None)
+        base, params = _base(metric, analysis_id, filter, pid, dev)
         return con.sql(f"SELECT a.source_id AS sid, a.{spec.at} AS t, a.{spec.value} AS v, a.line AS line,"
                        f" a.pid AS pid{base}", params=params).to_arrow_table()
 
-    return heatindex.get((analysis_id, metric, filter), load)
-
-
-def _indexed(metric: str, pid, dev) -> bool:
-    """Whether a call is answered from the index: no pid filter, no dev filter (where dev applies)."""
-    return pid is None and (dev is None or _SPECS[metric].kind != "request")
+    return heatindex.get((analysis_id, metric, filter, pid, dev), load)
 
 
 def _empty(metric: str, filter, lo, hi, x_bins: int, y_bins: int) -> dict:
@@ -134,11 +132,11 @@ def _percentiles(n: int, qs: list[int], vmax: int) -> dict:
 
 def heatmap(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, pid=None, dev=None, t0=None, t1=None,
             filter: str | None = None, live: bool = False) -> dict:
-    """The heatmap, from the index (heatindex.py) unless a pid or dev filter is given or live is asked (the
-    SQL below: the reference the index is tested against)."""
-    if live or not _indexed(metric, pid, dev):
+    """The heatmap, from the index (heatindex.py) unless live is asked (the SQL below: the reference the index
+    is tested against)."""
+    if live:
         return heatmap_sql(con, analysis_id, metric, x_bins, y_bins, pid, dev, t0, t1, filter)
-    idx = _index(con, analysis_id, metric, filter)
+    idx = _index(con, analysis_id, metric, filter, pid, dev)
     offsets = _offsets(con, analysis_id)
     lo, hi = t0, t1
     if lo is None or hi is None:
@@ -213,12 +211,12 @@ def events(con, analysis_id: str, metric: str, *, filter: str | None = None, pid
            lat_min=None, lat_max=None, limit: int = 100, live: bool = False) -> dict:
     """The events placed in [t0, t1] (aligned, inclusive) with lat_min <= latency < lat_max, slowest first
     (ties in source, line order), at most `limit`, and how many match in all. From the index (which events,
-    how many) and the event table (their details) unless a pid or dev filter is given or live is asked."""
+    how many) and the event table (their details) unless live is asked."""
     spec = _SPECS[metric]
-    if live or not _indexed(metric, pid, dev):
+    if live:
         total, rows = _box_sql(con, analysis_id, metric, filter, pid, dev, t0, t1, lat_min, lat_max, limit)
     else:
-        idx = _index(con, analysis_id, metric, filter)
+        idx = _index(con, analysis_id, metric, filter, pid, dev)
         offsets = _offsets(con, analysis_id)
         total, ranks = idx.box(idx.window(offsets, t0, t1), lat_min, lat_max, limit)
         rows = _details(con, metric, offsets, idx.sid[ranks].tolist(), idx.line[ranks].tolist())
