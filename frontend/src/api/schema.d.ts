@@ -118,7 +118,8 @@ export interface paths {
         };
         /**
          * Flamegraph
-         * @description Off-CPU time as a flame-graph tree merged on the server, pruned to what 1920 px can draw.
+         * @description Off-CPU time as a flame-graph tree merged on the server, pruned to what 1920 px can draw. Nodes without
+         *     children have no `children`; `lock` is there only on marked frames.
          */
         get: operations["flamegraph_api_analyses__analysis_id__flamegraph_get"];
         put?: never;
