@@ -153,8 +153,8 @@ def table(summary: dict) -> str:
     rows = ["| route | first call ms | p50 ms | p95 ms | max ms | max JSON bytes | p95 ≤ 100 ms | JSON ≤ 1 MB |",
             "|---|---:|---:|---:|---:|---:|---|---|"]
     for r in summary["routes"]:
-        rows.append(f"| `{r['route']}` | {r['first_ms']:.0f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | {r['max_ms']:.1f} | "
-                    f"{r['max_bytes']:,} | {'PASS' if r['pass_p95'] else '**MISS**'} | "
+        rows.append(f"| `{r['route']}` | {r['first_ms']:.0f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | "
+                    f"{r['max_ms']:.1f} | {r['max_bytes']:,} | {'PASS' if r['pass_p95'] else '**MISS**'} | "
                     f"{'PASS' if r['pass_bytes'] else '**MISS**'} |")
     return "\n".join(rows)
 
