@@ -286,7 +286,8 @@ def _waits_by_task(con, analysis_id: str) -> dict:
         return {k: (np.array([w[0] for w in ws], np.int64), np.array([w[1] for w in ws], np.int64),
                     np.array([w[2] for w in ws], np.int64), [w[3] for w in ws], [w[4] for w in ws])
                 for k, ws in by.items()}
-    return memo.shared((analysis_id, "waits-by-task"), build)
+    return memo.shared((analysis_id, "waits-by-task"), build,
+                       lambda by: sum(a.nbytes + b.nbytes + c.nbytes + 100 * len(d) for a, b, c, d, _ in by.values()))
 
 
 def _attach_waits_of_calls(con, analysis_id: str, rows: list[dict], out: list[dict]) -> None:
@@ -325,7 +326,7 @@ def _chain_of_wait(con, analysis_id: str) -> dict:
             if best.get((sid, line), rank) >= rank:
                 best[(sid, line)] = rank
         return {k: (c, p) for k, (_, c, p) in best.items()}
-    return memo.shared((analysis_id, "chain-of-wait", memo.offsets(con, analysis_id)), build)
+    return memo.shared((analysis_id, "chain-of-wait", memo.offsets(con, analysis_id)), build, lambda d: 200 * len(d))
 
 
 def _attach_chains(con, analysis_id: str, out: list[dict]) -> None:

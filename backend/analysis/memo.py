@@ -9,8 +9,9 @@ would add their whole cost to every ingest (the dispatch summary: ~0.5 s for 2 M
 blkparse ingest, measured on 10.5 M lines).
 
 `get` keeps a result as JSON text and returns a fresh copy each time (the caller may change it); `shared` keeps
-an object (a lookup structure) and returns that object itself: callers only read it. At most MAX_ITEMS, the
-least recently used dropped first. Concurrent first calls of one key wait for one computation.
+an object (a lookup structure) and returns that object itself: callers only read it. At most MAX_ITEMS and
+about MAX_BYTES, the least recently used dropped first. Concurrent first calls of one key wait for one
+computation.
 """
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ from collections import OrderedDict
 from typing import Callable
 
 MAX_ITEMS = 1024
+MAX_BYTES = 256 << 20  # flame graphs are up to ~1 MB of JSON each, one per set of parameters
 
-_items: OrderedDict[tuple, tuple[bool, object]] = OrderedDict()  # key -> (as JSON text, value)
+_items: OrderedDict[tuple, tuple[bool, object, int]] = OrderedDict()  # key -> (as JSON text, value, bytes)
+_bytes = 0
 _lock = threading.Lock()
 _computing: dict[tuple, threading.Lock] = {}
 
@@ -32,7 +35,8 @@ def offsets(con, analysis_id: str) -> tuple[tuple[int, int], ...]:
                              [analysis_id]).fetchall())
 
 
-def _get(key: tuple, compute: Callable[[], object], as_json: bool):
+def _get(key: tuple, compute: Callable[[], object], as_json: bool, size: Callable[[object], int] | None):
+    global _bytes
     with _lock:
         hit = _items.get(key)
         if hit is not None:
@@ -45,28 +49,35 @@ def _get(key: tuple, compute: Callable[[], object], as_json: bool):
                 hit = _items.get(key)
             if hit is None:
                 value = compute()
-                hit = (as_json, json.dumps(value) if as_json else value)
+                if as_json:
+                    value = json.dumps(value)
+                nbytes = len(value) if isinstance(value, (str, bytes)) else (size(value) if size else 0)
+                hit = (as_json, value, nbytes)
                 with _lock:
                     _computing.pop(key, None)
-                    _items[key] = hit
-                    while len(_items) > MAX_ITEMS:
-                        _items.popitem(last=False)
+                    if key not in _items:
+                        _items[key] = hit
+                        _bytes += nbytes
+                    while len(_items) > 1 and (len(_items) > MAX_ITEMS or _bytes > MAX_BYTES):
+                        _bytes -= _items.popitem(last=False)[1][2]
     return json.loads(hit[1]) if hit[0] else hit[1]
 
 
 def get(key: tuple, compute: Callable[[], object]):
     """compute()'s result (JSON-like) for key, whose first element is the analysis id; computed once, a copy
     returned each time."""
-    return _get(key, compute, True)
+    return _get(key, compute, True, None)
 
 
-def shared(key: tuple, compute: Callable[[], object]):
-    """compute()'s result for key, computed once; the same object each time (read it only)."""
-    return _get(key, compute, False)
+def shared(key: tuple, compute: Callable[[], object], size: Callable[[object], int] | None = None):
+    """compute()'s result for key, computed once; the same object each time (read it only). Its size counts
+    towards MAX_BYTES: len() of str or bytes, else size(result) when given."""
+    return _get(key, compute, False, size)
 
 
 def forget(analysis_id: str | None = None) -> None:
     """Drops what is kept of an analysis (all: None)."""
+    global _bytes
     with _lock:
         for key in [k for k in _items if analysis_id is None or k[0] == analysis_id]:
-            del _items[key]
+            _bytes -= _items.pop(key)[2]
