@@ -41,28 +41,30 @@ def derive(con, source_id: int, report: ParseReport) -> tuple[int | None, int | 
     orphans = con.execute("SELECT count(*) FROM blk_bios WHERE source_id = $sid AND req_line IS NULL", sid).fetchall()[0][0]
     if orphans:
         report.note(f"{orphans} merged bios joined a request whose own events are not in the trace")
-    # the slowest per metric: arg_max(line, key, TOP), key = latency then line descending packed into one BIGINT
-    # (ties cut as /requests orders them: latency desc, line); a request whose key does not fit is counted, and
-    # then that metric is ranked again on a HUGEINT key (slower; latencies over 2^(62 - bits of lines) ns)
+    # the slowest per metric: the TOP largest keys, key = latency then line descending packed into one BIGINT
+    # (ties cut as /requests orders them: latency desc, line; the line read back from the key's low bits; a
+    # values-only max(key, TOP) costs less than arg_max); a request whose key does not fit is counted, and then
+    # that metric is ranked again on a HUGEINT key (slower; latencies over 2^(62 - bits of lines) ns)
     lbits = max(1, report.lines.bit_length())
-    keys = {"sid": source_id, "lmax": (1 << lbits) - 1, "lbits": lbits, "vmax": (1 << (62 - lbits)) - 1, "top": TOP}
+    lmax = (1 << lbits) - 1
+    keys = {"sid": source_id, "lmax": lmax, "lbits": lbits, "vmax": (1 << (62 - lbits)) - 1, "top": TOP}
     fits = {m: f"{m}_ns BETWEEN 0 AND $vmax AND line BETWEEN 0 AND $lmax" for m in TOP_METRICS}
     row = con.execute(
         f"SELECT count(*) FILTER (WHERE {_BACKWARDS}), min(least(a_ns, q_ns, g_ns, i_ns, d_ns, c_ns)),"
         " max(greatest(a_ns, q_ns, g_ns, i_ns, d_ns, c_ns)), "
-        + ", ".join(f"arg_max(line, CASE WHEN {fits[m]} THEN ({m}_ns << $lbits) + ($lmax - line) END, $top),"
+        + ", ".join(f"max(CASE WHEN {fits[m]} THEN ({m}_ns << $lbits) + ($lmax - line) END, $top),"
                     f" count({m}_ns) FILTER (WHERE NOT ({fits[m]}))" for m in TOP_METRICS)
         + " FROM blk_requests WHERE source_id = $sid", keys).fetchall()[0]
     backwards, lo, hi = row[:3]
     if backwards:
         report.note(f"{backwards} requests have phases whose times go backwards (the trace's clock jumps);"
                     " those phase durations are left out")
-    slowest = {m: row[3 + 2 * i] or [] for i, m in enumerate(TOP_METRICS)}
+    slowest = {m: [lmax - (k & lmax) for k in row[3 + 2 * i] or []] for i, m in enumerate(TOP_METRICS)}
     for i, m in enumerate(TOP_METRICS):
         if row[4 + 2 * i]:
-            slowest[m] = con.execute(
-                f"SELECT arg_max(line, ({m}_ns::HUGEINT << 64) + ((1::HUGEINT << 63) - line), $top)"
-                " FROM blk_requests WHERE source_id = $sid", {"sid": source_id, "top": TOP}).fetchall()[0][0] or []
+            wide = con.execute(f"SELECT max(({m}_ns::HUGEINT << 64) + ((1::HUGEINT << 63) - line), $top)"
+                               " FROM blk_requests WHERE source_id = $sid", {"sid": source_id, "top": TOP}).fetchall()
+            slowest[m] = [(1 << 63) - (k & ((1 << 64) - 1)) for k in wide[0][0] or []]
     lines = [ln for m in TOP_METRICS for ln in slowest[m]]
     if lines:
         con.execute(
