@@ -16,17 +16,22 @@ def _stacks(con, analysis_id: str, side: str, unit: str = "us", by_task: bool = 
     """Identical stacks summed, for the filters given (not None): µs off CPU, or the number of records
     (unit="stacks", which also counts records without a total, such as a stack quoted by hand).
     by_task puts the task (comm) as the root frame, as flamegraph.pl does."""
+    sql, params = _records_sql(analysis_id, side, unit, by_task, filters)
+    return con.execute(f"SELECT paths AS frames, sum(v)::BIGINT FROM ({sql}) GROUP BY 1", params).fetchall()
+
+
+def _records_sql(analysis_id: str, side: str, unit: str, by_task: bool, filters: dict) -> tuple[str, dict]:
+    """The query of one row per record (paths: root first, the task first with by_task; v: µs, or 1 per record)
+    for the filters given (not None), and its parameters."""
     given = {k: v for k, v in filters.items() if v is not None}
     where = "".join(f" AND {_FILTERS[k]}" for k in given)
     col = _SIDES[side]
     if by_task:
         col = f"list_prepend(coalesce(o.comm, '?'), {col})"
-    value, complete = ("sum(o.value_us)::BIGINT", " AND o.value_us IS NOT NULL") if unit == "us" else ("count(*)", "")
-    return con.execute(
-        f"SELECT {col} AS frames, {value} FROM offcpu_stacks o JOIN sources s ON s.id = o.source_id"
-        f" WHERE s.analysis_id = $aid{complete} AND {_SIDES[side]} IS NOT NULL{where} GROUP BY 1",
-        {"aid": analysis_id, **given},
-    ).fetchall()
+    value, complete = ("o.value_us", " AND o.value_us IS NOT NULL") if unit == "us" else ("1", "")
+    return (f"SELECT {col} AS paths, {value}::BIGINT AS v FROM offcpu_stacks o JOIN sources s ON s.id = o.source_id"
+            f" WHERE s.analysis_id = $aid{complete} AND {_SIDES[side]} IS NOT NULL{where}",
+            {"aid": analysis_id, **given})
 
 
 def _mark_locks(node: dict, keys: dict | None = None) -> dict:
@@ -42,18 +47,9 @@ def _mark_locks(node: dict, keys: dict | None = None) -> dict:
 
 
 def _records(con, analysis_id: str, side: str, unit: str, by_task: bool, **filters) -> pa.Table:
-    """One row per record (paths: root first, the task first with by_task; v: µs, or 1 per record), for the
-    filters given (not None); as _stacks selects them, not merged."""
-    given = {k: v for k, v in filters.items() if v is not None}
-    where = "".join(f" AND {_FILTERS[k]}" for k in given)
-    col = _SIDES[side]
-    if by_task:
-        col = f"list_prepend(coalesce(o.comm, '?'), {col})"
-    value, complete = ("o.value_us", " AND o.value_us IS NOT NULL") if unit == "us" else ("1", "")
-    return con.sql(
-        f"SELECT {col} AS paths, {value}::BIGINT AS v FROM offcpu_stacks o JOIN sources s ON s.id = o.source_id"
-        f" WHERE s.analysis_id = $aid{complete} AND {_SIDES[side]} IS NOT NULL{where}",
-        params={"aid": analysis_id, **given}).to_arrow_table()
+    """The records _stacks sums, not merged (see _records_sql)."""
+    sql, params = _records_sql(analysis_id, side, unit, by_task, filters)
+    return con.sql(sql, params=params).to_arrow_table()
 
 
 def flamegraph(con, analysis_id: str, *, side: str = "target", invert: bool = False, filter: str | None = None,
