@@ -384,7 +384,8 @@ def _lane_scores(con, s: dict, p: dict) -> dict[int, dict]:
             UNION ALL
             SELECT lane, track, state, least(e, $hi) - greatest(s, $lo), 1, e - s FROM ({_long(s, k)})
         ) GROUP BY ALL""", q).fetchall()
-    scores: dict[int, dict] = defaultdict(lambda: {"blocked": 0, "running": 0, "calls": 0, "requests": 0, "worst": None})
+    scores: dict[int, dict] = defaultdict(
+        lambda: {"blocked": 0, "running": 0, "calls": 0, "queued": 0, "requests": 0, "worst": None})
     for lane, track, state, tot, n, mx in rows:
         sc = scores[lane]
         if track == 1:
@@ -393,12 +394,12 @@ def _lane_scores(con, s: dict, p: dict) -> dict[int, dict]:
             sc["running"] += tot
         elif track == 2:
             sc["calls"] += n
+        elif track == 3:
+            sc["queued"] += n
         elif track == 4:
             sc["requests"] += n
         if track in (3, 4):
             sc["worst"] = mx if sc["worst"] is None else max(sc["worst"], mx)
-            if track == 3 and not sc["requests"]:
-                sc["queued_only"] = sc.get("queued_only", 0) + n
     return scores
 
 
@@ -447,7 +448,7 @@ def _candidate_lanes(con, p: dict, sources: list[dict], chains: list[dict]) -> l
         for lane, sc in scores[s["id"]].items():
             kind, pid, dev, comm = registry[s["id"]][lane]
             if kind == "device":
-                n = sc["requests"] or sc.get("queued_only", 0)
+                n = sc["requests"] or sc["queued"]  # requests serviced, else those queued
                 ranked["device"].append(((-n, s["id"], dev), lane_dict(
                     s["id"], kind, None, dev, f"{dev} (device)", s["filename"], f"≈{n} requests in the window")))
             elif kind == "process":
