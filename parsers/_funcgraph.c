@@ -111,16 +111,25 @@ typedef struct {
     int oom;
 } out_t;
 
-static void out_free(out_t *o) {
+/* every buffer of the output (the string columns' three each), for freeing and for sizing the next chunk's */
+#define N_OUT_BUFS (35 + 3 * 11)
+static void out_bufs(out_t *o, buf_t **v) {
     buf_t *bs[] = {&o->c_line, &o->c_pid, &o->c_cpu, &o->c_depth, &o->c_entry, &o->c_exit, &o->c_dur, &o->c_parent,
                    &o->c_exit_line, &o->c_partial, &o->s_line, &o->s_t, &o->s_cpu, &o->s_ppid, &o->s_pprio, &o->s_npid,
                    &o->s_nprio, &o->w_line, &o->w_t, &o->w_cpu, &o->w_wpid, &o->w_pid, &o->w_prio, &o->w_tcpu,
                    &o->w_succ, &o->e_line, &o->e_t, &o->e_cpu, &o->e_pid, &o->k_line, &o->k_start, &o->k_len,
                    &o->k_reason, &o->h_start, &o->h_len};
-    for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++) buf_free(bs[i]);
     strcol *ss[] = {&o->c_comm, &o->c_func, &o->s_pcomm, &o->s_pstate, &o->s_ncomm, &o->w_event, &o->w_wcomm,
                     &o->w_comm, &o->e_comm, &o->e_event, &o->e_text};
-    for (size_t i = 0; i < sizeof ss / sizeof ss[0]; i++) str_free(ss[i]);
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++) v[n++] = bs[i];
+    for (size_t i = 0; i < sizeof ss / sizeof ss[0]; i++) { v[n++] = &ss[i]->off; v[n++] = &ss[i]->data; v[n++] = &ss[i]->valid; }
+}
+
+static void out_free(out_t *o) {
+    buf_t *v[N_OUT_BUFS];
+    out_bufs(o, v);
+    for (size_t i = 0; i < N_OUT_BUFS; i++) buf_free(v[i]);
 }
 
 /* ---------------------------------------------------------------- state */
@@ -143,6 +152,8 @@ typedef struct {
     buf_t pend_comm, pend_event, pend_text; int64_t pend_frames;
     /* counters for the report */
     int64_t n_fgtext, n_evline, n_evline_noflags, n_lost, n_tail_mismatch, n_lost_exit, n_folded_cut;
+    /* each output buffer's size in the last chunk: the next chunk's starts at that, not grown by doubling */
+    size_t hint[N_OUT_BUFS];
 } state_t;
 
 static uint32_t hash_bytes(const char *p, size_t n) {
@@ -999,14 +1010,35 @@ static PyObject *new_state(PyObject *self, PyObject *args) {
     return cap;
 }
 
-static int set_bytes(PyObject *d, const char *key, const void *p, Py_ssize_t n) {
-    PyObject *b = PyBytes_FromStringAndSize(p ? (const char *)p : "", n);
-    if (!b) return -1;
-    int rc = PyDict_SetItemString(d, key, b);
-    Py_DECREF(b);
+/* A column handed to Python without a copy: owns the malloc'd bytes, exposes them (read-only) through the
+ * buffer protocol (numpy.frombuffer, pyarrow.py_buffer), frees them when the last view is gone. */
+typedef struct { PyObject_HEAD char *p; Py_ssize_t len; } colbuf;
+static void colbuf_dealloc(colbuf *self) { free(self->p); Py_TYPE(self)->tp_free((PyObject *)self); }
+static int colbuf_getbuffer(colbuf *self, Py_buffer *view, int flags) {
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->p ? self->p : (char *)"", self->len, 1, flags);
+}
+static Py_ssize_t colbuf_len(colbuf *self) { return self->len; }
+static PyBufferProcs colbuf_as_buffer = {(getbufferproc)colbuf_getbuffer, NULL};
+static PySequenceMethods colbuf_as_sequence = {.sq_length = (lenfunc)colbuf_len};
+static PyTypeObject colbuf_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_funcgraph.Column", .tp_basicsize = sizeof(colbuf), .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "a column's bytes, owned", .tp_dealloc = (destructor)colbuf_dealloc, .tp_as_buffer = &colbuf_as_buffer,
+    .tp_as_sequence = &colbuf_as_sequence,
+};
+
+/* d[key] = the buffer's bytes; the buffer is emptied (its memory now belongs to the column object) */
+static int set_buf(PyObject *d, const char *key, buf_t *b) {
+    colbuf *c = PyObject_New(colbuf, &colbuf_type);
+    if (!c) return -1;
+    c->p = b->len < b->cap && b->p ? realloc(b->p, b->len ? b->len : 1) : b->p;  /* shrinking: in place */
+    if (!c->p) c->p = b->p;
+    c->len = (Py_ssize_t)b->len;
+    b->p = NULL; b->len = b->cap = 0;
+    int rc = PyDict_SetItemString(d, key, (PyObject *)c);
+    Py_DECREF(c);
     return rc;
 }
-static int set_buf(PyObject *d, const char *key, buf_t *b) { return set_bytes(d, key, b->p, (Py_ssize_t)b->len); }
 static int set_str(PyObject *d, const char *key, strcol *s) {
     char k[64];
     if (s->rows == 0 && s->off.len == 0 && put32(&s->off, 0)) return -1;
@@ -1022,12 +1054,15 @@ static int set_int(PyObject *d, const char *key, int64_t v) {
     return rc;
 }
 
-static PyObject *result(state_t *st, out_t *o) {
+static PyObject *result(state_t *st, out_t *o, int64_t lines) {
     if (o->oom) { out_free(o); return PyErr_NoMemory(); }
+    buf_t *v[N_OUT_BUFS];
+    out_bufs(o, v);
+    for (size_t i = 0; i < N_OUT_BUFS; i++) st->hint[i] = v[i]->len + v[i]->len / 8;
     PyObject *d = PyDict_New();
     if (!d) { out_free(o); return NULL; }
     int bad =
-        set_int(d, "nc", o->nc) || set_buf(d, "c_line", &o->c_line) || set_buf(d, "c_pid", &o->c_pid) ||
+        set_int(d, "lines", lines) || set_int(d, "nc", o->nc) || set_buf(d, "c_line", &o->c_line) || set_buf(d, "c_pid", &o->c_pid) ||
         set_buf(d, "c_cpu", &o->c_cpu) || set_buf(d, "c_depth", &o->c_depth) || set_buf(d, "c_entry", &o->c_entry) ||
         set_buf(d, "c_exit", &o->c_exit) || set_buf(d, "c_dur", &o->c_dur) || set_buf(d, "c_parent", &o->c_parent) ||
         set_buf(d, "c_exit_line", &o->c_exit_line) || set_buf(d, "c_partial", &o->c_partial) ||
@@ -1065,6 +1100,9 @@ static PyObject *tokenize(PyObject *self, PyObject *args) {
     out_t o; memset(&o, 0, sizeof o);
     int64_t lineno = first_line;
     Py_BEGIN_ALLOW_THREADS
+    buf_t *v[N_OUT_BUFS];
+    out_bufs(&o, v);
+    for (size_t i = 0; i < N_OUT_BUFS && !o.oom; i++) if (st->hint[i] && buf_reserve(v[i], st->hint[i])) o.oom = 1;
     for (const char *p = s; p < end && !o.oom; lineno++) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *e = nl ? nl : end;
@@ -1074,12 +1112,12 @@ static PyObject *tokenize(PyObject *self, PyObject *args) {
                 o.oom = 1;
             else o.nk++;
         }
-        if (!nl) break;
+        if (!nl) { lineno++; break; }
         p = nl + 1;
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&buf);
-    return result(st, &o);
+    return result(st, &o, lineno - first_line);
 }
 
 static PyObject *finish(PyObject *self, PyObject *args) {
@@ -1090,7 +1128,7 @@ static PyObject *finish(PyObject *self, PyObject *args) {
     out_t o; memset(&o, 0, sizeof o);
     flush_pending(st, &o);
     for (int64_t i = 0; i < st->ntasks && !o.oom; i++) flush_frames(st, &o, &st->tasks[i], 0);
-    return result(st, &o);
+    return result(st, &o, 0);
 }
 
 static PyMethodDef methods[] = {
@@ -1100,4 +1138,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_funcgraph", "ftrace text tokenizer and call-tree rebuilder", -1, methods};
-PyMODINIT_FUNC PyInit__funcgraph(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__funcgraph(void) {
+    if (PyType_Ready(&colbuf_type) < 0) return NULL;
+    return PyModule_Create(&module);
+}

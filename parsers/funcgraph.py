@@ -24,7 +24,7 @@ are rebuilt per task, right across CPU migrations and context switches. Calls wh
 in the trace are kept as partial calls, never invented.
 
 Tables (times are int64 ns on the trace's own clock; `line` is the 1-based file line):
-* fg_calls: one row per call. line / call_id = the entry's line (the exit's line for an exit-only call);
+* fg_calls: one row per call. line = the entry's line (the exit's line for an exit-only call): a call's id;
   entry_ns null when the entry was not seen and no duration says when it began, or when the trace has no
   timestamps (tracefs without funcgraph-abstime); exit_ns null for calls still open at the end or whose
   exit was lost; duration_ns from the trace's own duration field when printed, else exit - entry;
@@ -45,14 +45,14 @@ import numpy as np
 import pyarrow as pa
 
 from . import _funcgraph
-from .common import CHUNK_BYTES, ParseError, ParseReport, line_chunks
+from .common import CHUNK_BYTES, ParseError, ParseReport, chunks_of_lines
 
 FORMAT = "ftrace"
 
 FG_CALLS = pa.schema([
     ("line", pa.int64()), ("pid", pa.int64()), ("comm", pa.string()), ("cpu", pa.int32()), ("depth", pa.int32()),
     ("func", pa.string()), ("entry_ns", pa.int64()), ("exit_ns", pa.int64()), ("duration_ns", pa.int64()),
-    ("parent_line", pa.int64()), ("call_id", pa.int64()), ("partial", pa.bool_()), ("exit_line", pa.int64()),
+    ("parent_line", pa.int64()), ("partial", pa.bool_()), ("exit_line", pa.int64()),
 ])
 SCHED_SWITCH = pa.schema([
     ("line", pa.int64()), ("t_ns", pa.int64()), ("cpu", pa.int32()), ("prev_comm", pa.string()),
@@ -147,11 +147,10 @@ def _str(cols: dict, name: str, n: int) -> pa.Array:
 def _batches(cols: dict) -> Iterator[tuple[str, pa.RecordBatch]]:
     n = cols["nc"]
     if n:
-        line = _i64(cols["c_line"])
         yield "fg_calls", pa.RecordBatch.from_arrays([
-            line, _i64(cols["c_pid"]), _str(cols, "c_comm", n), _i32(cols["c_cpu"]), _i32(cols["c_depth"]),
+            _i64(cols["c_line"]), _i64(cols["c_pid"]), _str(cols, "c_comm", n), _i32(cols["c_cpu"]), _i32(cols["c_depth"]),
             _str(cols, "c_func", n), _i64(cols["c_entry"]), _i64(cols["c_exit"]), _i64(cols["c_dur"]),
-            _i64(cols["c_parent"]), line, _bool(cols["c_partial"]), _i64(cols["c_exit_line"]),
+            _i64(cols["c_parent"]), _bool(cols["c_partial"]), _i64(cols["c_exit_line"]),
         ], schema=FG_CALLS)
     n = cols["ns"]
     if n:
@@ -217,8 +216,9 @@ def parse(stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES)
             report.events += batch.num_rows
             yield name, batch
 
-    for chunk, first_line in line_chunks(stream, report, chunk_bytes):
-        cols = _funcgraph.tokenize(state, chunk, first_line)
+    for chunk in chunks_of_lines(stream, report, chunk_bytes):
+        cols = _funcgraph.tokenize(state, chunk, report.lines + 1)
+        report.lines += cols["lines"]  # counted by the tokenizer, not by a second scan for newlines
         yield from take(cols, chunk)
         if rows == 0 and cols["n_fgtext"] == 0 and cols["n_evline"] == 0 and report.skipped > 1000:
             ex = report.examples[0]

@@ -71,8 +71,7 @@ def test_seed_excerpt_file_writer_stall():
     down_write, xfs_ilock, xfs_iomap = call(out, 94), call(out, 93), call(out, 92)
     assert down_write == {
         "line": 94, "pid": 30495, "comm": "file_writer", "cpu": 13, "depth": 10, "func": "down_write",
-        "entry_ns": 358613968921000, "exit_ns": 358614285596000, "duration_ns": 316673836, "parent_line": 93,
-        "call_id": 94, "partial": False, "exit_line": 117}
+        "entry_ns": 358613968921000, "exit_ns": 358614285596000, "duration_ns": 316673836, "parent_line": 93, "partial": False, "exit_line": 117}
     assert (xfs_ilock["func"], xfs_ilock["parent_line"], xfs_ilock["exit_line"], xfs_ilock["duration_ns"]) == (
         "xfs_ilock", 92, 118, 316675180)
     assert (xfs_iomap["func"], xfs_iomap["parent_line"], xfs_iomap["exit_line"], xfs_iomap["duration_ns"]) == (
@@ -86,7 +85,7 @@ def test_seed_excerpt_file_writer_stall():
     # line 120: xfs_bmapi() { still open at the end, under __xfs_get_blocks (line 91)
     assert call(out, 120) | {} == {
         "line": 120, "pid": 30495, "comm": "file_writer", "cpu": 13, "depth": 8, "func": "xfs_bmapi",
-        "entry_ns": 358614285597000, "exit_ns": None, "duration_ns": None, "parent_line": 91, "call_id": 120,
+        "entry_ns": 358614285597000, "exit_ns": None, "duration_ns": None, "parent_line": 91,
         "partial": True, "exit_line": None}
     # the chain of file_writer's open calls from line 91 down to the root handle_mm_fault (line 77)
     chain, line = [], 91

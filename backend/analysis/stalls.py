@@ -268,9 +268,14 @@ def derive(con, analysis_id: str) -> None:
             gc.enable()
 
 
-def _lock_functions(con, sid: int) -> dict[str, tuple[locks.Primitive, str]]:
-    funcs = con.execute("SELECT DISTINCT func FROM fg_calls WHERE source_id = ? AND func IS NOT NULL", [sid]).fetchall()
-    return {f: hit for (f,) in funcs if (hit := locks.lookup(f))}
+def _functions(con, sid: int) -> list[str]:
+    """The source's distinct function names."""
+    return [f for (f,) in con.execute("SELECT DISTINCT func FROM fg_calls WHERE source_id = ? AND func IS NOT NULL",
+                                      [sid]).fetchall()]
+
+
+def _lock_functions(funcs: list[str]) -> dict[str, tuple[locks.Primitive, str]]:
+    return {f: hit for f in funcs if (hit := locks.lookup(f))}
 
 
 def _register(con, name: str, columns: dict[str, list], types: dict[str, pa.DataType]) -> None:
@@ -292,8 +297,9 @@ def _derive_waits(con, sid: int, pool: ThreadPoolExecutor) -> tuple[list[dict], 
         " UNION ALL SELECT max(t_ns) FROM trace_events WHERE source_id = $sid)", p).fetchall()[0][0]
     if trace_end is None:
         return [], None
-    calls = _call_index(con, sid, pool)
-    lockfn = _lock_functions(con, sid)
+    funcs = _functions(con, sid)
+    calls = _call_index(con, sid, funcs, pool)
+    lockfn = _lock_functions(funcs)
     _register(con, "_stalls_fn", {"func": list(lockfn), "role": [h[1] for h in lockfn.values()]},
               {"func": pa.string(), "role": pa.string()})
     con.execute(
@@ -420,7 +426,7 @@ def _derive_waits(con, sid: int, pool: ThreadPoolExecutor) -> tuple[list[dict], 
             need_holder[obj].append(i)
     for j, i in enumerate(woken):
         waits[i]["waker_stack"] = st.frames(n + j)
-    _holders(con, sid, waits, need_holder, prims)
+    _holders(con, sid, waits, need_holder, prims, lockfn)
     held = [i for i, w in enumerate(waits) if w["holder_pid"] is not None]
     hst = _stacks(con, sid, calls, [waits[i]["holder_pid"] for i in held], [None] * len(held),
                   [waits[i]["line"] for i in held])
@@ -565,54 +571,55 @@ def _tops(calls: dict, req: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 _NO_CALL = -2  # the function code of a line where no call is
 
 
-def _call_index(con, sid: int, pool: ThreadPoolExecutor) -> Future:
+def _call_index(con, sid: int, names: list[str], pool: ThreadPoolExecutor) -> Future:
     """The source's calls by line (a line has at most one call): each call's parent line (-1: none), exit line
     (the integer type's max: none) and function (an index into names; _NO_CALL: no call at this line), in the
     smallest integers that hold every line of the calls (`bound`: above them all); and `keys`, for the stacks'
     look-ups of a task's last call before a line: (the sorted task * 2**bits + line of the calls with a task,
     bits), None when a key would not fit. A call's task is its pid, for the idle task (pid 0) -10 - its CPU (-5:
-    CPU unknown, never looked up). The queries run now, the arrays are built in the pool (Arrow and numpy release
-    the GIL, so the caller goes on meanwhile)."""
-    last, pid_lo, pid_hi, cpu_lo, cpu_hi = con.execute(
+    CPU unknown, never looked up). The arrays are filled now; the keys are sorted in the pool (numpy releases the
+    GIL, so the caller goes on meanwhile)."""
+    last, pid_lo, pid_hi, cpu_lo, cpu_hi, ncalls = con.execute(
         "SELECT max(greatest(line, exit_line)), min(pid), max(pid), min(cpu) FILTER (pid = 0),"
-        " max(cpu) FILTER (pid = 0) FROM fg_calls WHERE source_id = ? AND line >= 0", [sid]).fetchall()[0]
+        " max(cpu) FILTER (pid = 0), count(*) FROM fg_calls WHERE source_id = ? AND line >= 0", [sid]).fetchall()[0]
     bound = (last or 0) + 1
     bits = bound.bit_length()
     limit = 1 << (62 - bits)  # |task| < limit: task * 2**bits + line fits in 63 bits
     unfit = (pid_lo is not None and (pid_lo < 0 or pid_hi >= limit)) or (
         cpu_lo is not None and (cpu_lo < 0 or cpu_hi >= limit - 10))
     key = f"CASE WHEN c.pid > 0 THEN c.pid WHEN c.pid = 0 THEN coalesce(-10 - c.cpu::BIGINT, -5) END * {1 << bits}"
-    names = [f for (f,) in con.execute("SELECT DISTINCT func FROM fg_calls WHERE source_id = ? AND func IS NOT NULL",
-                                       [sid]).fetchall()]
     _register(con, "_stalls_names", {"func": names, "code": list(range(len(names)))},
               {"func": pa.string(), "code": pa.int32()})
     sql_type, dtype = ("INTEGER", np.int32) if bound < np.iinfo(np.int32).max else ("BIGINT", np.int64)
-    t = con.sql(f"""
+    index = {"names": names + ["?"], "bound": bound, "parent": np.full(bound, -1, dtype),
+             "exit": np.zeros(bound, dtype), "code": np.full(bound, _NO_CALL, np.int32), "keys": None}
+    keys, nkeys = np.empty(0 if unfit else ncalls, np.int64), 0
+    # batch by batch: the whole result at once would be ~24 bytes a call more at the derivation's peak
+    reader = con.sql(f"""
         SELECT c.line::{sql_type} AS line, coalesce(c.parent_line, -1)::{sql_type} AS parent,
                coalesce(c.exit_line, {np.iinfo(dtype).max})::{sql_type} AS exit, coalesce(n.code, {len(names)}) AS code,
                {"NULL::BIGINT" if unfit else key} + c.line AS key
         FROM fg_calls c LEFT JOIN _stalls_names n ON n.func = c.func WHERE c.source_id = $sid AND c.line >= 0
-        """, params={"sid": sid}).to_arrow_table()
+        """, params={"sid": sid}).to_arrow_reader(1 << 20)
+    for b in reader:
+        line = b.column("line").to_numpy()
+        for name in ("parent", "exit", "code"):
+            index[name][line] = b.column(name).to_numpy()
+        if not unfit:
+            k = pc.drop_null(b.column("key")).to_numpy()
+            keys[nkeys : nkeys + len(k)] = k
+            nkeys += len(k)
     con.unregister("_stalls_names")
 
     def arrays() -> dict:
-        index = {"names": names + ["?"], "bound": bound, "parent": np.full(bound, -1, dtype),
-                 "exit": np.zeros(bound, dtype), "code": np.full(bound, _NO_CALL, np.int32), "keys": None}
-        for b in t.to_batches():
-            line = b.column("line").to_numpy()
-            for name in ("parent", "exit", "code"):
-                index[name][line] = b.column(name).to_numpy()
         if not unfit:
-            keys = pc.drop_null(t.column("key")).to_numpy()
-            keys = keys if keys.flags.writeable else keys.copy()
-            keys.sort(kind="stable")  # a merge sort: each task's calls come in runs
-            index["keys"] = (keys, bits)
+            index["keys"] = (np.sort(keys[:nkeys], kind="stable"), bits)  # a merge sort: each task's calls come in runs
         return index
 
     return pool.submit(arrays)
 
 
-def _holders(con, sid: int, waits: list[dict], need: dict[str, list[int]], prims: dict) -> None:
+def _holders(con, sid: int, waits: list[dict], need: dict[str, list[int]], prims: dict, lockfn: dict) -> None:
     """Inferred holders (see the module's rules): one SQL pass over the acquire calls of the objects
     waited on, with each acquire's next release by the same task; then a short backward scan per wait,
     all of an object's waits at once."""
@@ -620,7 +627,7 @@ def _holders(con, sid: int, waits: list[dict], need: dict[str, list[int]], prims
         return
     # match the trace's own spellings (with .isra.0 etc.) of those functions
     objs = list(need)
-    spelled = [(f, objs.index(p.name), role) for f, (p, role) in _lock_functions(con, sid).items()
+    spelled = [(f, objs.index(p.name), role) for f, (p, role) in lockfn.items()
                if p.name in need and role in ("acquire", "release")]
     if not spelled:
         return
@@ -980,12 +987,17 @@ _WAIT_ORDER = {"duration": "w.duration_ns DESC, w.source_id, w.line",
                "start": "w.start_ns + s.clock_offset_ns, w.source_id, w.line"}
 _WAIT_TIMES = frozenset({"start_ns", "end_ns", "wake_ns", "holder_ns"})
 _WAIT_FILTERS = {"pid": "w.pid = $pid", "lock": "contains(w.lock, $lock)", "t0": "w.end_ns + s.clock_offset_ns >= $t0",
-                 "t1": "w.start_ns + s.clock_offset_ns <= $t1"}
+                 "t1": "w.start_ns + s.clock_offset_ns <= $t1",
+                 # a lock as flame graphs mark frames (locks.key): the label's object or primitive, exactly
+                 "lock_key": "(w.lock_key = $lock_key OR w.lock = $lock_key OR suffix(w.lock, ' via ' || $lock_key))"}
 
 
 def waits(con, analysis_id: str, order: str = "duration", limit: int = 100, pid=None, lock=None, t0=None,
-          t1=None) -> list[dict]:
-    given = {k: v for k, v in {"pid": pid, "lock": lock, "t0": t0, "t1": t1}.items() if v is not None}
+          t1=None, lock_key=None) -> list[dict]:
+    """Waits by duration or start; lock: the label contains it (free text); lock_key: the label's object
+    (`xfs_buf_lock via down`: xfs_buf_lock) or primitive (down) is it, exactly (`down` is not `down_read`)."""
+    given = {k: v for k, v in {"pid": pid, "lock": lock, "t0": t0, "t1": t1, "lock_key": lock_key}.items()
+             if v is not None}
     where = "".join(f" AND {_WAIT_FILTERS[k]}" for k in given)
     # times on the analysis timeline: the source's own + its clock offset
     cols = ", ".join(f"w.{c} + s.clock_offset_ns AS {c}" if c in _WAIT_TIMES else f"w.{c}" for c in WAIT_COLUMNS)
@@ -994,9 +1006,19 @@ def waits(con, analysis_id: str, order: str = "duration", limit: int = 100, pid=
         f" ORDER BY {_WAIT_ORDER[order]} LIMIT $limit", {"aid": analysis_id, "limit": limit, **given}))
 
 
-def chains(con, analysis_id: str, limit: int = 50) -> list[dict]:
-    heads = con.execute("SELECT chain_id, duration_ns FROM chains WHERE analysis_id = ? ORDER BY chain_id LIMIT ?",
-                        [analysis_id, limit]).fetchall()
+_CHAIN_FILTERS = {"t0": "l.end_ns + s.clock_offset_ns >= $t0", "t1": "l.start_ns + s.clock_offset_ns <= $t1"}
+
+
+def chains(con, analysis_id: str, limit: int = 50, t0=None, t1=None) -> list[dict]:
+    """The first `limit` chains by rank; with t0/t1 (the analysis timeline), those whose first link's wait overlaps
+    [t0, t1]. A chain keeps its rank (id) in a window."""
+    given = {k: v for k, v in {"t0": t0, "t1": t1}.items() if v is not None}
+    where = "".join(f" AND {_CHAIN_FILTERS[k]}" for k in given)
+    heads = con.execute(
+        "SELECT c.chain_id, c.duration_ns FROM chains c JOIN chain_links l ON l.analysis_id = c.analysis_id"
+        " AND l.chain_id = c.chain_id AND l.pos = 0 JOIN sources s ON s.id = l.source_id"
+        f" WHERE c.analysis_id = $aid{where} ORDER BY c.chain_id LIMIT $limit",
+        {"aid": analysis_id, "limit": limit, **given}).fetchall()
     if not heads:
         return []
     # times on the analysis timeline: each link's source offset, the request's its blktrace source's
@@ -1006,8 +1028,8 @@ def chains(con, analysis_id: str, limit: int = 50) -> list[dict]:
         " l.req_i_ns + r.clock_offset_ns AS req_i_ns, l.req_d_ns + r.clock_offset_ns AS req_d_ns,"
         " l.req_c_ns + r.clock_offset_ns AS req_c_ns), s.clock_offset_ns AS _off"
         " FROM chain_links l JOIN sources s ON s.id = l.source_id LEFT JOIN sources r ON r.id = l.req_source_id"
-        " WHERE l.analysis_id = ? AND l.chain_id <= ? ORDER BY l.chain_id, l.pos",
-        [analysis_id, heads[-1][0]]))
+        " WHERE l.analysis_id = ? AND l.chain_id IN (SELECT unnest(?)) ORDER BY l.chain_id, l.pos",
+        [analysis_id, [cid for cid, _ in heads]]))
     by_chain: dict[int, list] = defaultdict(list)
     for link in links:
         cid = link.pop("chain_id")
