@@ -106,47 +106,53 @@ class IngestError(Exception):
         return f"{len(self.files)} files could not be read: " + "; ".join(str(f) for f in self.files)
 
 
-class _Hashing:
-    """A read-through wrapper that reports bytes read and hashes them in a thread of its own
-    (hashlib releases the GIL), off the parser's path."""
+class _Counting:
+    """A read-through wrapper that reports the bytes read (the progress bar's)."""
 
     def __init__(self, stream: BinaryIO, on_read: Callable[[int], None]):
         self.stream, self.on_read, self.n = stream, on_read, 0
-        self.sha = hashlib.sha256()
-        self._q: queue.Queue = queue.Queue(maxsize=4)
-        self._worker = threading.Thread(target=self._hash, name="sha256", daemon=True)
-        self._worker.start()
-
-    def _hash(self) -> None:
-        while (data := self._q.get()) is not None:
-            self.sha.update(data)
 
     def readinto(self, b) -> int:
         got = self.stream.readinto(b) or 0
-        if got:
-            with memoryview(b) as view:
-                self._q.put(bytes(view[:got]))
-            self.n += got
-            self.on_read(self.n)
+        self.n += got
+        self.on_read(self.n)
         return got
 
     def read(self, size: int = -1) -> bytes:
         data = self.stream.read(size)
-        if data:
-            self._q.put(data)
         self.n += len(data)
         self.on_read(self.n)
         return data
 
-    def close(self) -> None:
-        """Waits for the hash of everything read."""
-        if self._worker.is_alive():
-            self._q.put(None)
-            self._worker.join()
 
-    def hexdigest(self) -> str:
-        self.close()
-        return self.sha.hexdigest()
+class _Hashes:
+    """The SHA-256 of each file, read again in a thread of its own once parsing is done: the derivation that
+    follows leaves a core mostly idle (Python), staging does not (parser, inserts). hashlib and the reads
+    release the GIL."""
+
+    def __init__(self, files: list[InputFile]):
+        self.digests: list[str | None] = [None] * len(files)
+        self.stop = threading.Event()
+        self._worker = threading.Thread(target=self._hash, args=(files,), name="sha256", daemon=True)
+        self._worker.start()
+
+    def _hash(self, files: list[InputFile]) -> None:
+        buf = bytearray(1 << 20)
+        for i, f in enumerate(files):
+            sha = hashlib.sha256()
+            f.stream.seek(0)
+            with memoryview(buf) as view:
+                while not self.stop.is_set() and (got := f.stream.readinto(view)):
+                    sha.update(view[:got])
+            self.digests[i] = sha.hexdigest()
+
+    def result(self) -> list[str]:
+        self._worker.join()
+        return self.digests
+
+    def cancel(self) -> None:
+        self.stop.set()
+        self._worker.join()
 
 
 class Store:
@@ -198,22 +204,28 @@ class Store:
         name = name or ", ".join(f.filename for f in files)[:200]
         con = self.cursor()
         staged: list[int] = []  # source ids whose rows are written, not yet visible
+        hashes = None
         try:
             parsed, done = [], 0
             for f, parser in zip(files, parsers):
                 parsed.append(self._stage_file(con, f, parser, progress, done, staged))
                 done += f.size
             _trim()  # what staging freed (Arrow batches, parser buffers) back to the OS before deriving
+            hashes = _Hashes(files)
             # One transaction makes the analysis visible: derived tables, then its sources and itself.
             progress.update(phase="deriving")
             con.begin()
             sources = [self._add_source(con, analysis_id, *p) for p in parsed]
             for step in DERIVE_ANALYSIS:
                 step(con, analysis_id)
+            for (source_id, *_), digest in zip(parsed, hashes.result()):
+                con.execute("UPDATE sources SET sha256 = ? WHERE id = ?", [digest, source_id])
             con.execute("INSERT INTO analyses (id, name, created_at) VALUES (?, ?, ?)",
                         [analysis_id, name, datetime.now(timezone.utc).replace(tzinfo=None)])
             con.commit()
         except BaseException as e:
+            if hashes is not None:
+                hashes.cancel()
             try:
                 con.rollback()
             except duckdb.Error:  # no transaction was open
@@ -245,7 +257,7 @@ class Store:
         staged.append(source_id)
         report = ParseReport(f.filename)
         progress.update(filename=f.filename)
-        reader = _Hashing(f.stream, lambda n: progress.update(bytes_read=done + n))
+        reader = _Counting(f.stream, lambda n: progress.update(bytes_read=done + n))
         pending: dict[str, list[pa.RecordBatch]] = {}
 
         def flush() -> None:
@@ -259,25 +271,22 @@ class Store:
                 con.unregister("_batch")
             con.commit()
 
-        try:
-            buffered = 0
-            for table, batch in _prefetched(parser.parse(reader, report)):
-                assert table in parser.TABLES, f"{parser.FORMAT} yielded rows for unknown table {table}"
-                pending.setdefault(table, []).append(batch)
-                buffered += batch.num_rows
-                if buffered >= INSERT_ROWS:
-                    flush()
-                    buffered = 0
-                progress.update(events=done_events + report.events)
-            flush()
-        finally:
-            reader.close()
+        buffered = 0
+        for table, batch in _prefetched(parser.parse(reader, report)):
+            assert table in parser.TABLES, f"{parser.FORMAT} yielded rows for unknown table {table}"
+            pending.setdefault(table, []).append(batch)
+            buffered += batch.num_rows
+            if buffered >= INSERT_ROWS:
+                flush()
+                buffered = 0
+            progress.update(events=done_events + report.events)
+        flush()
         if report.events == 0:
             raise report.nothing_usable()
         return source_id, f, parser, report, reader
 
     def _add_source(self, con, analysis_id: str, source_id: int, f: InputFile, parser, report: ParseReport,
-                    reader: "_Hashing") -> dict:
+                    reader: _Counting) -> dict:
         t_min = t_max = None
         for step in DERIVE_SOURCE.get(parser.FORMAT, []):
             got = step(con, source_id, report)
@@ -286,7 +295,7 @@ class Store:
         con.execute(
             "INSERT INTO sources (id, analysis_id, filename, format, sha256, bytes, lines, events, skipped_lines,"
             " skipped_examples, notes, t_min_ns, t_max_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [source_id, analysis_id, f.filename, parser.FORMAT, reader.hexdigest(), reader.n, report.lines,
+            [source_id, analysis_id, f.filename, parser.FORMAT, "", reader.n, report.lines,
              report.events, report.skipped, _json([e.__dict__ for e in report.examples]), _json(report.notes),
              t_min, t_max],
         )

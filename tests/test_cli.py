@@ -41,3 +41,17 @@ def test_ingest_refuses_bad_file(tmp_path):
     assert p.returncode == 1 and "bad.txt, line 1: unknown format" in p.stderr
     p = run("ingest", "--db", str(tmp_path / "b.duckdb"), str(tmp_path / "missing.txt"))
     assert p.returncode == 2 and "no such file" in p.stderr
+
+
+def test_ingest_stores_each_file_sha256(tmp_path):
+    import hashlib
+
+    import duckdb
+
+    db = tmp_path / "h.duckdb"
+    files = [SEED / "cfq-dispatch-starvation.blkparse.txt", SEED / "xfs-unwritten-stall.trace-cmd-report.txt"]
+    p = run("ingest", "--db", str(db), "--json", *map(str, files))
+    assert p.returncode == 0, p.stderr
+    with duckdb.connect(str(db), read_only=True) as con:  # hashed while the analysis was derived, stored before commit
+        got = con.execute("SELECT filename, sha256 FROM sources ORDER BY id").fetchall()
+    assert got == [(f.name, hashlib.sha256(f.read_bytes()).hexdigest()) for f in files]

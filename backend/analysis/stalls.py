@@ -60,6 +60,7 @@ import json
 import operator
 from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -73,6 +74,7 @@ REQUEST_SLACK_NS = 50_000  # ... or this long after it (blktrace and ftrace time
 MAX_CHAINS = 5000
 MAX_LINKS = 32
 MAX_HOLDER_SCAN = 10_000  # acquire calls looked at, backwards, per wait
+WAIT_ROWS = 16384  # waits inserted per statement
 
 # functions that complete block I/O (bio/request end, buffer and page end-of-I/O, fs completion work)
 IO_COMPLETION = frozenset({
@@ -258,7 +260,7 @@ def derive(con, analysis_id: str) -> None:
                 tables.append(table)
                 for w in derived[sid]:
                     w["off"] = offs.get(sid)
-            inserted = pool.submit(_insert_waits, con, [t for t in tables if t is not None])
+            inserted = pool.submit(_insert_waits, con, itertools.chain.from_iterable(tables))
             chains = _chains(derived)  # without the connection, while the waits are inserted
             inserted.result()
         _match_requests(con, analysis_id, chains)
@@ -287,8 +289,8 @@ def _fetch(cur) -> list[dict]:
     return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
-def _derive_waits(con, sid: int, pool: ThreadPoolExecutor) -> tuple[list[dict], pa.Table | None]:
-    """Derives the source's waits: as dicts, in file order, and as the rows of `waits`."""
+def _derive_waits(con, sid: int, pool: ThreadPoolExecutor) -> tuple[list[dict], Iterator[pa.Table]]:
+    """Derives the source's waits: as dicts, in file order, and as the rows of `waits` (made as they are read)."""
     p = {"sid": sid}
     trace_end = con.execute(
         "SELECT max(t) FROM (SELECT max(greatest(entry_ns, exit_ns)) t FROM fg_calls WHERE source_id = $sid"
@@ -296,7 +298,7 @@ def _derive_waits(con, sid: int, pool: ThreadPoolExecutor) -> tuple[list[dict], 
         " UNION ALL SELECT max(t_ns) FROM sched_wakeup WHERE source_id = $sid"
         " UNION ALL SELECT max(t_ns) FROM trace_events WHERE source_id = $sid)", p).fetchall()[0][0]
     if trace_end is None:
-        return [], None
+        return [], iter(())
     funcs = _functions(con, sid)
     calls = _call_index(con, sid, funcs, pool)
     lockfn = _lock_functions(funcs)
@@ -347,6 +349,7 @@ def _derive_waits(con, sid: int, pool: ThreadPoolExecutor) -> tuple[list[dict], 
         elif in_line is not None:
             w["evidence"] += "; no wake-up line for it in the trace"
         waits.append(w)
+    del sched  # the rows as read: as many dicts as the waits, not needed past here
 
     # call waits: long (or open) calls of sleeping primitives with no switch-out of the task inside them
     if lockfn:
@@ -401,8 +404,9 @@ def _derive_waits(con, sid: int, pool: ThreadPoolExecutor) -> tuple[list[dict], 
                 w.update(wake_line=c["wake_line"], wake_ns=c["wake_ns"], wake_cpu=c["wake_cpu"],
                          waker_pid=c["waker_pid"], waker_comm=c["waker_comm"])
             waits.append(w)
+        del kept
     if not waits:
-        return [], None
+        return [], iter(())
     for w in waits:
         if w["duration_ns"] is None:
             w["duration_ns"] = w["end_ns"] - w["start_ns"]
@@ -437,13 +441,19 @@ def _derive_waits(con, sid: int, pool: ThreadPoolExecutor) -> tuple[list[dict], 
     every, no, waker, holder = np.arange(n), np.zeros(n, bool), np.full(n, -1), np.full(n, -1)
     waker[woken] = n + np.arange(len(woken))
     holder[held] = np.where(np.diff(hst.off) > 0, np.arange(len(held)), -1)
-    table = _wait_table(waits, {"stack": st.column(every, no), "stack_lines": st.column(every, no, lines=True),
-                                "waker_stack": st.column(waker, waker < 0),
-                                "holder_stack": hst.column(holder, holder < 0)})
+
+    def tables() -> Iterator[pa.Table]:  # a slice at a time: all at once, the stacks' strings would be in memory twice
+        for a in range(0, n, WAIT_ROWS):
+            r = slice(a, a + WAIT_ROWS)
+            yield _wait_table(waits[r], {"stack": st.column(every[r], no[r]),
+                                         "stack_lines": st.column(every[r], no[r], lines=True),
+                                         "waker_stack": st.column(waker[r], waker[r] < 0),
+                                         "holder_stack": hst.column(holder[r], holder[r] < 0)})
+
     for name in ("_stalls_outs", "_stalls_wk"):
         con.execute(f"DROP TABLE IF EXISTS {name}")
     con.unregister("_stalls_fn")
-    return waits, table
+    return waits, tables()
 
 
 def _reason(frames: list[str]) -> tuple[str | None, str | None, str | None, str | None]:
@@ -695,7 +705,7 @@ def _wait_table(waits: list[dict], stacks: dict[str, pa.Array]) -> pa.Table:
     return pa.table({**{k: pa.array(v, t) for (k, t), v in zip(scalars.items(), values)}, **stacks})
 
 
-def _insert_waits(con, tables: list[pa.Table]) -> None:
+def _insert_waits(con, tables: Iterable[pa.Table]) -> None:
     cols = ", ".join(_WAIT_TYPES)
     for table in tables:
         con.register("_stalls_w", table)
