@@ -45,6 +45,7 @@ def test_upload_then_read_everything(client):
     detail = client.get(f"/api/analyses/{aid}/requests/{req['source_id']}/{req['line']}").json()
     assert [e["action"] for e in detail["events"]] == ["A", "Q", "G", "I", "D"]
     assert [m["line"] for m in detail["messages"]] == [5, 6, 7, 8, 9, 10, 11]
+    assert (detail["messages_total"], detail["messages_truncated"]) == (7, False)
     assert detail["messages"][3]["message"] == "cfq767A / slice expired t=1"
 
     by_proc = client.get(f"/api/analyses/{aid}/dispatch-summary", params={"by": "process"}).json()

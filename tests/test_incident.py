@@ -109,6 +109,29 @@ def test_holders_and_marks(client, store):
     ]
 
 
+def test_chains_in_a_time_range(client, store):
+    aid, _ = _ingest(client, store)
+    url = f"/api/analyses/{aid}/chains"
+    every = client.get(url, params={"limit": 1000}).json()
+    assert len(every) == 328 and [c["id"] for c in every] == list(range(1, 329))
+    writer = every[0]["links"][0]  # chain #1: the app's write, 2.30 s in xfs_ilock
+    in_window = lambda t0, t1: [c["id"] for c in every  # noqa: E731  (the first link's wait overlaps [t0, t1])
+                                if c["links"][0]["end_ns"] >= t0 and c["links"][0]["start_ns"] <= t1]
+
+    # up to 1 ns before the write began: not chain #1; the others keep their rank (#3, a database read, first)
+    before = client.get(url, params={"limit": 1000, "t1_ns": writer["start_ns"] - 1}).json()
+    assert [c["id"] for c in before] == in_window(0, writer["start_ns"] - 1)
+    assert len(before) == 111 and before[0] == every[2] and 1 not in {c["id"] for c in before}
+    # inside the write's wait: chain #1 first, with all its links; #3 (9.61 s, before the write) is out
+    t0, t1 = writer["start_ns"] + 1, writer["end_ns"] - 1
+    inside = client.get(url, params={"limit": 1000, "t0_ns": t0, "t1_ns": t1}).json()
+    assert [c["id"] for c in inside] == in_window(t0, t1) and len(inside) == 171
+    assert inside[0] == every[0] and 3 not in {c["id"] for c in inside}
+    # the window's ends count (a wait ending at t0 is in it), and the limit applies after the window
+    at_end = client.get(url, params={"limit": 2, "t0_ns": writer["end_ns"]}).json()
+    assert [c["id"] for c in at_end] == in_window(writer["end_ns"], 1 << 62)[:2] and at_end[0]["id"] == 1
+
+
 def test_starved_request_in_the_blktrace(client, store):
     aid, src = _ingest(client, store)
     off = src["blkparse"]["clock_offset_ns"]
@@ -120,7 +143,7 @@ def test_starved_request_in_the_blktrace(client, store):
     assert (r["i_ns"] - off, r["d_ns"] - off, r["c_ns"] - off) == (9062188818, 12780580813, 12786197813)
     assert (r["i2d_ns"], r["d2c_ns"]) == (3718391995, 5617000)
     assert slowest[1]["i2d_ns"] == 43426813  # the next-slowest: another metadata write, 43 ms
-    d = client.get(f"/api/analyses/{aid}/requests/{r['source_id']}/{r['line']}").json()
+    d = client.get(f"/api/analyses/{aid}/requests/{r['source_id']}/{r['line']}", params={"max_messages": 2000}).json()
     assert [(e["action"], e["line"], e["pid"]) for e in d["events"]] == [
         ("A", 4069, 804), ("Q", 4070, 804), ("G", 4071, 804), ("I", 4072, 804), ("D", 7204, 187), ("C", 7205, None)]
     # while it waited CFQ logged 215 preemptions of its async queue (7 lines each) by the database's sync queues
@@ -130,6 +153,32 @@ def test_starved_request_in_the_blktrace(client, store):
                      "cfq498A / sl_used=1 disp=0 charge=0 iops=1 sect=0"]
     blk = BLK.read_text().splitlines()[4068:7203]
     assert sum(" m   N " in line for line in blk) == 1509 and sum("/ preempt" in line for line in blk) == 215
+
+
+def test_starved_request_messages_over_its_whole_wait(client, store):
+    aid, src = _ingest(client, store)
+    off = src["blkparse"]["clock_offset_ns"]
+    r = client.get(f"/api/analyses/{aid}/requests", params={"order": "i2d", "limit": 1}).json()[0]
+    url = f"/api/analyses/{aid}/requests/{r['source_id']}/{r['line']}"
+    # the file's scheduler messages between the request's I (line 4072) and D (line 7204): 1509, the last logged
+    # 3.71 s after the first, just before D (the first 500 of them end 1.29 s into the wait)
+    text = BLK.read_text().splitlines()
+    lines = [n for n in range(4072, 7204) if " m   N " in text[n - 1]]
+    t = {n: round(float(text[n - 1].split()[3]) * 1e9) for n in (lines[0], lines[-1])}
+    assert len(lines) == 1509 and (t[lines[0]], t[lines[-1]]) == (9067796901, 12780580217)
+
+    d = client.get(url).json()
+    assert (d["messages_total"], d["messages_truncated"], len(d["messages"])) == (1509, True, 500)
+    # 500 of them spread by rank over the whole wait: the first of each of 500 equal runs, the last included
+    assert [m["line"] for m in d["messages"]] == [lines[-(-k * 1508 // 499)] for k in range(500)]
+    assert (d["messages"][0]["t_ns"] - off, d["messages"][-1]["t_ns"] - off) == (t[lines[0]], t[lines[-1]])
+
+    every = client.get(url, params={"max_messages": 2000}).json()
+    assert (every["messages_total"], every["messages_truncated"]) == (1509, False)
+    assert [m["line"] for m in every["messages"]] == lines
+    two = client.get(url, params={"max_messages": 2}).json()
+    assert [m["line"] for m in two["messages"]] == [lines[0], lines[-1]] and two["messages_truncated"]
+    assert client.get(url, params={"max_messages": 0}).status_code == 422
 
 
 def test_offcpu_totals_match_the_trace(client, store):

@@ -201,8 +201,24 @@ FROM blk_events WHERE source_id = $sid AND req_line = $line
 _PHASE_EVENTS = f"SELECT * REPLACE (t_ns + $off AS t_ns) FROM ({_PHASE_EVENTS}) ORDER BY line"  # on the analysis timeline
 
 
+MESSAGES = 500  # scheduler messages sent per request by default (a starved request can have thousands)
+MAX_MESSAGES = 20_000
 
-def request_detail(con, analysis_id: str, source_id: int, line: int) -> dict | None:
+# The device's scheduler `m` lines in [lo, hi] (the source's own time: its zone maps), aligned out: all of them
+# when there are at most $n, else n spread evenly by rank over the whole wait (the first and the last included):
+# row i (0-based, in time order) is kept when i·(n − 1)/(total − 1) reaches a new integer. `total` counts them all.
+_MESSAGES = """
+SELECT line, t_ns + $off AS t_ns, cpu, message, total FROM (
+    SELECT line, t_ns, cpu, message, row_number() OVER (ORDER BY t_ns, line) - 1 AS i, count(*) OVER () AS total
+    FROM blk_events WHERE source_id = $sid AND action = 'm' AND dev = $dev AND t_ns BETWEEN $lo AND $hi
+) WHERE total <= $n OR i = 0 OR i * ($n - 1) // (total - 1) > (i - 1) * ($n - 1) // (total - 1)
+ORDER BY i
+"""
+
+
+def request_detail(con, analysis_id: str, source_id: int, line: int, max_messages: int = MESSAGES) -> dict | None:
+    """A request, the trace lines it was rebuilt from, and the scheduler messages logged on its device while it
+    waited (from I, else Q, G or D, to D, else C): at most max_messages of them, spread over the whole wait."""
     cols = aligned(REQUEST_COLUMNS)
     rows = _rows(con.execute(
         f"SELECT {cols}, {AT} AS clock_offset_ns FROM blk_requests r JOIN sources s ON s.id = r.source_id"
@@ -217,14 +233,15 @@ def request_detail(con, analysis_id: str, source_id: int, line: int) -> dict | N
     start = next((req[k] for k in ("i_ns", "q_ns", "g_ns", "d_ns") if req[k] is not None), None)
     end = next((req[k] for k in ("d_ns", "c_ns") if req[k] is not None and start is not None and req[k] > start), None)
     messages = []
-    if start is not None:  # the source's own times in the WHERE (its time column's zone maps), aligned out
-        messages = _rows(con.execute(
-            "SELECT line, t_ns + $off AS t_ns, cpu, message FROM blk_events WHERE source_id = $sid AND action = 'm'"
-            " AND dev = $dev AND t_ns BETWEEN $lo AND $hi ORDER BY t_ns, line LIMIT 500",
-            {"off": off, "sid": source_id, "dev": req["dev"], "lo": start - off,
-             "hi": (end if end is not None else start) - off},
-        ))
-    return {"request": req, "events": events, "messages": messages, "clock_offset_ns": off}
+    if start is not None:
+        messages = _rows(con.execute(_MESSAGES, {
+            "off": off, "sid": source_id, "dev": req["dev"], "lo": start - off,
+            "hi": (end if end is not None else start) - off, "n": max_messages}))
+    total = messages[0]["total"] if messages else 0
+    for m in messages:
+        del m["total"]
+    return {"request": req, "events": events, "messages": messages, "messages_total": total,
+            "messages_truncated": len(messages) < total, "clock_offset_ns": off}
 
 
 def _stats(expr: str) -> str:

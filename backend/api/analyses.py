@@ -136,7 +136,7 @@ def get_analysis(analysis_id: AnalysisId, con: Cursor):
 
 def _sources(con, analysis_id: str, source_id: int | None = None) -> list[dict]:
     cur = con.execute(
-        "SELECT id, filename, format, events, skipped_lines, lines, bytes, skipped_examples, notes, clock_offset_ns,"
+        "SELECT id, filename, format, events, skipped_lines, lines, bytes, sha256, skipped_examples, notes, clock_offset_ns,"
         " clock, alignment, t_min_ns, t_max_ns FROM sources WHERE analysis_id = ? AND (? IS NULL OR id = ?) ORDER BY id",
         [analysis_id, source_id, source_id],
     )
@@ -198,10 +198,17 @@ def list_requests(
 
 @router.get("/analyses/{analysis_id}/requests/{source_id}/{line}", response_model=models.RequestDetail,
             responses={404: {"model": models.ErrorBody}})
-def get_request(analysis_id: AnalysisId, source_id: int, line: int, con: Cursor):
+def get_request(
+    analysis_id: AnalysisId,
+    source_id: int,
+    line: int,
+    con: Cursor,
+    max_messages: Annotated[int, Query(ge=1, le=blk.MAX_MESSAGES, description="scheduler messages at most: more are"
+                                       " sampled evenly over the wait")] = blk.MESSAGES,
+):
     """One request with the trace lines it was rebuilt from and the scheduler messages of its wait."""
     _analysis_or_404(con, analysis_id)
-    detail = blk.request_detail(con, analysis_id, source_id, line)
+    detail = blk.request_detail(con, analysis_id, source_id, line, max_messages)
     if detail is None:
         raise HTTPException(404, f"no block request at source {source_id}, line {line} in this analysis")
     return detail
@@ -252,7 +259,10 @@ def get_timeline(
     if t0_ns is not None and t1_ns is not None and t1_ns <= t0_ns:
         raise HTTPException(422, f"t1_ns ({t1_ns}) must be after t0_ns ({t0_ns})")
     wanted = [x for x in (lanes or "").split(",") if x] or None
-    return timeline_analysis.timeline(con, analysis_id, t0_ns, t1_ns, width_px, wanted, max_lanes)
+    # the body as built, in the model's shape, serialised without validating it again (tests/test_timeline.py
+    # checks bodies against the model): thousands of items per response
+    body = timeline_analysis.timeline(con, analysis_id, t0_ns, t1_ns, width_px, wanted, max_lanes)
+    return Response(pydantic_core.to_json(body), media_type="application/json")
 
 
 Side = Literal["target", "waker"]

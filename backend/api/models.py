@@ -42,6 +42,7 @@ class Alignment(BaseModel):
 
 
 class SourceDetail(Source):
+    sha256: str = Field(description="SHA-256 of the file as read (hex), to check against `sha256sum` of a copy")
     clock_offset_ns: int = Field(0, description="ns added to the source's own times to place them on the analysis timeline")
     waker_stacks: int = Field(0, description="records with a waker stack (bcc offwaketime, wakeuptime): the wake-up"
                                              " pairs of /wakers; 0 for other formats")
@@ -149,7 +150,12 @@ class SchedulerMessage(BaseModel):
 class RequestDetail(BaseModel):
     request: BlockRequest
     events: list[BlockEvent]
-    messages: list[SchedulerMessage] = Field(description="I/O scheduler `m` lines logged on the device while the request waited")
+    messages: list[SchedulerMessage] = Field(
+        description="I/O scheduler `m` lines logged on the device while the request waited (from I, else Q, G or D,"
+                    " to D, else C), in time order: all of them, or max_messages spread evenly over the whole wait"
+                    " (the first and the last included) when there are more")
+    messages_total: int = Field(description="scheduler messages logged on the device while the request waited")
+    messages_truncated: bool = Field(description="messages holds fewer than messages_total (a sample)")
 
 
 class Stats(BaseModel):

@@ -137,24 +137,36 @@ def list_waits(
     limit: Annotated[int, Query(ge=1, le=10000)] = 100,
     pid: int | None = None,
     lock: Annotated[str | None, Query(max_length=256, description="waits whose lock contains this")] = None,
+    lock_key: Annotated[str | None, Query(max_length=256, description="waits on this lock, as flame graphs mark"
+                                          " frames (`down`, `xfs_ilock`): the object or primitive of the wait's lock"
+                                          " label is exactly this (`down` is not `down_read`)")] = None,
     t0_ns: TimeFilter = None,
     t1_ns: TimeFilter = None,
 ):
     """Intervals in which a task was off CPU while blocked, with their lock, waker and inferred holder."""
     _analysis_or_404(con, analysis_id)
-    if pid is None and lock is None and t0_ns is None and t1_ns is None:  # the list every Stalls view opens with
+    if pid is None and lock is None and lock_key is None and t0_ns is None and t1_ns is None:  # the first list
         return memo.get((analysis_id, "waits", order, limit, memo.offsets(con, analysis_id)),
                         lambda: stalls.waits(con, analysis_id, order, limit))
-    return stalls.waits(con, analysis_id, order, limit, pid, lock, t0_ns, t1_ns)
+    return stalls.waits(con, analysis_id, order, limit, pid, lock, t0_ns, t1_ns, lock_key)
 
 
 @router.get("/analyses/{analysis_id}/chains", response_model=list[Chain], responses=NOT_FOUND)
-def list_chains(analysis_id: AnalysisId, con: Cursor, limit: Annotated[int, Query(ge=1, le=1000)] = 50):
+def list_chains(
+    analysis_id: AnalysisId,
+    con: Cursor,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    t0_ns: TimeFilter = None,
+    t1_ns: TimeFilter = None,
+):
     """Chains of waits (waiter → waker or holder → … → running task, interrupt or I/O completion),
-    longest stall of the first task first."""
+    longest stall of the first task first. With t0_ns/t1_ns: the chains whose first link's wait overlaps the
+    window (each keeps its rank as id)."""
     _analysis_or_404(con, analysis_id)
-    return memo.get((analysis_id, "chains", limit, memo.offsets(con, analysis_id)),
-                    lambda: stalls.chains(con, analysis_id, limit))
+    if t0_ns is None and t1_ns is None:
+        return memo.get((analysis_id, "chains", limit, memo.offsets(con, analysis_id)),
+                        lambda: stalls.chains(con, analysis_id, limit))
+    return stalls.chains(con, analysis_id, limit, t0_ns, t1_ns)
 
 
 @router.get("/analyses/{analysis_id}/calls", response_model=Calls, responses=NOT_FOUND)

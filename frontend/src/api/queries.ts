@@ -67,39 +67,59 @@ export function useLatencyOverTime(id: string, buckets: number, f: RequestFilter
   });
 }
 
-export function useRequestDetail(id: string, ref: RequestRef | null) {
+/** Scheduler messages a request detail brings by default (the server spreads them over the whole wait), and at most. */
+export const MESSAGES = 500;
+export const MAX_MESSAGES = 20000;
+
+export function useRequestDetail(id: string, ref: RequestRef | null, maxMessages = MESSAGES) {
   return useQuery({
-    queryKey: ['request', id, ref?.sourceId, ref?.line],
+    queryKey: ['request', id, ref?.sourceId, ref?.line, maxMessages],
     enabled: ref !== null,
     queryFn: ({ signal }) =>
       unwrap(
         api.GET('/api/analyses/{analysis_id}/requests/{source_id}/{line}', {
-          params: { path: { analysis_id: id, source_id: ref!.sourceId, line: ref!.line } },
+          params: { path: { analysis_id: id, source_id: ref!.sourceId, line: ref!.line }, query: { max_messages: maxMessages } },
           signal,
         }),
       ),
+    // while more messages of the same request load, the fewer ones stay (another request: nothing to show yet)
+    placeholderData: (prev, prevQuery) => (prevQuery?.queryKey[2] === ref?.sourceId && prevQuery?.queryKey[3] === ref?.line ? prev : undefined),
     retry: (n, e) => (e as { status?: number }).status !== 404 && n < 2,
   });
 }
 
 // ---- Stalls (ftrace) ----
 
-export function useChains(id: string, enabled = true) {
+/** The chains whose first wait overlaps the window (each keeps its rank as id). */
+export function useChains(id: string, w: Window, enabled = true) {
   return useQuery({
-    queryKey: ['chains', id],
+    queryKey: ['chains', id, w.t0, w.t1],
     enabled,
     queryFn: ({ signal }) =>
-      unwrap(api.GET('/api/analyses/{analysis_id}/chains', { params: { path: { analysis_id: id }, query: { limit: 100 } }, signal })),
+      unwrap(api.GET('/api/analyses/{analysis_id}/chains', { params: { path: { analysis_id: id }, query: { limit: 100, ...win(w) } }, signal })),
+    placeholderData: keepPreviousData,
   });
 }
 
-export function useWaits(id: string, lock: string | null, limit = 100, w: Window = { t0: null, t1: null }) {
+/** The waits' lock filter: `lock` contains the text (typed), `lockKey` is the lock's object or primitive exactly. */
+export type LockFilter = { lock: string | null; lockKey: string | null };
+
+export function useWaits(id: string, f: LockFilter, limit = 100, w: Window = { t0: null, t1: null }) {
   return useQuery({
-    queryKey: ['waits', id, lock, limit, w.t0, w.t1],
+    queryKey: ['waits', id, f.lock, f.lockKey, limit, w.t0, w.t1],
     queryFn: ({ signal }) =>
       unwrap(
         api.GET('/api/analyses/{analysis_id}/waits', {
-          params: { path: { analysis_id: id }, query: { order: 'duration', limit, ...(lock !== null ? { lock } : {}), ...win(w) } },
+          params: {
+            path: { analysis_id: id },
+            query: {
+              order: 'duration',
+              limit,
+              ...(f.lock !== null ? { lock: f.lock } : {}),
+              ...(f.lockKey !== null ? { lock_key: f.lockKey } : {}),
+              ...win(w),
+            },
+          },
           signal,
         }),
       ),

@@ -78,7 +78,8 @@ export interface paths {
         /**
          * List Chains
          * @description Chains of waits (waiter → waker or holder → … → running task, interrupt or I/O completion),
-         *     longest stall of the first task first.
+         *     longest stall of the first task first. With t0_ns/t1_ns: the chains whose first link's wait overlaps the
+         *     window (each keeps its rank as id).
          */
         get: operations["list_chains_api_analyses__analysis_id__chains_get"];
         put?: never;
@@ -1219,9 +1220,19 @@ export interface components {
             events: components["schemas"]["BlockEvent"][];
             /**
              * Messages
-             * @description I/O scheduler `m` lines logged on the device while the request waited
+             * @description I/O scheduler `m` lines logged on the device while the request waited (from I, else Q, G or D, to D, else C), in time order: all of them, or max_messages spread evenly over the whole wait (the first and the last included) when there are more
              */
             messages: components["schemas"]["SchedulerMessage"][];
+            /**
+             * Messages Total
+             * @description scheduler messages logged on the device while the request waited
+             */
+            messages_total: number;
+            /**
+             * Messages Truncated
+             * @description messages holds fewer than messages_total (a sample)
+             */
+            messages_truncated: boolean;
             request: components["schemas"]["BlockRequest"];
         };
         /** RowRef */
@@ -1924,6 +1935,10 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: number;
+                /** @description ns, on the analysis timeline */
+                t0_ns?: number | null;
+                /** @description ns, on the analysis timeline */
+                t1_ns?: number | null;
             };
             header?: never;
             path: {
@@ -2455,7 +2470,10 @@ export interface operations {
     };
     get_request_api_analyses__analysis_id__requests__source_id___line__get: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description scheduler messages at most: more are sampled evenly over the wait */
+                max_messages?: number;
+            };
             header?: never;
             path: {
                 analysis_id: string;
@@ -2607,6 +2625,8 @@ export interface operations {
                 pid?: number | null;
                 /** @description waits whose lock contains this */
                 lock?: string | null;
+                /** @description waits on this lock, as flame graphs mark frames (`down`, `xfs_ilock`): the object or primitive of the wait's lock label is exactly this (`down` is not `down_read`) */
+                lock_key?: string | null;
                 /** @description ns, on the analysis timeline */
                 t0_ns?: number | null;
                 /** @description ns, on the analysis timeline */

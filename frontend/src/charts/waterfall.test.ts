@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BlockRequest, SchedMessage } from '../api/types';
-import { buildWaterfallOption, instantMarks, requestOrigin, waterfallPhases } from './waterfall';
+import { buildWaterfallOption, instantMarks, messagesNote, requestOrigin, waterfallPhases } from './waterfall';
 
 // The xfsaild/sda1 metadata write of the seed excerpt: 15.6 s between I and D, no completion traced.
 const req: BlockRequest = {
@@ -64,6 +64,12 @@ describe('waterfall', () => {
     expect(html).toContain('line 8');
     expect(html).toContain('+25.42 ms');
     expect(html).toContain('cfq767A / slice expired t=1');
+  });
+
+  it('says when the messages are a sample, and how many there are', () => {
+    expect(messagesNote(500, 1509)).toBe('500 of 1,509 scheduler messages shown, spread evenly over the whole wait');
+    expect(messagesNote(7, 7)).toBeNull();
+    expect(messagesNote(0, 0)).toBeNull();
   });
 
   it('a completed request uses ms when shorter than a second', () => {

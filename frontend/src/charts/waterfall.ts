@@ -1,7 +1,7 @@
 // The waterfall of one block request: its Q→G→I→D→C phases as horizontal bars on a time axis
 // (origin = the request's first event), and the scheduler messages logged while it waited.
 import type { BlockRequest, SchedMessage } from '../api/types';
-import { formatNs, formatRelNs, pickTimeUnit, formatAxisNumber } from '../lib/format';
+import { formatAxisNumber, formatCount, formatNs, formatRelNs, pickTimeUnit } from '../lib/format';
 import { C, axisCommon, baseTextStyle, tooltipStyle } from './theme';
 import type { EChartsOption } from './types';
 
@@ -145,6 +145,12 @@ export function buildWaterfallOption(r: BlockRequest, messages: SchedMessage[] =
       },
     ],
   };
+}
+
+/** What the messages row holds when the server sent a sample of the request's messages (null: all of them). */
+export function messagesNote(shown: number, total: number): string | null {
+  if (shown >= total) return null;
+  return `${formatCount(shown)} of ${formatCount(total)} scheduler messages shown, spread evenly over the whole wait`;
 }
 
 /** The Q/G/I/D/C instants (ns since origin) for marker lines; instants closer than 1.5 % of the

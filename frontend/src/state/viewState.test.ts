@@ -32,6 +32,7 @@ describe('view state <-> URL', () => {
       chain: 2,
       link: 3,
       lock: 'xfs_buf_lock',
+      lockKey: 'down',
       fgUnit: 'stacks',
       fgPid: 30495,
       fgComm: 'file_writer',
@@ -57,7 +58,7 @@ describe('view state <-> URL', () => {
     const qs = encodeView(v).toString();
     expect(qs).toBe(
       'tab=sources&by=device&pid=804&dev=8%2C0&t0=81092472813&t1=96718761435&sort=d2c.p99&order=q2c&hm=d2c&req=1%3A2' +
-        '&chain=2&link=3&lock=xfs_buf_lock&fg_unit=stacks&fg_pid=30495&fg_comm=file_writer&fg_q=xfs_buf_lock&fg_inv=1' +
+        '&chain=2&link=3&lock=xfs_buf_lock&lock_key=down&fg_unit=stacks&fg_pid=30495&fg_comm=file_writer&fg_q=xfs_buf_lock&fg_inv=1' +
         '&fg_zoom=dd%3Bentry_SYSCALL_64_fastpath&fg_diff=1&fg_a=4&fg_b=5&fg_ban=L8VWhW46&v0=81000000000&v1=97000000000' +
         '&tl_n=80&tl_sel=2%3A45&wp=1%3A85&wp_comm=cksum&wp_lock=page+lock&shm=func&shf=xfs_ilock' +
         '&hbox=func_358613968921000_358613975514750_4645966_&wait=1%3A94',
@@ -112,6 +113,17 @@ describe('view state <-> URL', () => {
     expect(updateView(v, { fgInv: true }).fgZoom).toEqual([]);
     expect(updateView(v, { fgComm: 'dd' }).fgZoom).toEqual([]);
     expect(updateView(v, { fgQ: 'lock' }).fgZoom).toEqual(['dd']);
+  });
+
+  it('one lock filter of the waits at a time: a lock from a frame (exact) replaces typed text, and back', () => {
+    const typed = decodeView(new URLSearchParams('tab=stalls&lock=down'));
+    expect([typed.lock, typed.lockKey]).toEqual(['down', null]);
+    const exact = updateView(typed, { tab: 'stalls', lockKey: 'down' });
+    expect([exact.lock, exact.lockKey]).toEqual([null, 'down']);
+    expect(encodeView(exact).toString()).toBe('tab=stalls&lock_key=down');
+    expect(updateView(exact, { lock: 'down_' })).toMatchObject({ lock: 'down_', lockKey: null });
+    expect(updateView(exact, { lockKey: null })).toMatchObject({ lock: null, lockKey: null });
+    expect(updateView(exact, { chain: 2 }).lockKey).toBe('down');
   });
 
   it('keeps the timeline window only when both ends are given in order, and caps the lanes', () => {

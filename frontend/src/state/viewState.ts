@@ -30,7 +30,8 @@ export type ViewState = {
   // Stalls
   chain: number | null; // chain id
   link: number | null; // 1-based position of the link in the chain
-  lock: string | null; // waits table filter: lock contains this
+  lock: string | null; // waits table filter: lock contains this (typed)
+  lockKey: string | null; // waits table filter: on this lock exactly, its object or primitive (from a lock frame)
   // Off-CPU flame graph
   fgUnit: FlameUnit;
   fgPid: number | null;
@@ -74,6 +75,7 @@ export const DEFAULT_VIEW: ViewState = {
   chain: null,
   link: null,
   lock: null,
+  lockKey: null,
   fgUnit: 'us',
   fgPid: null,
   fgComm: null,
@@ -186,6 +188,7 @@ export function decodeView(params: URLSearchParams): ViewState {
     chain: parseIntParam(params.get('chain')),
     link: parsePositive(params.get('link')),
     lock: params.get('lock') || null,
+    lockKey: params.get('lock_key') || null,
     fgUnit: params.get('fg_unit') === 'stacks' ? 'stacks' : 'us',
     fgPid: parseIntParam(params.get('fg_pid')),
     fgComm: params.get('fg_comm') || null,
@@ -227,6 +230,7 @@ export function encodeView(v: ViewState): URLSearchParams {
   if (v.chain !== null) p.set('chain', String(v.chain));
   if (v.link !== null) p.set('link', String(v.link));
   if (v.lock !== null) p.set('lock', v.lock);
+  if (v.lockKey !== null) p.set('lock_key', v.lockKey);
   if (v.fgUnit !== DEFAULT_VIEW.fgUnit) p.set('fg_unit', v.fgUnit);
   if (v.fgPid !== null) p.set('fg_pid', String(v.fgPid));
   if (v.fgComm !== null) p.set('fg_comm', v.fgComm);
@@ -260,6 +264,9 @@ export function updateView(v: ViewState, patch: Partial<ViewState>): ViewState {
     next.pid = null;
     next.dev = null;
   }
+  // One lock filter of the waits at a time: the typed text or the lock from a frame.
+  if (patch.lock !== undefined && patch.lockKey === undefined) next.lockKey = null;
+  if (patch.lockKey !== undefined && patch.lock === undefined) next.lock = null;
   // Another chain: its links are not those of the previous one.
   if (patch.chain !== undefined && patch.chain !== v.chain && patch.link === undefined) next.link = null;
   // Inverting, or another task, changes the tree: the zoomed path no longer means the same frame.

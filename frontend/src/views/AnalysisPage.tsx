@@ -44,8 +44,8 @@ export function AnalysisPage() {
         <span className="tabs-spacer" />
         <CopyLink />
       </nav>
-      {tab === 'dispatch' && <DispatchView analysis={a} />}
       <TimeRange />
+      {tab === 'dispatch' && <DispatchView analysis={a} />}
       {tab === 'stalls' && <StallsView analysis={a} />}
       {tab === 'timeline' && <TimelineView analysis={a} />}
       {tab === 'offcpu' && <OffcpuView analysis={a} />}

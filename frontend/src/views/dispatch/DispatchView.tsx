@@ -1,5 +1,4 @@
 import type { AnalysisDetail } from '../../api/types';
-import { formatAbsTime, formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import { LatencyChart } from './LatencyChart';
 import { LatencyHeatmap } from './LatencyHeatmap';
@@ -9,21 +8,12 @@ import { SummaryTable } from './SummaryTable';
 
 export function DispatchView({ analysis }: { analysis: AnalysisDetail }) {
   const [view, setView] = useViewState();
-  const hasWindow = view.t0 !== null && view.t1 !== null;
-  const hasFilter = view.pid !== null || view.dev !== null;
+  // the time range has its chip above every tab (AnalysisPage): only Dispatch's own filters here
   return (
     <div className="dispatch">
-      {(hasWindow || hasFilter) && (
+      {(view.pid !== null || view.dev !== null) && (
         <div className="filterbar" data-testid="filters">
           <span className="k">Showing</span>
-          {hasWindow && (
-            <span className="chip">
-              window {formatAbsTime(view.t0)} → {formatAbsTime(view.t1)} ({formatNs(view.t1! - view.t0!)})
-              <button aria-label="Clear time window" onClick={() => setView({ t0: null, t1: null })}>
-                ×
-              </button>
-            </span>
-          )}
           {view.pid !== null && (
             <span className="chip">
               pid {view.pid}

@@ -1,19 +1,22 @@
-import { useMemo } from 'react';
-import { useRequestDetail } from '../../api/queries';
+import { useMemo, useState } from 'react';
+import { MAX_MESSAGES, MESSAGES, useRequestDetail } from '../../api/queries';
 import { ApiError } from '../../api/client';
 import type { AnalysisDetail, BlockRequest } from '../../api/types';
 import { EChart } from '../../charts/EChart';
-import { buildWaterfallOption, requestOrigin, waterfallPhases } from '../../charts/waterfall';
+import { buildWaterfallOption, messagesNote, requestOrigin, waterfallPhases } from '../../charts/waterfall';
 import { ErrorBox, Loading } from '../../components/Status';
-import { formatAbsTime, formatNs, formatRelNs, formatSector } from '../../lib/format';
+import { formatAbsTime, formatCount, formatNs, formatRelNs, formatSector } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import type { RequestRef } from '../../state/viewState';
 
 export function RequestDetailPanel({ analysis, reqRef }: { analysis: AnalysisDetail; reqRef: RequestRef }) {
   const [, setView] = useViewState();
-  const q = useRequestDetail(analysis.id, reqRef);
+  const key = `${reqRef.sourceId}:${reqRef.line}`;
+  const [allOf, setAllOf] = useState<string | null>(null); // the request whose every scheduler message was asked for
+  const q = useRequestDetail(analysis.id, reqRef, allOf === key ? MAX_MESSAGES : MESSAGES);
   const source = analysis.sources.find((s) => s.id === reqRef.sourceId);
   const option = useMemo(() => (q.data ? buildWaterfallOption(q.data.request, q.data.messages) : null), [q.data]);
+  const note = q.data ? messagesNote(q.data.messages.length, q.data.messages_total) : null;
 
   return (
     <section className="panel detail-panel" data-testid="request-detail" aria-label="Request detail">
@@ -37,15 +40,27 @@ export function RequestDetailPanel({ analysis, reqRef }: { analysis: AnalysisDet
         <>
           <RequestFacts r={q.data.request} />
           <h3>Waterfall</h3>
+          {note && (
+            <p className="muted messages-note" data-testid="messages-note">
+              {note}.{' '}
+              {q.data.messages_total <= MAX_MESSAGES && (
+                <button className="btn small" disabled={q.isPlaceholderData} onClick={() => setAllOf(key)}>
+                  {q.isPlaceholderData ? 'Loading…' : `Show all ${formatCount(q.data.messages_total)}`}
+                </button>
+              )}
+            </p>
+          )}
           <EChart
             option={option}
             height={Math.max(waterfallPhases(q.data.request).length + (q.data.messages.length ? 1 : 0), 1) * 34 + 70}
             ariaLabel="Request phases waterfall"
             className="waterfall"
           />
+          {/* the process before the sector (the request's, in the facts above): when the panel is narrow, the
+              sector scrolls out of view rather than the comm */}
           <h3>Trace events</h3>
           <div className="table-scroll">
-            <table className="grid compact" data-testid="request-events">
+            <table className="grid compact events" data-testid="request-events">
               <thead>
                 <tr>
                   <th className="num">Line</th>
@@ -53,9 +68,9 @@ export function RequestDetailPanel({ analysis, reqRef }: { analysis: AnalysisDet
                   <th className="num">vs I</th>
                   <th className="num">CPU</th>
                   <th>Action</th>
-                  <th>RWBS</th>
-                  <th className="num">Sector + sectors</th>
                   <th>Process</th>
+                  <th>RWBS</th>
+                  <th className="num" title="first sector + sectors (512 bytes)">Sector</th>
                 </tr>
               </thead>
               <tbody>
@@ -66,18 +81,21 @@ export function RequestDetailPanel({ analysis, reqRef }: { analysis: AnalysisDet
                     <td className="num">{relToI(q.data.request, e.t_ns)}</td>
                     <td className="num">{e.cpu}</td>
                     <td className="mono strong">{e.action}</td>
-                    <td className="mono">{e.rwbs}</td>
-                    <td className="num mono">{e.sector === null ? '—' : `${e.sector} + ${e.nsect ?? 0}`}</td>
                     <td className="mono">
                       {e.pid} {e.comm ?? ''}
                     </td>
+                    <td className="mono">{e.rwbs}</td>
+                    <td className="num mono">{e.sector === null ? '—' : `${e.sector} + ${e.nsect ?? 0}`}</td>
                   </tr>
                 ))}
               </tbody>
             </table>
           </div>
           <h3>
-            Scheduler messages while it waited <span className="muted">({q.data.messages.length})</span>
+            Scheduler messages while it waited{' '}
+            <span className="muted">
+              ({note ? `${formatCount(q.data.messages.length)} of ${formatCount(q.data.messages_total)}` : formatCount(q.data.messages_total)})
+            </span>
           </h3>
           {q.data.messages.length === 0 ? (
             <p className="muted">The I/O scheduler logged no messages on this device while the request waited.</p>

@@ -30,7 +30,7 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
   const total = single.data && !view.fgDiff ? single.data.total : diff.data ? diff.data.total_b : 0;
 
   const waitsLink = useMemo(
-    () => (hasFtrace ? (lock: string) => `?${encodeView({ ...DEFAULT_VIEW, tab: 'stalls', lock }).toString()}` : undefined),
+    () => (hasFtrace ? (lock: string) => `?${encodeView({ ...DEFAULT_VIEW, tab: 'stalls', lockKey: lock }).toString()}` : undefined),
     [hasFtrace],
   );
   const layout = useMemo(() => (root ? layoutFlame(root, view.fgZoom) : null), [root, view.fgZoom]);
@@ -218,7 +218,7 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
           <p className="zoom-lock">
             Zoomed on <b className="mono">{layout.focus.name}</b>, a sleeping primitive ({layout.focus.lock}).{' '}
             {hasFtrace ? (
-              <button className="btn small" onClick={() => setView({ tab: 'stalls', lock: layout.focus.lock })}>
+              <button className="btn small" onClick={() => setView({ tab: 'stalls', lockKey: layout.focus.lock })}>
                 Waits on this lock
               </button>
             ) : (
@@ -253,7 +253,7 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
                   <td className="num">{percent(v, total)}</td>
                   <td>
                     {hasFtrace ? (
-                      <button className="btn small" onClick={() => setView({ tab: 'stalls', lock })}>
+                      <button className="btn small" onClick={() => setView({ tab: 'stalls', lockKey: lock })}>
                         Waits on this lock
                       </button>
                     ) : (

@@ -12,7 +12,7 @@ import { CallsPanel } from './CallsPanel';
 import { Stack } from './Stack';
 import { WakerSide } from './WakerSide';
 
-export function ChainDetail({ analysis, chain, rank, marks }: { analysis: AnalysisDetail; chain: Chain; rank: number; marks: Mark[] }) {
+export function ChainDetail({ analysis, chain, marks }: { analysis: AnalysisDetail; chain: Chain; marks: Mark[] }) {
   const [view, setView] = useViewState();
   const selectedLink = view.link !== null && view.link <= chain.links.length ? view.link : null;
   const option = useMemo(() => buildChainOption(chain, marks, selectedLink), [chain, marks, selectedLink]);
@@ -33,7 +33,7 @@ export function ChainDetail({ analysis, chain, rank, marks }: { analysis: Analys
     <div className="chain-detail" data-testid="chain-detail">
       <section className="panel">
         <div className="panel-head">
-          <h2>Chain #{rank}</h2>
+          <h2>Chain #{chain.id}</h2>
           <span className="chain-path mono" data-testid="chain-path">
             {chain.links.map((l, i) => (
               <span key={i}>

@@ -27,23 +27,25 @@ const CHAIN_META = { maxWidth: 220, overflow: 'hidden', textOverflow: 'ellipsis'
 
 function ChainsView({ analysis }: { analysis: AnalysisDetail }) {
   const [view, setView] = useViewState();
-  const chains = useChains(analysis.id);
+  const chains = useChains(analysis.id, { t0: view.t0, t1: view.t1 }); // the analysis-wide time range
   const marks = useMarks(analysis.id);
   const list = chains.data ?? [];
   const selected = view.chain !== null ? list.find((c) => c.id === view.chain) : list[0];
+  const windowed = view.t0 !== null && view.t1 !== null;
+  const filtered = view.lock !== null || view.lockKey !== null; // the waits on a lock come first
 
   return (
     <div className="stalls">
-      {view.lock !== null && <WaitsPanel analysis={analysis} />}
+      {filtered && <WaitsPanel analysis={analysis} />}
       <div className="stalls-layout">
         <section className="panel chain-list-panel">
           <div className="panel-head">
             <h2>Wait chains</h2>
-            <span className="muted">ranked by the first task's stall</span>
+            <span className="muted">ranked by the first task's stall{windowed ? ' · first wait in the time range' : ''}</span>
           </div>
           {chains.isPending && <Loading what="chains" />}
           {chains.isError && <ErrorBox title="Could not load the chains." error={chains.error} />}
-          {chains.data && list.length === 0 && <p className="muted">No task waited in this trace.</p>}
+          {chains.data && list.length === 0 && <p className="muted">No task waited {windowed ? 'in this time range' : 'in this trace'}.</p>}
           {list.length > 0 && (
             <div className="table-scroll tall">
               <table className="grid compact" data-testid="chain-list">
@@ -55,7 +57,7 @@ function ChainsView({ analysis }: { analysis: AnalysisDetail }) {
                   </tr>
                 </thead>
                 <tbody>
-                  {list.map((c, i) => {
+                  {list.map((c) => {
                     const first = c.links[0];
                     const inferred = c.links.some((l) => l.inferred);
                     return (
@@ -65,7 +67,7 @@ function ChainsView({ analysis }: { analysis: AnalysisDetail }) {
                         onClick={() => setView({ chain: c.id })}
                         aria-selected={selected?.id === c.id}
                       >
-                        <td className="num">{i + 1}</td>
+                        <td className="num">{c.id}</td>
                         <td>
                           {/* the lock under the task: in one row of this narrow column it was cut off */}
                           <div className="mono">{first ? linkLabel(first) : '—'}</div>
@@ -88,17 +90,19 @@ function ChainsView({ analysis }: { analysis: AnalysisDetail }) {
           )}
         </section>
         {selected ? (
-          <ChainDetail analysis={analysis} chain={selected} rank={list.indexOf(selected) + 1} marks={marks.data ?? []} />
+          <ChainDetail analysis={analysis} chain={selected} marks={marks.data ?? []} />
         ) : (
           chains.data &&
           list.length > 0 && (
             <section className="panel">
-              <p className="muted">No chain #{view.chain} in this analysis.</p>
+              <p className="muted">
+                No chain #{view.chain} {windowed ? 'starts its first wait in this time range' : 'in this analysis'}.
+              </p>
             </section>
           )
         )}
       </div>
-      {view.lock === null && <WaitsPanel analysis={analysis} />}
+      {!filtered && <WaitsPanel analysis={analysis} />}
     </div>
   );
 }

@@ -7,16 +7,17 @@ import { useViewState } from '../../state/useViewState';
 
 export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
   const [view, setView] = useViewState();
-  const q = useWaits(analysis.id, view.lock, 100, { t0: view.t0, t1: view.t1 }); // the analysis-wide time range
+  const q = useWaits(analysis.id, { lock: view.lock, lockKey: view.lockKey }, 100, { t0: view.t0, t1: view.t1 }); // the analysis-wide time range
   const [draft, setDraft] = useState(view.lock ?? '');
+  const filter = waitsFilterText(view.lock, view.lockKey);
   return (
     <section className="panel" data-testid="waits-panel">
       <div className="panel-head">
         <h2>Waits</h2>
-        {view.lock !== null ? (
-          <span className="chip">
-            lock contains “{view.lock}”
-            <button aria-label="Clear lock filter" onClick={() => setView({ lock: null })}>
+        {filter !== null ? (
+          <span className="chip" title={view.lockKey !== null ? `the lock's object or primitive is ${view.lockKey}, exactly` : undefined}>
+            {filter}
+            <button aria-label="Clear lock filter" onClick={() => setView({ lock: null, lockKey: null })}>
               ×
             </button>
           </span>
@@ -35,7 +36,7 @@ export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
       </div>
       {q.isPending && <Loading what="waits" />}
       {q.isError && <ErrorBox title="Could not load the waits." error={q.error} />}
-      {q.data && q.data.length === 0 && <p className="muted">No waits{view.lock !== null ? ` whose lock contains “${view.lock}”` : ''} in this trace.</p>}
+      {q.data && q.data.length === 0 && <p className="muted">No waits{filter !== null ? ` ${filter}` : ''} in this {view.t0 !== null && view.t1 !== null ? 'time range' : 'trace'}.</p>}
       {q.data && q.data.length > 0 && (
         <div className="table-scroll" style={{ maxHeight: 360 }}>
           <table className="grid compact" data-testid="waits-table">
@@ -78,4 +79,11 @@ export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
       )}
     </section>
   );
+}
+
+/** The waits' lock filter in words (what follows "waits"): typed text is searched in the lock label; a lock from a
+ * flame graph's frame is the label's object or primitive exactly (`down` is not `down_read`). */
+function waitsFilterText(lock: string | null, lockKey: string | null): string | null {
+  if (lockKey !== null) return `on lock “${lockKey}”`;
+  return lock !== null ? `whose lock contains “${lock}”` : null;
 }
