@@ -1327,6 +1327,11 @@ export interface components {
              */
             notes: string[];
             /**
+             * Sha256
+             * @description SHA-256 of the file as read (hex), to check against `sha256sum` of a copy
+             */
+            sha256: string;
+            /**
              * Skipped Examples
              * @default []
              */
