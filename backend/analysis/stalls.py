@@ -311,45 +311,35 @@ def _derive_waits(con, sid: int, pool: ThreadPoolExecutor) -> tuple[list[dict], 
         "CREATE OR REPLACE TEMP TABLE _stalls_wk AS SELECT line, t_ns, cpu, pid, waker_pid, waker_comm FROM sched_wakeup"
         " WHERE source_id = $sid AND pid IS NOT NULL AND t_ns IS NOT NULL AND success IS NOT FALSE", p)
 
-    # scheduler waits: switch-out asleep -> next switch-in; first wake-up after the switch-out
-    sched = _fetch(con.execute("""
+    # scheduler waits: switch-out asleep -> next switch-in; first wake-up after the switch-out (its end and
+    # evidence written by DuckDB: a row is then a wait as is)
+    cols = {**dict.fromkeys(_WAIT_TYPES, "NULL"), **_SCHED_WAIT, "innermost": "NULL"}
+    waits = _fetch(con.execute(f"""
         WITH o AS (
             SELECT line, t_ns, cpu, prev_pid AS pid, prev_comm AS comm, prev_state AS state FROM sched_switch
             WHERE source_id = $sid AND prev_pid IS NOT NULL AND prev_pid <> 0 AND t_ns IS NOT NULL
               AND coalesce(prev_state, '') <> '' AND NOT regexp_matches(prev_state, '^[RXZx]')
-        ), i AS (SELECT line, t_ns, next_pid AS pid FROM sched_switch WHERE source_id = $sid AND next_pid IS NOT NULL)
-        SELECT o.*, i.line AS in_line, i.t_ns AS in_ns, n.line AS next_out, w.line AS wake_line, w.t_ns AS wake_ns,
-               w.cpu AS wake_cpu, w.waker_pid, w.waker_comm
-        FROM o ASOF LEFT JOIN i ON o.pid = i.pid AND i.line > o.line
-               ASOF LEFT JOIN _stalls_outs n ON o.pid = n.pid AND n.line > o.line
-               ASOF LEFT JOIN _stalls_wk w ON o.pid = w.pid AND w.line > o.line
-        ORDER BY o.line
-        """, p))  # in file order: what follows (also_waiting lists, ...) must not depend on DuckDB's threads
+        ), i AS (SELECT line, t_ns, next_pid AS pid FROM sched_switch WHERE source_id = $sid AND next_pid IS NOT NULL
+        ), j AS (
+            -- back on CPU: the next switch-in, unless the task was switched out again before it (a lost switch-in)
+            SELECT o.*, CASE WHEN n.line IS NULL OR i.line < n.line THEN i.line END AS in_line, i.t_ns AS in_ns,
+                   n.line AS next_out, w.line AS wl, w.t_ns AS wns, w.cpu AS wcpu, w.waker_pid AS wpid,
+                   w.waker_comm AS wcomm, format('switched out ({{}}) at line {{}}', o.state, o.line) AS out
+            FROM o ASOF LEFT JOIN i ON o.pid = i.pid AND i.line > o.line
+                   ASOF LEFT JOIN _stalls_outs n ON o.pid = n.pid AND n.line > o.line
+                   ASOF LEFT JOIN _stalls_wk w ON o.pid = w.pid AND w.line > o.line
+        ), k AS (
+            -- woken: a wake-up before the switch-in (else before the next switch-out)
+            SELECT *, wl IS NOT NULL AND (coalesce(in_line, next_out) IS NULL OR wl < coalesce(in_line, next_out))
+                      AS woke,
+                      -- a sched_wakeup written by the wakee itself names no waker
+                      wpid IS NULL OR wpid <> pid AS other
+            FROM j
+        )
+        SELECT {", ".join(f"{v} AS {k}" for k, v in cols.items())} FROM k
+        ORDER BY line
+        """, {**p, "end": trace_end}))  # in file order: what follows (also_waiting lists, ...) must not depend on threads
     blank = dict.fromkeys(_WAIT_TYPES)  # every wait has every column, as read back
-    waits: list[dict] = []
-    for s in sched:
-        w = {**blank, "source_id": sid, "line": s["line"], "kind": "sched", "pid": s["pid"], "comm": s["comm"],
-             "cpu": s["cpu"], "start_ns": s["t_ns"], "state": s["state"], "innermost": None}
-        in_line = s["in_line"] if s["in_line"] is not None and (s["next_out"] is None or s["in_line"] < s["next_out"]) else None
-        limit = in_line if in_line is not None else s["next_out"]
-        woke = s["wake_line"] is not None and (limit is None or s["wake_line"] < limit)
-        out = f"switched out ({s['state']}) at line {s['line']}"
-        if in_line is not None:
-            w.update(end_ns=s["in_ns"], end_line=in_line, end_known=True, inferred=False,
-                     evidence=f"{out}, back on CPU at line {in_line}")
-        elif woke:
-            w.update(end_ns=s["wake_ns"], end_line=s["wake_line"], end_known=True, inferred=True,
-                     evidence=f"{out}; its switch-in is not in the trace: ends at its wake-up (line {s['wake_line']})")
-        else:
-            w.update(end_ns=trace_end, end_line=None, end_known=False, inferred=True,
-                     evidence=f"{out}; still asleep when the trace ends (no wake-up, no switch-in): duration is a lower bound")
-        if woke:
-            w.update(wake_line=s["wake_line"], wake_ns=s["wake_ns"], wake_cpu=s["wake_cpu"],
-                     waker_pid=s["waker_pid"], waker_comm=s["waker_comm"])
-        elif in_line is not None:
-            w["evidence"] += "; no wake-up line for it in the trace"
-        waits.append(w)
-    del sched  # the rows as read: as many dicts as the waits, not needed past here
 
     # call waits: long (or open) calls of sleeping primitives with no switch-out of the task inside them
     if lockfn:
@@ -687,6 +677,21 @@ def _holders(con, sid: int, waits: list[dict], need: dict[str, list[int]], prims
                                                      else "in the rest of the trace"))
 
 
+_SCHED_WAIT = {  # the columns of a scheduler wait, in SQL over _derive_waits' scheduler rows
+    "source_id": "$sid", "line": "line", "kind": "'sched'", "pid": "pid", "comm": "comm", "cpu": "cpu",
+    "start_ns": "t_ns", "end_ns": "CASE WHEN in_line IS NOT NULL THEN in_ns WHEN woke THEN wns ELSE $end END",
+    "duration_ns": "CASE WHEN in_line IS NOT NULL THEN in_ns WHEN woke THEN wns ELSE $end END - t_ns",
+    "end_known": "in_line IS NOT NULL OR woke", "end_line": "CASE WHEN in_line IS NOT NULL THEN in_line WHEN woke THEN wl END",
+    "state": "state", "inferred": "in_line IS NULL",
+    "evidence": "CASE WHEN in_line IS NOT NULL THEN format('{}, back on CPU at line {}{}', out, in_line,"
+                " CASE WHEN woke THEN '' ELSE '; no wake-up line for it in the trace' END)"
+                " WHEN woke THEN format('{}; its switch-in is not in the trace: ends at its wake-up (line {})', out, wl)"
+                " ELSE out || '; still asleep when the trace ends (no wake-up, no switch-in): duration is a lower bound'"
+                " END",
+    "wake_line": "CASE WHEN woke THEN wl END", "wake_ns": "CASE WHEN woke THEN wns END",
+    "wake_cpu": "CASE WHEN woke THEN wcpu END", "waker_pid": "CASE WHEN woke AND other THEN wpid END",
+    "waker_comm": "CASE WHEN woke AND other THEN wcomm END",
+}
 _WAIT_TYPES = {
     "source_id": pa.int32(), "line": pa.int64(), "kind": pa.string(), "pid": pa.int64(), "comm": pa.string(),
     "cpu": pa.int32(), "start_ns": pa.int64(), "end_ns": pa.int64(), "duration_ns": pa.int64(),
