@@ -22,6 +22,7 @@ export function SourcesView({ a }: { a: AnalysisDetail }) {
           <tr>
             <th>File</th>
             <th>Format</th>
+            <th>SHA-256</th>
             <th className="num">Lines</th>
             <th className="num">Events</th>
             <th className="num">Skipped lines</th>
@@ -35,6 +36,9 @@ export function SourcesView({ a }: { a: AnalysisDetail }) {
               <td className="mono">{s.filename}</td>
               <td>
                 <span className="badge">{s.format}</span>
+              </td>
+              <td className="mono" title={`SHA-256 of the file as read: ${s.sha256}`} data-testid={`sha256-${s.id}`}>
+                {s.sha256.slice(0, 12)}…
               </td>
               <td className="num">{formatCount(s.lines)}</td>
               <td className="num">{formatCount(s.events)}</td>
