@@ -116,7 +116,16 @@ test('the demo incident: the worst stall from a heatmap cell, its chain down to 
   await expect(list.getByTestId('heatmap-events-count')).toHaveText('1 wait in the box · slowest first');
   await page.screenshot({ path: path.join(SCREENSHOTS, 'incident-heatmap-cell.png'), fullPage: true });
 
-  // Ranked first among the chains: the app's write, 2.30 s behind the inode lock.
+  // Ranked first among the chains: the app's write, 2.30 s behind the inode lock. Only the chains whose first
+  // wait overlaps the time range are listed (fewer than the 100 of the whole analysis), each under its rank.
+  const inRange = (await (
+    await page.request.get(`/api/analyses/${id}/chains`, { params: { limit: 100, t0_ns: t0, t1_ns: t1 } })
+  ).json()) as { id: number }[];
+  expect(inRange.length).toBeLessThan(100);
+  expect(inRange[0].id).toBe(1);
+  const chainRows = page.getByTestId('chain-list').locator('tbody tr');
+  await expect(chainRows).toHaveCount(inRange.length);
+  await expect(chainRows.last().locator('td').first()).toHaveText(String(inRange[inRange.length - 1].id));
   const first = page.getByTestId('chain-list').locator('tbody tr').first();
   await expect(first).toContainText('file_writer 3271');
   await expect(first).toContainText('2.30 s');
@@ -165,7 +174,10 @@ test('the demo incident: the worst stall from a heatmap cell, its chain down to 
   // The request's detail in Dispatch: the metadata write of xfsaild, 3.72 s between insert and dispatch.
   await expect(tabs.getByRole('tab', { name: 'Dispatch' })).toHaveAttribute('aria-selected', 'true');
   await expect(page).toHaveURL(/tab=dispatch&.*req=\d+%3A4069/);
-  await expect(chip).toContainText(chipText); // the time range stays
+  await expect(chip).toContainText(chipText); // the time range stays, shown once, above the tab's charts
+  await expect(page.getByText(/^time range /)).toHaveCount(1);
+  const latency = page.getByRole('img', { name: 'I2D and D2C latency over time' });
+  expect((await chip.boundingBox())!.y).toBeLessThan((await latency.boundingBox())!.y);
   const rd = page.getByTestId('request-detail');
   await expect(rd).toContainText('incident.blkparse.txt line 4069');
   await expect(rd).toContainText('Device 8,0');
@@ -188,8 +200,24 @@ test('the demo incident: the worst stall from a heatmap cell, its chain down to 
   await expect(events.nth(3).locator('td').nth(1)).toHaveText('9.062189 s');
   await expect(events.nth(4).locator('td').nth(1)).toHaveText('12.780581 s');
   await expect(events.nth(4).locator('td').nth(2)).toHaveText('+3.72 s');
+  // the comm of the process column is whole (not cut by the panel's edge)
+  const proc = events.nth(1).locator('td').nth(5);
+  await expect(proc).toHaveText('804 xfsaild/sda1');
+  const procBox = (await proc.boundingBox())!;
+  const tableBox = (await rd.getByTestId('request-events').locator('..').boundingBox())!;
+  expect(procBox.x + procBox.width).toBeLessThanOrEqual(tableBox.x + tableBox.width);
+  // CFQ logged 1509 messages while it waited: 500 of them spread over the whole wait, then all on demand
+  const note = rd.getByTestId('messages-note');
+  await expect(note).toContainText('500 of 1,509 scheduler messages shown, spread evenly over the whole wait');
+  const messages = rd.getByTestId('request-messages').locator('tbody tr');
+  await expect(messages).toHaveCount(500);
+  await expect(messages.last().locator('td').first()).toHaveText('7203'); // the last one, just before D
   await expect(rd.getByTestId('request-messages')).toContainText('cfq2210SN / preempt');
   await page.screenshot({ path: path.join(SCREENSHOTS, 'incident-request.png'), fullPage: true });
+  await note.getByRole('button', { name: 'Show all 1,509' }).click();
+  await expect(messages).toHaveCount(1509);
+  await expect(note).toHaveCount(0);
+  await expect(rd.getByRole('heading', { name: /Scheduler messages while it waited/ })).toContainText('(1,509)');
 
   // Sources: the ftrace capture was placed on the blktrace's clock by matching its block events.
   await tabs.getByRole('tab', { name: 'Sources' }).click();
@@ -231,4 +259,29 @@ test('the demo incident: the worst stall from a heatmap cell, its chain down to 
   await expect(row2).toContainText('file_writer 3271');
   await expect(p2.getByTestId('time-range')).toContainText(chipText);
   await p2.context().close();
+});
+
+test("Off-CPU's lock frame lists the waits on exactly that lock (down, not down_read or down_write)", async ({ page, request }) => {
+  test.setTimeout(180_000);
+  await ensureDemo(request);
+  await page.goto('/');
+  await page.getByTestId('analyses').getByRole('link', { name: DEMO_NAME }).first().click();
+  await page.getByRole('tablist').getByRole('tab', { name: 'Off-CPU' }).click();
+  const row = page.getByTestId('lock-frames').locator('tbody tr').filter({ has: page.getByText('down', { exact: true }) });
+  await expect(row).toHaveCount(1);
+  await row.getByRole('button', { name: 'Waits on this lock' }).click();
+  await expect(page).toHaveURL(/tab=stalls&lock_key=down(&|$)/);
+  const waits = page.getByTestId('waits-panel');
+  await expect(waits.locator('.chip')).toHaveText(/on lock “down”/);
+  const rows = waits.getByTestId('waits-table').locator('tbody tr');
+  await expect(rows).toHaveCount(1); // xfsconvertd's buffer lock; the ilock's down_read and down_write are not it
+  await expect(rows).toContainText('xfsconvertd/0 421');
+  await expect(rows).toContainText('xfs_buf_lock via down');
+  // typed text is still searched in the label: all three
+  await waits.getByLabel('Filter waits by lock').fill('down');
+  await waits.getByLabel('Filter waits by lock').press('Enter');
+  await expect(page).toHaveURL(/lock=down(&|$)/);
+  await expect(page).not.toHaveURL(/lock_key=/);
+  await expect(rows).toHaveCount(3);
+  await expect(waits.locator('.chip')).toHaveText(/whose lock contains “down”/);
 });
