@@ -7,6 +7,7 @@ inside the ingest's transaction; DERIVE_ANALYSIS holds steps run once all source
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 from . import align, blk, stalls, timeline
@@ -15,6 +16,7 @@ SCHEMA = blk.SCHEMA + stalls.SCHEMA + timeline.SCHEMA  # tables of derived resul
 DERIVE_SOURCE: dict[str, list[Callable]] = {"blkparse": [blk.derive], "ftrace": [stalls.span, timeline.derive]}
 DERIVE_ANALYSIS: list[Callable] = [
     align.derive,  # each source's clock offset: chains compare times across sources
-    stalls.derive,  # waits of the ftrace sources, then chains (with block requests)
-    timeline.summarize,  # the timeline's per-zoom summaries (after the waits they draw)
+    # waits of the ftrace sources, then chains (with block requests); the timeline's per-zoom summaries draw the
+    # waits, not the chains: they are built while the chains are (DuckDB's threads beside Python's one)
+    functools.partial(stalls.derive, meanwhile=timeline.summarize),
 ]

@@ -60,7 +60,7 @@ import json
 import operator
 from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -240,11 +240,15 @@ def _is_idle(pid, comm) -> bool:
 
 # ---- derive ------------------------------------------------------------------------------------
 
-def derive(con, analysis_id: str) -> None:
-    """All waits of the analysis' ftrace sources, then its chains (inside the ingest's transaction)."""
+def derive(con, analysis_id: str, meanwhile: Callable[[object, str], None] | None = None) -> None:
+    """All waits of the analysis' ftrace sources, then its chains (inside the ingest's transaction). `meanwhile`(con,
+    analysis_id), a step that needs the waits but not the chains, runs once the waits are in, while the chains are
+    built (in Python, without the connection)."""
     sids = [r[0] for r in con.execute(
         "SELECT id FROM sources WHERE analysis_id = ? AND format = 'ftrace' ORDER BY id", [analysis_id]).fetchall()]
     if not sids:
+        if meanwhile:
+            meanwhile(con, analysis_id)
         return
     gc_was = gc.isenabled()
     gc.disable()  # many small lists and dicts, no cycles: the collector would only rescan them
@@ -260,7 +264,7 @@ def derive(con, analysis_id: str) -> None:
                 tables.append(table)
                 for w in derived[sid]:
                     w["off"] = offs.get(sid)
-            inserted = pool.submit(_insert_waits, con, itertools.chain.from_iterable(tables))
+            inserted = pool.submit(_insert_waits, con, itertools.chain.from_iterable(tables), meanwhile, analysis_id)
             chains = _chains(derived)  # without the connection, while the waits are inserted
             inserted.result()
         _match_requests(con, analysis_id, chains)
@@ -710,12 +714,15 @@ def _wait_table(waits: list[dict], stacks: dict[str, pa.Array]) -> pa.Table:
     return pa.table({**{k: pa.array(v, t) for (k, t), v in zip(scalars.items(), values)}, **stacks})
 
 
-def _insert_waits(con, tables: Iterable[pa.Table]) -> None:
+def _insert_waits(con, tables: Iterable[pa.Table], then: Callable[[object, str], None] | None = None,
+                  analysis_id: str | None = None) -> None:
     cols = ", ".join(_WAIT_TYPES)
     for table in tables:
         con.register("_stalls_w", table)
         con.execute(f"INSERT INTO waits ({cols}) SELECT {cols} FROM _stalls_w")
         con.unregister("_stalls_w")
+    if then:
+        then(con, analysis_id)
 
 
 # ---- chains ------------------------------------------------------------------------------------
