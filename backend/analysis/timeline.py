@@ -42,6 +42,10 @@ import re
 from collections import defaultdict
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import memo
 
 MAX_CALL_DEPTH = 6
 MAX_ITEMS = 12_000  # drawable items in one response, all lanes together
@@ -149,39 +153,32 @@ def _q(con, sql: str, params: dict):
 _TASK_SEGS = """
     SELECT l.lane, 0 AS track, x.state, x.start_ns AS s, x.end_ns AS e, x.line
     FROM task_slices x JOIN tl_lanes l ON l.source_id = x.source_id AND l.kind = 'task' AND l.pid = x.pid
-    WHERE x.source_id = $sid{w_x}
+    WHERE x.source_id = $sid
     UNION ALL
     SELECT l.lane, 1, coalesce(x.lock_key, x.lock, '?'), x.start_ns, x.end_ns, x.line
     FROM waits x JOIN tl_lanes l ON l.source_id = x.source_id AND l.kind = 'task' AND l.pid = x.pid
-    WHERE x.source_id = $sid AND x.end_ns >= x.start_ns{w_x}
+    WHERE x.source_id = $sid AND x.end_ns >= x.start_ns
     UNION ALL
     SELECT l.lane, 2, 'call', x.entry_ns, x.entry_ns + x.duration_ns, x.line
     FROM fg_calls x JOIN tl_lanes l ON l.source_id = x.source_id AND l.kind = 'task' AND l.pid = x.pid
-    WHERE x.source_id = $sid AND x.depth = 0 AND x.entry_ns IS NOT NULL AND x.duration_ns >= 0{w_c}
+    WHERE x.source_id = $sid AND x.depth = 0 AND x.entry_ns IS NOT NULL AND x.duration_ns >= 0
 """
 _BLK_PHASE = """
     SELECT l.lane, {track} AS track, '{state}' AS state, r.{s} AS s, r.{e} AS e, r.line
     FROM blk_requests r JOIN tl_lanes l ON l.source_id = r.source_id AND l.kind = '{kind}' AND l.{key} = r.{key}
-    WHERE r.source_id = $sid AND r.{s} IS NOT NULL AND r.{e} >= r.{s}{window}"""
+    WHERE r.source_id = $sid AND r.{s} IS NOT NULL AND r.{e} >= r.{s}"""
+BLK_PHASES = ((3, "queued", "i_ns", "d_ns"), (4, "service", "d_ns", "c_ns"))  # track, state, start, end
 
 
-def _blk_segs(window: bool) -> str:
-    """Each request's I→D (queued) and D→C (service), in its device's lane and in its process' lane."""
-    return " UNION ALL ".join(
-        _BLK_PHASE.format(track=track, state=state, s=a, e=z, kind=kind, key=key,
-                          window=f" AND r.{a} BETWEEN $slo AND $hi AND r.{z} >= $lo" if window else "")
-        for kind, key in (("device", "dev"), ("process", "pid"))
-        for track, state, a, z in ((3, "queued", "i_ns", "d_ns"), (4, "service", "d_ns", "c_ns")))
-
-
-def _segs(fmt: str, window: bool) -> str:
-    """The source's segments; with `window`, those overlapping [$lo, $hi] (own clock) that start at $slo or later
-    (a range on one column, which skips the row groups outside it): every segment shorter than $lo - $slo."""
+def _segs(fmt: str) -> str:
+    """The source's segments: a task's scheduler states, its waits and its depth-0 calls; each block request's I→D
+    (queued) and D→C (service), in its device's lane and in its process' lane. (A read of a window makes the same
+    from the raw tables: _raw.)"""
     if fmt == "ftrace":
-        return _TASK_SEGS.format(w_x=" AND x.start_ns BETWEEN $slo AND $hi AND x.end_ns >= $lo" if window else "",
-                                 w_c=" AND x.entry_ns BETWEEN $slo AND $hi AND x.entry_ns + x.duration_ns >= $lo"
-                                 if window else "")
-    return _blk_segs(window)
+        return _TASK_SEGS
+    return " UNION ALL ".join(_BLK_PHASE.format(track=track, state=state, s=a, e=z, kind=kind, key=key)
+                              for kind, key in (("device", "dev"), ("process", "pid"))
+                              for track, state, a, z in BLK_PHASES)
 
 
 # ---- summaries at ingest -------------------------------------------------------------------------------------------
@@ -244,7 +241,7 @@ def summarize(con, analysis_id: str) -> None:
             CREATE OR REPLACE TEMP TABLE _tl_fresh AS
             SELECT lvl, lane, track, state, s // ({width}) AS bucket, sum(e - s) AS tot, count(*) AS n, max(e - s) AS mx,
                    arg_max(line, e - s) AS line
-            FROM (SELECT *, {level} AS lvl FROM ({_segs(fmt, window=False)}) WHERE e - s < {widths[-1]})
+            FROM (SELECT *, {level} AS lvl FROM ({_segs(fmt)}) WHERE e - s < {widths[-1]})
             GROUP BY ALL""", {"sid": sid})
         for k in range(top + 1):
             below = (f"SELECT lane, track, state, bucket // {FAN} AS bucket, tot, n, mx, line FROM tl_bins"
@@ -261,7 +258,7 @@ def summarize(con, analysis_id: str) -> None:
         level = "CASE " + " ".join(f"WHEN e - s < {w} THEN {k}" for k, w in enumerate(widths)) + f" ELSE {top + 1} END"
         con.execute(f"""
             INSERT INTO tl_long
-            SELECT $sid, {level} AS lvl, lane, track, state, s, e, line FROM ({_segs(fmt, window=False)})
+            SELECT $sid, {level} AS lvl, lane, track, state, s, e, line FROM ({_segs(fmt)})
             WHERE e - s >= {w0 * FAN} ORDER BY lvl, s""", {"sid": sid})
 
 
@@ -275,69 +272,88 @@ def _sources(con, analysis_id: str) -> list[dict]:
     return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
-def span(con, analysis_id: str) -> tuple[int | None, int | None]:
-    ss = [s for s in _sources(con, analysis_id) if s["t_min_ns"] is not None]
+def _span(sources: list[dict]) -> tuple[int | None, int | None]:
+    ss = [s for s in sources if s["t_min_ns"] is not None]
     lo = [s["t_min_ns"] + s["clock_offset_ns"] for s in ss]
     hi = [s["t_max_ns"] + s["clock_offset_ns"] for s in ss if s["t_max_ns"] is not None]
     return (min(lo) if lo else None, max(hi) if hi else None)
 
 
+def span(con, analysis_id: str) -> tuple[int | None, int | None]:
+    return _span(_sources(con, analysis_id))
+
+
 def timeline(con, analysis_id: str, t0: int | None, t1: int | None, width_px: int, lanes: list[str] | None,
              max_lanes: int) -> dict:
+    """The response body, complete (every field of the response model: the route sends it without validating)."""
     sources = _sources(con, analysis_id)
-    lo, hi = span(con, analysis_id)
+    lo, hi = _span(sources)
     t0 = lo if t0 is None else t0
     t1 = hi if t1 is None else t1
-    out = {"t0_ns": t0, "t1_ns": t1, "width_px": width_px, "bucket_ns": None, "lanes": [], "arrows": [],
-           "total_lanes": 0, "max_items": MAX_ITEMS}
+    out = {"t0_ns": t0, "t1_ns": t1, "width_px": width_px, "bucket_ns": None, "lanes": [], "arrows": [], "marks": [],
+           "total_lanes": 0, "tracks": list(TRACKS), "max_items": MAX_ITEMS}
     if t0 is None or t1 is None or t1 <= t0:
         return out
     b = max(1, -(-(t1 - t0) // width_px))
     out["bucket_ns"] = b
     p = {"aid": analysis_id, "t0": t0, "t1": t1, "b": b, "width_px": width_px}
-    chains = _chain_links(con, analysis_id, p) if any(s["format"] == "ftrace" for s in sources) else []
-    candidates = _candidate_lanes(con, p, sources, chains)
+    chains = _chain_links(con, analysis_id, sources, p) if any(s["format"] == "ftrace" for s in sources) else []
+    names: dict[str, int] = {}  # the state names of this response -> their codes in the columns read
+    registry = _registry(con, analysis_id)
+    reads = {s["id"]: _read(con, s, p, registry.get(s["id"], {}), names) for s in sources if s["w0_ns"] is not None}
+    candidates = _candidate_lanes(p, sources, chains, registry, reads, names)
     out["total_lanes"] = len(candidates)
     if lanes:
         wanted = set(lanes)
         chosen = [c for c in candidates if c["id"] in wanted]
     else:
         chosen = candidates[:max_lanes]
-    for c in chosen:
-        c.update(counter=None, bucket_ns=None)
     by_source = defaultdict(list)
-    for c in chosen:
+    for i, c in enumerate(chosen):
+        c.update(segs=None, bucket_ns=None, counter=None, band=c.get("band"), _index=i)
         if c["kind"] != "window":
             by_source[c["source_id"]].append(c)
-    inputs = {}
-    for s in sources:
-        if by_source.get(s["id"]) and s["w0_ns"] is not None:
-            inputs.update(_lane_inputs(con, s, p, by_source[s["id"]]))
-    _fit(chosen, inputs, p)
+    parts = [_lane_inputs(con, analysis_id, s, p, by_source[s["id"]], reads[s["id"]], names)
+             for s in sources if by_source.get(s["id"]) and s["id"] in reads]
+    _fit(chosen, {k: {c: np.concatenate([x[k][c] for x in parts]) for c in parts[0][k]} for k in ("px", "segs", "calls")}
+         if parts else None, p, list(names))
     for c in chosen:
-        c.pop("_lane", None)
+        c.pop("_lane", None), c.pop("_index", None)
     out["lanes"] = chosen
     out["arrows"] = _arrows(chains, {c["id"] for c in chosen})
-    out["marks"] = _marks(con, p)
+    out["marks"] = _marks(con, sources, p)
     return out
 
 
-def _chain_links(con, analysis_id: str, p: dict) -> list[dict]:
-    """Links of the top chains whose first wait overlaps the window, times aligned."""
-    cur = _q(con, f"""
-        SELECT l.chain_id, l.pos, l.source_id, l.pid, l.comm, l.relation, l.start_ns + s.clock_offset_ns AS start_ns,
-               l.end_ns + s.clock_offset_ns AS end_ns, l.req_source_id, l.req_dev, l.req_line,
-               l.req_c_ns + r.clock_offset_ns AS req_c_ns
-        FROM chain_links l JOIN sources s ON s.id = l.source_id LEFT JOIN sources r ON r.id = l.req_source_id
-        WHERE l.analysis_id = $aid AND l.chain_id IN (
-            SELECT c.chain_id FROM chain_links c JOIN sources cs ON cs.id = c.source_id
-            WHERE c.analysis_id = $aid AND c.pos = 0 AND c.end_ns + cs.clock_offset_ns >= $t0
-              AND c.start_ns + cs.clock_offset_ns <= $t1
-            ORDER BY c.chain_id LIMIT {MAX_CHAINS})
-        ORDER BY l.chain_id, l.pos
-        """, p)
+def _chain_links(con, analysis_id: str, sources: list[dict], p: dict) -> list[dict]:
+    """Links of the top chains whose first wait overlaps the window, times aligned. The first links' spans are
+    kept per analysis and clock offsets (memo.py): a window's chains are then picked without a query."""
+    offsets = {s["id"]: s["clock_offset_ns"] for s in sources}
+
+    def starts():
+        return con.execute(
+            "SELECT c.chain_id, c.start_ns + s.clock_offset_ns AS t0, c.end_ns + s.clock_offset_ns AS t1"
+            " FROM chain_links c JOIN sources s ON s.id = c.source_id WHERE c.analysis_id = ? AND c.pos = 0"
+            " AND c.start_ns IS NOT NULL AND c.end_ns IS NOT NULL ORDER BY c.chain_id", [analysis_id]).fetchnumpy()
+
+    first = memo.shared((analysis_id, "timeline-chains", tuple(offsets.items())), starts,
+                        lambda d: sum(v.nbytes for v in d.values()))
+    ids = first["chain_id"][(first["t1"] >= p["t0"]) & (first["t0"] <= p["t1"])][:MAX_CHAINS]
+    if not len(ids):
+        return []
+    cur = con.execute(
+        "SELECT chain_id, pos, source_id, pid, comm, relation, start_ns, end_ns, req_source_id, req_dev, req_line,"
+        " req_c_ns FROM chain_links WHERE analysis_id = ? AND list_contains(?, chain_id) ORDER BY chain_id, pos",
+        [analysis_id, ids.tolist()])
     names = [d[0] for d in cur.description]
-    return [dict(zip(names, r)) for r in cur.fetchall()]
+    links = [dict(zip(names, r)) for r in cur.fetchall()]
+    for link in links:
+        off = offsets[link["source_id"]]
+        link["start_ns"] = None if link["start_ns"] is None else link["start_ns"] + off
+        link["end_ns"] = None if link["end_ns"] is None else link["end_ns"] + off
+        req_off = offsets.get(link["req_source_id"])
+        link["req_c_ns"] = None if link["req_c_ns"] is None or req_off is None else link["req_c_ns"] + req_off
+    return links
 
 
 def _lane_id(kind: str, sid: int, key) -> str:
@@ -358,52 +374,174 @@ def _level(s: dict, width: int, most: int) -> int:
     return k
 
 
-def _long(s: dict, k: int) -> str:
-    """The source's segments overlapping [$lo, $hi] (own clock) at least a level-k bucket long ($thr ns when k < 0:
-    a read finer than level 0): lane, track, state, s, e, line. Those at least a level-1 bucket long are in tl_long;
-    below level 1, those shorter come from the raw tables (they start after $slo = $lo - the level-1 bucket)."""
-    long = ("SELECT lane, track, state, s, e, line FROM tl_long WHERE source_id = $sid AND lvl > $k"
-            " AND e >= $lo AND s <= $hi")
-    if k >= 1:
-        return long
-    return (f"{long} UNION ALL SELECT * FROM ({_segs(s['format'], window=True)})"
-            " WHERE e - s >= $thr AND e - s < $lo - $slo")
+def _fetch(con, sql: str, params: dict, names: dict[str, int]) -> dict[str, np.ndarray]:
+    """The rows of sql as numpy columns (through Arrow); text columns as codes into `names` (name -> code, grown
+    with the names met)."""
+    used = set(re.findall(r"\$(\w+)", sql))
+    table = con.sql(sql, params={k: v for k, v in params.items() if k in used}).to_arrow_table()
+    cols = {}
+    for name, col in zip(table.column_names, table.columns):
+        col = col.combine_chunks()
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            enc = pc.dictionary_encode(col)
+            codes = np.array([names.setdefault(x, len(names)) for x in enc.dictionary.to_pylist()], np.int64)
+            cols[name] = codes[enc.indices.to_numpy(zero_copy_only=False)] if len(codes) else np.zeros(0, np.int64)
+        else:
+            arr = col.to_numpy(zero_copy_only=False)
+            cols[name] = arr.astype(np.int64) if arr.dtype.kind in "iu" else arr
+    return cols
 
 
-def _lane_scores(con, s: dict, p: dict) -> dict[int, dict]:
+def _take(cols: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:
+    return {k: v[mask] for k, v in cols.items()}
+
+
+def _read(con, s: dict, p: dict, lanes: dict[int, tuple], names: dict[str, int]) -> dict:
+    """What one source's lanes are ranked from and drawn with in the window, read once (own clock): the levels of
+    the ranking (`kr`, at most RANK_BUCKETS buckets over the window) and of the drawing (`k`, the finest whose bucket
+    is at least a pixel; -1: narrower than a level-0 bucket per pixel, the raw tables), the segments of tl_long
+    either needs (`long`: lane, track, state, s, e, line, lvl), the ranking level's bins of every lane (`rank`), and
+    when either level is below 1 the window's raw segments shorter than a level-1 bucket (`raw`). Nothing is read
+    when the window is outside the source's span (`none`)."""
+    q = _own(s, p)
+    w0, b = s["w0_ns"], p["b"]
+    kr = _level(s, p["t1"] - p["t0"], RANK_BUCKETS)
+    k = -1
+    if b >= w0:  # the finest level whose bucket is at least a pixel (1 to FAN pixels; wider than the top: pixels)
+        k = 0
+        while k < s["top_level"] and w0 * FAN ** k < b:
+            k += 1
+    none = q["hi"] < s["t_min_ns"] or q["lo"] > s["t_max_ns"]
+    rd = {"q": q, "k": k, "kr": kr, "none": none, "long": _columns(LONG_COLS), "rank": _columns(RANK_COLS),
+          "raw": _columns(SEG_COLS), "events": _columns(("lane", "t", "d"))}
+    if none:
+        return rd
+    rd["long"] = _fetch(con, f"SELECT {', '.join(LONG_COLS)} FROM tl_long WHERE source_id = $sid AND lvl > $k"
+                             " AND e >= $lo AND s <= $hi", {**q, "k": min(k, kr)}, names)
+    rd["rank"] = _fetch(con, f"SELECT {', '.join(RANK_COLS)} FROM tl_bins WHERE source_id = $sid AND level = $k"
+                             " AND bucket BETWEEN $lo // $w AND $hi // $w", {**q, "k": kr, "w": w0 * FAN ** kr}, names)
+    if k < 1 or kr < 1:
+        rd["raw"], rd["events"] = _raw(con, s, q, lanes, names, calls=kr < 1)
+    return rd
+
+
+LONG_COLS = ("lane", "track", "state", "s", "e", "line", "lvl")
+RANK_COLS = ("lane", "track", "state", "tot", "n", "mx")
+SEG_COLS = ("lane", "track", "state", "s", "e", "line")
+
+
+def _columns(names: tuple, n: int = 0) -> dict[str, np.ndarray]:
+    return {c: np.zeros(n, np.int64) for c in names}
+
+
+def _raw(con, s: dict, q: dict, lanes: dict[int, tuple], names: dict[str, int], calls: bool) -> tuple[dict, dict]:
+    """The segments of _segs overlapping the window [$lo, $hi] and shorter than a level-1 bucket ($lo - $slo: the
+    longer ones are in tl_long), from the raw tables by a range of one column each (row groups outside it are
+    skipped); lanes looked up here, not joined. With `calls` (ranking at level 0), the depth-0 calls too, only those
+    at least w0_ns long (from tl_calls): those shorter are in the level-0 bins. Of block requests, also the inserts
+    (d = 1) and completions (-1) per device lane from the start of the window's level-0 bucket (`events`: lane, t,
+    d), as tl_depth counts them: the requests in flight within a pixel."""
+    events = _columns(("lane", "t", "d"))
+    table = {(kind, dev if kind == "device" else pid): ln for ln, (kind, pid, dev, _) in lanes.items()}
+
+    def lane_of(kind: str, keys: np.ndarray, values: list | None = None) -> np.ndarray:
+        """The lane of each key (a pid; for a device, an index into `values`); -1: none."""
+        u, inv = np.unique(keys, return_inverse=True)
+        found = [table.get((kind, v if values is None else values[v]), -1) for v in u.tolist()]
+        return np.array(found, np.int64)[inv]
+
+    if s["format"] == "ftrace":
+        sql = """
+            SELECT pid, 0 AS track, state, start_ns AS s, end_ns AS e, line FROM task_slices
+            WHERE source_id = $sid AND pid IS NOT NULL AND start_ns BETWEEN $slo AND $hi AND end_ns >= $lo
+              AND end_ns - start_ns < $lo - $slo
+            UNION ALL
+            SELECT pid, 1, coalesce(lock_key, lock, '?'), start_ns, end_ns, line FROM waits
+            WHERE source_id = $sid AND pid IS NOT NULL AND start_ns BETWEEN $slo AND $hi AND end_ns >= $lo
+              AND end_ns >= start_ns AND end_ns - start_ns < $lo - $slo"""
+        if calls:
+            sql += """
+            UNION ALL
+            SELECT pid, 2, 'call', entry_ns, end_ns, line FROM tl_calls
+            WHERE source_id = $sid AND pid IS NOT NULL AND depth = 0 AND entry_ns BETWEEN $slo AND $hi
+              AND end_ns >= $lo AND duration_ns < $lo - $slo"""
+        rows = _fetch(con, sql, q, names)
+        rows["lane"] = lane_of("task", rows.pop("pid"))
+        return _take(rows, rows["lane"] >= 0), events
+    devs: dict[str, int] = {}
+    ok = " AND ".join(("{a} BETWEEN $slo AND $hi", "{z} >= $lo", "{z} >= {a}", "{z} - {a} < $lo - $slo"))
+    cols = ("coalesce(dev, '') AS dev, coalesce(pid, -1) AS pid, line, coalesce(i_ns, 0) AS i_ns,"
+            " coalesce(d_ns, 0) AS d_ns, coalesce(c_ns, 0) AS c_ns, i_ns IS NOT NULL AS inserted,"
+            " coalesce(c_ns >= i_ns, false) AS completed,"
+            + ", ".join(f" coalesce({ok.format(a=a, z=z)}, false) AS ok{track}" for track, _, a, z in BLK_PHASES))
+    r = _fetch(con, f"""
+        SELECT {cols} FROM blk_requests WHERE source_id = $sid AND i_ns BETWEEN $slo AND $hi
+        UNION ALL  -- those inserted before (or never) dispatched or completed in the window
+        SELECT {cols} FROM blk_requests WHERE source_id = $sid AND (i_ns IS NULL OR i_ns < $slo)
+          AND (d_ns BETWEEN $slo AND $hi OR c_ns BETWEEN $slo AND $hi)""", q, devs)
+    dev_lane = lane_of("device", r["dev"], list(devs))
+    start = q["lo"] // s["w0_ns"] * s["w0_ns"]
+    ins = r["inserted"] & (dev_lane >= 0) & (r["i_ns"] >= start) & (r["i_ns"] <= q["hi"])
+    done = r["inserted"] & r["completed"] & (dev_lane >= 0) & (r["c_ns"] >= start) & (r["c_ns"] <= q["hi"])
+    events = {"lane": np.concatenate([dev_lane[ins], dev_lane[done]]), "t": np.concatenate([r["i_ns"][ins], r["c_ns"][done]]),
+              "d": np.concatenate([np.ones(int(ins.sum()), np.int64), np.full(int(done.sum()), -1)])}
+    parts = []
+    for lane in (dev_lane, lane_of("process", r["pid"])):
+        for track, state, a, z in BLK_PHASES:
+            m = r[f"ok{track}"] & (lane >= 0)
+            parts.append({"lane": lane[m], "track": np.full(int(m.sum()), track), "s": r[a][m], "e": r[z][m],
+                          "state": np.full(int(m.sum()), names.setdefault(state, len(names))), "line": r["line"][m]})
+    return {c: np.concatenate([x[c] for x in parts]) for c in SEG_COLS}, events
+
+
+def _lane_scores(rd: dict, s: dict, names: dict[str, int]) -> dict[int, dict]:
     """Per lane of the source: what it holds in the window, from a level of at most RANK_BUCKETS buckets over it
     plus the segments at least one of its buckets long (clipped to the window)."""
-    q = _own(s, p)
-    k = _level(s, p["t1"] - p["t0"], RANK_BUCKETS)
-    w = s["w0_ns"] * FAN ** k
-    q.update(k=k, w=w, thr=w)
-    rows = _q(con, f"""
-        SELECT lane, track, state, sum(tot)::BIGINT, sum(n)::BIGINT, max(mx) FROM (
-            SELECT lane, track, state, tot, n, mx FROM tl_bins
-            WHERE source_id = $sid AND level = $k AND bucket BETWEEN $lo // $w AND $hi // $w
-            UNION ALL
-            SELECT lane, track, state, least(e, $hi) - greatest(s, $lo), 1, e - s FROM ({_long(s, k)})
-        ) GROUP BY ALL""", q).fetchall()
-    scores: dict[int, dict] = defaultdict(
-        lambda: {"blocked": 0, "running": 0, "calls": 0, "queued": 0, "requests": 0, "worst": None})
-    for lane, track, state, tot, n, mx in rows:
-        sc = scores[lane]
-        if track == 1:
-            sc["blocked"] += tot
-        elif track == 0 and state == "running":
-            sc["running"] += tot
-        elif track == 2:
-            sc["calls"] += n
-        elif track == 3:
-            sc["queued"] += n
-        elif track == 4:
-            sc["requests"] += n
-        if track in (3, 4):
-            sc["worst"] = mx if sc["worst"] is None else max(sc["worst"], mx)
-    return scores
+    q, kr, w0 = rd["q"], rd["kr"], s["w0_ns"]
+    long = _take(rd["long"], rd["long"]["lvl"] > kr)
+    parts = [rd["rank"], {"lane": long["lane"], "track": long["track"], "state": long["state"],
+                          "tot": np.minimum(long["e"], q["hi"]) - np.maximum(long["s"], q["lo"]),
+                          "n": np.ones(len(long["s"]), np.int64), "mx": long["e"] - long["s"]}]
+    if kr == 0:  # the segments between a level-0 and a level-1 bucket long
+        raw = _take(rd["raw"], rd["raw"]["e"] - rd["raw"]["s"] >= w0)
+        parts.append({"lane": raw["lane"], "track": raw["track"], "state": raw["state"],
+                      "tot": np.minimum(raw["e"], q["hi"]) - np.maximum(raw["s"], q["lo"]),
+                      "n": np.ones(len(raw["s"]), np.int64), "mx": raw["e"] - raw["s"]})
+    lane, track, state, tot, n, mx = (np.concatenate([x[c] for x in parts]) for c in
+                                      ("lane", "track", "state", "tot", "n", "mx"))
+    running = names.get("running", -1)
+    size = int(lane.max()) + 1 if len(lane) else 0
+
+    def per_lane(mask: np.ndarray, values: np.ndarray) -> list[int]:
+        out = np.zeros(size, np.int64)
+        np.add.at(out, lane[mask], values[mask])
+        return out.tolist()
+
+    blocked, run, calls = per_lane(track == 1, tot), per_lane((track == 0) & (state == running), tot), per_lane(track == 2, n)
+    queued, requests = per_lane(track == 3, n), per_lane(track == 4, n)
+    blk = (track == 3) | (track == 4)
+    worst = np.full(size, -1, np.int64)
+    np.maximum.at(worst, lane[blk], mx[blk])
+    worst = worst.tolist()
+    return {ln: {"blocked": blocked[ln], "running": run[ln], "calls": calls[ln], "queued": queued[ln],
+                 "requests": requests[ln], "worst": worst[ln] if worst[ln] >= 0 else None}
+            for ln in np.unique(lane).tolist()}
 
 
-def _candidate_lanes(con, p: dict, sources: list[dict], chains: list[dict]) -> list[dict]:
+def _registry(con, analysis_id: str) -> dict[int, dict[int, tuple]]:
+    """Per source, its lanes: lane -> (kind, pid, dev, comm); kept per analysis (memo.py: rows that never change)."""
+    def build():
+        reg: dict[int, dict[int, tuple]] = defaultdict(dict)
+        for sid, lane, kind, pid, dev, comm in con.execute(
+                "SELECT l.source_id, l.lane, l.kind, l.pid, l.dev, l.comm FROM tl_lanes l"
+                " JOIN sources s ON s.id = l.source_id WHERE s.analysis_id = ?", [analysis_id]).fetchall():
+            reg[sid][lane] = (kind, pid, dev, comm)
+        return dict(reg)
+    return memo.shared((analysis_id, "timeline-lanes"), build, lambda reg: 200 * sum(len(x) for x in reg.values()))
+
+
+def _candidate_lanes(p: dict, sources: list[dict], chains: list[dict], registry: dict, reads: dict,
+                     names: dict[str, int]) -> list[dict]:
     """Every lane with something in the window, most telling first: the tasks of the chains (by chain rank), the
     block devices, the offcputime windows, then tasks by time blocked, by time running, by calls, and processes
     by their slowest phase."""
@@ -415,16 +553,10 @@ def _candidate_lanes(con, p: dict, sources: list[dict], chains: list[dict]) -> l
             seen.add(lane["id"])
             lanes.append(lane)
 
-    registry: dict[int, dict[int, tuple]] = {}
-    scores: dict[int, dict[int, dict]] = {}
-    for s in sources:
-        if s["w0_ns"] is not None:
-            registry[s["id"]] = {r[0]: r[1:] for r in con.execute(
-                "SELECT lane, kind, pid, dev, comm FROM tl_lanes WHERE source_id = ?", [s["id"]]).fetchall()}
-            scores[s["id"]] = _lane_scores(con, s, p)
+    registry = {sid: reg for sid, reg in registry.items() if sid in reads}
+    scores = {s["id"]: _lane_scores(reads[s["id"]], s, names) for s in sources if s["id"] in reads}
     task_lane = {(sid, kind, pid if kind != "device" else dev): lane for sid, reg in registry.items()
                  for lane, (kind, pid, dev, comm) in reg.items()}
-
     def lane_dict(sid, kind, pid, dev, label, group, why):
         return {"id": _lane_id(kind, sid, dev if kind == "device" else pid), "kind": kind, "source_id": sid,
                 "label": label, "group": group, "pid": pid, "dev": dev, "why": why,
@@ -471,254 +603,339 @@ def _candidate_lanes(con, p: dict, sources: list[dict], chains: list[dict]) -> l
     return lanes
 
 
-def _lane_inputs(con, s: dict, p: dict, lanes: list[dict]) -> dict[str, dict]:
-    """What the lanes of one source are drawn from: per lane, its merged buckets at pixel resolution (`px`: track,
-    state, px, tot, n, mx, line; the depth-0 call track of tl_bins only ranks lanes: calls are drawn from the calls) and the segments at least a level bucket long (`segs`: track, state, s, e, line,
-    aligned), and for task lanes the calls at least a pixel long (`calls`)."""
-    off, b = s["clock_offset_ns"], p["b"]
-    q = {**_own(s, p), "b": b, "t0": p["t0"], "off": off, "last": -(-(p["t1"] - p["t0"]) // b) - 1}
-    with_bins = [c["_lane"] for c in lanes if c["_lane"] is not None]
-    q["lanes"] = with_bins
-    raw = b < s["w0_ns"]  # narrower than a level-0 bucket per pixel: the window holds little of the trace
-    k = -1
-    if not raw:  # the finest level whose bucket is at least a pixel (1 to FAN pixels; wider than the top: pixels)
-        k = 0
-        while k < s["top_level"] and s["w0_ns"] * FAN ** k < b:
-            k += 1
-    w = 0 if raw else s["w0_ns"] * FAN ** k
-    bb = max(b, w)  # the lane's bucket
-    q.update(k=k, w=w, thr=bb, bb=bb, last=-(-(p["t1"] - p["t0"]) // bb) - 1, m=p["width_px"])
-    if raw:  # segments shorter than a pixel, from the raw tables
-        short = f"""SELECT lane, track, state, greatest(s, $lo) AS t_at, e - s AS tot, 1 AS n, e - s AS mx, line
-                    FROM ({_segs(s['format'], window=True)})
-                    WHERE list_contains($lanes, lane) AND track <> 2 AND e - s < $b"""
-    else:  # segments shorter than a level-k bucket, from its bins
-        short = """SELECT lane, track, state, bucket * $w AS t_at, tot, n, mx, line FROM tl_bins
-                   WHERE source_id = $sid AND level = $k AND list_contains($lanes, lane) AND track <> 2
-                     AND bucket BETWEEN $lo // $w AND $hi // $w"""
-    # the longer ones: per lane and track the longest m at least a pixel long as they are, the others merged too
-    cols = _q(con, f"""
-        WITH lg AS MATERIALIZED (
-            SELECT *, e - s >= $bb AND row_number() OVER (PARTITION BY lane, track ORDER BY e - s DESC, line) <= $m AS keep
-            FROM ({_long(s, k)}) WHERE list_contains($lanes, lane) AND track <> 2
-        )
-        SELECT lane, track, state, least($last, greatest(0, (t_at + $off - $t0) // $bb))::BIGINT AS px, sum(tot)::BIGINT AS tot,
-               sum(n)::BIGINT AS n, max(mx)::BIGINT AS mx, arg_max(line, mx)::BIGINT AS line, NULL::BIGINT AS s,
-               NULL::BIGINT AS e
-        FROM ({short} UNION ALL SELECT lane, track, state, greatest(s, $lo), e - s, 1, e - s, line FROM lg WHERE NOT keep)
-        GROUP BY ALL
-        UNION ALL
-        SELECT lane, track, state, -1, e - s, 1, e - s, line, s + $off, e + $off FROM lg WHERE keep
-        """, q).fetchnumpy() if with_bins else None
-    out = {c["id"]: {"lane": c, "px": None, "segs": None, "calls": [], "inflight": None, "bucket": bb} for c in lanes}
-    by_int = {c["_lane"]: out[c["id"]] for c in lanes if c["_lane"] is not None}
-    for lane, part in _split(cols):
-        one = part["px"] < 0
-        by_int[lane]["px"] = {k: v[~one] for k, v in part.items() if k not in ("s", "e")}
-        by_int[lane]["segs"] = {k: part[k][one] for k in ("track", "state", "s", "e", "line")}
-    tasks = [c for c in lanes if c["kind"] == "task"]
-    if tasks:
-        table = "fg_calls" if raw else "tl_calls"  # tl_calls: the calls at least w0_ns long
-        end = "entry_ns + duration_ns"
-        for c in tasks:
-            out[c["id"]]["calls"] = []
-        for pid, func, depth, c1, c0, dur, line in _q(con, f"""
-                SELECT pid, func, depth, {end} AS e, entry_ns, duration_ns, line FROM {table}
-                WHERE source_id = $sid AND list_contains($pids, pid) AND depth BETWEEN 0 AND {MAX_CALL_DEPTH}
-                  AND entry_ns IS NOT NULL AND duration_ns >= $cmin AND entry_ns <= $hi AND {end} >= $lo
-                QUALIFY row_number() OVER (PARTITION BY pid ORDER BY duration_ns DESC, line) <= {MAX_CALLS}
-                """, {**q, "pids": [c["pid"] for c in tasks], "cmin": b}).fetchall():
-            lane = f"task:{s['id']}:{pid}"
-            if lane in out:
-                out[lane]["calls"].append((func, depth, c0 + off, c1 + off, dur, line))
-    devs = [c for c in lanes if c["kind"] == "device" and c["_lane"] is not None]
-    for c in devs:
-        out[c["id"]]["inflight"] = _inflight(con, s, q, c["_lane"], raw, p)
-    return out
 
 
-def _inflight(con, s: dict, q: dict, lane: int, raw: bool, p: dict) -> dict:
-    """Requests in flight on the device at the end of each pixel (first point: at t0)."""
-    w0, off, b, t0, t1 = s["w0_ns"], s["clock_offset_ns"], p["b"], p["t0"], p["t1"]
+def _lane_inputs(con, analysis_id: str, s: dict, p: dict, lanes: list[dict], rd: dict,
+                 names: dict[str, int]) -> dict:
+    """What the lanes of one source are drawn from, as columns whose `lane` is the lane's `_index` in the response:
+    the merged buckets at the lanes' bucket (`px`: lane, track, state, px, tot, n, mx, line; the depth-0 call track
+    of tl_bins only ranks lanes: calls are drawn from the calls), per lane and track the `width_px` longest segments
+    at least a bucket long (`segs`: lane, track, state, s, e, line, aligned; the other ones are merged too), the
+    calls at least a pixel long (`calls`); and per lane its bucket (`bucket`) and requests in flight (`counter`,
+    devices), set on the lanes. States are codes into `names`."""
+    off, b, w0, k, q = s["clock_offset_ns"], p["b"], s["w0_ns"], rd["k"], rd["q"]
+    bb = max(b, 0 if k < 0 else w0 * FAN ** k)  # the lanes' bucket
+    last = -(-(p["t1"] - p["t0"]) // bb) - 1
+    own = [c for c in lanes if c["_lane"] is not None]
+    index = np.full(max([c["_lane"] for c in own], default=0) + 1, -1, np.int64)  # source lane -> response lane
+    index[[c["_lane"] for c in own]] = [c["_index"] for c in own]
+
+    def mine(cols: dict, mask: np.ndarray) -> dict:  # the rows of the lanes drawn, with their response lane
+        mask = mask & (cols["lane"] < len(index))
+        mask[mask] = index[cols["lane"][mask]] >= 0
+        rows = cols if mask.all() else _take(cols, mask)
+        return {**rows, "lane": index[rows["lane"]]}
+
+    segs = mine(rd["long"], (rd["long"]["lvl"] > k) & (rd["long"]["track"] != 2))  # all at least a bucket long
+    del segs["lvl"]
+    if k < 0:  # narrower than a level-0 bucket per pixel: the raw segments (shorter than a level-1 bucket)
+        raw = mine(rd["raw"], rd["raw"]["track"] != 2)
+        segs = {c: np.concatenate([segs[c], raw[c]]) for c in SEG_COLS}
+        bins = _columns(("lane", "track", "state", "t_at", "tot", "n", "mx", "line"))
+    elif rd["none"]:
+        bins = _columns(("lane", "track", "state", "t_at", "tot", "n", "mx", "line"))
+    else:  # the segments shorter than a level-k bucket, from its bins
+        w = w0 * FAN ** k
+        bins = mine(_fetch(con, "SELECT lane, track, state, bucket * $w AS t_at, tot, n, mx, line FROM tl_bins"
+                                " WHERE source_id = $sid AND level = $k AND list_contains($lanes, lane) AND track <> 2"
+                                " AND bucket BETWEEN $lo // $w AND $hi // $w",
+                           {**q, "k": k, "w": w, "lanes": [c["_lane"] for c in own]}, names), True)
+    # per lane and track the longest width_px of those at least a bucket long as they are (then by line); the
+    # others merged per bucket, with the bins
+    dur = segs["e"] - segs["s"]
+    long = np.flatnonzero(dur >= bb)
+    keep = np.zeros(len(dur), bool)
+    keep[long] = _top([segs["lane"][long], segs["track"][long]], dur[long], segs["line"][long], p["width_px"])
+    rest = ~keep
+    merged = {c: np.concatenate([bins[c], x]) for c, x in (
+        ("lane", segs["lane"][rest]), ("track", segs["track"][rest]), ("state", segs["state"][rest]),
+        ("t_at", np.maximum(segs["s"][rest], q["lo"])), ("tot", dur[rest]), ("n", np.ones(int(rest.sum()), np.int64)),
+        ("mx", dur[rest]), ("line", segs["line"][rest]))}
+    px = np.clip((merged["t_at"] + off - p["t0"]) // bb, 0, last)
+    (lane, track, state, px), tot, n, mx, line = _group(
+        [merged["lane"], merged["track"], merged["state"], px], merged["tot"], merged["n"], merged["mx"], merged["line"])
+    kept = _take(segs, keep)
+    kept["s"], kept["e"] = kept["s"] + off, kept["e"] + off
+    calls = _columns(CALL_COLS)
+    if not rd["none"]:
+        calls = _calls(con, analysis_id, s, p, rd, [c for c in lanes if c["kind"] == "task"], names)
+        devs = [c for c in own if c["kind"] == "device"]
+        counters = _inflight(con, analysis_id, s, p, rd, devs)
+        for c in devs:
+            c["counter"] = counters[c["id"]]
+    for c in lanes:
+        c["bucket_ns"] = bb
+    return {"px": {"lane": lane, "track": track, "state": state, "px": px, "tot": tot, "n": n, "mx": mx, "line": line},
+            "segs": kept, "calls": calls}
+
+
+CALL_COLS = ("lane", "func", "depth", "s", "e", "dur", "line")
+
+
+def _calls(con, analysis_id: str, s: dict, p: dict, rd: dict, tasks: list[dict],
+           names: dict[str, int]) -> dict[str, np.ndarray]:
+    """The task lanes' calls (depth <= MAX_CALL_DEPTH) at least a pixel long overlapping the window, per lane the
+    MAX_CALLS longest (then by line), as columns: lane (the response's index), func (a code into `names`), depth,
+    s, e (aligned), dur, line. From tl_calls (those at least w0_ns long, kept per analysis: memo.py), and below a
+    level-0 bucket per pixel the shorter ones from fg_calls too (starting at most w0_ns before the window: a range)."""
+    if not tasks:
+        return _columns(CALL_COLS)
+    q, off = rd["q"], s["clock_offset_ns"]
+    pids = [c["pid"] for c in tasks]
+    kept, funcs = _long_calls(con, analysis_id, s["id"])
+    rows = _take(kept, np.isin(kept["pid"], pids) & (kept["dur"] >= p["b"]) & (kept["s"] <= q["hi"])
+                 & (kept["e"] >= q["lo"]))
+    rows["func"] = _recode(rows["func"], funcs, names)
+    if rd["k"] < 0:
+        short = _fetch(con, f"""
+            SELECT pid, coalesce(func, '?') AS func, depth, entry_ns AS s, entry_ns + duration_ns AS e,
+                   duration_ns AS dur, line FROM fg_calls
+            WHERE source_id = $sid AND list_contains($pids, pid) AND depth BETWEEN 0 AND {MAX_CALL_DEPTH}
+              AND entry_ns BETWEEN $lo - $w0 AND $hi AND duration_ns >= $cmin AND duration_ns < $w0
+              AND entry_ns + duration_ns >= $lo""", {**q, "pids": pids, "cmin": p["b"], "w0": s["w0_ns"]}, names)
+        rows = {c: np.concatenate([rows[c], short[c]]) for c in rows}
+    rows = _take(rows, _top([rows["pid"]], rows["dur"], rows["line"], MAX_CALLS))
+    rows["s"], rows["e"] = rows["s"] + off, rows["e"] + off
+    by_pid = sorted((c["pid"], c["_index"]) for c in tasks)
+    rows["lane"] = np.array([i for _, i in by_pid], np.int64)[np.searchsorted([x for x, _ in by_pid], rows.pop("pid"))]
+    return rows
+
+
+def _long_calls(con, analysis_id: str, sid: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """tl_calls of the source as columns (func: codes into the names returned with them), kept per analysis
+    (memo.py)."""
+    def build():
+        funcs: dict[str, int] = {}
+        cols = _fetch(con, "SELECT pid, coalesce(func, '?') AS func, depth, entry_ns AS s, end_ns AS e,"
+                           " duration_ns AS dur, line FROM tl_calls WHERE source_id = $sid AND pid IS NOT NULL",
+                      {"sid": sid}, funcs)
+        return cols, np.array(list(funcs) or [""], object)
+    return memo.shared((analysis_id, "timeline-calls", sid), build,
+                       lambda x: sum(v.nbytes for v in x[0].values()) + 64 * len(x[1]))
+
+
+def _recode(codes: np.ndarray, funcs: np.ndarray, names: dict[str, int]) -> np.ndarray:
+    """Codes into `funcs` made codes into `names`."""
+    used, inv = np.unique(codes, return_inverse=True)
+    return np.array([names.setdefault(f, len(names)) for f in funcs[used].tolist()], np.int64)[inv]
+
+
+def _top(keys: list[np.ndarray], dur: np.ndarray, line: np.ndarray, m: int) -> np.ndarray:
+    """Which rows are among the m longest of their group (rows with the same keys), ties by line (the first)."""
+    keep = np.ones(len(dur), bool)
+    if len(dur) <= m:
+        return keep
+    groups, inv, sizes = np.unique(_key(keys), return_inverse=True, return_counts=True)
+    for g in np.flatnonzero(sizes > m).tolist():  # few: per lane and track
+        idx = np.flatnonzero(inv == g)
+        d = dur[idx]
+        cut = np.partition(d, len(d) - m)[len(d) - m]  # the m-th longest
+        ties = idx[d == cut]
+        keep[idx[d < cut]] = False
+        keep[ties[np.argsort(line[ties], kind="stable")[m - int((d > cut).sum()):]]] = False
+    return keep
+
+
+def _depth(con, analysis_id: str, sid: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per device lane of the source, tl_depth's (bucket, in flight) in bucket order; kept per analysis (memo.py)."""
+    def build():
+        rows = con.execute("SELECT lane, bucket, inflight FROM tl_depth WHERE source_id = ? ORDER BY lane, bucket",
+                           [sid]).fetchnumpy()
+        lane, bucket, inflight = (np.asarray(rows[c], np.int64) for c in ("lane", "bucket", "inflight"))
+        cuts = np.flatnonzero(np.diff(lane)) + 1
+        return {int(ln[0]): (bk, fl) for ln, bk, fl in zip(*(np.split(x, cuts) for x in (lane, bucket, inflight)))
+                if len(ln)}
+    return memo.shared((analysis_id, "timeline-depth", sid), build,
+                       lambda d: sum(b.nbytes + v.nbytes for b, v in d.values()))
+
+
+def _inflight(con, analysis_id: str, s: dict, p: dict, rd: dict, devs: list[dict]) -> dict[str, dict]:
+    """Per device lane, the requests in flight at the end of each pixel (first point: at t0): from tl_depth at the
+    end of the last level-0 bucket ending by then (within w0 <= a pixel), and below a level-0 bucket per pixel exact,
+    from the level-0 bucket before the window's then each insert and completion (`events` of _raw)."""
+    w0, off, b, t0, t1, q = s["w0_ns"], s["clock_offset_ns"], p["b"], p["t0"], p["t1"], rd["q"]
     n_px = -(-(t1 - t0) // b)
     ends = np.minimum(t1, t0 + (np.arange(n_px, dtype=np.int64) + 1) * b)  # each pixel's end, aligned
-    first = (q["lo"] // w0) - 1  # the level-0 bucket before the window's
-    rows = np.array(con.execute(
-        "SELECT bucket, inflight FROM tl_depth WHERE source_id = ? AND lane = ? AND bucket >= ? AND bucket <= ?"
-        " UNION ALL (SELECT bucket, inflight FROM tl_depth WHERE source_id = ? AND lane = ? AND bucket < ?"
-        " ORDER BY bucket DESC LIMIT 1) ORDER BY bucket",
-        [s["id"], lane, first, q["hi"] // w0, s["id"], lane, first]).fetchall(), dtype=np.int64).reshape(-1, 2)
-
-    def at_bucket_end(buckets: np.ndarray) -> np.ndarray:  # in flight at the end of each level-0 bucket
-        i = np.searchsorted(rows[:, 0], buckets, side="right") - 1
-        return np.where(i >= 0, rows[np.maximum(i, 0), 1], 0)
-
+    depth = _depth(con, analysis_id, s["id"]) if devs else {}
     start_bucket = q["lo"] // w0
-    if raw:  # exact: from the level-0 bucket before the window's, then each event
+    out = {}
+    for c in devs:
+        buckets, inflight = depth.get(c["_lane"], (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+
+        def at_bucket_end(x: np.ndarray) -> np.ndarray:  # in flight at the end of each level-0 bucket
+            i = np.searchsorted(buckets, x, side="right") - 1
+            return np.where(i >= 0, inflight[np.maximum(i, 0)], 0) if len(buckets) else np.zeros(len(x), np.int64)
+
         base = int(at_bucket_end(np.array([start_bucket - 1]))[0])
-        ev = np.array(con.execute("""
-            SELECT t, d FROM (
-                SELECT r.i_ns AS t, 1 AS d FROM blk_requests r JOIN tl_lanes l ON l.source_id = r.source_id
-                       AND l.kind = 'device' AND l.dev = r.dev
-                WHERE r.source_id = $sid AND l.lane = $lane AND r.i_ns >= $from AND r.i_ns <= $hi
-                UNION ALL
-                SELECT r.c_ns, -1 FROM blk_requests r JOIN tl_lanes l ON l.source_id = r.source_id
-                       AND l.kind = 'device' AND l.dev = r.dev
-                WHERE r.source_id = $sid AND l.lane = $lane AND r.i_ns IS NOT NULL AND r.c_ns >= r.i_ns
-                  AND r.c_ns >= $from AND r.c_ns <= $hi)""",
-            {"sid": s["id"], "lane": lane, "from": start_bucket * w0, "hi": q["hi"]}).fetchall(),
-            dtype=np.int64).reshape(-1, 2)
-        ev = ev[np.argsort(ev[:, 0], kind="stable")]
-        cum = base + np.concatenate([[0], np.cumsum(ev[:, 1])])
-        at_t0 = int(cum[np.searchsorted(ev[:, 0], q["lo"], side="left")])
-        values = cum[np.searchsorted(ev[:, 0], ends - off, side="left")]
-    else:  # at the end of the last level-0 bucket that ends at or before each pixel's end (within w0 <= b)
-        at_t0 = int(at_bucket_end(np.array([start_bucket - 1]))[0])
-        values = at_bucket_end((ends - off) // w0 - 1)
-    pts = [[t0, at_t0]]
-    keep = np.flatnonzero(np.diff(np.concatenate([[at_t0], values])) != 0)
-    pts += [[int(ends[i]), int(values[i])] for i in keep]
-    return {"name": "in flight", "unit": "requests", "points": pts, "max": max(v for _, v in pts)}
+        if rd["k"] < 0:  # exact: from the level-0 bucket before the window's, then each event
+            mine = rd["events"]["lane"] == c["_lane"]
+            t, d = rd["events"]["t"][mine], rd["events"]["d"][mine]
+            order = np.argsort(t, kind="stable")
+            t, cum = t[order], base + np.concatenate([[0], np.cumsum(d[order])])
+            at_t0 = int(cum[np.searchsorted(t, q["lo"], side="left")])
+            values = cum[np.searchsorted(t, ends - off, side="left")]
+        else:  # at the end of the last level-0 bucket that ends at or before each pixel's end
+            at_t0 = base
+            values = at_bucket_end((ends - off) // w0 - 1)
+        keep = np.flatnonzero(np.diff(np.concatenate([[at_t0], values])) != 0)
+        pts = [[t0, at_t0], *([int(x), int(v)] for x, v in zip(ends[keep].tolist(), values[keep].tolist()))]
+        out[c["id"]] = {"name": "in flight", "unit": "requests", "points": pts, "max": max(v for _, v in pts)}
+    return out
 
 
 # ---- items: runs of merged buckets and long segments, within the response's budget --------------------------------
 
+def _key(keys: list[np.ndarray]) -> np.ndarray:
+    """One int64 per row ordered as the rows' keys (each >= 0) are, lexicographically."""
+    key = np.zeros(len(keys[0]), np.int64)
+    for k in keys:
+        size = int(k.max()) + 1 if len(k) else 1
+        if len(key) and (int(key.max()) + 1) * size >= 1 << 62:  # too wide: the keys so far ranked first
+            key = np.unique(key, return_inverse=True)[1].astype(np.int64)
+        key = key * size + k
+    return key
+
+
 def _group(keys: list[np.ndarray], tot, n, mx, line):
-    """Rows grouped by keys: (keys of each group, sum tot, sum n, max mx, the line of the max)."""
-    order = np.lexsort([mx, *keys[::-1]])  # by keys, then mx: a group's last row holds its max
-    keys = [k[order] for k in keys]
-    tot, n, mx, line = tot[order], n[order], mx[order], line[order]
-    change = np.zeros(len(order), bool)
-    if len(order):
-        change[0] = True
-        for k in keys:
-            change[1:] |= k[1:] != k[:-1]
-    starts = np.flatnonzero(change)
-    ends = np.append(starts[1:], len(order)) - 1
-    if not len(starts):
-        return [k[:0] for k in keys], tot[:0], n[:0], mx[:0], line[:0]
-    return ([k[starts] for k in keys], np.add.reduceat(tot, starts), np.add.reduceat(n, starts), mx[ends], line[ends])
+    """Rows grouped by keys (each >= 0): (keys of each group, sum tot, sum n, max mx, the line of the max: the
+    first on ties), groups in the keys' order. Summed into arrays indexed by the key (no sort), or by its rank
+    when the keys span many more values than there are rows."""
+    key = _key(keys)
+    if len(key) and int(key.max()) >= 4 * len(key) + 4096:
+        key = np.unique(key, return_inverse=True)[1]
+    size = int(key.max()) + 1 if len(key) else 0
+    first = np.full(size, len(key))
+    np.minimum.at(first, key, np.arange(len(key)))
+    at = first < len(key)
+    sums = [np.zeros(size, np.int64) for _ in range(2)]
+    np.add.at(sums[0], key, tot)
+    np.add.at(sums[1], key, n)
+    top = np.full(size, np.iinfo(np.int64).min)
+    np.maximum.at(top, key, mx)
+    is_top = mx == top[key]
+    top_line = np.full(size, np.iinfo(np.int64).max)
+    np.minimum.at(top_line, key[is_top], line[is_top])
+    rows = first[at]
+    return [k[rows] for k in keys], sums[0][at], sums[1][at], top[at], top_line[at]
 
 
-def _split(cols: dict | None):
-    """(lane, its rows as numpy columns) for each lane in the columns."""
-    if cols is None or not len(cols["lane"]):
-        return
-    lane = np.asarray(cols["lane"])
-    order = np.argsort(lane, kind="stable")
-    bounds = np.flatnonzero(np.diff(lane[order])) + 1
-    for idx in np.split(order, bounds):
-        yield int(lane[idx[0]]), {k: np.asarray(v)[idx] for k, v in cols.items() if k != "lane"}
+def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict, names: list[str]) -> dict[int, dict]:
+    """The items of the lanes ls (indexes of the response's lanes) with buckets f times each lane's `bucket` (arrays
+    over the response's lanes): per lane its columns, `states` the names its state codes index (inp's states and
+    call functions are codes into `names`)."""
+    t0, t1 = p["t0"], p["t1"]
+    want = np.zeros(len(bucket), bool)
+    want[ls] = True
+    bb = bucket * f
+    px, sg, calls = (_take(inp[k], want[inp[k]["lane"]]) for k in ("px", "segs", "calls"))
+    calls = _take(calls, calls["dur"] >= bb[calls["lane"]])
+    # each lane's own state codes: the rank of the name's code among those of the lane
+    size = len(names) + 1
+    used = np.unique(np.concatenate([x["lane"] * size + x[c] for x, c in ((px, "state"), (sg, "state"),
+                                                                         (calls, "func"))]))
+    first = np.searchsorted(used, np.arange(len(bucket) + 1) * size)
 
+    def local(lane: np.ndarray, code: np.ndarray) -> np.ndarray:
+        return np.searchsorted(used, lane * size + code) - first[lane]
 
-_EMPTY_PX = {k: np.zeros(0, np.int64) for k in ("track", "px", "tot", "n", "mx", "line")} | {"state": np.zeros(0, object)}
-_EMPTY_SEGS = {k: np.zeros(0, np.int64) for k in ("track", "s", "e", "line")} | {"state": np.zeros(0, object)}
-
-
-def _items(inp: dict, p: dict, f: int) -> dict:
-    """One lane's items with buckets f times the lane's (columns; `states`: the names the state codes index)."""
-    t0, t1, bb = p["t0"], p["t1"], inp["bucket"] * f
-    px = inp["px"] if inp["px"] is not None else _EMPTY_PX
-    sg = inp["segs"] if inp["segs"] is not None else _EMPTY_SEGS
-    calls = [c for c in inp["calls"] if c[4] >= bb]
-    codes: dict[str, int] = {}
-    st = np.array([codes.setdefault(x, len(codes)) for x in
-                   [*px["state"].tolist(), *sg["state"].tolist(), *(c[0] or "?" for c in calls)]], np.int64)
-    names = list(codes)
-    np_, ns_ = len(px["track"]), len(sg["track"])
     dur = sg["e"] - sg["s"]
-    short = dur < bb
-    tr = np.concatenate([px["track"], sg["track"][short]]).astype(np.int64)
-    pos = np.concatenate([px["px"] // f, (np.maximum(sg["s"][short], t0) - t0) // bb]).astype(np.int64)
-    sst = np.concatenate([st[:np_], st[np_:np_ + ns_][short]])
-    (gt, gp, gs), gtot, gn, gmx, gln = _group(
-        [tr, pos, sst], np.concatenate([px["tot"], dur[short]]).astype(np.int64),
-        np.concatenate([px["n"], np.ones(int(short.sum()), np.int64)]).astype(np.int64),
-        np.concatenate([px["mx"], dur[short]]).astype(np.int64),
-        np.concatenate([px["line"], sg["line"][short]]).astype(np.int64))
+    short = dur < bb[sg["lane"]]
+    lane = np.concatenate([px["lane"], sg["lane"][short]])
+    tr = np.concatenate([px["track"], sg["track"][short]])
+    pos = np.concatenate([px["px"] // f[px["lane"]], (np.maximum(sg["s"][short], t0) - t0) // bb[sg["lane"][short]]])
+    st = np.concatenate([local(px["lane"], px["state"]), local(sg["lane"][short], sg["state"][short])])
+    (gl, gt, gp, gs), gtot, gn, gmx, gln = _group(
+        [lane, tr, pos, st], np.concatenate([px["tot"], dur[short]]),
+        np.concatenate([px["n"], np.ones(int(short.sum()), np.int64)]), np.concatenate([px["mx"], dur[short]]),
+        np.concatenate([px["line"], sg["line"][short]]))
     # per track and pixel: the dominant state (tracks of tasks), else every state on its own
-    dom = np.asarray(DOMINANT)[gt] if len(gt) else np.zeros(0, bool)
-    parts = []
-    if dom.any():
-        dt, dp, ds, dtot = gt[dom], gp[dom], gs[dom], gtot[dom]
-        _, _, pn, pmx, pln = _group([dt, dp], dtot, gn[dom], gmx[dom], gln[dom])  # over all states of the pixel
-        order = np.lexsort([dtot, dp, dt])  # the dominant state: the last of its pixel by total time
-        last = np.append((dt[order][1:] != dt[order][:-1]) | (dp[order][1:] != dp[order][:-1]), True)
-        pick = order[last]
-        parts.append((dt[pick], dp[pick], ds[pick], pn, pmx, pln))
-    if (~dom).any():
-        parts.append((gt[~dom], gp[~dom], gs[~dom], gn[~dom], gmx[~dom], gln[~dom]))
-    track, state, i0, i1, n, mx, line, depth = ([] for _ in range(8))
-    if parts:
-        kt, kp, ks, kn, kmx, kln = (np.concatenate(x) for x in zip(*parts))
-        order = np.lexsort([kp, ks, kt])
-        kt, kp, ks, kn, kmx, kln = kt[order], kp[order], ks[order], kn[order], kmx[order], kln[order]
-        run = np.ones(len(kt), bool)  # runs: consecutive pixels of one track and state
-        run[1:] = (kt[1:] != kt[:-1]) | (ks[1:] != ks[:-1]) | (kp[1:] != kp[:-1] + 1)
-        _, _, rn, rmx, rln = _group([np.cumsum(run)], kn, kn, kmx, kln)
-        starts = np.flatnonzero(run)
-        ends = np.append(starts[1:], len(kt)) - 1
-        track.append(kt[starts]), state.append(ks[starts]), i0.append(kp[starts] * bb)
-        i1.append(np.minimum(t1 - t0, (kp[ends] + 1) * bb)), n.append(rn), mx.append(rmx), line.append(rln)
-        depth.append(np.full(len(starts), -1))
+    dom = np.asarray(DOMINANT)[gt]
+    dl, dt, dp, ds, dtot = gl[dom], gt[dom], gp[dom], gs[dom], gtot[dom]
+    _, _, pn, pmx, pln = _group([dl, dt, dp], dtot, gn[dom], gmx[dom], gln[dom])  # over all states of the pixel
+    pixel = _key([dl, dt, dp])
+    order = np.lexsort([dtot, pixel])  # the dominant state: the last of its pixel by total time
+    pick = order[np.append(pixel[order][1:] != pixel[order][:-1], True)] if len(order) else order
+    kl, kt, kp, ks, kn, kmx, kln = (np.concatenate(x) for x in zip(
+        (dl[pick], dt[pick], dp[pick], ds[pick], pn, pmx, pln),
+        (gl[~dom], gt[~dom], gp[~dom], gs[~dom], gn[~dom], gmx[~dom], gln[~dom])))
+    order = np.argsort(_key([kl, kt, ks, kp]))
+    kl, kt, kp, ks, kn, kmx, kln = (x[order] for x in (kl, kt, kp, ks, kn, kmx, kln))
+    run = np.ones(len(kt), bool)  # runs: consecutive pixels of one lane, track and state
+    run[1:] = (kl[1:] != kl[:-1]) | (kt[1:] != kt[:-1]) | (ks[1:] != ks[:-1]) | (kp[1:] != kp[:-1] + 1)
+    _, _, rn, rmx, rln = _group([np.cumsum(run)], kn, kn, kmx, kln)
+    starts = np.flatnonzero(run)
+    ends = np.append(starts[1:], len(kt))[:len(starts)] - 1
+    lbb = bb[kl[starts]]
     long = ~short  # segments at least a bucket long, as they are (clipped to the window)
-    track.append(sg["track"][long]), state.append(st[np_:np_ + ns_][long])
-    i0.append(np.maximum(sg["s"][long], t0) - t0), i1.append(np.minimum(sg["e"][long], t1) - t0)
-    n.append(np.ones(int(long.sum()), np.int64)), mx.append(dur[long]), line.append(sg["line"][long])
-    depth.append(np.full(int(long.sum()), -1))
-    if calls:
-        track.append(np.full(len(calls), 2)), state.append(st[np_ + ns_:])
-        i0.append(np.array([max(c[2], t0) - t0 for c in calls])), i1.append(np.array([min(c[3], t1) - t0 for c in calls]))
-        n.append(np.ones(len(calls), np.int64)), mx.append(np.array([c[4] for c in calls]))
-        line.append(np.array([c[5] for c in calls])), depth.append(np.array([c[1] for c in calls]))
-    cols = [np.concatenate(x).astype(np.int64) for x in (track, state, i0, i1, n, mx, line, depth)]
-    order = np.lexsort([cols[1], cols[2], cols[7], cols[0]])  # per track (calls by depth) in time order
-    track, state, i0, i1, n, mx, line, depth = (c[order] for c in cols)
-    return {"states": names, "track": track.tolist(), "state": state.tolist(), "t0": i0.tolist(),
-            "t1": i1.tolist(), "n": n.tolist(), "max": mx.tolist(), "line": line.tolist(),
-            "depth": [None if d < 0 else d for d in depth.tolist()]}
+    cols = [np.concatenate(x) for x in zip(
+        (kl[starts], kt[starts], ks[starts], kp[starts] * lbb, np.minimum(t1 - t0, (kp[ends] + 1) * lbb), rn, rmx, rln,
+         np.full(len(starts), -1)),
+        (sg["lane"][long], sg["track"][long], local(sg["lane"][long], sg["state"][long]),
+         np.maximum(sg["s"][long], t0) - t0, np.minimum(sg["e"][long], t1) - t0, np.ones(int(long.sum()), np.int64),
+         dur[long], sg["line"][long], np.full(int(long.sum()), -1)),
+        (calls["lane"], np.full(len(calls["dur"]), 2), local(calls["lane"], calls["func"]),
+         np.maximum(calls["s"], t0) - t0, np.minimum(calls["e"], t1) - t0, np.ones(len(calls["dur"]), np.int64),
+         calls["dur"], calls["line"], calls["depth"]))]
+    order = np.argsort(_key([cols[0], cols[1], cols[8] + 1, cols[3], cols[2]]), kind="stable")  # per track (calls
+    lane, track, state, i0, i1, n, mx, line, depth = (c[order] for c in cols)  # by depth) in time order
+    bounds = np.searchsorted(lane, np.arange(len(bucket) + 1))
+    out = {}
+    for ln in ls:
+        a, z = bounds[ln], bounds[ln + 1]
+        out[ln] = {"states": [names[x % size] for x in used[first[ln]:first[ln + 1]].tolist()],
+                   "track": track[a:z].tolist(), "state": state[a:z].tolist(), "t0": i0[a:z].tolist(),
+                   "t1": i1[a:z].tolist(), "n": n[a:z].tolist(), "max": mx[a:z].tolist(), "line": line[a:z].tolist(),
+                   "depth": [None if d < 0 else d for d in depth[a:z].tolist()]}
+    return out
 
 
-def _count(inp: dict, p: dict, f: int) -> int:
-    """About how many items _items(inp, p, f) makes (at most one merged item per track and bucket, plus the segments
-    and calls at least a bucket long): to choose a lane's first coarsening without building it."""
-    bb = inp["bucket"] * f
-    sg = inp["segs"]
-    long = int(((sg["e"] - sg["s"]) >= bb).sum()) if sg is not None else 0
-    merged = len(np.unique(inp["px"]["track"].astype(np.int64) * (1 << 32) + inp["px"]["px"] // f)) if inp["px"] is not None else 0
-    return long + merged + sum(1 for c in inp["calls"] if c[4] >= bb)
+def _counts(inp: dict, ls: np.ndarray, bucket: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """About how many items _items makes per lane (at most one merged item per track and bucket, plus the segments
+    and calls at least a bucket long), over the response's lanes (those in ls): to choose the lanes' first
+    coarsening without building it."""
+    want = np.zeros(len(bucket), bool)
+    want[ls] = True
+    bb = bucket * f
+    px, sg, calls = (_take(inp[k], want[inp[k]["lane"]]) for k in ("px", "segs", "calls"))
+    merged = np.unique(_key([px["lane"], px["track"], px["px"] // f[px["lane"]]]), return_index=True)[1]
+    return (np.bincount(px["lane"][merged], minlength=len(bucket))
+            + np.bincount(sg["lane"][sg["e"] - sg["s"] >= bb[sg["lane"]]], minlength=len(bucket))
+            + np.bincount(calls["lane"][calls["dur"] >= bb[calls["lane"]]], minlength=len(bucket)))
 
 
-def _fit(chosen: list[dict], inputs: dict[str, dict], p: dict) -> None:
+def _fit(chosen: list[dict], inp: dict | None, p: dict, names: list[str]) -> None:
     """Each lane's items (`segs`) and bucket (`bucket_ns`), doubling the buckets of the densest lanes until the
     response holds at most MAX_ITEMS: first from estimates (each lane within its share), then from the items built."""
     empty = {"states": [], **{k: [] for k in ("track", "state", "t0", "t1", "n", "max", "line", "depth")}}
-    built = [c for c in chosen if c["id"] in inputs]
-    span = p["t1"] - p["t0"]
-    f = {c["id"]: 1 for c in built}
-    share = MAX_ITEMS // max(1, len(built))
-    est = {c["id"]: _count(inputs[c["id"]], p, 1) for c in built}
-    if sum(est.values()) > MAX_ITEMS:
-        for c in built:
-            while est[c["id"]] > share and inputs[c["id"]]["bucket"] * f[c["id"]] < span:
-                f[c["id"]] *= 2
-                est[c["id"]] = _count(inputs[c["id"]], p, f[c["id"]])
+    built = [i for i, c in enumerate(chosen) if c["bucket_ns"] is not None]
     for c in chosen:
-        inp = inputs.get(c["id"])
-        c["segs"] = _items(inp, p, f[c["id"]]) if inp else empty
-        c["bucket_ns"] = inp["bucket"] * f[c["id"]] if inp else None
-        if inp:
-            c["counter"] = inp["inflight"]
-    total = sum(len(c["segs"]["t0"]) for c in chosen)
+        c["segs"] = empty
+    if not built:
+        return
+    span = p["t1"] - p["t0"]
+    bucket = np.array([c["bucket_ns"] or 0 for c in chosen], np.int64)
+    f = np.ones(len(chosen), np.int64)
+    share = MAX_ITEMS // len(built)
+    est = _counts(inp, built, bucket, f)
+    if est.sum() > MAX_ITEMS:
+        grow = np.flatnonzero((est > share) & (bucket * f < span))
+        while len(grow):
+            f[grow] *= 2
+            est[grow] = _counts(inp, grow, bucket, f)[grow]
+            grow = grow[(est[grow] > share) & (bucket[grow] * f[grow] < span)]
+    for i, items in _items(inp, built, bucket, f, p, names).items():
+        chosen[i]["segs"] = items
+    total = sum(len(chosen[i]["segs"]["t0"]) for i in built)
     while total > MAX_ITEMS:
-        c = max(built, key=lambda c: (len(c["segs"]["t0"]), -f[c["id"]]), default=None)
-        if c is None or c["bucket_ns"] >= span:
+        i = max(built, key=lambda i: (len(chosen[i]["segs"]["t0"]), -f[i]))
+        if bucket[i] * f[i] >= span:
             break
-        before = len(c["segs"]["t0"])
-        f[c["id"]] *= 2
-        c["segs"] = _items(inputs[c["id"]], p, f[c["id"]])
-        c["bucket_ns"] = inputs[c["id"]]["bucket"] * f[c["id"]]
-        total += len(c["segs"]["t0"]) - before
+        before = len(chosen[i]["segs"]["t0"])
+        f[i] *= 2
+        chosen[i]["segs"] = _items(inp, [i], bucket, f, p, names)[i]
+        total += len(chosen[i]["segs"]["t0"]) - before
+    for i in built:
+        chosen[i]["bucket_ns"] = int(bucket[i] * f[i])
 
 
 def _arrows(chains: list[dict], lane_ids: set) -> list[dict]:
@@ -742,11 +959,15 @@ def _arrows(chains: list[dict], lane_ids: set) -> list[dict]:
     return [a for a in arrows if a["from_lane"] in lane_ids and a["to_lane"] in lane_ids]
 
 
-def _marks(con, p: dict) -> list[dict]:
-    cur = _q(con, f"""
-        SELECT e.source_id, e.line, e.t_ns + s.clock_offset_ns AS t_ns, e.pid, e.comm, e.text
-        FROM trace_events e JOIN sources s ON s.id = e.source_id
-        WHERE s.analysis_id = $aid AND e.event = 'print' AND e.t_ns + s.clock_offset_ns BETWEEN $t0 AND $t1
-        ORDER BY t_ns, e.line LIMIT {MAX_MARKS}""", p)
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, r)) for r in cur.fetchall()]
+def _marks(con, sources: list[dict], p: dict) -> list[dict]:
+    """The print markers in the window, from each ftrace source in its own time (a range: zone maps)."""
+    rows = []
+    for s in sources:
+        if s["format"] == "ftrace":
+            off = s["clock_offset_ns"]
+            rows += con.execute(
+                "SELECT source_id, line, t_ns + ? AS t_ns, pid, comm, text FROM trace_events WHERE source_id = ?"
+                " AND t_ns BETWEEN ? AND ? AND event = 'print' ORDER BY t_ns, line LIMIT ?",
+                [off, s["id"], p["t0"] - off, p["t1"] - off, MAX_MARKS]).fetchall()
+    rows.sort(key=lambda r: (r[2], r[1]))
+    return [dict(zip(("source_id", "line", "t_ns", "pid", "comm", "text"), r)) for r in rows[:MAX_MARKS]]
