@@ -2,6 +2,12 @@
 arrows of the chains, and the bounds that keep a big analysis drawable."""
 from __future__ import annotations
 
+import bisect
+
+import pytest
+
+from backend.analysis import timeline
+from backend.api import models
 from tests.conftest import SAMPLES, ingest_paths
 
 EXT4 = SAMPLES / "ext4-jbd2-commit.trace-cmd-report.txt"
@@ -129,3 +135,65 @@ def test_bad_timeline_requests(client, store):
         assert r.status_code == 422, (params, r.text)
     empty = client.get(f"/api/analyses/{aid}/timeline", params={"t0_ns": 1, "t1_ns": 2}).json()
     assert empty["lanes"] == [] and empty["total_lanes"] == 0
+
+
+def test_the_body_is_the_response_model(store, client):
+    """The route sends the body as built, unvalidated: it must be exactly what the model would send."""
+    aid = ingest_paths(store, EXT4, EXT4_BLK, OFFCPU)["id"]
+    for params in ({"width_px": 800}, {"t0_ns": 7341204000000, "t1_ns": 7341205000000, "width_px": 100},
+                   {"t0_ns": 1, "t1_ns": 2}):
+        body = client.get(f"/api/analyses/{aid}/timeline", params=params).json()
+        assert models.Timeline.model_validate(body).model_dump(mode="json") == body
+
+
+@pytest.mark.parametrize("path", [DEMO, EXT4])
+def test_summary_and_raw_reads_draw_every_segment_once(store, client, monkeypatch, path):
+    """With coarse summaries (256 level-0 buckets over the span), the whole span read at 64 px comes from them and
+    at 4000 px (a pixel narrower than a level-0 bucket) from the raw tables: both count each segment once per lane
+    and track (merged or not) with its longest, draw the calls at least a bucket long, and the requests in flight
+    are the brute-force count (exact at each pixel's end from the raw rows; at the end of the last level-0 bucket
+    ending by then from the summaries)."""
+    monkeypatch.setattr(timeline, "LEVEL0_BUCKETS", 256)
+    aid = ingest_paths(store, path)["id"]
+    con = store.cursor()
+    try:
+        sid, fmt, off, w0 = con.execute("SELECT s.id, s.format, s.clock_offset_ns, m.w0_ns FROM sources s"
+                                        " JOIN tl_meta m ON m.source_id = s.id WHERE s.analysis_id = ?", [aid]).fetchone()
+        lanes = {lane: timeline._lane_id(kind, sid, dev if kind == "device" else pid) for lane, kind, pid, dev in
+                 con.execute("SELECT lane, kind, pid, dev FROM tl_lanes WHERE source_id = ?", [sid]).fetchall()}
+        segs = {(lanes[lane], timeline.TRACKS[track]): (n, longest) for lane, track, n, longest in con.execute(
+            f"SELECT lane, track, count(*), max(e - s) FROM ({timeline._segs(fmt)}) WHERE track <> 2 GROUP BY ALL",
+            {"sid": sid}).fetchall()}
+        calls = con.execute("SELECT pid, duration_ns, line FROM fg_calls WHERE source_id = ? AND entry_ns IS NOT NULL"
+                            f" AND duration_ns IS NOT NULL AND depth BETWEEN 0 AND {timeline.MAX_CALL_DEPTH}",
+                            [sid]).fetchall()
+        events = con.execute("SELECT i_ns, CASE WHEN c_ns >= i_ns THEN c_ns END FROM blk_requests"
+                             " WHERE source_id = ? AND i_ns IS NOT NULL", [sid]).fetchall()
+    finally:
+        con.close()
+    inserted, completed = sorted(i for i, _ in events), sorted(c for _, c in events if c is not None)
+
+    def in_flight(at: int) -> int:  # inserted before `at` (own clock), less those completed before
+        return bisect.bisect_left(inserted, at) - bisect.bisect_left(completed, at)
+
+    for width_px, raw in ((64, False), (4000, True)):
+        t = client.get(f"/api/analyses/{aid}/timeline", params={"width_px": width_px, "max_lanes": 200}).json()
+        assert (t["bucket_ns"] < w0) == raw
+        drawn = {}
+        for lane in t["lanes"]:
+            for item in _items(t, lane):
+                if item["track"] != "call":
+                    n, longest = drawn.get((lane["id"], item["track"]), (0, 0))
+                    drawn[(lane["id"], item["track"])] = (n + item["n"], max(longest, item["max_ns"]))
+        assert drawn == segs
+        for lane in t["lanes"]:
+            if lane["kind"] == "task":
+                assert sorted(i["line"] for i in _items(t, lane) if i["track"] == "call") == sorted(
+                    line for pid, dur, line in calls if pid == lane["pid"] and dur >= lane["bucket_ns"])
+            if lane["kind"] == "device":
+                points, b = lane["counter"]["points"], t["bucket_ns"]
+                ends = [min(t["t1_ns"], t["t0_ns"] + (j + 1) * b) for j in range(-(-(t["t1_ns"] - t["t0_ns"]) // b))]
+                at = (lambda x: x - off) if raw else (lambda x: (x - off) // w0 * w0)
+                assert points[0] == [t["t0_ns"], in_flight(at(t["t0_ns"]) if raw else (t["t0_ns"] - off) // w0 * w0)]
+                assert [next(v for x, v in reversed(points) if x <= e) for e in ends] == [in_flight(at(e)) for e in ends]
+                assert len(points) > 10
