@@ -300,7 +300,8 @@ def timeline(con, analysis_id: str, t0: int | None, t1: int | None, width_px: in
     chains = _chain_links(con, analysis_id, sources, p) if any(s["format"] == "ftrace" for s in sources) else []
     names: dict[str, int] = {}  # the state names of this response -> their codes in the columns read
     registry = _registry(con, analysis_id)
-    reads = {s["id"]: _read(con, s, p, registry.get(s["id"], {}), names) for s in sources if s["w0_ns"] is not None}
+    reads = {s["id"]: _read(con, analysis_id, s, p, registry.get(s["id"], {}), names) for s in sources
+             if s["w0_ns"] is not None}
     candidates = _candidate_lanes(p, sources, chains, registry, reads, names)
     out["total_lanes"] = len(candidates)
     if lanes:
@@ -321,39 +322,41 @@ def timeline(con, analysis_id: str, t0: int | None, t1: int | None, width_px: in
         c.pop("_lane", None), c.pop("_index", None)
     out["lanes"] = chosen
     out["arrows"] = _arrows(chains, {c["id"] for c in chosen})
-    out["marks"] = _marks(con, sources, p)
+    out["marks"] = _marks(con, analysis_id, sources, p)
     return out
 
 
+CHAIN_COLS = ("chain_id", "pos", "source_id", "pid", "comm", "relation", "start_ns", "end_ns", "req_source_id",
+              "req_dev", "req_line", "req_c_ns")
+
+
 def _chain_links(con, analysis_id: str, sources: list[dict], p: dict) -> list[dict]:
-    """Links of the top chains whose first wait overlaps the window, times aligned. The first links' spans are
-    kept per analysis and clock offsets (memo.py): a window's chains are then picked without a query."""
+    """Links of the top chains whose first wait overlaps the window, times aligned. The analysis' links (an Arrow
+    table by chain and position, ~3 MB for 28 k links) and their first link's aligned span are kept per clock offsets
+    (memo.py): a window's are picked without a query."""
     offsets = {s["id"]: s["clock_offset_ns"] for s in sources}
 
-    def starts():
-        return con.execute(
-            "SELECT c.chain_id, c.start_ns + s.clock_offset_ns AS t0, c.end_ns + s.clock_offset_ns AS t1"
-            " FROM chain_links c JOIN sources s ON s.id = c.source_id WHERE c.analysis_id = ? AND c.pos = 0"
-            " AND c.start_ns IS NOT NULL AND c.end_ns IS NOT NULL ORDER BY c.chain_id", [analysis_id]).fetchnumpy()
+    def build():
+        table = con.sql(f"SELECT {', '.join(CHAIN_COLS)} FROM chain_links WHERE analysis_id = $aid"
+                        " ORDER BY chain_id, pos", params={"aid": analysis_id}).to_arrow_table()
+        first = table.filter(pc.and_(pc.equal(table["pos"], 0), pc.and_(pc.is_valid(table["start_ns"]),
+                                                                         pc.is_valid(table["end_ns"]))))
+        off = np.array([offsets[x] for x in first["source_id"].to_pylist()], np.int64)
+        return {"links": table, "chain_id": table["chain_id"].to_numpy(), "ids": first["chain_id"].to_numpy(),
+                "t0": first["start_ns"].to_numpy() + off, "t1": first["end_ns"].to_numpy() + off}
 
-    first = memo.shared((analysis_id, "timeline-chains", tuple(offsets.items())), starts,
-                        lambda d: sum(v.nbytes for v in d.values()))
-    ids = first["chain_id"][(first["t1"] >= p["t0"]) & (first["t0"] <= p["t1"])][:MAX_CHAINS]
-    if not len(ids):
-        return []
-    cur = con.execute(
-        "SELECT chain_id, pos, source_id, pid, comm, relation, start_ns, end_ns, req_source_id, req_dev, req_line,"
-        " req_c_ns FROM chain_links WHERE analysis_id = ? AND list_contains(?, chain_id) ORDER BY chain_id, pos",
-        [analysis_id, ids.tolist()])
-    names = [d[0] for d in cur.description]
-    links = [dict(zip(names, r)) for r in cur.fetchall()]
-    for link in links:
-        off = offsets[link["source_id"]]
+    chains = memo.shared((analysis_id, "timeline-chains", tuple(offsets.items())), build,
+                         lambda d: d["links"].nbytes + 24 * len(d["ids"]))
+    ids = chains["ids"][(chains["t1"] >= p["t0"]) & (chains["t0"] <= p["t1"])][:MAX_CHAINS]
+    a, z = np.searchsorted(chains["chain_id"], ids, "left"), np.searchsorted(chains["chain_id"], ids, "right")
+    links = chains["links"].take(np.concatenate([np.arange(x, y) for x, y in zip(a, z)] or [np.zeros(0, np.int64)]))
+    out = links.to_pylist()
+    for link in out:
+        off, req_off = offsets[link["source_id"]], offsets.get(link["req_source_id"])
         link["start_ns"] = None if link["start_ns"] is None else link["start_ns"] + off
         link["end_ns"] = None if link["end_ns"] is None else link["end_ns"] + off
-        req_off = offsets.get(link["req_source_id"])
         link["req_c_ns"] = None if link["req_c_ns"] is None or req_off is None else link["req_c_ns"] + req_off
-    return links
+    return out
 
 
 def _lane_id(kind: str, sid: int, key) -> str:
@@ -374,9 +377,9 @@ def _level(s: dict, width: int, most: int) -> int:
     return k
 
 
-def _fetch(con, sql: str, params: dict, names: dict[str, int]) -> dict[str, np.ndarray]:
-    """The rows of sql as numpy columns (through Arrow); text columns as codes into `names` (name -> code, grown
-    with the names met)."""
+def _fetch(con, sql: str, params: dict, names: dict[str, int], wide: bool = True) -> dict[str, np.ndarray]:
+    """The rows of sql as numpy columns (through Arrow), integers as int64 (`wide`) or as they come; text columns as
+    codes into `names` (name -> code, grown with the names met; int64, or int32 when not `wide`)."""
     used = set(re.findall(r"\$(\w+)", sql))
     table = con.sql(sql, params={k: v for k, v in params.items() if k in used}).to_arrow_table()
     cols = {}
@@ -384,11 +387,12 @@ def _fetch(con, sql: str, params: dict, names: dict[str, int]) -> dict[str, np.n
         col = col.combine_chunks()
         if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
             enc = pc.dictionary_encode(col)
-            codes = np.array([names.setdefault(x, len(names)) for x in enc.dictionary.to_pylist()], np.int64)
-            cols[name] = codes[enc.indices.to_numpy(zero_copy_only=False)] if len(codes) else np.zeros(0, np.int64)
+            codes = np.array([names.setdefault(x, len(names)) for x in enc.dictionary.to_pylist()],
+                             np.int64 if wide else np.int32)
+            cols[name] = codes[enc.indices.to_numpy(zero_copy_only=False)] if len(codes) else codes
         else:
             arr = col.to_numpy(zero_copy_only=False)
-            cols[name] = arr.astype(np.int64) if arr.dtype.kind in "iu" else arr
+            cols[name] = arr.astype(np.int64) if wide and arr.dtype.kind in "iu" else arr
     return cols
 
 
@@ -396,7 +400,7 @@ def _take(cols: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray
     return {k: v[mask] for k, v in cols.items()}
 
 
-def _read(con, s: dict, p: dict, lanes: dict[int, tuple], names: dict[str, int]) -> dict:
+def _read(con, analysis_id: str, s: dict, p: dict, lanes: dict[int, tuple], names: dict[str, int]) -> dict:
     """What one source's lanes are ranked from and drawn with in the window, read once (own clock): the levels of
     the ranking (`kr`, at most RANK_BUCKETS buckets over the window) and of the drawing (`k`, the finest whose bucket
     is at least a pixel; -1: narrower than a level-0 bucket per pixel, the raw tables), the segments of tl_long
@@ -416,13 +420,68 @@ def _read(con, s: dict, p: dict, lanes: dict[int, tuple], names: dict[str, int])
           "raw": _columns(SEG_COLS), "events": _columns(("lane", "t", "d"))}
     if none:
         return rd
-    rd["long"] = _fetch(con, f"SELECT {', '.join(LONG_COLS)} FROM tl_long WHERE source_id = $sid AND lvl > $k"
-                             " AND e >= $lo AND s <= $hi", {**q, "k": min(k, kr)}, names)
-    rd["rank"] = _fetch(con, f"SELECT {', '.join(RANK_COLS)} FROM tl_bins WHERE source_id = $sid AND level = $k"
-                             " AND bucket BETWEEN $lo // $w AND $hi // $w", {**q, "k": kr, "w": w0 * FAN ** kr}, names)
+    sm = _summary(con, analysis_id, s)
+    rd["summary"], rd["codes"] = sm, np.array([names.setdefault(x, len(names)) for x in sm["states"]] or [0], np.int64)
+    rd["long"] = _long(sm, rd["codes"], q, min(k, kr), w0)
+    if kr >= 1:
+        rd["rank"] = _bins(sm, rd["codes"], kr, q["lo"] // (w0 * FAN ** kr), q["hi"] // (w0 * FAN ** kr))
+    else:
+        rd["rank"] = _fetch(con, f"SELECT {', '.join(RANK_COLS)} FROM tl_bins WHERE source_id = $sid AND level = 0"
+                                 " AND bucket BETWEEN $lo // $w AND $hi // $w", {**q, "w": w0}, names)
     if k < 1 or kr < 1:
         rd["raw"], rd["events"] = _raw(con, s, q, lanes, names, calls=kr < 1)
     return rd
+
+
+def _summary(con, analysis_id: str, s: dict) -> dict:
+    """The source's summaries above level 0, kept per analysis (memo.py; about 45 bytes a row: ~40 MB for the
+    17 M-event benchmark analysis, built in ~0.3 s on first use) so that a window reads them without a query:
+    per level of tl_bins its rows by bucket (`bins`), tl_long by level then start (`long`, `at`: where each level
+    starts), states as codes into `states`."""
+    def build():
+        states: dict[str, int] = {}
+        bins = _fetch(con, "SELECT level::TINYINT AS level, lane, track, state, bucket, tot, n, mx, line FROM tl_bins"
+                           " WHERE source_id = $sid AND level >= 1 ORDER BY level, bucket", {"sid": s["id"]}, states,
+                      wide=False)
+        cut = np.searchsorted(bins.pop("level"), np.arange(s["top_level"] + 2))
+        long = _fetch(con, f"SELECT {', '.join(LONG_COLS)} FROM tl_long WHERE source_id = $sid ORDER BY lvl, s",
+                      {"sid": s["id"]}, states, wide=False)
+        return {"states": list(states), "bins": {k: {c: v[cut[k]:cut[k + 1]] for c, v in bins.items()}
+                                                 for k in range(1, s["top_level"] + 1)},
+                "long": long, "at": np.searchsorted(long["lvl"], np.arange(s["top_level"] + 3))}
+
+    def size(sm: dict) -> int:
+        return (sum(v.nbytes for x in sm["bins"].values() for v in x.values())
+                + sum(v.nbytes for v in sm["long"].values()) + 64 * len(sm["states"]))
+
+    return memo.shared((analysis_id, "timeline-summary", s["id"]), build, size)
+
+
+def _bins(sm: dict, codes: np.ndarray, level: int, first: int, last: int) -> dict[str, np.ndarray]:
+    """The level's rows (level >= 1) with bucket in [first, last], every lane; states as codes (`codes` maps)."""
+    x = sm["bins"][level]
+    a, z = np.searchsorted(x["bucket"], first, "left"), np.searchsorted(x["bucket"], last, "right")
+    rows = {c: v[a:z].astype(np.int64) for c, v in x.items()}
+    rows["state"] = codes[rows["state"]]
+    return rows
+
+
+def _long(sm: dict, codes: np.ndarray, q: dict, k: int, w0: int) -> dict[str, np.ndarray]:
+    """The segments of tl_long above level k (at least a level-k bucket long) overlapping [lo, hi] (own clock):
+    per level those starting at most one of its buckets before lo (shorter than it), the longest all."""
+    x, at = sm["long"], sm["at"]
+    parts = []
+    for lvl in range(max(k + 1, 0), len(at) - 1):
+        a, z = at[lvl], at[lvl + 1]
+        if lvl < len(at) - 2:  # shorter than a level-lvl bucket
+            a, z = a + np.searchsorted(x["s"][a:z], q["lo"] - w0 * FAN ** lvl, "left"), \
+                a + np.searchsorted(x["s"][a:z], q["hi"], "right")
+        parts.append(np.arange(a, z))
+    idx = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    rows = {c: v[idx].astype(np.int64) for c, v in x.items()}
+    rows = _take(rows, (rows["e"] >= q["lo"]) & (rows["s"] <= q["hi"]))
+    rows["state"] = codes[rows["state"]]
+    return rows
 
 
 LONG_COLS = ("lane", "track", "state", "s", "e", "line", "lvl")
@@ -446,9 +505,9 @@ def _raw(con, s: dict, q: dict, lanes: dict[int, tuple], names: dict[str, int], 
 
     def lane_of(kind: str, keys: np.ndarray, values: list | None = None) -> np.ndarray:
         """The lane of each key (a pid; for a device, an index into `values`); -1: none."""
-        u, inv = np.unique(keys, return_inverse=True)
+        u = _distinct(keys)
         found = [table.get((kind, v if values is None else values[v]), -1) for v in u.tolist()]
-        return np.array(found, np.int64)[inv]
+        return np.array(found, np.int64)[np.searchsorted(u, keys)]
 
     if s["format"] == "ftrace":
         sql = """
@@ -525,7 +584,7 @@ def _lane_scores(rd: dict, s: dict, names: dict[str, int]) -> dict[int, dict]:
     worst = worst.tolist()
     return {ln: {"blocked": blocked[ln], "running": run[ln], "calls": calls[ln], "queued": queued[ln],
                  "requests": requests[ln], "worst": worst[ln] if worst[ln] >= 0 else None}
-            for ln in np.unique(lane).tolist()}
+            for ln in _distinct(lane).tolist()}
 
 
 def _registry(con, analysis_id: str) -> dict[int, dict[int, tuple]]:
@@ -634,12 +693,15 @@ def _lane_inputs(con, analysis_id: str, s: dict, p: dict, lanes: list[dict], rd:
         bins = _columns(("lane", "track", "state", "t_at", "tot", "n", "mx", "line"))
     elif rd["none"]:
         bins = _columns(("lane", "track", "state", "t_at", "tot", "n", "mx", "line"))
-    else:  # the segments shorter than a level-k bucket, from its bins
+    elif k >= 1:  # the segments shorter than a level-k bucket, from its bins
         w = w0 * FAN ** k
+        bins = _bins(rd["summary"], rd["codes"], k, q["lo"] // w, q["hi"] // w)
+        bins["t_at"] = bins.pop("bucket") * w
+        bins = mine(bins, bins["track"] != 2)
+    else:  # level 0 (a pixel exactly one level-0 bucket)
         bins = mine(_fetch(con, "SELECT lane, track, state, bucket * $w AS t_at, tot, n, mx, line FROM tl_bins"
-                                " WHERE source_id = $sid AND level = $k AND list_contains($lanes, lane) AND track <> 2"
-                                " AND bucket BETWEEN $lo // $w AND $hi // $w",
-                           {**q, "k": k, "w": w, "lanes": [c["_lane"] for c in own]}, names), True)
+                                " WHERE source_id = $sid AND level = 0 AND track <> 2"
+                                " AND bucket BETWEEN $lo // $w AND $hi // $w", {**q, "w": w0}, names), True)
     # per lane and track the longest width_px of those at least a bucket long as they are (then by line); the
     # others merged per bucket, with the bins
     dur = segs["e"] - segs["s"]
@@ -716,8 +778,9 @@ def _long_calls(con, analysis_id: str, sid: int) -> tuple[dict[str, np.ndarray],
 
 def _recode(codes: np.ndarray, funcs: np.ndarray, names: dict[str, int]) -> np.ndarray:
     """Codes into `funcs` made codes into `names`."""
-    used, inv = np.unique(codes, return_inverse=True)
-    return np.array([names.setdefault(f, len(names)) for f in funcs[used].tolist()], np.int64)[inv]
+    used = _distinct(codes)
+    return np.array([names.setdefault(f, len(names)) for f in funcs[used].tolist()], np.int64)[
+        np.searchsorted(used, codes)]
 
 
 def _top(keys: list[np.ndarray], dur: np.ndarray, line: np.ndarray, m: int) -> np.ndarray:
@@ -725,8 +788,8 @@ def _top(keys: list[np.ndarray], dur: np.ndarray, line: np.ndarray, m: int) -> n
     keep = np.ones(len(dur), bool)
     if len(dur) <= m:
         return keep
-    groups, inv, sizes = np.unique(_key(keys), return_inverse=True, return_counts=True)
-    for g in np.flatnonzero(sizes > m).tolist():  # few: per lane and track
+    inv = _ranks(_key(keys))
+    for g in np.flatnonzero(np.bincount(inv) > m).tolist():  # few: per lane and track
         idx = np.flatnonzero(inv == g)
         d = dur[idx]
         cut = np.partition(d, len(d) - m)[len(d) - m]  # the m-th longest
@@ -785,13 +848,27 @@ def _inflight(con, analysis_id: str, s: dict, p: dict, rd: dict, devs: list[dict
 
 # ---- items: runs of merged buckets and long segments, within the response's budget --------------------------------
 
+def _distinct(x: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted (np.unique, by a sort)."""
+    x = np.sort(x)
+    return x[np.concatenate([[True], x[1:] != x[:-1]])] if len(x) else x
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Each value's rank among the distinct values (np.unique's inverse, by a sort)."""
+    order = np.argsort(x)
+    ranks = np.empty(len(x), np.int64)
+    ranks[order] = np.cumsum(np.concatenate([[False], x[order][1:] != x[order][:-1]]))
+    return ranks
+
+
 def _key(keys: list[np.ndarray]) -> np.ndarray:
     """One int64 per row ordered as the rows' keys (each >= 0) are, lexicographically."""
     key = np.zeros(len(keys[0]), np.int64)
     for k in keys:
         size = int(k.max()) + 1 if len(k) else 1
         if len(key) and (int(key.max()) + 1) * size >= 1 << 62:  # too wide: the keys so far ranked first
-            key = np.unique(key, return_inverse=True)[1].astype(np.int64)
+            key = _ranks(key)
         key = key * size + k
     return key
 
@@ -802,7 +879,7 @@ def _group(keys: list[np.ndarray], tot, n, mx, line):
     when the keys span many more values than there are rows."""
     key = _key(keys)
     if len(key) and int(key.max()) >= 4 * len(key) + 4096:
-        key = np.unique(key, return_inverse=True)[1]
+        key = _ranks(key)
     size = int(key.max()) + 1 if len(key) else 0
     first = np.full(size, len(key))
     np.minimum.at(first, key, np.arange(len(key)))
@@ -831,29 +908,35 @@ def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict,
     calls = _take(calls, calls["dur"] >= bb[calls["lane"]])
     # each lane's own state codes: the rank of the name's code among those of the lane
     size = len(names) + 1
-    used = np.unique(np.concatenate([x["lane"] * size + x[c] for x, c in ((px, "state"), (sg, "state"),
+    used = _distinct(np.concatenate([x["lane"] * size + x[c] for x, c in ((px, "state"), (sg, "state"),
                                                                          (calls, "func"))]))
     first = np.searchsorted(used, np.arange(len(bucket) + 1) * size)
 
     def local(lane: np.ndarray, code: np.ndarray) -> np.ndarray:
         return np.searchsorted(used, lane * size + code) - first[lane]
 
+    # px holds one row per lane, track, state and lane bucket: merged again only in lanes with wider buckets
+    # (f > 1), with their segments now shorter than a bucket
     dur = sg["e"] - sg["s"]
     short = dur < bb[sg["lane"]]
-    lane = np.concatenate([px["lane"], sg["lane"][short]])
-    tr = np.concatenate([px["track"], sg["track"][short]])
-    pos = np.concatenate([px["px"] // f[px["lane"]], (np.maximum(sg["s"][short], t0) - t0) // bb[sg["lane"][short]]])
-    st = np.concatenate([local(px["lane"], px["state"]), local(sg["lane"][short], sg["state"][short])])
+    again = f[px["lane"]] > 1
     (gl, gt, gp, gs), gtot, gn, gmx, gln = _group(
-        [lane, tr, pos, st], np.concatenate([px["tot"], dur[short]]),
-        np.concatenate([px["n"], np.ones(int(short.sum()), np.int64)]), np.concatenate([px["mx"], dur[short]]),
-        np.concatenate([px["line"], sg["line"][short]]))
+        [np.concatenate([px["lane"][again], sg["lane"][short]]), np.concatenate([px["track"][again], sg["track"][short]]),
+         np.concatenate([px["px"][again] // f[px["lane"][again]],
+                         (np.maximum(sg["s"][short], t0) - t0) // bb[sg["lane"][short]]]),
+         np.concatenate([px["state"][again], sg["state"][short]])],
+        np.concatenate([px["tot"][again], dur[short]]), np.concatenate([px["n"][again], np.ones(int(short.sum()), np.int64)]),
+        np.concatenate([px["mx"][again], dur[short]]), np.concatenate([px["line"][again], sg["line"][short]]))
+    same = ~again
+    gl, gt, gp, gs, gtot, gn, gmx, gln = (np.concatenate([x, px[c][same]]) for x, c in (
+        (gl, "lane"), (gt, "track"), (gp, "px"), (gs, "state"), (gtot, "tot"), (gn, "n"), (gmx, "mx"), (gln, "line")))
+    gs = local(gl, gs)
     # per track and pixel: the dominant state (tracks of tasks), else every state on its own
     dom = np.asarray(DOMINANT)[gt]
     dl, dt, dp, ds, dtot = gl[dom], gt[dom], gp[dom], gs[dom], gtot[dom]
     _, _, pn, pmx, pln = _group([dl, dt, dp], dtot, gn[dom], gmx[dom], gln[dom])  # over all states of the pixel
     pixel = _key([dl, dt, dp])
-    order = np.lexsort([dtot, pixel])  # the dominant state: the last of its pixel by total time
+    order = np.lexsort([ds, dtot, pixel])  # the dominant state: the most time in the pixel (then the last state)
     pick = order[np.append(pixel[order][1:] != pixel[order][:-1], True)] if len(order) else order
     kl, kt, kp, ks, kn, kmx, kln = (np.concatenate(x) for x in zip(
         (dl[pick], dt[pick], dp[pick], ds[pick], pn, pmx, pln),
@@ -897,8 +980,9 @@ def _counts(inp: dict, ls: np.ndarray, bucket: np.ndarray, f: np.ndarray) -> np.
     want[ls] = True
     bb = bucket * f
     px, sg, calls = (_take(inp[k], want[inp[k]["lane"]]) for k in ("px", "segs", "calls"))
-    merged = np.unique(_key([px["lane"], px["track"], px["px"] // f[px["lane"]]]), return_index=True)[1]
-    return (np.bincount(px["lane"][merged], minlength=len(bucket))
+    cell = _key([px["track"], px["px"] // f[px["lane"]]])
+    size = int(cell.max()) + 1 if len(cell) else 1
+    return (np.bincount(_distinct(px["lane"] * size + cell) // size, minlength=len(bucket))
             + np.bincount(sg["lane"][sg["e"] - sg["s"] >= bb[sg["lane"]]], minlength=len(bucket))
             + np.bincount(calls["lane"][calls["dur"] >= bb[calls["lane"]]], minlength=len(bucket)))
 
@@ -959,15 +1043,22 @@ def _arrows(chains: list[dict], lane_ids: set) -> list[dict]:
     return [a for a in arrows if a["from_lane"] in lane_ids and a["to_lane"] in lane_ids]
 
 
-def _marks(con, sources: list[dict], p: dict) -> list[dict]:
-    """The print markers in the window, from each ftrace source in its own time (a range: zone maps)."""
+def _marks(con, analysis_id: str, sources: list[dict], p: dict) -> list[dict]:
+    """The first MAX_MARKS print markers in the window, from each ftrace source in its own time: the times of its
+    markers are kept per analysis (memo.py), so that the query reads a range holding those only."""
     rows = []
     for s in sources:
-        if s["format"] == "ftrace":
-            off = s["clock_offset_ns"]
+        if s["format"] != "ftrace":
+            continue
+        times = memo.shared((analysis_id, "timeline-marks", s["id"]), lambda: np.asarray(con.execute(
+            "SELECT t_ns FROM trace_events WHERE source_id = ? AND event = 'print' AND t_ns IS NOT NULL ORDER BY t_ns",
+            [s["id"]]).fetchnumpy()["t_ns"], np.int64), lambda x: x.nbytes)
+        off = s["clock_offset_ns"]
+        a, z = int(np.searchsorted(times, p["t0"] - off, "left")), int(np.searchsorted(times, p["t1"] - off, "right"))
+        if z > a:
             rows += con.execute(
                 "SELECT source_id, line, t_ns + ? AS t_ns, pid, comm, text FROM trace_events WHERE source_id = ?"
                 " AND t_ns BETWEEN ? AND ? AND event = 'print' ORDER BY t_ns, line LIMIT ?",
-                [off, s["id"], p["t0"] - off, p["t1"] - off, MAX_MARKS]).fetchall()
+                [off, s["id"], int(times[a]), int(times[min(z, a + MAX_MARKS) - 1]), MAX_MARKS]).fetchall()
     rows.sort(key=lambda r: (r[2], r[1]))
     return [dict(zip(("source_id", "line", "t_ns", "pid", "comm", "text"), r)) for r in rows[:MAX_MARKS]]
