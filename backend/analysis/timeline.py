@@ -265,11 +265,15 @@ def summarize(con, analysis_id: str) -> None:
 # ---- reads -------------------------------------------------------------------------------------------------------
 
 def _sources(con, analysis_id: str) -> list[dict]:
-    cur = _q(con, "SELECT s.id, s.filename, s.format, s.clock_offset_ns, s.t_min_ns, s.t_max_ns, m.w0_ns, m.top_level"
-             " FROM sources s LEFT JOIN tl_meta m ON m.source_id = s.id WHERE s.analysis_id = $aid ORDER BY s.id",
-             {"aid": analysis_id})
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, r)) for r in cur.fetchall()]
+    """The analysis' sources (their offsets read each time: they may be set later), with the levels of their
+    summaries (w0_ns, top_level; None: none), kept per analysis (memo.py)."""
+    meta = memo.shared((analysis_id, "timeline-meta"), lambda: {sid: (w0, top) for sid, w0, top in con.execute(
+        "SELECT m.source_id, m.w0_ns, m.top_level FROM tl_meta m JOIN sources s ON s.id = m.source_id"
+        " WHERE s.analysis_id = ?", [analysis_id]).fetchall()}, lambda m: 100 * len(m))
+    cols = ("id", "filename", "format", "clock_offset_ns", "t_min_ns", "t_max_ns")
+    return [dict(zip(cols, r), w0_ns=meta.get(r[0], (None, None))[0], top_level=meta.get(r[0], (None, None))[1])
+            for r in con.execute(f"SELECT {', '.join(cols)} FROM sources WHERE analysis_id = ? ORDER BY id",
+                                 [analysis_id]).fetchall()]
 
 
 def _span(sources: list[dict]) -> tuple[int | None, int | None]:
@@ -788,7 +792,7 @@ def _top(keys: list[np.ndarray], dur: np.ndarray, line: np.ndarray, m: int) -> n
     keep = np.ones(len(dur), bool)
     if len(dur) <= m:
         return keep
-    inv = _ranks(_key(keys))
+    inv = _dense(_key(keys))
     for g in np.flatnonzero(np.bincount(inv) > m).tolist():  # few: per lane and track
         idx = np.flatnonzero(inv == g)
         d = dur[idx]
@@ -854,6 +858,12 @@ def _distinct(x: np.ndarray) -> np.ndarray:
     return x[np.concatenate([[True], x[1:] != x[:-1]])] if len(x) else x
 
 
+def _dense(key: np.ndarray) -> np.ndarray:
+    """The keys (>= 0) as they are when they span few more values than there are rows, else their ranks: indexes
+    of arrays of a size about the rows'."""
+    return _ranks(key) if len(key) and int(key.max()) >= 4 * len(key) + 4096 else key
+
+
 def _ranks(x: np.ndarray) -> np.ndarray:
     """Each value's rank among the distinct values (np.unique's inverse, by a sort)."""
     order = np.argsort(x)
@@ -877,9 +887,7 @@ def _group(keys: list[np.ndarray], tot, n, mx, line):
     """Rows grouped by keys (each >= 0): (keys of each group, sum tot, sum n, max mx, the line of the max: the
     first on ties), groups in the keys' order. Summed into arrays indexed by the key (no sort), or by its rank
     when the keys span many more values than there are rows."""
-    key = _key(keys)
-    if len(key) and int(key.max()) >= 4 * len(key) + 4096:
-        key = _ranks(key)
+    key = _dense(_key(keys))
     size = int(key.max()) + 1 if len(key) else 0
     first = np.full(size, len(key))
     np.minimum.at(first, key, np.arange(len(key)))
@@ -894,6 +902,16 @@ def _group(keys: list[np.ndarray], tot, n, mx, line):
     np.minimum.at(top_line, key[is_top], line[is_top])
     rows = first[at]
     return [k[rows] for k in keys], sums[0][at], sums[1][at], top[at], top_line[at]
+
+
+def _runs(starts: np.ndarray, keys: list[np.ndarray], tot, n, mx, line):
+    """As _group, for rows whose groups are runs beginning at `starts`."""
+    if not len(starts):
+        return [k[:0] for k in keys], tot[:0], n[:0], mx[:0], line[:0]
+    top = np.maximum.reduceat(mx, starts)
+    at_top = np.where(mx == np.repeat(top, np.diff(np.append(starts, len(mx)))), line, np.iinfo(np.int64).max)
+    return ([k[starts] for k in keys], np.add.reduceat(tot, starts), np.add.reduceat(n, starts), top,
+            np.minimum.reduceat(at_top, starts))
 
 
 def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict, names: list[str]) -> dict[int, dict]:
@@ -915,29 +933,44 @@ def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict,
     def local(lane: np.ndarray, code: np.ndarray) -> np.ndarray:
         return np.searchsorted(used, lane * size + code) - first[lane]
 
-    # px holds one row per lane, track, state and lane bucket: merged again only in lanes with wider buckets
-    # (f > 1), with their segments now shorter than a bucket
+    # px holds one row per lane, track, state and lane bucket, in that order (_lane_inputs): merged again only in
+    # lanes with wider buckets (f > 1), a row per run of rows falling in one wider bucket, then with their segments
+    # now shorter than a bucket
     dur = sg["e"] - sg["s"]
     short = dur < bb[sg["lane"]]
     again = f[px["lane"]] > 1
-    (gl, gt, gp, gs), gtot, gn, gmx, gln = _group(
-        [np.concatenate([px["lane"][again], sg["lane"][short]]), np.concatenate([px["track"][again], sg["track"][short]]),
-         np.concatenate([px["px"][again] // f[px["lane"][again]],
-                         (np.maximum(sg["s"][short], t0) - t0) // bb[sg["lane"][short]]]),
-         np.concatenate([px["state"][again], sg["state"][short]])],
-        np.concatenate([px["tot"][again], dur[short]]), np.concatenate([px["n"][again], np.ones(int(short.sum()), np.int64)]),
-        np.concatenate([px["mx"][again], dur[short]]), np.concatenate([px["line"][again], sg["line"][short]]))
+    lane, track, state = px["lane"][again], px["track"][again], px["state"][again]
+    pos = px["px"][again] // f[lane]
+    change = np.ones(len(lane), bool)
+    change[1:] = (lane[1:] != lane[:-1]) | (track[1:] != track[:-1]) | (state[1:] != state[:-1]) | (pos[1:] != pos[:-1])
+    (gl, gt, gp, gs), gtot, gn, gmx, gln = _runs(
+        np.flatnonzero(change), [lane, track, pos, state], px["tot"][again], px["n"][again], px["mx"][again],
+        px["line"][again])
+    if short.any():
+        (gl, gt, gp, gs), gtot, gn, gmx, gln = _group(
+            [np.concatenate([gl, sg["lane"][short]]), np.concatenate([gt, sg["track"][short]]),
+             np.concatenate([gp, (np.maximum(sg["s"][short], t0) - t0) // bb[sg["lane"][short]]]),
+             np.concatenate([gs, sg["state"][short]])], np.concatenate([gtot, dur[short]]),
+            np.concatenate([gn, np.ones(int(short.sum()), np.int64)]), np.concatenate([gmx, dur[short]]),
+            np.concatenate([gln, sg["line"][short]]))
     same = ~again
     gl, gt, gp, gs, gtot, gn, gmx, gln = (np.concatenate([x, px[c][same]]) for x, c in (
         (gl, "lane"), (gt, "track"), (gp, "px"), (gs, "state"), (gtot, "tot"), (gn, "n"), (gmx, "mx"), (gln, "line")))
     gs = local(gl, gs)
-    # per track and pixel: the dominant state (tracks of tasks), else every state on its own
+    # per track and pixel: the dominant state (tracks of tasks: the most time in the pixel, then the last state),
+    # else every state on its own
     dom = np.asarray(DOMINANT)[gt]
     dl, dt, dp, ds, dtot = gl[dom], gt[dom], gp[dom], gs[dom], gtot[dom]
     _, _, pn, pmx, pln = _group([dl, dt, dp], dtot, gn[dom], gmx[dom], gln[dom])  # over all states of the pixel
-    pixel = _key([dl, dt, dp])
-    order = np.lexsort([ds, dtot, pixel])  # the dominant state: the most time in the pixel (then the last state)
-    pick = order[np.append(pixel[order][1:] != pixel[order][:-1], True)] if len(order) else order
+    pixel = _dense(_key([dl, dt, dp]))  # as _group numbers the pixels: its groups in the order of these
+    most = np.full(int(pixel.max()) + 1 if len(pixel) else 0, -1)
+    np.maximum.at(most, pixel, dtot)
+    top = dtot == most[pixel]
+    last = np.full(len(most), -1)
+    np.maximum.at(last, pixel[top], ds[top])
+    pick = np.full(len(most), -1)
+    pick[pixel[top & (ds == last[pixel])]] = np.flatnonzero(top & (ds == last[pixel]))
+    pick = pick[pick >= 0]
     kl, kt, kp, ks, kn, kmx, kln = (np.concatenate(x) for x in zip(
         (dl[pick], dt[pick], dp[pick], ds[pick], pn, pmx, pln),
         (gl[~dom], gt[~dom], gp[~dom], gs[~dom], gn[~dom], gmx[~dom], gln[~dom])))
@@ -945,8 +978,8 @@ def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict,
     kl, kt, kp, ks, kn, kmx, kln = (x[order] for x in (kl, kt, kp, ks, kn, kmx, kln))
     run = np.ones(len(kt), bool)  # runs: consecutive pixels of one lane, track and state
     run[1:] = (kl[1:] != kl[:-1]) | (kt[1:] != kt[:-1]) | (ks[1:] != ks[:-1]) | (kp[1:] != kp[:-1] + 1)
-    _, _, rn, rmx, rln = _group([np.cumsum(run)], kn, kn, kmx, kln)
     starts = np.flatnonzero(run)
+    _, _, rn, rmx, rln = _runs(starts, [], kn, kn, kmx, kln)
     ends = np.append(starts[1:], len(kt))[:len(starts)] - 1
     lbb = bb[kl[starts]]
     long = ~short  # segments at least a bucket long, as they are (clipped to the window)
@@ -972,17 +1005,17 @@ def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict,
     return out
 
 
-def _counts(inp: dict, ls: np.ndarray, bucket: np.ndarray, f: np.ndarray) -> np.ndarray:
+def _counts(inp: dict, bucket: np.ndarray, f: np.ndarray) -> np.ndarray:
     """About how many items _items makes per lane (at most one merged item per track and bucket, plus the segments
-    and calls at least a bucket long), over the response's lanes (those in ls): to choose the lanes' first
-    coarsening without building it."""
-    want = np.zeros(len(bucket), bool)
-    want[ls] = True
+    and calls at least a bucket long), over the response's lanes: to choose the lanes' first coarsening without
+    building it."""
     bb = bucket * f
-    px, sg, calls = (_take(inp[k], want[inp[k]["lane"]]) for k in ("px", "segs", "calls"))
-    cell = _key([px["track"], px["px"] // f[px["lane"]]])
-    size = int(cell.max()) + 1 if len(cell) else 1
-    return (np.bincount(_distinct(px["lane"] * size + cell) // size, minlength=len(bucket))
+    px, sg, calls = inp["px"], inp["segs"], inp["calls"]
+    pos = px["px"] // f[px["lane"]]
+    cells = len(TRACKS) * (int(pos.max()) + 1 if len(pos) else 1)
+    seen = np.zeros(len(bucket) * cells, bool)  # per lane, track and bucket: merged items there
+    seen[px["lane"] * cells + px["track"] * (cells // len(TRACKS)) + pos] = True
+    return (seen.reshape(len(bucket), cells).sum(axis=1)
             + np.bincount(sg["lane"][sg["e"] - sg["s"] >= bb[sg["lane"]]], minlength=len(bucket))
             + np.bincount(calls["lane"][calls["dur"] >= bb[calls["lane"]]], minlength=len(bucket)))
 
@@ -1000,12 +1033,12 @@ def _fit(chosen: list[dict], inp: dict | None, p: dict, names: list[str]) -> Non
     bucket = np.array([c["bucket_ns"] or 0 for c in chosen], np.int64)
     f = np.ones(len(chosen), np.int64)
     share = MAX_ITEMS // len(built)
-    est = _counts(inp, built, bucket, f)
+    est = _counts(inp, bucket, f)
     if est.sum() > MAX_ITEMS:
         grow = np.flatnonzero((est > share) & (bucket * f < span))
         while len(grow):
             f[grow] *= 2
-            est[grow] = _counts(inp, grow, bucket, f)[grow]
+            est[grow] = _counts(inp, bucket, f)[grow]
             grow = grow[(est[grow] > share) & (bucket[grow] * f[grow] < span)]
     for i, items in _items(inp, built, bucket, f, p, names).items():
         chosen[i]["segs"] = items
