@@ -381,14 +381,19 @@ def _level(s: dict, width: int, most: int) -> int:
     return k
 
 
-def _fetch(con, sql: str, params: dict, names: dict[str, int], wide: bool = True) -> dict[str, np.ndarray]:
+def _fetch(con, sql: str, params: dict, names: dict[str, int], wide: bool = True,
+           nullable: tuple = ()) -> dict[str, np.ndarray]:
     """The rows of sql as numpy columns (through Arrow), integers as int64 (`wide`) or as they come; text columns as
-    codes into `names` (name -> code, grown with the names met; int64, or int32 when not `wide`)."""
+    codes into `names` (name -> code, grown with the names met; int64, or int32 when not `wide`). The `nullable`
+    columns have their nulls as 0, and which are not null as valid_<name>."""
     used = set(re.findall(r"\$(\w+)", sql))
     table = con.sql(sql, params={k: v for k, v in params.items() if k in used}).to_arrow_table()
     cols = {}
     for name, col in zip(table.column_names, table.columns):
         col = col.combine_chunks()
+        if name in nullable:
+            cols[f"valid_{name}"] = col.is_valid().to_numpy(zero_copy_only=False)
+            col = col.fill_null(0)
         if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
             enc = pc.dictionary_encode(col)
             codes = np.array([names.setdefault(x, len(names)) for x in enc.dictionary.to_pylist()],
@@ -532,26 +537,29 @@ def _raw(con, s: dict, q: dict, lanes: dict[int, tuple], names: dict[str, int], 
         rows["lane"] = lane_of("task", rows.pop("pid"))
         return _take(rows, rows["lane"] >= 0), events
     devs: dict[str, int] = {}
-    ok = " AND ".join(("{a} BETWEEN $slo AND $hi", "{z} >= $lo", "{z} >= {a}", "{z} - {a} < $lo - $slo"))
-    cols = ("coalesce(dev, '') AS dev, coalesce(pid, -1) AS pid, line, coalesce(i_ns, 0) AS i_ns,"
-            " coalesce(d_ns, 0) AS d_ns, coalesce(c_ns, 0) AS c_ns, i_ns IS NOT NULL AS inserted,"
-            " coalesce(c_ns >= i_ns, false) AS completed,"
-            + ", ".join(f" coalesce({ok.format(a=a, z=z)}, false) AS ok{track}" for track, _, a, z in BLK_PHASES))
+    cols = "coalesce(dev, '') AS dev, coalesce(pid, -1) AS pid, line, i_ns, d_ns, c_ns"
     r = _fetch(con, f"""
         SELECT {cols} FROM blk_requests WHERE source_id = $sid AND i_ns BETWEEN $slo AND $hi
         UNION ALL  -- those inserted before (or never) dispatched or completed in the window
         SELECT {cols} FROM blk_requests WHERE source_id = $sid AND (i_ns IS NULL OR i_ns < $slo)
-          AND (d_ns BETWEEN $slo AND $hi OR c_ns BETWEEN $slo AND $hi)""", q, devs)
+          AND (d_ns BETWEEN $slo AND $hi OR c_ns BETWEEN $slo AND $hi)""", q, devs, nullable=("i_ns", "d_ns", "c_ns"))
     dev_lane = lane_of("device", r["dev"], list(devs))
     start = q["lo"] // s["w0_ns"] * s["w0_ns"]
-    ins = r["inserted"] & (dev_lane >= 0) & (r["i_ns"] >= start) & (r["i_ns"] <= q["hi"])
-    done = r["inserted"] & r["completed"] & (dev_lane >= 0) & (r["c_ns"] >= start) & (r["c_ns"] <= q["hi"])
-    events = {"lane": np.concatenate([dev_lane[ins], dev_lane[done]]), "t": np.concatenate([r["i_ns"][ins], r["c_ns"][done]]),
+    i, d, c = r["i_ns"], r["d_ns"], r["c_ns"]
+    has_i, has_c = r["valid_i_ns"], r["valid_c_ns"] & (c >= i)
+    ins = has_i & (dev_lane >= 0) & (i >= start) & (i <= q["hi"])
+    done = has_i & has_c & (dev_lane >= 0) & (c >= start) & (c <= q["hi"])
+    events = {"lane": np.concatenate([dev_lane[ins], dev_lane[done]]), "t": np.concatenate([i[ins], c[done]]),
               "d": np.concatenate([np.ones(int(ins.sum()), np.int64), np.full(int(done.sum()), -1)])}
+    phase = {}  # per track: the requests whose phase is a segment of the window shorter than a level-1 bucket
+    for track, _, a, z in BLK_PHASES:
+        x, y = r[a], r[z]
+        phase[track] = (r[f"valid_{a}"] & r[f"valid_{z}"] & (x >= q["slo"]) & (x <= q["hi"]) & (y >= q["lo"])
+                        & (y >= x) & (y - x < q["lo"] - q["slo"]))
     parts = []
     for lane in (dev_lane, lane_of("process", r["pid"])):
         for track, state, a, z in BLK_PHASES:
-            m = r[f"ok{track}"] & (lane >= 0)
+            m = phase[track] & (lane >= 0)
             parts.append({"lane": lane[m], "track": np.full(int(m.sum()), track), "s": r[a][m], "e": r[z][m],
                           "state": np.full(int(m.sum()), names.setdefault(state, len(names))), "line": r["line"][m]})
     return {c: np.concatenate([x[c] for x in parts]) for c in SEG_COLS}, events
@@ -712,11 +720,13 @@ def _lane_inputs(con, analysis_id: str, s: dict, p: dict, lanes: list[dict], rd:
     long = np.flatnonzero(dur >= bb)
     keep = np.zeros(len(dur), bool)
     keep[long] = _top([segs["lane"][long], segs["track"][long]], dur[long], segs["line"][long], p["width_px"])
-    rest = ~keep
-    merged = {c: np.concatenate([bins[c], x]) for c, x in (
-        ("lane", segs["lane"][rest]), ("track", segs["track"][rest]), ("state", segs["state"][rest]),
-        ("t_at", np.maximum(segs["s"][rest], q["lo"])), ("tot", dur[rest]), ("n", np.ones(int(rest.sum()), np.int64)),
-        ("mx", dur[rest]), ("line", segs["line"][rest]))}
+    rest = np.flatnonzero(~keep)
+    merged = {"lane": segs["lane"][rest], "track": segs["track"][rest], "state": segs["state"][rest],
+              "t_at": np.maximum(segs["s"][rest], q["lo"]), "tot": dur[rest], "n": np.ones(len(rest), np.int64),
+              "line": segs["line"][rest]}
+    merged["mx"] = merged["tot"]
+    if len(bins["lane"]):
+        merged = {c: np.concatenate([bins[c], x]) for c, x in merged.items()}
     px = np.clip((merged["t_at"] + off - p["t0"]) // bb, 0, last)
     (lane, track, state, px), tot, n, mx, line = _group(
         [merged["lane"], merged["track"], merged["state"], px], merged["tot"], merged["n"], merged["mx"], merged["line"])
