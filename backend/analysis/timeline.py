@@ -28,11 +28,16 @@ its own clock (so a clock offset set later changes nothing stored), a pyramid of
 FAN times wider, holding at level k the segments shorter than its bucket (count, total and longest time,
 the longest's line, per lane, track and state) — the requests in flight per device at the end of each
 level-0 bucket (`tl_depth`), and the calls long enough to be drawn at level 0 or wider (`tl_calls`). A read
-picks the widest level whose bucket fits in a pixel, re-buckets it to pixels in SQL, and adds the few
-segments at least one level bucket long from the raw tables (a range scan of the window). Windows narrower
-than a level-0 bucket per pixel read the raw tables: they hold a small part of the trace. Lanes are ranked
-from a coarser level (a few hundred buckets over the window), so the figures in a lane's `why` are close
-to, not exactly, what the window holds (said with ≈).
+picks the finest level whose bucket is at least a pixel, re-buckets it to pixels and adds the segments at
+least one level bucket long (`tl_long`). Windows narrower than a level-0 bucket per pixel read the raw tables
+instead (a range of the window: a small part of the trace). Lanes are ranked from a coarser level (a few
+hundred buckets over the window), so the figures in a lane's `why` are close to, not exactly, what the
+window holds (said with ≈).
+
+What a read needs of the summaries above level 0, of tl_depth, tl_calls and the chains is kept in memory per
+analysis after its first read (memo.py; ~45 MB for the 17 M-event benchmark analysis, ~0.3 s to load), as
+numpy arrays found by binary search; the rest (level 0, the raw rows of a narrow window) is one query per
+table, and everything is bucketed and merged in numpy, all lanes at once.
 
 All times are on the analysis timeline (the source's own time + its clock_offset_ns).
 """
@@ -140,12 +145,6 @@ def derive(con, source_id: int, report) -> None:
             FROM blk WHERE wake_line < coalesce(next_line, 9223372036854775807)
         ) ORDER BY 5  -- by start: a window's reads skip the row groups outside it
         """, {"sid": source_id})
-
-
-def _q(con, sql: str, params: dict):
-    """Runs sql with the parameters it names (DuckDB refuses unused named parameters)."""
-    used = set(re.findall(r"\$(\w+)", sql))
-    return con.execute(sql, {k: v for k, v in params.items() if k in used})
 
 
 # ---- segments: every lane's (lane, track, state, s, e, line), own clock ------------------------------------------
