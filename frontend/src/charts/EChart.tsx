@@ -53,7 +53,12 @@ export function EChart({ option, onEvents, height, className, ariaLabel, afterSe
   useEffect(() => {
     const c = echarts.init(el.current!, null, { renderer: 'canvas' });
     chart.current = c;
-    const ro = new ResizeObserver(() => c.resize());
+    // resize() redraws the whole chart even at the same size: only when the container's size changed (the
+    // observer's first call, right after the first draw, is at the size the chart was made with)
+    const ro = new ResizeObserver(() => {
+      const node = el.current;
+      if (node && (node.clientWidth !== c.getWidth() || node.clientHeight !== c.getHeight())) c.resize();
+    });
     ro.observe(el.current!);
     return () => {
       ro.disconnect();

@@ -3,6 +3,7 @@ import {
   buildTimelineOption,
   decodeTimeline,
   describeItem,
+  itemOf,
   nameColor,
   panWindow,
   segmentBand,
@@ -108,19 +109,54 @@ describe('timeline layout', () => {
     expect(describeItem(items[6])).toContain('checkpoint start');
   });
 
-  it('builds one custom series for the items, a step line per counter and the selection', () => {
+  it('builds a custom series for the items, a step line per counter, the selection and the print markers', () => {
     const items = timelineItems(T, layout);
     const opt = buildTimelineOption(layout, items, { v0: 0, v1: 1000, selection: [200, 400], origin: 0 }) as any;
     expect(opt.xAxis.min).toBe(0);
     expect(opt.xAxis.max).toBe(1000);
     expect(opt.yAxis).toMatchObject({ min: 0, max: layout.height, inverse: true });
-    expect(opt.series.map((s: any) => s.type)).toEqual(['custom', 'line', 'custom']);
-    expect(opt.series[0].data).toHaveLength(items.length);
+    expect(opt.series.map((s: any) => [s.type, s.name])).toEqual([
+      ['custom', 'timeline'],
+      ['line', '8,0 (device) in flight'],
+      ['custom', 'selection'],
+      ['custom', 'marks'],
+    ]);
+    // each datum is the item's index: the markers apart (drawn unclipped, their handle above the plot)
+    expect(opt.series[0].data).toEqual([[0], [1], [2], [3], [4], [5]]);
+    expect(opt.series[3].data).toEqual([[6]]);
+    expect(opt.series[0]).toMatchObject({ clip: true, progressive: 0 });
+    expect(opt.series[3]).toMatchObject({ clip: false, progressive: 0 });
     const dev = layout.byId.get('dev:2:8,0')!;
     // in flight 0 at the bottom of the lane, the max 2 at its top (3 px margins)
     expect(opt.series[1].data[0]).toEqual([0, dev.y + dev.h - 3, 0]);
     expect(opt.series[1].data[1]).toEqual([500, dev.y + 3, 2]);
     expect(opt.series[2].data).toEqual([[0]]);
+    // tooltips and clicks find the item behind the datum, in either series
+    expect(opt.series[3].tooltip.formatter({ value: [6] })).toContain('checkpoint start');
+    expect(itemOf(items, { seriesName: 'marks', value: [6] })).toBe(items[6]);
+    expect(itemOf(items, { seriesName: 'timeline', value: [4] })).toBe(items[4]);
+    expect(itemOf(items, { seriesName: 'selection', value: [0] })).toBeNull();
+  });
+
+  it('draws a segment as a bare rect, with a label (truncated to it) only when wider than 60 px', () => {
+    const items = timelineItems(T, layout);
+    const opt = buildTimelineOption(layout, items, { v0: 0, v1: 1000, selection: null, origin: 0 }) as any;
+    const coordSys = { x: 0, y: 0, width: 1000, height: layout.height };
+    const draw = (i: number, pxPerNs = 1) =>
+      opt.series[0].renderItem({ coordSys }, { value: () => i, coord: ([x, y]: number[]) => [x * pxPerNs, y] });
+    const state = draw(4); // the device's service segment, 580 px wide: no label on a block phase
+    expect(state).toEqual({ type: 'rect', shape: expect.any(Object), style: { fill: expect.any(String), opacity: 0.85 } });
+    const wait = draw(1); // 800 px wide
+    expect(wait.textContent.style).toMatchObject({ text: 'wait_transaction_locked', width: 796, overflow: 'truncate' });
+    expect(draw(1, 0.05).textContent).toBeUndefined(); // 40 px: no label
+    // a marker outside the window is not drawn
+    const mark = (v0: number, v1: number) =>
+      (buildTimelineOption(layout, items, { v0, v1, selection: null, origin: 0 }) as any).series[3].renderItem(
+        { coordSys },
+        { value: () => 6, coord: ([x, y]: number[]) => [x, y] },
+      );
+    expect(mark(0, 1000).children).toHaveLength(2);
+    expect(mark(500, 1000)).toBeNull();
   });
 });
 

@@ -180,8 +180,17 @@ function esc(s: string): string {
   return s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
 }
 
+/** The item behind a click or tooltip on the timeline's series (each datum is [index in items]). */
+export function itemOf(items: Item[], p: { seriesName?: string; value?: unknown } | null | undefined): Item | null {
+  if (p?.seriesName !== 'timeline' && p?.seriesName !== 'marks') return null;
+  const i = Array.isArray(p.value) ? p.value[0] : undefined;
+  return typeof i === 'number' ? (items[i] ?? null) : null;
+}
+
+type Rendered = CustomSeriesRenderItemReturn;
+
 export function buildTimelineOption(layout: Layout, items: Item[], o: TimelineOptions): EChartsOption {
-  const render = (p: CustomSeriesRenderItemParams, api: CustomSeriesRenderItemAPI): CustomSeriesRenderItemReturn => {
+  const render = (p: CustomSeriesRenderItemParams, api: CustomSeriesRenderItemAPI): Rendered => {
     const it = items[api.value(0) as number];
     const x = (ns: number) => api.coord([ns - o.origin, 0])[0];
     const y = (py: number) => api.coord([0, py])[1];
@@ -193,20 +202,18 @@ export function buildTimelineOption(layout: Layout, items: Item[], o: TimelineOp
       const x0 = clipX(x(it.seg.t0_ns));
       const x1 = clipX(x(it.seg.t1_ns));
       const w = Math.max(1, x1 - x0);
-      const label = (it.seg.track === 'wait' || it.seg.track === 'call') && w > 60 ? it.seg.state : '';
+      const shape = { x: x0, y: y(box.y + top), width: w, height: h };
+      const fill = segmentColor(it.seg);
+      const opacity = it.seg.track === 'state' && it.seg.state === 'blocked' ? 0.9 : 0.85;
+      // a label only where it fits (waits and calls wider than 60 px): the others are bare rects (no text to lay out)
+      if (!((it.seg.track === 'wait' || it.seg.track === 'call') && w > 60)) return { type: 'rect', shape, style: { fill, opacity } } as unknown as Rendered;
       return {
         type: 'rect',
-        shape: { x: x0, y: y(box.y + top), width: w, height: h },
-        style: {
-          fill: segmentColor(it.seg),
-          opacity: it.seg.track === 'state' && it.seg.state === 'blocked' ? 0.9 : 0.85,
-          text: label,
-          textFill: '#0d1117',
-          fontSize: 10,
-          textPosition: 'insideLeft',
-          truncate: { outerWidth: w - 4 },
-        },
-      } as unknown as CustomSeriesRenderItemReturn;
+        shape,
+        style: { fill, opacity },
+        textContent: { silent: true, style: { text: it.seg.state, fill: '#0d1117', fontSize: 10, width: w - 4, overflow: 'truncate' } },
+        textConfig: { position: 'insideLeft' },
+      } as unknown as Rendered;
     }
     if (it.kind === 'band') {
       const box = layout.byId.get(it.lane.id)!;
@@ -217,7 +224,7 @@ export function buildTimelineOption(layout: Layout, items: Item[], o: TimelineOp
         type: 'rect',
         shape: { x: x0, y: y(box.y + 2), width: Math.max(1, x1 - x0), height: box.h - 4 },
         style: { fill: 'rgba(185,156,240,0.35)', stroke: '#b99cf0', lineWidth: 1, lineDash: b.t1_ns === null ? [4, 3] : undefined },
-      } as unknown as CustomSeriesRenderItemReturn;
+      } as unknown as Rendered;
     }
     if (it.kind === 'arrow') {
       const a = it.arrow;
@@ -235,18 +242,30 @@ export function buildTimelineOption(layout: Layout, items: Item[], o: TimelineOp
           { type: 'line', shape: { x1: x0, y1: y0, x2: x1, y2: y1 }, style: { stroke: color, lineWidth: 1.6 } },
           { type: 'polygon', shape: { points: [[x1, y1], [x1 - 4, y1 - 7 * dir], [x1 + 4, y1 - 7 * dir]] }, style: { fill: color } },
         ],
-      } as unknown as CustomSeriesRenderItemReturn;
+      } as unknown as Rendered;
     }
-    const xm = x(it.mark.t_ns);
+    return null as unknown as Rendered;
+  };
+  // print markers: a dashed line down the plot and a handle above it (outside the plot: their series is not
+  // clipped, so the markers outside the window are not drawn at all)
+  const renderMark = (p: CustomSeriesRenderItemParams, api: CustomSeriesRenderItemAPI): Rendered => {
+    const it = items[api.value(0) as number];
+    if (it.kind !== 'mark' || it.mark.t_ns < o.v0 || it.mark.t_ns > o.v1) return null as unknown as Rendered;
+    const xm = api.coord([it.mark.t_ns - o.origin, 0])[0];
+    const cs = p.coordSys as unknown as { x: number; width: number; y: number; height: number };
     return {
       type: 'group',
       children: [
         { type: 'line', shape: { x1: xm, y1: cs.y, x2: xm, y2: cs.y + cs.height }, style: { stroke: C.message, lineWidth: 1, lineDash: [3, 3], opacity: 0.8 } },
         { type: 'polygon', shape: { points: [[xm - 4, cs.y - 8], [xm + 4, cs.y - 8], [xm, cs.y]] }, style: { fill: C.message } },
       ],
-    } as unknown as CustomSeriesRenderItemReturn;
+    } as unknown as Rendered;
   };
 
+  const drawn: number[][] = [];
+  const marks: number[][] = [];
+  items.forEach((it, i) => (it.kind === 'mark' ? marks : drawn).push([i]));
+  const tooltip = { formatter: (p: { value: number[] }) => describeItem(items[p.value[0]]) };
   const counters = layout.lanes.filter((b) => b.lane.counter);
   return {
     backgroundColor: 'transparent',
@@ -269,13 +288,27 @@ export function buildTimelineOption(layout: Layout, items: Item[], o: TimelineOp
         name: 'timeline',
         renderItem: render,
         clip: true,
-        data: items.map((_, i) => [i]),
+        // drawn in one pass: progressively (ECharts' default above 3000 items) it took a frame per 400 items,
+        // repainting each time, and drew them unclipped
+        progressive: 0,
+        data: drawn,
         encode: { x: [], y: [] },
-        tooltip: { formatter: (p: { dataIndex: number }) => describeItem(items[p.dataIndex]) },
+        tooltip,
         z: 2,
       },
       ...counters.map((b) => counterSeries(b, o, layout)),
       selectionSeries(o, layout),
+      {
+        type: 'custom',
+        name: 'marks',
+        renderItem: renderMark,
+        clip: false,
+        progressive: 0,
+        data: marks,
+        encode: { x: [], y: [] },
+        tooltip,
+        z: 2, // under the segments' labels, over the segments (after them)
+      },
     ],
   } as EChartsOption;
 }

@@ -50,6 +50,9 @@ describe('other formats', () => {
     expect(formatBytes(1536)).toBe('1.5 KiB');
     expect(formatBytes(3 * 1024 ** 3)).toBe('3 GiB');
     expect(formatCount(1234567)).toBe('1,234,567');
+    for (const n of [0, 7, 12, 999, 1000, 65536, 999999, 1000000, -1234, -999, 2 ** 53 - 1, 1.5, -0.25, 12345.678]) {
+      expect(formatCount(n)).toBe(n.toLocaleString('en-US'));
+    }
   });
   it('axis durations', () => {
     expect(formatNsShort(1e9)).toBe('1 s');

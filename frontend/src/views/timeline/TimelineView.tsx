@@ -6,6 +6,7 @@ import {
   RELATION_COLORS,
   STATE_COLORS,
   buildTimelineOption,
+  itemOf,
   panWindow,
   timelineItems,
   timelineLayout,
@@ -128,8 +129,7 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
   const events = useMemo<Record<string, EChartHandler>>(
     () => ({
       click: (p) => {
-        if (p?.seriesName !== 'timeline') return;
-        const it = items[p.dataIndex as number];
+        const it = itemOf(items, p);
         if (!it) return;
         if (it.kind === 'segment') setView({ tlSel: { sourceId: it.seg.source_id, line: it.seg.line } });
         else if (it.kind === 'arrow') setView({ tab: 'stalls', chain: it.arrow.chain_id });
