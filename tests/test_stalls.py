@@ -76,9 +76,13 @@ def test_xfs_seed_chain(client, store):
 
 def test_xfs_seed_waits(client, store):
     aid = ingest_paths(store, XFS)["id"]
-    waits = client.get(f"/api/analyses/{aid}/waits").json()
+    # the stalls by duration; file_reader's short sleep (S, no lock known: an idle sleep) only with idle=true
+    stalls = client.get(f"/api/analyses/{aid}/waits").json()
+    assert [(w["pid"], w["kind"], w["line"]) for w in stalls] == [(251, "call", 61), (505, "call", 72), (30495, "call", 94)]
+    waits = client.get(f"/api/analyses/{aid}/waits", params={"idle": True}).json()
     assert [(w["pid"], w["kind"], w["line"]) for w in waits] == [
-        (251, "call", 61), (505, "call", 72), (30495, "call", 94), (31161, "sched", 95)]  # by duration
+        (251, "call", 61), (505, "call", 72), (30495, "call", 94), (31161, "sched", 95)]
+    assert waits[:3] == stalls
     convertd = waits[0]
     assert (convertd["state"], convertd["waker_pid"], convertd["waker_comm"], convertd["wake_line"]) == (
         None, 219, "xfslogd/7", 112)
@@ -89,8 +93,9 @@ def test_xfs_seed_waits(client, store):
     reader = waits[-1]  # file_reader switched out (S) at line 95, never back: open to the end of the excerpt
     assert (reader["state"], reader["end_known"], reader["end_ns"], reader["inferred"]) == ("S", False, 358614285597000, True)
     # filters and order
-    q = lambda **p: [w["line"] for w in client.get(f"/api/analyses/{aid}/waits", params=p).json()]
+    q = lambda **p: [w["line"] for w in client.get(f"/api/analyses/{aid}/waits", params={"idle": True, **p}).json()]
     assert q(order="start") == [61, 72, 94, 95]
+    assert q(order="start", idle=False) == [61, 72, 94]
     assert q(pid=30495) == [94]
     assert q(lock="xfs_ilock") == [72, 94]
     assert q(t0_ns=358614285590000) == [72, 94, 95]
@@ -210,7 +215,7 @@ def test_scheduler_events_without_calls(client, store):
             b"          <idle>-0     [001] 100.002200: sched_switch:   swapper/1:0 [120] R ==> file_writer:30495 [120]\n"
             b"     flush-8:0-505   [000] 100.000500: sched_switch:   flush-8:0:505 [120] S ==> swapper/0:0 [120]\n")
     aid = ingest_bytes(store, **{"sched.txt": body})["id"]
-    waits = client.get(f"/api/analyses/{aid}/waits", params={"order": "start"}).json()
+    waits = client.get(f"/api/analyses/{aid}/waits", params={"order": "start", "idle": True}).json()
     # file_writer: switched out in D at line 2, woken from the idle CPU at line 3, back on CPU at line 4;
     # flush-8:0: asleep (S) from line 5 until the trace ends (its last timestamp, line 4's)
     assert [(w["line"], w["pid"], w["state"], w["start_ns"], w["end_ns"], w["end_line"], w["end_known"], w["waker_pid"],

@@ -6,7 +6,8 @@ Metrics (what is counted, its latency, where it is placed in time, what each eve
 * func: function_graph calls of one function (`fg_calls`, `filter` = the function name, exact match) whose
   duration is known (the duration field of the exit line), placed at their entry; filter pid. An event is a
   call, identified by (source_id, line) of its entry; pid is its task.
-* wait: waits (`waits`, see stalls.py), their duration placed at their start; `filter` = a lock_key (the
+* wait: the waits that are stalls (`stall_waits`: idle sleeps left out, see stalls.py), their duration placed at
+  their start; `filter` = a lock_key (the
   object: `xfs_ilock`) or a lock label (`xfs_ilock via down_write`), none = every wait; filter pid. A wait
   still open at the end of the trace counts with its duration so far (a lower bound: end_known false).
 
@@ -51,7 +52,7 @@ _SPECS = {
     **{m: _Spec("request", "blk_requests", f"{m}_ns", at, ("comm", "dev", "rwbs", "sector", "nsect"))
        for m, at in (("i2d", "i_ns"), ("d2c", "d_ns"), ("q2c", "q_ns"))},
     "func": _Spec("call", "fg_calls", "duration_ns", "entry_ns", ("comm", "func")),
-    "wait": _Spec("wait", "waits", "duration_ns", "start_ns", ("comm", "lock", "lock_key", "end_known")),
+    "wait": _Spec("wait", "stall_waits", "duration_ns", "start_ns", ("comm", "lock", "lock_key", "end_known")),
 }
 
 
@@ -360,7 +361,7 @@ def _metrics(con, analysis_id: str, limit: int) -> dict:
         "SELECT count(*) FROM fg_calls a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid"
         " AND a.duration_ns IS NOT NULL AND a.entry_ns IS NOT NULL AND a.func IS NOT NULL",
         {"aid": analysis_id}).fetchall()[0][0]
-    waits = con.execute("SELECT count(*) FROM waits a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid",
+    waits = con.execute("SELECT count(*) FROM stall_waits a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid",
                         {"aid": analysis_id}).fetchall()[0][0]
     found = [{"metric": m, "count": n} for m, n in zip(METRICS, (*counts, calls, waits)) if n]
     functions = [{"func": f, "calls": n, "total_ns": tot, "max_ns": mx} for f, n, tot, mx in con.execute(
@@ -370,7 +371,7 @@ def _metrics(con, analysis_id: str, limit: int) -> dict:
         " GROUP BY 1 ORDER BY total DESC, 1 LIMIT $limit", {"aid": analysis_id, "limit": limit}).fetchall()]
     lock_rows = con.execute(
         "SELECT a.lock_key, count(*), sum(a.duration_ns)::BIGINT AS total, max(a.duration_ns),"
-        " list(DISTINCT a.lock ORDER BY a.lock) FROM waits a JOIN sources s ON s.id = a.source_id"
+        " list(DISTINCT a.lock ORDER BY a.lock) FROM stall_waits a JOIN sources s ON s.id = a.source_id"
         " WHERE s.analysis_id = $aid AND a.lock_key IS NOT NULL GROUP BY 1 ORDER BY total DESC, 1",
         {"aid": analysis_id}).fetchall()
     locks = [{"lock_key": k, "waits": n, "total_ns": tot, "max_ns": mx, "locks": labels}

@@ -133,6 +133,10 @@ CREATE TABLE IF NOT EXISTS waits (
     holder_evidence VARCHAR,
     holder_stack VARCHAR[]           -- the holder's calls open when this wait began
 );
+-- the waits that are stalls: all but idle sleeps, a task asleep interruptibly (S, or I for an idle kernel thread)
+-- on no known lock: a worker waiting for work (schedule_timeout), a nanosleep, a poll; they are waits, not stalls
+CREATE OR REPLACE VIEW stall_waits AS
+    SELECT * FROM waits WHERE primitive IS NOT NULL OR NOT regexp_matches(coalesce(state, ''), '^[SI]');
 CREATE TABLE IF NOT EXISTS chains (
     analysis_id VARCHAR NOT NULL,
     chain_id INTEGER NOT NULL,       -- rank, 1 = longest stall of its first task
@@ -1015,16 +1019,18 @@ _WAIT_FILTERS = {"pid": "w.pid = $pid", "lock": "contains(w.lock, $lock)", "t0":
 
 
 def waits(con, analysis_id: str, order: str = "duration", limit: int = 100, pid=None, lock=None, t0=None,
-          t1=None, lock_key=None) -> list[dict]:
+          t1=None, lock_key=None, idle: bool = False) -> list[dict]:
     """Waits by duration or start; lock: the label contains it (free text); lock_key: the label's object
-    (`xfs_buf_lock via down`: xfs_buf_lock) or primitive (down) is it, exactly (`down` is not `down_read`)."""
+    (`xfs_buf_lock via down`: xfs_buf_lock) or primitive (down) is it, exactly (`down` is not `down_read`); idle:
+    idle sleeps too (see `stall_waits`)."""
     given = {k: v for k, v in {"pid": pid, "lock": lock, "t0": t0, "t1": t1, "lock_key": lock_key}.items()
              if v is not None}
     where = "".join(f" AND {_WAIT_FILTERS[k]}" for k in given)
     # times on the analysis timeline: the source's own + its clock offset
     cols = ", ".join(f"w.{c} + s.clock_offset_ns AS {c}" if c in _WAIT_TIMES else f"w.{c}" for c in WAIT_COLUMNS)
     return _fetch(con.execute(
-        f"SELECT {cols} FROM waits w JOIN sources s ON s.id = w.source_id WHERE s.analysis_id = $aid{where}"
+        f"SELECT {cols} FROM {'waits' if idle else 'stall_waits'} w JOIN sources s ON s.id = w.source_id"
+        f" WHERE s.analysis_id = $aid{where}"
         f" ORDER BY {_WAIT_ORDER[order]} LIMIT $limit", {"aid": analysis_id, "limit": limit, **given}))
 
 

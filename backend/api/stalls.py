@@ -142,13 +142,15 @@ def list_waits(
                                           " label is exactly this (`down` is not `down_read`)")] = None,
     t0_ns: TimeFilter = None,
     t1_ns: TimeFilter = None,
+    idle: Annotated[bool, Query(description="idle sleeps too: a task asleep interruptibly (S, I) on no known lock, e.g."
+                                            " a worker waiting for work; left out by default (they are not stalls)")] = False,
 ):
     """Intervals in which a task was off CPU while blocked, with their lock, waker and inferred holder."""
     _analysis_or_404(con, analysis_id)
     if pid is None and lock is None and lock_key is None and t0_ns is None and t1_ns is None:  # the first list
-        return memo.get((analysis_id, "waits", order, limit, memo.offsets(con, analysis_id)),
-                        lambda: stalls.waits(con, analysis_id, order, limit))
-    return stalls.waits(con, analysis_id, order, limit, pid, lock, t0_ns, t1_ns, lock_key)
+        return memo.get((analysis_id, "waits", order, limit, idle, memo.offsets(con, analysis_id)),
+                        lambda: stalls.waits(con, analysis_id, order, limit, idle=idle))
+    return stalls.waits(con, analysis_id, order, limit, pid, lock, t0_ns, t1_ns, lock_key, idle)
 
 
 @router.get("/analyses/{analysis_id}/chains", response_model=list[Chain], responses=NOT_FOUND)

@@ -2636,6 +2636,8 @@ export interface operations {
                 t0_ns?: number | null;
                 /** @description ns, on the analysis timeline */
                 t1_ns?: number | null;
+                /** @description idle sleeps too: a task asleep interruptibly (S, I) on no known lock, e.g. a worker waiting for work; left out by default (they are not stalls) */
+                idle?: boolean;
             };
             header?: never;
             path: {
