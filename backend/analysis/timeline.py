@@ -428,11 +428,9 @@ def _read(con, analysis_id: str, s: dict, p: dict, lanes: dict[int, tuple], name
           "raw": _columns(SEG_COLS), "events": _columns(("lane", "t", "d"))}
     if none:
         return rd
-    sm = _summary(con, analysis_id, s)
-    rd["summary"], rd["codes"] = sm, np.array([names.setdefault(x, len(names)) for x in sm["states"]] or [0], np.int64)
-    rd["long"] = _long(sm, rd["codes"], q, min(k, kr), w0)
+    rd["long"] = _long(con, analysis_id, s, min(k, kr), q, names)
     if kr >= 1:
-        rd["rank"] = _bins(sm, rd["codes"], kr, q["lo"] // (w0 * FAN ** kr), q["hi"] // (w0 * FAN ** kr))
+        rd["rank"] = _bins(con, analysis_id, s, kr, q, names)
     else:
         rd["rank"] = _fetch(con, f"SELECT {', '.join(RANK_COLS)} FROM tl_bins WHERE source_id = $sid AND level = 0"
                                  " AND bucket BETWEEN $lo // $w AND $hi // $w", {**q, "w": w0}, names)
@@ -441,55 +439,52 @@ def _read(con, analysis_id: str, s: dict, p: dict, lanes: dict[int, tuple], name
     return rd
 
 
-def _summary(con, analysis_id: str, s: dict) -> dict:
-    """The source's summaries above level 0, kept per analysis (memo.py; about 45 bytes a row: ~40 MB for the
-    17 M-event benchmark analysis, built in ~0.3 s on first use) so that a window reads them without a query:
-    per level of tl_bins its rows by bucket (`bins`), tl_long by level then start (`long`, `at`: where each level
-    starts), states as codes into `states`."""
+def _kept(con, analysis_id: str, s: dict, table: str, level: int) -> dict[str, np.ndarray]:
+    """One level of a source's summary, kept per analysis after its first read (memo.py; ~45 bytes a row: the
+    17 M-event benchmark analysis' levels above 0 are ~45 MB, ~0.3 s to load in all) so that a window reads it
+    without a query: tl_bins' rows of a level >= 1 by bucket, or tl_long's of a level by start; states as codes
+    into its own `states` (an array of the names)."""
     def build():
         states: dict[str, int] = {}
-        bins = _fetch(con, "SELECT level::TINYINT AS level, lane, track, state, bucket, tot, n, mx, line FROM tl_bins"
-                           " WHERE source_id = $sid AND level >= 1 ORDER BY level, bucket", {"sid": s["id"]}, states,
-                      wide=False)
-        cut = np.searchsorted(bins.pop("level"), np.arange(s["top_level"] + 2))
-        long = _fetch(con, f"SELECT {', '.join(LONG_COLS)} FROM tl_long WHERE source_id = $sid ORDER BY lvl, s",
-                      {"sid": s["id"]}, states, wide=False)
-        return {"states": list(states), "bins": {k: {c: v[cut[k]:cut[k + 1]] for c, v in bins.items()}
-                                                 for k in range(1, s["top_level"] + 1)},
-                "long": long, "at": np.searchsorted(long["lvl"], np.arange(s["top_level"] + 3))}
+        cols = (_fetch(con, "SELECT lane, track, state, bucket, tot, n, mx, line FROM tl_bins WHERE source_id = $sid"
+                            " AND level = $k ORDER BY bucket", {"sid": s["id"], "k": level}, states, wide=False)
+                if table == "tl_bins" else
+                _fetch(con, "SELECT lane, track, state, s, e, line FROM tl_long WHERE source_id = $sid AND lvl = $k"
+                            " ORDER BY s", {"sid": s["id"], "k": level}, states, wide=False))
+        return {**cols, "states": np.array(list(states) or [""], object)}
 
-    def size(sm: dict) -> int:
-        return (sum(v.nbytes for x in sm["bins"].values() for v in x.values())
-                + sum(v.nbytes for v in sm["long"].values()) + 64 * len(sm["states"]))
-
-    return memo.shared((analysis_id, "timeline-summary", s["id"]), build, size)
+    return memo.shared((analysis_id, "timeline-" + table, s["id"], level), build,
+                       lambda x: sum(v.nbytes for v in x.values()) + 64 * len(x["states"]))
 
 
-def _bins(sm: dict, codes: np.ndarray, level: int, first: int, last: int) -> dict[str, np.ndarray]:
-    """The level's rows (level >= 1) with bucket in [first, last], every lane; states as codes (`codes` maps)."""
-    x = sm["bins"][level]
-    a, z = np.searchsorted(x["bucket"], first, "left"), np.searchsorted(x["bucket"], last, "right")
-    rows = {c: v[a:z].astype(np.int64) for c, v in x.items()}
-    rows["state"] = codes[rows["state"]]
+def _coded(rows: dict[str, np.ndarray], states: np.ndarray, names: dict[str, int]) -> dict[str, np.ndarray]:
+    """The rows (a slice of a kept level) as int64 columns, their states as codes into `names`."""
+    rows = {c: v.astype(np.int64) for c, v in rows.items() if c != "states"}
+    used = _distinct(rows["state"])
+    rows["state"] = np.array([names.setdefault(x, len(names)) for x in states[used].tolist()], np.int64)[
+        np.searchsorted(used, rows["state"])]
     return rows
 
 
-def _long(sm: dict, codes: np.ndarray, q: dict, k: int, w0: int) -> dict[str, np.ndarray]:
-    """The segments of tl_long above level k (at least a level-k bucket long) overlapping [lo, hi] (own clock):
-    per level those starting at most one of its buckets before lo (shorter than it), the longest all."""
-    x, at = sm["long"], sm["at"]
+def _bins(con, analysis_id: str, s: dict, level: int, q: dict, names: dict[str, int]) -> dict[str, np.ndarray]:
+    """The rows of a tl_bins level >= 1 whose bucket is in the window [lo, hi] (own clock), every lane."""
+    x, w = _kept(con, analysis_id, s, "tl_bins", level), s["w0_ns"] * FAN ** level
+    a, z = np.searchsorted(x["bucket"], q["lo"] // w, "left"), np.searchsorted(x["bucket"], q["hi"] // w, "right")
+    return _coded({c: v[a:z] for c, v in x.items()}, x["states"], names)
+
+
+def _long(con, analysis_id: str, s: dict, k: int, q: dict, names: dict[str, int]) -> dict[str, np.ndarray]:
+    """The segments of tl_long above level k (at least a level-k bucket long) overlapping [lo, hi] (own clock), with
+    their level: per level those starting at most one of its buckets before lo (shorter than it), the longest all."""
     parts = []
-    for lvl in range(max(k + 1, 0), len(at) - 1):
-        a, z = at[lvl], at[lvl + 1]
-        if lvl < len(at) - 2:  # shorter than a level-lvl bucket
-            a, z = a + np.searchsorted(x["s"][a:z], q["lo"] - w0 * FAN ** lvl, "left"), \
-                a + np.searchsorted(x["s"][a:z], q["hi"], "right")
-        parts.append(np.arange(a, z))
-    idx = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-    rows = {c: v[idx].astype(np.int64) for c, v in x.items()}
-    rows = _take(rows, (rows["e"] >= q["lo"]) & (rows["s"] <= q["hi"]))
-    rows["state"] = codes[rows["state"]]
-    return rows
+    top = s["top_level"]
+    for lvl in range(max(k + 1, min(2, top + 1)), top + 2):  # tl_long: the segments at least a level-1 bucket long
+        x = _kept(con, analysis_id, s, "tl_long", lvl)
+        a = np.searchsorted(x["s"], q["lo"] - s["w0_ns"] * FAN ** lvl, "left") if lvl <= top else 0
+        rows = _coded({c: v[a:np.searchsorted(x["s"], q["hi"], "right")] for c, v in x.items()}, x["states"], names)
+        rows["lvl"] = np.full(len(rows["s"]), lvl)
+        parts.append(_take(rows, rows["e"] >= q["lo"]))
+    return {c: np.concatenate([x[c] for x in parts]) for c in LONG_COLS} if parts else _columns(LONG_COLS)
 
 
 LONG_COLS = ("lane", "track", "state", "s", "e", "line", "lvl")
@@ -705,9 +700,8 @@ def _lane_inputs(con, analysis_id: str, s: dict, p: dict, lanes: list[dict], rd:
     elif rd["none"]:
         bins = _columns(("lane", "track", "state", "t_at", "tot", "n", "mx", "line"))
     elif k >= 1:  # the segments shorter than a level-k bucket, from its bins
-        w = w0 * FAN ** k
-        bins = _bins(rd["summary"], rd["codes"], k, q["lo"] // w, q["hi"] // w)
-        bins["t_at"] = bins.pop("bucket") * w
+        bins = _bins(con, analysis_id, s, k, q, names)
+        bins["t_at"] = bins.pop("bucket") * w0 * FAN ** k
         bins = mine(bins, bins["track"] != 2)
     else:  # level 0 (a pixel exactly one level-0 bucket)
         bins = mine(_fetch(con, "SELECT lane, track, state, bucket * $w AS t_at, tot, n, mx, line FROM tl_bins"
@@ -933,14 +927,17 @@ def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict,
     bb = bucket * f
     px, sg, calls = (_take(inp[k], want[inp[k]["lane"]]) for k in ("px", "segs", "calls"))
     calls = _take(calls, calls["dur"] >= bb[calls["lane"]])
-    # each lane's own state codes: the rank of the name's code among those of the lane
+    # each lane's own state codes: the rank of the name among those of the lane, by name
     size = len(names) + 1
-    used = _distinct(np.concatenate([x["lane"] * size + x[c] for x, c in ((px, "state"), (sg, "state"),
-                                                                         (calls, "func"))]))
+    by_name = np.argsort(np.array(names, dtype=object), kind="stable")
+    rank = np.empty(len(names), np.int64)
+    rank[by_name] = np.arange(len(names))
+    used = _distinct(np.concatenate([x["lane"] * size + rank[x[c]] for x, c in ((px, "state"), (sg, "state"),
+                                                                               (calls, "func"))]))
     first = np.searchsorted(used, np.arange(len(bucket) + 1) * size)
 
     def local(lane: np.ndarray, code: np.ndarray) -> np.ndarray:
-        return np.searchsorted(used, lane * size + code) - first[lane]
+        return np.searchsorted(used, lane * size + rank[code]) - first[lane]
 
     # px holds one row per lane, track, state and lane bucket, in that order (_lane_inputs): merged again only in
     # lanes with wider buckets (f > 1), a row per run of rows falling in one wider bucket, then with their segments
@@ -966,7 +963,7 @@ def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict,
     gl, gt, gp, gs, gtot, gn, gmx, gln = (np.concatenate([x, px[c][same]]) for x, c in (
         (gl, "lane"), (gt, "track"), (gp, "px"), (gs, "state"), (gtot, "tot"), (gn, "n"), (gmx, "mx"), (gln, "line")))
     gs = local(gl, gs)
-    # per track and pixel: the dominant state (tracks of tasks: the most time in the pixel, then the last state),
+    # per track and pixel: the dominant state (tracks of tasks: the most time in the pixel, then the last name),
     # else every state on its own
     dom = np.asarray(DOMINANT)[gt]
     dl, dt, dp, ds, dtot = gl[dom], gt[dom], gp[dom], gs[dom], gtot[dom]
@@ -1007,7 +1004,7 @@ def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict,
     out = {}
     for ln in ls:
         a, z = bounds[ln], bounds[ln + 1]
-        out[ln] = {"states": [names[x % size] for x in used[first[ln]:first[ln + 1]].tolist()],
+        out[ln] = {"states": [names[by_name[x % size]] for x in used[first[ln]:first[ln + 1]].tolist()],
                    "track": track[a:z].tolist(), "state": state[a:z].tolist(), "t0": i0[a:z].tolist(),
                    "t1": i1[a:z].tolist(), "n": n[a:z].tolist(), "max": mx[a:z].tolist(), "line": line[a:z].tolist(),
                    "depth": [None if d < 0 else d for d in depth[a:z].tolist()]}
