@@ -34,10 +34,10 @@ instead (a range of the window: a small part of the trace). Lanes are ranked fro
 hundred buckets over the window), so the figures in a lane's `why` are close to, not exactly, what the
 window holds (said with ≈).
 
-What a read needs of the summaries above level 0, of tl_depth, tl_calls and the chains is kept in memory per
-analysis after its first read (memo.py; ~45 MB for the 17 M-event benchmark analysis, ~0.3 s to load), as
-numpy arrays found by binary search; the rest (level 0, the raw rows of a narrow window) is one query per
-table, and everything is bucketed and merged in numpy, all lanes at once.
+The summaries above level 0 (a level once a window needs it), tl_depth, tl_calls and the chains are kept in
+memory per analysis after their first read (memo.py; at most ~45 MB, ~0.3 s to load in all, for the 17 M-event
+benchmark analysis), as numpy arrays found by binary search; the rest (level 0, the raw rows of a narrow
+window) is one query per table, and everything is bucketed and merged in numpy, all lanes at once.
 
 All times are on the analysis timeline (the source's own time + its clock_offset_ns).
 """
