@@ -34,10 +34,10 @@ instead (a range of the window: a small part of the trace). Lanes are ranked fro
 hundred buckets over the window), so the figures in a lane's `why` are close to, not exactly, what the
 window holds (said with ≈).
 
-The summaries above level 0 (a level once a window needs it), tl_depth, tl_calls and the chains are kept in
-memory per analysis after their first read (memo.py; at most ~45 MB, ~0.3 s to load in all, for the 17 M-event
-benchmark analysis), as numpy arrays found by binary search; the rest (level 0, the raw rows of a narrow
-window) is one query per table, and everything is bucketed and merged in numpy, all lanes at once.
+The summaries (a level once a window needs it), tl_depth, tl_calls and the chains are kept in memory per
+analysis after their first read (memo.py; at most ~75 MB, ~0.5 s to load in all, for the 17 M-event benchmark
+analysis), as numpy arrays found by binary search; the raw rows of a narrow window are one query per table, and
+everything is bucketed and merged in numpy, all lanes at once.
 
 All times are on the analysis timeline (the source's own time + its clock_offset_ns).
 """
@@ -429,11 +429,7 @@ def _read(con, analysis_id: str, s: dict, p: dict, lanes: dict[int, tuple], name
     if none:
         return rd
     rd["long"] = _long(con, analysis_id, s, min(k, kr), q, names)
-    if kr >= 1:
-        rd["rank"] = _bins(con, analysis_id, s, kr, q, names)
-    else:
-        rd["rank"] = _fetch(con, f"SELECT {', '.join(RANK_COLS)} FROM tl_bins WHERE source_id = $sid AND level = 0"
-                                 " AND bucket BETWEEN $lo // $w AND $hi // $w", {**q, "w": w0}, names)
+    rd["rank"] = _bins(con, analysis_id, s, kr, q, names)
     if k < 1 or kr < 1:
         rd["raw"], rd["events"] = _raw(con, s, q, lanes, names, calls=kr < 1)
     return rd
@@ -442,7 +438,7 @@ def _read(con, analysis_id: str, s: dict, p: dict, lanes: dict[int, tuple], name
 def _kept(con, analysis_id: str, s: dict, table: str, level: int) -> dict[str, np.ndarray]:
     """One level of a source's summary, kept per analysis after its first read (memo.py; ~45 bytes a row: the
     17 M-event benchmark analysis' levels above 0 are ~45 MB, ~0.3 s to load in all) so that a window reads it
-    without a query: tl_bins' rows of a level >= 1 by bucket, or tl_long's of a level by start; states as codes
+    without a query: tl_bins' rows of a level by bucket, or tl_long's of a level by start; states as codes
     into its own `states` (an array of the names)."""
     def build():
         states: dict[str, int] = {}
@@ -467,7 +463,7 @@ def _coded(rows: dict[str, np.ndarray], states: np.ndarray, names: dict[str, int
 
 
 def _bins(con, analysis_id: str, s: dict, level: int, q: dict, names: dict[str, int]) -> dict[str, np.ndarray]:
-    """The rows of a tl_bins level >= 1 whose bucket is in the window [lo, hi] (own clock), every lane."""
+    """The rows of a tl_bins level whose bucket is in the window [lo, hi] (own clock), every lane."""
     x, w = _kept(con, analysis_id, s, "tl_bins", level), s["w0_ns"] * FAN ** level
     a, z = np.searchsorted(x["bucket"], q["lo"] // w, "left"), np.searchsorted(x["bucket"], q["hi"] // w, "right")
     return _coded({c: v[a:z] for c, v in x.items()}, x["states"], names)
@@ -699,14 +695,10 @@ def _lane_inputs(con, analysis_id: str, s: dict, p: dict, lanes: list[dict], rd:
         bins = _columns(("lane", "track", "state", "t_at", "tot", "n", "mx", "line"))
     elif rd["none"]:
         bins = _columns(("lane", "track", "state", "t_at", "tot", "n", "mx", "line"))
-    elif k >= 1:  # the segments shorter than a level-k bucket, from its bins
+    else:  # the segments shorter than a level-k bucket, from its bins
         bins = _bins(con, analysis_id, s, k, q, names)
         bins["t_at"] = bins.pop("bucket") * w0 * FAN ** k
         bins = mine(bins, bins["track"] != 2)
-    else:  # level 0 (a pixel exactly one level-0 bucket)
-        bins = mine(_fetch(con, "SELECT lane, track, state, bucket * $w AS t_at, tot, n, mx, line FROM tl_bins"
-                                " WHERE source_id = $sid AND level = 0 AND track <> 2"
-                                " AND bucket BETWEEN $lo // $w AND $hi // $w", {**q, "w": w0}, names), True)
     # per lane and track the longest width_px of those at least a bucket long as they are (then by line); the
     # others merged per bucket, with the bins
     dur = segs["e"] - segs["s"]
