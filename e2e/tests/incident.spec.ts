@@ -2,6 +2,7 @@
 // as a user: open the demo from the home page, zoom into the worst stall from a cell of the Stalls heatmap,
 // follow the chain down to the starved block request, check the ftrace source's clock offset, share the link.
 import { expect, test, type APIRequestContext, type Locator } from '@playwright/test';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { REPO, SCREENSHOTS } from './paths';
@@ -233,6 +234,13 @@ test('the demo incident: the worst stall from a heatmap cell, its chain down to 
   const offset = secondsTextToNs(offsetText);
   expect(Math.abs(offset - TRUE_OFFSET_NS)).toBeLessThanOrEqual(10_000);
   await expect(ftrace.getByRole('textbox')).toHaveValue(offsetText.replace(/ s$/, ''));
+  // each file's SHA-256, as sha256sum would print it (the first 12 hex digits, the whole in the tooltip)
+  for (const f of DEMO_FILES) {
+    const digest = createHash('sha256').update(fs.readFileSync(f)).digest('hex');
+    const cell = page.getByRole('row', { name: new RegExp(path.basename(f).replace(/\./g, '\\.')) }).locator('[data-testid^="sha256-"]');
+    await expect(cell).toHaveText(`${digest.slice(0, 12)}…`);
+    await expect(cell).toHaveAttribute('title', `SHA-256 of the file as read: ${digest}`);
+  }
   await page.screenshot({ path: path.join(SCREENSHOTS, 'incident-sources.png'), fullPage: true });
 
   // The link opens the same view in a fresh browser: Sources with that offset, the time range, and the

@@ -104,9 +104,10 @@ export function useChains(id: string, w: Window, enabled = true) {
 /** The waits' lock filter: `lock` contains the text (typed), `lockKey` is the lock's object or primitive exactly. */
 export type LockFilter = { lock: string | null; lockKey: string | null };
 
-export function useWaits(id: string, f: LockFilter, limit = 100, w: Window = { t0: null, t1: null }) {
+/** The waits that are stalls; with `idle`, idle sleeps too (asleep interruptibly on no known lock). */
+export function useWaits(id: string, f: LockFilter, limit = 100, w: Window = { t0: null, t1: null }, idle = false) {
   return useQuery({
-    queryKey: ['waits', id, f.lock, f.lockKey, limit, w.t0, w.t1],
+    queryKey: ['waits', id, f.lock, f.lockKey, limit, w.t0, w.t1, idle],
     queryFn: ({ signal }) =>
       unwrap(
         api.GET('/api/analyses/{analysis_id}/waits', {
@@ -117,6 +118,7 @@ export function useWaits(id: string, f: LockFilter, limit = 100, w: Window = { t
               limit,
               ...(f.lock !== null ? { lock: f.lock } : {}),
               ...(f.lockKey !== null ? { lock_key: f.lockKey } : {}),
+              ...(idle ? { idle: true } : {}),
               ...win(w),
             },
           },

@@ -32,6 +32,7 @@ export type ViewState = {
   link: number | null; // 1-based position of the link in the chain
   lock: string | null; // waits table filter: lock contains this (typed)
   lockKey: string | null; // waits table filter: on this lock exactly, its object or primitive (from a lock frame)
+  idle: boolean; // waits table: idle sleeps too (asleep interruptibly on no known lock), not only stalls
   // Off-CPU flame graph
   fgUnit: FlameUnit;
   fgPid: number | null;
@@ -76,6 +77,7 @@ export const DEFAULT_VIEW: ViewState = {
   link: null,
   lock: null,
   lockKey: null,
+  idle: false,
   fgUnit: 'us',
   fgPid: null,
   fgComm: null,
@@ -189,6 +191,7 @@ export function decodeView(params: URLSearchParams): ViewState {
     link: parsePositive(params.get('link')),
     lock: params.get('lock') || null,
     lockKey: params.get('lock_key') || null,
+    idle: params.get('idle') === '1',
     fgUnit: params.get('fg_unit') === 'stacks' ? 'stacks' : 'us',
     fgPid: parseIntParam(params.get('fg_pid')),
     fgComm: params.get('fg_comm') || null,
@@ -231,6 +234,7 @@ export function encodeView(v: ViewState): URLSearchParams {
   if (v.link !== null) p.set('link', String(v.link));
   if (v.lock !== null) p.set('lock', v.lock);
   if (v.lockKey !== null) p.set('lock_key', v.lockKey);
+  if (v.idle) p.set('idle', '1');
   if (v.fgUnit !== DEFAULT_VIEW.fgUnit) p.set('fg_unit', v.fgUnit);
   if (v.fgPid !== null) p.set('fg_pid', String(v.fgPid));
   if (v.fgComm !== null) p.set('fg_comm', v.fgComm);

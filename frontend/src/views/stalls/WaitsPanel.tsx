@@ -7,7 +7,7 @@ import { useViewState } from '../../state/useViewState';
 
 export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
   const [view, setView] = useViewState();
-  const q = useWaits(analysis.id, { lock: view.lock, lockKey: view.lockKey }, 100, { t0: view.t0, t1: view.t1 }); // the analysis-wide time range
+  const q = useWaits(analysis.id, { lock: view.lock, lockKey: view.lockKey }, 100, { t0: view.t0, t1: view.t1 }, view.idle); // the analysis-wide time range
   const [draft, setDraft] = useState(view.lock ?? '');
   const filter = waitsFilterText(view.lock, view.lockKey);
   return (
@@ -22,7 +22,7 @@ export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
             </button>
           </span>
         ) : (
-          <span className="muted">longest first</span>
+          <span className="muted">{view.idle ? 'longest first, idle sleeps too' : 'stalls, longest first'}</span>
         )}
         <form
           className="inline-form"
@@ -33,10 +33,19 @@ export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
         >
           <input className="text-input" placeholder="filter by lock…" aria-label="Filter waits by lock" value={draft} onChange={(e) => setDraft(e.target.value)} />
         </form>
+        <label className="control check" title="A task asleep interruptibly (S, I) on no known lock: a worker waiting for work, a nanosleep, a poll. Left out: they are not stalls.">
+          <input type="checkbox" checked={view.idle} onChange={(e) => setView({ idle: e.target.checked })} /> idle sleeps too
+        </label>
       </div>
       {q.isPending && <Loading what="waits" />}
       {q.isError && <ErrorBox title="Could not load the waits." error={q.error} />}
-      {q.data && q.data.length === 0 && <p className="muted">No waits{filter !== null ? ` ${filter}` : ''} in this {view.t0 !== null && view.t1 !== null ? 'time range' : 'trace'}.</p>}
+      {q.data && q.data.length === 0 && (
+        <p className="muted">
+          No {view.idle ? 'waits' : 'stalls'}
+          {filter !== null ? ` ${filter}` : ''} in this {view.t0 !== null && view.t1 !== null ? 'time range' : 'trace'}
+          {view.idle ? '.' : ' (idle sleeps left out).'}
+        </p>
+      )}
       {q.data && q.data.length > 0 && (
         <div className="table-scroll" style={{ maxHeight: 360 }}>
           <table className="grid compact" data-testid="waits-table">
