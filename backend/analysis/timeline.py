@@ -34,10 +34,10 @@ instead (a range of the window: a small part of the trace). Lanes are ranked fro
 hundred buckets over the window), so the figures in a lane's `why` are close to, not exactly, what the
 window holds (said with ≈).
 
-The summaries (a level once a window needs it), tl_depth, tl_calls and the chains are kept in memory per
-analysis after their first read (memo.py; at most ~75 MB, ~0.5 s to load in all, for the 17 M-event benchmark
-analysis), as numpy arrays found by binary search; the raw rows of a narrow window are one query per table, and
-everything is bucketed and merged in numpy, all lanes at once.
+The summaries above level 0, tl_depth, tl_calls and the chains are kept in memory per analysis from its first
+read (memo.py; ~45 MB, ~0.3 s to load, for the 17 M-event benchmark analysis), as numpy arrays found by binary
+search; level 0 and the raw rows of a narrow window are one query per table, and everything is bucketed and
+merged in numpy, all lanes at once.
 
 All times are on the analysis timeline (the source's own time + its clock_offset_ns).
 """
@@ -435,27 +435,34 @@ def _read(con, analysis_id: str, s: dict, p: dict, lanes: dict[int, tuple], name
     return rd
 
 
-def _kept(con, analysis_id: str, s: dict, table: str, level: int) -> dict[str, np.ndarray]:
-    """One level of a source's summary, kept per analysis after its first read (memo.py; ~45 bytes a row: the
-    17 M-event benchmark analysis' levels above 0 are ~45 MB, ~0.3 s to load in all) so that a window reads it
-    without a query: tl_bins' rows of a level by bucket, or tl_long's of a level by start; states as codes
-    into its own `states` (an array of the names)."""
+def _summary(con, analysis_id: str, s: dict) -> dict:
+    """A source's summaries above level 0, kept per analysis from a window's first read (memo.py; ~45 bytes a row:
+    ~45 MB, ~0.3 s, for the 17 M-event benchmark analysis) so that a window reads them without a query: per level,
+    tl_bins' rows by bucket (key ("tl_bins", level)) and tl_long's by start (("tl_long", level)); states as codes
+    into `states` (an array of the names). Level 0 (as large as the others together, for narrow windows only) is
+    read by a query."""
     def build():
         states: dict[str, int] = {}
-        cols = (_fetch(con, "SELECT lane, track, state, bucket, tot, n, mx, line FROM tl_bins WHERE source_id = $sid"
-                            " AND level = $k ORDER BY bucket", {"sid": s["id"], "k": level}, states, wide=False)
-                if table == "tl_bins" else
-                _fetch(con, "SELECT lane, track, state, s, e, line FROM tl_long WHERE source_id = $sid AND lvl = $k"
-                            " ORDER BY s", {"sid": s["id"], "k": level}, states, wide=False))
-        return {**cols, "states": np.array(list(states) or [""], object)}
+        out = {}
+        for table, sql in (("tl_bins", "SELECT level AS k, lane, track, state, bucket, tot, n, mx, line FROM tl_bins"
+                                       " WHERE source_id = $sid AND level > 0 ORDER BY level, bucket"),
+                           ("tl_long", "SELECT lvl AS k, lane, track, state, s, e, line FROM tl_long"
+                                       " WHERE source_id = $sid ORDER BY lvl, s")):
+            cols = _fetch(con, sql, {"sid": s["id"]}, states, wide=False)
+            k = cols.pop("k")
+            cut = np.searchsorted(k, np.arange(s["top_level"] + 3))
+            out.update({(table, lvl): {c: v[cut[lvl]:cut[lvl + 1]] for c, v in cols.items()}
+                        for lvl in range(s["top_level"] + 2)})
+        return {**out, "states": np.array(list(states) or [""], object)}
 
-    return memo.shared((analysis_id, "timeline-" + table, s["id"], level), build,
-                       lambda x: sum(v.nbytes for v in x.values()) + 64 * len(x["states"]))
+    return memo.shared((analysis_id, "timeline-summary", s["id"]), build,
+                       lambda x: sum(v.nbytes for k, c in x.items() if k != "states" for v in c.values())
+                       + 64 * len(x["states"]))
 
 
 def _coded(rows: dict[str, np.ndarray], states: np.ndarray, names: dict[str, int]) -> dict[str, np.ndarray]:
     """The rows (a slice of a kept level) as int64 columns, their states as codes into `names`."""
-    rows = {c: v.astype(np.int64) for c, v in rows.items() if c != "states"}
+    rows = {c: v.astype(np.int64) for c, v in rows.items()}
     used = _distinct(rows["state"])
     rows["state"] = np.array([names.setdefault(x, len(names)) for x in states[used].tolist()], np.int64)[
         np.searchsorted(used, rows["state"])]
@@ -464,20 +471,25 @@ def _coded(rows: dict[str, np.ndarray], states: np.ndarray, names: dict[str, int
 
 def _bins(con, analysis_id: str, s: dict, level: int, q: dict, names: dict[str, int]) -> dict[str, np.ndarray]:
     """The rows of a tl_bins level whose bucket is in the window [lo, hi] (own clock), every lane."""
-    x, w = _kept(con, analysis_id, s, "tl_bins", level), s["w0_ns"] * FAN ** level
+    w = s["w0_ns"] * FAN ** level
+    if level == 0:
+        return _fetch(con, "SELECT lane, track, state, bucket, tot, n, mx, line FROM tl_bins WHERE source_id = $sid"
+                           " AND level = 0 AND bucket BETWEEN $lo // $w AND $hi // $w", {**q, "w": w}, names)
+    sm = _summary(con, analysis_id, s)
+    x = sm[("tl_bins", level)]
     a, z = np.searchsorted(x["bucket"], q["lo"] // w, "left"), np.searchsorted(x["bucket"], q["hi"] // w, "right")
-    return _coded({c: v[a:z] for c, v in x.items()}, x["states"], names)
+    return _coded({c: v[a:z] for c, v in x.items()}, sm["states"], names)
 
 
 def _long(con, analysis_id: str, s: dict, k: int, q: dict, names: dict[str, int]) -> dict[str, np.ndarray]:
     """The segments of tl_long above level k (at least a level-k bucket long) overlapping [lo, hi] (own clock), with
     their level: per level those starting at most one of its buckets before lo (shorter than it), the longest all."""
     parts = []
-    top = s["top_level"]
-    for lvl in range(max(k + 1, min(2, top + 1)), top + 2):  # tl_long: the segments at least a level-1 bucket long
-        x = _kept(con, analysis_id, s, "tl_long", lvl)
+    top, sm = s["top_level"], _summary(con, analysis_id, s)
+    for lvl in range(max(k + 1, 0), top + 2):
+        x = sm[("tl_long", lvl)]
         a = np.searchsorted(x["s"], q["lo"] - s["w0_ns"] * FAN ** lvl, "left") if lvl <= top else 0
-        rows = _coded({c: v[a:np.searchsorted(x["s"], q["hi"], "right")] for c, v in x.items()}, x["states"], names)
+        rows = _coded({c: v[a:np.searchsorted(x["s"], q["hi"], "right")] for c, v in x.items()}, sm["states"], names)
         rows["lvl"] = np.full(len(rows["s"]), lvl)
         parts.append(_take(rows, rows["e"] >= q["lo"]))
     return {c: np.concatenate([x[c] for x in parts]) for c in LONG_COLS} if parts else _columns(LONG_COLS)
