@@ -1,5 +1,5 @@
 // TanStack Query hooks: the only place views get server state from.
-import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { keepPreviousData, queryOptions, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from './client';
 import { decodeTimeline, type Timeline } from '../charts/timeline';
 import type { Grouping, HeatmapBox, HeatmapMetric, RequestOrder, RequestRef } from '../state/viewState';
@@ -14,27 +14,35 @@ export function useAnalyses() {
   });
 }
 
-export function useAnalysis(id: string) {
-  return useQuery({
+// The queries a page can ask before its views are drawn (api/tabQueries.ts: main.tsx starts them from the URL)
+// are built here once, for the hooks and for that early start alike: same key, same request.
+
+export const analysisQuery = (id: string) =>
+  queryOptions({
     queryKey: ['analysis', id],
     queryFn: ({ signal }) => unwrap(api.GET('/api/analyses/{analysis_id}', { params: { path: { analysis_id: id } }, signal })),
     retry: (n, e) => (e as { status?: number }).status !== 404 && n < 2,
   });
+
+export function useAnalysis(id: string) {
+  return useQuery(analysisQuery(id));
 }
 
-export function useDispatchSummary(id: string, by: Grouping, w: Window) {
-  return useQuery({
+export const dispatchSummaryQuery = (id: string, by: Grouping, w: Window) =>
+  queryOptions({
     queryKey: ['dispatch-summary', id, by, w.t0, w.t1],
     queryFn: ({ signal }) =>
       unwrap(api.GET('/api/analyses/{analysis_id}/dispatch-summary', { params: { path: { analysis_id: id }, query: { by, ...win(w) } }, signal })),
-    placeholderData: keepPreviousData,
   });
+
+export function useDispatchSummary(id: string, by: Grouping, w: Window) {
+  return useQuery({ ...dispatchSummaryQuery(id, by, w), placeholderData: keepPreviousData });
 }
 
 export type RequestFilter = Window & { pid: number | null; dev: string | null };
 
-export function useRequests(id: string, order: RequestOrder, limit: number, f: RequestFilter) {
-  return useQuery({
+export const requestsQuery = (id: string, order: RequestOrder, limit: number, f: RequestFilter) =>
+  queryOptions({
     queryKey: ['requests', id, order, limit, f.pid, f.dev, f.t0, f.t1],
     queryFn: ({ signal }) =>
       unwrap(
@@ -46,12 +54,14 @@ export function useRequests(id: string, order: RequestOrder, limit: number, f: R
           signal,
         }),
       ),
-    placeholderData: keepPreviousData,
   });
+
+export function useRequests(id: string, order: RequestOrder, limit: number, f: RequestFilter) {
+  return useQuery({ ...requestsQuery(id, order, limit, f), placeholderData: keepPreviousData });
 }
 
-export function useLatencyOverTime(id: string, buckets: number, f: RequestFilter) {
-  return useQuery({
+export const latencyOverTimeQuery = (id: string, buckets: number, f: RequestFilter) =>
+  queryOptions({
     queryKey: ['latency-over-time', id, buckets, f.pid, f.dev, f.t0, f.t1],
     queryFn: ({ signal }) =>
       unwrap(
@@ -63,8 +73,10 @@ export function useLatencyOverTime(id: string, buckets: number, f: RequestFilter
           signal,
         }),
       ),
-    placeholderData: keepPreviousData,
   });
+
+export function useLatencyOverTime(id: string, buckets: number, f: RequestFilter) {
+  return useQuery({ ...latencyOverTimeQuery(id, buckets, f), placeholderData: keepPreviousData });
 }
 
 /** Scheduler messages a request detail brings by default (the server spreads them over the whole wait), and at most. */
@@ -235,10 +247,9 @@ function heatmapFilters(q: HeatmapQuery) {
   };
 }
 
-export function useHeatmap(id: string, q: HeatmapQuery, xBins: number, yBins: number, enabled = true) {
-  return useQuery({
+export const heatmapQuery = (id: string, q: HeatmapQuery, xBins: number, yBins: number) =>
+  queryOptions({
     queryKey: ['heatmap', id, q.metric, q.filter, xBins, yBins, q.pid, q.dev, q.t0, q.t1],
-    enabled,
     queryFn: ({ signal }) =>
       unwrap(
         api.GET('/api/analyses/{analysis_id}/heatmap', {
@@ -246,8 +257,10 @@ export function useHeatmap(id: string, q: HeatmapQuery, xBins: number, yBins: nu
           signal,
         }),
       ),
-    placeholderData: keepPreviousData,
   });
+
+export function useHeatmap(id: string, q: HeatmapQuery, xBins: number, yBins: number, enabled = true) {
+  return useQuery({ ...heatmapQuery(id, q, xBins, yBins), enabled, placeholderData: keepPreviousData });
 }
 
 /** The events inside a brushed box of a heatmap (the box's time range replaces the window). */
@@ -284,11 +297,12 @@ export function useHeatmapMetrics(id: string, limit = 100) {
   });
 }
 
+/** The timeline's window (null: the whole analysis, the server's default) drawn on widthPx pixels. */
 export type TimelineQuery = { v0: number | null; v1: number | null; widthPx: number; maxLanes: number };
 
-export function useTimeline(id: string, q: TimelineQuery, enabled = true) {
+export const timelineQuery = (id: string, q: TimelineQuery) => {
   const w = q.v0 !== null && q.v1 !== null ? { t0_ns: q.v0, t1_ns: q.v1 } : {};
-  return useQuery({
+  return queryOptions({
     queryKey: ['timeline', id, q.v0, q.v1, q.widthPx, q.maxLanes],
     queryFn: async ({ signal }): Promise<Timeline> =>
       decodeTimeline(
@@ -299,9 +313,11 @@ export function useTimeline(id: string, q: TimelineQuery, enabled = true) {
           }),
         ),
       ),
-    placeholderData: keepPreviousData,
-    enabled,
   });
+};
+
+export function useTimeline(id: string, q: TimelineQuery, enabled = true) {
+  return useQuery({ ...timelineQuery(id, q), placeholderData: keepPreviousData, enabled });
 }
 
 export type Placement = { clock_offset_ns: number } | { same_span_as: number };

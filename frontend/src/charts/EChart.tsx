@@ -71,7 +71,9 @@ export function EChart({ option, onEvents, height, className, ariaLabel, afterSe
     const c = chart.current;
     if (!c) return;
     const drawn = markDrawn(c, el.current!); // data-ready="1" once this option is rendered
-    c.setOption(option, { notMerge: true });
+    // with an action to follow (afterSetOption), the option is drawn once with it (an action that updates the
+    // chart, e.g. taking the brush cursor, would draw it all again); else right now
+    c.setOption(option, { notMerge: true, lazyUpdate: after.current !== undefined });
     after.current?.(c);
     return drawn;
   }, [option]);

@@ -1,3 +1,4 @@
+import { Suspense } from 'react';
 import { useParams, Link } from 'react-router';
 import { useAnalysis } from '../api/queries';
 import type { AnalysisDetail } from '../api/types';
@@ -6,12 +7,8 @@ import { CopyLink } from '../components/CopyLink';
 import { ErrorBox, Loading } from '../components/Status';
 import { formatAbsTime, formatCount, formatDate, formatNs, formatBytes } from '../lib/format';
 import { useViewState } from '../state/useViewState';
-import { DispatchView } from './dispatch/DispatchView';
-import { OffcpuView } from './offcpu/OffcpuView';
-import { StallsView } from './stalls/StallsView';
 import { hasWakerStacks } from '../lib/wakers';
-import { SourcesView } from './sources/SourcesView';
-import { TimelineView } from './timeline/TimelineView';
+import { DispatchView, OffcpuView, SourcesView, StallsView, TimelineView } from './tabViews';
 import { TABS, type Tab } from '../state/viewState';
 
 export function AnalysisPage() {
@@ -45,11 +42,13 @@ export function AnalysisPage() {
         <CopyLink />
       </nav>
       <TimeRange />
-      {tab === 'dispatch' && <DispatchView analysis={a} />}
-      {tab === 'stalls' && <StallsView analysis={a} />}
-      {tab === 'timeline' && <TimelineView analysis={a} />}
-      {tab === 'offcpu' && <OffcpuView analysis={a} />}
-      {tab === 'sources' && <SourcesView a={a} />}
+      <Suspense fallback={<Loading what={TAB_LABEL[tab]} />}>
+        {tab === 'dispatch' && <DispatchView analysis={a} />}
+        {tab === 'stalls' && <StallsView analysis={a} />}
+        {tab === 'timeline' && <TimelineView analysis={a} />}
+        {tab === 'offcpu' && <OffcpuView analysis={a} />}
+        {tab === 'sources' && <SourcesView a={a} />}
+      </Suspense>
     </div>
   );
 }

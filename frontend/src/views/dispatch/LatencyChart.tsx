@@ -1,16 +1,15 @@
 import { useMemo, useRef } from 'react';
 import { useLatencyOverTime } from '../../api/queries';
+import { LATENCY_BUCKETS, blockFilter } from '../../api/tabQueries';
 import { EChart, type EChartHandler } from '../../charts/EChart';
 import { buildLatencyOverTimeOption, zoomWindow } from '../../charts/latencyOverTime';
 import { ErrorBox, Loading } from '../../components/Status';
 import { formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 
-const BUCKETS = 240;
-
 export function LatencyChart({ analysisId }: { analysisId: string }) {
   const [view, setView] = useViewState();
-  const q = useLatencyOverTime(analysisId, BUCKETS, { pid: view.pid, dev: view.dev, t0: view.t0, t1: view.t1 });
+  const q = useLatencyOverTime(analysisId, LATENCY_BUCKETS, blockFilter(view));
   const option = useMemo(() => (q.data ? buildLatencyOverTimeOption(q.data, view.req) : null), [q.data, view.req]);
   const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
 

@@ -1,11 +1,12 @@
 import { useCallback } from 'react';
-import { useHeatmap, type HeatmapQuery } from '../../api/queries';
+import { useHeatmap } from '../../api/queries';
+import { HEATMAP_X_BINS, HEATMAP_Y_BINS, latencyHeatmap } from '../../api/tabQueries';
 import type { HeatmapDatum } from '../../charts/heatmap';
 import { ErrorBox, Loading } from '../../components/Status';
 import { formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import type { Phase } from '../../state/viewState';
-import { HEATMAP_X_BINS, HEATMAP_Y_BINS, HeatmapBody } from '../heatmap/HeatmapBody';
+import { HeatmapBody } from '../heatmap/HeatmapBody';
 
 const METRICS: { key: Phase; label: string; title: string }[] = [
   { key: 'i2d', label: 'I2D', title: 'insert → dispatch, placed at I' },
@@ -15,7 +16,7 @@ const METRICS: { key: Phase; label: string; title: string }[] = [
 
 export function LatencyHeatmap({ analysisId }: { analysisId: string }) {
   const [view, setView] = useViewState();
-  const query: HeatmapQuery = { metric: view.hm, filter: null, pid: view.pid, dev: view.dev, t0: view.t0, t1: view.t1 };
+  const query = latencyHeatmap(view);
   const q = useHeatmap(analysisId, query, HEATMAP_X_BINS, HEATMAP_Y_BINS);
   const onCell = useCallback((v: HeatmapDatum) => setView({ req: { sourceId: v[5], line: v[6] } }), [setView]);
 

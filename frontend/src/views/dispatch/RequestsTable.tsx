@@ -1,4 +1,5 @@
 import { useRequests } from '../../api/queries';
+import { REQUESTS_LIMIT as LIMIT, blockFilter } from '../../api/tabQueries';
 import type { AnalysisDetail, BlockRequest } from '../../api/types';
 import { ErrorBox, Loading } from '../../components/Status';
 import { formatAbsTime, formatNs, formatSector } from '../../lib/format';
@@ -6,7 +7,6 @@ import { useViewState } from '../../state/useViewState';
 import type { RequestOrder } from '../../state/viewState';
 import { requestOrigin } from '../../charts/waterfall';
 
-const LIMIT = 100;
 const ORDERS: { value: RequestOrder; label: string }[] = [
   { value: 'i2d', label: 'I2D' },
   { value: 'd2c', label: 'D2C' },
@@ -16,7 +16,7 @@ const ORDERS: { value: RequestOrder; label: string }[] = [
 
 export function RequestsTable({ analysis }: { analysis: AnalysisDetail }) {
   const [view, setView] = useViewState();
-  const q = useRequests(analysis.id, view.order, LIMIT, { pid: view.pid, dev: view.dev, t0: view.t0, t1: view.t1 });
+  const q = useRequests(analysis.id, view.order, LIMIT, blockFilter(view));
   const isSel = (r: BlockRequest) => view.req !== null && view.req.sourceId === r.source_id && view.req.line === r.line;
   const hl = (o: RequestOrder) => (view.order === o ? ' sorted' : '');
 

@@ -28,8 +28,7 @@ import { eventLink } from './eventLink';
 
 echarts.use([HeatmapChart, VisualMapContinuousComponent, BrushComponent]);
 
-export const HEATMAP_X_BINS = 120;
-export const HEATMAP_Y_BINS = 40;
+export { HEATMAP_X_BINS, HEATMAP_Y_BINS } from '../../api/tabQueries';
 const EVENTS_LIMIT = 200;
 
 export function PercentileTable({ data }: { data: Heatmap }) {

@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import type { AnalysisDetail } from '../../api/types';
 import { useTimeline } from '../../api/queries';
+import { TIMELINE_WIDTH_PX, timelineWindow } from '../../api/tabQueries';
 import { EChart, type EChartHandler } from '../../charts/EChart';
 import {
   RELATION_COLORS,
@@ -31,7 +32,7 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
   const v0 = view.v0 ?? lo;
   const v1 = view.v1 ?? hi;
   const box = useRef<HTMLDivElement>(null);
-  const [width, setWidth] = useState(1200);
+  const [width, setWidth] = useState(TIMELINE_WIDTH_PX);
   useEffect(() => {
     const el = box.current;
     if (!el) return;
@@ -40,13 +41,18 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
     return () => ro.disconnect();
   }, []);
 
-  // the window asked of the server follows the URL, a little later while the user keeps zooming
-  const [asked, setAsked] = useState<[number, number]>([v0, v1]);
+  // the window asked of the server follows the URL, a little later while the user keeps zooming; the whole
+  // analysis is asked without a window (the server's default: the request main.tsx started from the URL), unless
+  // the analysis spans no time (its window is then [lo, lo + 1], which the server would not default to)
+  const spans = analysis.t_min_ns !== null && analysis.t_max_ns !== null && analysis.t_max_ns > analysis.t_min_ns;
+  const want: [number | null, number | null] = view.v0 !== null || !spans ? [v0, v1] : [null, null];
+  const [asked, setAsked] = useState(want);
   useEffect(() => {
-    const t = setTimeout(() => setAsked([v0, v1]), 120);
+    const t = setTimeout(() => setAsked(want), 120);
     return () => clearTimeout(t);
-  }, [v0, v1]);
-  const q = useTimeline(analysis.id, { v0: asked[0], v1: asked[1], widthPx: width, maxLanes: view.tlN });
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [want[0], want[1]]);
+  const q = useTimeline(analysis.id, { ...timelineWindow(view, width), v0: asked[0], v1: asked[1] });
 
   const names = useMemo(() => new Map(analysis.sources.map((s) => [s.id, `${s.format} · ${s.filename}`])), [analysis.sources]);
   const layout = useMemo(() => (q.data ? timelineLayout(q.data, (id) => names.get(id) ?? `source ${id}`) : null), [q.data, names]);

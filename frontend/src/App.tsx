@@ -1,0 +1,27 @@
+// The React app: its router and pages. Loaded by main.tsx once the page's requests have started.
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { QueryClientProvider, type QueryClient } from '@tanstack/react-query';
+import { BrowserRouter, Route, Routes } from 'react-router';
+import { Layout } from './views/Layout';
+import { HomePage } from './views/HomePage';
+import { AnalysisPage } from './views/AnalysisPage';
+import { NotFound } from './views/NotFound';
+
+export function renderApp(queryClient: QueryClient): void {
+  createRoot(document.getElementById('root')!).render(
+    <StrictMode>
+      <QueryClientProvider client={queryClient}>
+        <BrowserRouter>
+          <Routes>
+            <Route element={<Layout />}>
+              <Route index element={<HomePage />} />
+              <Route path="a/:id" element={<AnalysisPage />} />
+              <Route path="*" element={<NotFound />} />
+            </Route>
+          </Routes>
+        </BrowserRouter>
+      </QueryClientProvider>
+    </StrictMode>,
+  );
+}

@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_VIEW } from '../state/viewState';
+import { analysisPageOf, firstQueries, latencyHeatmap, timelineWindow } from './tabQueries';
+
+describe('the queries a page starts from its address', () => {
+  it('reads the analysis id and view state of /a/<id>, nothing else', () => {
+    expect(analysisPageOf('/a/QNlv', '?tab=timeline&v0=10&v1=20')).toMatchObject({ id: 'QNlv', view: { tab: 'timeline', v0: 10, v1: 20 } });
+    expect(analysisPageOf('/a/QNlv/', '')).toMatchObject({ id: 'QNlv', view: { tab: null } });
+    expect(analysisPageOf('/', '?tab=timeline')).toBeNull();
+    expect(analysisPageOf('/a/x/y', '')).toBeNull();
+  });
+
+  it('asks what the tab draws first, with the filters of the URL', () => {
+    const keys = (search: string) => {
+      const p = analysisPageOf('/a/A', search)!;
+      return firstQueries(p.id, p.view).map((q) => q.queryKey);
+    };
+    // the whole analysis: no window (the server's default), 1200 px, 40 lanes
+    expect(keys('?tab=timeline')).toEqual([['timeline', 'A', null, null, 1200, 40]]);
+    expect(keys('?tab=timeline&v0=5&v1=9&tl_n=80')).toEqual([['timeline', 'A', 5, 9, 1200, 80]]);
+    expect(keys('?tab=dispatch&pid=42&t0=1&t1=2&hm=d2c&by=device&order=q2c')).toEqual([
+      ['latency-over-time', 'A', 240, 42, null, 1, 2],
+      ['heatmap', 'A', 'd2c', null, 120, 40, 42, null, 1, 2],
+      ['dispatch-summary', 'A', 'device', 1, 2],
+      ['requests', 'A', 'q2c', 100, 42, null, 1, 2],
+    ]);
+    // the default tab depends on the analysis' sources: nothing before it is known
+    expect(keys('')).toEqual([]);
+    expect(keys('?tab=sources')).toEqual([]);
+  });
+
+  it('builds the same parameters the views ask with', () => {
+    expect(timelineWindow({ ...DEFAULT_VIEW, v0: 1, v1: 2 }, 800)).toEqual({ v0: 1, v1: 2, widthPx: 800, maxLanes: 40 });
+    expect(latencyHeatmap({ ...DEFAULT_VIEW, hm: 'q2c', dev: '8,0' })).toEqual({ metric: 'q2c', filter: null, pid: null, dev: '8,0', t0: null, t1: null });
+  });
+});
