@@ -275,7 +275,8 @@ export function buildHeatmapOption(data: Heatmap, state: HeatmapOptionState = {}
         data: points.map((p) => {
           const isSelected = selected !== null && p[5] === selected.sourceId && p[6] === selected.line;
           const outside = boxed && !(inBox && p[0] >= inBox.x0 && p[0] <= inBox.x1 && p[1] >= inBox.y0 && p[1] <= inBox.y1);
-          if (!isSelected && !outside) return { value: p };
+          // a plain cell as its bare array: one object among the data makes ECharts build an item model per cell
+          if (!isSelected && !outside) return p;
           return {
             value: p,
             itemStyle: {

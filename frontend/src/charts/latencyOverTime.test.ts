@@ -37,16 +37,18 @@ describe('buildLatencyOverTimeOption', () => {
     expect(i2d.name).toBe('I2D max');
     expect(i2d.type).toBe('scatter');
     expect(i2d.data).toHaveLength(1); // the empty bucket is not drawn
-    expect(i2d.data[0].value).toEqual([81.092472813, 15626.265317, 1, 1, 1, 15626.265317]);
+    expect(i2d.data[0]).toEqual([81.092472813, 15626.265317, 1, 1, 1, 15626.265317]); // bare: no model per point
     expect(d2c.name).toBe('D2C max');
-    expect(d2c.data[0].value[1]).toBe(LOG_FLOOR_MS); // 0 ns cannot sit on a log axis
+    expect(d2c.data[0][1]).toBe(LOG_FLOOR_MS); // 0 ns cannot sit on a log axis
   });
 
   it('marks the selected request', () => {
     const sel = buildLatencyOverTimeOption(data, { sourceId: 1, line: 1 }) as any;
     expect(sel.series[0].data[0].symbolSize).toBe(13);
+    expect(sel.series[0].data[0].value).toEqual([81.092472813, 15626.265317, 1, 1, 1, 15626.265317]);
     expect(sel.series[0].data[0].itemStyle.borderWidth).toBe(2);
     expect(sel.series[1].data[0].symbolSize).toBeUndefined();
+    expect(Array.isArray(sel.series[1].data[0])).toBe(true);
   });
 
   it('has a dataZoom on the time axis that does not filter the data', () => {
@@ -55,7 +57,7 @@ describe('buildLatencyOverTimeOption', () => {
   });
 
   it('tooltip shows units', () => {
-    const html = opt.tooltip.formatter({ seriesName: 'I2D max', value: opt.series[0].data[0].value });
+    const html = opt.tooltip.formatter({ seriesName: 'I2D max', value: opt.series[0].data[0] });
     expect(html).toContain('max 15.63 s');
     expect(html).toContain('81.092473 s');
   });

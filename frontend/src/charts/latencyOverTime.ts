@@ -46,10 +46,12 @@ function series(name: string, color: string, points: LatencyPoint[], selected: R
     itemStyle: { color, opacity: 0.9 },
     emphasis: { scale: 1.6 },
     large: false,
+    // a point without a style of its own is its bare array: one object among the data makes ECharts build an
+    // item model per point
     data: points.map((p) =>
       selected && p[2] === selected.sourceId && p[3] === selected.line
         ? { value: p, symbolSize: 13, itemStyle: { color, borderColor: C.selected, borderWidth: 2, opacity: 1 } }
-        : { value: p },
+        : p,
     ),
   };
 }

@@ -32,14 +32,21 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
   const v0 = view.v0 ?? lo;
   const v1 = view.v1 ?? hi;
   const box = useRef<HTMLDivElement>(null);
+  // the pixels the window is asked for: TIMELINE_WIDTH_PX (what main.tsx asked before the page was laid out),
+  // asked again only when the plot is much wider or narrower (within 20 % the drawing is the same: items are
+  // drawn at their own times, at least a pixel wide)
   const [width, setWidth] = useState(TIMELINE_WIDTH_PX);
+  const [plotShown, setPlotShown] = useState(false); // the plot (box) is there once a timeline is
   useEffect(() => {
     const el = box.current;
     if (!el) return;
-    const ro = new ResizeObserver(() => setWidth(Math.max(200, Math.round((el.clientWidth - GRID_LEFT - GRID_RIGHT) / 100) * 100)));
+    const ro = new ResizeObserver(() => {
+      const px = Math.max(200, Math.round((el.clientWidth - GRID_LEFT - GRID_RIGHT) / 100) * 100);
+      setWidth((w) => (Math.abs(px - w) > 0.2 * w ? px : w));
+    });
     ro.observe(el);
     return () => ro.disconnect();
-  }, []);
+  }, [plotShown]);
 
   // the window asked of the server follows the URL, a little later while the user keeps zooming; the whole
   // analysis is asked without a window (the server's default: the request main.tsx started from the URL), unless
@@ -56,6 +63,7 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
 
   const names = useMemo(() => new Map(analysis.sources.map((s) => [s.id, `${s.format} · ${s.filename}`])), [analysis.sources]);
   const layout = useMemo(() => (q.data ? timelineLayout(q.data, (id) => names.get(id) ?? `source ${id}`) : null), [q.data, names]);
+  if (!!layout !== plotShown) setPlotShown(!!layout);
   const items = useMemo(() => (q.data && layout ? timelineItems(q.data, layout) : []), [q.data, layout]);
   const selection: [number, number] | null = view.t0 !== null && view.t1 !== null ? [view.t0, view.t1] : null;
   const option = useMemo(
