@@ -1,4 +1,3 @@
-import { Suspense } from 'react';
 import { useParams, Link } from 'react-router';
 import { useAnalysis } from '../api/queries';
 import type { AnalysisDetail } from '../api/types';
@@ -42,13 +41,11 @@ export function AnalysisPage() {
         <CopyLink />
       </nav>
       <TimeRange />
-      <Suspense fallback={<Loading what={TAB_LABEL[tab]} />}>
-        {tab === 'dispatch' && <DispatchView analysis={a} />}
-        {tab === 'stalls' && <StallsView analysis={a} />}
-        {tab === 'timeline' && <TimelineView analysis={a} />}
-        {tab === 'offcpu' && <OffcpuView analysis={a} />}
-        {tab === 'sources' && <SourcesView a={a} />}
-      </Suspense>
+      {tab === 'dispatch' && <DispatchView analysis={a} />}
+      {tab === 'stalls' && <StallsView analysis={a} />}
+      {tab === 'timeline' && <TimelineView analysis={a} />}
+      {tab === 'offcpu' && <OffcpuView analysis={a} />}
+      {tab === 'sources' && <SourcesView a={a} />}
     </div>
   );
 }

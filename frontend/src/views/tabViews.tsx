@@ -1,37 +1,53 @@
 // Each tab's view is a chunk of its own, loaded when the tab is shown (or as soon as the URL names it: main.tsx),
 // so a page parses the code of its own tab only; the charts' library comes with the first tab that draws one.
-import { lazy, useState, type ComponentType } from 'react';
+import { useEffect, useState, type ComponentType } from 'react';
 import type { Tab } from '../state/viewState';
+import { ErrorBox, Loading } from '../components/Status';
 
-/** A view loaded on demand: drawn at once if its code is already there (preloaded), else through React.lazy
- * (suspending: the fallback is committed and laid out, then the view in another pass). Which of the two is
- * decided when the view mounts, so that a view is never mounted twice. */
-function lazyView<P extends object>(load: () => Promise<ComponentType<P>>) {
+/** A view loaded on demand: drawn at once if its code is already there (preloaded), else a "Loading" line until
+ * it is, then the view (a plain state update: React.lazy's Suspense would hold the view back for up to 300 ms
+ * after its fallback was shown, React's throttle of fallback reveals). */
+function lazyView<P extends object>(what: string, load: () => Promise<ComponentType<P>>) {
   let loaded: ComponentType<P> | null = null;
+  let loading: Promise<ComponentType<P>> | null = null;
   const get = () =>
-    load().then((c) => {
-      loaded = c;
-      return { default: c };
-    });
-  const Lazy = lazy(get);
+    (loading ??= load().then(
+      (c) => (loaded = c),
+      (e) => {
+        loading = null; // asked again by the next view that mounts
+        throw e;
+      },
+    ));
   function View(props: P) {
-    const [Loaded] = useState(() => loaded);
-    return Loaded ? <Loaded {...props} /> : <Lazy {...props} />;
+    const [state, setState] = useState<{ view: ComponentType<P> | null; error: unknown }>(() => ({ view: loaded, error: null }));
+    useEffect(() => {
+      if (state.view || state.error) return;
+      let live = true;
+      get().then(
+        (view) => live && setState({ view, error: null }),
+        (error) => live && setState({ view: null, error }),
+      );
+      return () => {
+        live = false;
+      };
+    }, [state]);
+    if (state.error) return <ErrorBox title={`Could not load the ${what} view.`} error={state.error} />;
+    return state.view ? <state.view {...props} /> : <Loading what={what} />;
   }
   return { View, preload: () => void get().catch(() => {}) }; // a failed load shows when the tab renders
 }
 
 const views = {
-  stalls: lazyView(() => import('./stalls/StallsView').then((m) => m.StallsView)),
-  timeline: lazyView(() => import('./timeline/TimelineView').then((m) => m.TimelineView)),
-  dispatch: lazyView(() => import('./dispatch/DispatchView').then((m) => m.DispatchView)),
-  offcpu: lazyView(() => import('./offcpu/OffcpuView').then((m) => m.OffcpuView)),
-  sources: lazyView(() => import('./sources/SourcesView').then((m) => m.SourcesView)),
+  stalls: lazyView('stalls', () => import('./stalls/StallsView').then((m) => m.StallsView)),
+  timeline: lazyView('timeline', () => import('./timeline/TimelineView').then((m) => m.TimelineView)),
+  dispatch: lazyView('dispatch', () => import('./dispatch/DispatchView').then((m) => m.DispatchView)),
+  offcpu: lazyView('off-CPU', () => import('./offcpu/OffcpuView').then((m) => m.OffcpuView)),
+  sources: lazyView('sources', () => import('./sources/SourcesView').then((m) => m.SourcesView)),
 };
 const _everyTab: Record<Tab, { preload: () => void }> = views; // a tab without its view fails to compile
 void _everyTab;
 
-/** Start loading a tab's code (the module system loads each once). */
+/** Start loading a tab's code (once). */
 export function preloadTab(tab: Tab): void {
   views[tab].preload();
 }
