@@ -55,7 +55,7 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
   const want: [number | null, number | null] = view.v0 !== null || !spans ? [v0, v1] : [null, null];
   const [asked, setAsked] = useState(want);
   useEffect(() => {
-    const t = setTimeout(() => setAsked(want), 120);
+    const t = setTimeout(() => setAsked((a) => (a[0] === want[0] && a[1] === want[1] ? a : want)), 120); // same: no render
     return () => clearTimeout(t);
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [want[0], want[1]]);
