@@ -13,10 +13,10 @@ from typing import Callable
 from . import align, blk, stalls, timeline
 
 SCHEMA = blk.SCHEMA + stalls.SCHEMA + timeline.SCHEMA  # tables of derived results (the parsers' tables come from their Arrow schemas)
-DERIVE_SOURCE: dict[str, list[Callable]] = {"blkparse": [blk.derive], "ftrace": [stalls.span, timeline.derive]}
+DERIVE_SOURCE: dict[str, list[Callable]] = {"blkparse": [blk.derive], "ftrace": [stalls.span]}
 DERIVE_ANALYSIS: list[Callable] = [
     align.derive,  # each source's clock offset: chains compare times across sources
-    # waits of the ftrace sources, then chains (with block requests); the timeline's per-zoom summaries draw the
-    # waits, not the chains: they are built while the chains are (DuckDB's threads beside Python's one)
+    # waits of the ftrace sources, then chains (with block requests); the timeline's task slices and per-zoom
+    # summaries draw the waits, not the chains: they are built while the chains are (DuckDB's threads beside Python's)
     functools.partial(stalls.derive, meanwhile=timeline.summarize),
 ]

@@ -102,7 +102,7 @@ CREATE TABLE IF NOT EXISTS tl_calls (  -- calls of depth <= MAX_CALL_DEPTH at le
 """
 
 
-def derive(con, source_id: int, report) -> None:
+def derive(con, source_id: int) -> None:
     """Slices of each task's scheduler state, from its sched_switch and sched_wakeup lines (one SQL pass).
 
     After a switch-in the task runs; after a switch-out it is runnable (prev_state R, R+) or blocked (any sleep)
@@ -183,7 +183,11 @@ def _segs(fmt: str) -> str:
 # ---- summaries at ingest -------------------------------------------------------------------------------------------
 
 def summarize(con, analysis_id: str) -> None:
-    """The timeline's summaries of each ftrace and blkparse source (see the module docstring). Runs after the waits."""
+    """Each ftrace source's task slices (`derive`), then the timeline's summaries of each ftrace and blkparse source
+    (see the module docstring). Runs after the waits (stalls.derive runs it beside the chains' Python)."""
+    for (sid,) in con.execute("SELECT id FROM sources WHERE analysis_id = ? AND format = 'ftrace' ORDER BY id",
+                              [analysis_id]).fetchall():
+        derive(con, sid)
     for sid, fmt, t_min, t_max in con.execute(
             "SELECT id, format, t_min_ns, t_max_ns FROM sources WHERE analysis_id = ? AND format IN ('ftrace', 'blkparse')"
             " AND t_min_ns IS NOT NULL AND t_max_ns IS NOT NULL ORDER BY id", [analysis_id]).fetchall():
