@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_colbuf.h"
 #include "_text.h"
 
 #define NUL64 INT64_MIN
@@ -579,30 +580,9 @@ static int fold(Rebuilder *rb, out_t *o, const ev_t *v, int64_t line) {
 
 /* ---- Python glue ------------------------------------------------------------------------------- */
 
-/* A read-only buffer that owns a column's memory: handed to numpy/Arrow without a copy. */
-typedef struct { PyObject_HEAD char *data; Py_ssize_t len; } Buf;
-static int buf_get(Buf *b, Py_buffer *view, int flags) {
-    return PyBuffer_FillInfo(view, (PyObject *)b, b->data ? b->data : (char *)"", b->len, 1, flags);
-}
-static void buf_dealloc(Buf *b) { free(b->data); Py_TYPE(b)->tp_free((PyObject *)b); }
-static PyBufferProcs buf_procs = {(getbufferproc)buf_get, NULL};
-static PyTypeObject BufType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "parsers._blkparse.Buffer",
-    .tp_basicsize = sizeof(Buf),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_dealloc = (destructor)buf_dealloc,
-    .tp_as_buffer = &buf_procs,
-    .tp_doc = "column memory owned by Python",
-};
-
-static int set_bytes(PyObject *d, const char *key, col_t *c) { /* moves the column into a Buf */
-    Buf *b = PyObject_New(Buf, &BufType);
-    if (!b) return -1;
-    b->data = c->v; b->len = (Py_ssize_t)(c->n * c->size);
-    c->v = NULL; c->n = c->cap = 0;
-    int rc = PyDict_SetItemString(d, key, (PyObject *)b);
-    Py_DECREF(b);
+static int set_bytes(PyObject *d, const char *key, col_t *c) { /* moves the column into a colbuf */
+    int rc = colbuf_set(d, key, &c->v, c->n * c->size, c->cap * c->size);
+    if (!c->v) c->n = c->cap = 0;
     return rc;
 }
 static int set_str(PyObject *d, const char *prefix, const char *name, strcol_t *s) {
@@ -719,7 +699,7 @@ static PyTypeObject RebuilderType = {
 };
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_blkparse", "blkparse text -> block requests", -1, NULL};
 PyMODINIT_FUNC PyInit__blkparse(void) {
-    if (PyType_Ready(&RebuilderType) < 0 || PyType_Ready(&BufType) < 0) return NULL;
+    if (PyType_Ready(&RebuilderType) < 0 || PyType_Ready(&colbuf_type) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&RebuilderType);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_colbuf.h"
 #include "_text.h"
 
 #define NUL64 INT64_MIN
@@ -1010,33 +1011,10 @@ static PyObject *new_state(PyObject *self, PyObject *args) {
     return cap;
 }
 
-/* A column handed to Python without a copy: owns the malloc'd bytes, exposes them (read-only) through the
- * buffer protocol (numpy.frombuffer, pyarrow.py_buffer), frees them when the last view is gone. */
-typedef struct { PyObject_HEAD char *p; Py_ssize_t len; } colbuf;
-static void colbuf_dealloc(colbuf *self) { free(self->p); Py_TYPE(self)->tp_free((PyObject *)self); }
-static int colbuf_getbuffer(colbuf *self, Py_buffer *view, int flags) {
-    return PyBuffer_FillInfo(view, (PyObject *)self, self->p ? self->p : (char *)"", self->len, 1, flags);
-}
-static Py_ssize_t colbuf_len(colbuf *self) { return self->len; }
-static PyBufferProcs colbuf_as_buffer = {(getbufferproc)colbuf_getbuffer, NULL};
-static PySequenceMethods colbuf_as_sequence = {.sq_length = (lenfunc)colbuf_len};
-static PyTypeObject colbuf_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "_funcgraph.Column", .tp_basicsize = sizeof(colbuf), .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "a column's bytes, owned", .tp_dealloc = (destructor)colbuf_dealloc, .tp_as_buffer = &colbuf_as_buffer,
-    .tp_as_sequence = &colbuf_as_sequence,
-};
-
 /* d[key] = the buffer's bytes; the buffer is emptied (its memory now belongs to the column object) */
 static int set_buf(PyObject *d, const char *key, buf_t *b) {
-    colbuf *c = PyObject_New(colbuf, &colbuf_type);
-    if (!c) return -1;
-    c->p = b->len < b->cap && b->p ? realloc(b->p, b->len ? b->len : 1) : b->p;  /* shrinking: in place */
-    if (!c->p) c->p = b->p;
-    c->len = (Py_ssize_t)b->len;
-    b->p = NULL; b->len = b->cap = 0;
-    int rc = PyDict_SetItemString(d, key, (PyObject *)c);
-    Py_DECREF(c);
+    int rc = colbuf_set(d, key, &b->p, b->len, b->cap);
+    if (!b->p) b->len = b->cap = 0;
     return rc;
 }
 static int set_str(PyObject *d, const char *key, strcol *s) {
