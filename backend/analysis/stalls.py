@@ -343,8 +343,10 @@ def _derive_waits(con, sid: int, pool: ThreadPoolExecutor) -> tuple[list[dict], 
                       -- a sched_wakeup written by the wakee itself names no waker
                       wpid IS NULL OR wpid <> pid AS other
             FROM j
+        ), e AS (  -- the end: back on CPU, else the wake-up, else the trace's end (a lower bound)
+            SELECT *, CASE WHEN in_line IS NOT NULL THEN in_ns WHEN woke THEN wns ELSE $end END AS end_at FROM k
         )
-        SELECT {", ".join(f"{v} AS {k}" for k, v in cols.items())} FROM k
+        SELECT {", ".join(f"{v} AS {k}" for k, v in cols.items())} FROM e
         ORDER BY line
         """, {**p, "end": trace_end}))  # in file order: what follows (also_waiting lists, ...) must not depend on threads
     blank = dict.fromkeys(_WAIT_TYPES)  # every wait has every column, as read back
@@ -687,8 +689,7 @@ def _holders(con, sid: int, waits: list[dict], need: dict[str, list[int]], prims
 
 _SCHED_WAIT = {  # the columns of a scheduler wait, in SQL over _derive_waits' scheduler rows
     "source_id": "$sid", "line": "line", "kind": "'sched'", "pid": "pid", "comm": "comm", "cpu": "cpu",
-    "start_ns": "t_ns", "end_ns": "CASE WHEN in_line IS NOT NULL THEN in_ns WHEN woke THEN wns ELSE $end END",
-    "duration_ns": "CASE WHEN in_line IS NOT NULL THEN in_ns WHEN woke THEN wns ELSE $end END - t_ns",
+    "start_ns": "t_ns", "end_ns": "end_at", "duration_ns": "end_at - t_ns",
     "end_known": "in_line IS NOT NULL OR woke", "end_line": "CASE WHEN in_line IS NOT NULL THEN in_line WHEN woke THEN wl END",
     "state": "state", "inferred": "in_line IS NULL",
     "evidence": "CASE WHEN in_line IS NOT NULL THEN format('{}, back on CPU at line {}{}', out, in_line,"
