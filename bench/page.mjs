@@ -59,17 +59,11 @@ function watch(parts) {
   else document.addEventListener('readystatechange', start, { once: true });
 }
 
+const CHROMIUM = JSON.parse(fs.readFileSync(new URL('../e2e/chromium.json', import.meta.url), 'utf8')); // as the e2e tests
 const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+  executablePath: process.env.CHROMIUM_PATH ?? CHROMIUM.executablePath,
   headless: true,
-  args: [
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-    '--no-first-run',
-  ],
+  args: CHROMIUM.args,
 });
 const results = { browser: `chromium ${browser.version()}`, runs: RUNS, tabs: {} };
 try {

@@ -7,6 +7,7 @@ import path from 'node:path';
 // Build first (`npm run test:e2e` at the repo root does). Each run gets a fresh database.
 const REPO = path.resolve(__dirname, '..');
 const PORT = Number(process.env.STALLSCOPE_E2E_PORT ?? 8765);
+const CHROMIUM = JSON.parse(fs.readFileSync(path.join(__dirname, 'chromium.json'), 'utf8')) as { executablePath: string; args: string[] };
 const dbDir = process.env.STALLSCOPE_E2E_DB_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), 'stallscope-e2e-'));
 process.env.STALLSCOPE_E2E_DB_DIR = dbDir; // workers re-evaluate this file: keep one directory
 
@@ -25,17 +26,7 @@ export default defineConfig({
     viewport: { width: 1440, height: 900 },
     trace: 'retain-on-failure',
     screenshot: 'only-on-failure',
-    launchOptions: {
-      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    },
+    launchOptions: { executablePath: process.env.CHROMIUM_PATH ?? CHROMIUM.executablePath, args: CHROMIUM.args },
   },
   webServer: {
     command: `.venv/bin/stallscope serve --db ${JSON.stringify(path.join(dbDir, 'e2e.duckdb'))} --port ${PORT}`,
