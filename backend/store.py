@@ -132,22 +132,28 @@ class _Hashes:
 
     def __init__(self, files: list[InputFile]):
         self.digests: list[str | None] = [None] * len(files)
+        self.error: BaseException | None = None  # a read that failed: raised by result()
         self.stop = threading.Event()
         self._worker = threading.Thread(target=self._hash, args=(files,), name="sha256", daemon=True)
         self._worker.start()
 
     def _hash(self, files: list[InputFile]) -> None:
         buf = bytearray(1 << 20)
-        for i, f in enumerate(files):
-            sha = hashlib.sha256()
-            f.stream.seek(0)
-            with memoryview(buf) as view:
-                while not self.stop.is_set() and (got := f.stream.readinto(view)):
-                    sha.update(view[:got])
-            self.digests[i] = sha.hexdigest()
+        try:
+            for i, f in enumerate(files):
+                sha = hashlib.sha256()
+                f.stream.seek(0)
+                with memoryview(buf) as view:
+                    while not self.stop.is_set() and (got := f.stream.readinto(view)):
+                        sha.update(view[:got])
+                self.digests[i] = sha.hexdigest()
+        except BaseException as e:  # noqa: BLE001 - handed to the ingest's thread
+            self.error = e
 
     def result(self) -> list[str]:
         self._worker.join()
+        if self.error is not None:
+            raise self.error
         return self.digests
 
     def cancel(self) -> None:

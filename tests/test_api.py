@@ -205,6 +205,31 @@ def test_failure_midway_leaves_nothing(store, monkeypatch):
     assert table_counts(store) == before
 
 
+def test_file_unreadable_when_hashed_leaves_nothing(store):
+    """The SHA-256 reads each file again while the analysis is derived: a read that fails then fails the ingest
+    with that error, and nothing is visible."""
+    before = table_counts(store)
+    good = (SAMPLES / "demo-cfq-starvation.blkparse.txt").read_bytes()
+
+    class SecondReadFails(io.BytesIO):
+        passes = 0
+
+        def seek(self, *a):
+            self.passes += 1
+            return super().seek(*a)
+
+        def readinto(self, b):
+            if self.passes > 1:  # detection's seek(0), then the hash's
+                raise OSError("disk went away")
+            return super().readinto(b)
+
+    from backend.store import InputFile
+
+    with pytest.raises(OSError, match="disk went away"):
+        store.ingest([InputFile("a.txt", SecondReadFails(good), len(good))])
+    assert table_counts(store) == before
+
+
 def test_rows_of_an_ingest_that_died_are_removed_at_start(tmp_path):
     from backend.store import Store
 
