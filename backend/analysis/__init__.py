@@ -17,6 +17,7 @@ DERIVE_SOURCE: dict[str, list[Callable]] = {"blkparse": [blk.derive], "ftrace": 
 DERIVE_ANALYSIS: list[Callable] = [
     align.derive,  # each source's clock offset: chains compare times across sources
     # waits of the ftrace sources, then chains (with block requests); the timeline's task slices and per-zoom
-    # summaries draw the waits, not the chains: they are built while the chains are (DuckDB's threads beside Python's)
-    functools.partial(stalls.derive, meanwhile=timeline.summarize),
+    # summaries draw the waits, not the chains: they are built while the chains are (DuckDB's threads beside Python's);
+    # the slices read the staged scheduler events only: they are read while the waits are derived
+    functools.partial(stalls.derive, early=timeline.slices, meanwhile=timeline.summarize),
 ]

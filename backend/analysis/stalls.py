@@ -59,7 +59,7 @@ import itertools
 import json
 import operator
 from collections import defaultdict
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator
 
 import numpy as np
@@ -244,36 +244,49 @@ def _is_idle(pid, comm) -> bool:
 
 # ---- derive ------------------------------------------------------------------------------------
 
-def derive(con, analysis_id: str, meanwhile: Callable[[object, str], None] | None = None) -> None:
-    """All waits of the analysis' ftrace sources, then its chains (inside the ingest's transaction). `meanwhile`(con,
-    analysis_id), a step that needs the waits but not the chains, runs once the waits are in, while the chains are
-    built (in Python, without the connection)."""
+def derive(con, analysis_id: str, meanwhile: Callable[[object, str, object], None] | None = None,
+           early: Callable[[object, list[int]], object] | None = None) -> None:
+    """All waits of the analysis' ftrace sources, then its chains (inside the ingest's transaction).
+
+    `early`(reader, source ids) reads what a later step needs from the sources' staged rows alone (committed: a
+    cursor of its own sees them), beside the waits' derivation; `meanwhile`(con, analysis_id, what early returned),
+    a step that needs the waits but not the chains, runs once the waits are in, while the chains are built (in
+    Python, without the connection)."""
     sids = [r[0] for r in con.execute(
         "SELECT id FROM sources WHERE analysis_id = ? AND format = 'ftrace' ORDER BY id", [analysis_id]).fetchall()]
     if not sids:
         if meanwhile:
-            meanwhile(con, analysis_id)
+            meanwhile(con, analysis_id, None)
         return
     gc_was = gc.isenabled()
     gc.disable()  # many small lists and dicts, no cycles: the collector would only rescan them
+    reader = con.cursor()  # the staged rows, read by the pool's thread while this one uses `con`
     try:
         offs = dict(con.execute("SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ?",
                                 [analysis_id]).fetchall())
-        # a thread for work that releases the GIL (DuckDB, Arrow, numpy) while this one goes on in Python; the
-        # connection is used by one thread at a time
+        # a thread for work that releases the GIL (DuckDB, Arrow, numpy) while this one goes on in Python or in
+        # DuckDB; a connection is used by one thread at a time
         with ThreadPoolExecutor(max_workers=1) as pool:
             derived, tables = {}, []
+            prepared = None
             for sid in sids:
-                derived[sid], table = _derive_waits(con, sid, pool)
+                derived[sid], table = _derive_waits(con, sid, pool, reader)
+                if prepared is None and early:  # queued behind the first source's call index
+                    prepared = pool.submit(early, reader, sids)
                 tables.append(table)
                 for w in derived[sid]:
                     w["off"] = offs.get(sid)
-            inserted = pool.submit(_insert_waits, con, itertools.chain.from_iterable(tables), meanwhile, analysis_id)
-            chains = _chains(derived)  # without the connection, while the waits are inserted
-            inserted.result()
+            _insert_waits(con, itertools.chain.from_iterable(tables))
+            # the waits are in: what needs them but not the chains runs in DuckDB while the chains are built (without
+            # the connection); inserting the waits beside them was slower (both wanted the GIL)
+            done = pool.submit(meanwhile, con, analysis_id, prepared.result() if prepared else None) if meanwhile else None
+            chains = _chains(derived)
+            if done:
+                done.result()
         _match_requests(con, analysis_id, chains)
         _insert_chains(con, analysis_id, chains)
     finally:
+        reader.close()
         if gc_was:
             gc.enable()
 
@@ -297,8 +310,9 @@ def _fetch(cur) -> list[dict]:
     return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
-def _derive_waits(con, sid: int, pool: ThreadPoolExecutor) -> tuple[list[dict], Iterator[pa.Table]]:
-    """Derives the source's waits: as dicts, in file order, and as the rows of `waits` (made as they are read)."""
+def _derive_waits(con, sid: int, pool: ThreadPoolExecutor, reader) -> tuple[list[dict], Iterator[pa.Table]]:
+    """Derives the source's waits: as dicts, in file order, and as the rows of `waits` (made as they are read). The
+    call index is built in the pool through `reader` meanwhile."""
     p = {"sid": sid}
     trace_end = con.execute(
         "SELECT max(t) FROM (SELECT max(greatest(entry_ns, exit_ns)) t FROM fg_calls WHERE source_id = $sid"
@@ -308,7 +322,7 @@ def _derive_waits(con, sid: int, pool: ThreadPoolExecutor) -> tuple[list[dict], 
     if trace_end is None:
         return [], iter(())
     funcs = _functions(con, sid)
-    calls = _call_index(con, sid, funcs, pool)
+    calls = pool.submit(_call_index, reader, sid, funcs)
     lockfn = _lock_functions(funcs)
     _register(con, "_stalls_fn", {"func": list(lockfn), "role": [h[1] for h in lockfn.values()]},
               {"func": pa.string(), "role": pa.string()})
@@ -359,10 +373,11 @@ def _derive_waits(con, sid: int, pool: ThreadPoolExecutor) -> tuple[list[dict], 
                 FROM fg_calls c JOIN _stalls_fn f ON c.func = f.func
                 WHERE c.source_id = $sid AND f.role <> 'release' AND c.pid IS NOT NULL AND c.entry_ns IS NOT NULL
                   AND (c.exit_line IS NULL OR c.duration_ns >= $min)
-            ), last AS (
+            ), last AS (  -- the last line of each task with an open candidate call
                 SELECT pid, max(l) AS last_line FROM (
                     SELECT pid, greatest(line, coalesce(exit_line, line)) l FROM fg_calls WHERE source_id = $sid
-                    UNION ALL SELECT pid, line FROM trace_events WHERE source_id = $sid) GROUP BY pid
+                    UNION ALL SELECT pid, line FROM trace_events WHERE source_id = $sid)
+                WHERE pid IN (SELECT pid FROM c WHERE exit_line IS NULL) GROUP BY pid
             )
             SELECT c.*, n.line AS next_out, w.line AS wake_line, w.t_ns AS wake_ns, w.cpu AS wake_cpu, w.waker_pid,
                    w.waker_comm, last.last_line
@@ -581,14 +596,13 @@ def _tops(calls: dict, req: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 _NO_CALL = -2  # the function code of a line where no call is
 
 
-def _call_index(con, sid: int, names: list[str], pool: ThreadPoolExecutor) -> Future:
+def _call_index(con, sid: int, names: list[str]) -> dict:
     """The source's calls by line (a line has at most one call): each call's parent line (-1: none), exit line
     (the integer type's max: none) and function (an index into names; _NO_CALL: no call at this line), in the
     smallest integers that hold every line of the calls (`bound`: above them all); and `keys`, for the stacks'
     look-ups of a task's last call before a line: (the sorted task * 2**bits + line of the calls with a task,
     bits), None when a key would not fit. A call's task is its pid, for the idle task (pid 0) -10 - its CPU (-5:
-    CPU unknown, never looked up). The arrays are filled now; the keys are sorted in the pool (numpy releases the
-    GIL, so the caller goes on meanwhile)."""
+    CPU unknown, never looked up)."""
     last, pid_lo, pid_hi, cpu_lo, cpu_hi, ncalls = con.execute(
         "SELECT max(greatest(line, exit_line)), min(pid), max(pid), min(cpu) FILTER (pid = 0),"
         " max(cpu) FILTER (pid = 0), count(*) FROM fg_calls WHERE source_id = ? AND line >= 0", [sid]).fetchall()[0]
@@ -620,13 +634,9 @@ def _call_index(con, sid: int, names: list[str], pool: ThreadPoolExecutor) -> Fu
             keys[nkeys : nkeys + len(k)] = k
             nkeys += len(k)
     con.unregister("_stalls_names")
-
-    def arrays() -> dict:
-        if not unfit:
-            index["keys"] = (np.sort(keys[:nkeys], kind="stable"), bits)  # a merge sort: each task's calls come in runs
-        return index
-
-    return pool.submit(arrays)
+    if not unfit:
+        index["keys"] = (np.sort(keys[:nkeys], kind="stable"), bits)  # a merge sort: each task's calls come in runs
+    return index
 
 
 def _holders(con, sid: int, waits: list[dict], need: dict[str, list[int]], prims: dict, lockfn: dict) -> None:
@@ -719,15 +729,12 @@ def _wait_table(waits: list[dict], stacks: dict[str, pa.Array]) -> pa.Table:
     return pa.table({**{k: pa.array(v, t) for (k, t), v in zip(scalars.items(), values)}, **stacks})
 
 
-def _insert_waits(con, tables: Iterable[pa.Table], then: Callable[[object, str], None] | None = None,
-                  analysis_id: str | None = None) -> None:
+def _insert_waits(con, tables: Iterable[pa.Table]) -> None:
     cols = ", ".join(_WAIT_TYPES)
     for table in tables:
         con.register("_stalls_w", table)
         con.execute(f"INSERT INTO waits ({cols}) SELECT {cols} FROM _stalls_w")
         con.unregister("_stalls_w")
-    if then:
-        then(con, analysis_id)
 
 
 # ---- chains ------------------------------------------------------------------------------------

@@ -102,13 +102,17 @@ CREATE TABLE IF NOT EXISTS tl_calls (  -- calls of depth <= MAX_CALL_DEPTH at le
 """
 
 
-def derive(con, source_id: int) -> None:
-    """Slices of each task's scheduler state, from its sched_switch and sched_wakeup lines (one SQL pass).
+def slices(con, source_ids: list[int]) -> dict[int, pa.Table]:
+    """Each source's rows of task_slices: slices of each task's scheduler state, from its sched_switch and
+    sched_wakeup lines (one SQL pass). Reads the staged rows only (stalls.derive runs it beside the waits, through a
+    cursor of its own).
 
     After a switch-in the task runs; after a switch-out it is runnable (prev_state R, R+) or blocked (any sleep)
     until its first wake-up, then runnable until its next switch-in; an exiting task (X, Z, x) has no slice."""
-    con.execute("""
-        INSERT INTO task_slices
+    return {sid: con.sql(_SLICES, params={"sid": sid}).to_arrow_table() for sid in source_ids}
+
+
+_SLICES = """
         WITH ev AS (
             SELECT line, t_ns, prev_pid AS pid, prev_comm AS comm,
                    CASE WHEN coalesce(prev_state, '') = '' OR prev_state LIKE 'R%' THEN 'runnable'
@@ -143,8 +147,7 @@ def derive(con, source_id: int) -> None:
             SELECT $sid, pid, comm, 'runnable', wake_ns, coalesce(next_ns, (SELECT t FROM last)), wake_line,
                    next_ns IS NOT NULL
             FROM blk WHERE wake_line < coalesce(next_line, 9223372036854775807)
-        ) ORDER BY 5  -- by start: a window's reads skip the row groups outside it
-        """, {"sid": source_id})
+        )"""
 
 
 # ---- segments: every lane's (lane, track, state, s, e, line), own clock ------------------------------------------
@@ -182,12 +185,19 @@ def _segs(fmt: str) -> str:
 
 # ---- summaries at ingest -------------------------------------------------------------------------------------------
 
-def summarize(con, analysis_id: str) -> None:
-    """Each ftrace source's task slices (`derive`), then the timeline's summaries of each ftrace and blkparse source
-    (see the module docstring). Runs after the waits (stalls.derive runs it beside the chains' Python)."""
+def summarize(con, analysis_id: str, sliced: dict[int, pa.Table] | None = None) -> None:
+    """Each ftrace source's task slices (as `slices` made them, else made now), then the timeline's summaries of each
+    ftrace and blkparse source (see the module docstring). Runs after the waits (stalls.derive runs it beside the
+    chains' Python)."""
     for (sid,) in con.execute("SELECT id FROM sources WHERE analysis_id = ? AND format = 'ftrace' ORDER BY id",
                               [analysis_id]).fetchall():
-        derive(con, sid)
+        rows = (sliced or {}).get(sid)
+        if rows is None:
+            rows = slices(con, [sid])[sid]
+        con.register("_tl_slices", rows)
+        # by start: a window's reads skip the row groups outside it
+        con.execute("INSERT INTO task_slices SELECT * FROM _tl_slices ORDER BY start_ns")
+        con.unregister("_tl_slices")
     for sid, fmt, t_min, t_max in con.execute(
             "SELECT id, format, t_min_ns, t_max_ns FROM sources WHERE analysis_id = ? AND format IN ('ftrace', 'blkparse')"
             " AND t_min_ns IS NOT NULL AND t_max_ns IS NOT NULL ORDER BY id", [analysis_id]).fetchall():
