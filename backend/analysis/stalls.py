@@ -440,7 +440,7 @@ def _derive_waits(con, sid: int, pool: ThreadPoolExecutor, reader) -> tuple[list
     prims = {p.name: p for p in locks.PRIMITIVES}
     for i, w in enumerate(waits):
         w["stack"] = st.frames(i)
-        w["lock"], w["lock_key"], w["primitive"], obj = _reason(w["stack"])
+        w["lock"], w["lock_key"], w["primitive"], obj = _reason(tuple(w["stack"]))  # many waits share a stack
         if obj is not None and prims[obj].release:
             need_holder[obj].append(i)
     for j, i in enumerate(woken):
@@ -471,7 +471,8 @@ def _derive_waits(con, sid: int, pool: ThreadPoolExecutor, reader) -> tuple[list
     return waits, tables()
 
 
-def _reason(frames: list[str]) -> tuple[str | None, str | None, str | None, str | None]:
+@functools.lru_cache(maxsize=65536)
+def _reason(frames: tuple[str, ...]) -> tuple[str | None, str | None, str | None, str | None]:
     """(lock label, lock key, primitive name, object primitive name) of a stack, root first."""
     waiting = tuple(filter(_waiting, frames))
     if waiting:  # locks.label() looks at the outermost primitive and the innermost object
