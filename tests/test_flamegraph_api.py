@@ -29,8 +29,10 @@ def test_tree_units_filter_and_lock_marks(client, store):
     assert (n["total"], n["matched"]) == (48, 1)  # 47 folded lines + 1 hand-quoted stack
     buf = find(n["root"], "xfs_buf_lock")
     assert (buf["value"], buf["lock"]) == (1, "xfs_buf_lock")
-    assert find(n["root"], "down")["lock"] == "down"
-    assert find(n["root"], "__down")["lock"] == "down"  # the slow path is marked with the call made
+    # marked with the lock of /api/locks they take (what /waits?lock_key= takes): the call and its slow path alike
+    assert find(n["root"], "down")["lock"] == "semaphore"
+    assert find(n["root"], "__down")["lock"] == "semaphore"
+    assert "lock" not in find(n["root"], "_xfs_buf_find") and "lock" not in find(n["root"], "schedule_timeout")
     assert n["root"]["children"][0]["name"] == "?"  # the excerpt has no comm line
 
     # inverted: every one of the 47 folded stacks ends in schedule (checked with awk on the last frame)

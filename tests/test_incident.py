@@ -236,3 +236,44 @@ def test_it_is_the_first_demo(client, store):
     assert [(link["comm"], link["relation"]) for link in c["links"]] == [
         ("file_writer", "woken_by"), ("file_reader", "woken_by"), ("xfsconvertd/0", "io_completion"),
         ("xfslogd/0", None)]
+
+
+def _marks(node) -> dict[str, str | None]:
+    """Each frame name of a flame tree -> the lock it is marked with (None: not marked); one mark per name."""
+    out = {node["name"]: node.get("lock")}
+    for child in node.get("children", ()):
+        for name, lock in _marks(child).items():
+            assert out.setdefault(name, lock) == lock, name
+    return out
+
+
+def test_flame_lock_frames_lead_to_their_waits(client, store):
+    """A frame the Off-CPU flame graph marks leads (Waits on this lock: /waits?lock_key=<its mark>) to the waits on
+    that lock, whichever of the lock's functions the frame is; a frame that is no lock has no mark, so no link."""
+    aid, _ = _ingest(client, store)
+    marks = _marks(client.get(f"/api/analyses/{aid}/flamegraph").json()["root"])
+    assert {name: lock for name, lock in marks.items() if lock} == {
+        "xfs_ilock_map_shared": "xfs_ilock", "xfs_ilock": "xfs_ilock",
+        "down_read": "rwsem (read)", "rwsem_down_read_failed": "rwsem (read)",
+        "down_write": "rwsem (write)", "rwsem_down_write_failed": "rwsem (write)",
+        "xfs_buf_lock": "xfs_buf_lock", "down": "semaphore", "__down": "semaphore", "io_schedule": "I/O"}
+    # the marks are entries of the lock table; the asm thunks, the callers, the scheduler are not locks
+    assert set(filter(None, marks.values())) <= {p["name"] for p in client.get("/api/locks").json()}
+    for name in ("call_rwsem_down_read_failed", "call_rwsem_down_write_failed", "xfs_iomap", "schedule"):
+        assert marks[name] is None, name
+
+    def waits(key):
+        got = client.get(f"/api/analyses/{aid}/waits", params={"lock_key": key, "limit": 1000}).json()
+        return sorted((w["pid"], w["line"], w["lock"]) for w in got)
+
+    reader, writer = (3274, 8345, "xfs_ilock via down_read"), (3271, 8656, "xfs_ilock via down_write")
+    # file_reader sleeps in xfs_ilock_map_shared -> xfs_ilock -> down_read: the map_shared frame's link finds the
+    # inode lock's waits, as the xfs_ilock frame's does
+    assert waits(marks["xfs_ilock_map_shared"]) == waits(marks["xfs_ilock"]) == [writer, reader]
+    assert waits(marks["rwsem_down_read_failed"]) == [reader]  # the rwsem the inode lock sleeps on, read side
+    assert waits(marks["down_write"]) == [writer]
+    assert waits(marks["__down"]) == waits(marks["xfs_buf_lock"]) == [(421, 1273, "xfs_buf_lock via down")]
+    # every marked frame leads somewhere in this capture; the old key of a function still works (links kept)
+    for lock in set(filter(None, marks.values())):
+        assert waits(lock), lock
+    assert waits("xfs_ilock_map_shared") == waits("xfs_ilock") and waits("down") == waits("semaphore")

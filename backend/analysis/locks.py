@@ -85,6 +85,7 @@ for _p in PRIMITIVES:
     for _role, _names in (("acquire", _p.acquire), ("release", _p.release), ("sleep", _p.sleep)):
         for _n in _names:
             _BY_FUNCTION.setdefault(_n, (_p, _role))
+_BY_NAME = {p.name: p for p in PRIMITIVES}
 
 
 def base_name(frame: str) -> str:
@@ -100,15 +101,23 @@ def lookup(frame: str) -> tuple[Primitive, str] | None:
     return _BY_FUNCTION.get(base_name(frame))
 
 
-def key(frame: str) -> str | None:
-    """The name a wait's label uses for this frame when it takes or sleeps on a known lock: the
-    function the code calls (`down` for its slow path `__down`), or None."""
-    hit = lookup(frame)
-    if not hit or hit[1] == "release":
-        return None
-    p, role = hit
-    name = base_name(frame)
-    return name if role == "acquire" or not p.acquire else p.acquire[0]
+def identity(name: str) -> str | None:
+    """The lock a frame takes or sleeps on, as one name for every view: its entry of the table (`xfs_ilock` for
+    xfs_ilock_map_shared, `semaphore` for down and __down, `rwsem (read)` for down_read). Also takes an entry's
+    own name (a label's part may be one: `page lock via I/O`). None for a release function or an unknown name."""
+    if name in _BY_NAME:
+        return name
+    hit = lookup(name)
+    return hit[0].name if hit and hit[1] != "release" else None
+
+
+def label_names(key: str) -> list[str]:
+    """What a label's object or primitive reads when it is on the lock `key` (an entry, or any of its functions:
+    the same lock): the entry's name and its acquire and sleep functions; for any other key, the key itself."""
+    lock = identity(key)
+    if lock is None:
+        return [key]
+    return [lock] + [n for n, (p, role) in _BY_FUNCTION.items() if p.name == lock and role != "release"]
 
 
 def waiting_frames(frames) -> set[str]:

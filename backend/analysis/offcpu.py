@@ -35,10 +35,11 @@ def _records_sql(analysis_id: str, side: str, unit: str, by_task: bool, filters:
 
 
 def _mark_locks(node: dict, keys: dict | None = None) -> dict:
-    """Marks frames that take or sleep on a known lock with the name waits are labelled by."""
+    """Marks frames that take or sleep on a known lock with that lock (locks.identity: xfs_ilock_map_shared is
+    xfs_ilock), the key /waits?lock_key= takes."""
     keys = {} if keys is None else keys
     name = node["name"]
-    key = keys[name] if name in keys else keys.setdefault(name, locks.key(name))
+    key = keys[name] if name in keys else keys.setdefault(name, locks.identity(name))
     if key:
         node["lock"] = key
     for child in node.get("children", ()):
@@ -112,13 +113,13 @@ WAKER_ROWS = 10  # row references kept per pair
 
 def _lock_matches(frames: list[str], label: str | None, lock: str) -> bool:
     """A target stack is on `lock` when its label contains it (as /waits?lock= does), or when one of its
-    frames takes or sleeps on a lock called `lock`: by the name flame graphs mark it with (locks.key:
-    `down` for `__down`) or by its entry in /api/locks (`page lock`, `mutex`)."""
+    frames takes or sleeps on a lock called `lock`: by its entry in /api/locks, the name flame graphs mark it
+    with (`page lock`, `semaphore`)."""
     if label is not None and lock in label:
         return True
     for f in frames:
         hit = locks.lookup(f)
-        if hit and hit[1] != "release" and (hit[0].name == lock or locks.key(f) == lock):
+        if hit and hit[1] != "release" and hit[0].name == lock:
             return True
     return False
 

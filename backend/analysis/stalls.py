@@ -1023,18 +1023,23 @@ _WAIT_ORDER = {"duration": "w.duration_ns DESC, w.source_id, w.line",
 _WAIT_TIMES = frozenset({"start_ns", "end_ns", "wake_ns", "holder_ns"})
 _WAIT_FILTERS = {"pid": "w.pid = $pid", "lock": "contains(w.lock, $lock)", "t0": "w.end_ns + s.clock_offset_ns >= $t0",
                  "t1": "w.start_ns + s.clock_offset_ns <= $t1",
-                 # a lock as flame graphs mark frames (locks.key): the label's object or primitive, exactly
-                 "lock_key": "(w.lock_key = $lock_key OR w.lock = $lock_key OR suffix(w.lock, ' via ' || $lock_key))"}
+                 # on a lock as flame graphs mark frames: the label's object or primitive is that lock of the table
+                 # (any of its names: $lock_names, locks.label_names), or the label is the key exactly
+                 "lock_key": "(w.lock = $lock_key OR list_contains($lock_names, split_part(w.lock, ' via ', 1))"
+                             " OR list_contains($lock_names, split_part(w.lock, ' via ', 2)))"}
 
 
 def waits(con, analysis_id: str, order: str = "duration", limit: int = 100, pid=None, lock=None, t0=None,
           t1=None, lock_key=None, idle: bool = False) -> list[dict]:
-    """Waits by duration or start; lock: the label contains it (free text); lock_key: the label's object
-    (`xfs_buf_lock via down`: xfs_buf_lock) or primitive (down) is it, exactly (`down` is not `down_read`); idle:
-    idle sleeps too (see `stall_waits`)."""
+    """Waits by duration or start; lock: the label contains it (free text); lock_key: the label's object or primitive
+    is that lock of locks.py, by any of its names (`xfs_buf_lock via down` is on xfs_buf_lock, semaphore and down,
+    not on down_read; xfs_ilock_map_shared is xfs_ilock), else the label is it exactly; idle: idle sleeps too (see
+    `stall_waits`)."""
     given = {k: v for k, v in {"pid": pid, "lock": lock, "t0": t0, "t1": t1, "lock_key": lock_key}.items()
              if v is not None}
     where = "".join(f" AND {_WAIT_FILTERS[k]}" for k in given)
+    if lock_key is not None:
+        given["lock_names"] = locks.label_names(lock_key)
     # times on the analysis timeline: the source's own + its clock offset
     cols = ", ".join(f"w.{c} + s.clock_offset_ns AS {c}" if c in _WAIT_TIMES else f"w.{c}" for c in WAIT_COLUMNS)
     return _fetch(con.execute(

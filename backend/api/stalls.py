@@ -138,8 +138,10 @@ def list_waits(
     pid: int | None = None,
     lock: Annotated[str | None, Query(max_length=256, description="waits whose lock contains this")] = None,
     lock_key: Annotated[str | None, Query(max_length=256, description="waits on this lock, as flame graphs mark"
-                                          " frames (`down`, `xfs_ilock`): the object or primitive of the wait's lock"
-                                          " label is exactly this (`down` is not `down_read`)")] = None,
+                                          " frames: the object or primitive of the wait's lock label is this lock of"
+                                          " /api/locks, by any of its names (`semaphore` or `down`, not `down_read`;"
+                                          " `xfs_ilock_map_shared` is `xfs_ilock`), else the label is exactly"
+                                          " this")] = None,
     t0_ns: TimeFilter = None,
     t1_ns: TimeFilter = None,
     idle: Annotated[bool, Query(description="idle sleeps too: a task asleep interruptibly (S, I) on no known lock, e.g."

@@ -269,18 +269,23 @@ test('the demo incident: the worst stall from a heatmap cell, its chain down to 
   await p2.context().close();
 });
 
-test("Off-CPU's lock frame lists the waits on exactly that lock (down, not down_read or down_write)", async ({ page, request }) => {
+test("Off-CPU's lock frame lists the waits on exactly that lock (the semaphore's down, not down_read or down_write)", async ({
+  page,
+  request,
+}) => {
   test.setTimeout(180_000);
   await ensureDemo(request);
   await page.goto('/');
   await page.getByTestId('analyses').getByRole('link', { name: DEMO_NAME }).first().click();
   await page.getByRole('tablist').getByRole('tab', { name: 'Off-CPU' }).click();
-  const row = page.getByTestId('lock-frames').locator('tbody tr').filter({ has: page.getByText('down', { exact: true }) });
+  // frames are listed by the lock of /api/locks they take: down and __down are the semaphore
+  const row = page.getByTestId('lock-frames').locator('tbody tr').filter({ has: page.getByText('semaphore', { exact: true }) });
   await expect(row).toHaveCount(1);
+  await expect(page.getByTestId('lock-frames').getByText('down', { exact: true })).toHaveCount(0);
   await row.getByRole('button', { name: 'Waits on this lock' }).click();
-  await expect(page).toHaveURL(/tab=stalls&lock_key=down(&|$)/);
+  await expect(page).toHaveURL(/tab=stalls&lock_key=semaphore(&|$)/);
   const waits = page.getByTestId('waits-panel');
-  await expect(waits.locator('.chip')).toHaveText(/on lock “down”/);
+  await expect(waits.locator('.chip')).toHaveText(/on lock “semaphore”/);
   const rows = waits.getByTestId('waits-table').locator('tbody tr');
   await expect(rows).toHaveCount(1); // xfsconvertd's buffer lock; the ilock's down_read and down_write are not it
   await expect(rows).toContainText('xfsconvertd/0 421');

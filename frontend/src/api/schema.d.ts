@@ -2630,7 +2630,7 @@ export interface operations {
                 pid?: number | null;
                 /** @description waits whose lock contains this */
                 lock?: string | null;
-                /** @description waits on this lock, as flame graphs mark frames (`down`, `xfs_ilock`): the object or primitive of the wait's lock label is exactly this (`down` is not `down_read`) */
+                /** @description waits on this lock, as flame graphs mark frames: the object or primitive of the wait's lock label is this lock of /api/locks, by any of its names (`semaphore` or `down`, not `down_read`; `xfs_ilock_map_shared` is `xfs_ilock`), else the label is exactly this */
                 lock_key?: string | null;
                 /** @description ns, on the analysis timeline */
                 t0_ns?: number | null;
