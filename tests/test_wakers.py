@@ -58,20 +58,51 @@ def test_offwaketime_example_pairs(client, store):
 def test_lock_filter(client, store):
     aid = ingest_paths(store, OFFWAKE)["id"]
     url = f"/api/analyses/{aid}/wakers"
-    # the name flame graphs mark the frame with: cksum's 10 read()s in __lock_page_killable (awk: 3889904 µs in
-    # 9 folded lines + 4334521 µs at line 85)
-    by_key = client.get(url, params={"comm": "cksum", "lock": "__lock_page_killable", "limit": 100}).json()
+    # lock_key, by a function of the lock: cksum's 10 read()s in __lock_page_killable (awk: 3889904 µs in 9 folded
+    # lines + 4334521 µs at line 85)
+    by_key = client.get(url, params={"comm": "cksum", "lock_key": "__lock_page_killable", "limit": 100}).json()
     assert (by_key["total_us"], by_key["records"], by_key["pairs"]) == (8224425, 10, 9)
     assert {i["lock"] for i in by_key["items"]} == {"__lock_page_killable via I/O"}
-    # the entry of /api/locks: also run's page fault in __lock_page_or_retry (line 223, 117 µs)
-    by_name = client.get(url, params={"lock": "page lock", "limit": 100}).json()
-    assert (by_name["total_us"], by_name["records"]) == (8224542, 11)
-    assert [i["rows"][0]["line"] for i in by_name["items"] if i["comm"] == "run"] == [223]
-    # a label: contains, as /waits?lock= does
-    by_label = client.get(url, params={"lock": "__wait_on_buffer via I/O", "limit": 100}).json()
+    # ... by its entry of /api/locks (the name flame graphs mark it with), or another of its functions: the same
+    # lock, so also run's page fault in __lock_page_or_retry (line 223, 117 µs)
+    for key in ("page lock", "lock_page"):
+        by_name = client.get(url, params={"lock_key": key, "limit": 100}).json()
+        assert (by_name["total_us"], by_name["records"]) == (8224542, 11), key
+        assert [i["rows"][0]["line"] for i in by_name["items"] if i["comm"] == "run"] == [223]
+    # ... a label that names no lock of the table: exactly it
+    by_label = client.get(url, params={"lock_key": "__wait_on_buffer via I/O", "limit": 100}).json()
     assert {i["lock"] for i in by_label["items"]} == {"__wait_on_buffer via I/O"}
     assert all("__wait_on_buffer" in i["frames"] for i in by_label["items"]) and by_label["records"] > 0
-    assert client.get(url, params={"lock": "xfs_buf_lock"}).json()["pairs"] == 0
+    assert client.get(url, params={"lock_key": "__wait_on_buffer via"}).json()["pairs"] == 0
+    assert client.get(url, params={"lock_key": "xfs_buf_lock"}).json()["pairs"] == 0
+    # lock: the label contains it, as /waits?lock= does
+    contains = client.get(url, params={"lock": "__wait_on_buffer via", "limit": 100}).json()
+    assert (contains["pairs"], contains["records"]) == (by_label["pairs"], by_label["records"])
+    assert client.get(url, params={"lock": "page lock"}).json()["pairs"] == 0  # no label says "page lock"
+
+
+# offwaketime -f lines (stack;--;waker stack, waker comm) with the incident's stacks (samples/incident.offcputime.txt):
+# a reader and a writer of the inode lock, and the buffer lock's down()
+_XFS_PAIRS = b"""# ./offwaketime -f
+file_reader;page_fault;filemap_fault;xfs_iomap;xfs_ilock_map_shared;xfs_ilock;down_read;rwsem_down_read_failed;schedule;--;xfs_iunlock;up_write;rwsem_wake;try_to_wake_up;xfsconvertd/0 2351793
+file_writer;sys_write;xfs_file_buffered_aio_write;xfs_ilock;down_write;rwsem_down_write_failed;schedule;--;xfs_iunlock;up_read;rwsem_wake;try_to_wake_up;file_reader 2304170
+xfsconvertd/0;xfs_bmapi_write;xfs_buf_read_map;xfs_buf_lock;down;__down;schedule_timeout;schedule;--;xfs_buf_iodone_work;xfs_buf_unlock;up;try_to_wake_up;kworker/0:1H 3721866
+"""
+
+
+def test_lock_key_is_exact_as_in_waits(client, store):
+    """/wakers?lock_key= keeps what /waits?lock_key= keeps: `down` is the semaphore, not down_read or down_write
+    (lock=down, a substring of all three labels, keeps all three)."""
+    aid = ingest_bytes(store, **{"xfs.offwaketime.txt": _XFS_PAIRS})["id"]
+    url = f"/api/analyses/{aid}/wakers"
+    comms = lambda **q: sorted(i["comm"] for i in client.get(url, params=q).json()["items"])  # noqa: E731
+    assert comms(lock="down") == ["file_reader", "file_writer", "xfsconvertd/0"]
+    assert comms(lock_key="down") == comms(lock_key="__down") == comms(lock_key="semaphore") == ["xfsconvertd/0"]
+    assert comms(lock_key="down_read") == comms(lock_key="rwsem (read)") == ["file_reader"]
+    # the flame graph marks xfs_ilock_map_shared with the lock it takes, xfs_ilock: both pairs on the inode lock
+    assert comms(lock_key="xfs_ilock_map_shared") == comms(lock_key="xfs_ilock") == ["file_reader", "file_writer"]
+    assert comms(lock_key="xfs_buf_lock") == ["xfsconvertd/0"]
+    assert comms(lock_key="xfs_iunlock") == comms(lock_key="xfs") == []  # a release function; a part of a name
 
 
 def test_wakeuptime_pairs_have_no_target_stack(client, store):
@@ -89,13 +120,15 @@ def test_pid_match_and_sources_count(client, store):
     chain = client.get(f"/api/analyses/{aid}/chains").json()[0]
     pg, jbd2, _irq = chain["links"]
     url = f"/api/analyses/{aid}/wakers"
-    w = client.get(url, params={"pid": pg["pid"], "comm": pg["comm"], "lock": pg["lock"]}).json()
+    # as the chain's waker side asks: the link's lock_key (the lock-table entry its label names)
+    assert (pg["lock"], pg["lock_key"], jbd2["lock_key"]) == ("wait_transaction_locked", "jbd2 handle", "buffer lock")
+    w = client.get(url, params={"pid": pg["pid"], "comm": pg["comm"], "lock_key": pg["lock_key"]}).json()
     assert (w["matched_by"], w["total_us"], w["records"]) == ("pid", 13265, 1)  # switch-out +1620 µs → wake-up +14885 µs
     (item,) = w["items"]
     assert (item["pid"], item["waker_comm"], item["waker_pid"], item["lock"]) == (4242, "jbd2/sda1-8", 312, "wait_transaction_locked")
     assert item["waker_frames"][-4:] == ["__wake_up", "__wake_up_common_lock", "__wake_up_common", "autoremove_wake_function"]
     assert item["rows"] == [{"source_id": 3, "line": 32}]
-    w = client.get(url, params={"pid": jbd2["pid"], "comm": jbd2["comm"], "lock": jbd2["lock"]}).json()
+    w = client.get(url, params={"pid": jbd2["pid"], "comm": jbd2["comm"], "lock_key": jbd2["lock_key"]}).json()
     assert [(i["waker_comm"], i["waker_pid"], i["value_us"], i["lock"]) for i in w["items"]] == [
         ("swapper/3", 0, 13373, "__wait_on_buffer via I/O")]  # switch-out +1500 µs → the interrupt's wake-up +14873 µs
     # the other backend: by comm, both records; by its pid, its own
@@ -128,7 +161,7 @@ def test_errors(client, store):
     r = client.get("/api/analyses/no-such-id/wakers")
     assert r.status_code == 404 and "no analysis with id" in r.json()["detail"]
     for params in ({"pid": "abc"}, {"pid": -1}, {"pid": 1 << 40}, {"limit": 0}, {"limit": 1001}, {"comm": ""},
-                   {"lock": "x" * 257}):
+                   {"lock": "x" * 257}, {"lock_key": "x" * 257}, {"lock_key": ""}):
         r = client.get(f"/api/analyses/{aid}/wakers", params=params)
         assert r.status_code == 422, params
         assert r.json()["detail"].startswith("invalid request: "), params

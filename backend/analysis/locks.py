@@ -111,6 +111,14 @@ def identity(name: str) -> str | None:
     return hit[0].name if hit and hit[1] != "release" else None
 
 
+def label_key(label: str | None) -> str | None:
+    """The lock a wait's label names: the identity of its object, else of its primitive, else the label itself
+    (`xfs_ilock via down_write` -> xfs_ilock, `down_write` -> rwsem (write), `ep_poll` -> ep_poll)."""
+    if label is None:
+        return None
+    return next(filter(None, map(identity, label.split(" via ", 1))), label)
+
+
 def label_names(key: str) -> list[str]:
     """What a label's object or primitive reads when it is on the lock `key` (an entry, or any of its functions:
     the same lock): the entry's name and its acquire and sleep functions; for any other key, the key itself."""
@@ -118,6 +126,16 @@ def label_names(key: str) -> list[str]:
     if lock is None:
         return [key]
     return [lock] + [n for n, (p, role) in _BY_FUNCTION.items() if p.name == lock and role != "release"]
+
+
+def on_lock(label: str | None, key: str) -> bool:
+    """A label is on the lock `key` when its object or primitive is that lock (`xfs_buf_lock via down` is on
+    `semaphore`, `down` and `xfs_buf_lock`, not on `down_read`), or when it is the key exactly. What
+    /waits?lock_key= and /wakers?lock_key= keep (stalls.waits does the same in SQL with label_names)."""
+    if label is None:
+        return False
+    names = label_names(key)
+    return label == key or any(part in names for part in label.split(" via ", 1))
 
 
 def waiting_frames(frames) -> set[str]:

@@ -36,7 +36,7 @@ def _records_sql(analysis_id: str, side: str, unit: str, by_task: bool, filters:
 
 def _mark_locks(node: dict, keys: dict | None = None) -> dict:
     """Marks frames that take or sleep on a known lock with that lock (locks.identity: xfs_ilock_map_shared is
-    xfs_ilock), the key /waits?lock_key= takes."""
+    xfs_ilock), the key /waits?lock_key= and /wakers?lock_key= take."""
     keys = {} if keys is None else keys
     name = node["name"]
     key = keys[name] if name in keys else keys.setdefault(name, locks.identity(name))
@@ -111,19 +111,6 @@ def waker_stacks_by_source(con, analysis_id: str) -> dict[int, int]:
 WAKER_ROWS = 10  # row references kept per pair
 
 
-def _lock_matches(frames: list[str], label: str | None, lock: str) -> bool:
-    """A target stack is on `lock` when its label contains it (as /waits?lock= does), or when one of its
-    frames takes or sleeps on a lock called `lock`: by its entry in /api/locks, the name flame graphs mark it
-    with (`page lock`, `semaphore`)."""
-    if label is not None and lock in label:
-        return True
-    for f in frames:
-        hit = locks.lookup(f)
-        if hit and hit[1] != "release" and hit[0].name == lock:
-            return True
-    return False
-
-
 _LOCK_FUNCTIONS = sorted({n for p in locks.PRIMITIVES for n in p.acquire + p.sleep})
 # A stack with one of these frames (compiler suffix, offset or annotation allowed after the name): only such a
 # stack can be on a lock. A superset of what locks.lookup finds, checked exactly in Python afterwards.
@@ -143,18 +130,19 @@ _PAIR_COLUMNS = ("comm", "pid", "frames", "waker_comm", "waker_pid", "waker_fram
 
 
 def wakers(con, analysis_id: str, *, pid: int | None = None, comm: str | None = None, lock: str | None = None,
-           limit: int = 20) -> dict:
+           lock_key: str | None = None, limit: int = 20) -> dict:
     """Wake-up pairs from offwaketime (and wakeuptime) records, the rows that have a waker stack: summed by
     (target comm/pid, target stack, waker comm/pid, waker stack), µs blocked until the wake-up descending.
 
     pid and comm pick the blocked task. Given both, pid wins when any record of the analysis has that pid,
-    else comm is used (old bcc prints no pid; matched_by says which). lock keeps the pairs whose target
-    stack is on that lock (see _lock_matches). Each pair has the lock label of its target stack
-    (locks.label) and where its records are: the first WAKER_ROWS (source_id, line), in file order.
+    else comm is used (old bcc prints no pid; matched_by says which). Each pair has the lock label of its target
+    stack (locks.label) and where its records are: the first WAKER_ROWS (source_id, line), in file order. lock and
+    lock_key keep pairs by that label as /waits does: lock, the label contains it; lock_key, the label is on that
+    lock (locks.on_lock: its object or primitive is it, by any of the lock's names, else the label is it).
     A record without a total (a stack quoted by hand) counts in records but adds nothing to value_us.
 
-    Without lock, SQL ranks and cuts to `limit` (totals by a window over every pair); with lock, SQL keeps
-    the stacks that have a lock frame at all and Python labels and matches them."""
+    Without a lock filter, SQL ranks and cuts to `limit` (totals by a window over every pair); with one, SQL keeps
+    the stacks that have a lock frame at all (only they have a label) and Python labels and matches them."""
     matched_by, task = "all", {}
     if pid is not None:
         has_pid = con.execute(
@@ -168,7 +156,8 @@ def wakers(con, analysis_id: str, *, pid: int | None = None, comm: str | None = 
         matched_by, task = "comm", {"comm": comm}
     where = "".join(f" AND {_FILTERS[k]}" for k in task)
     params = {"aid": analysis_id, "nrows": WAKER_ROWS, **task}
-    if lock is None:
+    filtered = lock is not None or lock_key is not None
+    if not filtered:
         sql, params["limit"] = _PAIRS.format(where=where, limit="LIMIT $limit"), limit
     else:
         sql = _PAIRS.format(where=where + " AND regexp_matches(array_to_string(o.frames, ';'), $anylock)", limit="")
@@ -182,9 +171,10 @@ def wakers(con, analysis_id: str, *, pid: int | None = None, comm: str | None = 
         if key not in labels:
             labels[key] = locks.label(key)
         item["lock"] = labels[key]
-        if lock is None or _lock_matches(item["frames"], item["lock"], lock):
+        if ((lock is None or (item["lock"] is not None and lock in item["lock"]))
+                and (lock_key is None or locks.on_lock(item["lock"], lock_key))):
             items.append(item)
-    if lock is None:
+    if not filtered:
         total_us, records, pairs = (rows[0][-3], rows[0][-2], rows[0][-1]) if rows else (0, 0, 0)
     else:
         total_us, records, pairs = sum(i["value_us"] for i in items), sum(i["records"] for i in items), len(items)

@@ -1081,6 +1081,7 @@ def chains(con, analysis_id: str, limit: int = 50, t0=None, t1=None) -> list[dic
         off = link.pop("_off")
         also = json.loads(link["also_waiting"]) if isinstance(link["also_waiting"], str) else []
         link["also_waiting"] = [{**a, "start_ns": a["start_ns"] + off, "end_ns": a["end_ns"] + off} for a in also]
+        link["lock_key"] = locks.label_key(link["lock"])
         by_chain[cid].append(link)
     return [{"id": cid, "duration_ns": dur, "links": by_chain[cid]} for cid, dur in heads]
 

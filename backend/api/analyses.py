@@ -342,13 +342,18 @@ def wakers(
     pid: Annotated[int | None, Query(ge=0, le=(1 << 31) - 1, description="the blocked task's pid (with comm:"
                                                                          " pid when records have it, else comm)")] = None,
     comm: Annotated[str | None, Query(min_length=1, max_length=256, description="the blocked task's name")] = None,
-    lock: Annotated[str | None, Query(min_length=1, max_length=256, description="pairs whose target stack is on this"
-                                      " lock: its label contains it, or a frame takes it (xfs_buf_lock, down, page lock)")] = None,
+    lock: Annotated[str | None, Query(min_length=1, max_length=256, description="pairs whose lock label (of the"
+                                      " target stack) contains this, as /waits?lock=")] = None,
+    lock_key: Annotated[str | None, Query(min_length=1, max_length=256, description="pairs on this lock, as"
+                                          " /waits?lock_key=: the label's object or primitive is this lock of"
+                                          " /api/locks, by any of its names (`semaphore` or `down`, not `down_read`;"
+                                          " `xfs_ilock_map_shared` is `xfs_ilock`), else the label is exactly"
+                                          " this")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 20,
 ):
     """Wake-up pairs from offwaketime: who woke the blocked task, with both stacks, µs blocked until the wake-up."""
     _analysis_or_404(con, analysis_id)
-    return offcpu.wakers(con, analysis_id, pid=pid, comm=comm, lock=lock, limit=limit)
+    return offcpu.wakers(con, analysis_id, pid=pid, comm=comm, lock=lock, lock_key=lock_key, limit=limit)
 
 
 @router.get("/locks", response_model=list[models.LockPrimitive])

@@ -80,6 +80,8 @@ class ChainLink(BaseModel):
     pid: int | None
     comm: str | None
     lock: str | None
+    lock_key: str | None = Field(description="the lock `lock` names, as /waits and /wakers take it as lock_key: the"
+                                             " /api/locks entry of its object, else of its primitive, else `lock`")
     start_ns: int | None
     end_ns: int | None
     duration_ns: int | None

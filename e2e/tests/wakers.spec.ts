@@ -53,6 +53,16 @@ test('offwaketime alone: wake-up pairs in Stalls, a pair selected by lock, share
   await expect(card2.getByTestId('pair-waker-stack')).toContainText('mpage_end_io');
   await expect(p2.getByLabel('Filter wake-up pairs by lock')).toHaveValue('page lock');
   await p2.context().close();
+
+  // The lock is matched exactly, by any of its names in the lock table (as the waits' lock_key): a function of the
+  // page lock gives the same pairs; a part of a name is no lock.
+  await pairs.getByLabel('Filter wake-up pairs by lock').fill('lock_page');
+  await pairs.getByLabel('Filter wake-up pairs by lock').press('Enter');
+  await expect(page).toHaveURL(/wp_lock=lock_page/);
+  await expect(pairs.getByTestId('pairs-summary')).toContainText('10 pairs on “lock_page” · 11 records');
+  await pairs.getByLabel('Filter wake-up pairs by lock').fill('page');
+  await pairs.getByLabel('Filter wake-up pairs by lock').press('Enter');
+  await expect(pairs).toContainText('No offwaketime record with a waker stack on “page”.');
 });
 
 test('ftrace + offwaketime: each link of the chain shows its waker side', async ({ page }) => {
@@ -63,6 +73,7 @@ test('ftrace + offwaketime: each link of the chain shows its waker side', async 
   // postgres waits in wait_transaction_locked: offwaketime saw jbd2 wake it, 13265 µs after it blocked.
   const pg = detail.getByTestId('offwake-1');
   await expect(pg).toContainText('postgres 4242 matched by pid');
+  await expect(pg).toContainText('blocked until woken on jbd2 handle'); // the link's lock, asked exactly (lock_key)
   await expect(pg.getByTestId('offwake-1-1')).toContainText('woken by jbd2/sda1-8 312');
   await expect(pg.getByTestId('offwake-1-1')).toContainText('13.27 ms (13,265 µs) · 100.0 % of the total · 1 record');
   await expect(pg.getByTestId('offwake-1-1')).toContainText('kjournald2');

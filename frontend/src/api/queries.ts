@@ -339,27 +339,25 @@ export function usePlaceSource(id: string) {
 
 // ---- Wake-up pairs (offwaketime) ----
 
-export type WakersQuery = { pid: number | null; comm: string | null; lock: string | null; limit: number };
+/** `lockKey`: the pairs on that lock exactly (/wakers?lock_key=, as /waits?lock_key=: `down` is not `down_read`). */
+export type WakersQuery = { pid: number | null; comm: string | null; lockKey: string | null; limit: number };
+
+/** The query parameters of /wakers for `q`. */
+export function wakersParams(q: WakersQuery) {
+  return {
+    limit: q.limit,
+    ...(q.pid !== null ? { pid: q.pid } : {}),
+    ...(q.comm !== null ? { comm: q.comm } : {}),
+    ...(q.lockKey !== null ? { lock_key: q.lockKey } : {}),
+  };
+}
 
 export function useWakers(id: string, q: WakersQuery, enabled = true) {
   return useQuery({
-    queryKey: ['wakers', id, q.pid, q.comm, q.lock, q.limit],
+    queryKey: ['wakers', id, q.pid, q.comm, q.lockKey, q.limit],
     enabled,
     queryFn: ({ signal }) =>
-      unwrap(
-        api.GET('/api/analyses/{analysis_id}/wakers', {
-          params: {
-            path: { analysis_id: id },
-            query: {
-              limit: q.limit,
-              ...(q.pid !== null ? { pid: q.pid } : {}),
-              ...(q.comm !== null ? { comm: q.comm } : {}),
-              ...(q.lock !== null ? { lock: q.lock } : {}),
-            },
-          },
-          signal,
-        }),
-      ),
+      unwrap(api.GET('/api/analyses/{analysis_id}/wakers', { params: { path: { analysis_id: id }, query: wakersParams(q) }, signal })),
     placeholderData: keepPreviousData,
   });
 }

@@ -701,6 +701,11 @@ export interface components {
             line: number | null;
             /** Lock */
             lock: string | null;
+            /**
+             * Lock Key
+             * @description the lock `lock` names, as /waits and /wakers take it as lock_key: the /api/locks entry of its object, else of its primitive, else `lock`
+             */
+            lock_key: string | null;
             /** Pid */
             pid: number | null;
             /**
@@ -2683,8 +2688,10 @@ export interface operations {
                 pid?: number | null;
                 /** @description the blocked task's name */
                 comm?: string | null;
-                /** @description pairs whose target stack is on this lock: its label contains it, or a frame takes it (xfs_buf_lock, down, page lock) */
+                /** @description pairs whose lock label (of the target stack) contains this, as /waits?lock= */
                 lock?: string | null;
+                /** @description pairs on this lock, as /waits?lock_key=: the label's object or primitive is this lock of /api/locks, by any of its names (`semaphore` or `down`, not `down_read`; `xfs_ilock_map_shared` is `xfs_ilock`), else the label is exactly this */
+                lock_key?: string | null;
                 limit?: number;
             };
             header?: never;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { wakersParams } from '../api/queries';
 import { formatUs, hasWakerStacks, linkWakerQuery, pairRef, rowsText, selectPair, share, taskName } from './wakers';
 
 // The cksum pairs of bcc's offwaketime example (see tests/test_wakers.py): the page-lock read merged from
@@ -13,15 +14,31 @@ describe('offwaketime helpers', () => {
     expect(hasWakerStacks([])).toBe(false);
   });
 
-  it('asks for a link’s task and lock, not for the end of a chain', () => {
-    const pg = { pid: 4242, comm: 'postgres', lock: 'wait_transaction_locked', duration_ns: 13268000 };
-    expect(linkWakerQuery(pg)).toEqual({ pid: 4242, comm: 'postgres', lock: 'wait_transaction_locked' });
+  it('asks for a link’s task and its lock exactly (lock_key), not for the end of a chain', () => {
+    // the ext4 sample's first link (tests/test_wakers.py): its label and the lock it names
+    const pg = { pid: 4242, comm: 'postgres', lock: 'wait_transaction_locked', lock_key: 'jbd2 handle', duration_ns: 13268000 };
+    expect(linkWakerQuery(pg)).toEqual({ pid: 4242, comm: 'postgres', lockKey: 'jbd2 handle' });
+    expect(linkWakerQuery({ ...pg, lock: 'xfs_ilock via down_write', lock_key: 'xfs_ilock' })?.lockKey).toBe('xfs_ilock');
     // a wait with no known lock still has a waker
-    expect(linkWakerQuery({ ...pg, lock: null })).toEqual({ pid: 4242, comm: 'postgres', lock: null });
+    expect(linkWakerQuery({ ...pg, lock: null, lock_key: null })).toEqual({ pid: 4242, comm: 'postgres', lockKey: null });
     // the interrupt that ends the chain: running, not waiting
-    expect(linkWakerQuery({ pid: 0, comm: '<idle>', lock: null, duration_ns: 0 })).toBeNull();
-    expect(linkWakerQuery({ pid: null, comm: null, lock: 'down', duration_ns: 5 })).toBeNull();
-    expect(linkWakerQuery({ pid: null, comm: 'cksum', lock: 'down', duration_ns: null })).toEqual({ pid: null, comm: 'cksum', lock: 'down' });
+    expect(linkWakerQuery({ pid: 0, comm: '<idle>', lock: null, lock_key: null, duration_ns: 0 })).toBeNull();
+    expect(linkWakerQuery({ pid: null, comm: null, lock: 'down', lock_key: 'semaphore', duration_ns: 5 })).toBeNull();
+    expect(linkWakerQuery({ pid: null, comm: 'cksum', lock: 'down', lock_key: 'semaphore', duration_ns: null })).toEqual({
+      pid: null,
+      comm: 'cksum',
+      lockKey: 'semaphore',
+    });
+  });
+
+  it('asks /wakers for a lock exactly (lock_key), never as a substring (lock)', () => {
+    expect(wakersParams({ pid: 4242, comm: 'postgres', lockKey: 'jbd2 handle', limit: 3 })).toEqual({
+      limit: 3,
+      pid: 4242,
+      comm: 'postgres',
+      lock_key: 'jbd2 handle',
+    });
+    expect(wakersParams({ pid: null, comm: null, lockKey: null, limit: 100 })).toEqual({ limit: 100 });
   });
 
   it('writes µs with units and shares as percentages', () => {

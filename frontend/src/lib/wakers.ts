@@ -9,14 +9,15 @@ export function hasWakerStacks(sources: Pick<SourceDetail, 'waker_stacks'>[]): b
   return sources.some((s) => s.waker_stacks > 0);
 }
 
-export type WakerQuery = { pid: number | null; comm: string | null; lock: string | null };
+export type WakerQuery = { pid: number | null; comm: string | null; lockKey: string | null };
 
 /** What to ask /wakers for a chain link: its task (the server takes the pid when offwaketime has it, else the
- * comm) and its lock. Null for a link that is not a wait or has no task (an interrupt ending the chain). */
-export function linkWakerQuery(link: Pick<ChainLink, 'pid' | 'comm' | 'lock' | 'duration_ns'>): WakerQuery | null {
+ * comm) and its lock, exactly (the link's lock_key: `xfs_ilock` for `xfs_ilock via down_write`). Null for a link
+ * that is not a wait or has no task (an interrupt ending the chain). */
+export function linkWakerQuery(link: Pick<ChainLink, 'pid' | 'comm' | 'lock' | 'lock_key' | 'duration_ns'>): WakerQuery | null {
   const isWait = !!link.lock || (link.duration_ns ?? 0) > 0;
   if (!isWait || (link.pid === null && !link.comm)) return null;
-  return { pid: link.pid, comm: link.comm || null, lock: link.lock };
+  return { pid: link.pid, comm: link.comm || null, lockKey: link.lock_key };
 }
 
 /** µs as a duration with its unit, and the exact count: 8054934 → "8.05 s (8,054,934 µs)". */

@@ -47,7 +47,7 @@ export type ViewState = {
   // Stalls: wake-up pairs (offwaketime)
   wp: RequestRef | null; // the selected pair, by its first record (source and line)
   wpComm: string | null; // pairs of this blocked task only
-  wpLock: string | null; // pairs whose blocked stack is on this lock
+  wpLock: string | null; // pairs whose blocked stack is on this lock, exactly (its object or primitive, as lockKey)
   // Timeline
   v0: number | null; // the window drawn (ns, analysis timeline); null: the whole analysis
   v1: number | null;

@@ -15,9 +15,9 @@ export function WakerSide({ analysis, link, pos }: { analysis: AnalysisDetail; l
   const analysisId = analysis.id;
   const filename = (id: number) => analysis.sources.find((s) => s.id === id)?.filename ?? `source ${id}`;
   const q = linkWakerQuery(link);
-  const onLock = useWakers(analysisId, { pid: q?.pid ?? null, comm: q?.comm ?? null, lock: q?.lock ?? null, limit: TOP }, q !== null);
-  const noneOnLock = q?.lock != null && onLock.data !== undefined && !onLock.isPlaceholderData && onLock.data.pairs === 0;
-  const anyLock = useWakers(analysisId, { pid: q?.pid ?? null, comm: q?.comm ?? null, lock: null, limit: TOP }, q !== null && noneOnLock);
+  const onLock = useWakers(analysisId, { pid: q?.pid ?? null, comm: q?.comm ?? null, lockKey: q?.lockKey ?? null, limit: TOP }, q !== null);
+  const noneOnLock = q?.lockKey != null && onLock.data !== undefined && !onLock.isPlaceholderData && onLock.data.pairs === 0;
+  const anyLock = useWakers(analysisId, { pid: q?.pid ?? null, comm: q?.comm ?? null, lockKey: null, limit: TOP }, q !== null && noneOnLock);
   if (q === null) return null;
   const who = taskName(link.comm, link.pid);
   const res = noneOnLock ? anyLock : onLock;
@@ -38,15 +38,15 @@ export function WakerSide({ analysis, link, pos }: { analysis: AnalysisDetail; l
           <p className="muted">
             {noneOnLock && (
               <>
-                None of {who}’s offwaketime records waits on <span className="mono">{q.lock}</span>; its other wake-ups:{' '}
+                None of {who}’s offwaketime records waits on <span className="mono">{q.lockKey}</span>; its other wake-ups:{' '}
               </>
             )}
             {who} matched by {data.matched_by === 'pid' ? 'pid' : 'name'}: {formatCount(data.records)} record{data.records === 1 ? '' : 's'},{' '}
             {formatUs(data.total_us)} blocked until woken
-            {!noneOnLock && q.lock ? (
+            {!noneOnLock && q.lockKey ? (
               <>
                 {' '}
-                on <span className="mono">{q.lock}</span>
+                on <span className="mono">{q.lockKey}</span>
               </>
             ) : null}
             {data.pairs > data.items.length ? ` · top ${data.items.length} of ${formatCount(data.pairs)} waker stacks` : ''}

@@ -14,7 +14,7 @@ const LIMIT = 100;
  * the selected pair (in the URL as its first record) as a card with both stacks. */
 export function WakeupPairs({ analysis }: { analysis: AnalysisDetail }) {
   const [view, setView] = useViewState();
-  const q = useWakers(analysis.id, { pid: null, comm: view.wpComm, lock: view.wpLock, limit: LIMIT });
+  const q = useWakers(analysis.id, { pid: null, comm: view.wpComm, lockKey: view.wpLock, limit: LIMIT });
   const [draft, setDraft] = useState(view.wpLock ?? '');
   useEffect(() => setDraft(view.wpLock ?? ''), [view.wpLock]);
   const filename = (id: number) => analysis.sources.find((s) => s.id === id)?.filename ?? `source ${id}`;
@@ -36,7 +36,7 @@ export function WakeupPairs({ analysis }: { analysis: AnalysisDetail }) {
           </span>
         )}
         {view.wpLock !== null && (
-          <span className="chip">
+          <span className="chip" title={`the lock's object or primitive is ${view.wpLock}, exactly`}>
             lock “{view.wpLock}”
             <button aria-label="Clear pair lock filter" onClick={() => setView({ wpLock: null })}>
               ×
