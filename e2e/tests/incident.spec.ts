@@ -298,3 +298,54 @@ test("Off-CPU's lock frame lists the waits on exactly that lock (the semaphore's
   await expect(rows).toHaveCount(3);
   await expect(waits.locator('.chip')).toHaveText(/whose lock contains “down”/);
 });
+
+type FlameNode = { name: string; lock?: string; children?: FlameNode[] };
+
+test("the flame graph's xfs_ilock_map_shared frame: its tooltip leads to the inode lock's waits in the time range", async ({
+  page,
+  request,
+}) => {
+  test.setTimeout(180_000);
+  await ensureDemo(request);
+  const demo = ((await (await request.get('/api/analyses')).json()) as Analysis[]).find((a) => a.name === DEMO_NAME)!;
+  // the two waits on the inode lock (tests/test_incident.py): file_reader's (down_read, through
+  // xfs_ilock_map_shared) began first, file_writer's (down_write) 47.6 ms later; both end together
+  const ilock = (await (await request.get(`/api/analyses/${demo.id}/waits?lock_key=xfs_ilock`)).json()) as { comm: string; start_ns: number }[];
+  const [reader, writer] = [...ilock].sort((a, b) => a.start_ns - b.start_ns);
+  expect([reader.comm, writer.comm]).toEqual(['file_reader', 'file_writer']);
+  const [t0, t1] = [reader.start_ns, writer.start_ns - 1]; // the reader's wait overlaps it, the writer's not
+
+  // Off-CPU with that time range, the graph cut to the stacks through xfs_ilock_map_shared: one stack, every
+  // frame the whole width, one row per frame (rows as charts/flame.ts lays them out)
+  const q = 'xfs_ilock_map_shared';
+  const graph = (await (await request.get(`/api/analyses/${demo.id}/flamegraph?filter=${q}`)).json()) as { root: FlameNode };
+  const chain: FlameNode[] = [graph.root];
+  while (chain[chain.length - 1].children?.length) chain.push(chain[chain.length - 1].children![0]);
+  const depth = chain.findIndex((n) => n.name === q);
+  expect(chain[depth].lock).toBe('xfs_ilock'); // marked with the lock it takes, as the waits name it
+  await page.goto(`/a/${demo.id}?tab=offcpu&t0=${t0}&t1=${t1}&fg_q=${q}`);
+  const flame = page.getByRole('img', { name: 'Off-CPU flame graph' });
+  await expect(flame.locator('canvas').first()).toBeVisible();
+  const box = (await flame.boundingBox())!;
+  await page.mouse.move(box.x + box.width / 2, box.y + ((depth + 0.5) * box.height) / chain.length);
+  const link = page.getByTestId('tooltip-waits-link');
+  await expect(link).toBeVisible();
+  await expect(link.locator('xpath=..')).toContainText(`${q}`);
+  const href = (await link.getAttribute('href'))!;
+  const params = new URLSearchParams(href.slice(1));
+  expect([params.get('tab'), params.get('lock_key'), params.get('t0'), params.get('t1')]).toEqual(['stalls', 'xfs_ilock', `${t0}`, `${t1}`]);
+  await link.click();
+
+  await expect(page.getByRole('tablist').getByRole('tab', { name: 'Stalls' })).toHaveAttribute('aria-selected', 'true');
+  await expect(page.getByTestId('time-range')).toContainText(`time range ${(t0 / 1e9).toFixed(6)} s`);
+  const waits = page.getByTestId('waits-panel');
+  await expect(waits.locator('.chip')).toHaveText(/on lock “xfs_ilock”/);
+  const rows = waits.getByTestId('waits-table').locator('tbody tr');
+  await expect(rows).toHaveCount(1); // in the time range: the reader's wait only, the writer's began after it
+  await expect(rows).toContainText('file_reader 3274');
+  await expect(rows).toContainText('xfs_ilock via down_read');
+  // the whole analysis: both waits on the inode lock
+  await page.getByLabel('Clear the time range').click();
+  await expect(page).not.toHaveURL(/t0=/);
+  await expect(rows).toHaveCount(2);
+});

@@ -8,6 +8,7 @@ import {
   parseRequestRef,
   parseSort,
   updateView,
+  waitsOnLockLink,
   type ViewState,
 } from './viewState';
 
@@ -125,6 +126,21 @@ describe('view state <-> URL', () => {
     expect(updateView(exact, { lock: 'down_' })).toMatchObject({ lock: 'down_', lockKey: null });
     expect(updateView(exact, { lockKey: null })).toMatchObject({ lock: null, lockKey: null });
     expect(updateView(exact, { chain: 2 }).lockKey).toBe('down');
+  });
+
+  it("a flame-graph frame's link to the waits on its lock keeps the analysis-wide time range", () => {
+    // the Off-CPU tab of the demo incident with a time range selected (as the tooltip's link is built from it)
+    const offcpu = decodeView(new URLSearchParams('tab=offcpu&t0=5247900328000&t1=5250204518000&fg_q=xfs_ilock&lock=xfs'));
+    const link = waitsOnLockLink(offcpu, 'xfs_ilock');
+    const stalls = decodeView(new URLSearchParams(link.slice(1)));
+    expect(link.startsWith('?')).toBe(true);
+    expect(stalls).toMatchObject({ tab: 'stalls', lockKey: 'xfs_ilock', lock: null, t0: 5247900328000, t1: 5250204518000 });
+    expect(stalls.fgQ).toBe('xfs_ilock'); // back on Off-CPU, the same graph
+    expect(decodeView(new URLSearchParams(waitsOnLockLink(DEFAULT_VIEW, 'semaphore').slice(1)))).toEqual({
+      ...DEFAULT_VIEW,
+      tab: 'stalls',
+      lockKey: 'semaphore',
+    });
   });
 
   it('keeps the timeline window only when both ends are given in order, and caps the lanes', () => {

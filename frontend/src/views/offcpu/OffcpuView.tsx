@@ -7,7 +7,7 @@ import { buildFlameOption, flameHeight, formatFlameValue, layoutFlame, percent }
 import { ErrorBox, Loading } from '../../components/Status';
 import { formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
-import { encodeView, DEFAULT_VIEW } from '../../state/viewState';
+import { waitsOnLockLink } from '../../state/viewState';
 
 export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
   const [view, setView] = useViewState();
@@ -30,8 +30,8 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
   const total = single.data && !view.fgDiff ? single.data.total : diff.data ? diff.data.total_b : 0;
 
   const waitsLink = useMemo(
-    () => (hasFtrace ? (lock: string) => `?${encodeView({ ...DEFAULT_VIEW, tab: 'stalls', lockKey: lock }).toString()}` : undefined),
-    [hasFtrace],
+    () => (hasFtrace ? (lock: string) => waitsOnLockLink(view, lock) : undefined),
+    [hasFtrace, view],
   );
   const layout = useMemo(() => (root ? layoutFlame(root, view.fgZoom) : null), [root, view.fgZoom]);
   const option = useMemo(
