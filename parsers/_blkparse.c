@@ -25,6 +25,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,12 +312,14 @@ enum { S_A, S_Q, S_G, S_I, S_D, S_C };
  * by start sector (every open segment) and by end sector (requests that can still take back merges). */
 typedef struct { int32_t *slots; size_t cap, used; int by_end; } map_t;
 
+typedef struct pre_s pre_t;
 typedef struct {
     PyObject_HEAD
     map_t start, end;
     seg_t *segs; size_t nsegs, segcap;
     int32_t *freel; size_t nfree, freecap;
     int in_summary;
+    pre_t *ahead; size_t ahead_cap; /* the lines tokenized ahead (below), kept from chunk to chunk */
 } Rebuilder;
 
 static inline uint64_t hkey(int32_t maj, int32_t mn, int64_t sector) {
@@ -622,6 +625,56 @@ static PyObject *to_dict(out_t *o) {
     return d;
 }
 
+/* ---- lines tokenized ahead, in a second thread ------------------------------------------------ */
+
+/* The tail of a chunk is tokenized (parse_line) by a thread of its own while this one tokenizes and folds the head,
+ * then folds the tail's lines in order: the fold (requests, in file order) stays in one thread, the tokenizing,
+ * most of the work, is split. A line's outcome depends on whether the summary block has begun (in_summary), which
+ * the tail's thread knows only from its first event line or summary header on: until then it tokenizes a line
+ * both ways, and a line whose outcome differs (a line that is not an event) is tokenized again in the fold. */
+#define REDO 1000
+#define SPLIT_MIN (1 << 20)  /* chunks smaller than this are tokenized in one thread */
+struct pre_s { ev_t v; const char *p, *e; int rc; int8_t state; }; /* state: after the line; -1: unchanged */
+typedef struct { const char *from, *to; pre_t *lines; size_t n, cap; int failed; } tail_t;
+
+static void *tokenize_tail(void *arg) {
+    tail_t *t = arg;
+    int known = -1; /* in_summary, once a line tells it */
+    for (const char *p = t->from; p < t->to;) {
+        const char *nl = memchr(p, '\n', t->to - p), *e = nl ? nl : t->to;
+        if (t->n == t->cap) {
+            size_t cap = t->cap ? t->cap * 2 : 65536;
+            pre_t *q = realloc(t->lines, cap * sizeof(pre_t));
+            if (!q) { t->failed = 1; return NULL; }
+            t->lines = q; t->cap = cap;
+        }
+        pre_t *x = &t->lines[t->n++];
+        x->p = p; x->e = e; x->state = -1;
+        if (known >= 0) {
+            int before = known;
+            x->rc = parse_line(&x->v, p, e, &known);
+            if (known != before) x->state = (int8_t)known;
+        } else {
+            int a = 0, b = 1;
+            ev_t v2;
+            int ra = parse_line(&x->v, p, e, &a), rb2 = parse_line(&v2, p, e, &b);
+            x->rc = ra == rb2 ? ra : REDO;
+            if (a == b) known = x->state = (int8_t)a; /* an event line (0) or a summary header (1) */
+        }
+        if (!nl) break;
+        p = nl + 1;
+    }
+    return NULL;
+}
+
+/* one line's outcome into the output: 0, or -1 on memory failure */
+static int take(Rebuilder *rb, out_t *o, ev_t *v, int rc, const char *s, const char *p, const char *e, int64_t lineno) {
+    o->lines++;
+    if (rc == 0) { o->parsed++; return fold(rb, o, v, lineno); }
+    if (rc < 0) { o->ignored++; return 0; }
+    return i64(&o->sk.line, lineno) || i64(&o->sk.start, p - s) || i64(&o->sk.len, e - p) || i32(&o->sk.reason, rc);
+}
+
 static PyObject *rb_feed(Rebuilder *rb, PyObject *args) {
     Py_buffer buf;
     long long first_line;
@@ -633,19 +686,39 @@ static PyObject *rb_feed(Rebuilder *rb, PyObject *args) {
     int64_t lineno = first_line;
     ev_t v;
     Py_BEGIN_ALLOW_THREADS
-    for (const char *p = s; p < end; lineno++) {
-        const char *nl = memchr(p, '\n', end - p);
-        const char *e = nl ? nl : end;
-        o.lines++;
-        int rc = parse_line(&v, p, e, &rb->in_summary);
-        if (rc == 0) { o.parsed++; if (fold(rb, &o, &v, lineno)) { failed = 1; break; } }
-        else if (rc < 0) o.ignored++;
-        else if (i64(&o.sk.line, lineno) || i64(&o.sk.start, p - s) || i64(&o.sk.len, e - p) || i32(&o.sk.reason, rc)) {
-            failed = 1; break;
+    /* the head: the first ~40 %, which this thread also folds (the fold costs about half of a tokenizing) */
+    const char *cut = end;
+    tail_t tail = {.lines = rb->ahead, .cap = rb->ahead_cap}; /* its buffer reused: no fresh pages per chunk */
+    pthread_t worker;
+    int split = 0;
+    if (buf.len >= SPLIT_MIN) {
+        const char *nl = memchr(s + buf.len * 2 / 5, '\n', end - (s + buf.len * 2 / 5));
+        if (nl && nl + 1 < end) {
+            cut = nl + 1;
+            tail.from = cut; tail.to = end;
+            split = pthread_create(&worker, NULL, tokenize_tail, &tail) == 0;
+            if (!split) cut = end;
         }
+    }
+    for (const char *p = s; p < cut; lineno++) {
+        const char *nl = memchr(p, '\n', cut - p), *e = nl ? nl : cut;
+        int rc = parse_line(&v, p, e, &rb->in_summary);
+        if (take(rb, &o, &v, rc, s, p, e, lineno)) { failed = 1; break; }
         if (!nl) break;
         p = nl + 1;
     }
+    if (split) {
+        pthread_join(worker, NULL);
+        failed = failed || tail.failed;
+        for (size_t i = 0; i < tail.n && !failed; i++, lineno++) {
+            pre_t *x = &tail.lines[i];
+            int rc = x->rc;
+            if (rc == REDO) rc = parse_line(&x->v, x->p, x->e, &rb->in_summary);
+            else if (x->state >= 0) rb->in_summary = x->state;
+            if (take(rb, &o, &x->v, rc, s, x->p, x->e, lineno)) failed = 1;
+        }
+    }
+    rb->ahead = tail.lines; rb->ahead_cap = tail.cap;
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&buf);
     PyObject *d = failed ? PyErr_NoMemory() : to_dict(&o);
@@ -676,7 +749,7 @@ static int rb_init(Rebuilder *rb, PyObject *args, PyObject *kw) {
     return 0;
 }
 static void rb_dealloc(Rebuilder *rb) {
-    free(rb->start.slots); free(rb->end.slots); free(rb->segs); free(rb->freel);
+    free(rb->start.slots); free(rb->end.slots); free(rb->segs); free(rb->freel); free(rb->ahead);
     Py_TYPE(rb)->tp_free((PyObject *)rb);
 }
 

@@ -14,7 +14,7 @@ import pytest
 from parsers import blkparse
 from parsers.common import ParseReport
 from backend.analysis.blk import request_detail
-from tests.conftest import PUBLIC, SEED, ingest_paths
+from tests.conftest import PUBLIC, SAMPLES, SEED, ingest_paths
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "blkparse")
 SAMPLE_FILES = sorted((PUBLIC / "blkparse-text").glob("*.txt"))
@@ -177,3 +177,30 @@ def test_hand_checked_requests(store):
     # romeus: the clock jumps back at line 513 (G at 0.000000000 after Q at 0.001354158): no invented durations
     r = req("derived-romeus-loop0-dump-x0y1.blkparse.txt", 512)[0]
     assert (r[3], r[4], r[8]) == (1354158, 0, 307)
+
+
+def test_chunk_tokenized_in_two_threads_same_as_in_one():
+    """A chunk of 1 MiB or more is tokenized by two threads (its tail ahead, in a second one): the tables and the
+    report are the same as with chunks tokenized by one. Here the tail begins inside a summary block: whether its
+    first lines are skipped (not events) or ignored (summary) depends on a line its thread never sees."""
+    lines = (SAMPLES / "demo-cfq-starvation.blkparse.txt").read_text().splitlines(keepends=True)
+    head, rest = lines[: len(lines) * 3 // 10], lines[len(lines) * 3 // 10:]
+    size = sum(map(len, lines))
+    bad = ["hello world\n"] * (size // 20 // 12)  # ~5 % of the bytes: skipped, listed
+    summary = ["CPU0 (sda):\n"] + [" Reads Queued:           0,        0KiB\t Writes Queued:       1,        4KiB\n",
+                                   "kjournald (697)\n"] * (size // 5 // 95)  # ~20 %: ignored
+    text = "".join(head + bad + summary + rest).encode()
+    split_at = text.index(b"\n", len(text) * 2 // 5) + 1  # where _blkparse.c cuts a chunk
+    first, last = len(head + bad) + 1, len(head + bad + summary)
+    assert first < text[:split_at].count(b"\n") + 1 < last  # the tail's first line is in the summary
+
+    def parsed(chunk_bytes: int) -> tuple[dict, dict]:
+        report, tables = ParseReport("t.txt"), {}
+        for table, batch in blkparse.parse(io.BytesIO(text), report, chunk_bytes=chunk_bytes):
+            tables.setdefault(table, []).extend(batch.to_pylist())
+        return {t: sorted(rows, key=lambda r: r["line"]) for t, rows in tables.items()}, report.as_dict()
+
+    one, two = parsed(512 << 10), parsed(len(text) + 1)  # chunks under 1 MiB; the whole file in one chunk
+    assert one == two
+    assert two[1]["skipped_lines"] == len(bad) and two[1]["skipped_examples"][0]["line"] == len(head) + 1
+    assert len(two[0]["blk_requests"]) == 5000 and two[1]["lines"] == len(lines) + len(bad) + len(summary)
