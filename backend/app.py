@@ -1,6 +1,7 @@
 """The FastAPI application: the JSON API under /api and the built frontend at / (with /a/<id> links)."""
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI, HTTPException, Request
@@ -11,6 +12,7 @@ from fastapi.staticfiles import StaticFiles
 from .api import analyses, heatmap, stalls
 from .api.deps import Board
 from .store import Store
+from .warm import CountRequests, Warmer
 
 FRONTEND_DIST = Path(__file__).resolve().parent.parent / "frontend" / "dist"
 DEFAULT_MAX_UPLOAD = 2 << 30
@@ -24,13 +26,30 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "invalid request: " + "; ".join(parts)
 
 
-def create_app(store: Store, *, max_upload_bytes: int = DEFAULT_MAX_UPLOAD, static_dir: Path = FRONTEND_DIST) -> FastAPI:
+def create_app(store: Store, *, max_upload_bytes: int = DEFAULT_MAX_UPLOAD, static_dir: Path = FRONTEND_DIST,
+               warm: bool = True) -> FastAPI:
+    """warm: while the app runs (between its startup and shutdown), fill the caches of the newest analyses and of
+    each new one in the background (backend/warm.py)."""
+    warmer = Warmer(store) if warm else None
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI):
+        if warmer:
+            warmer.start()
+        yield
+        if warmer:
+            warmer.stop()
+
     app = FastAPI(
         title="Stallscope",
         version="0.1.0",
         description="Explains Linux latency stalls from raw kernel traces. All times are integer nanoseconds.",
+        lifespan=lifespan,
     )
     app.state.store = store
+    app.state.warmer = warmer
+    if warmer:
+        app.add_middleware(CountRequests, warmer=warmer)
     app.state.max_upload_bytes = max_upload_bytes
     app.state.progress = Board()
     app.include_router(analyses.router)

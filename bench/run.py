@@ -192,7 +192,7 @@ def summary(parts: list[str], loads: dict, started: str, m: dict, code: dict) ->
         out += [f"## Ingest per format{load('ingest')}", "", ingest_table(ing), ""]
     if api:
         out += [f"## API on the {api['events'] / 1e6:.1f} M-event analysis{load('api')}", "",
-                api_mod.describe_analysis(api) + ".", "",
+                api_mod.describe_analysis(api) + ".", "", api_mod.warm_line(api), "",
                 f"{api['calls_per_route']} calls per route after {api['warmup_calls']} warm-up calls.", "",
                 api_mod.table(api), "", "Worst cases:", "", api_mod.worst_cases(api), ""]
     if ing or api:

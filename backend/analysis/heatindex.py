@@ -370,6 +370,11 @@ def get(key: tuple, load) -> Index:
         return idx
 
 
+def used() -> float:
+    """The share of CACHE_BYTES in use."""
+    return _cache_bytes / CACHE_BYTES
+
+
 def forget(analysis_id: str | None = None) -> None:
     """Drops the indexes of an analysis (all: None)."""
     global _cache_bytes

@@ -75,6 +75,11 @@ def shared(key: tuple, compute: Callable[[], object], size: Callable[[object], i
     return _get(key, compute, False, size)
 
 
+def used() -> float:
+    """The share of MAX_BYTES in use."""
+    return _bytes / MAX_BYTES
+
+
 def forget(analysis_id: str | None = None) -> None:
     """Drops what is kept of an analysis (all: None)."""
     global _bytes

@@ -4,8 +4,9 @@ from __future__ import annotations
 import re
 
 import pyarrow as pa
+import pydantic_core
 
-from . import flame, locks
+from . import flame, locks, memo
 
 _FILTERS = {"source": "o.source_id = $source", "pid": "o.pid = $pid", "comm": "o.comm = $comm"}
 _SIDES = {"target": "o.frames", "waker": "o.waker_frames"}
@@ -62,6 +63,29 @@ def flamegraph(con, analysis_id: str, *, side: str = "target", invert: bool = Fa
         rec.column("paths"), rec.column("v").to_numpy(), invert=invert, filter=filter or None)
     return {"unit": unit, "total": total, "stacks": stacks, "matched": matched if filter else None,
             "root": _mark_locks(tree)}
+
+
+def flamegraph_json(con, analysis_id: str, *, side: str = "target", invert: bool = False, filter: str | None = None,
+                    unit: str = "us", by_task: bool = True, source: int | None = None, pid: int | None = None,
+                    comm: str | None = None) -> bytes:
+    """The flame graph as the route sends it (JSON, leaves without `children`): an analysis' records never change,
+    so it is built once per set of parameters and kept (memo.shared)."""
+    args = {"side": side, "invert": invert, "filter": filter, "unit": unit, "by_task": by_task, "source": source,
+            "pid": pid, "comm": comm}
+    return memo.shared((analysis_id, "flamegraph", *args.values()),
+                       lambda: pydantic_core.to_json(_leaves_bare(flamegraph(con, analysis_id, **args))))
+
+
+def _leaves_bare(graph: dict) -> dict:
+    """Drops the empty `children` of the leaves: 7 % of the body (0.87 MB instead of 0.94 MB for 16,660 nodes)."""
+    stack = [graph["root"]]
+    while stack:
+        node = stack.pop()
+        if node.get("children"):
+            stack.extend(node["children"])
+        else:
+            node.pop("children", None)
+    return graph
 
 
 def flamegraph_rows(con, analysis_id: str, *, side: str = "target", invert: bool = False, filter: str | None = None,

@@ -1,0 +1,86 @@
+"""The warm-up (backend/warm.py): an app started on a database fills the caches of its newest analyses without a
+request; a request made while the warm-up computes what it needs waits for that computation and gets the same
+answer; an uploaded analysis is warmed once its response is sent."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from fastapi.testclient import TestClient
+
+from backend import warm
+from backend.analysis import blk, heatindex, heatmap, memo
+from backend.app import create_app
+from tests.conftest import SAMPLES, ingest_paths
+
+DEMO = SAMPLES / "demo-cfq-starvation.blkparse.txt"
+INCIDENT = [SAMPLES / n for n in ("incident.blkparse.txt", "incident.trace-cmd-report.txt", "incident.offcputime.txt")]
+
+
+def kept(aid: str) -> set[str]:
+    """What the caches hold of this analysis (kinds of memo keys; 'index i2d' for the Dispatch heatmap's)."""
+    out = {k[1] for k in list(memo._items) if k[0] == aid}
+    return out | {"index i2d" for k in list(heatindex._cache) if k == (aid, "i2d", None, None, None)}
+
+
+def test_start_fills_the_caches_of_the_newest_analyses(store, monkeypatch):
+    monkeypatch.setattr(warm, "NEWEST", 1)
+    old = ingest_paths(store, DEMO)["id"]
+    new = ingest_paths(store, *INCIDENT)["id"]
+    with TestClient(create_app(store)) as c:
+        assert c.app.state.warmer.wait(120)
+        assert {"index i2d", "latency-over-time", "dispatch-summary", "timeline-summary", "heatmap-metrics",
+                "flamegraph"} <= kept(new)
+        assert kept(old) == set()  # beyond the newest NEWEST
+        assert list(c.app.state.warmer.warmed[new]) == [name for name, _ in warm.STEPS]
+        # what the first requests get is what they would have computed
+        con = store.cursor()
+        assert c.get(f"/api/analyses/{new}/dispatch-summary").json() == json.loads(json.dumps(
+            blk.dispatch_sql(con, new, "process")))
+        con.close()
+
+
+def test_a_request_during_the_warm_up_waits_for_its_computation(store, monkeypatch):
+    aid = ingest_paths(store, DEMO)["id"]
+    started, release, builds = threading.Event(), threading.Event(), []
+    build = heatindex.build
+
+    def held(table):  # the warm-up's build of the heatmap index (its first step) holds until released
+        builds.append(threading.current_thread().name)
+        started.set()
+        assert release.wait(60)
+        return build(table)
+
+    monkeypatch.setattr(heatindex, "build", held)
+    with TestClient(create_app(store)) as c:
+        warmer = c.app.state.warmer
+        assert started.wait(60)
+        got = {}
+        url = f"/api/analyses/{aid}/heatmap?metric=i2d&x_bins=120&y_bins=40"
+        request = threading.Thread(target=lambda: got.update(r=c.get(url)))
+        request.start()
+        deadline = time.monotonic() + 30
+        while not warmer._busy and time.monotonic() < deadline:  # the request is in flight
+            time.sleep(0.01)
+        time.sleep(0.3)
+        assert "r" not in got  # still waiting for the warm-up's build
+        release.set()
+        request.join(60)
+        assert got["r"].status_code == 200
+        assert builds == ["stallscope-warm"]  # built once, by the warm-up
+        con = store.cursor()
+        assert got["r"].json() == json.loads(json.dumps(heatmap.heatmap_sql(con, aid, "i2d", 120, 40)))
+        con.close()
+        assert warmer.wait(60) and aid in warmer.warmed
+
+
+def test_an_upload_is_warmed_after_its_response(client):
+    assert client.app.state.warmer.wait(60)
+    upload = INCIDENT[0]  # under the client's upload limit (1 MiB)
+    with open(upload, "rb") as f:
+        r = client.post("/api/analyses", files=[("files", (upload.name, f))])
+    assert r.status_code == 201
+    aid = r.json()["id"]
+    assert client.app.state.warmer.wait(120)
+    assert {"index i2d", "dispatch-summary", "latency-over-time"} <= kept(aid)
