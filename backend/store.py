@@ -19,7 +19,6 @@ from typing import BinaryIO, Callable, Iterator
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from parsers.common import ParseError, ParseReport
 from parsers.detect import PARSERS, SNIFF_BYTES, detect
@@ -270,15 +269,12 @@ class Store:
         def flush() -> None:
             con.begin()
             for table in list(pending):
-                batches = pending.pop(table)
-                # one statement over several batches lets DuckDB insert them in parallel (one per schema: a
-                # string column is dictionary-encoded in some batches only)
-                for schema in dict.fromkeys(b.schema for b in batches):
-                    data = pa.Table.from_batches([b for b in batches if b.schema == schema])
-                    con.register("_batch", data)
-                    cols = ", ".join(data.schema.names)
-                    con.execute(f"INSERT INTO {table} (source_id, {cols}) SELECT ?, {cols} FROM _batch", [source_id])
-                    con.unregister("_batch")
+                # one statement over several batches lets DuckDB insert them in parallel
+                data = pa.Table.from_batches(pending.pop(table))
+                con.register("_batch", data)
+                cols = ", ".join(data.schema.names)
+                con.execute(f"INSERT INTO {table} (source_id, {cols}) SELECT ?, {cols} FROM _batch", [source_id])
+                con.unregister("_batch")
             con.commit()
 
         buffered = 0
@@ -323,8 +319,7 @@ def _prefetched(batches: Iterator, depth: int = 32) -> Iterator:
 
     def produce():
         try:
-            for table, batch in batches:
-                item = table, _dictionary_encoded(batch)
+            for item in batches:
                 while not stop.is_set():
                     try:
                         q.put(item, timeout=0.1)
@@ -347,20 +342,6 @@ def _prefetched(batches: Iterator, depth: int = 32) -> Iterator:
     finally:
         stop.set()
         worker.join()
-
-
-def _dictionary_encoded(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """The batch with each string column that repeats its values (comm, func, rwbs, dev...) as a dictionary
-    array: DuckDB inserts it into the VARCHAR column from the dictionary and the indices, without reading every
-    string (inserting 2 M blkparse requests took 28 % less CPU). Columns of mostly distinct text stay as they are."""
-    arrays, changed = [], False
-    for col in batch.columns:
-        if pa.types.is_string(col.type) and len(col) > 1:
-            coded = pc.dictionary_encode(col)
-            if len(coded.dictionary) * 2 <= len(col):
-                col, changed = coded, True
-        arrays.append(col)
-    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names) if changed else batch
 
 
 def _trim() -> None:
