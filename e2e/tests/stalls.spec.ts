@@ -79,8 +79,12 @@ test('waits filtered by lock from the URL', async ({ page }) => {
   const rows = page.getByTestId('waits-table').locator('tbody tr');
   await expect(rows).toHaveCount(3);
   await expect(page.getByTestId('waits-table')).not.toContainText('file_reader');
-  await page.getByTestId('waits-panel').getByLabel('idle sleeps too').check();
+  // a click, then the state awaited: the box is checked once the URL's view state has it (check() looked at once,
+  // before React had re-rendered from the new URL, and failed now and then)
+  const idle = page.getByTestId('waits-panel').getByLabel('idle sleeps too');
+  await idle.click();
   await expect(page).toHaveURL(/idle=1/);
+  await expect(idle).toBeChecked();
   await expect(rows).toHaveCount(4);
   await expect(rows.nth(3)).toContainText('file_reader 31161');
   await expect(rows.nth(3)).toContainText('246.0 µs+');
