@@ -256,13 +256,16 @@ def summarize(con, analysis_id: str, sliced: dict[int, pa.Table] | None = None) 
                    arg_max(line, e - s) AS line
             FROM (SELECT *, {level} AS lvl FROM ({_segs(fmt)}) WHERE e - s < {widths[-1]})
             GROUP BY ALL""", {"sid": sid})
-        for k in range(top + 1):
-            below = (f"SELECT lane, track, state, bucket // {FAN} AS bucket, tot, n, mx, line FROM tl_bins"
-                     " WHERE source_id = $sid AND level = $k - 1 UNION ALL ") if k else ""
+        # (level 0 has nothing below: its fresh rows are its bins as they are)
+        con.execute("INSERT INTO tl_bins SELECT $sid, 0, lane, track, state, bucket, tot, n, mx, line FROM _tl_fresh"
+                    " WHERE lvl = 0 ORDER BY lane, bucket", {"sid": sid})
+        for k in range(1, top + 1):
             con.execute(f"""
                 INSERT INTO tl_bins
                 SELECT $sid, $k, lane, track, state, bucket, sum(tot), sum(n), max(mx), arg_max(line, mx) FROM (
-                    {below}SELECT lane, track, state, bucket, tot, n, mx, line FROM _tl_fresh WHERE lvl = $k
+                    SELECT lane, track, state, bucket // {FAN} AS bucket, tot, n, mx, line FROM tl_bins
+                    WHERE source_id = $sid AND level = $k - 1
+                    UNION ALL SELECT lane, track, state, bucket, tot, n, mx, line FROM _tl_fresh WHERE lvl = $k
                 ) GROUP BY lane, track, state, bucket
                 ORDER BY lane, bucket  -- a read of some lanes over a window skips the other row groups
                 """, {"sid": sid, "k": k})
