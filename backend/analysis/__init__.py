@@ -18,6 +18,6 @@ DERIVE_ANALYSIS: list[Callable] = [
     align.derive,  # each source's clock offset: chains compare times across sources
     # waits of the ftrace sources, then chains (with block requests); the timeline's task slices and per-zoom
     # summaries draw the waits, not the chains: they are built while the chains are (DuckDB's threads beside Python's);
-    # the slices read the staged scheduler events only: they are read while the waits are derived
-    functools.partial(stalls.derive, early=timeline.slices, meanwhile=timeline.summarize),
+    # what of them needs only the staged rows (task slices, long calls) is read while the waits are derived
+    functools.partial(stalls.derive, early=timeline.prepare, meanwhile=timeline.summarize),
 ]

@@ -245,15 +245,16 @@ def _is_idle(pid, comm) -> bool:
 # ---- derive ------------------------------------------------------------------------------------
 
 def derive(con, analysis_id: str, meanwhile: Callable[[object, str, object], None] | None = None,
-           early: Callable[[object, list[int]], object] | None = None) -> None:
+           early: Callable[[object, list[tuple]], object] | None = None) -> None:
     """All waits of the analysis' ftrace sources, then its chains (inside the ingest's transaction).
 
-    `early`(reader, source ids) reads what a later step needs from the sources' staged rows alone (committed: a
-    cursor of its own sees them), beside the waits' derivation; `meanwhile`(con, analysis_id, what early returned),
+    `early`(reader, [(source id, t_min_ns, t_max_ns)]) reads what a later step needs from the sources' staged rows
+    alone (committed: a cursor of its own sees them), beside the waits' derivation; `meanwhile`(con, analysis_id, what early returned),
     a step that needs the waits but not the chains, runs once the waits are in, while the chains are built (in
     Python, without the connection)."""
-    sids = [r[0] for r in con.execute(
-        "SELECT id FROM sources WHERE analysis_id = ? AND format = 'ftrace' ORDER BY id", [analysis_id]).fetchall()]
+    spans = con.execute("SELECT id, t_min_ns, t_max_ns FROM sources WHERE analysis_id = ? AND format = 'ftrace'"
+                        " ORDER BY id", [analysis_id]).fetchall()
+    sids = [sid for sid, _, _ in spans]
     if not sids:
         if meanwhile:
             meanwhile(con, analysis_id, None)
@@ -272,7 +273,7 @@ def derive(con, analysis_id: str, meanwhile: Callable[[object, str, object], Non
             for sid in sids:
                 derived[sid], table = _derive_waits(con, sid, pool, reader)
                 if prepared is None and early:  # queued behind the first source's call index
-                    prepared = pool.submit(early, reader, sids)
+                    prepared = pool.submit(early, reader, spans)
                 tables.append(table)
                 for w in derived[sid]:
                     w["off"] = offs.get(sid)

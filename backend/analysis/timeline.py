@@ -102,16 +102,40 @@ CREATE TABLE IF NOT EXISTS tl_calls (  -- calls of depth <= MAX_CALL_DEPTH at le
 """
 
 
-def slices(con, source_ids: list[int]) -> dict[int, pa.Table]:
-    """Each source's rows of task_slices: slices of each task's scheduler state, from its sched_switch and
-    sched_wakeup lines (one SQL pass). Reads the staged rows only (stalls.derive runs it beside the waits, through a
-    cursor of its own).
+def prepare(con, sources: list[tuple[int, int | None, int | None]]) -> dict[int, dict[str, pa.Table]]:
+    """What `summarize` needs of each ftrace source (id, t_min_ns, t_max_ns) that its staged rows alone give (stalls.derive
+    runs it beside the waits, through a cursor of its own): "slices", its rows of task_slices; "calls", its rows of
+    tl_calls; "roots", per task its latest depth-0 call's comm and entry (for tl_lanes)."""
+    out = {}
+    for sid, t_min, t_max in sources:
+        p = {"sid": sid}
+        out[sid] = {"slices": con.sql(_SLICES, params=p).to_arrow_table(),
+                    "roots": con.sql(_ROOTS, params=p).to_arrow_table()}
+        if t_min is not None and t_max is not None:
+            out[sid]["calls"] = con.sql(_CALLS, params={**p, "w0": _geometry(t_min, t_max)[0]}).to_arrow_table()
+    return out
 
-    After a switch-in the task runs; after a switch-out it is runnable (prev_state R, R+) or blocked (any sleep)
-    until its first wake-up, then runnable until its next switch-in; an exiting task (X, Z, x) has no slice."""
-    return {sid: con.sql(_SLICES, params={"sid": sid}).to_arrow_table() for sid in source_ids}
+
+def _geometry(t_min: int, t_max: int) -> tuple[int, int]:
+    """(w0_ns, top level) of a source's summaries."""
+    span = max(1, t_max - t_min)
+    w0 = max(MIN_W0, 1 << max(0, (-(-span // LEVEL0_BUCKETS) - 1).bit_length()))
+    top = 0
+    while span // (w0 * FAN ** (top + 1)) >= TOP_BUCKETS:
+        top += 1
+    return w0, top
 
 
+_ROOTS = """
+    SELECT pid, arg_max(comm, entry_ns) AS comm, max(entry_ns) AS t FROM fg_calls
+    WHERE source_id = $sid AND depth = 0 AND pid IS NOT NULL AND pid <> 0 AND entry_ns IS NOT NULL GROUP BY pid"""
+_CALLS = f"""
+    SELECT $sid AS source_id, pid, depth, func, entry_ns, entry_ns + duration_ns AS end_ns, duration_ns, line
+    FROM fg_calls WHERE source_id = $sid AND depth BETWEEN 0 AND {MAX_CALL_DEPTH} AND entry_ns IS NOT NULL
+      AND duration_ns >= $w0"""
+# slices of each task's scheduler state, from its sched_switch and sched_wakeup lines (one SQL pass): after a switch-in
+# the task runs; after a switch-out it is runnable (prev_state R, R+) or blocked (any sleep) until its first wake-up,
+# then runnable until its next switch-in; an exiting task (X, Z, x) has no slice
 _SLICES = """
         WITH ev AS (
             SELECT line, t_ns, prev_pid AS pid, prev_comm AS comm,
@@ -185,44 +209,41 @@ def _segs(fmt: str) -> str:
 
 # ---- summaries at ingest -------------------------------------------------------------------------------------------
 
-def summarize(con, analysis_id: str, sliced: dict[int, pa.Table] | None = None) -> None:
-    """Each ftrace source's task slices (as `slices` made them, else made now), then the timeline's summaries of each
-    ftrace and blkparse source (see the module docstring). Runs after the waits (stalls.derive runs it beside the
-    chains' Python)."""
-    for (sid,) in con.execute("SELECT id FROM sources WHERE analysis_id = ? AND format = 'ftrace' ORDER BY id",
-                              [analysis_id]).fetchall():
-        rows = (sliced or {}).get(sid)
-        if rows is None:
-            rows = slices(con, [sid])[sid]
-        con.register("_tl_slices", rows)
-        # by start: a window's reads skip the row groups outside it
-        con.execute("INSERT INTO task_slices SELECT * FROM _tl_slices ORDER BY start_ns")
-        con.unregister("_tl_slices")
-    for sid, fmt, t_min, t_max in con.execute(
-            "SELECT id, format, t_min_ns, t_max_ns FROM sources WHERE analysis_id = ? AND format IN ('ftrace', 'blkparse')"
-            " AND t_min_ns IS NOT NULL AND t_max_ns IS NOT NULL ORDER BY id", [analysis_id]).fetchall():
-        span = max(1, t_max - t_min)
-        w0 = max(MIN_W0, 1 << max(0, (-(-span // LEVEL0_BUCKETS) - 1).bit_length()))
-        top = 0
-        while span // (w0 * FAN ** (top + 1)) >= TOP_BUCKETS:
-            top += 1
+def summarize(con, analysis_id: str, prepared: dict[int, dict[str, pa.Table]] | None = None) -> None:
+    """Each ftrace source's task slices, then the timeline's summaries of each ftrace and blkparse source (see the
+    module docstring), from what `prepare` read (else read now). Runs after the waits (stalls.derive runs it beside
+    the chains' Python)."""
+    sources = con.execute(
+        "SELECT id, format, t_min_ns, t_max_ns FROM sources WHERE analysis_id = ? AND format IN ('ftrace', 'blkparse')"
+        " ORDER BY id", [analysis_id]).fetchall()
+    ftrace = [(sid, t_min, t_max) for sid, fmt, t_min, t_max in sources if fmt == "ftrace"]
+    prepared = {**(prepared or {})}
+    prepared.update(prepare(con, [s for s in ftrace if s[0] not in prepared]))
+
+    def insert(table: str, sid: int, part: str, order: str) -> None:  # by `order`: a read skips the other row groups
+        con.register("_tl_rows", prepared[sid][part])
+        con.execute(f"INSERT INTO {table} SELECT * FROM _tl_rows ORDER BY {order}")
+        con.unregister("_tl_rows")
+
+    for sid, _, _ in ftrace:
+        insert("task_slices", sid, "slices", "start_ns")
+    for sid, fmt, t_min, t_max in sources:
+        if t_min is None or t_max is None:
+            continue
+        w0, top = _geometry(t_min, t_max)
         p = {"sid": sid, "w0": w0}
         con.execute("INSERT INTO tl_meta VALUES ($sid, $w0, $top)", {**p, "top": top})
         if fmt == "ftrace":
+            con.register("_tl_roots", prepared[sid]["roots"])
             con.execute("""
                 INSERT INTO tl_lanes
                 SELECT $sid, (row_number() OVER (ORDER BY pid) - 1)::INTEGER, 'task', pid, NULL, arg_max(comm, t)
                 FROM (SELECT pid, comm, start_ns AS t FROM task_slices WHERE source_id = $sid
                       UNION ALL SELECT pid, comm, start_ns FROM waits WHERE source_id = $sid
-                      UNION ALL SELECT pid, comm, entry_ns FROM fg_calls
-                      WHERE source_id = $sid AND depth = 0 AND pid IS NOT NULL AND pid <> 0 AND entry_ns IS NOT NULL)
+                      UNION ALL SELECT pid, comm, t FROM _tl_roots)
                 GROUP BY pid""", {"sid": sid})
-            con.execute(f"""
-                INSERT INTO tl_calls
-                SELECT $sid, pid, depth, func, entry_ns, entry_ns + duration_ns, duration_ns, line FROM fg_calls
-                WHERE source_id = $sid AND depth BETWEEN 0 AND {MAX_CALL_DEPTH} AND entry_ns IS NOT NULL
-                  AND duration_ns >= $w0
-                ORDER BY entry_ns""", p)
+            con.unregister("_tl_roots")
+            insert("tl_calls", sid, "calls", "entry_ns")
         else:
             con.execute("""
                 INSERT INTO tl_lanes
