@@ -161,6 +161,8 @@ def test_summary_and_raw_reads_draw_every_segment_once(store, client, monkeypatc
                                         " JOIN tl_meta m ON m.source_id = s.id WHERE s.analysis_id = ?", [aid]).fetchone()
         lanes = {lane: timeline._lane_id(kind, sid, dev if kind == "device" else pid) for lane, kind, pid, dev in
                  con.execute("SELECT lane, kind, pid, dev FROM tl_lanes WHERE source_id = ?", [sid]).fetchall()}
+        if fmt == "ftrace":  # the depth-0 calls _segs reads, as summarize registers them
+            con.register("_tl_roots", timeline.prepare(con, [(sid, None, None)])[sid]["roots"])
         segs = {(lanes[lane], timeline.TRACKS[track]): (n, longest) for lane, track, n, longest in con.execute(
             f"SELECT lane, track, count(*), max(e - s) FROM ({timeline._segs(fmt)}) WHERE track <> 2 GROUP BY ALL",
             {"sid": sid}).fetchall()}

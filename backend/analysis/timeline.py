@@ -105,7 +105,7 @@ CREATE TABLE IF NOT EXISTS tl_calls (  -- calls of depth <= MAX_CALL_DEPTH at le
 def prepare(con, sources: list[tuple[int, int | None, int | None]]) -> dict[int, dict[str, pa.Table]]:
     """What `summarize` needs of each ftrace source (id, t_min_ns, t_max_ns) that its staged rows alone give (stalls.derive
     runs it beside the waits, through a cursor of its own): "slices", its rows of task_slices; "calls", its rows of
-    tl_calls; "roots", per task its latest depth-0 call's comm and entry (for tl_lanes)."""
+    tl_calls; "roots", its depth-0 calls (for tl_lanes and the call track)."""
     out = {}
     for sid, t_min, t_max in sources:
         p = {"sid": sid}
@@ -127,8 +127,8 @@ def _geometry(t_min: int, t_max: int) -> tuple[int, int]:
 
 
 _ROOTS = """
-    SELECT pid, arg_max(comm, entry_ns) AS comm, max(entry_ns) AS t FROM fg_calls
-    WHERE source_id = $sid AND depth = 0 AND pid IS NOT NULL AND pid <> 0 AND entry_ns IS NOT NULL GROUP BY pid"""
+    SELECT pid, comm, entry_ns, duration_ns, line FROM fg_calls
+    WHERE source_id = $sid AND depth = 0 AND pid IS NOT NULL AND entry_ns IS NOT NULL"""
 _CALLS = f"""
     SELECT $sid AS source_id, pid, depth, func, entry_ns, entry_ns + duration_ns AS end_ns, duration_ns, line
     FROM fg_calls WHERE source_id = $sid AND depth BETWEEN 0 AND {MAX_CALL_DEPTH} AND entry_ns IS NOT NULL
@@ -186,8 +186,8 @@ _TASK_SEGS = """
     WHERE x.source_id = $sid AND x.end_ns >= x.start_ns
     UNION ALL
     SELECT l.lane, 2, 'call', x.entry_ns, x.entry_ns + x.duration_ns, x.line
-    FROM fg_calls x JOIN tl_lanes l ON l.source_id = x.source_id AND l.kind = 'task' AND l.pid = x.pid
-    WHERE x.source_id = $sid AND x.depth = 0 AND x.entry_ns IS NOT NULL AND x.duration_ns >= 0
+    FROM _tl_roots x JOIN tl_lanes l ON l.source_id = $sid AND l.kind = 'task' AND l.pid = x.pid
+    WHERE x.duration_ns >= 0
 """
 _BLK_PHASE = """
     SELECT l.lane, {track} AS track, '{state}' AS state, r.{s} AS s, r.{e} AS e, r.line
@@ -197,7 +197,8 @@ BLK_PHASES = ((3, "queued", "i_ns", "d_ns"), (4, "service", "d_ns", "c_ns"))  # 
 
 
 def _segs(fmt: str) -> str:
-    """The source's segments: a task's scheduler states, its waits and its depth-0 calls; each block request's I→D
+    """The source's segments: a task's scheduler states, its waits and its depth-0 calls (`_tl_roots`, registered by
+    summarize); each block request's I→D
     (queued) and D→C (service), in its device's lane and in its process' lane. (A read of a window makes the same
     from the raw tables: _raw.)"""
     if fmt == "ftrace":
@@ -234,15 +235,14 @@ def summarize(con, analysis_id: str, prepared: dict[int, dict[str, pa.Table]] | 
         p = {"sid": sid, "w0": w0}
         con.execute("INSERT INTO tl_meta VALUES ($sid, $w0, $top)", {**p, "top": top})
         if fmt == "ftrace":
-            con.register("_tl_roots", prepared[sid]["roots"])
+            con.register("_tl_roots", prepared[sid]["roots"])  # until the segments are summarized
             con.execute("""
                 INSERT INTO tl_lanes
                 SELECT $sid, (row_number() OVER (ORDER BY pid) - 1)::INTEGER, 'task', pid, NULL, arg_max(comm, t)
                 FROM (SELECT pid, comm, start_ns AS t FROM task_slices WHERE source_id = $sid
                       UNION ALL SELECT pid, comm, start_ns FROM waits WHERE source_id = $sid
-                      UNION ALL SELECT pid, comm, t FROM _tl_roots)
+                      UNION ALL SELECT pid, comm, entry_ns FROM _tl_roots WHERE pid <> 0)
                 GROUP BY pid""", {"sid": sid})
-            con.unregister("_tl_roots")
             insert("tl_calls", sid, "calls", "entry_ns")
         else:
             con.execute("""
@@ -297,6 +297,8 @@ def summarize(con, analysis_id: str, prepared: dict[int, dict[str, pa.Table]] | 
             INSERT INTO tl_long
             SELECT $sid, {level} AS lvl, lane, track, state, s, e, line FROM ({_segs(fmt)})
             WHERE e - s >= {w0 * FAN} ORDER BY lvl, s""", {"sid": sid})
+        if fmt == "ftrace":
+            con.unregister("_tl_roots")
 
 
 # ---- reads -------------------------------------------------------------------------------------------------------
