@@ -88,9 +88,8 @@ _I64 = np.iinfo(np.int64).min
 
 def _num(cols: dict, key: str, dtype) -> pa.Array:
     arr = np.frombuffer(cols[key], dtype=dtype)
-    if dtype == np.int64:
-        return pa.array(arr, mask=arr == _I64)
-    return pa.array(arr, mask=arr < 0)
+    mask = arr == _I64 if dtype == np.int64 else arr < 0
+    return pa.array(arr, mask=mask if mask.any() else None)  # no validity bitmap to build (nor to read) without nulls
 
 
 def _str(cols: dict, key: str, n: int) -> pa.Array:
