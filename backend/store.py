@@ -227,6 +227,7 @@ class Store:
             sources = [self._add_source(con, analysis_id, *p) for p in parsed]
             for step in DERIVE_ANALYSIS:
                 step(con, analysis_id)
+            _trim()  # what the derivation freed (the waits' and chains' Python objects), before the commit's writes
             for (source_id, *_), digest in zip(parsed, hashes.result()):
                 con.execute("UPDATE sources SET sha256 = ? WHERE id = ?", [digest, source_id])
             con.execute("INSERT INTO analyses (id, name, created_at) VALUES (?, ?, ?)",

@@ -279,8 +279,11 @@ def derive(con, analysis_id: str, meanwhile: Callable[[object, str, object], Non
                     w["off"] = offs.get(sid)
             _insert_waits(con, itertools.chain.from_iterable(tables))
             # the waits are in: what needs them but not the chains runs in DuckDB while the chains are built (without
-            # the connection); inserting the waits beside them was slower (both wanted the GIL)
-            done = pool.submit(meanwhile, con, analysis_id, prepared.result() if prepared else None) if meanwhile else None
+            # the connection); inserting the waits beside them was slower (both wanted the GIL). What `early` read is
+            # held by that step only, so that it is freed once used (the chains are the derivation's peak of memory)
+            rows, prepared = (prepared.result() if prepared else None), None
+            done = pool.submit(meanwhile, con, analysis_id, rows) if meanwhile else None
+            del rows
             chains = _chains(derived)
             if done:
                 done.result()
