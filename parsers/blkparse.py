@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _blkparse
-from .common import CHUNK_BYTES, ParseError, ParseReport, chunks_of_lines
+from .common import CHUNK_BYTES, ParseError, ParseReport, chunks_of_lines, masked, string_column
 
 FORMAT = "blkparse"
 
@@ -88,14 +88,7 @@ _I64 = np.iinfo(np.int64).min
 
 def _num(cols: dict, key: str, dtype) -> pa.Array:
     arr = np.frombuffer(cols[key], dtype=dtype)
-    mask = arr == _I64 if dtype == np.int64 else arr < 0
-    return pa.array(arr, mask=mask if mask.any() else None)  # no validity bitmap to build (nor to read) without nulls
-
-
-def _str(cols: dict, key: str, n: int) -> pa.Array:
-    valid = np.frombuffer(cols[key + "_valid"], dtype=np.uint8).astype(bool)
-    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little").tobytes())
-    return pa.StringArray.from_buffers(n, pa.py_buffer(cols[key + "_off"]), pa.py_buffer(cols[key + "_data"]), bitmap)
+    return masked(arr, arr == _I64 if dtype == np.int64 else arr < 0)
 
 
 def _dev(cols: dict, major: str, minor: str) -> pa.Array:
@@ -115,7 +108,7 @@ def _columns(cols: dict, prefix: str, schema: pa.Schema, n: int) -> dict[str, pa
         elif f.name == "from_dev":
             out["from_dev"] = _dev(cols, prefix + "from_major", prefix + "from_minor")
         elif pa.types.is_string(f.type):
-            out[f.name] = _str(cols, key, n)
+            out[f.name] = string_column(cols, key, n)
         elif f.type == pa.int32():
             out[f.name] = _num(cols, key, np.int32)
         elif f.type == pa.int64():

@@ -14,6 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import BinaryIO, Iterator
 
+import numpy as np
+import pyarrow as pa
+
 CHUNK_BYTES = 16 << 20
 MAX_EXAMPLES = 20
 
@@ -126,6 +129,22 @@ def line_chunks(stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_
         report.lines = first_line - 1
         if len(chunk) and chunk[-1] != 10:  # the last line, without its newline
             report.lines += 1
+
+
+def masked(values: np.ndarray, null: np.ndarray) -> pa.Array:
+    """A C tokenizer's numeric column as Arrow, null where `null`: with no validity bitmap when nothing is null
+    (none to build, none for DuckDB to read)."""
+    return pa.array(values, mask=null if null.any() else None)
+
+
+def string_column(cols: dict, name: str, n: int) -> pa.Array:
+    """The n-row string column `name` a C tokenizer handed over as buffers: `name`_off (int32 offsets), `name`_data
+    (UTF-8) and `name`_valid (a byte per row, 0: null)."""
+    valid = np.frombuffer(cols[name + "_valid"], dtype=np.uint8).astype(bool)
+    nulls = n - int(np.count_nonzero(valid)) if n else 0
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little").tobytes()) if nulls else None
+    return pa.StringArray.from_buffers(n, pa.py_buffer(cols[name + "_off"]), pa.py_buffer(cols[name + "_data"]),
+                                       bitmap, nulls)
 
 
 def head_lines(data: bytes, limit: int = 200) -> list[str]:

@@ -45,7 +45,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _funcgraph
-from .common import CHUNK_BYTES, ParseError, ParseReport, chunks_of_lines
+from .common import CHUNK_BYTES, ParseError, ParseReport, chunks_of_lines, masked, string_column
 
 FORMAT = "ftrace"
 
@@ -117,60 +117,47 @@ def sniff(head: list[str]) -> float:
 
 def _i64(buf: bytes) -> pa.Array:
     arr = np.frombuffer(buf, dtype=np.int64)
-    mask = arr == np.iinfo(np.int64).min
-    return pa.array(arr, mask=mask if mask.any() else None)
+    return masked(arr, arr == np.iinfo(np.int64).min)
 
 
 def _i32(buf: bytes) -> pa.Array:
     arr = np.frombuffer(buf, dtype=np.int32)
-    mask = arr == np.iinfo(np.int32).min
-    return pa.array(arr, mask=mask if mask.any() else None)
+    return masked(arr, arr == np.iinfo(np.int32).min)
 
 
 def _bool(buf: bytes) -> pa.Array:
     arr = np.frombuffer(buf, dtype=np.uint8)
-    mask = arr == 2
-    return pa.array(arr == 1, mask=mask if mask.any() else None)
-
-
-def _str(cols: dict, name: str, n: int) -> pa.Array:
-    valid = np.frombuffer(cols[name + "_valid"], dtype=np.uint8)
-    bitmap = None
-    nulls = 0
-    if n and not valid.all():
-        bitmap = pa.py_buffer(np.packbits(valid.astype(bool), bitorder="little").tobytes())
-        nulls = int(n - np.count_nonzero(valid))
-    return pa.StringArray.from_buffers(n, pa.py_buffer(cols[name + "_off"]), pa.py_buffer(cols[name + "_data"]),
-                                       bitmap, nulls)
+    return masked(arr == 1, arr == 2)
 
 
 def _batches(cols: dict) -> Iterator[tuple[str, pa.RecordBatch]]:
     n = cols["nc"]
     if n:
         yield "fg_calls", pa.RecordBatch.from_arrays([
-            _i64(cols["c_line"]), _i64(cols["c_pid"]), _str(cols, "c_comm", n), _i32(cols["c_cpu"]), _i32(cols["c_depth"]),
-            _str(cols, "c_func", n), _i64(cols["c_entry"]), _i64(cols["c_exit"]), _i64(cols["c_dur"]),
+            _i64(cols["c_line"]), _i64(cols["c_pid"]), string_column(cols, "c_comm", n), _i32(cols["c_cpu"]),
+            _i32(cols["c_depth"]), string_column(cols, "c_func", n), _i64(cols["c_entry"]), _i64(cols["c_exit"]),
+            _i64(cols["c_dur"]),
             _i64(cols["c_parent"]), _bool(cols["c_partial"]), _i64(cols["c_exit_line"]),
         ], schema=FG_CALLS)
     n = cols["ns"]
     if n:
         yield "sched_switch", pa.RecordBatch.from_arrays([
-            _i64(cols["s_line"]), _i64(cols["s_t"]), _i32(cols["s_cpu"]), _str(cols, "s_pcomm", n),
-            _i64(cols["s_ppid"]), _i32(cols["s_pprio"]), _str(cols, "s_pstate", n), _str(cols, "s_ncomm", n),
-            _i64(cols["s_npid"]), _i32(cols["s_nprio"]),
+            _i64(cols["s_line"]), _i64(cols["s_t"]), _i32(cols["s_cpu"]), string_column(cols, "s_pcomm", n),
+            _i64(cols["s_ppid"]), _i32(cols["s_pprio"]), string_column(cols, "s_pstate", n),
+            string_column(cols, "s_ncomm", n), _i64(cols["s_npid"]), _i32(cols["s_nprio"]),
         ], schema=SCHED_SWITCH)
     n = cols["nw"]
     if n:
         yield "sched_wakeup", pa.RecordBatch.from_arrays([
-            _i64(cols["w_line"]), _i64(cols["w_t"]), _i32(cols["w_cpu"]), _str(cols, "w_event", n),
-            _i64(cols["w_wpid"]), _str(cols, "w_wcomm", n), _i64(cols["w_pid"]), _str(cols, "w_comm", n),
-            _i32(cols["w_prio"]), _i32(cols["w_tcpu"]), _bool(cols["w_succ"]),
+            _i64(cols["w_line"]), _i64(cols["w_t"]), _i32(cols["w_cpu"]), string_column(cols, "w_event", n),
+            _i64(cols["w_wpid"]), string_column(cols, "w_wcomm", n), _i64(cols["w_pid"]),
+            string_column(cols, "w_comm", n), _i32(cols["w_prio"]), _i32(cols["w_tcpu"]), _bool(cols["w_succ"]),
         ], schema=SCHED_WAKEUP)
     n = cols["ne"]
     if n:
         yield "trace_events", pa.RecordBatch.from_arrays([
             _i64(cols["e_line"]), _i64(cols["e_t"]), _i32(cols["e_cpu"]), _i64(cols["e_pid"]),
-            _str(cols, "e_comm", n), _str(cols, "e_event", n), _str(cols, "e_text", n),
+            string_column(cols, "e_comm", n), string_column(cols, "e_event", n), string_column(cols, "e_text", n),
         ], schema=TRACE_EVENTS)
 
 
