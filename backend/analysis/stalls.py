@@ -249,13 +249,13 @@ def derive(con, analysis_id: str, meanwhile: Callable[[object, str, object], Non
     """All waits of the analysis' ftrace sources, then its chains (inside the ingest's transaction).
 
     `early`(reader, [(source id, t_min_ns, t_max_ns)]) reads what a later step needs from the sources' staged rows
-    alone (committed: a cursor of its own sees them), beside the waits' derivation; `meanwhile`(con, analysis_id, what early returned),
-    a step that needs the waits but not the chains, runs once the waits are in, while the chains are built (in
-    Python, without the connection)."""
-    spans = con.execute("SELECT id, t_min_ns, t_max_ns FROM sources WHERE analysis_id = ? AND format = 'ftrace'"
-                        " ORDER BY id", [analysis_id]).fetchall()
-    sids = [sid for sid, _, _ in spans]
-    if not sids:
+    alone (committed: a cursor of its own sees them), beside the waits' derivation; `meanwhile`(con, analysis_id,
+    what early returned), a step that needs the waits but not the chains, runs once the waits are in, while the
+    chains are built (in Python, without the connection)."""
+    rows = con.execute("SELECT id, t_min_ns, t_max_ns, clock_offset_ns FROM sources WHERE analysis_id = ?"
+                       " AND format = 'ftrace' ORDER BY id", [analysis_id]).fetchall()
+    spans, offs = [r[:3] for r in rows], {r[0]: r[3] for r in rows}
+    if not rows:
         if meanwhile:
             meanwhile(con, analysis_id, None)
         return
@@ -263,27 +263,24 @@ def derive(con, analysis_id: str, meanwhile: Callable[[object, str, object], Non
     gc.disable()  # many small lists and dicts, no cycles: the collector would only rescan them
     reader = con.cursor()  # the staged rows, read by the pool's thread while this one uses `con`
     try:
-        offs = dict(con.execute("SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ?",
-                                [analysis_id]).fetchall())
         # a thread for work that releases the GIL (DuckDB, Arrow, numpy) while this one goes on in Python or in
         # DuckDB; a connection is used by one thread at a time
         with ThreadPoolExecutor(max_workers=1) as pool:
             derived, tables = {}, []
             prepared = None
-            for sid in sids:
+            for sid in offs:
                 derived[sid], table = _derive_waits(con, sid, pool, reader)
                 if prepared is None and early:  # queued behind the first source's call index
                     prepared = pool.submit(early, reader, spans)
                 tables.append(table)
                 for w in derived[sid]:
-                    w["off"] = offs.get(sid)
+                    w["off"] = offs[sid]
             _insert_waits(con, itertools.chain.from_iterable(tables))
             # the waits are in: what needs them but not the chains runs in DuckDB while the chains are built (without
-            # the connection); inserting the waits beside them was slower (both wanted the GIL). What `early` read is
-            # held by that step only, so that it is freed once used (the chains are the derivation's peak of memory)
-            rows, prepared = (prepared.result() if prepared else None), None
-            done = pool.submit(meanwhile, con, analysis_id, rows) if meanwhile else None
-            del rows
+            # the connection); inserting the waits beside them was slower (both wanted the GIL)
+            early_rows = prepared.result() if prepared else None
+            done = pool.submit(meanwhile, con, analysis_id, early_rows) if meanwhile else None
+            prepared = early_rows = None  # held by that step only: freed once used, before the chains' peak
             chains = _chains(derived)
             if done:
                 done.result()
