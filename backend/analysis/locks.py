@@ -138,11 +138,6 @@ def on_lock(label: str | None, key: str) -> bool:
     return label == key or any(part in names for part in label.split(" via ", 1))
 
 
-def waiting_frames(frames) -> set[str]:
-    """The frames (as given) that are where a task sleeps on or takes a known lock."""
-    return {f for f in frames if (hit := lookup(f)) and hit[1] != "release"}
-
-
 def label(frames_root_first) -> str | None:
     """A wait's lock or reason from its stack (root first): `object via primitive`, or the one found.
 
