@@ -179,14 +179,32 @@ class Store:
         for parser in PARSERS:  # each parser's tables, from its Arrow schemas, keyed by source_id
             for table, schema in parser.TABLES.items():
                 PARSER_TABLES.add(table)
-                self.db.register("_empty", schema.empty_table())
-                self.db.execute(
-                    f"CREATE TABLE IF NOT EXISTS {table} AS SELECT CAST(NULL AS INTEGER) AS source_id, * FROM _empty LIMIT 0"
-                )
-                self.db.unregister("_empty")
+                self._parser_table(table, schema, getattr(parser, "GENERATED", {}).get(table, {}))
         self.db.execute(ANALYSIS_SCHEMA)
         for table in PARSER_TABLES:  # rows staged by an ingest that never finished (the process died)
             self.db.execute(f"DELETE FROM {table} WHERE source_id NOT IN (SELECT id FROM sources)")
+
+    def _parser_table(self, table: str, schema: pa.Schema, generated: dict[str, str]) -> None:
+        """Creates a parser's table: source_id, the columns of its Arrow schema, then its generated columns (virtual:
+        computed when read, never stored). A file written before a column became generated holds it as a stored
+        column: the table is rebuilt once, its rows copied."""
+        self.db.register("_empty", schema.empty_table())
+        stored = [f'"{name}" {kind}' for name, kind, *_ in self.db.execute("DESCRIBE SELECT * FROM _empty").fetchall()]
+        self.db.unregister("_empty")
+        ddl = ", ".join(['"source_id" INTEGER', *stored, *(f'"{n}" AS ({sql}) VIRTUAL' for n, sql in generated.items())])
+        plain = {n for (n,) in self.db.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = 'main'"
+            " AND table_name = ? AND column_default IS NULL", [table]).fetchall()}
+        if not plain or not plain & set(generated):
+            self.db.execute(f"CREATE TABLE IF NOT EXISTS {table} ({ddl})")
+            return
+        names = ", ".join(f'"{n}"' for n in ["source_id", *schema.names])
+        self.db.begin()
+        self.db.execute(f"CREATE TABLE _rebuilt ({ddl})")
+        self.db.execute(f"INSERT INTO _rebuilt ({names}) SELECT {names} FROM {table}")
+        self.db.execute(f"DROP TABLE {table}")
+        self.db.execute(f"ALTER TABLE _rebuilt RENAME TO {table}")
+        self.db.commit()
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         return self.db.cursor()
@@ -269,28 +287,28 @@ class Store:
         progress.update(filename=f.filename)
         reader = _Counting(f.stream, lambda n: progress.update(bytes_read=done + n))
         pending: dict[str, list[pa.RecordBatch]] = {}
+        buffered: dict[str, int] = {}
 
-        def flush() -> None:
+        def flush(tables) -> None:
             con.begin()
-            for table in list(pending):
+            for table in tables:
                 # one statement over several batches lets DuckDB insert them in parallel
                 data = pa.Table.from_batches(pending.pop(table))
+                buffered.pop(table)
                 con.register("_batch", data)
                 cols = ", ".join(data.schema.names)
                 con.execute(f"INSERT INTO {table} (source_id, {cols}) SELECT ?, {cols} FROM _batch", [source_id])
                 con.unregister("_batch")
             con.commit()
 
-        buffered = 0
         for table, batch in _prefetched(parser.parse(reader, report)):
             assert table in parser.TABLES, f"{parser.FORMAT} yielded rows for unknown table {table}"
             pending.setdefault(table, []).append(batch)
-            buffered += batch.num_rows
-            if buffered >= INSERT_ROWS:
-                flush()
-                buffered = 0
+            buffered[table] = buffered.get(table, 0) + batch.num_rows
+            if buffered[table] >= INSERT_ROWS:
+                flush([table])
             progress.update(events=done_events + report.events)
-        flush()
+        flush(list(pending))
         if report.events == 0:
             raise report.nothing_usable()
         return source_id, f, parser, report, reader

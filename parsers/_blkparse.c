@@ -8,8 +8,9 @@
  *
  * Each call returns column buffers (bytes objects holding native int64/int32 arrays; string columns as
  * Arrow-style int32 offsets + data + uint8 validity) for two row sets:
- *   rq_*  finished block requests, with the time, file line and CPU of each phase (A Q G I D C) and
- *         the phase durations; bio_* the same columns for bios that were merged into another request;
+ *   rq_*  finished block requests, with the time, file line and CPU of each phase (A Q G I D C) (the
+ *         phase durations are computed when read: blkparse.GENERATED); bio_* the same columns for bios that
+ *         were merged into another request;
  *   ev_*  events that are not a request phase: P U UT X S B m, requeues (R) and repeated phases,
  *         zero-length (flush) and passthrough requests, remaps that only pass through a device;
  * plus the lines skipped (line number, reason code, byte span in the chunk).
@@ -21,7 +22,7 @@
  * emitted at once (bio_*) and attached as the block layer does it: a back merge (M) to the open
  * request that ends where the bio starts, which then ends where the bio ends; a front merge (F) to
  * the one that starts where the bio ends, which then starts at the bio's sector.
- * Durations exist only where both ends were traced and time moved forward: nothing is invented.
+ * A phase's time is that of its event as traced: nothing is invented.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -43,25 +44,26 @@ enum reason {
 
 /* ---- growable output columns ------------------------------------------------------------------ */
 
-typedef struct { char *v; size_t n, cap, size; } col_t;
+typedef struct { char *v; size_t n, cap, size, first; } col_t; /* first: the rows room is made for at once */
 typedef struct { col_t off, data, valid; } strcol_t;
 
-static int col_grow(col_t *c) {
-    size_t cap = c->cap ? c->cap * 2 : 4096;
+/* grows c to hold one more element (first `first`, then doubling): rare, so kept out of the pushes' line */
+static __attribute__((noinline, cold)) int col_grow(col_t *c) {
+    size_t cap = c->cap ? c->cap * 2 : c->first;
     char *v = realloc(c->v, cap * c->size);
     if (!v) return -1;
     c->v = v; c->cap = cap;
     return 0;
 }
-static inline int col_push(col_t *c, const void *x) {
-    if (c->n == c->cap && col_grow(c)) return -1;
+static inline __attribute__((always_inline)) int col_push(col_t *c, const void *x) {
+    if (__builtin_expect(c->n == c->cap, 0) && col_grow(c)) return -1;
     memcpy(c->v + c->n * c->size, x, c->size);
     c->n++;
     return 0;
 }
 static int col_put(col_t *c, const void *p, size_t n) { /* n bytes into a size-1 column */
     if (c->n + n > c->cap) {
-        size_t cap = c->cap ? c->cap : 4096;
+        size_t cap = c->cap ? c->cap : c->first;
         while (cap < c->n + n) cap *= 2;
         char *v = realloc(c->v, cap);
         if (!v) return -1;
@@ -71,13 +73,13 @@ static int col_put(col_t *c, const void *p, size_t n) { /* n bytes into a size-1
     c->n += n;
     return 0;
 }
-static inline int i64(col_t *c, int64_t x) {
-    if (c->n == c->cap && col_grow(c)) return -1;
+static inline __attribute__((always_inline)) int i64(col_t *c, int64_t x) {
+    if (__builtin_expect(c->n == c->cap, 0) && col_grow(c)) return -1;
     ((int64_t *)c->v)[c->n++] = x;
     return 0;
 }
-static inline int i32(col_t *c, int32_t x) {
-    if (c->n == c->cap && col_grow(c)) return -1;
+static inline __attribute__((always_inline)) int i32(col_t *c, int32_t x) {
+    if (__builtin_expect(c->n == c->cap, 0) && col_grow(c)) return -1;
     ((int32_t *)c->v)[c->n++] = x;
     return 0;
 }
@@ -93,10 +95,10 @@ static int str_push(strcol_t *s, const char *p, size_t n, int valid) {
 #define EV_I32(X) X(major) X(minor) X(cpu) X(from_major) X(from_minor)
 #define EV_STR(X) X(action) X(rwbs) X(comm) X(message)
 #define RQ_I64(X) X(line) X(sector) X(nsect0) X(nsect) X(pid) X(a_ns) X(q_ns) X(g_ns) X(i_ns) X(d_ns) X(c_ns) \
-    X(q2g_ns) X(g2i_ns) X(i2d_ns) X(d2c_ns) X(q2c_ns) X(a_line) X(q_line) X(g_line) X(i_line) X(d_line) X(c_line) \
+    X(a_line) X(q_line) X(g_line) X(i_line) X(d_line) X(c_line) \
     X(d_pid) X(error) X(from_sector) X(merge_ns) X(merge_line) X(t_ns) X(req_line)
 #define RQ_I32(X) X(major) X(minor) X(a_cpu) X(q_cpu) X(g_cpu) X(i_cpu) X(d_cpu) X(c_cpu) X(requeues) \
-    X(from_major) X(from_minor) X(front) X(kind) X(merged_bios)
+    X(from_major) X(from_minor) X(front) X(merged_bios)
 #define RQ_STR(X) X(rwbs) X(comm)
 
 typedef struct {
@@ -119,25 +121,29 @@ typedef struct { col_t line, start, len, reason; } skout_t;
 
 typedef struct { evout_t ev; rqout_t rq, bio; skout_t sk; int64_t ignored, parsed, lines; } out_t;
 
-static void col_init(col_t *c, size_t size) { memset(c, 0, sizeof *c); c->size = size; }
-static void str_init(strcol_t *s) { col_init(&s->off, 4); col_init(&s->data, 1); col_init(&s->valid, 1); }
-static void out_init(out_t *o) {
+static void col_init(col_t *c, size_t size, size_t first) { memset(c, 0, sizeof *c); c->size = size; c->first = first; }
+static void str_init(strcol_t *s, size_t first) {
+    col_init(&s->off, 4, first); col_init(&s->data, 1, first * 8); col_init(&s->valid, 1, first);
+}
+/* rows: the rows each output is given room for at first (a guess from the chunk's size: fewer regrowths) */
+static void out_init(out_t *o, size_t rows) {
     memset(o, 0, sizeof *o);
-#define A8(n) col_init(&o->ev.n, 8);
-#define A4(n) col_init(&o->ev.n, 4);
-#define AS(n) str_init(&o->ev.n);
+    rows = rows < 1024 ? 1024 : rows;
+#define A8(n) col_init(&o->ev.n, 8, rows);
+#define A4(n) col_init(&o->ev.n, 4, rows);
+#define AS(n) str_init(&o->ev.n, rows);
     EV_I64(A8) EV_I32(A4) EV_STR(AS)
 #undef A8
 #undef A4
 #undef AS
-#define A8(n) col_init(&o->rq.n, 8); col_init(&o->bio.n, 8);
-#define A4(n) col_init(&o->rq.n, 4); col_init(&o->bio.n, 4);
-#define AS(n) str_init(&o->rq.n); str_init(&o->bio.n);
+#define A8(n) col_init(&o->rq.n, 8, rows); col_init(&o->bio.n, 8, rows);
+#define A4(n) col_init(&o->rq.n, 4, rows); col_init(&o->bio.n, 4, rows);
+#define AS(n) str_init(&o->rq.n, rows); str_init(&o->bio.n, rows);
     RQ_I64(A8) RQ_I32(A4) RQ_STR(AS)
 #undef A8
 #undef A4
 #undef AS
-    col_init(&o->sk.line, 8); col_init(&o->sk.start, 8); col_init(&o->sk.len, 8); col_init(&o->sk.reason, 4);
+    col_init(&o->sk.line, 8, 64); col_init(&o->sk.start, 8, 64); col_init(&o->sk.len, 8, 64); col_init(&o->sk.reason, 4, 64);
 }
 static void out_free(out_t *o) {
 #define FR(n) free(o->ev.n.v);
@@ -408,8 +414,6 @@ static int end_register(Rebuilder *rb, int32_t s) {
     return 0;
 }
 
-static inline int64_t span(int64_t a, int64_t b) { return (a == NUL64 || b == NUL64 || b < a) ? NUL64 : b - a; }
-
 static int emit_event(out_t *o, const ev_t *v, int64_t line, int64_t req_line) {
     evout_t *e = &o->ev;
     return i64(&e->line, line) || i64(&e->t_ns, v->t) || i64(&e->pid, v->pid) || i64(&e->sector, v->sector) ||
@@ -436,9 +440,7 @@ static int emit_seg(out_t *o, const seg_t *g) {
     return i64(&r->line, g->line) || i64(&r->sector, g->sector) || i64(&r->nsect0, g->nsect0) ||
            i64(&r->nsect, g->nsect) || i64(&r->pid, g->pid) || i64(&r->a_ns, t[S_A]) || i64(&r->q_ns, t[S_Q]) ||
            i64(&r->g_ns, t[S_G]) || i64(&r->i_ns, t[S_I]) || i64(&r->d_ns, t[S_D]) || i64(&r->c_ns, t[S_C]) ||
-           i64(&r->q2g_ns, span(t[S_Q], t[S_G])) || i64(&r->g2i_ns, span(t[S_G], t[S_I])) ||
-           i64(&r->i2d_ns, span(t[S_I], t[S_D])) || i64(&r->d2c_ns, span(t[S_D], t[S_C])) ||
-           i64(&r->q2c_ns, span(t[S_Q], t[S_C])) || i64(&r->a_line, g->ln[S_A]) || i64(&r->q_line, g->ln[S_Q]) ||
+           i64(&r->a_line, g->ln[S_A]) || i64(&r->q_line, g->ln[S_Q]) ||
            i64(&r->g_line, g->ln[S_G]) || i64(&r->i_line, g->ln[S_I]) || i64(&r->d_line, g->ln[S_D]) ||
            i64(&r->c_line, g->ln[S_C]) || i64(&r->d_pid, g->dpid) || i64(&r->error, g->err) ||
            i64(&r->from_sector, g->fsec) || i64(&r->merge_ns, g->merge_ns) || i64(&r->merge_line, g->merge_line) ||
@@ -446,7 +448,7 @@ static int emit_seg(out_t *o, const seg_t *g) {
            i32(&r->a_cpu, g->cpu[S_A]) || i32(&r->q_cpu, g->cpu[S_Q]) || i32(&r->g_cpu, g->cpu[S_G]) ||
            i32(&r->i_cpu, g->cpu[S_I]) || i32(&r->d_cpu, g->cpu[S_D]) || i32(&r->c_cpu, g->cpu[S_C]) ||
            i32(&r->requeues, g->requeues) || i32(&r->from_major, g->fmaj) || i32(&r->from_minor, g->fmin) ||
-           i32(&r->front, g->front) || i32(&r->kind, g->merged && !g->head) || i32(&r->merged_bios, g->merged_bios) ||
+           i32(&r->front, g->front) || i32(&r->merged_bios, g->merged_bios) ||
            str_push(&r->rwbs, g->rwbs, g->rwbsn, 1) || str_push(&r->comm, g->comm, g->commn, g->comm_ph < PH_OTHER);
 }
 
@@ -681,7 +683,7 @@ static PyObject *rb_feed(Rebuilder *rb, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*L", &buf, &first_line)) return NULL;
     const char *s = buf.buf, *end = s + buf.len;
     out_t o;
-    out_init(&o);
+    out_init(&o, (size_t)buf.len / 320); /* a request spans ~5 lines of ~70 bytes */
     int failed = 0;
     int64_t lineno = first_line;
     ev_t v;
@@ -728,7 +730,7 @@ static PyObject *rb_feed(Rebuilder *rb, PyObject *args) {
 
 static PyObject *rb_finish(Rebuilder *rb, PyObject *Py_UNUSED(ignored)) {
     out_t o;
-    out_init(&o);
+    out_init(&o, rb->start.used);
     int failed = 0;
     for (size_t i = 0; i < rb->start.cap && !failed; i++)
         if (rb->start.slots[i] >= 0) { failed = emit_seg(&o, &rb->segs[rb->start.slots[i]]); rb->start.slots[i] = -1; }

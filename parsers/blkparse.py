@@ -39,8 +39,7 @@ REQUESTS = pa.schema(  # one row per block request (line = its first event's lin
         ("line", pa.int64()), _DEV, ("sector", pa.int64()), ("nsect0", pa.int64()), ("nsect", pa.int64()),
         ("rwbs", pa.string()), ("pid", pa.int64()), ("comm", pa.string()),
         *[(n, pa.int32() if n.endswith("cpu") else pa.int64()) for n in _PHASES],
-        ("q2g_ns", pa.int64()), ("g2i_ns", pa.int64()), ("i2d_ns", pa.int64()), ("d2c_ns", pa.int64()),
-        ("q2c_ns", pa.int64()), ("d_pid", pa.int64()), ("error", pa.int64()), ("requeues", pa.int32()),
+        ("d_pid", pa.int64()), ("error", pa.int64()), ("requeues", pa.int32()),
         ("from_dev", pa.string()), ("from_sector", pa.int64()), ("t_ns", pa.int64()), ("merged_bios", pa.int32()),
     ]
 )
@@ -54,6 +53,10 @@ BIOS = pa.schema(  # bios merged (M back, F front) into another request
     ]
 )
 TABLES = {"blk_events": EVENTS, "blk_requests": REQUESTS, "blk_bios": BIOS}
+# the phase durations, computed when read (DuckDB virtual columns: not stored, nothing to insert): only where both
+# ends were traced and time moved forward
+GENERATED = {"blk_requests": {f"{a}2{b}_ns": f"CASE WHEN {b}_ns >= {a}_ns THEN {b}_ns - {a}_ns END"
+                              for a, b in (("q", "g"), ("g", "i"), ("i", "d"), ("d", "c"), ("q", "c"))}}
 
 REASONS = {
     1: "not a blkparse event line (expected 'major,minor cpu sequence seconds.nanoseconds pid action rwbs ...')",

@@ -43,7 +43,8 @@ def test_seed_excerpt_events():
     (r,) = out["blk_requests"]
     assert (r["a_line"], r["from_dev"], r["from_sector"], r["i_line"], r["i_ns"], r["i_cpu"], r["comm"]) == (
         1, "8,1", 141696240, 4, 81092496118, 11, "xfsaild/sda1")
-    assert (r["d_line"], r["d_ns"], r["d_cpu"], r["d_pid"], r["i2d_ns"]) == (12, 96718761435, 0, 0, 15626265317)
+    assert (r["d_line"], r["d_ns"], r["d_cpu"], r["d_pid"]) == (12, 96718761435, 0, 0)
+    assert r["d_ns"] - r["i_ns"] == 15626265317  # I->D, which blk_requests computes when read (i2d_ns)
 
 
 def test_seed_excerpt_request(store):
@@ -204,3 +205,35 @@ def test_chunk_tokenized_in_two_threads_same_as_in_one():
     assert one == two
     assert two[1]["skipped_lines"] == len(bad) and two[1]["skipped_examples"][0]["line"] == len(head) + 1
     assert len(two[0]["blk_requests"]) == 5000 and two[1]["lines"] == len(lines) + len(bad) + len(summary)
+
+
+def test_file_with_stored_phase_durations_is_rebuilt_with_them_computed(tmp_path):
+    """A database written when blk_requests stored q2g_ns ... q2c_ns: opening it makes them computed columns again,
+    its rows kept; a new ingest into it gets its durations."""
+    import duckdb
+
+    from backend.store import Store
+
+    path = tmp_path / "old.duckdb"
+    s = Store(path)
+    ingest_paths(s, SEED / "cfq-dispatch-starvation.blkparse.txt")
+    s.close()
+    con = duckdb.connect(str(path))  # the old layout: every column stored
+    con.execute("CREATE TABLE stored AS SELECT * FROM blk_requests")
+    con.execute("DROP TABLE blk_requests")
+    con.execute("ALTER TABLE stored RENAME TO blk_requests")
+    assert con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'blk_requests'"
+                       " AND column_default IS NOT NULL").fetchall() == [(0,)]
+    con.close()
+
+    s = Store(path)
+    try:
+        ingest_paths(s, SEED / "cfq-dispatch-starvation.blkparse.txt")
+        con = s.cursor()
+        assert sorted(n for (n,) in con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE table_name = 'blk_requests' AND column_default IS NOT NULL"
+        ).fetchall()) == ["d2c_ns", "g2i_ns", "i2d_ns", "q2c_ns", "q2g_ns"]
+        assert con.execute("SELECT source_id, q2g_ns, g2i_ns, i2d_ns, d2c_ns FROM blk_requests ORDER BY source_id"
+                           ).fetchall() == [(1, 318, 22911, 15626265317, None), (2, 318, 22911, 15626265317, None)]
+    finally:
+        s.close()
