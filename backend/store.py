@@ -10,6 +10,7 @@ import ctypes
 import hashlib
 import os
 import secrets
+import stat
 import queue
 import threading
 from datetime import datetime, timezone
@@ -129,31 +130,47 @@ class _Counting:
 
 
 class _Hashes:
-    """The SHA-256 of each file, read again in a thread of its own once parsing is done: the derivation that
-    follows leaves a core mostly idle (Python), staging does not (parser, inserts). hashlib and the reads
-    release the GIL."""
+    """The SHA-256 of each file, read a second time in a thread of its own at the lowest CPU priority (nice 19), from
+    the start of the ingest: it takes the CPU time parsing, inserting and deriving leave idle, and delays none of
+    them. A file with a descriptor is read by position (os.pread: the parser's offset is untouched); any other stream
+    once parsing is done (`parsed`). hashlib and the reads release the GIL."""
 
     def __init__(self, files: list[InputFile]):
         self.digests: list[str | None] = [None] * len(files)
         self.error: BaseException | None = None  # a read that failed: raised by result()
         self.stop = threading.Event()
-        self._worker = threading.Thread(target=self._hash, args=(files,), name="sha256", daemon=True)
+        self.parsed = threading.Event()
+        # asked here, not in the worker: fileno() of an upload spooled in memory moves it to disk (not while it is read)
+        fds = [_descriptor(f.stream) for f in files]
+        self._worker = threading.Thread(target=self._hash, args=(files, fds), name="sha256", daemon=True)
         self._worker.start()
 
-    def _hash(self, files: list[InputFile]) -> None:
+    def _hash(self, files: list[InputFile], fds: list[int | None]) -> None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)  # this thread only
+        except (AttributeError, OSError):
+            pass
         buf = bytearray(1 << 20)
         try:
-            for i, f in enumerate(files):
+            for i, (f, fd) in enumerate(zip(files, fds)):
                 sha = hashlib.sha256()
-                f.stream.seek(0)
                 with memoryview(buf) as view:
-                    while not self.stop.is_set() and (got := f.stream.readinto(view)):
-                        sha.update(view[:got])
+                    if fd is not None:
+                        at = 0
+                        while not self.stop.is_set() and (got := os.preadv(fd, [view], at)):
+                            sha.update(view[:got])
+                            at += got
+                    else:
+                        self.parsed.wait()
+                        f.stream.seek(0)
+                        while not self.stop.is_set() and (got := f.stream.readinto(view)):
+                            sha.update(view[:got])
                 self.digests[i] = sha.hexdigest()
         except BaseException as e:  # noqa: BLE001 - handed to the ingest's thread
             self.error = e
 
     def result(self) -> list[str]:
+        self.parsed.set()
         self._worker.join()
         if self.error is not None:
             raise self.error
@@ -161,7 +178,17 @@ class _Hashes:
 
     def cancel(self) -> None:
         self.stop.set()
+        self.parsed.set()
         self._worker.join()
+
+
+def _descriptor(stream: BinaryIO) -> int | None:
+    """The OS file descriptor of a stream that is a plain file (uploads spooled to disk, the CLI's files), else None."""
+    try:
+        fd = stream.fileno()
+        return fd if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError and a ValueError
+        return None
 
 
 class Store:
@@ -231,14 +258,14 @@ class Store:
         name = name or ", ".join(f.filename for f in files)[:200]
         con = self.cursor()
         staged: list[int] = []  # source ids whose rows are written, not yet visible
-        hashes = None
+        hashes = _Hashes(files)
         try:
             parsed, done = [], 0
             for f, parser in zip(files, parsers):
                 parsed.append(self._stage_file(con, f, parser, progress, done, staged))
                 done += f.size
+            hashes.parsed.set()
             _trim()  # what staging freed (Arrow batches, parser buffers) back to the OS before deriving
-            hashes = _Hashes(files)
             # One transaction makes the analysis visible: derived tables, then its sources and itself.
             progress.update(phase="deriving")
             con.begin()
@@ -252,8 +279,7 @@ class Store:
                         [analysis_id, name, datetime.now(timezone.utc).replace(tzinfo=None)])
             con.commit()
         except BaseException as e:
-            if hashes is not None:
-                hashes.cancel()
+            hashes.cancel()
             try:
                 con.rollback()
             except duckdb.Error:  # no transaction was open

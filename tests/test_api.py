@@ -133,6 +133,25 @@ def test_truncated_last_line_is_reported(client):
     assert (src["events"], src["skipped_lines"], src["skipped_examples"][0]["line"]) == (1, 1, 2)
 
 
+def test_upload_sha256_is_the_files_small_or_spooled_to_disk(store):
+    """The SHA-256 an upload is listed with is that of its bytes, whether it stayed in memory or went to disk (the
+    hash is read beside the parse: by position from a file, after the parse from memory)."""
+    import hashlib
+
+    from fastapi.testclient import TestClient
+
+    from backend.app import create_app
+
+    small = SEED_FILE.read_bytes()
+    big = GOOD * (2 * 1024 * 1024 // len(GOOD))  # over the 1 MB an upload is kept in memory
+    with TestClient(create_app(store, max_upload_bytes=4 << 20)) as client:
+        for data in (small, big):
+            r = upload(client, ("t.blkparse", data))
+            assert r.status_code == 201, r.text
+            (source,) = client.get(f"/api/analyses/{r.json()['id']}").json()["sources"]
+            assert (source["bytes"], source["sha256"]) == (len(data), hashlib.sha256(data).hexdigest())
+
+
 def test_upload_over_limit_is_413(client, store):
     r = upload(client, ("big.txt", GOOD * 20000))  # 1.4 MB > the 1 MiB limit of the test app
     assert r.status_code == 413 and "limit" in r.json()["detail"]
