@@ -36,8 +36,7 @@ enum reason {
 /* ---------------------------------------------------------------- growable buffers */
 typedef struct { char *p; size_t len, cap; } buf_t;
 
-static int buf_reserve(buf_t *b, size_t extra) {
-    if (b->len + extra <= b->cap) return 0;
+static __attribute__((noinline)) int buf_grow(buf_t *b, size_t extra) {
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->len + extra) cap *= 2;
     char *q = realloc(b->p, cap);
@@ -45,14 +44,17 @@ static int buf_reserve(buf_t *b, size_t extra) {
     b->p = q; b->cap = cap;
     return 0;
 }
-static inline int buf_put(buf_t *b, const void *p, size_t n) {
+static inline __attribute__((always_inline)) int buf_reserve(buf_t *b, size_t extra) {
+    return __builtin_expect(b->len + extra <= b->cap, 1) ? 0 : buf_grow(b, extra);
+}
+static inline __attribute__((always_inline)) int buf_put(buf_t *b, const void *p, size_t n) {
     if (buf_reserve(b, n)) return -1;
     if (n) memcpy(b->p + b->len, p, n);
     b->len += n;
     return 0;
 }
-static inline int put64(buf_t *b, int64_t v) { return buf_put(b, &v, 8); }
-static inline int put32(buf_t *b, int32_t v) { return buf_put(b, &v, 4); }
+static inline __attribute__((always_inline)) int put64(buf_t *b, int64_t v) { return buf_put(b, &v, 8); }
+static inline __attribute__((always_inline)) int put32(buf_t *b, int32_t v) { return buf_put(b, &v, 4); }
 static inline int put8(buf_t *b, uint8_t v) { return buf_put(b, &v, 1); }
 
 typedef struct { buf_t off, data, valid; int64_t rows; } strcol;
@@ -96,7 +98,7 @@ static void buf_free(buf_t *b) { free(b->p); memset(b, 0, sizeof *b); }
 typedef struct {
     /* fg_calls */
     buf_t c_line, c_pid, c_cpu, c_depth, c_entry, c_exit, c_dur, c_parent, c_exit_line, c_partial;
-    strcol c_comm, c_func; int64_t nc;
+    buf_t c_comm, c_func; int64_t nc; /* ids of interned strings (the state's dictionary), -1: null */
     /* sched_switch */
     buf_t s_line, s_t, s_cpu, s_ppid, s_pprio, s_npid, s_nprio;
     strcol s_pcomm, s_pstate, s_ncomm; int64_t ns;
@@ -113,14 +115,14 @@ typedef struct {
 } out_t;
 
 /* every buffer of the output (the string columns' three each), for freeing and for sizing the next chunk's */
-#define N_OUT_BUFS (35 + 3 * 11)
+#define N_OUT_BUFS (37 + 3 * 9)
 static void out_bufs(out_t *o, buf_t **v) {
     buf_t *bs[] = {&o->c_line, &o->c_pid, &o->c_cpu, &o->c_depth, &o->c_entry, &o->c_exit, &o->c_dur, &o->c_parent,
-                   &o->c_exit_line, &o->c_partial, &o->s_line, &o->s_t, &o->s_cpu, &o->s_ppid, &o->s_pprio, &o->s_npid,
+                   &o->c_exit_line, &o->c_partial, &o->c_comm, &o->c_func, &o->s_line, &o->s_t, &o->s_cpu, &o->s_ppid, &o->s_pprio, &o->s_npid,
                    &o->s_nprio, &o->w_line, &o->w_t, &o->w_cpu, &o->w_wpid, &o->w_pid, &o->w_prio, &o->w_tcpu,
                    &o->w_succ, &o->e_line, &o->e_t, &o->e_cpu, &o->e_pid, &o->k_line, &o->k_start, &o->k_len,
                    &o->k_reason, &o->h_start, &o->h_len};
-    strcol *ss[] = {&o->c_comm, &o->c_func, &o->s_pcomm, &o->s_pstate, &o->s_ncomm, &o->w_event, &o->w_wcomm,
+    strcol *ss[] = {&o->s_pcomm, &o->s_pstate, &o->s_ncomm, &o->w_event, &o->w_wcomm,
                     &o->w_comm, &o->e_comm, &o->e_event, &o->e_text};
     size_t n = 0;
     for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++) v[n++] = bs[i];
@@ -157,10 +159,13 @@ typedef struct {
     size_t hint[N_OUT_BUFS];
 } state_t;
 
+/* 8 bytes at a time (names are short: a few words), multiply-xorshift mixed */
 static uint32_t hash_bytes(const char *p, size_t n) {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) { h ^= (uint8_t)p[i]; h *= 16777619u; }
-    return h ? h : 1;
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n, w;
+    for (; n >= 8; p += 8, n -= 8) { memcpy(&w, p, 8); h = (h ^ w) * 0xFF51AFD7ED558CCDULL; h ^= h >> 32; }
+    if (n) { w = 0; memcpy(&w, p, n); h = (h ^ w) * 0xC4CEB9FE1A85EC53ULL; h ^= h >> 29; }
+    uint32_t r = (uint32_t)(h ^ (h >> 32));
+    return r ? r : 1;
 }
 
 static int imap_grow(state_t *st) {
@@ -353,12 +358,12 @@ static void emit_call(state_t *st, out_t *o, int64_t line, int64_t pid, int32_t 
                       int has_comm, int32_t cpu, int32_t depth, int32_t func_id, const char *func, size_t funcn,
                       int has_func, int64_t entry, int64_t exit, int64_t dur, int64_t parent, int64_t exit_line,
                       int partial) {
-    if (comm_id >= 0) { comm = istr(st, comm_id, &commn); has_comm = 1; }
-    if (func_id >= 0) { func = istr(st, func_id, &funcn); has_func = 1; }
+    if (comm_id < 0 && has_comm && (comm_id = intern(st, comm, commn)) < 0) { o->oom = 1; return; }
+    if (func_id < 0 && has_func && (func_id = intern(st, func, funcn)) < 0) { o->oom = 1; return; }
     int bad = put64(&o->c_line, line) || put64(&o->c_pid, pid) || put32(&o->c_cpu, cpu) || put32(&o->c_depth, depth) ||
               put64(&o->c_entry, entry) || put64(&o->c_exit, exit) || put64(&o->c_dur, dur) ||
               put64(&o->c_parent, parent) || put64(&o->c_exit_line, exit_line) || put8(&o->c_partial, (uint8_t)partial) ||
-              str_put(&o->c_comm, comm, commn, has_comm) || str_put(&o->c_func, func, funcn, has_func);
+              put32(&o->c_comm, comm_id) || put32(&o->c_func, func_id);
     if (bad) o->oom = 1; else o->nc++;
 }
 
@@ -1032,6 +1037,18 @@ static int set_int(PyObject *d, const char *key, int64_t v) {
     return rc;
 }
 
+/* the interned strings, id order, as an Arrow string array's buffers (dict_off, dict_data; bytes that are not UTF-8
+ * become '?', in the copy: the arena keeps them for matching) */
+static int set_dict(PyObject *d, state_t *st) {
+    strcol s; memset(&s, 0, sizeof s);
+    int bad = 0;
+    for (int64_t i = 0; i < st->nistr && !bad; i++) bad = str_put(&s, st->arena.p + st->istr[i].off, st->istr[i].len, 1);
+    if (!bad && s.off.len == 0) bad = put32(&s.off, 0);
+    bad = bad || set_buf(d, "dict_off", &s.off) || set_buf(d, "dict_data", &s.data);
+    str_free(&s);
+    return bad;
+}
+
 static PyObject *result(state_t *st, out_t *o, int64_t lines) {
     if (o->oom) { out_free(o); return PyErr_NoMemory(); }
     buf_t *v[N_OUT_BUFS];
@@ -1044,7 +1061,7 @@ static PyObject *result(state_t *st, out_t *o, int64_t lines) {
         set_buf(d, "c_cpu", &o->c_cpu) || set_buf(d, "c_depth", &o->c_depth) || set_buf(d, "c_entry", &o->c_entry) ||
         set_buf(d, "c_exit", &o->c_exit) || set_buf(d, "c_dur", &o->c_dur) || set_buf(d, "c_parent", &o->c_parent) ||
         set_buf(d, "c_exit_line", &o->c_exit_line) || set_buf(d, "c_partial", &o->c_partial) ||
-        set_str(d, "c_comm", &o->c_comm) || set_str(d, "c_func", &o->c_func) ||
+        set_buf(d, "c_comm", &o->c_comm) || set_buf(d, "c_func", &o->c_func) || set_dict(d, st) ||
         set_int(d, "ns", o->ns) || set_buf(d, "s_line", &o->s_line) || set_buf(d, "s_t", &o->s_t) ||
         set_buf(d, "s_cpu", &o->s_cpu) || set_buf(d, "s_ppid", &o->s_ppid) || set_buf(d, "s_pprio", &o->s_pprio) ||
         set_buf(d, "s_npid", &o->s_npid) || set_buf(d, "s_nprio", &o->s_nprio) ||

@@ -49,9 +49,10 @@ from .common import CHUNK_BYTES, ParseError, ParseReport, chunks_of_lines, maske
 
 FORMAT = "ftrace"
 
+_NAME = pa.dictionary(pa.int32(), pa.string())  # a call's comm and function: ids into the tokenizer's interned strings
 FG_CALLS = pa.schema([
-    ("line", pa.int64()), ("pid", pa.int64()), ("comm", pa.string()), ("cpu", pa.int32()), ("depth", pa.int32()),
-    ("func", pa.string()), ("entry_ns", pa.int64()), ("exit_ns", pa.int64()), ("duration_ns", pa.int64()),
+    ("line", pa.int64()), ("pid", pa.int64()), ("comm", _NAME), ("cpu", pa.int32()), ("depth", pa.int32()),
+    ("func", _NAME), ("entry_ns", pa.int64()), ("exit_ns", pa.int64()), ("duration_ns", pa.int64()),
     ("parent_line", pa.int64()), ("partial", pa.bool_()), ("exit_line", pa.int64()),
 ])
 SCHED_SWITCH = pa.schema([
@@ -130,12 +131,20 @@ def _bool(buf: bytes) -> pa.Array:
     return masked(arr == 1, arr == 2)
 
 
+def _names(ids: bytes, names: pa.Array) -> pa.DictionaryArray:
+    """A column of interned strings: their ids (-1: null) over the dictionary of every string interned so far."""
+    arr = np.frombuffer(ids, dtype=np.int32)
+    return pa.DictionaryArray.from_arrays(masked(arr, arr < 0), names, safe=False)  # ids < len(names): the tokenizer's
+
+
 def _batches(cols: dict) -> Iterator[tuple[str, pa.RecordBatch]]:
     n = cols["nc"]
     if n:
+        names = pa.StringArray.from_buffers(len(cols["dict_off"]) // 4 - 1, pa.py_buffer(cols["dict_off"]),
+                                            pa.py_buffer(cols["dict_data"]))
         yield "fg_calls", pa.RecordBatch.from_arrays([
-            _i64(cols["c_line"]), _i64(cols["c_pid"]), string_column(cols, "c_comm", n), _i32(cols["c_cpu"]),
-            _i32(cols["c_depth"]), string_column(cols, "c_func", n), _i64(cols["c_entry"]), _i64(cols["c_exit"]),
+            _i64(cols["c_line"]), _i64(cols["c_pid"]), _names(cols["c_comm"], names), _i32(cols["c_cpu"]),
+            _i32(cols["c_depth"]), _names(cols["c_func"], names), _i64(cols["c_entry"]), _i64(cols["c_exit"]),
             _i64(cols["c_dur"]),
             _i64(cols["c_parent"]), _bool(cols["c_partial"]), _i64(cols["c_exit_line"]),
         ], schema=FG_CALLS)
