@@ -2,9 +2,11 @@
  * blkparse default text output -> block requests, in one streaming pass (see parsers/blkparse.py for
  * the format and its sources: blktrace blkparse_fmt.c process_default(), shared/FORMATS.md section 1).
  *
- *   rb = Rebuilder()
+ *   rb = Rebuilder(top=0)
  *   rb.feed(chunk, first_line) -> dict      chunk: bytes-like holding whole lines
  *   rb.finish() -> dict                     emits the requests still open at the end of the trace
+ *   rb.facts() -> dict                      over the requests emitted: their first and last phase time, how many
+ *                                           have a phase earlier than the one before, the `top` slowest per metric
  *
  * Each call returns column buffers (bytes objects holding native int64/int32 arrays; string columns as
  * Arrow-style int32 offsets + data + uint8 validity) for two row sets:
@@ -318,10 +320,17 @@ enum { S_A, S_Q, S_G, S_I, S_D, S_C };
  * by start sector (every open segment) and by end sector (requests that can still take back merges). */
 typedef struct { int32_t *slots; size_t cap, used; int by_end; } map_t;
 
+/* the slowest requests of one metric: a min-heap of (latency, line), its root the weakest kept (shortest; of equal
+ * latencies the latest line): /requests orders by latency descending, then line */
+typedef struct { int64_t v, line; } topent_t;
+typedef struct { topent_t *h; size_t n, cap; } heap_t;
+
 typedef struct pre_s pre_t;
 typedef struct {
     PyObject_HEAD
     map_t start, end;
+    heap_t top[3];                /* I2D, D2C, Q2C */
+    int64_t lo, hi, backwards;    /* over the requests: first and last phase time; phases whose times go backwards */
     seg_t *segs; size_t nsegs, segcap;
     int32_t *freel; size_t nfree, freecap;
     int in_summary;
@@ -425,7 +434,41 @@ static int emit_event(out_t *o, const ev_t *v, int64_t line, int64_t req_line) {
            str_push(&e->comm, v->comm, v->commn, v->comm != NULL) || str_push(&e->message, v->msg, v->msgn, v->msg != NULL);
 }
 
-static int emit_seg(out_t *o, const seg_t *g) {
+static inline int weaker(topent_t a, topent_t b) { return a.v < b.v || (a.v == b.v && a.line > b.line); }
+static void heap_offer(heap_t *hp, int64_t v, int64_t line) {
+    topent_t x = {v, line};
+    size_t i;
+    if (hp->n < hp->cap) { /* sift up */
+        for (i = hp->n++; i > 0 && weaker(x, hp->h[(i - 1) / 2]); i = (i - 1) / 2) hp->h[i] = hp->h[(i - 1) / 2];
+    } else if (hp->cap && weaker(hp->h[0], x)) { /* replaces the root, sifted down */
+        for (i = 0;;) {
+            size_t c = 2 * i + 1;
+            if (c >= hp->n) break;
+            if (c + 1 < hp->n && weaker(hp->h[c + 1], hp->h[c])) c++;
+            if (!weaker(hp->h[c], x)) break;
+            hp->h[i] = hp->h[c]; i = c;
+        }
+    } else return;
+    hp->h[i] = x;
+}
+/* a request's share of the facts blk.derive needs (what a scan of blk_requests would give) */
+static void request_facts(Rebuilder *rb, const seg_t *g) {
+    const int64_t *t = g->t;
+    for (int i = 0; i < 6; i++) if (t[i] != NUL64) {
+        if (rb->lo == NUL64 || t[i] < rb->lo) rb->lo = t[i];
+        if (rb->hi == NUL64 || t[i] > rb->hi) rb->hi = t[i];
+    }
+    static const int pairs[4][2] = {{S_Q, S_G}, {S_G, S_I}, {S_I, S_D}, {S_D, S_C}};
+    for (int i = 0; i < 4; i++)
+        if (t[pairs[i][0]] != NUL64 && t[pairs[i][1]] != NUL64 && t[pairs[i][1]] < t[pairs[i][0]]) { rb->backwards++; break; }
+    static const int metrics[3][2] = {{S_I, S_D}, {S_D, S_C}, {S_Q, S_C}};
+    for (int m = 0; m < 3; m++) {
+        int64_t a = t[metrics[m][0]], b = t[metrics[m][1]];
+        if (a != NUL64 && b != NUL64 && b >= a) heap_offer(&rb->top[m], b - a, g->line);
+    }
+}
+
+static int emit_seg(Rebuilder *rb, out_t *o, const seg_t *g) {
     if (!g->head && !g->merged && g->t[S_Q] == NUL64) { /* a remap that only passed through: an event */
         if (g->t[S_A] == NUL64) return 0;
         ev_t v = {0};
@@ -437,6 +480,7 @@ static int emit_seg(out_t *o, const seg_t *g) {
     }
     rqout_t *r = g->merged && !g->head ? &o->bio : &o->rq;
     const int64_t *t = g->t;
+    if (r == &o->rq) request_facts(rb, g);
     return i64(&r->line, g->line) || i64(&r->sector, g->sector) || i64(&r->nsect0, g->nsect0) ||
            i64(&r->nsect, g->nsect) || i64(&r->pid, g->pid) || i64(&r->a_ns, t[S_A]) || i64(&r->q_ns, t[S_Q]) ||
            i64(&r->g_ns, t[S_G]) || i64(&r->i_ns, t[S_I]) || i64(&r->d_ns, t[S_D]) || i64(&r->c_ns, t[S_C]) ||
@@ -476,7 +520,7 @@ static int phase_of(const ev_t *v) {
 static int close_seg(Rebuilder *rb, out_t *o, int32_t s) {
     end_unregister(rb, s);
     map_remove(&rb->start, rb->segs, s);
-    return emit_seg(o, &rb->segs[s]) || free_seg(rb, s);
+    return emit_seg(rb, o, &rb->segs[s]) || free_seg(rb, s);
 }
 
 /* A bio merged into a request that is still open: back (M) onto the one ending where it starts,
@@ -505,7 +549,7 @@ static int attach_bio(Rebuilder *rb, out_t *o, int32_t bio) {
         int32_t other = map_put(&rb->start, rb->segs, t);
         if (other >= 0) { /* an older segment on that sector: it ends here */
             end_unregister(rb, other);
-            if (emit_seg(o, &rb->segs[other]) || free_seg(rb, other)) return -1;
+            if (emit_seg(rb, o, &rb->segs[other]) || free_seg(rb, other)) return -1;
         }
     } else g->end += n2;
     return end_register(rb, t);
@@ -733,7 +777,7 @@ static PyObject *rb_finish(Rebuilder *rb, PyObject *Py_UNUSED(ignored)) {
     out_init(&o, rb->start.used);
     int failed = 0;
     for (size_t i = 0; i < rb->start.cap && !failed; i++)
-        if (rb->start.slots[i] >= 0) { failed = emit_seg(&o, &rb->segs[rb->start.slots[i]]); rb->start.slots[i] = -1; }
+        if (rb->start.slots[i] >= 0) { failed = emit_seg(rb, &o, &rb->segs[rb->start.slots[i]]); rb->start.slots[i] = -1; }
     for (size_t i = 0; i < rb->end.cap; i++) rb->end.slots[i] = -1;
     rb->start.used = rb->end.used = 0; rb->nsegs = 0; rb->nfree = 0;
     PyObject *d = failed ? PyErr_NoMemory() : to_dict(&o);
@@ -743,8 +787,52 @@ static PyObject *rb_finish(Rebuilder *rb, PyObject *Py_UNUSED(ignored)) {
 
 static PyObject *rb_open(Rebuilder *rb, PyObject *Py_UNUSED(ignored)) { return PyLong_FromSize_t(rb->start.used); }
 
+static PyObject *opt64(int64_t v) { if (v == NUL64) Py_RETURN_NONE; return PyLong_FromLongLong(v); }
+/* {"lo", "hi", "backwards", "i2d", "d2c", "q2c"}: the slowest requests' lines per metric, slowest first */
+static PyObject *rb_facts(Rebuilder *rb, PyObject *Py_UNUSED(ignored)) {
+    static const char *names[3] = {"i2d", "d2c", "q2c"};
+    PyObject *d = Py_BuildValue("{s:N,s:N,s:L}", "lo", opt64(rb->lo), "hi", opt64(rb->hi), "backwards",
+                                (long long)rb->backwards);
+    for (int m = 0; m < 3 && d; m++) {
+        heap_t *hp = &rb->top[m];
+        topent_t *v = malloc((hp->n ? hp->n : 1) * sizeof *v);
+        PyObject *l = v ? PyList_New((Py_ssize_t)hp->n) : PyErr_NoMemory();
+        if (l) {
+            memcpy(v, hp->h, hp->n * sizeof *v);
+            for (size_t k = hp->n; k > 0; k--) { /* pops the weakest: the list fills from its end */
+                topent_t x = v[0], last = v[k - 1];
+                size_t i = 0;
+                for (;;) { /* sift `last` down over the k - 1 left */
+                    size_t c = 2 * i + 1;
+                    if (c >= k - 1) break;
+                    if (c + 1 < k - 1 && weaker(v[c + 1], v[c])) c++;
+                    if (!weaker(v[c], last)) break;
+                    v[i] = v[c]; i = c;
+                }
+                v[i] = last;
+                PyObject *n = PyLong_FromLongLong(x.line);
+                if (!n) { Py_CLEAR(l); break; }
+                PyList_SET_ITEM(l, (Py_ssize_t)k - 1, n);
+            }
+        }
+        free(v);
+        if (!l || PyDict_SetItemString(d, names[m], l)) { Py_XDECREF(l); Py_CLEAR(d); break; }
+        Py_DECREF(l);
+    }
+    return d;
+}
+
 static int rb_init(Rebuilder *rb, PyObject *args, PyObject *kw) {
-    if (!PyArg_ParseTuple(args, "")) return -1;
+    static char *kwlist[] = {"top", NULL};
+    Py_ssize_t top = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|n", kwlist, &top)) return -1;
+    if (top < 0) { PyErr_SetString(PyExc_ValueError, "top must be >= 0"); return -1; }
+    rb->lo = rb->hi = NUL64; rb->backwards = 0;
+    for (int m = 0; m < 3; m++) {
+        free(rb->top[m].h);
+        rb->top[m].n = 0; rb->top[m].cap = (size_t)top;
+        if (!(rb->top[m].h = malloc((top ? top : 1) * sizeof(topent_t)))) { PyErr_NoMemory(); return -1; }
+    }
     rb->in_summary = 0;
     rb->end.by_end = 1;
     if (map_grow(&rb->start, rb->segs) || map_grow(&rb->end, rb->segs)) { PyErr_NoMemory(); return -1; }
@@ -752,6 +840,7 @@ static int rb_init(Rebuilder *rb, PyObject *args, PyObject *kw) {
 }
 static void rb_dealloc(Rebuilder *rb) {
     free(rb->start.slots); free(rb->end.slots); free(rb->segs); free(rb->freel); free(rb->ahead);
+    for (int m = 0; m < 3; m++) free(rb->top[m].h);
     Py_TYPE(rb)->tp_free((PyObject *)rb);
 }
 
@@ -759,6 +848,9 @@ static PyMethodDef rb_methods[] = {
     {"feed", (PyCFunction)rb_feed, METH_VARARGS, "feed(chunk, first_line) -> dict of column buffers"},
     {"finish", (PyCFunction)rb_finish, METH_NOARGS, "finish() -> dict: the requests still open, emitted"},
     {"open_requests", (PyCFunction)rb_open, METH_NOARGS, "how many requests are in flight"},
+    {"facts", (PyCFunction)rb_facts, METH_NOARGS,
+     "facts() -> dict over the requests emitted: lo, hi (first and last phase time), backwards (requests with a phase"
+     " earlier than the one before), i2d/d2c/q2c (the lines of the `top` slowest, slowest first; ties: line)"},
     {NULL, NULL, 0, NULL},
 };
 static PyTypeObject RebuilderType = {

@@ -132,8 +132,14 @@ def _batches(cols: dict) -> Iterator[tuple[str, pa.RecordBatch]]:
             yield table, pa.RecordBatch.from_arrays([arrays[f.name] for f in schema], schema=schema)
 
 
+TOP = 1000  # the slowest requests the parser keeps per metric (report.facts; blk.derive stores them in blk_top)
+
+
 def parse(stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[str, pa.RecordBatch]]:
-    rebuilder = _blkparse.Rebuilder()
+    """Streams the file's batches; then report.facts holds the requests' first and last phase times (lo, hi), how
+    many have a phase earlier than the one before (backwards), and the lines of the TOP slowest per metric (i2d, d2c,
+    q2c: slowest first, ties by line), found as the requests were emitted: no scan of them is needed."""
+    rebuilder = _blkparse.Rebuilder(top=TOP)
     for chunk in chunks_of_lines(stream, report, chunk_bytes):
         cols = rebuilder.feed(chunk, report.lines + 1)
         report.lines += cols["lines"]
@@ -153,3 +159,4 @@ def parse(stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES)
                 f"{report.examples[0].line}: {report.examples[0].reason}", filename=report.filename)
         yield from _batches(cols)
     yield from _batches(rebuilder.finish())
+    report.facts = rebuilder.facts()

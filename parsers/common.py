@@ -56,6 +56,7 @@ class ParseReport:
     skipped: int = 0
     examples: list[SkippedLine] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    facts: dict = field(default_factory=dict)  # what the parser learnt while streaming, for its format's derive steps
 
     def skip(self, line: int, reason: str, text: str | bytes) -> None:
         self.skipped += 1

@@ -237,3 +237,33 @@ def test_file_with_stored_phase_durations_is_rebuilt_with_them_computed(tmp_path
                            ).fetchall() == [(1, 318, 22911, 15626265317, None), (2, 318, 22911, 15626265317, None)]
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("top", [1, 5, 1000])
+def test_facts_equal_a_scan_of_the_requests(top, monkeypatch):
+    """What the parser keeps as it emits the requests (report.facts, for blk.derive: no scan of blk_requests) equals
+    a scan of the requests it emitted: the first and last phase time, the requests with a phase earlier than the one
+    before, and the lines of the `top` slowest per metric (slowest first, ties by line)."""
+    monkeypatch.setattr(blkparse, "TOP", top)
+    kept_some = False  # some metric of some file had more requests than `top` (some were let go)
+    for path in [SEED / "cfq-dispatch-starvation.blkparse.txt", *SAMPLE_FILES]:
+        report = ParseReport(path.name)
+        with open(path, "rb") as f:
+            rows = [r for table, batch in blkparse.parse(f, report) if table == "blk_requests" for r in batch.to_pylist()]
+        times = [r[f"{p}_ns"] for r in rows for p in "aqgidc" if r[f"{p}_ns"] is not None]
+
+        def back(r):
+            return any(r[f"{a}_ns"] is not None and r[f"{b}_ns"] is not None and r[f"{b}_ns"] < r[f"{a}_ns"]
+                       for a, b in ("qg", "gi", "id", "dc"))
+
+        def slowest(a, b):
+            nonlocal kept_some
+            lat = [(r[f"{b}_ns"] - r[f"{a}_ns"], r["line"]) for r in rows
+                   if r[f"{a}_ns"] is not None and r[f"{b}_ns"] is not None and r[f"{b}_ns"] >= r[f"{a}_ns"]]
+            kept_some = kept_some or len(lat) > top
+            return [line for _, line in sorted(lat, key=lambda x: (-x[0], x[1]))[:top]]
+
+        assert report.facts == {"lo": min(times, default=None), "hi": max(times, default=None),
+                                "backwards": sum(map(back, rows)), "i2d": slowest("i", "d"),
+                                "d2c": slowest("d", "c"), "q2c": slowest("q", "c")}, path.name
+    assert kept_some or top == 1000

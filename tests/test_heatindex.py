@@ -381,17 +381,3 @@ def test_latency_over_time_equals_the_query(store, client):
                     v = con.execute(f"SELECT {m}_ns FROM blk_requests WHERE source_id = ? AND line = ?",
                                     [p["max_source_id"], p["max_line"]]).fetchall()
                     assert v == [(p["max_ns"],)]
-
-
-def test_blk_top_when_keys_do_not_fit_one_bigint(store):
-    """Latencies too long to pack with the line into a BIGINT: that metric is ranked on a HUGEINT, same list."""
-    from parsers.common import ParseReport
-    aid = ingest_paths(store, DEMO)["id"]
-    con = store.cursor()
-    (sid,) = con.execute("SELECT id FROM sources WHERE analysis_id = ?", [aid]).fetchall()[0]
-    con.execute("DELETE FROM blk_top")
-    report = ParseReport("demo")
-    report.lines = 1 << 40  # lines taking 41 bits leave 21 for the latency: every I2D over 2 ms does not fit
-    blk.derive(con, sid, report)
-    for order in ("i2d", "d2c", "q2c"):
-        assert blk.requests(con, aid, order, 1000) == blk.requests_sql(con, aid, order, 1000)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 
+from parsers import blkparse
 from parsers.common import ParseReport
 
 from . import memo
@@ -21,7 +22,7 @@ REQUEST_COLUMNS = [
     "q2g_ns", "g2i_ns", "i2d_ns", "d2c_ns", "q2c_ns", "error", "merged_bios", "requeues", "from_dev", "from_sector",
 ]
 
-TOP = 1000  # requests kept per source and metric in blk_top: /requests?order=i2d|d2c|q2c&limit<=TOP reads them
+TOP = blkparse.TOP  # requests kept per source and metric in blk_top: /requests?order=i2d|d2c|q2c&limit<=TOP reads them
 TOP_METRICS = ("i2d", "d2c", "q2c")
 
 SCHEMA = f"""
@@ -30,41 +31,20 @@ CREATE TABLE IF NOT EXISTS blk_top AS  -- per source and metric, its TOP slowest
 """
 
 
-_BACKWARDS = ("(q_ns < g_ns) IS FALSE AND q2g_ns IS NULL OR (g_ns < i_ns) IS FALSE AND g2i_ns IS NULL"
-              " OR (i_ns < d_ns) IS FALSE AND i2d_ns IS NULL OR (d_ns < c_ns) IS FALSE AND d2c_ns IS NULL")
-
-
 def derive(con, source_id: int, report: ParseReport) -> tuple[int | None, int | None]:
     """Notes what the trace lacked; keeps the slowest requests per metric (blk_top); returns the source's time
-    span (ns). One scan of the requests for all of it (and one to copy the slowest)."""
+    span (ns). The parser found the slowest, the span and the phases going backwards as it emitted the requests
+    (report.facts): no scan of them here, only a join to copy the slowest."""
     sid = {"sid": source_id}
     orphans = con.execute("SELECT count(*) FROM blk_bios WHERE source_id = $sid AND req_line IS NULL", sid).fetchall()[0][0]
     if orphans:
         report.note(f"{orphans} merged bios joined a request whose own events are not in the trace")
-    # the slowest per metric: the TOP largest keys, key = latency then line descending packed into one BIGINT
-    # (ties cut as /requests orders them: latency desc, line; the line read back from the key's low bits; a
-    # values-only max(key, TOP) costs less than arg_max); a request whose key does not fit is counted, and then
-    # that metric is ranked again on a HUGEINT key (slower; latencies over 2^(62 - bits of lines) ns)
-    lbits = max(1, report.lines.bit_length())
-    lmax = (1 << lbits) - 1
-    keys = {"sid": source_id, "lmax": lmax, "lbits": lbits, "vmax": (1 << (62 - lbits)) - 1, "top": TOP}
-    fits = {m: f"{m}_ns BETWEEN 0 AND $vmax AND line BETWEEN 0 AND $lmax" for m in TOP_METRICS}
-    row = con.execute(
-        f"SELECT count(*) FILTER (WHERE {_BACKWARDS}), min(least(a_ns, q_ns, g_ns, i_ns, d_ns, c_ns)),"
-        " max(greatest(a_ns, q_ns, g_ns, i_ns, d_ns, c_ns)), "
-        + ", ".join(f"max(CASE WHEN {fits[m]} THEN ({m}_ns << $lbits) + ($lmax - line) END, $top),"
-                    f" count({m}_ns) FILTER (WHERE NOT ({fits[m]}))" for m in TOP_METRICS)
-        + " FROM blk_requests WHERE source_id = $sid", keys).fetchall()[0]
-    backwards, lo, hi = row[:3]
+    facts = report.facts
+    backwards, lo, hi = facts["backwards"], facts["lo"], facts["hi"]
     if backwards:
         report.note(f"{backwards} requests have phases whose times go backwards (the trace's clock jumps);"
                     " those phase durations are left out")
-    slowest = {m: [lmax - (k & lmax) for k in row[3 + 2 * i] or []] for i, m in enumerate(TOP_METRICS)}
-    for i, m in enumerate(TOP_METRICS):
-        if row[4 + 2 * i]:
-            wide = con.execute(f"SELECT max(({m}_ns::HUGEINT << 64) + ((1::HUGEINT << 63) - line), $top)"
-                               " FROM blk_requests WHERE source_id = $sid", {"sid": source_id, "top": TOP}).fetchall()
-            slowest[m] = [(1 << 63) - (k & ((1 << 64) - 1)) for k in wide[0][0] or []]
+    slowest = {m: facts[m] for m in TOP_METRICS}
     lines = [ln for m in TOP_METRICS for ln in slowest[m]]
     if lines:
         con.execute(
