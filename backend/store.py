@@ -24,7 +24,7 @@ import pyarrow as pa
 from parsers.common import ParseError, ParseReport
 from parsers.detect import PARSERS, SNIFF_BYTES, detect
 
-from .analysis import DERIVE_ANALYSIS, DERIVE_SOURCE
+from .analysis import DERIVE_ANALYSIS, DERIVE_SOURCE, MIGRATIONS
 from .analysis import SCHEMA as ANALYSIS_SCHEMA
 
 SCHEMA = """
@@ -207,6 +207,8 @@ class Store:
             for table, schema in parser.TABLES.items():
                 PARSER_TABLES.add(table)
                 self._parser_table(table, schema, getattr(parser, "GENERATED", {}).get(table, {}))
+        for migrate in MIGRATIONS:
+            migrate(self.db)
         self.db.execute(ANALYSIS_SCHEMA)
         for table in PARSER_TABLES:  # rows staged by an ingest that never finished (the process died)
             self.db.execute(f"DELETE FROM {table} WHERE source_id NOT IN (SELECT id FROM sources)")

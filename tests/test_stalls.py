@@ -227,3 +227,48 @@ def test_scheduler_events_without_calls(client, store):
     assert (writer["wait_line"], writer["relation"], idle["pid"], idle["comm"], idle["line"], idle["stack"]) == (
         2, "woken_by", 0, "<idle>", 3, [])
     assert idle["evidence"] == "an interrupt on the idle CPU woke file_writer (30495) at line 3 from ?"
+
+
+def test_file_with_stacks_stored_as_lists_is_rebuilt(tmp_path):
+    """A database written when `waits` stored its stacks as lists: opening it stores them as text (read as the same
+    lists), its rows kept; a new ingest into it works."""
+    import duckdb
+
+    from backend.store import Store
+
+    path = tmp_path / "old.duckdb"
+    s = Store(path)
+    ingest_paths(s, XFS)
+    con = s.cursor()
+    cols = "source_id, line, stack, waker_stack, holder_stack, stack_lines, lock"
+    before = con.execute(f"SELECT {cols} FROM waits ORDER BY line").fetchall()
+    con.close()
+    s.close()
+    assert any(r[3] for r in before) and any(r[4] for r in before)  # waker and holder stacks too
+    con = duckdb.connect(str(path))  # the old layout: the stacks stored as lists, no text columns
+    con.execute("DROP VIEW stall_waits")
+    con.execute("CREATE TABLE old AS SELECT * EXCLUDE (stack_text, waker_stack_text, holder_stack_text) FROM waits")
+    con.execute("DROP TABLE waits")
+    con.execute("ALTER TABLE old RENAME TO waits")
+    con.execute("CREATE VIEW stall_waits AS SELECT * FROM waits")
+    con.close()
+
+    s = Store(path)
+    try:
+        con = s.cursor()
+        assert con.execute("SELECT column_default IS NOT NULL FROM duckdb_columns() WHERE table_name = 'waits'"
+                           " AND column_name = 'stack'").fetchall() == [(True,)]
+        assert con.execute(f"SELECT {cols} FROM waits ORDER BY line").fetchall() == before
+        con.begin()  # an empty stack reads as an empty list, a missing one as null
+        con.execute("INSERT INTO waits (source_id, line, kind, pid, start_ns, end_ns, duration_ns, end_known,"
+                    " stack_text, stack_lines, inferred, evidence) VALUES (0, 1, 'sched', 1, 0, 1, 1, true, '', [],"
+                    " false, '')")
+        assert con.execute("SELECT stack, waker_stack, holder_stack FROM waits WHERE source_id = 0").fetchall() == [
+            ([], None, None)]
+        con.rollback()
+        second = ingest_paths(s, XFS)["id"]
+        assert con.execute("SELECT count(*) FROM stall_waits w JOIN sources s ON s.id = w.source_id"
+                           " WHERE s.analysis_id = ?", [second]).fetchall()[0][0] > 0
+        con.close()
+    finally:
+        s.close()

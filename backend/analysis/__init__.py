@@ -13,6 +13,7 @@ from typing import Callable
 from . import align, blk, stalls, timeline
 
 SCHEMA = blk.SCHEMA + stalls.SCHEMA + timeline.SCHEMA  # tables of derived results (the parsers' tables come from their Arrow schemas)
+MIGRATIONS: list[Callable] = [stalls.migrate]  # fn(con): a file written by an older layout, rebuilt before SCHEMA runs
 DERIVE_SOURCE: dict[str, list[Callable]] = {"blkparse": [blk.derive], "ftrace": [stalls.span]}
 DERIVE_ANALYSIS: list[Callable] = [
     align.derive,  # each source's clock offset: chains compare times across sources
