@@ -230,8 +230,8 @@ def test_scheduler_events_without_calls(client, store):
 
 
 def test_file_with_stacks_stored_as_lists_is_rebuilt(tmp_path):
-    """A database written when `waits` stored its stacks as lists: opening it stores them as text (read as the same
-    lists), its rows kept; a new ingest into it works."""
+    """A database written when `waits` and `chain_links` stored their stacks as lists: opening it stores them as text
+    (read as the same lists), their rows kept; a new ingest into it works."""
     import duckdb
 
     from backend.store import Store
@@ -242,15 +242,21 @@ def test_file_with_stacks_stored_as_lists_is_rebuilt(tmp_path):
     con = s.cursor()
     cols = "source_id, line, stack, waker_stack, holder_stack, stack_lines, lock"
     before = con.execute(f"SELECT {cols} FROM waits ORDER BY line").fetchall()
+    link_cols = "chain_id, pos, pid, lock, stack, relation"
+    links = con.execute(f"SELECT {link_cols} FROM chain_links ORDER BY chain_id, pos").fetchall()
     con.close()
     s.close()
     assert any(r[3] for r in before) and any(r[4] for r in before)  # waker and holder stacks too
+    assert any(r[4] for r in links)
     con = duckdb.connect(str(path))  # the old layout: the stacks stored as lists, no text columns
     con.execute("DROP VIEW stall_waits")
     con.execute("CREATE TABLE old AS SELECT * EXCLUDE (stack_text, waker_stack_text, holder_stack_text) FROM waits")
     con.execute("DROP TABLE waits")
     con.execute("ALTER TABLE old RENAME TO waits")
     con.execute("CREATE VIEW stall_waits AS SELECT * FROM waits")
+    con.execute("CREATE TABLE old AS SELECT * EXCLUDE (stack_text) FROM chain_links")
+    con.execute("DROP TABLE chain_links")
+    con.execute("ALTER TABLE old RENAME TO chain_links")
     con.close()
 
     s = Store(path)
@@ -259,6 +265,9 @@ def test_file_with_stacks_stored_as_lists_is_rebuilt(tmp_path):
         assert con.execute("SELECT column_default IS NOT NULL FROM duckdb_columns() WHERE table_name = 'waits'"
                            " AND column_name = 'stack'").fetchall() == [(True,)]
         assert con.execute(f"SELECT {cols} FROM waits ORDER BY line").fetchall() == before
+        assert con.execute("SELECT column_default IS NOT NULL FROM duckdb_columns() WHERE table_name = 'chain_links'"
+                           " AND column_name = 'stack'").fetchall() == [(True,)]
+        assert con.execute(f"SELECT {link_cols} FROM chain_links ORDER BY chain_id, pos").fetchall() == links
         con.begin()  # an empty stack reads as an empty list, a missing one as null
         con.execute("INSERT INTO waits (source_id, line, kind, pid, start_ns, end_ns, duration_ns, end_known,"
                     " stack_text, stack_lines, inferred, evidence) VALUES (0, 1, 'sched', 1, 0, 1, 1, true, '', [],"

@@ -141,19 +141,7 @@ WAITS_COLUMNS = f"""
     holder_stack_text VARCHAR,
     holder_stack {_STACK.format(c="holder_stack")}  -- the holder's calls open when this wait began
 """
-SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS waits ({WAITS_COLUMNS});
--- the waits that are stalls: all but idle sleeps, a task asleep interruptibly (S, or I for an idle kernel thread)
--- on no known lock: a worker waiting for work (schedule_timeout), a nanosleep, a poll; they are waits, not stalls
-CREATE OR REPLACE VIEW stall_waits AS
-    SELECT * FROM waits WHERE primitive IS NOT NULL OR NOT regexp_matches(coalesce(state, ''), '^[SI]');
-CREATE TABLE IF NOT EXISTS chains (
-    analysis_id VARCHAR NOT NULL,
-    chain_id INTEGER NOT NULL,       -- rank, 1 = longest stall of its first task
-    duration_ns BIGINT NOT NULL,
-    links INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS chain_links (
+CHAIN_LINKS_COLUMNS = f"""
     analysis_id VARCHAR NOT NULL,
     chain_id INTEGER NOT NULL,
     pos INTEGER NOT NULL,            -- 0 = the stalled task
@@ -169,13 +157,27 @@ CREATE TABLE IF NOT EXISTS chain_links (
     relation VARCHAR,                -- to the next link: woken_by | held_by | io_completion; null at the end
     inferred BOOLEAN NOT NULL,
     evidence VARCHAR NOT NULL,
-    stack VARCHAR[] NOT NULL,
+    stack_text VARCHAR NOT NULL,
+    stack {_STACK.format(c="stack")},
     line BIGINT,
     also_waiting JSON NOT NULL,
     req_source_id INTEGER, req_line BIGINT, req_dev VARCHAR, req_sector BIGINT, req_nsect BIGINT,
     req_rwbs VARCHAR, req_pid BIGINT, req_comm VARCHAR, req_q_ns BIGINT, req_i_ns BIGINT, req_d_ns BIGINT,
     req_c_ns BIGINT
+"""
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS waits ({WAITS_COLUMNS});
+-- the waits that are stalls: all but idle sleeps, a task asleep interruptibly (S, or I for an idle kernel thread)
+-- on no known lock: a worker waiting for work (schedule_timeout), a nanosleep, a poll; they are waits, not stalls
+CREATE OR REPLACE VIEW stall_waits AS
+    SELECT * FROM waits WHERE primitive IS NOT NULL OR NOT regexp_matches(coalesce(state, ''), '^[SI]');
+CREATE TABLE IF NOT EXISTS chains (
+    analysis_id VARCHAR NOT NULL,
+    chain_id INTEGER NOT NULL,       -- rank, 1 = longest stall of its first task
+    duration_ns BIGINT NOT NULL,
+    links INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS chain_links ({CHAIN_LINKS_COLUMNS});
 """
 
 
@@ -749,24 +751,25 @@ _WAIT_KEYS = [*_WAIT_TYPES, "stack", "waker_stack", "holder_stack"]  # a wait's 
 
 
 def migrate(con) -> None:
-    """A database written when `waits` stored its stacks as lists: the table is rebuilt once with them as text
-    (WAITS_COLUMNS), before the schema (its view on waits) is made again."""
-    stored = con.execute(
-        "SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = 'main'"
-        " AND table_name = 'waits' AND column_name = 'stack' AND column_default IS NULL").fetchall()[0][0]
-    if not stored:
-        return
-    stacks = ("stack", "waker_stack", "holder_stack")
-    plain = ", ".join(c for c in _WAIT_TYPES if c.removesuffix("_text") not in stacks)
-    texts = ", ".join(f"{c}_text" for c in stacks)
-    joined = ", ".join(f"array_to_string({c}, chr(31))" for c in stacks)
-    con.begin()
-    con.execute("DROP VIEW IF EXISTS stall_waits")
-    con.execute(f"CREATE TABLE _rebuilt ({WAITS_COLUMNS})")
-    con.execute(f"INSERT INTO _rebuilt ({plain}, {texts}) SELECT {plain}, {joined} FROM waits")
-    con.execute("DROP TABLE waits")
-    con.execute("ALTER TABLE _rebuilt RENAME TO waits")
-    con.commit()
+    """A database written when `waits` and `chain_links` stored their stacks as lists: each table is rebuilt once with
+    them as text (WAITS_COLUMNS, CHAIN_LINKS_COLUMNS), before the schema (the view on waits) is made again."""
+    for table, columns, stacks in (("waits", WAITS_COLUMNS, ("stack", "waker_stack", "holder_stack")),
+                                   ("chain_links", CHAIN_LINKS_COLUMNS, ("stack",))):
+        old = [c for (c, stored) in con.execute(
+            "SELECT column_name, column_default IS NULL FROM duckdb_columns() WHERE database_name = current_database()"
+            " AND schema_name = 'main' AND table_name = ? ORDER BY column_index", [table]).fetchall() if stored]
+        if "stack" not in old:
+            continue
+        plain = ", ".join(c for c in old if c not in stacks)
+        texts = ", ".join(f"{c}_text" for c in stacks)
+        joined = ", ".join(f"array_to_string({c}, chr(31))" for c in stacks)
+        con.begin()
+        con.execute("DROP VIEW IF EXISTS stall_waits")
+        con.execute(f"CREATE TABLE _rebuilt ({columns})")
+        con.execute(f"INSERT INTO _rebuilt ({plain}, {texts}) SELECT {plain}, {joined} FROM {table}")
+        con.execute(f"DROP TABLE {table}")
+        con.execute(f"ALTER TABLE _rebuilt RENAME TO {table}")
+        con.commit()
 
 
 def _insert_waits(con, tables: Iterable[pa.Table]) -> None:
@@ -1007,7 +1010,7 @@ def _match_requests(con, analysis_id: str, chains: list[dict]) -> None:
 _LINK_TYPES = {"source_id": pa.int32(), "wait_line": pa.int64(), "pid": pa.int64(), "comm": pa.string(),
                "lock": pa.string(), "start_ns": pa.int64(), "end_ns": pa.int64(), "duration_ns": pa.int64(),
                "end_known": pa.bool_(), "relation": pa.string(), "inferred": pa.bool_(), "evidence": pa.string(),
-               "stack": pa.list_(pa.string()), "line": pa.int64()}
+               "line": pa.int64()}
 _REQUEST_TYPES = {"source_id": pa.int32(), "line": pa.int64(), "dev": pa.string(), "sector": pa.int64(),
                   "nsect": pa.int64(), "rwbs": pa.string(), "pid": pa.int64(), "comm": pa.string(), "q_ns": pa.int64(),
                   "i_ns": pa.int64(), "d_ns": pa.int64(), "c_ns": pa.int64()}
@@ -1029,6 +1032,7 @@ def _insert_chains(con, analysis_id: str, chains: list[dict]) -> None:
                                       for link in links], pa.string())}
     values = zip(*map(operator.itemgetter(*_LINK_TYPES), links))  # column by column
     data.update({k: pa.array(v, t) for (k, t), v in zip(_LINK_TYPES.items(), values)})
+    data["stack_text"] = pa.array([STACK_SEP.join(link["stack"]) for link in links], pa.string())
     matched = [(i, link["request"]) for i, link in enumerate(links) if link.get("request")]
     for k, t in _REQUEST_TYPES.items():
         col = [None] * len(links)
@@ -1104,7 +1108,7 @@ def chains(con, analysis_id: str, limit: int = 50, t0=None, t1=None) -> list[dic
         return []
     # times on the analysis timeline: each link's source offset, the request's its blktrace source's
     links = _fetch(con.execute(
-        "SELECT l.* EXCLUDE (analysis_id) REPLACE (l.start_ns + s.clock_offset_ns AS start_ns,"
+        "SELECT l.* EXCLUDE (analysis_id, stack_text) REPLACE (l.start_ns + s.clock_offset_ns AS start_ns,"
         " l.end_ns + s.clock_offset_ns AS end_ns, l.req_q_ns + r.clock_offset_ns AS req_q_ns,"
         " l.req_i_ns + r.clock_offset_ns AS req_i_ns, l.req_d_ns + r.clock_offset_ns AS req_d_ns,"
         " l.req_c_ns + r.clock_offset_ns AS req_c_ns), s.clock_offset_ns AS _off"
