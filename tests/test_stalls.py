@@ -230,8 +230,9 @@ def test_scheduler_events_without_calls(client, store):
 
 
 def test_file_with_stacks_stored_as_lists_is_rebuilt(tmp_path):
-    """A database written when `waits` and `chain_links` stored their stacks as lists: opening it stores them as text
-    (read as the same lists), their rows kept; a new ingest into it works."""
+    """A database written when `waits` and `chain_links` stored their stacks as lists (and the waits their frames'
+    lines, stack_lines): opening it stores them as text (read as the same lists), their rows kept, stack_lines gone;
+    a new ingest into it works."""
     import duckdb
 
     from backend.store import Store
@@ -240,7 +241,7 @@ def test_file_with_stacks_stored_as_lists_is_rebuilt(tmp_path):
     s = Store(path)
     ingest_paths(s, XFS)
     con = s.cursor()
-    cols = "source_id, line, stack, waker_stack, holder_stack, stack_lines, lock"
+    cols = "source_id, line, stack, waker_stack, holder_stack, lock"
     before = con.execute(f"SELECT {cols} FROM waits ORDER BY line").fetchall()
     link_cols = "chain_id, pos, pid, lock, stack, relation"
     links = con.execute(f"SELECT {link_cols} FROM chain_links ORDER BY chain_id, pos").fetchall()
@@ -250,7 +251,8 @@ def test_file_with_stacks_stored_as_lists_is_rebuilt(tmp_path):
     assert any(r[4] for r in links)
     con = duckdb.connect(str(path))  # the old layout: the stacks stored as lists, no text columns
     con.execute("DROP VIEW stall_waits")
-    con.execute("CREATE TABLE old AS SELECT * EXCLUDE (stack_text, waker_stack_text, holder_stack_text) FROM waits")
+    con.execute("CREATE TABLE old AS SELECT * EXCLUDE (stack_text, waker_stack_text, holder_stack_text),"
+                " list_transform(stack, lambda f: 7) AS stack_lines FROM waits")
     con.execute("DROP TABLE waits")
     con.execute("ALTER TABLE old RENAME TO waits")
     con.execute("CREATE VIEW stall_waits AS SELECT * FROM waits")
@@ -264,13 +266,15 @@ def test_file_with_stacks_stored_as_lists_is_rebuilt(tmp_path):
         con = s.cursor()
         assert con.execute("SELECT column_default IS NOT NULL FROM duckdb_columns() WHERE table_name = 'waits'"
                            " AND column_name = 'stack'").fetchall() == [(True,)]
+        assert con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'waits'"
+                           " AND column_name = 'stack_lines'").fetchall() == [(0,)]
         assert con.execute(f"SELECT {cols} FROM waits ORDER BY line").fetchall() == before
         assert con.execute("SELECT column_default IS NOT NULL FROM duckdb_columns() WHERE table_name = 'chain_links'"
                            " AND column_name = 'stack'").fetchall() == [(True,)]
         assert con.execute(f"SELECT {link_cols} FROM chain_links ORDER BY chain_id, pos").fetchall() == links
         con.begin()  # an empty stack reads as an empty list, a missing one as null
         con.execute("INSERT INTO waits (source_id, line, kind, pid, start_ns, end_ns, duration_ns, end_known,"
-                    " stack_text, stack_lines, inferred, evidence) VALUES (0, 1, 'sched', 1, 0, 1, 1, true, '', [],"
+                    " stack_text, inferred, evidence) VALUES (0, 1, 'sched', 1, 0, 1, 1, true, '',"
                     " false, '')")
         assert con.execute("SELECT stack, waker_stack, holder_stack FROM waits WHERE source_id = 0").fetchall() == [
             ([], None, None)]

@@ -123,7 +123,6 @@ WAITS_COLUMNS = f"""
     primitive VARCHAR,               -- locks.py entry behind lock, null when lock is only the innermost frame
     stack_text VARCHAR NOT NULL,
     stack {_STACK.format(c="stack")},  -- root first
-    stack_lines BIGINT[] NOT NULL,
     inferred BOOLEAN NOT NULL,
     evidence VARCHAR NOT NULL,
     waker_pid BIGINT,
@@ -474,7 +473,6 @@ def _derive_waits(con, sid: int, pool: ThreadPoolExecutor, reader) -> tuple[list
         for a in range(0, n, WAIT_ROWS):
             r = slice(a, a + WAIT_ROWS)
             yield _wait_table(waits[r], {"stack_text": st.text(every[r], no[r]),
-                                         "stack_lines": st.column(every[r], no[r], lines=True),
                                          "waker_stack_text": st.text(waker[r], waker[r] < 0),
                                          "holder_stack_text": hst.text(holder[r], holder[r] < 0)})
 
@@ -504,10 +502,10 @@ def _lock_reason(prim: str | None, obj: str | None, innermost: str) -> tuple[str
 
 class _Stacks:
     """The stacks of a list of requests, flat: request i's frames are codes[off[i]:off[i + 1]] (indexes into
-    names), the calls at lines[off[i]:off[i + 1]], root first; none when no call was found."""
+    names), root first; none when no call was found."""
 
-    def __init__(self, off: np.ndarray, codes: np.ndarray, lines: np.ndarray, names: list[str]):
-        self.off, self.codes, self.lines, self.names = off, codes, lines, names
+    def __init__(self, off: np.ndarray, codes: np.ndarray, names: list[str]):
+        self.off, self.codes, self.names = off, codes, names
         self._o = off.tolist()
         self._frames = np.array(names, dtype=object)[codes].tolist()
 
@@ -517,22 +515,17 @@ class _Stacks:
     def frames(self, i: int) -> list[str]:
         return self._frames[self._o[i]:self._o[i + 1]]
 
-    def column(self, rows: np.ndarray, null: np.ndarray, lines: bool = False) -> pa.Array:
-        """A list column: per row, the frames (or lines) of request rows[j], or null where null[j]."""
+    def text(self, rows: np.ndarray, null: np.ndarray) -> pa.Array:
+        """Per row, the frames of request rows[j] joined by STACK_SEP (as `waits` stores them), or null where
+        null[j]."""
         start, count, sel = np.zeros(len(rows), np.int64), np.zeros(len(rows), np.int64), rows[~null]
         start[~null], count[~null] = self.off[sel], self.off[sel + 1] - self.off[sel]
         offsets = np.zeros(len(rows) + 1, np.int64)
         np.cumsum(count, out=offsets[1:])
         take = np.repeat(start - offsets[:-1], count) + np.arange(offsets[-1])
-        if lines:
-            values = pa.array(self.lines[take], pa.int64())
-        else:  # not as a dictionary: DuckDB 2.0 fails on a vector of empty lists over one
-            values = pa.array(self.names, pa.string()).take(self.codes[take])
-        return pa.LargeListArray.from_arrays(offsets, values, mask=pa.array(null, pa.bool_()))
-
-    def text(self, rows: np.ndarray, null: np.ndarray) -> pa.Array:
-        """As column, each stack's frames joined by STACK_SEP (as `waits` stores them)."""
-        return pc.binary_join(self.column(rows, null), STACK_SEP)
+        values = pa.array(self.names, pa.string()).take(self.codes[take])
+        return pc.binary_join(pa.LargeListArray.from_arrays(offsets, values, mask=pa.array(null, pa.bool_())),
+                              STACK_SEP)
 
 
 def _stacks(con, sid: int, calls: dict, pid: list, cpu: list, line: list, innermost: list | None = None) -> _Stacks:
@@ -564,7 +557,7 @@ def _stacks(con, sid: int, calls: dict, pid: list, cpu: list, line: list, innerm
     lines = np.zeros(off[-1], np.int64)
     for ks, level, calls_at in parts:  # root first: the frame found last goes first
         lines[off[ks] + depth[ks] - 1 - level] = calls_at
-    return _Stacks(off, code[lines], lines, calls["names"])
+    return _Stacks(off, code[lines], calls["names"])
 
 
 def _ints(values: list) -> tuple[np.ndarray, np.ndarray]:
@@ -733,8 +726,7 @@ _WAIT_TYPES = {
     "source_id": pa.int32(), "line": pa.int64(), "kind": pa.string(), "pid": pa.int64(), "comm": pa.string(),
     "cpu": pa.int32(), "start_ns": pa.int64(), "end_ns": pa.int64(), "duration_ns": pa.int64(),
     "end_known": pa.bool_(), "end_line": pa.int64(), "state": pa.string(), "lock": pa.string(),
-    "lock_key": pa.string(), "primitive": pa.string(), "stack_text": pa.string(),
-    "stack_lines": pa.list_(pa.int64()), "inferred": pa.bool_(), "evidence": pa.string(), "waker_pid": pa.int64(),
+    "lock_key": pa.string(), "primitive": pa.string(), "stack_text": pa.string(), "inferred": pa.bool_(), "evidence": pa.string(), "waker_pid": pa.int64(),
     "waker_comm": pa.string(), "waker_stack_text": pa.string(), "wake_line": pa.int64(), "wake_ns": pa.int64(),
     "wake_cpu": pa.int32(), "holder_pid": pa.int64(), "holder_comm": pa.string(), "holder_line": pa.int64(),
     "holder_ns": pa.int64(), "holder_evidence": pa.string(), "holder_stack_text": pa.string(),
@@ -751,22 +743,30 @@ _WAIT_KEYS = [*_WAIT_TYPES, "stack", "waker_stack", "holder_stack"]  # a wait's 
 
 
 def migrate(con) -> None:
-    """A database written when `waits` and `chain_links` stored their stacks as lists: each table is rebuilt once with
-    them as text (WAITS_COLUMNS, CHAIN_LINKS_COLUMNS), before the schema (the view on waits) is made again."""
-    for table, columns, stacks in (("waits", WAITS_COLUMNS, ("stack", "waker_stack", "holder_stack")),
-                                   ("chain_links", CHAIN_LINKS_COLUMNS, ("stack",))):
-        old = [c for (c, stored) in con.execute(
+    """A database written with an older layout of `waits` or `chain_links` (stacks stored as lists; the waits'
+    stack_lines, never read): each such table is rebuilt once as WAITS_COLUMNS, CHAIN_LINKS_COLUMNS say, its rows
+    kept, before the schema (the view on waits) is made again."""
+    def stored(table: str) -> list[str]:
+        return [c for (c, plain) in con.execute(
             "SELECT column_name, column_default IS NULL FROM duckdb_columns() WHERE database_name = current_database()"
-            " AND schema_name = 'main' AND table_name = ? ORDER BY column_index", [table]).fetchall() if stored]
-        if "stack" not in old:
+            " AND schema_name = 'main' AND table_name = ? ORDER BY column_index", [table]).fetchall() if plain]
+
+    for table, columns in (("waits", WAITS_COLUMNS), ("chain_links", CHAIN_LINKS_COLUMNS)):
+        old = stored(table)
+        if not old:
             continue
-        plain = ", ".join(c for c in old if c not in stacks)
-        texts = ", ".join(f"{c}_text" for c in stacks)
-        joined = ", ".join(f"array_to_string({c}, chr(31))" for c in stacks)
         con.begin()
-        con.execute("DROP VIEW IF EXISTS stall_waits")
         con.execute(f"CREATE TABLE _rebuilt ({columns})")
-        con.execute(f"INSERT INTO _rebuilt ({plain}, {texts}) SELECT {plain}, {joined} FROM {table}")
+        new = stored("_rebuilt")
+        if new == old:
+            con.rollback()
+            continue
+        # a stack's text from its list, where the old table has the list
+        values = {c: f"array_to_string({c.removesuffix('_text')}, chr(31))" for c in new
+                  if c not in old and c.removesuffix("_text") in old}
+        values.update({c: c for c in new if c in old})
+        con.execute("DROP VIEW IF EXISTS stall_waits")
+        con.execute(f"INSERT INTO _rebuilt ({', '.join(values)}) SELECT {', '.join(values.values())} FROM {table}")
         con.execute(f"DROP TABLE {table}")
         con.execute(f"ALTER TABLE _rebuilt RENAME TO {table}")
         con.commit()
