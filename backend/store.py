@@ -24,7 +24,7 @@ import pyarrow as pa
 from parsers.common import ParseError, ParseReport
 from parsers.detect import PARSERS, SNIFF_BYTES, detect
 
-from .analysis import DERIVE_ANALYSIS, DERIVE_SOURCE, MIGRATIONS
+from .analysis import DERIVE_ANALYSIS, DERIVE_SOURCE, MIGRATIONS, STAGED_TABLES
 from .analysis import SCHEMA as ANALYSIS_SCHEMA
 
 SCHEMA = """
@@ -210,7 +210,7 @@ class Store:
         for migrate in MIGRATIONS:
             migrate(self.db)
         self.db.execute(ANALYSIS_SCHEMA)
-        for table in PARSER_TABLES:  # rows staged by an ingest that never finished (the process died)
+        for table in [*PARSER_TABLES, *STAGED_TABLES]:  # rows staged by an ingest that never finished (it died)
             self.db.execute(f"DELETE FROM {table} WHERE source_id NOT IN (SELECT id FROM sources)")
 
     def _parser_table(self, table: str, schema: pa.Schema, generated: dict[str, str]) -> None:
@@ -301,7 +301,7 @@ class Store:
         if not source_ids:
             return
         con.begin()
-        for table in PARSER_TABLES:
+        for table in [*PARSER_TABLES, *STAGED_TABLES]:
             con.execute(f"DELETE FROM {table} WHERE list_contains(?, source_id)", [source_ids])
         con.commit()
 

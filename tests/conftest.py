@@ -7,7 +7,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from backend.app import create_app
-from backend.store import InputFile, Store
+from backend.analysis import STAGED_TABLES
+from backend.store import PARSER_TABLES, InputFile, Store
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -44,9 +45,11 @@ def ingest_bytes(store: Store, **named: bytes) -> dict:
 
 
 def table_counts(store: Store) -> dict[str, int]:
+    """Rows of every table an ingest writes: its analysis and sources, the parsers' staged rows, what is derived."""
     con = store.cursor()
     try:
         return {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
-                for t in ("analyses", "sources", "blk_events", "blk_requests", "blk_bios")}
+                for t in ("analyses", "sources", *sorted(PARSER_TABLES), "waits", "chains", "chain_links",
+                          *STAGED_TABLES)}
     finally:
         con.close()

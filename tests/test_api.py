@@ -224,6 +224,29 @@ def test_failure_midway_leaves_nothing(store, monkeypatch):
     assert table_counts(store) == before
 
 
+def test_failure_after_the_summaries_were_committed_leaves_nothing(store, monkeypatch):
+    """The timeline's summaries are written and committed beside the chains, before the analysis: an ingest that
+    fails after them (here in the chains' insert) deletes them with the staged rows; nothing is visible. The
+    same trace then ingests whole."""
+    from backend.analysis import stalls
+
+    xfs = SEED / "xfs-unwritten-stall.trace-cmd-report.txt"
+    before = table_counts(store)
+
+    def fails(*a):
+        raise RuntimeError("chains lost")
+
+    with monkeypatch.context() as m:
+        m.setattr(stalls, "_insert_chains", fails)
+        with pytest.raises(RuntimeError, match="chains lost"):
+            ingest_paths(store, xfs)
+    assert table_counts(store) == before
+    ingest_paths(store, xfs)
+    after = table_counts(store)
+    assert all(after[t] > before[t] for t in ("analyses", "fg_calls", "waits", "chain_links", "task_slices",
+                                               "tl_lanes", "tl_bins", "tl_meta"))
+
+
 def test_file_unreadable_when_hashed_leaves_nothing(store):
     """The SHA-256 reads each file again while the analysis is derived: a read that fails then fails the ingest
     with that error, and nothing is visible."""

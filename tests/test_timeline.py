@@ -6,7 +6,7 @@ import bisect
 
 import pytest
 
-from backend.analysis import timeline
+from backend.analysis import stalls, timeline
 from backend.api import models
 from tests.conftest import SAMPLES, ingest_paths
 
@@ -161,8 +161,9 @@ def test_summary_and_raw_reads_draw_every_segment_once(store, client, monkeypatc
                                         " JOIN tl_meta m ON m.source_id = s.id WHERE s.analysis_id = ?", [aid]).fetchone()
         lanes = {lane: timeline._lane_id(kind, sid, dev if kind == "device" else pid) for lane, kind, pid, dev in
                  con.execute("SELECT lane, kind, pid, dev FROM tl_lanes WHERE source_id = ?", [sid]).fetchall()}
-        if fmt == "ftrace":  # the depth-0 calls _segs reads, as summarize registers them
+        if fmt == "ftrace":  # the depth-0 calls and the waits _segs reads, as summarize registers them
             con.register("_tl_roots", timeline.prepare(con, [(sid, None, None)])[sid]["roots"])
+            con.register("_tl_waits", con.sql(f"SELECT {', '.join(stalls.BRIEF)} FROM waits").to_arrow_table())
         segs = {(lanes[lane], timeline.TRACKS[track]): (n, longest) for lane, track, n, longest in con.execute(
             f"SELECT lane, track, count(*), max(e - s) FROM ({timeline._segs(fmt)}) WHERE track <> 2 GROUP BY ALL",
             {"sid": sid}).fetchall()}

@@ -13,12 +13,16 @@ from typing import Callable
 from . import align, blk, stalls, timeline
 
 SCHEMA = blk.SCHEMA + stalls.SCHEMA + timeline.SCHEMA  # tables of derived results (the parsers' tables come from their Arrow schemas)
+# derived tables whose rows a derivation may commit before the analysis, keyed by source_id (as the parsers' staged
+# rows): invisible until the sources are committed, deleted when the ingest fails
+STAGED_TABLES: tuple[str, ...] = timeline.STAGED_TABLES
 MIGRATIONS: list[Callable] = [stalls.migrate]  # fn(con): a file written by an older layout, rebuilt before SCHEMA runs
 DERIVE_SOURCE: dict[str, list[Callable]] = {"blkparse": [blk.derive], "ftrace": [stalls.span]}
 DERIVE_ANALYSIS: list[Callable] = [
     align.derive,  # each source's clock offset: chains compare times across sources
     # waits of the ftrace sources, then chains (with block requests); the timeline's task slices and per-zoom
-    # summaries draw the waits, not the chains: they are built while the chains are (DuckDB's threads beside Python's);
-    # what of them needs only the staged rows (task slices, long calls) is read while the waits are derived
+    # summaries draw the waits, not the chains: they are built (in a transaction of their own: STAGED_TABLES) while
+    # the waits are inserted and the chains built (DuckDB's threads beside Python's); what of them needs only the
+    # staged rows (task slices, long calls) is read while the waits are derived
     functools.partial(stalls.derive, early=timeline.prepare, meanwhile=timeline.summarize),
 ]

@@ -59,7 +59,7 @@ import itertools
 import json
 import operator
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator
 
 import numpy as np
@@ -255,20 +255,24 @@ def _is_idle(pid, comm) -> bool:
 
 # ---- derive ------------------------------------------------------------------------------------
 
-def derive(con, analysis_id: str, meanwhile: Callable[[object, str, object], None] | None = None,
+def derive(con, analysis_id: str, meanwhile: Callable[[object, list[tuple], pa.Table | None, object], None] | None = None,
            early: Callable[[object, list[tuple]], object] | None = None) -> None:
     """All waits of the analysis' ftrace sources, then its chains (inside the ingest's transaction).
 
     `early`(reader, [(source id, t_min_ns, t_max_ns)]) reads what a later step needs from the sources' staged rows
-    alone (committed: a cursor of its own sees them), beside the waits' derivation; `meanwhile`(con, analysis_id,
-    what early returned), a step that needs the waits but not the chains, runs once the waits are in, while the
-    chains are built (in Python, without the connection)."""
-    rows = con.execute("SELECT id, t_min_ns, t_max_ns, clock_offset_ns FROM sources WHERE analysis_id = ?"
-                       " AND format = 'ftrace' ORDER BY id", [analysis_id]).fetchall()
-    spans, offs = [r[:3] for r in rows], {r[0]: r[3] for r in rows}
-    if not rows:
+    alone (committed: a cursor of its own sees them), beside the waits' derivation. `meanwhile`(cursor, the
+    analysis' sources [(id, format, t_min_ns, t_max_ns)], its waits (BRIEF), what early returned), a step that
+    needs the waits but not the chains, runs once they are derived, beside their insert and the chains (in Python):
+    on the reader, in a transaction of its own that it commits first (it writes tables keyed by the sources'
+    staged ids: timeline.STAGED_TABLES). Without ftrace sources it runs on `con`, in the ingest's transaction."""
+    rows = con.execute("SELECT id, format, t_min_ns, t_max_ns, clock_offset_ns FROM sources WHERE analysis_id = ?"
+                       " ORDER BY id", [analysis_id]).fetchall()
+    sources = [r[:4] for r in rows]
+    spans = [(sid, t_min, t_max) for sid, fmt, t_min, t_max, _ in rows if fmt == "ftrace"]
+    offs = {sid: off for sid, fmt, _, _, off in rows if fmt == "ftrace"}
+    if not offs:
         if meanwhile:
-            meanwhile(con, analysis_id, None)
+            meanwhile(con, sources, None, None)
         return
     gc_was = gc.isenabled()
     gc.disable()  # many small lists and dicts, no cycles: the collector would only rescan them
@@ -280,18 +284,22 @@ def derive(con, analysis_id: str, meanwhile: Callable[[object, str, object], Non
             derived, tables = {}, []
             prepared = None
             for sid in offs:
-                derived[sid], table = _derive_waits(con, sid, pool, reader)
+                funcs = _functions(con, sid)
+                calls = pool.submit(_call_index, reader, sid, funcs)  # built while the waits are derived
                 if prepared is None and early:  # queued behind the first source's call index
                     prepared = pool.submit(early, reader, spans)
+                derived[sid], table = _derive_waits(con, sid, funcs, calls)
+                calls = None  # the index (~25 bytes a call) is freed before the next source's, and the chains
                 tables.append(table)
                 for w in derived[sid]:
                     w["off"] = offs[sid]
+            done = None
+            if meanwhile:
+                brief = _brief(itertools.chain.from_iterable(derived.values()))
+                done = pool.submit(_apart, reader, meanwhile, sources, brief, prepared)
+                prepared = brief = None  # held by that step only: freed once used, before the chains' peak
+            # meanwhile, in DuckDB, beside the waits' insert and the chains' Python
             _insert_waits(con, itertools.chain.from_iterable(tables))
-            # the waits are in: what needs them but not the chains runs in DuckDB while the chains are built (without
-            # the connection); inserting the waits beside them was slower (both wanted the GIL)
-            early_rows = prepared.result() if prepared else None
-            done = pool.submit(meanwhile, con, analysis_id, early_rows) if meanwhile else None
-            prepared = early_rows = None  # held by that step only: freed once used, before the chains' peak
             chains = _chains(derived)
             if done:
                 done.result()
@@ -301,6 +309,28 @@ def derive(con, analysis_id: str, meanwhile: Callable[[object, str, object], Non
         reader.close()
         if gc_was:
             gc.enable()
+
+
+BRIEF = ("source_id", "pid", "comm", "start_ns", "end_ns", "lock_key", "lock", "line")  # what `meanwhile` is given
+
+
+def _brief(waits: Iterable[dict]) -> pa.Table:
+    """The BRIEF columns of the waits, as they will be stored."""
+    values = zip(*map(operator.itemgetter(*BRIEF), waits))
+    return pa.table([pa.array(v, _WAIT_TYPES[k]) for k, v in itertools.zip_longest(BRIEF, values, fillvalue=())],
+                    names=list(BRIEF))
+
+
+def _apart(cur, step: Callable, sources: list[tuple], brief: pa.Table, prepared: Future | None) -> None:
+    """step(cur, sources, brief, what `prepared` holds) in a transaction of its own, committed when it returns."""
+    early_rows = prepared.result() if prepared else None
+    cur.begin()
+    try:
+        step(cur, sources, brief, early_rows)
+        cur.commit()
+    except BaseException:
+        cur.rollback()
+        raise
 
 
 def _functions(con, sid: int) -> list[str]:
@@ -322,9 +352,9 @@ def _fetch(cur) -> list[dict]:
     return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
-def _derive_waits(con, sid: int, pool: ThreadPoolExecutor, reader) -> tuple[list[dict], Iterator[pa.Table]]:
-    """Derives the source's waits: as dicts, in file order, and as the rows of `waits` (made as they are read). The
-    call index is built in the pool through `reader` meanwhile."""
+def _derive_waits(con, sid: int, funcs: list[str], calls: Future) -> tuple[list[dict], Iterator[pa.Table]]:
+    """Derives the source's waits: as dicts, in file order, and as the rows of `waits` (made as they are read).
+    `funcs`: the source's function names; `calls`: its _call_index, being built meanwhile."""
     p = {"sid": sid}
     trace_end = con.execute(
         "SELECT max(t) FROM (SELECT max(greatest(entry_ns, exit_ns)) t FROM fg_calls WHERE source_id = $sid"
@@ -333,8 +363,6 @@ def _derive_waits(con, sid: int, pool: ThreadPoolExecutor, reader) -> tuple[list
         " UNION ALL SELECT max(t_ns) FROM trace_events WHERE source_id = $sid)", p).fetchall()[0][0]
     if trace_end is None:
         return [], iter(())
-    funcs = _functions(con, sid)
-    calls = pool.submit(_call_index, reader, sid, funcs)
     lockfn = _lock_functions(funcs)
     _register(con, "_stalls_fn", {"func": list(lockfn), "role": [h[1] for h in lockfn.values()]},
               {"func": pa.string(), "role": pa.string()})
@@ -450,9 +478,9 @@ def _derive_waits(con, sid: int, pool: ThreadPoolExecutor, reader) -> tuple[list
                  [w["innermost"] for w in waits] + [None] * len(woken))
     need_holder: dict[str, list[int]] = defaultdict(list)
     prims = {p.name: p for p in locks.PRIMITIVES}
-    for i, w in enumerate(waits):
+    for i, (w, reason) in enumerate(zip(waits, st.reasons(n))):
         w["stack"] = st.frames(i)
-        w["lock"], w["lock_key"], w["primitive"], obj = _reason(tuple(w["stack"]))  # many waits share a stack
+        w["lock"], w["lock_key"], w["primitive"], obj = reason
         if obj is not None and prims[obj].release:
             need_holder[obj].append(i)
     for j, i in enumerate(woken):
@@ -483,17 +511,6 @@ def _derive_waits(con, sid: int, pool: ThreadPoolExecutor, reader) -> tuple[list
 
 
 @functools.lru_cache(maxsize=65536)
-def _reason(frames: tuple[str, ...]) -> tuple[str | None, str | None, str | None, str | None]:
-    """(lock label, lock key, primitive name, object primitive name) of a stack, root first."""
-    waiting = tuple(filter(_waiting, frames))
-    if waiting:  # locks.label() looks at the outermost primitive and the innermost object
-        prim = next((f for f in waiting if not _is_object(f)), None)
-        return _lock_reason(prim, next(filter(_is_object, reversed(waiting)), None), waiting[-1])
-    f = next(filter(_not_plumbing, reversed(frames)), None)  # else the innermost frame that is not plumbing
-    return f, f, None, None
-
-
-@functools.lru_cache(maxsize=65536)
 def _lock_reason(prim: str | None, obj: str | None, innermost: str) -> tuple[str, str, str, str | None]:
     label = locks.label(tuple(f for f in (prim, obj) if f is not None))
     name = _lookup(obj)[0].name if obj is not None else None
@@ -514,6 +531,37 @@ class _Stacks:
 
     def frames(self, i: int) -> list[str]:
         return self._frames[self._o[i]:self._o[i + 1]]
+
+    def reasons(self, n: int) -> list[tuple[str | None, str | None, str | None, str | None]]:
+        """Per request i < n, what its stack waits on: (lock label, lock key, primitive name, object primitive
+        name). From its frames that take or sleep on a known lock, the outermost primitive and the innermost object
+        (locks.label); with none, the innermost frame that is not plumbing (label and key), else all None. Each
+        name's kind is looked up once; the frames are scanned as arrays."""
+        kinds = np.array([(_waiting(f), _is_object(f), _not_plumbing(f)) for f in self.names], bool).reshape(-1, 3)
+        codes = self.codes[:self.off[n]]
+        stack = np.repeat(np.arange(n), np.diff(self.off[:n + 1]))
+        waiting, obj, plain = (kinds[codes, k] for k in range(3))
+
+        def pick(mask: np.ndarray, last: bool) -> np.ndarray:  # per stack, the code of its first (last) masked frame
+            out, at = np.full(n, -1), np.flatnonzero(mask)
+            if len(at):
+                s = stack[at]
+                edge = np.flatnonzero(np.append(s[1:] != s[:-1], True) if last else np.insert(s[1:] != s[:-1], 0, True))
+                out[s[edge]] = codes[at[edge]]
+            return out
+
+        prim, inner_obj, inner = pick(waiting & ~obj, False), pick(waiting & obj, True), pick(waiting, True)
+        other = pick(plain, True)
+        names, memo, out = self.names, {}, []
+        for p, o, w, f in zip(prim.tolist(), inner_obj.tolist(), inner.tolist(), other.tolist()):
+            if w >= 0:
+                key = (p, o, w)
+                if key not in memo:
+                    memo[key] = _lock_reason(names[p] if p >= 0 else None, names[o] if o >= 0 else None, names[w])
+                out.append(memo[key])
+            else:
+                out.append((names[f], names[f], None, None) if f >= 0 else (None, None, None, None))
+        return out
 
     def text(self, rows: np.ndarray, null: np.ndarray) -> pa.Array:
         """Per row, the frames of request rows[j] joined by STACK_SEP (as `waits` stores them), or null where

@@ -100,6 +100,9 @@ CREATE TABLE IF NOT EXISTS tl_calls (  -- calls of depth <= MAX_CALL_DEPTH at le
     end_ns BIGINT NOT NULL, duration_ns BIGINT NOT NULL, line BIGINT NOT NULL
 );
 """
+# summarize's tables, each keyed by source_id: it may write and commit them before the analysis (its sources rows)
+# is committed, in a transaction of its own; until then no read joins them, and a failed ingest deletes them
+STAGED_TABLES = ("task_slices", "tl_meta", "tl_lanes", "tl_bins", "tl_long", "tl_depth", "tl_calls")
 
 
 def prepare(con, sources: list[tuple[int, int | None, int | None]]) -> dict[int, dict[str, pa.Table]]:
@@ -182,7 +185,7 @@ _TASK_SEGS = """
     WHERE x.source_id = $sid
     UNION ALL
     SELECT l.lane, 1, coalesce(x.lock_key, x.lock, '?'), x.start_ns, x.end_ns, x.line
-    FROM waits x JOIN tl_lanes l ON l.source_id = x.source_id AND l.kind = 'task' AND l.pid = x.pid
+    FROM _tl_waits x JOIN tl_lanes l ON l.source_id = x.source_id AND l.kind = 'task' AND l.pid = x.pid
     WHERE x.source_id = $sid AND x.end_ns >= x.start_ns
     UNION ALL
     SELECT l.lane, 2, 'call', x.entry_ns, x.entry_ns + x.duration_ns, x.line
@@ -197,8 +200,8 @@ BLK_PHASES = ((3, "queued", "i_ns", "d_ns"), (4, "service", "d_ns", "c_ns"))  # 
 
 
 def _segs(fmt: str) -> str:
-    """The source's segments: a task's scheduler states, its waits and its depth-0 calls (`_tl_roots`, registered by
-    summarize); each block request's I→D
+    """The source's segments: a task's scheduler states, its waits (`_tl_waits`) and its depth-0 calls (`_tl_roots`),
+    both registered by summarize; each block request's I→D
     (queued) and D→C (service), in its device's lane and in its process' lane. (A read of a window makes the same
     from the raw tables: _raw.)"""
     if fmt == "ftrace":
@@ -210,16 +213,18 @@ def _segs(fmt: str) -> str:
 
 # ---- summaries at ingest -------------------------------------------------------------------------------------------
 
-def summarize(con, analysis_id: str, prepared: dict[int, dict[str, pa.Table]] | None = None) -> None:
-    """Each ftrace source's task slices, then the timeline's summaries of each ftrace and blkparse source (see the
-    module docstring), from what `prepare` read (else read now). Runs after the waits (stalls.derive runs it beside
-    the chains' Python)."""
-    sources = con.execute(
-        "SELECT id, format, t_min_ns, t_max_ns FROM sources WHERE analysis_id = ? AND format IN ('ftrace', 'blkparse')"
-        " ORDER BY id", [analysis_id]).fetchall()
+def summarize(con, sources: list[tuple[int, str, int | None, int | None]], waits: pa.Table | None = None,
+              prepared: dict[int, dict[str, pa.Table]] | None = None) -> None:
+    """The timeline's summaries (see the module docstring) of each ftrace and blkparse source (id, format, t_min_ns,
+    t_max_ns), and each ftrace source's task slices, from its waits (stalls.BRIEF: needed when there is an ftrace
+    source) and what `prepare` read of it (else read now). stalls.derive runs it beside the waits' insert and the
+    chains, in a transaction of its own (STAGED_TABLES)."""
+    sources = [s for s in sources if s[1] in ("ftrace", "blkparse")]
     ftrace = [(sid, t_min, t_max) for sid, fmt, t_min, t_max in sources if fmt == "ftrace"]
     prepared = {**(prepared or {})}
     prepared.update(prepare(con, [s for s in ftrace if s[0] not in prepared]))
+    if waits is not None:
+        con.register("_tl_waits", waits)
 
     def insert(table: str, sid: int, part: str, order: str) -> None:  # by `order`: a read skips the other row groups
         con.register("_tl_rows", prepared[sid][part])
@@ -240,7 +245,7 @@ def summarize(con, analysis_id: str, prepared: dict[int, dict[str, pa.Table]] | 
                 INSERT INTO tl_lanes
                 SELECT $sid, (row_number() OVER (ORDER BY pid) - 1)::INTEGER, 'task', pid, NULL, arg_max(comm, t)
                 FROM (SELECT pid, comm, start_ns AS t FROM task_slices WHERE source_id = $sid
-                      UNION ALL SELECT pid, comm, start_ns FROM waits WHERE source_id = $sid
+                      UNION ALL SELECT pid, comm, start_ns FROM _tl_waits WHERE source_id = $sid
                       UNION ALL SELECT pid, comm, entry_ns FROM _tl_roots WHERE pid <> 0)
                 GROUP BY pid""", {"sid": sid})
             insert("tl_calls", sid, "calls", "entry_ns")
@@ -299,6 +304,8 @@ def summarize(con, analysis_id: str, prepared: dict[int, dict[str, pa.Table]] | 
             WHERE e - s >= {w0 * FAN} ORDER BY lvl, s""", {"sid": sid})
         if fmt == "ftrace":
             con.unregister("_tl_roots")
+    if waits is not None:
+        con.unregister("_tl_waits")
 
 
 # ---- reads -------------------------------------------------------------------------------------------------------
