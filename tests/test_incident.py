@@ -277,3 +277,18 @@ def test_flame_lock_frames_lead_to_their_waits(client, store):
     for lock in set(filter(None, marks.values())):
         assert waits(lock), lock
     assert waits("xfs_ilock_map_shared") == waits("xfs_ilock") and waits("down") == waits("semaphore")
+    # /waits/by-lock says, before a link is followed, what it lists: the count and total duration of those waits
+    keys = sorted(set(filter(None, marks.values()))) + ["mutex"]
+    got = client.get(f"/api/analyses/{aid}/waits/by-lock", params=[("lock_key", k) for k in keys]).json()
+    listed = {k: client.get(f"/api/analyses/{aid}/waits", params={"lock_key": k, "limit": 1000}).json() for k in keys}
+    assert got == [{"lock_key": k, "waits": len(listed[k]), "total_ns": sum(w["duration_ns"] for w in listed[k])}
+                   for k in keys]
+    assert {g["lock_key"]: g["waits"] for g in got}["mutex"] == 0 and {g["lock_key"]: g["waits"] for g in got}[
+        "xfs_ilock"] == 2
+    # in a window, as the link keeps the time range: the inode lock's reader began before its writer
+    ilock = sorted(listed["xfs_ilock"], key=lambda w: w["start_ns"])
+    window = {"t0_ns": ilock[0]["start_ns"], "t1_ns": ilock[1]["start_ns"] - 1}
+    inside = client.get(f"/api/analyses/{aid}/waits", params={"lock_key": "xfs_ilock", **window}).json()
+    assert [w["comm"] for w in inside] == ["file_reader"]
+    assert client.get(f"/api/analyses/{aid}/waits/by-lock", params={"lock_key": "xfs_ilock", **window}).json() == [
+        {"lock_key": "xfs_ilock", "waits": 1, "total_ns": inside[0]["duration_ns"]}]

@@ -88,6 +88,9 @@ BAD_REQUESTS = [
     ("get", "/api/analyses/x/requests?dev=8,0';DROP TABLE sources;--", {}),
     ("get", "/api/analyses/x/latency-over-time?buckets=0", {}),
     ("get", "/api/progress/" + "z" * 300, {}),
+    ("get", "/api/analyses/x/waits/by-lock", {}),
+    ("get", "/api/analyses/x/waits/by-lock?" + "&".join(["lock_key=a"] * 101), {}),
+    ("get", "/api/analyses/x/waits/by-lock?lock_key=" + "%00'" * 300, {}),
     ("delete", "/api/analyses", {}),
     ("get", "/a/%2e%2e/%2e%2e/etc/passwd", {}),
 ]

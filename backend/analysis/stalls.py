@@ -1139,6 +1139,22 @@ def waits(con, analysis_id: str, order: str = "duration", limit: int = 100, pid=
         f" ORDER BY {_WAIT_ORDER[order]} LIMIT $limit", {"aid": analysis_id, "limit": limit, **given}))
 
 
+def lock_waits(con, analysis_id: str, lock_keys: list[str], t0=None, t1=None) -> list[dict]:
+    """Per lock key, what /waits?lock_key= lists (its filters, stall waits only; in the window t0..t1 when given):
+    how many waits and their total duration, so that a link to them can say so before it is followed (the off-CPU
+    view's sleeping primitives)."""
+    window = {k: v for k, v in {"t0": t0, "t1": t1}.items() if v is not None}
+    where = "".join(f" AND {_WAIT_FILTERS[k]}" for k in ("lock_key", *window))
+    out = []
+    for key in dict.fromkeys(lock_keys):
+        n, total = con.execute(
+            "SELECT count(*), coalesce(sum(w.duration_ns), 0)::BIGINT FROM stall_waits w JOIN sources s"
+            f" ON s.id = w.source_id WHERE s.analysis_id = $aid{where}",
+            {"aid": analysis_id, "lock_key": key, "lock_names": locks.label_names(key), **window}).fetchall()[0]
+        out.append({"lock_key": key, "waits": n, "total_ns": total})
+    return out
+
+
 _CHAIN_FILTERS = {"t0": "l.end_ns + s.clock_offset_ns >= $t0", "t1": "l.start_ns + s.clock_offset_ns <= $t1"}
 
 

@@ -157,6 +157,28 @@ def list_waits(
     return stalls.waits(con, analysis_id, order, limit, pid, lock, t0_ns, t1_ns, lock_key, idle)
 
 
+class LockWaits(BaseModel):
+    lock_key: str
+    waits: int = Field(description="how many waits /waits?lock_key= lists for it (idle sleeps left out)")
+    total_ns: int = Field(description="their total duration, ns")
+
+
+@router.get("/analyses/{analysis_id}/waits/by-lock", response_model=list[LockWaits], responses=NOT_FOUND)
+def waits_by_lock(
+    analysis_id: AnalysisId,
+    con: Cursor,
+    lock_key: Annotated[list[Annotated[str, Field(max_length=256)]], Query(
+        min_length=1, max_length=100, description="locks, as /waits?lock_key= takes them (repeat the parameter: at"
+                                                  " most 100)")],
+    t0_ns: TimeFilter = None,
+    t1_ns: TimeFilter = None,
+):
+    """How many waits each lock has (overlapping t0_ns..t1_ns when given), and how long they took in all: what a
+    link to /waits?lock_key= with the same window will list."""
+    _analysis_or_404(con, analysis_id)
+    return stalls.lock_waits(con, analysis_id, lock_key, t0_ns, t1_ns)
+
+
 @router.get("/analyses/{analysis_id}/chains", response_model=list[Chain], responses=NOT_FOUND)
 def list_chains(
     analysis_id: AnalysisId,

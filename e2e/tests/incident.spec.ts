@@ -282,6 +282,8 @@ test("Off-CPU's lock frame lists the waits on exactly that lock (the semaphore's
   const row = page.getByTestId('lock-frames').locator('tbody tr').filter({ has: page.getByText('semaphore', { exact: true }) });
   await expect(row).toHaveCount(1);
   await expect(page.getByTestId('lock-frames').getByText('down', { exact: true })).toHaveCount(0);
+  // the button says what it lists: xfsconvertd's one wait on the buffer's semaphore, 3.72 s
+  await expect(row.getByRole('button', { name: 'Waits on this lock (1, 3.72 s in all)' })).toBeVisible();
   await row.getByRole('button', { name: 'Waits on this lock' }).click();
   await expect(page).toHaveURL(/tab=stalls&lock_key=semaphore(&|$)/);
   const waits = page.getByTestId('waits-panel');
@@ -331,6 +333,7 @@ test("the flame graph's xfs_ilock_map_shared frame: its tooltip leads to the ino
   const link = page.getByTestId('tooltip-waits-link');
   await expect(link).toBeVisible();
   await expect(link.locator('xpath=..')).toContainText(`${q}`);
+  await expect(link).toContainText('1 wait on this lock'); // in the time range, as the list it leads to
   const href = (await link.getAttribute('href'))!;
   const params = new URLSearchParams(href.slice(1));
   expect([params.get('tab'), params.get('lock_key'), params.get('t0'), params.get('t1')]).toEqual(['stalls', 'xfs_ilock', `${t0}`, `${t1}`]);

@@ -352,6 +352,23 @@ export function wakersParams(q: WakersQuery) {
   };
 }
 
+/** Per lock, how many waits /waits?lock_key= lists in the window and their total (what a "Waits on this lock" link,
+ * which keeps the time range, leads to). */
+export function useLockWaits(id: string, lockKeys: string[], w: Window, enabled = true) {
+  return useQuery({
+    queryKey: ['waits-by-lock', id, lockKeys, w.t0, w.t1],
+    enabled: enabled && lockKeys.length > 0,
+    queryFn: ({ signal }) =>
+      unwrap(
+        api.GET('/api/analyses/{analysis_id}/waits/by-lock', {
+          params: { path: { analysis_id: id }, query: { lock_key: lockKeys, ...win(w) } },
+          signal,
+        }),
+      ),
+    placeholderData: keepPreviousData,
+  });
+}
+
 export function useWakers(id: string, q: WakersQuery, enabled = true) {
   return useQuery({
     queryKey: ['wakers', id, q.pid, q.comm, q.lockKey, q.limit],

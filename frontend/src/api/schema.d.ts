@@ -378,6 +378,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/analyses/{analysis_id}/waits/by-lock": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Waits By Lock
+         * @description How many waits each lock has (overlapping t0_ns..t1_ns when given), and how long they took in all: what a
+         *     link to /waits?lock_key= with the same window will list.
+         */
+        get: operations["waits_by_lock_api_analyses__analysis_id__waits_by_lock_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/analyses/{analysis_id}/wakers": {
         parameters: {
             query?: never;
@@ -1157,6 +1178,21 @@ export interface components {
             sleep: string[];
             /** What */
             what: string;
+        };
+        /** LockWaits */
+        LockWaits: {
+            /** Lock Key */
+            lock_key: string;
+            /**
+             * Total Ns
+             * @description their total duration, ns
+             */
+            total_ns: number;
+            /**
+             * Waits
+             * @description how many waits /waits?lock_key= lists for it (idle sleeps left out)
+             */
+            waits: number;
         };
         /** Mark */
         Mark: {
@@ -2659,6 +2695,53 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Wait"][];
+                };
+            };
+            /** @description no analysis with this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    waits_by_lock_api_analyses__analysis_id__waits_by_lock_get: {
+        parameters: {
+            query: {
+                /** @description locks, as /waits?lock_key= takes them (repeat the parameter: at most 100) */
+                lock_key: string[];
+                /** @description ns, on the analysis timeline */
+                t0_ns?: number | null;
+                /** @description ns, on the analysis timeline */
+                t1_ns?: number | null;
+            };
+            header?: never;
+            path: {
+                analysis_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LockWaits"][];
                 };
             };
             /** @description no analysis with this id */

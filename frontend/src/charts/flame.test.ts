@@ -75,11 +75,18 @@ describe('flame graph layout', () => {
   });
 
   it('tooltip: value with unit and share; lock frames link to their waits', () => {
-    const opt = buildFlameOption(tree, { unit: 'us', total: 100, waitsLink: (l) => `?tab=stalls&lock=${l}` }) as any;
+    const link = (waits: number | null) => (l: string) => ({ href: `?tab=stalls&lock=${l}`, waits, totalNs: waits ? 342_495_000 : 0 });
+    const opt = buildFlameOption(tree, { unit: 'us', total: 100, waitsLink: link(null) }) as any;
     const html = opt.tooltip.formatter({ dataIndex: 2 });
     expect(html).toContain('40.00 µs · 40.0 %');
     expect(html).toContain('xfs_buf_lock');
-    expect(html).toContain('href="?tab=stalls&amp;lock=xfs_buf_lock"');
+    expect(html).toContain('href="?tab=stalls&amp;lock=xfs_buf_lock" data-testid="tooltip-waits-link">Waits on this lock →</a>');
+    // once counted: the link says what it lists, and a lock without waits has no link
+    const counted = (buildFlameOption(tree, { unit: 'us', total: 100, waitsLink: link(1) }) as any).tooltip.formatter({ dataIndex: 2 });
+    expect(counted).toContain('>1 wait on this lock, 342.5 ms in all →</a>');
+    const none = (buildFlameOption(tree, { unit: 'us', total: 100, waitsLink: link(0) }) as any).tooltip.formatter({ dataIndex: 2 });
+    expect(none).not.toContain('href=');
+    expect(none).toContain('no waits on this lock in the ftrace trace');
     expect(percent(1, 48)).toBe('2.08 %');
   });
 

@@ -90,8 +90,19 @@ export type FlameOptions = {
   unit: string; // 'us' | 'stacks'
   total: number; // the graph's total (for %)
   /** Lock frames offer "Waits on this lock" (an ftrace source is loaded). */
-  waitsLink?: (lock: string) => string;
+  waitsLink?: (lock: string) => WaitsLink;
 };
+
+/** Where a lock frame's waits are listed, and how many there are (null: not known yet). */
+export type WaitsLink = { href: string; waits: number | null; totalNs: number | null };
+
+/** The tooltip line of a lock frame's waits: a link saying what it lists, or why there is none. */
+export function waitsLinkHtml(w: WaitsLink): string {
+  if (w.waits === 0) return `<span style="color:${C.muted}">no waits on this lock in the ftrace trace</span>`;
+  const what =
+    w.waits === null ? 'Waits on this lock' : `${formatCount(w.waits)} wait${w.waits === 1 ? '' : 's'} on this lock, ${formatNs(w.totalNs ?? 0)} in all`;
+  return `<a href="${escapeHtml(w.href)}" data-testid="tooltip-waits-link">${what} →</a>`;
+}
 
 export function flameFill(r: FlameRect, o: Pick<FlameOptions, 'highlight' | 'diff'>, maxAbs: number): string {
   if (o.diff) return r.depth === 0 ? ROOT_FILL : diffColor(r.delta, maxAbs);
@@ -173,7 +184,7 @@ export function buildFlameOption(root: FlameNode, o: FlameOptions): EChartsOptio
         }
         if (r.lock) {
           lines.push(`<span style="color:${LOCK_FILL}">sleeping primitive: <b>${escapeHtml(r.lock)}</b></span>`);
-          if (o.waitsLink) lines.push(`<a href="${escapeHtml(o.waitsLink(r.lock))}" data-testid="tooltip-waits-link">Waits on this lock →</a>`);
+          if (o.waitsLink) lines.push(waitsLinkHtml(o.waitsLink(r.lock)));
         }
         lines.push(`<i style="color:${C.muted}">click to zoom</i>`);
         return lines.join('<br/>');

@@ -1,13 +1,23 @@
 import { useEffect, useMemo, useState } from 'react';
 import type { AnalysisDetail } from '../../api/types';
 import type { FlameNode } from '../../api/stallTypes';
-import { useAnalyses, useFlameDiff, useFlamegraph, useOffcpuTasks } from '../../api/queries';
+import { useAnalyses, useFlameDiff, useFlamegraph, useLockWaits, useOffcpuTasks } from '../../api/queries';
 import { EChart, type EChartHandler } from '../../charts/EChart';
 import { buildFlameOption, flameHeight, formatFlameValue, layoutFlame, percent } from '../../charts/flame';
 import { ErrorBox, Loading } from '../../components/Status';
-import { formatNs } from '../../lib/format';
+import { formatCount, formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import { waitsOnLockLink } from '../../state/viewState';
+
+/** The button to the Stalls tab's waits on a lock, saying how many it lists (once counted); none when there are none. */
+function WaitsOnLock({ count, onOpen }: { count: { waits: number; total_ns: number } | undefined; onOpen: () => void }) {
+  if (count && count.waits === 0) return <span className="muted">no waits on it in the ftrace trace</span>;
+  return (
+    <button className="btn small" onClick={onOpen}>
+      Waits on this lock{count ? ` (${formatCount(count.waits)}, ${formatNs(count.total_ns)} in all)` : ''}
+    </button>
+  );
+}
 
 export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
   const [view, setView] = useViewState();
@@ -29,11 +39,18 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
   const root: FlameNode | null = q.data?.root ?? null;
   const total = single.data && !view.fgDiff ? single.data.total : diff.data ? diff.data.total_b : 0;
 
-  const waitsLink = useMemo(
-    () => (hasFtrace ? (lock: string) => waitsOnLockLink(view, lock) : undefined),
-    [hasFtrace, view],
-  );
   const layout = useMemo(() => (root ? layoutFlame(root, view.fgZoom) : null), [root, view.fgZoom]);
+  // How many waits each lock drawn has (what its "Waits on this lock" lists), when an ftrace source has waits.
+  const lockNames = useMemo(() => [...new Set((layout?.rects ?? []).flatMap((r) => (r.lock ? [r.lock] : [])))].sort(), [layout]);
+  const lockWaits = useLockWaits(analysis.id, lockNames, { t0: view.t0, t1: view.t1 }, hasFtrace);
+  const counts = useMemo(() => new Map((lockWaits.data ?? []).map((c) => [c.lock_key, c])), [lockWaits.data]);
+  const waitsLink = useMemo(
+    () =>
+      hasFtrace
+        ? (lock: string) => ({ href: waitsOnLockLink(view, lock), waits: counts.get(lock)?.waits ?? null, totalNs: counts.get(lock)?.total_ns ?? null })
+        : undefined,
+    [hasFtrace, view, counts],
+  );
   const option = useMemo(
     () =>
       root
@@ -218,9 +235,7 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
           <p className="zoom-lock">
             Zoomed on <b className="mono">{layout.focus.name}</b>, a sleeping primitive ({layout.focus.lock}).{' '}
             {hasFtrace ? (
-              <button className="btn small" onClick={() => setView({ tab: 'stalls', lockKey: layout.focus.lock })}>
-                Waits on this lock
-              </button>
+              <WaitsOnLock count={counts.get(layout.focus.lock)} onOpen={() => setView({ tab: 'stalls', lockKey: layout.focus.lock })} />
             ) : (
               <span className="muted">Load an ftrace trace in this analysis to list the waits on it.</span>
             )}
@@ -253,9 +268,7 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
                   <td className="num">{percent(v, total)}</td>
                   <td>
                     {hasFtrace ? (
-                      <button className="btn small" onClick={() => setView({ tab: 'stalls', lockKey: lock })}>
-                        Waits on this lock
-                      </button>
+                      <WaitsOnLock count={counts.get(lock)} onOpen={() => setView({ tab: 'stalls', lockKey: lock })} />
                     ) : (
                       <span className="muted">no ftrace source: no waits to list</span>
                     )}
