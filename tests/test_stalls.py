@@ -230,9 +230,9 @@ def test_scheduler_events_without_calls(client, store):
 
 
 def test_file_with_stacks_stored_as_lists_is_rebuilt(tmp_path):
-    """A database written when `waits` and `chain_links` stored their stacks as lists (and the waits their frames'
-    lines, stack_lines): opening it stores them as text (read as the same lists), their rows kept, stack_lines gone;
-    a new ingest into it works."""
+    """A database written when tables `waits` and `chain_links` stored their stacks as lists (and the waits their
+    frames' lines, stack_lines): opening it moves their rows to wait_rows and chain_link_rows, the stacks as text,
+    read through the views `waits` and `chain_links` as the same lists; a new ingest into it works."""
     import duckdb
 
     from backend.store import Store
@@ -249,33 +249,35 @@ def test_file_with_stacks_stored_as_lists_is_rebuilt(tmp_path):
     s.close()
     assert any(r[3] for r in before) and any(r[4] for r in before)  # waker and holder stacks too
     assert any(r[4] for r in links)
-    con = duckdb.connect(str(path))  # the old layout: the stacks stored as lists, no text columns
+    con = duckdb.connect(str(path))  # the old layout: tables of those names, the stacks as lists, no text columns
     con.execute("DROP VIEW stall_waits")
     con.execute("CREATE TABLE old AS SELECT * EXCLUDE (stack_text, waker_stack_text, holder_stack_text),"
                 " list_transform(stack, lambda f: 7) AS stack_lines FROM waits")
-    con.execute("DROP TABLE waits")
+    con.execute("DROP VIEW waits")
+    con.execute("DROP TABLE wait_rows")
     con.execute("ALTER TABLE old RENAME TO waits")
     con.execute("CREATE VIEW stall_waits AS SELECT * FROM waits")
     con.execute("CREATE TABLE old AS SELECT * EXCLUDE (stack_text) FROM chain_links")
-    con.execute("DROP TABLE chain_links")
+    con.execute("DROP VIEW chain_links")
+    con.execute("DROP TABLE chain_link_rows")
     con.execute("ALTER TABLE old RENAME TO chain_links")
     con.close()
 
     s = Store(path)
     try:
         con = s.cursor()
-        assert con.execute("SELECT column_default IS NOT NULL FROM duckdb_columns() WHERE table_name = 'waits'"
-                           " AND column_name = 'stack'").fetchall() == [(True,)]
-        assert con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'waits'"
-                           " AND column_name = 'stack_lines'").fetchall() == [(0,)]
+        kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables WHERE table_name IN"
+                                 " ('waits', 'wait_rows', 'chain_links', 'chain_link_rows')").fetchall())
+        assert kinds == {"waits": "VIEW", "wait_rows": "BASE TABLE", "chain_links": "VIEW",
+                         "chain_link_rows": "BASE TABLE"}
+        assert {c for (c,) in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = 'wait_rows'"
+                                          " AND column_name LIKE '%stack%'").fetchall()} == {
+            "stack_text", "waker_stack_text", "holder_stack_text"}  # no stack_lines, no lists
         assert con.execute(f"SELECT {cols} FROM waits ORDER BY line").fetchall() == before
-        assert con.execute("SELECT column_default IS NOT NULL FROM duckdb_columns() WHERE table_name = 'chain_links'"
-                           " AND column_name = 'stack'").fetchall() == [(True,)]
         assert con.execute(f"SELECT {link_cols} FROM chain_links ORDER BY chain_id, pos").fetchall() == links
         con.begin()  # an empty stack reads as an empty list, a missing one as null
-        con.execute("INSERT INTO waits (source_id, line, kind, pid, start_ns, end_ns, duration_ns, end_known,"
-                    " stack_text, inferred, evidence) VALUES (0, 1, 'sched', 1, 0, 1, 1, true, '',"
-                    " false, '')")
+        con.execute("INSERT INTO wait_rows (source_id, line, kind, pid, start_ns, end_ns, duration_ns, end_known,"
+                    " stack_text, inferred, evidence) VALUES (0, 1, 'sched', 1, 0, 1, 1, true, '', false, '')")
         assert con.execute("SELECT stack, waker_stack, holder_stack FROM waits WHERE source_id = 0").fetchall() == [
             ([], None, None)]
         con.rollback()

@@ -99,12 +99,14 @@ _PLUMBING = frozenset({
 })
 _IDLE_COMMS = ("<idle>", "swapper")
 
-# A stack is stored as its frames joined by STACK_SEP and read as a list (a virtual column): DuckDB inserts and logs
-# (WAL) one string per stack for less than half the cost of a list of ~25 (the 60 k waits of the benchmark's
-# function_graph trace, inserted and committed: 0.4 s against 0.85 s). A frame never holds the separator (a control
-# character; the tokenizer's function names are tokens without it).
+# A stack is stored as its frames joined by STACK_SEP and read as a list: DuckDB inserts and logs (WAL) one string per
+# stack for less than half the cost of a list of ~25 (the 60 k waits of the benchmark's function_graph trace, inserted
+# and committed: 0.4 s against 0.85 s). A frame never holds the separator (a control character; the tokenizer's
+# function names are tokens without it). The rows are stored in wait_rows and chain_link_rows; `waits` and
+# `chain_links` are views that add the lists (not virtual columns: DuckDB computes those on every INSERT, 0.3 s of
+# the 0.5 s that inserting those 60 k waits took).
 STACK_SEP = "\x1f"
-_STACK = "VARCHAR[] GENERATED ALWAYS AS (CASE WHEN {c}_text = '' THEN []::VARCHAR[] ELSE string_split({c}_text, chr(31)) END) VIRTUAL"
+_STACK = "CASE WHEN {c}_text = '' THEN []::VARCHAR[] ELSE string_split({c}_text, chr(31)) END AS {c}"
 WAITS_COLUMNS = f"""
     source_id INTEGER NOT NULL,
     line BIGINT NOT NULL,            -- the line that starts the wait: the switch-out, or the call's entry
@@ -121,14 +123,12 @@ WAITS_COLUMNS = f"""
     lock VARCHAR,
     lock_key VARCHAR,                -- what is locked, for grouping waiters: the object (xfs_ilock), else lock
     primitive VARCHAR,               -- locks.py entry behind lock, null when lock is only the innermost frame
-    stack_text VARCHAR NOT NULL,
-    stack {_STACK.format(c="stack")},  -- root first
+    stack_text VARCHAR NOT NULL,     -- root first (the view's `stack`)
     inferred BOOLEAN NOT NULL,
     evidence VARCHAR NOT NULL,
     waker_pid BIGINT,
     waker_comm VARCHAR,
     waker_stack_text VARCHAR,
-    waker_stack {_STACK.format(c="waker_stack")},
     wake_line BIGINT,
     wake_ns BIGINT,
     wake_cpu INTEGER,
@@ -137,8 +137,7 @@ WAITS_COLUMNS = f"""
     holder_line BIGINT,              -- the holder's acquire call (its entry line)
     holder_ns BIGINT,                -- ... and when it returned
     holder_evidence VARCHAR,
-    holder_stack_text VARCHAR,
-    holder_stack {_STACK.format(c="holder_stack")}  -- the holder's calls open when this wait began
+    holder_stack_text VARCHAR        -- the holder's calls open when this wait began
 """
 CHAIN_LINKS_COLUMNS = f"""
     analysis_id VARCHAR NOT NULL,
@@ -157,7 +156,6 @@ CHAIN_LINKS_COLUMNS = f"""
     inferred BOOLEAN NOT NULL,
     evidence VARCHAR NOT NULL,
     stack_text VARCHAR NOT NULL,
-    stack {_STACK.format(c="stack")},
     line BIGINT,
     also_waiting JSON NOT NULL,
     req_source_id INTEGER, req_line BIGINT, req_dev VARCHAR, req_sector BIGINT, req_nsect BIGINT,
@@ -165,7 +163,9 @@ CHAIN_LINKS_COLUMNS = f"""
     req_c_ns BIGINT
 """
 SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS waits ({WAITS_COLUMNS});
+CREATE TABLE IF NOT EXISTS wait_rows ({WAITS_COLUMNS});
+CREATE OR REPLACE VIEW waits AS
+    SELECT *, {", ".join(_STACK.format(c=c) for c in ("stack", "waker_stack", "holder_stack"))} FROM wait_rows;
 -- the waits that are stalls: all but idle sleeps, a task asleep interruptibly (S, or I for an idle kernel thread)
 -- on no known lock: a worker waiting for work (schedule_timeout), a nanosleep, a poll; they are waits, not stalls
 CREATE OR REPLACE VIEW stall_waits AS
@@ -176,7 +176,8 @@ CREATE TABLE IF NOT EXISTS chains (
     duration_ns BIGINT NOT NULL,
     links INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS chain_links ({CHAIN_LINKS_COLUMNS});
+CREATE TABLE IF NOT EXISTS chain_link_rows ({CHAIN_LINKS_COLUMNS});
+CREATE OR REPLACE VIEW chain_links AS SELECT *, {_STACK.format(c="stack")} FROM chain_link_rows;
 """
 
 
@@ -791,32 +792,30 @@ _WAIT_KEYS = [*_WAIT_TYPES, "stack", "waker_stack", "holder_stack"]  # a wait's 
 
 
 def migrate(con) -> None:
-    """A database written with an older layout of `waits` or `chain_links` (stacks stored as lists; the waits'
-    stack_lines, never read): each such table is rebuilt once as WAITS_COLUMNS, CHAIN_LINKS_COLUMNS say, its rows
-    kept, before the schema (the view on waits) is made again."""
-    def stored(table: str) -> list[str]:
-        return [c for (c, plain) in con.execute(
-            "SELECT column_name, column_default IS NULL FROM duckdb_columns() WHERE database_name = current_database()"
-            " AND schema_name = 'main' AND table_name = ? ORDER BY column_index", [table]).fetchall() if plain]
-
-    for table, columns in (("waits", WAITS_COLUMNS), ("chain_links", CHAIN_LINKS_COLUMNS)):
-        old = stored(table)
-        if not old:
+    """A database written with an older layout of the waits or the chains' links: a table `waits` or `chain_links`
+    (stacks stored as lists, or as text with virtual list columns; the waits' stack_lines, never read). Each is
+    rebuilt once into wait_rows or chain_link_rows (WAITS_COLUMNS, CHAIN_LINKS_COLUMNS), its rows kept, before the
+    schema makes the views of those names."""
+    for old, rows, columns in (("waits", "wait_rows", WAITS_COLUMNS), ("chain_links", "chain_link_rows",
+                                                                        CHAIN_LINKS_COLUMNS)):
+        stored = [c for (c, plain) in con.execute(
+            "SELECT c.column_name, c.column_default IS NULL FROM duckdb_columns() c JOIN duckdb_tables() t"
+            " ON t.table_oid = c.table_oid WHERE t.database_name = current_database() AND t.schema_name = 'main'"
+            " AND t.table_name = ? ORDER BY c.column_index", [old]).fetchall() if plain]
+        if not stored:  # no such table: the view, or a new file
             continue
         con.begin()
-        con.execute(f"CREATE TABLE _rebuilt ({columns})")
-        new = stored("_rebuilt")
-        if new == old:
-            con.rollback()
-            continue
-        # a stack's text from its list, where the old table has the list
-        values = {c: f"array_to_string({c.removesuffix('_text')}, chr(31))" for c in new
-                  if c not in old and c.removesuffix("_text") in old}
-        values.update({c: c for c in new if c in old})
         con.execute("DROP VIEW IF EXISTS stall_waits")
-        con.execute(f"INSERT INTO _rebuilt ({', '.join(values)}) SELECT {', '.join(values.values())} FROM {table}")
-        con.execute(f"DROP TABLE {table}")
-        con.execute(f"ALTER TABLE _rebuilt RENAME TO {table}")
+        con.execute(f"CREATE TABLE {rows} ({columns})")
+        new = [c for (c,) in con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = 'main'"
+            " AND table_name = ? ORDER BY column_index", [rows]).fetchall()]
+        # a stack's text from its list, where the old table stored the list
+        values = {c: f"array_to_string({c.removesuffix('_text')}, chr(31))" for c in new
+                  if c not in stored and c.removesuffix("_text") in stored}
+        values.update({c: c for c in new if c in stored})
+        con.execute(f"INSERT INTO {rows} ({', '.join(values)}) SELECT {', '.join(values.values())} FROM {old}")
+        con.execute(f"DROP TABLE {old}")
         con.commit()
 
 
@@ -824,7 +823,7 @@ def _insert_waits(con, tables: Iterable[pa.Table]) -> None:
     cols = ", ".join(_WAIT_TYPES)
     for table in tables:
         con.register("_stalls_w", table)
-        con.execute(f"INSERT INTO waits ({cols}) SELECT {cols} FROM _stalls_w")
+        con.execute(f"INSERT INTO wait_rows ({cols}) SELECT {cols} FROM _stalls_w")
         con.unregister("_stalls_w")
 
 
@@ -1089,14 +1088,14 @@ def _insert_chains(con, analysis_id: str, chains: list[dict]) -> None:
         data[f"req_{k}"] = pa.array(col, t)
     con.register("_stalls_cl", pa.table(data))
     names = ", ".join(data)
-    con.execute(f"INSERT INTO chain_links (analysis_id, {names}) SELECT ?, {names} FROM _stalls_cl", [analysis_id])
+    con.execute(f"INSERT INTO chain_link_rows (analysis_id, {names}) SELECT ?, {names} FROM _stalls_cl", [analysis_id])
     con.unregister("_stalls_cl")
 
 
 def relink(con, analysis_id: str) -> None:
     """Builds the analysis' chains again from its stored waits, after a source's clock offset changed: which block
     request completed at a wake-up depends on it (inside the caller's transaction)."""
-    con.execute("DELETE FROM chain_links WHERE analysis_id = ?", [analysis_id])
+    con.execute("DELETE FROM chain_link_rows WHERE analysis_id = ?", [analysis_id])
     con.execute("DELETE FROM chains WHERE analysis_id = ?", [analysis_id])
     sids = [r[0] for r in con.execute(
         "SELECT id FROM sources WHERE analysis_id = ? AND format = 'ftrace' ORDER BY id", [analysis_id]).fetchall()]
