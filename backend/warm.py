@@ -22,15 +22,16 @@ import threading
 import time
 from collections import deque
 
-from .analysis import blk, heatindex, heatmap, memo, offcpu, timeline
+from .analysis import blk, heatindex, heatmap, memo, offcpu, stalls, timeline
 
 NEWEST = 3
 QUIET_S = 0.2
 
 # (name, call) in the order they are warmed: Dispatch's first requests (the issue's), the timeline's, the Stalls
-# tab's heatmap choices (the default tab with ftrace), the off-CPU flame graph. Their parameters are the frontend's
-# first ones: api/tabQueries.ts (HEATMAP_X_BINS/Y_BINS, LATENCY_BUCKETS, REQUESTS_LIMIT, TIMELINE_WIDTH_PX, the
-# default tlN as max_lanes), useHeatmapMetrics' limit, the flame graph's defaults
+# tab's (the default tab with ftrace: heatmap choices, chains, waits), the off-CPU flame graph. Their parameters are
+# the frontend's first ones: api/tabQueries.ts (HEATMAP_X_BINS/Y_BINS, LATENCY_BUCKETS, REQUESTS_LIMIT,
+# TIMELINE_WIDTH_PX, the default tlN as max_lanes), useHeatmapMetrics' limit, useChains' and WaitsPanel's limits,
+# the flame graph's defaults
 STEPS = (
     ("heatmap", lambda con, a: heatmap.heatmap(con, a, "i2d", 120, 40)),
     ("latency-over-time", lambda con, a: blk.latency_over_time(con, a, 240)),
@@ -38,6 +39,8 @@ STEPS = (
     ("requests", lambda con, a: blk.requests(con, a, "i2d", 100)),
     ("timeline", lambda con, a: timeline.timeline(con, a, None, None, 1200, None, 40)),
     ("heatmap-metrics", lambda con, a: heatmap.metrics(con, a, 100)),
+    ("chains", lambda con, a: stalls.first_chains(con, a, 100)),
+    ("waits", lambda con, a: stalls.first_waits(con, a, "duration", 100)),
     ("flamegraph", lambda con, a: offcpu.flamegraph_json(con, a)),
 )
 

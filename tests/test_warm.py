@@ -31,7 +31,7 @@ def test_start_fills_the_caches_of_the_newest_analyses(store, monkeypatch):
     with TestClient(create_app(store)) as c:
         assert c.app.state.warmer.wait(120)
         assert {"index i2d", "latency-over-time", "dispatch-summary", "timeline-summary", "heatmap-metrics",
-                "flamegraph"} <= kept(new)
+                "chains", "waits", "flamegraph"} <= kept(new)
         assert kept(old) == set()  # beyond the newest NEWEST
         assert list(c.app.state.warmer.warmed[new]) == [name for name, _ in warm.STEPS]
         # what the first requests get is what they would have computed

@@ -66,7 +66,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import locks
+from . import locks, memo
 
 MIN_CALL_SLEEP_NS = 1_000_000  # a lock call this long with no switch-out in the trace is taken as a sleep
 REQUEST_WINDOW_NS = 10_000_000  # a request completed at most this long before the wake-up caused it
@@ -1136,6 +1136,19 @@ def waits(con, analysis_id: str, order: str = "duration", limit: int = 100, pid=
         f"SELECT {cols} FROM {'waits' if idle else 'stall_waits'} w JOIN sources s ON s.id = w.source_id"
         f" WHERE s.analysis_id = $aid{where}"
         f" ORDER BY {_WAIT_ORDER[order]} LIMIT $limit", {"aid": analysis_id, "limit": limit, **given}))
+
+
+def first_waits(con, analysis_id: str, order: str = "duration", limit: int = 100, idle: bool = False) -> list[dict]:
+    """The unfiltered list of waits (the Stalls tab's first), kept per analysis and clock offsets (memo.py): the
+    route's and the warm-up's (warm.py)."""
+    return memo.get((analysis_id, "waits", order, limit, idle, memo.offsets(con, analysis_id)),
+                    lambda: waits(con, analysis_id, order, limit, idle=idle))
+
+
+def first_chains(con, analysis_id: str, limit: int = 50) -> list[dict]:
+    """The chains over the whole analysis (the Stalls tab's first), kept as first_waits is."""
+    return memo.get((analysis_id, "chains", limit, memo.offsets(con, analysis_id)),
+                    lambda: chains(con, analysis_id, limit))
 
 
 def lock_waits(con, analysis_id: str, lock_keys: list[str], t0=None, t1=None) -> list[dict]:

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from ..analysis import memo, stalls
+from ..analysis import stalls
 from .analyses import NOT_FOUND, AnalysisId, TimeFilter, _analysis_or_404
 from .deps import Cursor
 
@@ -152,8 +152,7 @@ def list_waits(
     """Intervals in which a task was off CPU while blocked, with their lock, waker and inferred holder."""
     _analysis_or_404(con, analysis_id)
     if pid is None and lock is None and lock_key is None and t0_ns is None and t1_ns is None:  # the first list
-        return memo.get((analysis_id, "waits", order, limit, idle, memo.offsets(con, analysis_id)),
-                        lambda: stalls.waits(con, analysis_id, order, limit, idle=idle))
+        return stalls.first_waits(con, analysis_id, order, limit, idle)
     return stalls.waits(con, analysis_id, order, limit, pid, lock, t0_ns, t1_ns, lock_key, idle)
 
 
@@ -192,8 +191,7 @@ def list_chains(
     window (each keeps its rank as id)."""
     _analysis_or_404(con, analysis_id)
     if t0_ns is None and t1_ns is None:
-        return memo.get((analysis_id, "chains", limit, memo.offsets(con, analysis_id)),
-                        lambda: stalls.chains(con, analysis_id, limit))
+        return stalls.first_chains(con, analysis_id, limit)
     return stalls.chains(con, analysis_id, limit, t0_ns, t1_ns)
 
 
