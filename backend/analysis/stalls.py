@@ -553,13 +553,10 @@ class _Stacks:
 
         prim, inner_obj, inner = pick(waiting & ~obj, False), pick(waiting & obj, True), pick(waiting, True)
         other = pick(plain, True)
-        names, memo, out = self.names, {}, []
+        names, out = self.names, []
         for p, o, w, f in zip(prim.tolist(), inner_obj.tolist(), inner.tolist(), other.tolist()):
-            if w >= 0:
-                key = (p, o, w)
-                if key not in memo:
-                    memo[key] = _lock_reason(names[p] if p >= 0 else None, names[o] if o >= 0 else None, names[w])
-                out.append(memo[key])
+            if w >= 0:  # _lock_reason keeps each (primitive, object, innermost) it has seen
+                out.append(_lock_reason(names[p] if p >= 0 else None, names[o] if o >= 0 else None, names[w]))
             else:
                 out.append((names[f], names[f], None, None) if f >= 0 else (None, None, None, None))
         return out
@@ -775,8 +772,8 @@ _WAIT_TYPES = {
     "source_id": pa.int32(), "line": pa.int64(), "kind": pa.string(), "pid": pa.int64(), "comm": pa.string(),
     "cpu": pa.int32(), "start_ns": pa.int64(), "end_ns": pa.int64(), "duration_ns": pa.int64(),
     "end_known": pa.bool_(), "end_line": pa.int64(), "state": pa.string(), "lock": pa.string(),
-    "lock_key": pa.string(), "primitive": pa.string(), "stack_text": pa.string(), "inferred": pa.bool_(), "evidence": pa.string(), "waker_pid": pa.int64(),
-    "waker_comm": pa.string(), "waker_stack_text": pa.string(), "wake_line": pa.int64(), "wake_ns": pa.int64(),
+    "lock_key": pa.string(), "primitive": pa.string(), "stack_text": pa.string(), "inferred": pa.bool_(),
+    "evidence": pa.string(), "waker_pid": pa.int64(), "waker_comm": pa.string(), "waker_stack_text": pa.string(), "wake_line": pa.int64(), "wake_ns": pa.int64(),
     "wake_cpu": pa.int32(), "holder_pid": pa.int64(), "holder_comm": pa.string(), "holder_line": pa.int64(),
     "holder_ns": pa.int64(), "holder_evidence": pa.string(), "holder_stack_text": pa.string(),
 }
