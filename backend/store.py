@@ -26,6 +26,7 @@ from parsers.detect import PARSERS, SNIFF_BYTES, detect
 
 from .analysis import DERIVE_ANALYSIS, DERIVE_SOURCE, MIGRATIONS, STAGED_TABLES
 from .analysis import SCHEMA as ANALYSIS_SCHEMA
+from .analysis.tables import rebuild, stored_columns
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS analyses (
@@ -221,19 +222,11 @@ class Store:
         stored = [f'"{name}" {kind}' for name, kind, *_ in self.db.execute("DESCRIBE SELECT * FROM _empty").fetchall()]
         self.db.unregister("_empty")
         ddl = ", ".join(['"source_id" INTEGER', *stored, *(f'"{n}" AS ({sql}) VIRTUAL' for n, sql in generated.items())])
-        plain = {n for (n,) in self.db.execute(
-            "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = 'main'"
-            " AND table_name = ? AND column_default IS NULL", [table]).fetchall()}
+        plain = set(stored_columns(self.db, table))
         if not plain or not plain & set(generated):
             self.db.execute(f"CREATE TABLE IF NOT EXISTS {table} ({ddl})")
             return
-        names = ", ".join(f'"{n}"' for n in ["source_id", *schema.names])
-        self.db.begin()
-        self.db.execute(f"CREATE TABLE _rebuilt ({ddl})")
-        self.db.execute(f"INSERT INTO _rebuilt ({names}) SELECT {names} FROM {table}")
-        self.db.execute(f"DROP TABLE {table}")
-        self.db.execute(f"ALTER TABLE _rebuilt RENAME TO {table}")
-        self.db.commit()
+        rebuild(self.db, table, table, ddl)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         return self.db.cursor()

@@ -66,7 +66,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import locks, memo
+from . import locks, memo, tables
 
 MIN_CALL_SLEEP_NS = 1_000_000  # a lock call this long with no switch-out in the trace is taken as a sleep
 REQUEST_WINDOW_NS = 10_000_000  # a request completed at most this long before the wake-up caused it
@@ -795,25 +795,13 @@ def migrate(con) -> None:
     schema makes the views of those names."""
     for old, rows, columns in (("waits", "wait_rows", WAITS_COLUMNS), ("chain_links", "chain_link_rows",
                                                                         CHAIN_LINKS_COLUMNS)):
-        stored = [c for (c, plain) in con.execute(
-            "SELECT c.column_name, c.column_default IS NULL FROM duckdb_columns() c JOIN duckdb_tables() t"
-            " ON t.table_oid = c.table_oid WHERE t.database_name = current_database() AND t.schema_name = 'main'"
-            " AND t.table_name = ? ORDER BY c.column_index", [old]).fetchall() if plain]
+        stored = tables.stored_columns(con, old)
         if not stored:  # no such table: the view, or a new file
             continue
-        con.begin()
         con.execute("DROP VIEW IF EXISTS stall_waits")
-        con.execute(f"CREATE TABLE {rows} ({columns})")
-        new = [c for (c,) in con.execute(
-            "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = 'main'"
-            " AND table_name = ? ORDER BY column_index", [rows]).fetchall()]
         # a stack's text from its list, where the old table stored the list
-        values = {c: f"array_to_string({c.removesuffix('_text')}, chr(31))" for c in new
-                  if c not in stored and c.removesuffix("_text") in stored}
-        values.update({c: c for c in new if c in stored})
-        con.execute(f"INSERT INTO {rows} ({', '.join(values)}) SELECT {', '.join(values.values())} FROM {old}")
-        con.execute(f"DROP TABLE {old}")
-        con.commit()
+        tables.rebuild(con, old, rows, columns, {f"{c}_text": f"array_to_string({c}, chr(31))"
+                                                 for c in ("stack", "waker_stack", "holder_stack") if c in stored})
 
 
 def _insert_waits(con, tables: Iterable[pa.Table]) -> None:
