@@ -10,10 +10,8 @@ import json
 import os
 from pathlib import Path
 
-import duckdb
 import pytest
 
-from backend.analysis import stalls
 from samples import gen_ext4_jbd2
 from tests.conftest import SAMPLES, SEED, ingest_bytes, ingest_paths
 
@@ -289,11 +287,3 @@ def test_file_with_stacks_stored_as_lists_is_rebuilt(tmp_path):
         con.close()
     finally:
         s.close()
-
-
-@pytest.mark.parametrize("ns, text", [(0, "0"), (12_500_000_000, "12.5"), (123_456_789, "0.123456789"),
-                                      (3_000_001_000, "3.000001"), (-1_500_000_000, "-2.5"), (None, "?")])
-def test_holder_evidence_times_in_seconds(ns, text):
-    """The holder's evidence writes its acquire's return time as seconds with the trailing zeros dropped (in SQL)."""
-    got = duckdb.connect().execute(f"SELECT {stalls._TS.format(t='x')} FROM (SELECT ?::BIGINT AS x)", [ns]).fetchone()
-    assert got == (text,)

@@ -161,15 +161,11 @@ def test_summary_and_raw_reads_draw_every_segment_once(store, client, monkeypatc
                                         " JOIN tl_meta m ON m.source_id = s.id WHERE s.analysis_id = ?", [aid]).fetchone()
         lanes = {lane: timeline._lane_id(kind, sid, dev if kind == "device" else pid) for lane, kind, pid, dev in
                  con.execute("SELECT lane, kind, pid, dev FROM tl_lanes WHERE source_id = ?", [sid]).fetchall()}
-        segments = timeline._BLK_SEGS
-        if fmt == "ftrace":  # the slices, depth-0 calls and waits the segments are made of, as summarize registers them
-            con.register("_tl_slices", con.sql(f"SELECT * FROM task_slices WHERE source_id = {sid}").to_arrow_table())
+        if fmt == "ftrace":  # the depth-0 calls and the waits _segs reads, as summarize registers them
             con.register("_tl_roots", timeline.prepare(con, [(sid, None, None)])[sid]["roots"])
             con.register("_tl_waits", con.sql(f"SELECT {', '.join(stalls.BRIEF)} FROM waits").to_arrow_table())
-            segments = (f"SELECT l.lane AS key, x.* EXCLUDE (key) FROM ({timeline._TASK_SEGS}) x JOIN tl_lanes l"
-                        f" ON l.source_id = $sid AND l.kind = 'task' AND l.pid = x.key UNION ALL {timeline._WAIT_SEGS}")
         segs = {(lanes[lane], timeline.TRACKS[track]): (n, longest) for lane, track, n, longest in con.execute(
-            f"SELECT key, track, count(*), max(e - s) FROM ({segments}) WHERE track <> 2 GROUP BY ALL",
+            f"SELECT lane, track, count(*), max(e - s) FROM ({timeline._segs(fmt)}) WHERE track <> 2 GROUP BY ALL",
             {"sid": sid}).fetchall()}
         calls = con.execute("SELECT pid, duration_ns, line FROM fg_calls WHERE source_id = ? AND entry_ns IS NOT NULL"
                             f" AND duration_ns IS NOT NULL AND depth BETWEEN 0 AND {timeline.MAX_CALL_DEPTH}",

@@ -59,7 +59,6 @@ import itertools
 import json
 import operator
 from collections import defaultdict
-from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator
 
@@ -203,6 +202,10 @@ def _path(frames, marked: set) -> str:
     return " → ".join(shown) + (" → …" if start + 4 < len(frames) else "") if shown else "?"
 
 
+def _ts(ns: int | None) -> str:
+    return "?" if ns is None else f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}".rstrip("0").rstrip(".")
+
+
 def _task(comm, pid) -> str:
     return f"{comm or '?'} ({pid})"
 
@@ -260,7 +263,7 @@ def derive(con, analysis_id: str, meanwhile: Callable[[object, list[tuple], pa.T
     `early`(reader, [(source id, t_min_ns, t_max_ns)]) reads what a later step needs from the sources' staged rows
     alone (committed: a cursor of its own sees them), beside the waits' derivation. `meanwhile`(cursor, the
     analysis' sources [(id, format, t_min_ns, t_max_ns)], its waits (BRIEF), what early returned), a step that
-    needs the waits but not the chains, runs once they are derived and inserted (by the pool), beside the chains (in Python):
+    needs the waits but not the chains, runs once they are derived, beside their insert and the chains (in Python):
     on the reader, in a transaction of its own that it commits first (it writes tables keyed by the sources'
     staged ids: timeline.STAGED_TABLES). Without ftrace sources it runs on `con`, in the ingest's transaction."""
     rows = con.execute("SELECT id, format, t_min_ns, t_max_ns, clock_offset_ns FROM sources WHERE analysis_id = ?"
@@ -278,7 +281,7 @@ def derive(con, analysis_id: str, meanwhile: Callable[[object, list[tuple], pa.T
     try:
         # a thread for work that releases the GIL (DuckDB, Arrow, numpy) while this one goes on in Python or in
         # DuckDB; a connection is used by one thread at a time
-        with ThreadPoolExecutor(max_workers=1) as pool, ThreadPoolExecutor(max_workers=1) as apart:
+        with ThreadPoolExecutor(max_workers=1) as pool:
             derived, tables = {}, []
             prepared = None
             for sid in offs:
@@ -291,17 +294,16 @@ def derive(con, analysis_id: str, meanwhile: Callable[[object, list[tuple], pa.T
                 tables.append(table)
                 for w in derived[sid]:
                     w["off"] = offs[sid]
-            # the waits' insert (`con` is not used here until it is done), then `meanwhile`, in DuckDB, beside the
-            # chains' Python
-            done = [pool.submit(_insert_waits, con, itertools.chain.from_iterable(tables))]
+            done = None
             if meanwhile:
                 brief = _brief(itertools.chain.from_iterable(derived.values()))
-                done.append(apart.submit(_apart, reader, meanwhile, sources, brief, prepared))
+                done = pool.submit(_apart, reader, meanwhile, sources, brief, prepared)
                 prepared = brief = None  # held by that step only: freed once used, before the chains' peak
-            tables = None
+            # meanwhile, in DuckDB, beside the waits' insert and the chains' Python
+            _insert_waits(con, itertools.chain.from_iterable(tables))
             chains = _chains(derived)
-            for step in done:
-                step.result()
+            if done:
+                done.result()
         _match_requests(con, analysis_id, chains)
         _insert_chains(con, analysis_id, chains)
     finally:
@@ -478,33 +480,30 @@ def _derive_waits(con, sid: int, funcs: list[str], calls: Future) -> tuple[list[
     need_holder: dict[str, list[int]] = defaultdict(list)
     prims = {p.name: p for p in locks.PRIMITIVES}
     for i, (w, reason) in enumerate(zip(waits, st.reasons(n))):
-        w["stack"] = _Frames(st, i)
+        w["stack"] = st.frames(i)
         w["lock"], w["lock_key"], w["primitive"], obj = reason
         if obj is not None and prims[obj].release:
             need_holder[obj].append(i)
     for j, i in enumerate(woken):
-        waits[i]["waker_stack"] = _Frames(st, n + j)
+        waits[i]["waker_stack"] = st.frames(n + j)
     _holders(con, sid, waits, need_holder, prims, lockfn)
     held = [i for i, w in enumerate(waits) if w["holder_pid"] is not None]
     hst = _stacks(con, sid, calls, [waits[i]["holder_pid"] for i in held], [None] * len(held),
                   [waits[i]["line"] for i in held])
     for j, i in enumerate(held):
         if hst.found(j):
-            waits[i]["holder_stack"] = _Frames(hst, j)
+            waits[i]["holder_stack"] = hst.frames(j)
     # the stack columns straight from the stacks' arrays (null: no waker; no holder, or no call of it found)
     every, no, waker, holder = np.arange(n), np.zeros(n, bool), np.full(n, -1), np.full(n, -1)
     waker[woken] = n + np.arange(len(woken))
     holder[held] = np.where(np.diff(hst.off) > 0, np.arange(len(held)), -1)
 
-    scalars = _wait_table(waits)  # here: Python's work; the stacks' text, Arrow's, may be made by another thread
-
     def tables() -> Iterator[pa.Table]:  # a slice at a time: all at once, the stacks' strings would be in memory twice
         for a in range(0, n, WAIT_ROWS):
             r = slice(a, a + WAIT_ROWS)
-            stacks = {"stack_text": st.text(every[r], no[r]), "waker_stack_text": st.text(waker[r], waker[r] < 0),
-                      "holder_stack_text": hst.text(holder[r], holder[r] < 0)}
-            yield pa.Table.from_arrays([*scalars.slice(a, WAIT_ROWS).columns, *stacks.values()],
-                                       [*scalars.column_names, *stacks])
+            yield _wait_table(waits[r], {"stack_text": st.text(every[r], no[r]),
+                                         "waker_stack_text": st.text(waker[r], waker[r] < 0),
+                                         "holder_stack_text": hst.text(holder[r], holder[r] < 0)})
 
     for name in ("_stalls_outs", "_stalls_wk"):
         con.execute(f"DROP TABLE IF EXISTS {name}")
@@ -526,22 +525,13 @@ class _Stacks:
     def __init__(self, off: np.ndarray, codes: np.ndarray, names: list[str]):
         self.off, self.codes, self.names = off, codes, names
         self._o = off.tolist()
-        self._io: np.ndarray | None = None
+        self._frames = np.array(names, dtype=object)[codes].tolist()
 
     def found(self, i: int) -> bool:
         return self._o[i + 1] > self._o[i]
 
     def frames(self, i: int) -> list[str]:
-        names = self.names
-        return [names[c] for c in self.codes[self._o[i]:self._o[i + 1]].tolist()]
-
-    def io(self, i: int) -> bool:
-        """Whether request i's stack has an I/O completion frame (_is_io), all requests' found at once."""
-        if self._io is None:
-            hit = np.array([_is_io(f) for f in self.names], bool)[self.codes] if len(self.names) else np.zeros(0, bool)
-            self._io = np.zeros(len(self.off) - 1, bool)
-            self._io[np.repeat(np.arange(len(self.off) - 1), np.diff(self.off))[hit]] = True
-        return bool(self._io[i])
+        return self._frames[self._o[i]:self._o[i + 1]]
 
     def reasons(self, n: int) -> list[tuple[str | None, str | None, str | None, str | None]]:
         """Per request i < n, what its stack waits on: (lock label, lock key, primitive name, object primitive
@@ -582,27 +572,6 @@ class _Stacks:
         values = pa.array(self.names, pa.string()).take(self.codes[take])
         return pc.binary_join(pa.LargeListArray.from_arrays(offsets, values, mask=pa.array(null, pa.bool_())),
                               STACK_SEP)
-
-
-class _Frames(Sequence):
-    """Request i's stack of a _Stacks, root first: its names are made when read (most waits' stacks are only stored,
-    as text)."""
-    __slots__ = ("stacks", "i")
-
-    def __init__(self, stacks: _Stacks, i: int):
-        self.stacks, self.i = stacks, i
-
-    def __len__(self) -> int:
-        return self.stacks._o[self.i + 1] - self.stacks._o[self.i]
-
-    def __getitem__(self, k):
-        return self.stacks.frames(self.i)[k]
-
-    def __iter__(self):
-        return iter(self.stacks.frames(self.i))
-
-    def __reversed__(self):
-        return reversed(self.stacks.frames(self.i))
 
 
 def _stacks(con, sid: int, calls: dict, pid: list, cpu: list, line: list, innermost: list | None = None) -> _Stacks:
@@ -774,25 +743,15 @@ def _holders(con, sid: int, waits: list[dict], need: dict[str, list[int]], prims
             j[todo] -= 1
             todo = todo[j[todo] > stop[todo]]
         found = np.flatnonzero(hit >= 0)
-        # the evidence, as _task and _ts would write it, made by DuckDB (a row per wait)
-        hits = t.take(hit[found])
-        con.register("_stalls_h", hits.append_column("k", pa.array(np.arange(len(found)))))
-        rows = con.execute(f"""
-            SELECT pid, comm, line, exit_ns, format('inferred holder: {{}} ({{}}) returned from {{}}() (line {{}}) at {{}}, before'
-                   ' this wait began, and did not call {{}}() {{}}', coalesce(nullif(comm, ''), '?'), pid, func, line,
-                   {_TS.format(t="exit_ns")}, $rel,
-                   CASE WHEN rel_line IS NULL THEN 'in the rest of the trace' ELSE format('until line {{}}', rel_line) END)
-            FROM _stalls_h ORDER BY k""", {"rel": "/".join(prims[name].release)}).fetchall()
-        con.unregister("_stalls_h")
-        for i, (h_pid, h_comm, h_line, h_ns, evidence) in zip((idxs[f] for f in found.tolist()), rows):
-            waits[i].update(holder_pid=h_pid, holder_comm=h_comm, holder_line=h_line, holder_ns=h_ns,
-                            holder_evidence=evidence)
-
-
-# a time of the column {t} (ns) in seconds, in SQL: floored seconds, a point and 9 digits of ns, less trailing zeros
-# and point (12.5, 0.000001, 3); '?' when null
-_TS = """CASE WHEN {t} IS NULL THEN '?' ELSE rtrim(rtrim(format('{{}}.{{:09d}}', ({t} - (({t} % 1000000000) + 1000000000)
-         % 1000000000) // 1000000000, (({t} % 1000000000) + 1000000000) % 1000000000), '0'), '.') END"""
+        rows = t.select(["pid", "comm", "line", "func", "exit_ns", "rel_line"]).take(hit[found]).to_pylist()
+        rel_names = "/".join(prims[name].release)
+        for i, h in zip((idxs[f] for f in found.tolist()), rows):
+            waits[i].update(
+                holder_pid=h["pid"], holder_comm=h["comm"], holder_line=h["line"], holder_ns=h["exit_ns"],
+                holder_evidence=f"inferred holder: {_task(h['comm'], h['pid'])} returned from {h['func']}() (line "
+                                f"{h['line']}) at {_ts(h['exit_ns'])}, before this wait began, and did not call "
+                                f"{rel_names}() " + (f"until line {h['rel_line']}" if h["rel_line"] is not None
+                                                     else "in the rest of the trace"))
 
 
 _SCHED_WAIT = {  # the columns of a scheduler wait, in SQL over _derive_waits' scheduler rows
@@ -820,11 +779,10 @@ _WAIT_TYPES = {
 }
 
 
-def _wait_table(waits: list[dict]) -> pa.Table:
-    """The columns of the waits' rows, but their stacks' text."""
-    scalars = {k: t for k, t in _WAIT_TYPES.items() if not k.endswith("stack_text")}
+def _wait_table(waits: list[dict], stacks: dict[str, pa.Array]) -> pa.Table:
+    scalars = {k: t for k, t in _WAIT_TYPES.items() if k not in stacks}
     values = zip(*map(operator.itemgetter(*scalars), waits))  # column by column
-    return pa.table({k: pa.array(v, t) for (k, t), v in zip(scalars.items(), values)})
+    return pa.table({**{k: pa.array(v, t) for (k, t), v in zip(scalars.items(), values)}, **stacks})
 
 
 _WAIT_KEYS = [*_WAIT_TYPES, "stack", "waker_stack", "holder_stack"]  # a wait's dict: its row, its stacks as lists
@@ -874,17 +832,8 @@ class _Index:
                       for pid, ws in self.by_pid.items()}
         # the I/O completion and lock release functions among the wakers' frames (a set look-up per stack, not a
         # call per frame)
-        # (of a _Frames stack: every name its _Stacks knows, a superset)
-        stacks = [w["waker_stack"] for w in waits if w["waker_stack"]]
-        known = {id(f.stacks): f.stacks.names for f in stacks if isinstance(f, _Frames)}
-        self.marked = set(filter(_path_mark, set().union(*known.values(), *(
-            f for f in stacks if not isinstance(f, _Frames)))))
+        self.marked = set(filter(_path_mark, set().union(*(w["waker_stack"] or () for w in waits))))
         self.io = set(filter(_is_io, self.marked))
-
-    def woken_in_io(self, w: dict) -> bool:
-        """Whether w's waker stack has an I/O completion frame."""
-        f = w["waker_stack"]
-        return bool(f) and (f.stacks.io(f.i) if isinstance(f, _Frames) else not self.io.isdisjoint(f))
 
     def latest_woken(self, w) -> dict | None:
         """latest(waker, wake_ns): a wait of the waker that ended at or before the wake-up, after w began."""
@@ -921,7 +870,7 @@ def _next(w: dict, idx: _Index) -> tuple[str | None, dict | None, tuple | None]:
     """(relation, the next link's wait or None, else (pid, line) of the task that ends the chain, running)."""
     if w["waker_pid"] is not None:
         end = (w["waker_pid"], w["wake_line"])
-        if idx.woken_in_io(w):
+        if w["waker_stack"] and not idx.io.isdisjoint(w["waker_stack"]):
             return "io_completion", None, end
         if _is_idle(w["waker_pid"], w["waker_comm"]):
             return "woken_by", None, end

@@ -107,25 +107,15 @@ STAGED_TABLES = ("task_slices", "tl_meta", "tl_lanes", "tl_bins", "tl_long", "tl
 
 def prepare(con, sources: list[tuple[int, int | None, int | None]]) -> dict[int, dict[str, pa.Table]]:
     """What `summarize` needs of each ftrace source (id, t_min_ns, t_max_ns) that its staged rows alone give (stalls.derive
-    runs it beside the waits, through a cursor of its own): "slices", its rows of task_slices; "roots", its depth-0
-    calls (for tl_lanes); "calls", its rows of tl_calls; "bins" and "long", the rows of tl_bins and tl_long of its
-    tracks that are not waits (task states and depth-0 calls: _TASK_SEGS), keyed by pid (a lane is numbered once
-    the waits are known)."""
+    runs it beside the waits, through a cursor of its own): "slices", its rows of task_slices; "calls", its rows of
+    tl_calls; "roots", its depth-0 calls (for tl_lanes and the call track)."""
     out = {}
     for sid, t_min, t_max in sources:
         p = {"sid": sid}
-        rows = out[sid] = {"slices": con.sql(_SLICES, params=p).to_arrow_table(),
-                           "roots": con.sql(_ROOTS, params=p).to_arrow_table()}
-        if t_min is None or t_max is None:
-            continue
-        w0, top = _geometry(t_min, t_max)
-        rows["calls"] = con.sql(_CALLS, params={**p, "w0": w0}).to_arrow_table()
-        con.register("_tl_slices", rows["slices"])
-        con.register("_tl_roots", rows["roots"])
-        rows["bins"] = con.sql(_levels(_TASK_SEGS, w0, top)).to_arrow_table()
-        rows["long"] = con.sql(_long_rows(_TASK_SEGS, w0, top)).to_arrow_table()
-        con.unregister("_tl_slices")
-        con.unregister("_tl_roots")
+        out[sid] = {"slices": con.sql(_SLICES, params=p).to_arrow_table(),
+                    "roots": con.sql(_ROOTS, params=p).to_arrow_table()}
+        if t_min is not None and t_max is not None:
+            out[sid]["calls"] = con.sql(_CALLS, params={**p, "w0": _geometry(t_min, t_max)[0]}).to_arrow_table()
     return out
 
 
@@ -172,8 +162,7 @@ _SLICES = """
         ), last AS (SELECT max(t_ns) AS t FROM (SELECT t_ns FROM sched_switch WHERE source_id = $sid
                                                 UNION ALL SELECT t_ns FROM wk))
         SELECT * FROM (
-            SELECT $sid AS source_id, pid, comm, state, start_ns, coalesce(next_ns, (SELECT t FROM last)) AS end_ns, line,
-                   next_ns IS NOT NULL AS end_known
+            SELECT $sid, pid, comm, state, start_ns, coalesce(next_ns, (SELECT t FROM last)), line, next_ns IS NOT NULL
             FROM sl WHERE state IN ('running', 'runnable')
             UNION ALL
             SELECT $sid, pid, comm, 'blocked', start_ns,
@@ -188,62 +177,38 @@ _SLICES = """
         )"""
 
 
-# ---- segments: (key, track, state, s, e, line), own clock; key: the lane, or the task's pid before lanes are numbered --
+# ---- segments: every lane's (lane, track, state, s, e, line), own clock ------------------------------------------
 
-# a task's scheduler states and its depth-0 calls, from prepare's rows (registered as _tl_slices, _tl_roots); by pid
 _TASK_SEGS = """
-    SELECT pid AS key, 0 AS track, state, start_ns AS s, end_ns AS e, line FROM _tl_slices
+    SELECT l.lane, 0 AS track, x.state, x.start_ns AS s, x.end_ns AS e, x.line
+    FROM task_slices x JOIN tl_lanes l ON l.source_id = x.source_id AND l.kind = 'task' AND l.pid = x.pid
+    WHERE x.source_id = $sid
     UNION ALL
-    SELECT pid, 2, 'call', entry_ns, entry_ns + duration_ns, line FROM _tl_roots WHERE pid <> 0 AND duration_ns >= 0
-"""
-# its waits (stalls.BRIEF, registered as _tl_waits), in its lane
-_WAIT_SEGS = """
-    SELECT l.lane AS key, 1 AS track, coalesce(x.lock_key, x.lock, '?') AS state, x.start_ns AS s, x.end_ns AS e, x.line
+    SELECT l.lane, 1, coalesce(x.lock_key, x.lock, '?'), x.start_ns, x.end_ns, x.line
     FROM _tl_waits x JOIN tl_lanes l ON l.source_id = x.source_id AND l.kind = 'task' AND l.pid = x.pid
     WHERE x.source_id = $sid AND x.end_ns >= x.start_ns
+    UNION ALL
+    SELECT l.lane, 2, 'call', x.entry_ns, x.entry_ns + x.duration_ns, x.line
+    FROM _tl_roots x JOIN tl_lanes l ON l.source_id = $sid AND l.kind = 'task' AND l.pid = x.pid
+    WHERE x.duration_ns >= 0
 """
 _BLK_PHASE = """
-    SELECT l.lane AS key, {track} AS track, '{state}' AS state, r.{s} AS s, r.{e} AS e, r.line
+    SELECT l.lane, {track} AS track, '{state}' AS state, r.{s} AS s, r.{e} AS e, r.line
     FROM blk_requests r JOIN tl_lanes l ON l.source_id = r.source_id AND l.kind = '{kind}' AND l.{key} = r.{key}
     WHERE r.source_id = $sid AND r.{s} IS NOT NULL AND r.{e} >= r.{s}"""
 BLK_PHASES = ((3, "queued", "i_ns", "d_ns"), (4, "service", "d_ns", "c_ns"))  # track, state, start, end
-# each block request's I→D (queued) and D→C (service), in its device's lane and in its process' lane
-_BLK_SEGS = " UNION ALL ".join(_BLK_PHASE.format(track=track, state=state, s=a, e=z, kind=kind, key=key)
-                               for kind, key in (("device", "dev"), ("process", "pid")) for track, state, a, z in BLK_PHASES)
-# (a read of a window makes the same from the raw tables: _raw)
 
 
-def _widths(w0: int, top: int) -> list[int]:
-    return [w0 * FAN ** k for k in range(top + 1)]
-
-
-def _levels(segs: str, w0: int, top: int) -> str:
-    """SQL: the rows of tl_bins (level, key, track, state, bucket, tot, n, mx, line) of the segments `segs`, in one
-    pass over them: each goes to the first level whose bucket is longer than it, bucketed there; then each level is
-    the one below merged FAN buckets at a time, plus the segments that start there."""
-    widths = _widths(w0, top)
-    level = "CASE " + " ".join(f"WHEN e - s < {w} THEN {k}" for k, w in enumerate(widths)) + " END"
-    width = "CASE lvl " + " ".join(f"WHEN {k} THEN {w}" for k, w in enumerate(widths)) + " END"
-    cols = "key, track, state, bucket, tot, n, mx, line"
-    ctes = [f"""f AS MATERIALIZED (
-        SELECT lvl, key, track, state, s // ({width}) AS bucket, sum(e - s) AS tot, count(*) AS n, max(e - s) AS mx,
-               arg_max(line, e - s) AS line
-        FROM (SELECT *, {level} AS lvl FROM ({segs}) WHERE e - s < {widths[-1]}) GROUP BY ALL)""",
-            f"b0 AS MATERIALIZED (SELECT {cols} FROM f WHERE lvl = 0)"]
-    ctes += [f"""b{k} AS MATERIALIZED (
-        SELECT key, track, state, bucket, sum(tot) AS tot, sum(n) AS n, max(mx) AS mx, arg_max(line, mx) AS line FROM (
-            SELECT key, track, state, bucket // {FAN} AS bucket, tot, n, mx, line FROM b{k - 1}
-            UNION ALL SELECT {cols} FROM f WHERE lvl = {k}
-        ) GROUP BY key, track, state, bucket)""" for k in range(1, top + 1)]
-    return "WITH " + ", ".join(ctes) + " " + " UNION ALL ".join(f"SELECT {k} AS level, {cols} FROM b{k}"
-                                                                 for k in range(top + 1))
-
-
-def _long_rows(segs: str, w0: int, top: int) -> str:
-    """SQL: the rows of tl_long (lvl, key, track, state, s, e, line) of the segments `segs`: those a level-1 bucket
-    long or longer, with the first level whose bucket is longer than each (top + 1: none)."""
-    level = "CASE " + " ".join(f"WHEN e - s < {w} THEN {k}" for k, w in enumerate(_widths(w0, top))) + f" ELSE {top + 1} END"
-    return f"SELECT {level} AS lvl, key, track, state, s, e, line FROM ({segs}) WHERE e - s >= {w0 * FAN}"
+def _segs(fmt: str) -> str:
+    """The source's segments: a task's scheduler states, its waits (`_tl_waits`) and its depth-0 calls (`_tl_roots`),
+    both registered by summarize; each block request's I→D
+    (queued) and D→C (service), in its device's lane and in its process' lane. (A read of a window makes the same
+    from the raw tables: _raw.)"""
+    if fmt == "ftrace":
+        return _TASK_SEGS
+    return " UNION ALL ".join(_BLK_PHASE.format(track=track, state=state, s=a, e=z, kind=kind, key=key)
+                              for kind, key in (("device", "dev"), ("process", "pid"))
+                              for track, state, a, z in BLK_PHASES)
 
 
 # ---- summaries at ingest -------------------------------------------------------------------------------------------
@@ -252,9 +217,8 @@ def summarize(con, sources: list[tuple[int, str, int | None, int | None]], waits
               prepared: dict[int, dict[str, pa.Table]] | None = None) -> None:
     """The timeline's summaries (see the module docstring) of each ftrace and blkparse source (id, format, t_min_ns,
     t_max_ns), and each ftrace source's task slices, from its waits (stalls.BRIEF: needed when there is an ftrace
-    source) and what `prepare` made of it (else made now). stalls.derive runs it beside the waits' insert and the
-    chains, in a transaction of its own (STAGED_TABLES). Rows are inserted in the order reads filter them by (a
-    read skips the other row groups)."""
+    source) and what `prepare` read of it (else read now). stalls.derive runs it beside the waits' insert and the
+    chains, in a transaction of its own (STAGED_TABLES)."""
     sources = [s for s in sources if s[1] in ("ftrace", "blkparse")]
     ftrace = [(sid, t_min, t_max) for sid, fmt, t_min, t_max in sources if fmt == "ftrace"]
     prepared = {**(prepared or {})}
@@ -262,63 +226,84 @@ def summarize(con, sources: list[tuple[int, str, int | None, int | None]], waits
     if waits is not None:
         con.register("_tl_waits", waits)
 
-    def insert(table: str, sql: str, params: dict, order: str, **rows: pa.Table) -> None:
-        for name, t in rows.items():
-            con.register(name, t)
-        con.execute(f"INSERT INTO {table} SELECT * FROM ({sql}) ORDER BY {order}", params)
-        for name in rows:
-            con.unregister(name)
+    def insert(table: str, sid: int, part: str, order: str) -> None:  # by `order`: a read skips the other row groups
+        con.register("_tl_rows", prepared[sid][part])
+        con.execute(f"INSERT INTO {table} SELECT * FROM _tl_rows ORDER BY {order}")
+        con.unregister("_tl_rows")
 
     for sid, _, _ in ftrace:
-        insert("task_slices", "SELECT * FROM _tl_slices", {}, "start_ns", _tl_slices=prepared[sid]["slices"])
+        insert("task_slices", sid, "slices", "start_ns")
     for sid, fmt, t_min, t_max in sources:
         if t_min is None or t_max is None:
             continue
         w0, top = _geometry(t_min, t_max)
         p = {"sid": sid, "w0": w0}
         con.execute("INSERT INTO tl_meta VALUES ($sid, $w0, $top)", {**p, "top": top})
-        bins = "SELECT $sid, level, key, track, state, bucket, tot, n, mx, line FROM ({})"
-        long = "SELECT $sid, lvl, key, track, state, s, e, line FROM ({})"
         if fmt == "ftrace":
-            rows = prepared[sid]
-            insert("tl_lanes", """
+            con.register("_tl_roots", prepared[sid]["roots"])  # until the segments are summarized
+            con.execute("""
+                INSERT INTO tl_lanes
                 SELECT $sid, (row_number() OVER (ORDER BY pid) - 1)::INTEGER, 'task', pid, NULL, arg_max(comm, t)
-                FROM (SELECT pid, comm, start_ns AS t FROM _tl_slices
+                FROM (SELECT pid, comm, start_ns AS t FROM task_slices WHERE source_id = $sid
                       UNION ALL SELECT pid, comm, start_ns FROM _tl_waits WHERE source_id = $sid
                       UNION ALL SELECT pid, comm, entry_ns FROM _tl_roots WHERE pid <> 0)
-                GROUP BY pid""", {"sid": sid}, "pid", _tl_slices=rows["slices"], _tl_roots=rows["roots"])
-            insert("tl_calls", "SELECT * FROM _tl_calls", {}, "entry_ns", _tl_calls=rows["calls"])
-            # the tracks prepare summarized by pid, in their lanes, and the waits'
-            lanes = "JOIN tl_lanes l ON l.source_id = $sid AND l.kind = 'task' AND l.pid = x.key"
-            early = ("SELECT x.* REPLACE (l.lane AS key) FROM _tl_early x " + lanes + " UNION ALL SELECT * FROM ({})").format
-            insert("tl_bins", bins.format(early(_levels(_WAIT_SEGS, w0, top))), {"sid": sid}, "level, key, bucket",
-                   _tl_early=rows["bins"])
-            insert("tl_long", long.format(early(_long_rows(_WAIT_SEGS, w0, top))), {"sid": sid}, "lvl, s",
-                   _tl_early=rows["long"])
-            continue
-        con.execute("""
-            INSERT INTO tl_lanes
-            SELECT $sid, (row_number() OVER (ORDER BY kind, dev, pid) - 1)::INTEGER, kind, pid, dev, comm FROM (
-                SELECT 'device' AS kind, NULL::BIGINT AS pid, dev, NULL AS comm FROM blk_requests
-                WHERE source_id = $sid AND dev IS NOT NULL GROUP BY dev
-                UNION ALL
-                SELECT 'process', pid, NULL, mode(comm) FROM blk_requests
-                WHERE source_id = $sid AND pid IS NOT NULL GROUP BY pid)""", {"sid": sid})
-        con.execute("""
-            INSERT INTO tl_depth
-            WITH e AS (
-                SELECT l.lane, r.i_ns // $w0 AS bucket, 1 AS d FROM blk_requests r
-                JOIN tl_lanes l ON l.source_id = r.source_id AND l.kind = 'device' AND l.dev = r.dev
-                WHERE r.source_id = $sid AND r.i_ns IS NOT NULL
-                UNION ALL
-                SELECT l.lane, r.c_ns // $w0, -1 FROM blk_requests r
-                JOIN tl_lanes l ON l.source_id = r.source_id AND l.kind = 'device' AND l.dev = r.dev
-                WHERE r.source_id = $sid AND r.i_ns IS NOT NULL AND r.c_ns IS NOT NULL AND r.c_ns >= r.i_ns
-            ), g AS (SELECT lane, bucket, sum(d) AS d FROM e GROUP BY lane, bucket)
-            SELECT $sid, lane, bucket, sum(d) OVER (PARTITION BY lane ORDER BY bucket ROWS UNBOUNDED PRECEDING)
-            FROM g ORDER BY lane, bucket""", p)
-        insert("tl_bins", bins.format(_levels(_BLK_SEGS, w0, top)), {"sid": sid}, "level, key, bucket")
-        insert("tl_long", long.format(_long_rows(_BLK_SEGS, w0, top)), {"sid": sid}, "lvl, s")
+                GROUP BY pid""", {"sid": sid})
+            insert("tl_calls", sid, "calls", "entry_ns")
+        else:
+            con.execute("""
+                INSERT INTO tl_lanes
+                SELECT $sid, (row_number() OVER (ORDER BY kind, dev, pid) - 1)::INTEGER, kind, pid, dev, comm FROM (
+                    SELECT 'device' AS kind, NULL::BIGINT AS pid, dev, NULL AS comm FROM blk_requests
+                    WHERE source_id = $sid AND dev IS NOT NULL GROUP BY dev
+                    UNION ALL
+                    SELECT 'process', pid, NULL, mode(comm) FROM blk_requests
+                    WHERE source_id = $sid AND pid IS NOT NULL GROUP BY pid)""", {"sid": sid})
+            con.execute("""
+                INSERT INTO tl_depth
+                WITH e AS (
+                    SELECT l.lane, r.i_ns // $w0 AS bucket, 1 AS d FROM blk_requests r
+                    JOIN tl_lanes l ON l.source_id = r.source_id AND l.kind = 'device' AND l.dev = r.dev
+                    WHERE r.source_id = $sid AND r.i_ns IS NOT NULL
+                    UNION ALL
+                    SELECT l.lane, r.c_ns // $w0, -1 FROM blk_requests r
+                    JOIN tl_lanes l ON l.source_id = r.source_id AND l.kind = 'device' AND l.dev = r.dev
+                    WHERE r.source_id = $sid AND r.i_ns IS NOT NULL AND r.c_ns IS NOT NULL AND r.c_ns >= r.i_ns
+                ), g AS (SELECT lane, bucket, sum(d) AS d FROM e GROUP BY lane, bucket)
+                SELECT $sid, lane, bucket, sum(d) OVER (PARTITION BY lane ORDER BY bucket ROWS UNBOUNDED PRECEDING)
+                FROM g ORDER BY lane, bucket""", p)
+        # one pass over the segments: each goes to the first level whose bucket is longer than it, bucketed there;
+        # then each level is the one below merged FAN buckets at a time, plus the segments that start there
+        widths = [w0 * FAN ** k for k in range(top + 1)]
+        level = "CASE " + " ".join(f"WHEN e - s < {w} THEN {k}" for k, w in enumerate(widths)) + " END"
+        width = "CASE lvl " + " ".join(f"WHEN {k} THEN {w}" for k, w in enumerate(widths)) + " END"
+        con.execute(f"""
+            CREATE OR REPLACE TEMP TABLE _tl_fresh AS
+            SELECT lvl, lane, track, state, s // ({width}) AS bucket, sum(e - s) AS tot, count(*) AS n, max(e - s) AS mx,
+                   arg_max(line, e - s) AS line
+            FROM (SELECT *, {level} AS lvl FROM ({_segs(fmt)}) WHERE e - s < {widths[-1]})
+            GROUP BY ALL""", {"sid": sid})
+        # (level 0 has nothing below: its fresh rows are its bins as they are)
+        con.execute("INSERT INTO tl_bins SELECT $sid, 0, lane, track, state, bucket, tot, n, mx, line FROM _tl_fresh"
+                    " WHERE lvl = 0 ORDER BY lane, bucket", {"sid": sid})
+        for k in range(1, top + 1):
+            con.execute(f"""
+                INSERT INTO tl_bins
+                SELECT $sid, $k, lane, track, state, bucket, sum(tot), sum(n), max(mx), arg_max(line, mx) FROM (
+                    SELECT lane, track, state, bucket // {FAN} AS bucket, tot, n, mx, line FROM tl_bins
+                    WHERE source_id = $sid AND level = $k - 1
+                    UNION ALL SELECT lane, track, state, bucket, tot, n, mx, line FROM _tl_fresh WHERE lvl = $k
+                ) GROUP BY lane, track, state, bucket
+                ORDER BY lane, bucket  -- a read of some lanes over a window skips the other row groups
+                """, {"sid": sid, "k": k})
+        con.execute("DROP TABLE _tl_fresh")
+        # the segments a read at level >= 1 draws as they are: by level, then start (a read skips the rest)
+        level = "CASE " + " ".join(f"WHEN e - s < {w} THEN {k}" for k, w in enumerate(widths)) + f" ELSE {top + 1} END"
+        con.execute(f"""
+            INSERT INTO tl_long
+            SELECT $sid, {level} AS lvl, lane, track, state, s, e, line FROM ({_segs(fmt)})
+            WHERE e - s >= {w0 * FAN} ORDER BY lvl, s""", {"sid": sid})
+        if fmt == "ftrace":
+            con.unregister("_tl_roots")
     if waits is not None:
         con.unregister("_tl_waits")
 
