@@ -773,7 +773,8 @@ _WAIT_TYPES = {
     "cpu": pa.int32(), "start_ns": pa.int64(), "end_ns": pa.int64(), "duration_ns": pa.int64(),
     "end_known": pa.bool_(), "end_line": pa.int64(), "state": pa.string(), "lock": pa.string(),
     "lock_key": pa.string(), "primitive": pa.string(), "stack_text": pa.string(), "inferred": pa.bool_(),
-    "evidence": pa.string(), "waker_pid": pa.int64(), "waker_comm": pa.string(), "waker_stack_text": pa.string(), "wake_line": pa.int64(), "wake_ns": pa.int64(),
+    "evidence": pa.string(), "waker_pid": pa.int64(), "waker_comm": pa.string(), "waker_stack_text": pa.string(),
+    "wake_line": pa.int64(), "wake_ns": pa.int64(),
     "wake_cpu": pa.int32(), "holder_pid": pa.int64(), "holder_comm": pa.string(), "holder_line": pa.int64(),
     "holder_ns": pa.int64(), "holder_evidence": pa.string(), "holder_stack_text": pa.string(),
 }
