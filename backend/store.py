@@ -210,6 +210,9 @@ class Store:
                 self._parser_table(table, schema, getattr(parser, "GENERATED", {}).get(table, {}))
         for migrate in MIGRATIONS:
             migrate(self.db)
+        for parser in PARSERS:  # the views parsers give over their tables (once an older layout's table is gone)
+            for view, sql in getattr(parser, "VIEWS", {}).items():
+                self.db.execute(f"CREATE OR REPLACE VIEW {view} AS {sql}")
         self.db.execute(ANALYSIS_SCHEMA)
         for table in [*PARSER_TABLES, *STAGED_TABLES]:  # rows staged by an ingest that never finished (it died)
             self.db.execute(f"DELETE FROM {table} WHERE source_id NOT IN (SELECT id FROM sources)")

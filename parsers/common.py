@@ -5,6 +5,7 @@ A parser is a module with
   FORMAT: str                     the format's name, as shown to the user
   TABLES: dict[str, pa.Schema]    the tables it fills (name -> Arrow schema)
   GENERATED (optional)            {table: {column: SQL expression}}: columns computed from the others when read
+  VIEWS (optional)                {view: SQL}: views over its tables (e.g. ids resolved to names)
   sniff(head: list[str]) -> float a score in [0, 1]: how sure it is that these first lines are its format
   parse(stream, report) -> Iterator[tuple[str, pa.RecordBatch]]
                                   streams (table name, batch) pairs, in bounded memory

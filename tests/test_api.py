@@ -243,8 +243,8 @@ def test_failure_after_the_summaries_were_committed_leaves_nothing(store, monkey
     assert table_counts(store) == before
     ingest_paths(store, xfs)
     after = table_counts(store)
-    assert all(after[t] > before[t] for t in ("analyses", "fg_calls", "waits", "chain_links", "task_slices",
-                                               "tl_lanes", "tl_bins", "tl_meta"))
+    assert all(after[t] > before[t] for t in ("analyses", "fg_call_rows", "fg_names", "waits", "chain_links",
+                                               "task_slices", "tl_lanes", "tl_bins", "tl_meta"))
 
 
 def test_file_unreadable_when_hashed_leaves_nothing(store):

@@ -39,6 +39,12 @@ def parse_bytes(data: bytes, chunk_bytes: int | None = None) -> tuple[dict[str, 
         assert batch.schema.equals(funcgraph.TABLES[table])
         batch.validate(full=True)
         out[table] += batch.to_pylist()
+    names = {r["id"]: r["name"] for r in out.pop("fg_names")}
+    assert sorted(names) == list(range(len(names)))  # ids 0..n-1: a call's func_id indexes the source's names
+    # the calls as the fg_calls view shows them: with their names
+    out["fg_calls"] = [{k: v for k, v in r.items() if not k.endswith("_id")}
+                       | {"comm": names.get(r["comm_id"]), "func": names.get(r["func_id"])}
+                       for r in out.pop("fg_call_rows")]
     for rows in out.values():
         rows.sort(key=lambda r: (r["line"], r.get("exit_line") or 0))
     return out, report

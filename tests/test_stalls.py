@@ -287,3 +287,48 @@ def test_file_with_stacks_stored_as_lists_is_rebuilt(tmp_path):
         con.close()
     finally:
         s.close()
+
+
+def test_file_with_call_names_stored_as_text_is_rebuilt(tmp_path):
+    """A database written when the table `fg_calls` held each call's comm and func as text: opening it moves the
+    names to fg_names and the rows to fg_call_rows, read through the view `fg_calls` as the same calls; the calls
+    route, the waits and a new ingest into it work."""
+    import duckdb
+
+    from backend.analysis import stalls
+    from backend.store import Store
+
+    path = tmp_path / "old.duckdb"
+    s = Store(path)
+    aid = ingest_paths(s, XFS)["id"]
+    con = s.cursor()
+    before = con.execute("SELECT * FROM fg_calls ORDER BY source_id, line, exit_line").fetchall()
+    calls = stalls.calls(con, aid, 30495)
+    con.close()
+    s.close()
+    assert len(before) == 90 and calls["calls"]
+    con = duckdb.connect(str(path))  # the old layout: a table of that name with the names as text
+    con.execute("CREATE TABLE old AS SELECT * FROM fg_calls")
+    con.execute("DROP VIEW fg_calls")
+    con.execute("DROP TABLE fg_call_rows")
+    con.execute("DROP TABLE fg_names")
+    con.execute("ALTER TABLE old RENAME TO fg_calls")
+    con.close()
+
+    s = Store(path)
+    try:
+        con = s.cursor()
+        kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables WHERE table_name IN"
+                                 " ('fg_calls', 'fg_call_rows', 'fg_names')").fetchall())
+        assert kinds == {"fg_calls": "VIEW", "fg_call_rows": "BASE TABLE", "fg_names": "BASE TABLE"}
+        assert con.execute("SELECT * FROM fg_calls ORDER BY source_id, line, exit_line").fetchall() == before
+        names = [n for (n,) in con.execute("SELECT name FROM fg_names ORDER BY id").fetchall()]
+        assert names == sorted(names) and "down_write" in names and "file_writer" in names  # ids in name order
+        assert stalls.calls(con, aid, 30495) == calls
+        second = ingest_paths(s, XFS)["id"]
+        (chain, *_) = stalls.chains(con, second)
+        assert [(link["pid"], link["lock"]) for link in chain["links"][:2]] == [
+            (30495, "xfs_ilock via down_write"), (251, "xfs_buf_lock via down")]
+        con.close()
+    finally:
+        s.close()

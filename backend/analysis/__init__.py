@@ -16,7 +16,8 @@ SCHEMA = blk.SCHEMA + stalls.SCHEMA + timeline.SCHEMA  # tables of derived resul
 # derived tables whose rows a derivation may commit before the analysis, keyed by source_id (as the parsers' staged
 # rows): invisible until the sources are committed, deleted when the ingest fails
 STAGED_TABLES: tuple[str, ...] = timeline.STAGED_TABLES
-MIGRATIONS: list[Callable] = [stalls.migrate]  # fn(con): a file written by an older layout, rebuilt before SCHEMA runs
+# fn(con): a file written by an older layout, rebuilt before SCHEMA runs
+MIGRATIONS: list[Callable] = [stalls.migrate_calls, stalls.migrate]
 DERIVE_SOURCE: dict[str, list[Callable]] = {"blkparse": [blk.derive], "ftrace": [stalls.span]}
 DERIVE_ANALYSIS: list[Callable] = [
     align.derive,  # each source's clock offset: chains compare times across sources

@@ -357,17 +357,20 @@ def _metrics(con, analysis_id: str, limit: int) -> dict:
         " count(*) FILTER (WHERE a.q2c_ns IS NOT NULL AND a.q_ns IS NOT NULL)"
         " FROM blk_requests a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid",
         {"aid": analysis_id}).fetchall()[0]
+    # the calls by function id first, named after (fg_calls, the view, would name each of millions of calls)
     calls = con.execute(
-        "SELECT count(*) FROM fg_calls a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid"
-        " AND a.duration_ns IS NOT NULL AND a.entry_ns IS NOT NULL AND a.func IS NOT NULL",
+        "SELECT count(*) FROM fg_call_rows a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid"
+        " AND a.duration_ns IS NOT NULL AND a.entry_ns IS NOT NULL AND a.func_id IS NOT NULL",
         {"aid": analysis_id}).fetchall()[0][0]
     waits = con.execute("SELECT count(*) FROM stall_waits a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid",
                         {"aid": analysis_id}).fetchall()[0][0]
     found = [{"metric": m, "count": n} for m, n in zip(METRICS, (*counts, calls, waits)) if n]
     functions = [{"func": f, "calls": n, "total_ns": tot, "max_ns": mx} for f, n, tot, mx in con.execute(
-        "SELECT a.func, count(*), sum(a.duration_ns)::BIGINT AS total, max(a.duration_ns)"
-        " FROM fg_calls a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid"
-        " AND a.duration_ns IS NOT NULL AND a.entry_ns IS NOT NULL AND a.func IS NOT NULL"
+        "SELECT n.name, sum(g.n)::BIGINT, sum(g.tot)::BIGINT AS total, max(g.mx) FROM ("
+        "  SELECT a.source_id, a.func_id, count(*) AS n, sum(a.duration_ns) AS tot, max(a.duration_ns) AS mx"
+        "  FROM fg_call_rows a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid"
+        "  AND a.duration_ns IS NOT NULL AND a.entry_ns IS NOT NULL AND a.func_id IS NOT NULL GROUP BY ALL) g"
+        " JOIN fg_names n ON n.source_id = g.source_id AND n.id = g.func_id"
         " GROUP BY 1 ORDER BY total DESC, 1 LIMIT $limit", {"aid": analysis_id, "limit": limit}).fetchall()]
     lock_rows = con.execute(
         "SELECT a.lock_key, count(*), sum(a.duration_ns)::BIGINT AS total, max(a.duration_ns),"

@@ -66,6 +66,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from parsers import funcgraph
+
 from . import locks, memo, tables
 
 MIN_CALL_SLEEP_NS = 1_000_000  # a lock call this long with no switch-out in the trace is taken as a sleep
@@ -335,13 +337,13 @@ def _apart(cur, step: Callable, sources: list[tuple], brief: pa.Table, prepared:
 
 
 def _functions(con, sid: int) -> list[str]:
-    """The source's distinct function names."""
-    return [f for (f,) in con.execute("SELECT DISTINCT func FROM fg_calls WHERE source_id = ? AND func IS NOT NULL",
-                                      [sid]).fetchall()]
+    """The source's names (fg_names: its functions' and tasks'), by id: a call's func_id indexes it."""
+    return [n for (n,) in con.execute("SELECT name FROM fg_names WHERE source_id = ? ORDER BY id", [sid]).fetchall()]
 
 
-def _lock_functions(funcs: list[str]) -> dict[str, tuple[locks.Primitive, str]]:
-    return {f: hit for f in funcs if (hit := locks.lookup(f))}
+def _lock_functions(funcs: list[str]) -> dict[str, tuple[locks.Primitive, str, int]]:
+    """The names of sleeping primitives among the source's names: (primitive, role, id)."""
+    return {f: (*hit, i) for i, f in enumerate(funcs) if (hit := locks.lookup(f))}
 
 
 def _register(con, name: str, columns: dict[str, list], types: dict[str, pa.DataType]) -> None:
@@ -358,15 +360,16 @@ def _derive_waits(con, sid: int, funcs: list[str], calls: Future) -> tuple[list[
     `funcs`: the source's function names; `calls`: its _call_index, being built meanwhile."""
     p = {"sid": sid}
     trace_end = con.execute(
-        "SELECT max(t) FROM (SELECT max(greatest(entry_ns, exit_ns)) t FROM fg_calls WHERE source_id = $sid"
+        "SELECT max(t) FROM (SELECT max(greatest(entry_ns, exit_ns)) t FROM fg_call_rows WHERE source_id = $sid"
         " UNION ALL SELECT max(t_ns) FROM sched_switch WHERE source_id = $sid"
         " UNION ALL SELECT max(t_ns) FROM sched_wakeup WHERE source_id = $sid"
         " UNION ALL SELECT max(t_ns) FROM trace_events WHERE source_id = $sid)", p).fetchall()[0][0]
     if trace_end is None:
         return [], iter(())
     lockfn = _lock_functions(funcs)
-    _register(con, "_stalls_fn", {"func": list(lockfn), "role": [h[1] for h in lockfn.values()]},
-              {"func": pa.string(), "role": pa.string()})
+    _register(con, "_stalls_fn", {"func_id": [h[2] for h in lockfn.values()], "func": list(lockfn),
+                                   "role": [h[1] for h in lockfn.values()]},
+              {"func_id": pa.int32(), "func": pa.string(), "role": pa.string()})
     con.execute(
         "CREATE OR REPLACE TEMP TABLE _stalls_outs AS SELECT line, prev_pid AS pid FROM sched_switch"
         " WHERE source_id = $sid AND prev_pid IS NOT NULL", p)
@@ -410,13 +413,14 @@ def _derive_waits(con, sid: int, funcs: list[str], calls: Future) -> tuple[list[
     if lockfn:
         kept = _fetch(con.execute("""
             WITH c AS (
-                SELECT c.line, c.pid, c.comm, c.cpu, c.func, c.entry_ns, c.exit_ns, c.duration_ns, c.exit_line
-                FROM fg_calls c JOIN _stalls_fn f ON c.func = f.func
+                SELECT c.line, c.pid, n.name AS comm, c.cpu, f.func, c.entry_ns, c.exit_ns, c.duration_ns, c.exit_line
+                FROM fg_call_rows c JOIN _stalls_fn f USING (func_id)
+                LEFT JOIN fg_names n ON n.source_id = c.source_id AND n.id = c.comm_id
                 WHERE c.source_id = $sid AND f.role <> 'release' AND c.pid IS NOT NULL AND c.entry_ns IS NOT NULL
                   AND (c.exit_line IS NULL OR c.duration_ns >= $min)
             ), last AS (  -- the last line of each task with an open candidate call
                 SELECT pid, max(l) AS last_line FROM (
-                    SELECT pid, greatest(line, coalesce(exit_line, line)) l FROM fg_calls WHERE source_id = $sid
+                    SELECT pid, greatest(line, coalesce(exit_line, line)) l FROM fg_call_rows WHERE source_id = $sid
                     UNION ALL SELECT pid, line FROM trace_events WHERE source_id = $sid)
                 WHERE pid IN (SELECT pid FROM c WHERE exit_line IS NULL) GROUP BY pid
             )
@@ -626,7 +630,7 @@ def _tops_sql(con, sid: int, req: dict) -> tuple[np.ndarray, np.ndarray, np.ndar
     # the last call the task entered before `line`
     tops = con.execute("""
         SELECT r.k, coalesce(r.line, -1) AS at_line, coalesce(r.innermost, c.line) AS line FROM _stalls_req r
-        ASOF LEFT JOIN (SELECT pid, CASE WHEN pid = 0 THEN cpu ELSE -1 END AS ckey, line FROM fg_calls
+        ASOF LEFT JOIN (SELECT pid, CASE WHEN pid = 0 THEN cpu ELSE -1 END AS ckey, line FROM fg_call_rows
                         WHERE source_id = $sid AND pid IS NOT NULL) c
         ON r.pid = c.pid AND r.ckey = c.ckey AND c.line < r.line
         WHERE coalesce(r.innermost, c.line) IS NOT NULL ORDER BY r.k""", {"sid": sid}).fetchnumpy()
@@ -662,15 +666,13 @@ def _call_index(con, sid: int, names: list[str]) -> dict:
     CPU unknown, never looked up)."""
     last, pid_lo, pid_hi, cpu_lo, cpu_hi, ncalls = con.execute(
         "SELECT max(greatest(line, exit_line)), min(pid), max(pid), min(cpu) FILTER (pid = 0),"
-        " max(cpu) FILTER (pid = 0), count(*) FROM fg_calls WHERE source_id = ? AND line >= 0", [sid]).fetchall()[0]
+        " max(cpu) FILTER (pid = 0), count(*) FROM fg_call_rows WHERE source_id = ? AND line >= 0", [sid]).fetchall()[0]
     bound = (last or 0) + 1
     bits = bound.bit_length()
     limit = 1 << (62 - bits)  # |task| < limit: task * 2**bits + line fits in 63 bits
     unfit = (pid_lo is not None and (pid_lo < 0 or pid_hi >= limit)) or (
         cpu_lo is not None and (cpu_lo < 0 or cpu_hi >= limit - 10))
     key = f"CASE WHEN c.pid > 0 THEN c.pid WHEN c.pid = 0 THEN coalesce(-10 - c.cpu::BIGINT, -5) END * {1 << bits}"
-    _register(con, "_stalls_names", {"func": names, "code": list(range(len(names)))},
-              {"func": pa.string(), "code": pa.int32()})
     sql_type, dtype = ("INTEGER", np.int32) if bound < np.iinfo(np.int32).max else ("BIGINT", np.int64)
     index = {"names": names + ["?"], "bound": bound, "parent": np.full(bound, -1, dtype),
              "exit": np.zeros(bound, dtype), "code": np.full(bound, _NO_CALL, np.int32), "keys": None}
@@ -678,9 +680,10 @@ def _call_index(con, sid: int, names: list[str]) -> dict:
     # batch by batch: the whole result at once would be ~24 bytes a call more at the derivation's peak
     reader = con.sql(f"""
         SELECT c.line::{sql_type} AS line, coalesce(c.parent_line, -1)::{sql_type} AS parent,
-               coalesce(c.exit_line, {np.iinfo(dtype).max})::{sql_type} AS exit, coalesce(n.code, {len(names)}) AS code,
+               coalesce(c.exit_line, {np.iinfo(dtype).max})::{sql_type} AS exit,
+               coalesce(c.func_id, {len(names)}) AS code,
                {"NULL::BIGINT" if unfit else key} + c.line AS key
-        FROM fg_calls c LEFT JOIN _stalls_names n ON n.func = c.func WHERE c.source_id = $sid AND c.line >= 0
+        FROM fg_call_rows c WHERE c.source_id = $sid AND c.line >= 0
         """, params={"sid": sid}).to_arrow_reader(1 << 20)
     for b in reader:
         line = b.column("line").to_numpy()
@@ -690,7 +693,6 @@ def _call_index(con, sid: int, names: list[str]) -> dict:
             k = pc.drop_null(b.column("key")).to_numpy()
             keys[nkeys : nkeys + len(k)] = k
             nkeys += len(k)
-    con.unregister("_stalls_names")
     if not unfit:
         index["keys"] = (np.sort(keys[:nkeys], kind="stable"), bits)  # a merge sort: each task's calls come in runs
     return index
@@ -704,20 +706,20 @@ def _holders(con, sid: int, waits: list[dict], need: dict[str, list[int]], prims
         return
     # match the trace's own spellings (with .isra.0 etc.) of those functions
     objs = list(need)
-    spelled = [(f, objs.index(p.name), role) for f, (p, role) in lockfn.items()
+    spelled = [(f, i, objs.index(p.name), role) for f, (p, role, i) in lockfn.items()
                if p.name in need and role in ("acquire", "release")]
     if not spelled:
         return
-    _register(con, "_stalls_hf", {"func": [f for f, _, _ in spelled], "obj": [o for _, o, _ in spelled],
-                                  "role": [r for _, _, r in spelled]},
-              {"func": pa.string(), "obj": pa.int32(), "role": pa.string()})
+    _register(con, "_stalls_hf", dict(zip(("func", "func_id", "obj", "role"), map(list, zip(*spelled)))),
+              {"func": pa.string(), "func_id": pa.int32(), "obj": pa.int32(), "role": pa.string()})
     t = con.sql(f"""
         WITH a AS (
-            SELECT f.obj, c.pid, c.comm, c.line, c.func, c.exit_line, c.exit_ns
-            FROM fg_calls c JOIN _stalls_hf f USING (func)
+            SELECT f.obj, c.pid, n.name AS comm, c.line, f.func, c.exit_line, c.exit_ns
+            FROM fg_call_rows c JOIN _stalls_hf f USING (func_id)
+            LEFT JOIN fg_names n ON n.source_id = c.source_id AND n.id = c.comm_id
             WHERE c.source_id = $sid AND f.role = 'acquire' AND c.exit_line IS NOT NULL AND c.pid IS NOT NULL
         ), r AS (
-            SELECT f.obj, c.pid, c.line FROM fg_calls c JOIN _stalls_hf f USING (func)
+            SELECT f.obj, c.pid, c.line FROM fg_call_rows c JOIN _stalls_hf f USING (func_id)
             WHERE c.source_id = $sid AND f.role = 'release' AND c.pid IS NOT NULL
         )
         SELECT a.obj, a.pid, a.comm, a.line, a.func, a.exit_line, a.exit_ns, r.line AS rel_line,
@@ -803,6 +805,28 @@ def migrate(con) -> None:
         # a stack's text from its list, where the old table stored the list
         tables.rebuild(con, old, rows, columns, {f"{c}_text": f"array_to_string({c}, chr(31))"
                                                  for c in ("stack", "waker_stack", "holder_stack") if c in stored})
+
+
+def migrate_calls(con) -> None:
+    """A database written before the calls' names became ids (parsers/funcgraph.py): a table `fg_calls` with the
+    comm and func text in each row. Its names go to fg_names (per source, ids in name order), its rows to
+    fg_call_rows, in one transaction, before the view of that name is made."""
+    if not tables.stored_columns(con, "fg_calls"):  # no such table: the view, or a new file
+        return
+    con.begin()
+    con.execute("""
+        INSERT INTO fg_names (source_id, id, name)
+        SELECT source_id, (row_number() OVER (PARTITION BY source_id ORDER BY name) - 1)::INTEGER, name FROM (
+            SELECT source_id, comm AS name FROM fg_calls WHERE comm IS NOT NULL
+            UNION SELECT source_id, func FROM fg_calls WHERE func IS NOT NULL)""")
+    cols = [c for c in funcgraph.CALL_COLUMNS if c not in ("comm", "func")]
+    con.execute(f"""
+        INSERT INTO fg_call_rows ({", ".join(cols)}, comm_id, func_id)
+        SELECT {", ".join(f"c.{c}" for c in cols)}, cn.id, fn.id FROM fg_calls c
+        LEFT JOIN fg_names cn ON cn.source_id = c.source_id AND cn.name = c.comm
+        LEFT JOIN fg_names fn ON fn.source_id = c.source_id AND fn.name = c.func""")
+    con.execute("DROP TABLE fg_calls")
+    con.commit()
 
 
 def _insert_waits(con, tables: Iterable[pa.Table]) -> None:
@@ -1217,7 +1241,8 @@ def span(con, source_id: int, report) -> tuple[int | None, int | None]:
     """An ftrace source's time span (ns): its first and last timestamp of any kind."""
     return con.execute(
         "SELECT min(lo), max(hi) FROM ("
-        " SELECT min(coalesce(entry_ns, exit_ns)) lo, max(coalesce(exit_ns, entry_ns)) hi FROM fg_calls WHERE source_id = $s"
+        " SELECT min(coalesce(entry_ns, exit_ns)) lo, max(coalesce(exit_ns, entry_ns)) hi FROM fg_call_rows"
+        " WHERE source_id = $s"
         " UNION ALL SELECT min(t_ns), max(t_ns) FROM sched_switch WHERE source_id = $s"
         " UNION ALL SELECT min(t_ns), max(t_ns) FROM sched_wakeup WHERE source_id = $s"
         " UNION ALL SELECT min(t_ns), max(t_ns) FROM trace_events WHERE source_id = $s)", {"s": source_id}).fetchall()[0]
