@@ -229,6 +229,22 @@ def test_scheduler_events_without_calls(client, store):
     assert idle["evidence"] == "an interrupt on the idle CPU woke file_writer (30495) at line 3 from ?"
 
 
+def _old_table(con, view: str, select: str, *tables: str) -> None:
+    """An older layout, made from a file of the current one: the view `view` becomes a table of that name with the
+    rows of `select` (over the view), and the tables behind it are dropped."""
+    con.execute(f"CREATE TABLE old AS {select}")
+    con.execute(f"DROP VIEW {view}")
+    for table in tables:
+        con.execute(f"DROP TABLE {table}")
+    con.execute(f"ALTER TABLE old RENAME TO {view}")
+
+
+def _table_kinds(con, *names: str) -> dict[str, str]:
+    """{name: 'VIEW' | 'BASE TABLE'} of those of the names the database has."""
+    return dict(con.execute("SELECT table_name, table_type FROM information_schema.tables"
+                            " WHERE list_contains(?, table_name)", [list(names)]).fetchall())
+
+
 def test_file_with_stacks_stored_as_lists_is_rebuilt(tmp_path):
     """A database written when tables `waits` and `chain_links` stored their stacks as lists (and the waits their
     frames' lines, stack_lines): opening it moves their rows to wait_rows and chain_link_rows, the stacks as text,
@@ -251,25 +267,17 @@ def test_file_with_stacks_stored_as_lists_is_rebuilt(tmp_path):
     assert any(r[4] for r in links)
     con = duckdb.connect(str(path))  # the old layout: tables of those names, the stacks as lists, no text columns
     con.execute("DROP VIEW stall_waits")
-    con.execute("CREATE TABLE old AS SELECT * EXCLUDE (stack_text, waker_stack_text, holder_stack_text),"
-                " list_transform(stack, lambda f: 7) AS stack_lines FROM waits")
-    con.execute("DROP VIEW waits")
-    con.execute("DROP TABLE wait_rows")
-    con.execute("ALTER TABLE old RENAME TO waits")
+    _old_table(con, "waits", "SELECT * EXCLUDE (stack_text, waker_stack_text, holder_stack_text),"
+               " list_transform(stack, lambda f: 7) AS stack_lines FROM waits", "wait_rows")
     con.execute("CREATE VIEW stall_waits AS SELECT * FROM waits")
-    con.execute("CREATE TABLE old AS SELECT * EXCLUDE (stack_text) FROM chain_links")
-    con.execute("DROP VIEW chain_links")
-    con.execute("DROP TABLE chain_link_rows")
-    con.execute("ALTER TABLE old RENAME TO chain_links")
+    _old_table(con, "chain_links", "SELECT * EXCLUDE (stack_text) FROM chain_links", "chain_link_rows")
     con.close()
 
     s = Store(path)
     try:
         con = s.cursor()
-        kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables WHERE table_name IN"
-                                 " ('waits', 'wait_rows', 'chain_links', 'chain_link_rows')").fetchall())
-        assert kinds == {"waits": "VIEW", "wait_rows": "BASE TABLE", "chain_links": "VIEW",
-                         "chain_link_rows": "BASE TABLE"}
+        assert _table_kinds(con, "waits", "wait_rows", "chain_links", "chain_link_rows") == {
+            "waits": "VIEW", "wait_rows": "BASE TABLE", "chain_links": "VIEW", "chain_link_rows": "BASE TABLE"}
         assert {c for (c,) in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = 'wait_rows'"
                                           " AND column_name LIKE '%stack%'").fetchall()} == {
             "stack_text", "waker_stack_text", "holder_stack_text"}  # no stack_lines, no lists
@@ -308,19 +316,14 @@ def test_file_with_call_names_stored_as_text_is_rebuilt(tmp_path):
     s.close()
     assert len(before) == 90 and calls["calls"]
     con = duckdb.connect(str(path))  # the old layout: a table of that name with the names as text
-    con.execute("CREATE TABLE old AS SELECT * FROM fg_calls")
-    con.execute("DROP VIEW fg_calls")
-    con.execute("DROP TABLE fg_call_rows")
-    con.execute("DROP TABLE fg_names")
-    con.execute("ALTER TABLE old RENAME TO fg_calls")
+    _old_table(con, "fg_calls", "SELECT * FROM fg_calls", "fg_call_rows", "fg_names")
     con.close()
 
     s = Store(path)
     try:
         con = s.cursor()
-        kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables WHERE table_name IN"
-                                 " ('fg_calls', 'fg_call_rows', 'fg_names')").fetchall())
-        assert kinds == {"fg_calls": "VIEW", "fg_call_rows": "BASE TABLE", "fg_names": "BASE TABLE"}
+        assert _table_kinds(con, "fg_calls", "fg_call_rows", "fg_names") == {
+            "fg_calls": "VIEW", "fg_call_rows": "BASE TABLE", "fg_names": "BASE TABLE"}
         assert con.execute("SELECT * FROM fg_calls ORDER BY source_id, line, exit_line").fetchall() == before
         names = [n for (n,) in con.execute("SELECT name FROM fg_names ORDER BY id").fetchall()]
         assert names == sorted(names) and "down_write" in names and "file_writer" in names  # ids in name order
