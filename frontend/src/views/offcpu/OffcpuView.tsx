@@ -11,7 +11,7 @@ import { waitsOnLockLink } from '../../state/viewState';
 
 /** The button to the Stalls tab's waits on a lock, saying how many it lists (once counted); none when there are none. */
 function WaitsOnLock({ count, onOpen }: { count: { waits: number; total_ns: number } | undefined; onOpen: () => void }) {
-  if (count && count.waits === 0) return <span className="muted">no waits on it in the ftrace trace</span>;
+  if (count && count.waits === 0) return <span className="muted">no waits on this lock in the ftrace trace</span>;
   return (
     <button className="btn small" onClick={onOpen}>
       Waits on this lock{count ? ` (${formatCount(count.waits)}, ${formatNs(count.total_ns)} in all)` : ''}
