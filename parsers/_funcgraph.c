@@ -1038,7 +1038,7 @@ static int set_int(PyObject *d, const char *key, int64_t v) {
 }
 
 /* the interned strings, id order, as an Arrow string array's buffers (dict_off, dict_data; bytes that are not UTF-8
- * become '?', in the copy: the arena keeps them for matching) */
+ * become '?', in the copy: the arena keeps them for matching): finish's result only, the names table is written once */
 static int set_dict(PyObject *d, state_t *st) {
     strcol s; memset(&s, 0, sizeof s);
     int bad = 0;
@@ -1049,7 +1049,7 @@ static int set_dict(PyObject *d, state_t *st) {
     return bad;
 }
 
-static PyObject *result(state_t *st, out_t *o, int64_t lines) {
+static PyObject *result(state_t *st, out_t *o, int64_t lines, int names) {
     if (o->oom) { out_free(o); return PyErr_NoMemory(); }
     buf_t *v[N_OUT_BUFS];
     out_bufs(o, v);
@@ -1061,7 +1061,7 @@ static PyObject *result(state_t *st, out_t *o, int64_t lines) {
         set_buf(d, "c_cpu", &o->c_cpu) || set_buf(d, "c_depth", &o->c_depth) || set_buf(d, "c_entry", &o->c_entry) ||
         set_buf(d, "c_exit", &o->c_exit) || set_buf(d, "c_dur", &o->c_dur) || set_buf(d, "c_parent", &o->c_parent) ||
         set_buf(d, "c_exit_line", &o->c_exit_line) || set_buf(d, "c_partial", &o->c_partial) ||
-        set_buf(d, "c_comm", &o->c_comm) || set_buf(d, "c_func", &o->c_func) || set_dict(d, st) ||
+        set_buf(d, "c_comm", &o->c_comm) || set_buf(d, "c_func", &o->c_func) || (names && set_dict(d, st)) ||
         set_int(d, "ns", o->ns) || set_buf(d, "s_line", &o->s_line) || set_buf(d, "s_t", &o->s_t) ||
         set_buf(d, "s_cpu", &o->s_cpu) || set_buf(d, "s_ppid", &o->s_ppid) || set_buf(d, "s_pprio", &o->s_pprio) ||
         set_buf(d, "s_npid", &o->s_npid) || set_buf(d, "s_nprio", &o->s_nprio) ||
@@ -1112,7 +1112,7 @@ static PyObject *tokenize(PyObject *self, PyObject *args) {
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&buf);
-    return result(st, &o, lineno - first_line);
+    return result(st, &o, lineno - first_line, 0);
 }
 
 static PyObject *finish(PyObject *self, PyObject *args) {
@@ -1123,7 +1123,7 @@ static PyObject *finish(PyObject *self, PyObject *args) {
     out_t o; memset(&o, 0, sizeof o);
     flush_pending(st, &o);
     for (int64_t i = 0; i < st->ntasks && !o.oom; i++) flush_frames(st, &o, &st->tasks[i], 0);
-    return result(st, &o, 0);
+    return result(st, &o, 0, 1);
 }
 
 static PyMethodDef methods[] = {

@@ -151,7 +151,7 @@ def _ids(buf: bytes) -> pa.Array:
 
 
 def _names(cols: dict) -> pa.RecordBatch:
-    """fg_names: every string the tokenizer interned so far, by id."""
+    """fg_names: every string the tokenizer interned, by id (only finish's result holds them)."""
     n = len(cols["dict_off"]) // 4 - 1
     names = pa.StringArray.from_buffers(n, pa.py_buffer(cols["dict_off"]), pa.py_buffer(cols["dict_data"]))
     return pa.RecordBatch.from_arrays([pa.array(np.arange(n, dtype=np.int32)), names], schema=FG_NAMES)

@@ -357,7 +357,7 @@ def _fetch(cur) -> list[dict]:
 
 def _derive_waits(con, sid: int, funcs: list[str], calls: Future) -> tuple[list[dict], Iterator[pa.Table]]:
     """Derives the source's waits: as dicts, in file order, and as the rows of `waits` (made as they are read).
-    `funcs`: the source's function names; `calls`: its _call_index, being built meanwhile."""
+    `funcs`: the source's names by id (_functions); `calls`: its _call_index, being built meanwhile."""
     p = {"sid": sid}
     trace_end = con.execute(
         "SELECT max(t) FROM (SELECT max(greatest(entry_ns, exit_ns)) t FROM fg_call_rows WHERE source_id = $sid"
