@@ -331,6 +331,36 @@ def test_chunking_does_not_change_results(path):
     assert (rep1.lines, rep1.skipped, rep1.events) == (rep2.lines, rep2.skipped, rep2.events)
 
 
+def test_chunk_tokenized_in_two_threads_same_as_in_one():
+    """A chunk of 1 MiB or more is parsed by two threads (its tail's function_graph lines tokenized ahead, in a
+    second one; every other line parsed in the fold): the tables and the report are the same as with chunks parsed by
+    one. Here one stream holds every sample's forms one after another (tracefs text with and without tasks,
+    context-switch markers, trace-cmd events, raw fields, headers), then a generated trace-cmd report (bench/) with
+    a kernel stack event (a sample's) after every 37th line: stack frames then a function_graph line, in tails."""
+    from bench.gen_funcgraph import generate
+
+    once = b"".join(p.read_bytes() for p in [*SAMPLE_FILES, SEED] if "langraph" not in p.name)  # 1.6 MB
+    kstack = "".join((PUBLIC / "trace-cmd-report" / "derived-langraph-report-sched-softirq-kstack.txt")
+                     .read_text().splitlines(keepends=True)[2:25])  # "... kernel_stack: <stack trace >", 22 frames
+    out = io.StringIO()
+    generate(out, 40000, seed=3)
+    lines = out.getvalue().splitlines(keepends=True)
+    # a stack's frames end at the next line: a frame line after the function_graph line that follows them is an orphan
+    generated = "".join(ln + (kstack if i % 37 == 36 else "") + ("=> orphan (0)\n" if i % 37 == 0 < i else "")
+                        for i, ln in enumerate(lines)).encode()
+    text = once * 2 + generated
+    one, rep1 = parse_bytes(text, chunk_bytes=512 << 10)
+    two, rep2 = parse_bytes(text, chunk_bytes=(1 << 20) + (100 << 10))
+    assert one == two
+    # (the header notes come from the first header lines of each chunk: with other chunks, in another order)
+    assert {**rep1.as_dict(), "notes": sorted(rep1.notes)} == {**rep2.as_dict(), "notes": sorted(rep2.notes)}
+    assert {t: len(rows) for t, rows in one.items()} == {
+        "fg_calls": 40998, "sched_switch": 9459, "sched_wakeup": 545, "trace_events": 3640}
+    assert (rep1.lines, rep1.skipped) == (99503, 1276)
+    # without a header, the event lines without a latency flags column (all of them) tell a trace-cmd report
+    assert "ftrace form: trace-cmd report (41119 event lines)" in parse_bytes(generated, (1 << 20) + (100 << 10))[1].notes
+
+
 def test_detect_picks_ftrace():
     for p in SAMPLE_FILES + [SEED]:
         assert detect.detect(p.read_bytes()[:65536], p.name).FORMAT == "ftrace", p
