@@ -6,7 +6,9 @@
    report of 10 M function_graph/sched lines; a bcc offcputime dump of 100 k records) is ingested
    BENCH_INGEST_RUNS times (3) by `python -m bench.ingest`, each run in a fresh process into a fresh database:
    lines/s from the first byte read to the commit, with everything the views need derived; peak memory is
-   that process' maximum resident set (wait4); DuckDB file size per million events. bench-out/ingest.json.
+   that process' maximum resident set (wait4); DuckDB file size per million events; before each run a CPU check
+   (this VM's speed changes from minute to minute) and, during it, the CPU time stolen by the hypervisor.
+   bench-out/ingest.json.
 2. api (bench.api): p50/p95/max latency and JSON size of the UI's routes on one analysis of all three
    inputs. bench-out/api.json. --reuse keeps its database if it was built from the same files.
 3. server (bench.server): peak RSS of `stallscope serve` while it ingests uploads of >= 1 GiB.
@@ -63,9 +65,11 @@ def ingest(path: Path, runs: int) -> dict:
                 p.unlink(missing_ok=True)
             print(f"ingest {path.name}: run {i + 1} of {runs} (and the parser alone)...", file=sys.stderr, flush=True)
             inputs.cached(path)
+            check, steal = inputs.cpu_check(), inputs.steal_seconds()
             result, wall, rss_kib, cpu = run_measured([sys.executable, "-m", "bench.ingest", str(path), str(db)])
             result.update(process_seconds=wall, cpu_seconds=cpu, peak_rss_mib=rss_kib / 1024,
-                          db_bytes=db.stat().st_size, load=inputs.loadavg())
+                          db_bytes=db.stat().st_size, load=inputs.loadavg(), cpu_check_mb_s=check,
+                          steal_seconds=inputs.steal_seconds() - steal)
             each.append(result)
             inputs.cached(path)
             result, wall, rss_kib, cpu = run_measured([sys.executable, "-m", "bench.ingest", str(path), "--parse-only"])
@@ -80,6 +84,8 @@ def ingest(path: Path, runs: int) -> dict:
         "file": path.name, "lines": best["lines"], "events": best["events"], "bytes": best["bytes"],
         "runs": each, "best_seconds": best["seconds"], "best_process_cpu_seconds": best["cpu_seconds"],
         "best_process_seconds": best["process_seconds"], "best_lines_s": best["lines"] / best["seconds"],
+        "best_cpu_check_mb_s": best["cpu_check_mb_s"], "cpu_check_mb_s": [r["cpu_check_mb_s"] for r in each],
+        "steal_seconds": [r["steal_seconds"] for r in each],
         "median_lines_s": speeds[len(speeds) // 2], "min_lines_s": speeds[0],
         "peak_rss_mib_max": max(r["peak_rss_mib"] for r in each),
         "peak_rss_mib_min": min(r["peak_rss_mib"] for r in each),
@@ -107,8 +113,9 @@ def ingest_part() -> dict:
 
 def ingest_table(result: dict) -> str:
     rows = [f"| format | input | ingest, best of {result['runs_per_format']} | M lines/s best (median) | target | "
-            "process wall / CPU s | peak RSS (max of runs) | < 1 GiB | parser alone: M lines/s, peak |",
-            "|---|---|---:|---:|---|---:|---:|---|---:|"]
+            "process wall / CPU s | peak RSS (max of runs) | < 1 GiB | parser alone: M lines/s, peak | "
+            "CPU check, MB/s: best run (all runs); steal s |",
+            "|---|---|---:|---:|---|---:|---:|---|---:|---|"]
     for fmt, r in result["formats"].items():
         t = r["target_lines_s"]
         verdict = "no target" if t is None else f"≥ {t / 1e6:.0f} M: {'PASS' if r['pass_lines_s'] else '**MISS**'}"
@@ -117,8 +124,13 @@ def ingest_table(result: dict) -> str:
                     f"({r['median_lines_s'] / 1e6:.2f}) | "
                     f"{verdict} | {r['best_process_seconds']:.1f} / {r['best_process_cpu_seconds']:.1f} | "
                     f"{r['peak_rss_mib_max']:.0f} MiB | {'PASS' if r['pass_peak'] else '**MISS**'} | "
-                    f"{r['parse_best_lines_s'] / 1e6:.2f}, {r['parse_peak_rss_mib_max']:.0f} MiB |")
-    return "\n".join(rows)
+                    f"{r['parse_best_lines_s'] / 1e6:.2f}, {r['parse_peak_rss_mib_max']:.0f} MiB | "
+                    f"{r['best_cpu_check_mb_s']:.0f} ({', '.join(f'{v:.0f}' for v in r['cpu_check_mb_s'])}); "
+                    f"{', '.join(f'{v:.1f}' for v in r['steal_seconds'])} |")
+    return "\n".join(rows) + (
+        "\n\nCPU check: MB/s of SHA-256 over 32 MiB (best of three), measured just before each ingest run: this VM's"
+        " speed changes from minute to minute, and a run in a slow minute is slower for that alone. Steal: CPU"
+        " seconds the hypervisor gave to other guests during each run (/proc/stat).")
 
 
 def db_table(ingest: dict | None, api: dict | None) -> str:
