@@ -325,9 +325,12 @@ test("the flame graph's xfs_ilock_map_shared frame: its tooltip leads to the ino
   while (chain[chain.length - 1].children?.length) chain.push(chain[chain.length - 1].children![0]);
   const depth = chain.findIndex((n) => n.name === q);
   expect(chain[depth].lock).toBe('xfs_ilock'); // marked with the lock it takes, as the waits name it
+  // the tooltip reads the waits' counts when it is shown: hover once they are in
+  const counted = page.waitForResponse((r) => r.url().includes('/waits/by-lock'));
   await page.goto(`/a/${demo.id}?tab=offcpu&t0=${t0}&t1=${t1}&fg_q=${q}`);
   const flame = page.getByRole('img', { name: 'Off-CPU flame graph' });
   await expect(flame.locator('canvas').first()).toBeVisible();
+  await counted;
   const box = (await flame.boundingBox())!;
   await page.mouse.move(box.x + box.width / 2, box.y + ((depth + 0.5) * box.height) / chain.length);
   const link = page.getByTestId('tooltip-waits-link');

@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import type { AnalysisDetail } from '../../api/types';
 import type { FlameNode } from '../../api/stallTypes';
 import { useAnalyses, useFlameDiff, useFlamegraph, useLockWaits, useOffcpuTasks } from '../../api/queries';
@@ -44,12 +44,20 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
   const lockNames = useMemo(() => [...new Set((layout?.rects ?? []).flatMap((r) => (r.lock ? [r.lock] : [])))].sort(), [layout]);
   const lockWaits = useLockWaits(analysis.id, lockNames, { t0: view.t0, t1: view.t1 }, hasFtrace);
   const counts = useMemo(() => new Map((lockWaits.data ?? []).map((c) => [c.lock_key, c])), [lockWaits.data]);
+  // The tooltip's "Waits on this lock" reads the counts and the view when it is shown (a ref): the chart's option, and
+  // so the drawn flame graph (thousands of frames), stay as they are when the counts arrive or the view's other state
+  // changes; the lock table below shows the counts as they come.
+  const linkState = useRef({ view, counts });
+  linkState.current = { view, counts };
   const waitsLink = useMemo(
     () =>
       hasFtrace
-        ? (lock: string) => ({ href: waitsOnLockLink(view, lock), waits: counts.get(lock)?.waits ?? null, totalNs: counts.get(lock)?.total_ns ?? null })
+        ? (lock: string) => {
+            const { view: v, counts: c } = linkState.current;
+            return { href: waitsOnLockLink(v, lock), waits: c.get(lock)?.waits ?? null, totalNs: c.get(lock)?.total_ns ?? null };
+          }
         : undefined,
-    [hasFtrace, view, counts],
+    [hasFtrace],
   );
   const option = useMemo(
     () =>
