@@ -688,12 +688,9 @@ static void *tokenize_tail(void *arg) {
     int known = -1; /* in_summary, once a line tells it */
     for (const char *p = t->from; p < t->to;) {
         const char *nl = memchr(p, '\n', t->to - p), *e = nl ? nl : t->to;
-        if (t->n == t->cap) {
-            size_t cap = t->cap ? t->cap * 2 : 65536;
-            pre_t *q = realloc(t->lines, cap * sizeof(pre_t));
-            if (!q) { t->failed = 1; return NULL; }
-            t->lines = q; t->cap = cap;
-        }
+        pre_t *q = room_for(t->lines, t->n, &t->cap, sizeof *q);
+        if (!q) { t->failed = 1; return NULL; }
+        t->lines = q;
         pre_t *x = &t->lines[t->n++];
         x->p = p; x->e = e; x->state = -1;
         if (known >= 0) {

@@ -1,10 +1,21 @@
-/* Small text-scanning helpers shared by the C tokenizers (parsers/_*.c). Input is untrusted: every
- * function takes the end of its span and never reads past it. */
+/* Small helpers shared by the C tokenizers (parsers/_*.c): text scanning and a growable array. Input is untrusted:
+ * every scanning function takes the end of its span and never reads past it. */
 #ifndef STALLSCOPE_TEXT_H
 #define STALLSCOPE_TEXT_H
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* a growable array with room for its element n (capacity *cap, doubled from 65536): the array, moved or not; NULL
+ * when out of memory (the old array is then still the caller's) */
+static inline void *room_for(void *items, size_t n, size_t *cap, size_t size) {
+    if (n < *cap) return items;
+    size_t c = *cap ? *cap * 2 : 65536;
+    void *q = realloc(items, c * size);
+    if (q) *cap = c;
+    return q;
+}
 
 static inline int is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
