@@ -8,7 +8,8 @@ keep them equal), so the requests find the results kept:
 
 * when the app starts, for the NEWEST most recently created analyses, newest first, stopping once either
   cache is half full (so that warming never evicts what it warmed);
-* after an ingest, for the new analysis (first in line).
+* after an ingest, for the new analysis (first in line); after a source's clock offset changed, for its analysis
+  (what was kept of it was dropped: it depended on the offsets).
 
 One thread, one computation at a time, each started only once no request has been in flight for QUIET_S:
 a request (or the upload of an ingest, until its response is sent) is never kept waiting for a computation it
@@ -65,7 +66,7 @@ class Warmer:
         self._thread.start()
 
     def add(self, analysis_id: str) -> None:
-        """Warms this analysis next (after an ingest)."""
+        """Warms this analysis next (after an ingest, or a change of a source's clock offset)."""
         with self._cv:
             self._queue.appendleft((analysis_id, False))
             self._cv.notify_all()

@@ -1,6 +1,7 @@
 """The warm-up (backend/warm.py): an app started on a database fills the caches of its newest analyses without a
 request; a request made while the warm-up computes what it needs waits for that computation and gets the same
-answer; an uploaded analysis is warmed once its response is sent."""
+answer; an uploaded analysis is warmed once its response is sent, and an analysis again once a source's clock offset
+changed."""
 from __future__ import annotations
 
 import json
@@ -10,7 +11,7 @@ import time
 from fastapi.testclient import TestClient
 
 from backend import warm
-from backend.analysis import blk, heatindex, heatmap, memo
+from backend.analysis import blk, heatindex, heatmap, memo, stalls
 from backend.app import create_app
 from tests.conftest import SAMPLES, ingest_paths
 
@@ -84,3 +85,22 @@ def test_an_upload_is_warmed_after_its_response(client):
     aid = r.json()["id"]
     assert client.app.state.warmer.wait(120)
     assert {"index i2d", "dispatch-summary", "latency-over-time"} <= kept(aid)
+
+
+def test_an_analysis_is_warmed_again_after_a_source_moved(store):
+    """A new clock offset drops what was kept of the analysis (the chains, the timeline's summary depend on it):
+    the warm-up computes it again, with the new offset, once the response is sent."""
+    aid = ingest_paths(store, *INCIDENT)["id"]
+    with TestClient(create_app(store)) as c:
+        warmer = c.app.state.warmer
+        assert warmer.wait(120) and {"chains", "timeline-summary", "dispatch-summary"} <= kept(aid)
+        ftrace = next(s for s in c.get(f"/api/analyses/{aid}").json()["sources"] if s["format"] == "ftrace")
+        r = c.patch(f"/api/analyses/{aid}/sources/{ftrace['id']}",
+                    json={"clock_offset_ns": ftrace["clock_offset_ns"] + 1_000_000})
+        assert r.status_code == 200
+        assert warmer.wait(120)
+        assert {"chains", "timeline-summary", "dispatch-summary"} <= kept(aid)
+        con = store.cursor()  # with the new offset
+        assert c.get(f"/api/analyses/{aid}/chains?limit=100").json() == json.loads(json.dumps(
+            stalls.first_chains(con, aid, 100), default=str))
+        con.close()

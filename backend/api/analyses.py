@@ -154,7 +154,8 @@ def _sources(con, analysis_id: str, source_id: int | None = None) -> list[dict]:
 
 @router.patch("/analyses/{analysis_id}/sources/{source_id}", response_model=models.SourceDetail,
               responses={**NOT_FOUND, 409: {"model": models.ErrorBody}, 422: {"model": models.ErrorBody}})
-def place_source(analysis_id: AnalysisId, source_id: int, body: models.SourcePlacement, con: Cursor):
+def place_source(analysis_id: AnalysisId, source_id: int, body: models.SourcePlacement, con: Cursor,
+                 request: Request):
     """Place a source on the analysis timeline: set its clock offset (ns), or give it the same span as another
     source. The chains are linked again to block requests with the new times. Kept in the analysis, for every
     link to it."""
@@ -167,6 +168,8 @@ def place_source(analysis_id: AnalysisId, source_id: int, body: models.SourcePla
         stalls.relink(con, analysis_id)
         con.commit()
         memo.forget(analysis_id)  # results kept with the old offsets or chains
+        if request.app.state.warmer:  # computed again, once this response is sent (warm.py)
+            request.app.state.warmer.add(analysis_id)
     except LookupError as e:
         con.rollback()
         raise HTTPException(404, str(e))
