@@ -28,20 +28,24 @@ from .analysis import blk, heatindex, heatmap, memo, offcpu, stalls, timeline
 NEWEST = 3
 QUIET_S = 0.2
 
+# the parameters of the frontend's first requests (keep them equal: tests/test_warm.py reads them from the frontend's
+# sources): api/tabQueries.ts' constants, the default view's (state/viewState.ts), the limits of useChains,
+# useHeatmapMetrics and the Stalls tab's WaitsPanel (api/queries.ts, views/stalls/WaitsPanel.tsx)
+FIRST = {"HEATMAP_X_BINS": 120, "HEATMAP_Y_BINS": 40, "LATENCY_BUCKETS": 240, "REQUESTS_LIMIT": 100,
+         "TIMELINE_WIDTH_PX": 1200, "hm": "i2d", "by": "process", "tlN": 40, "chains": 100, "heatmap metrics": 100,
+         "waits": 100}
+
 # (name, call) in the order they are warmed: Dispatch's first requests (the issue's), the timeline's, the Stalls
-# tab's (the default tab with ftrace: heatmap choices, chains, waits), the off-CPU flame graph. Their parameters are
-# the frontend's first ones: api/tabQueries.ts (HEATMAP_X_BINS/Y_BINS, LATENCY_BUCKETS, REQUESTS_LIMIT,
-# TIMELINE_WIDTH_PX, the default tlN as max_lanes), useHeatmapMetrics' limit, useChains' and WaitsPanel's limits,
-# the flame graph's defaults
+# tab's (the default tab with ftrace: heatmap choices, chains, waits), the off-CPU flame graph (its defaults)
 STEPS = (
-    ("heatmap", lambda con, a: heatmap.heatmap(con, a, "i2d", 120, 40)),
-    ("latency-over-time", lambda con, a: blk.latency_over_time(con, a, 240)),
-    ("dispatch-summary", lambda con, a: blk.dispatch_summary(con, a, "process")),
-    ("requests", lambda con, a: blk.requests(con, a, "i2d", 100)),
-    ("timeline", lambda con, a: timeline.timeline(con, a, None, None, 1200, None, 40)),
-    ("heatmap-metrics", lambda con, a: heatmap.metrics(con, a, 100)),
-    ("chains", lambda con, a: stalls.first_chains(con, a, 100)),
-    ("waits", lambda con, a: stalls.first_waits(con, a, "duration", 100)),
+    ("heatmap", lambda con, a: heatmap.heatmap(con, a, FIRST["hm"], FIRST["HEATMAP_X_BINS"], FIRST["HEATMAP_Y_BINS"])),
+    ("latency-over-time", lambda con, a: blk.latency_over_time(con, a, FIRST["LATENCY_BUCKETS"])),
+    ("dispatch-summary", lambda con, a: blk.dispatch_summary(con, a, FIRST["by"])),
+    ("requests", lambda con, a: blk.requests(con, a, FIRST["hm"], FIRST["REQUESTS_LIMIT"])),
+    ("timeline", lambda con, a: timeline.timeline(con, a, None, None, FIRST["TIMELINE_WIDTH_PX"], None, FIRST["tlN"])),
+    ("heatmap-metrics", lambda con, a: heatmap.metrics(con, a, FIRST["heatmap metrics"])),
+    ("chains", lambda con, a: stalls.first_chains(con, a, FIRST["chains"])),
+    ("waits", lambda con, a: stalls.first_waits(con, a, "duration", FIRST["waits"])),
     ("flamegraph", lambda con, a: offcpu.flamegraph_json(con, a)),
 )
 

@@ -104,3 +104,27 @@ def test_an_analysis_is_warmed_again_after_a_source_moved(store):
         assert c.get(f"/api/analyses/{aid}/chains?limit=100").json() == json.loads(json.dumps(
             stalls.first_chains(con, aid, 100), default=str))
         con.close()
+
+
+def test_the_first_requests_parameters_are_the_frontends():
+    """warm.FIRST holds what the frontend's first requests ask for; here read from the frontend's sources (a change
+    on either side without the other would warm results no request asks for)."""
+    import re
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "frontend" / "src"
+
+    def one(path: str, pattern: str) -> str:
+        found = re.findall(pattern, (src / path).read_text())
+        assert len(found) == 1, (path, pattern, found)
+        return found[0]
+
+    got = {name: int(one("api/tabQueries.ts", rf"export const {name} = (\d+);"))
+           for name in ("HEATMAP_X_BINS", "HEATMAP_Y_BINS", "LATENCY_BUCKETS", "REQUESTS_LIMIT", "TIMELINE_WIDTH_PX")}
+    default_view = (src / "state/viewState.ts").read_text().split("DEFAULT_VIEW", 1)[1].split("};", 1)[0]
+    got |= {k: re.search(rf"\b{k}: '?(\w+)'?,", default_view).group(1) for k in ("hm", "by", "tlN")}
+    got["tlN"] = int(got["tlN"])
+    got["chains"] = int(one("api/queries.ts", r"/chains', \{ params: \{ path: \{ analysis_id: id \}, query: \{ limit: (\d+)"))
+    got["heatmap metrics"] = int(one("api/queries.ts", r"export function useHeatmapMetrics\(id: string, limit = (\d+)\)"))
+    got["waits"] = int(one("views/stalls/WaitsPanel.tsx", r"useWaits\(analysis\.id, \{[^}]*\}, (\d+),"))
+    assert got == warm.FIRST
