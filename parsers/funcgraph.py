@@ -48,6 +48,7 @@ from typing import BinaryIO, Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import _funcgraph
 from .common import CHUNK_BYTES, ParseError, ParseReport, chunks_of_lines, masked, string_column
@@ -151,9 +152,12 @@ def _ids(buf: bytes) -> pa.Array:
 
 
 def _names(cols: dict) -> pa.RecordBatch:
-    """fg_names: every string the tokenizer interned, by id (only finish's result holds them)."""
+    """fg_names: every string the tokenizer interned, by id (only finish's result holds them). A stored stack is its
+    frames joined by the unit separator (backend/analysis/stalls.py STACK_SEP): in a name, one becomes '?', as
+    bytes that are not UTF-8 do, so that a frame is never read back as two."""
     n = len(cols["dict_off"]) // 4 - 1
     names = pa.StringArray.from_buffers(n, pa.py_buffer(cols["dict_off"]), pa.py_buffer(cols["dict_data"]))
+    names = pc.replace_substring(names, "\x1f", "?")
     return pa.RecordBatch.from_arrays([pa.array(np.arange(n, dtype=np.int32)), names], schema=FG_NAMES)
 
 

@@ -104,6 +104,19 @@ def test_xfs_seed_waits(client, store):
     _golden("xfs-unwritten-stall.waits.json", waits)
 
 
+def test_a_frame_with_a_unit_separator_stays_one_frame(client, store):
+    """Stacks are stored as their frames joined by \\x1f: a function name holding one (a corrupt or hostile trace)
+    is named with '?' instead, everywhere, and the stacks keep their frames."""
+    text = XFS.read_text()
+    assert text.count("xfs_iomap_write_unwritten") == 1  # on the stack of xfsconvertd's wait (line 61)
+    plain = ingest_paths(store, XFS)["id"]
+    odd = ingest_bytes(store, **{"odd.txt": text.replace("xfs_iomap_write_unwritten", "xfs_iomap\x1fwrite").encode()})["id"]
+    a, b = (client.get(f"/api/analyses/{i}/waits").json()[0] for i in (plain, odd))
+    assert (a["line"], b["line"]) == (61, 61)
+    assert b["stack"] == [("xfs_iomap?write" if f == "xfs_iomap_write_unwritten" else f) for f in a["stack"]]
+    assert "xfs_iomap?write" in b["stack"]
+
+
 def test_ext4_jbd2_chain_to_block_request(client, store):
     aid = ingest_paths(store, EXT4, EXT4_BLK)["id"]
     blk_source = client.get(f"/api/analyses/{aid}").json()["sources"][1]["id"]
