@@ -972,6 +972,18 @@ static int is_dashes(const char *p, const char *e) {
     return 1;
 }
 
+/* whether the trimmed line [s,e) starts as a tracefs function_graph line does: with the abstime, the CPU "N)", a
+ * duration or "|" (parse_line and pre_line try it as one first) */
+static int fg_start(const char *s, const char *e) {
+    const char *t0 = tok_end(s, e), *n0 = skip_ws(t0, e);
+    return *s == '|' || is_mark(*s) || (is_digit(*s) && (t0[-1] == ')' || (n0 < e && *n0 == '|') || starts(n0, e, "us")));
+}
+
+/* whether such a line is a " N)  a-1  =>  b-2" context-switch marker (parse_ctx_marker) */
+static int ctx_marker(const char *s, const char *e) {
+    return find(s, e, " => ") && !memchr(s, '|', (size_t)(e - s));
+}
+
 /* one line [p,e) -> 0 handled, -1 ignored, >0 skip reason */
 static int parse_line(state_t *st, out_t *o, const char *p, const char *e, int64_t line, int64_t off) {
     const char *s = skip_ws(p, e);
@@ -1012,12 +1024,9 @@ static int parse_line(state_t *st, out_t *o, const char *p, const char *e, int64
     }
     if (starts(s, e, "#####")) return -1;
     int reason = 0;
-    /* tracefs function_graph lines start with the abstime, the CPU "N)", a duration or "|" */
-    const char *t0 = tok_end(s, e), *n0 = skip_ws(t0, e);
-    int fg_first = *s == '|' || is_mark(*s) ||
-                   (is_digit(*s) && (t0[-1] == ')' || (n0 < e && *n0 == '|') || starts(n0, e, "us")));
+    int fg_first = fg_start(s, e);
     if (fg_first) {
-        if (find(s, e, " => ") && !memchr(s, '|', (size_t)(e - s))) {
+        if (ctx_marker(s, e)) {
             int rc = parse_ctx_marker(st, o, s, e, line);
             if (rc >= 0) return rc;
             return R_CTX;
@@ -1053,11 +1062,9 @@ static int pre_line(const char *p, const char *e, pre_t *x) {
     if (s == e || *s == '#' || *s == '=' || is_dashes(s, e) || starts(s, e, "cpus=") || starts(s, e, "CPU"))
         return PRE_RAW;
     int why = 0;
-    const char *t0 = tok_end(s, e), *n0 = skip_ws(t0, e);
-    int fg_first = *s == '|' || is_mark(*s) ||
-                   (is_digit(*s) && (t0[-1] == ')' || (n0 < e && *n0 == '|') || starts(n0, e, "us")));
+    int fg_first = fg_start(s, e);
     if (fg_first) {
-        if (find(s, e, " => ") && !memchr(s, '|', (size_t)(e - s))) return PRE_RAW;
+        if (ctx_marker(s, e)) return PRE_RAW;
         int rc = fg_fields(s, e, &x->c, &x->r, &why);
         if (rc >= 0) return rc == 0 && !why ? PRE_FGTEXT : PRE_RAW;
     }
