@@ -192,28 +192,8 @@ _TASK_SEGS = """
     FROM _tl_roots x JOIN tl_lanes l ON l.source_id = $sid AND l.kind = 'task' AND l.pid = x.pid
     WHERE x.duration_ns >= 0
 """
-_BLK_PHASE = """
-    SELECT l.lane, {track} AS track, '{state}' AS state, r.{s} AS s, r.{e} AS e, r.line
-    FROM blk_requests r JOIN tl_lanes l ON l.source_id = r.source_id AND l.kind = '{kind}' AND l.{key} = r.{key}
-    WHERE r.source_id = $sid AND r.{s} IS NOT NULL AND r.{e} >= r.{s}"""
 BLK_PHASES = ((3, "queued", "i_ns", "d_ns"), (4, "service", "d_ns", "c_ns"))  # track, state, start, end
-
-
-def _segs(fmt: str) -> str:
-    """The source's segments: a task's scheduler states, its waits (`_tl_waits`) and its depth-0 calls (`_tl_roots`),
-    both registered by summarize; each block request's I→D
-    (queued) and D→C (service), in its device's lane and in its process' lane. (A read of a window makes the same
-    from the raw tables: _raw.)"""
-    if fmt == "ftrace":
-        return _TASK_SEGS
-    return " UNION ALL ".join(_BLK_PHASE.format(track=track, state=state, s=a, e=z, kind=kind, key=key)
-                              for kind, key in (("device", "dev"), ("process", "pid"))
-                              for track, state, a, z in BLK_PHASES)
-
-
-# each block request's segments before lanes: summed per device and per process, then given their lanes (a request
-# is in two lanes: summing it once per lane kind, not once per lane row, and joining the sums, took 0.36-0.47 s
-# against 0.54-0.56 s for 2 M requests)
+# each block request's I→D (queued) and D→C (service) segment, before lanes (dev, pid)
 _BLK_SEGS = " UNION ALL ".join(f"""
     SELECT dev, pid, {track} AS track, {a} AS s, {z} AS e, line FROM blk_requests
     WHERE source_id = $sid AND {a} IS NOT NULL AND {z} >= {a}""" for track, _, a, z in BLK_PHASES)
@@ -229,9 +209,22 @@ def _in_lanes(rows: str) -> str:
                               for kind, key in (("device", "dev"), ("process", "pid")))
 
 
+def _segs(fmt: str) -> str:
+    """The source's segments (lane, track, state, s, e, line): a task's scheduler states, its waits (`_tl_waits`) and
+    its depth-0 calls (`_tl_roots`), both registered by summarize; each block request's I→D (queued) and D→C
+    (service), in its device's lane and in its process' lane. (A read of a window makes the same from the raw tables:
+    _raw.)"""
+    if fmt == "ftrace":
+        return _TASK_SEGS
+    return f"SELECT lane, track, {_BLK_STATE} AS state, s, e, line FROM ({_in_lanes(f'SELECT * FROM ({_BLK_SEGS})')})"
+
+
 def _fresh(fmt: str, level: str, width: str, top_width: int) -> str:
     """The segments shorter than top_width summed per (level, lane, track, state, bucket): level, the first level
-    whose bucket is longer than the segment (a CASE on s and e); width, that level's bucket (a CASE on lvl)."""
+    whose bucket is longer than the segment (a CASE on s and e); width, that level's bucket (a CASE on lvl). A block
+    request's segments are summed per device and per process, then given their lanes (a request is in two lanes:
+    summing its segments once per lane kind and joining the sums took 0.36-0.47 s for 2 M requests, against
+    0.54-0.56 s for joining first and summing per lane)."""
     if fmt == "ftrace":
         return f"""
             SELECT lvl, lane, track, state, s // ({width}) AS bucket, sum(e - s) AS tot, count(*) AS n, max(e - s) AS mx,
@@ -243,14 +236,6 @@ def _fresh(fmt: str, level: str, width: str, top_width: int) -> str:
     return f"""
         WITH x AS (SELECT {level} AS lvl, dev, pid, track, s, e - s AS d, line FROM ({_BLK_SEGS}) WHERE e - s < {top_width})
         SELECT lvl, lane, track, {_BLK_STATE} AS state, bucket, tot, n, mx, line FROM ({_in_lanes(sums)})"""
-
-
-def _long_segs(fmt: str, min_width: int) -> str:
-    """The segments at least min_width long, in their lanes: (lane, track, state, s, e, line)."""
-    if fmt == "ftrace":
-        return f"SELECT * FROM ({_TASK_SEGS}) WHERE e - s >= {min_width}"
-    rows = f"SELECT * FROM ({_BLK_SEGS}) WHERE e - s >= {min_width} AND {{key}} IS NOT NULL"
-    return f"SELECT lane, track, {_BLK_STATE} AS state, s, e, line FROM ({_in_lanes(rows)})"
 
 
 # ---- summaries at ingest -------------------------------------------------------------------------------------------
@@ -335,7 +320,7 @@ def summarize(con, sources: list[tuple[int, str, int | None, int | None]], waits
         # the segments a read at level >= 1 draws as they are: by level, then start (a read skips the rest)
         level = "CASE " + " ".join(f"WHEN e - s < {w} THEN {k}" for k, w in enumerate(widths)) + f" ELSE {top + 1} END"
         con.execute(f"INSERT INTO tl_long SELECT $sid, {level} AS lvl, lane, track, state, s, e, line"
-                    f" FROM ({_long_segs(fmt, w0 * FAN)}) ORDER BY lvl, s", {"sid": sid})
+                    f" FROM ({_segs(fmt)}) WHERE e - s >= {w0 * FAN} ORDER BY lvl, s", {"sid": sid})
         if fmt == "ftrace":
             con.unregister("_tl_roots")
     if waits is not None:
