@@ -134,8 +134,8 @@ class _Hashes:
     """The SHA-256 of each file, read a second time in a thread of its own at the lowest CPU priority (Linux's
     SCHED_IDLE, else nice 19), from the start of the ingest: it takes the CPU time parsing, inserting and deriving
     leave idle. (At nice 19 it still took some from them: blkparse's ingest, interleaved runs, median 6.25 -> 6.09 s
-    with SCHED_IDLE.) A file with a descriptor is read by position (os.pread: the parser's offset is untouched); any other stream
-    once parsing is done (`parsed`). hashlib and the reads release the GIL."""
+    with SCHED_IDLE.) A file with a descriptor is read by position (os.pread: the parser's offset is untouched); any
+    other stream once parsing is done (`parsed`). hashlib and the reads release the GIL."""
 
     def __init__(self, files: list[InputFile]):
         self.digests: list[str | None] = [None] * len(files)

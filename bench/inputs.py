@@ -9,6 +9,7 @@ Every file is written once into bench-out/ by a seeded generator (same sizes, sa
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import subprocess
@@ -104,8 +105,6 @@ def cpu_check() -> float:
     """How fast this machine's CPU is right now: MB/s of SHA-256 over 32 MiB, the best of three (~0.1 s). This VM's
     speed changes from minute to minute (the same ingest took 13.5 or 18 s of CPU within the hour): the check, taken
     just before each ingest run, says which minute the run had."""
-    import hashlib
-
     data = bytes(32 << 20)
     best = 0.0
     for _ in range(3):
