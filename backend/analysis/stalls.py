@@ -350,9 +350,17 @@ def _register(con, name: str, columns: dict[str, list], types: dict[str, pa.Data
     con.register(name, pa.table({k: pa.array(v, type=types[k]) for k, v in columns.items()}))
 
 
-def _fetch(cur) -> list[dict]:
+def _fetch(cur, blank: dict | None = None) -> list[dict]:
+    """The rows as dicts; each a copy of `blank` (its other keys) updated with the row, when given."""
     names = [d[0] for d in cur.description]
-    return [dict(zip(names, r)) for r in cur.fetchall()]
+    if blank is None:
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+    out = []
+    for r in cur.fetchall():
+        d = blank.copy()
+        d.update(zip(names, r))
+        out.append(d)
+    return out
 
 
 def _derive_waits(con, sid: int, funcs: list[str], calls: Future) -> tuple[list[dict], Iterator[pa.Table]]:
@@ -379,7 +387,8 @@ def _derive_waits(con, sid: int, funcs: list[str], calls: Future) -> tuple[list[
 
     # scheduler waits: switch-out asleep -> next switch-in; first wake-up after the switch-out (its end and
     # evidence written by DuckDB: a row is then a wait as is)
-    cols = {**dict.fromkeys(_WAIT_KEYS, "NULL"), **_SCHED_WAIT, "innermost": "NULL"}
+    blank = dict.fromkeys(_WAIT_KEYS)  # every wait has every column, as read back
+    blank["innermost"] = None
     waits = _fetch(con.execute(f"""
         WITH o AS (
             SELECT line, t_ns, cpu, prev_pid AS pid, prev_comm AS comm, prev_state AS state FROM sched_switch
@@ -404,10 +413,9 @@ def _derive_waits(con, sid: int, funcs: list[str], calls: Future) -> tuple[list[
         ), e AS (  -- the end: back on CPU, else the wake-up, else the trace's end (a lower bound)
             SELECT *, CASE WHEN in_line IS NOT NULL THEN in_ns WHEN woke THEN wns ELSE $end END AS end_at FROM k
         )
-        SELECT {", ".join(f"{v} AS {k}" for k, v in cols.items())} FROM e
+        SELECT {", ".join(f"{v} AS {k}" for k, v in _SCHED_WAIT.items())} FROM e
         ORDER BY line
-        """, {**p, "end": trace_end}))  # in file order: what follows (also_waiting lists, ...) must not depend on threads
-    blank = dict.fromkeys(_WAIT_KEYS)  # every wait has every column, as read back
+        """, {**p, "end": trace_end}), blank)  # in file order: what follows (also_waiting lists, ...) must not depend on threads
 
     # call waits: long (or open) calls of sleeping primitives with no switch-out of the task inside them
     if lockfn:
@@ -418,24 +426,26 @@ def _derive_waits(con, sid: int, funcs: list[str], calls: Future) -> tuple[list[
                 LEFT JOIN fg_names n ON n.source_id = c.source_id AND n.id = c.comm_id
                 WHERE c.source_id = $sid AND f.role <> 'release' AND c.pid IS NOT NULL AND c.entry_ns IS NOT NULL
                   AND (c.exit_line IS NULL OR c.duration_ns >= $min)
-            ), last AS (  -- the last line of each task with an open candidate call
+            ), j AS (  -- a call that returned, unless switched out inside it (the scheduler events tell that sleep);
+                       -- an open call never switched out
+                SELECT c.*, n.line AS next_out, w.line AS wake_line, w.t_ns AS wake_ns, w.cpu AS wake_cpu,
+                       w.waker_pid, w.waker_comm
+                FROM c ASOF LEFT JOIN _stalls_outs n ON c.pid = n.pid AND n.line > c.line
+                       ASOF LEFT JOIN _stalls_wk w ON c.pid = w.pid AND w.line > c.line
+                WHERE CASE WHEN c.exit_line IS NOT NULL THEN n.line IS NULL OR n.line >= c.exit_line
+                           ELSE n.line IS NULL END
+            ), last AS (  -- the last line of each task with an open call not followed by a wake-up (a full scan:
+                          -- only for those tasks, usually none)
                 SELECT pid, max(l) AS last_line FROM (
                     SELECT pid, greatest(line, coalesce(exit_line, line)) l FROM fg_call_rows WHERE source_id = $sid
                     UNION ALL SELECT pid, line FROM trace_events WHERE source_id = $sid)
-                WHERE pid IN (SELECT pid FROM c WHERE exit_line IS NULL) GROUP BY pid
+                WHERE pid IN (SELECT pid FROM j WHERE exit_line IS NULL AND wake_line IS NULL) GROUP BY pid
             )
-            SELECT c.*, n.line AS next_out, w.line AS wake_line, w.t_ns AS wake_ns, w.cpu AS wake_cpu, w.waker_pid,
-                   w.waker_comm, last.last_line
-            FROM c ASOF LEFT JOIN _stalls_outs n ON c.pid = n.pid AND n.line > c.line
-                   ASOF LEFT JOIN _stalls_wk w ON c.pid = w.pid AND w.line > c.line
-                   LEFT JOIN last ON last.pid = c.pid
-            -- a call that returned, unless switched out inside it (the scheduler events tell that sleep); an open
-            -- call never switched out, followed by a wake-up, or by nothing more of its task until the trace ends
-            WHERE CASE WHEN c.exit_line IS NOT NULL THEN n.line IS NULL OR n.line >= c.exit_line
-                       ELSE n.line IS NULL
-                            AND (w.line IS NOT NULL OR last.last_line <= c.line AND c.entry_ns <= $latest)
-                  END
-            ORDER BY c.pid, c.line
+            SELECT j.*, last.last_line FROM j LEFT JOIN last ON last.pid = j.pid
+            -- an open call: followed by a wake-up, or by nothing more of its task until the trace ends
+            WHERE j.exit_line IS NOT NULL OR j.wake_line IS NOT NULL
+                  OR last.last_line <= j.line AND j.entry_ns <= $latest
+            ORDER BY j.pid, j.line
             """, {**p, "min": MIN_CALL_SLEEP_NS, "latest": trace_end - MIN_CALL_SLEEP_NS}))
         for i, c in enumerate(kept):  # innermost: drop a call that holds the next candidate of its task
             nxt = kept[i + 1] if i + 1 < len(kept) else None
@@ -960,10 +970,29 @@ def _chains(by_source: dict[int, list[dict]]) -> list[dict]:
     return [_build_chain(h, ctx) for h, ctx in heads[:MAX_CHAINS]]
 
 
-def _wait_brief(w: dict) -> dict:
-    return {"pid": w["pid"], "comm": w["comm"], "lock": w["lock"], "source_id": w["source_id"], "line": w["line"],
-            "start_ns": w["start_ns"], "end_ns": w["end_ns"], "duration_ns": w["duration_ns"],
-            "end_known": w["end_known"], "inferred": w["inferred"]}
+def _wait_brief(w: dict) -> str:
+    """A wait as an entry of a link's also_waiting (JSON)."""
+    return json.dumps({"pid": w["pid"], "comm": w["comm"], "lock": w["lock"], "source_id": w["source_id"],
+                       "line": w["line"], "start_ns": w["start_ns"], "end_ns": w["end_ns"],
+                       "duration_ns": w["duration_ns"], "end_known": w["end_known"], "inferred": w["inferred"]})
+
+
+class _Group:
+    """The waiters of one group (same lock, same next link; in file order), for 'which of them overlap this wait'
+    look-ups, as arrays (a group may have thousands of members)."""
+
+    def __init__(self, members: list[dict]):
+        self.members = members
+        self.starts = np.fromiter((m["start_ns"] for m in members), np.int64, len(members))
+        self.ends = np.fromiter((m["end_ns"] for m in members), np.int64, len(members))
+        self.briefs: dict[int, str] = {}
+
+    def overlapping(self, w: dict) -> str:
+        """The other members that overlap w in time, in file order, as a JSON list."""
+        members, briefs = self.members, self.briefs
+        hits = np.flatnonzero((self.starts < w["end_ns"]) & (self.ends > w["start_ns"])).tolist()
+        return "[" + ", ".join(briefs.get(i) or briefs.setdefault(i, _wait_brief(members[i]))
+                               for i in hits if members[i] is not w) + "]"
 
 
 def _source_heads(ws: list[dict]) -> list[tuple[dict, tuple]]:
@@ -985,7 +1014,7 @@ def _source_heads(ws: list[dict]) -> list[tuple[dict, tuple]]:
         tgt = ("w", v["line"]) if v is not None else ("t", *end)
         gkey[id(w)] = (w["lock_key"], rel, tgt)
         groups[gkey[id(w)]].append(w)
-    ctx = (nxt, groups, gkey, idx)
+    ctx = (nxt, groups, gkey, idx, {})  # {}: the groups' look-ups (_Group), made as needed
     heads = []
     seen_groups = set()
     for w in ws:
@@ -1003,11 +1032,17 @@ def _source_heads(ws: list[dict]) -> list[tuple[dict, tuple]]:
 
 
 def _build_chain(h: dict, ctx: tuple) -> dict:
-    nxt, groups, gkey, idx = ctx
+    nxt, groups, gkey, idx, looked = ctx
 
     def also(w):
-        g = groups.get(gkey.get(id(w)), [])
-        return [_wait_brief(o) for o in g if o is not w and o["start_ns"] < w["end_ns"] and o["end_ns"] > w["start_ns"]]
+        k = gkey.get(id(w))
+        if k is None:
+            return "[]"
+        g = groups[k]
+        if len(g) < 64:  # few: a look at each costs less than the arrays
+            return "[" + ", ".join(_wait_brief(o) for o in g
+                                   if o["start_ns"] < w["end_ns"] and o["end_ns"] > w["start_ns"] and o is not w) + "]"
+        return (looked.get(k) or looked.setdefault(k, _Group(g))).overlapping(w)
 
     links, seen, w = [], set(), h
     while w is not None and len(links) < MAX_LINKS:
@@ -1023,7 +1058,7 @@ def _build_chain(h: dict, ctx: tuple) -> dict:
                       "inferred": bool(w["inferred"] or rel == "held_by"), "evidence": evidence,
                       "stack": w["stack"], "line": w["line"], "also_waiting": also(w), "_wait": w})
         if term is not None:
-            links.append({**term, "wait_line": None, "relation": None, "also_waiting": []})
+            links.append({**term, "wait_line": None, "relation": None, "also_waiting": "[]"})
             break
         w = v if v is not None and id(v) not in seen else None
     return {"duration_ns": h["duration_ns"], "links": links}
@@ -1085,8 +1120,7 @@ def _insert_chains(con, analysis_id: str, chains: list[dict]) -> None:
     links = [link for c in chains for link in c["links"]]
     data = {"chain_id": pa.array([i + 1 for i, c in enumerate(chains) for _ in c["links"]], pa.int32()),
             "pos": pa.array([pos for c in chains for pos in range(len(c["links"]))], pa.int32()),
-            "also_waiting": pa.array([json.dumps(link["also_waiting"]) if link["also_waiting"] else "[]"
-                                      for link in links], pa.string())}
+            "also_waiting": pa.array([link["also_waiting"] for link in links], pa.string())}
     values = zip(*map(operator.itemgetter(*_LINK_TYPES), links))  # column by column
     data.update({k: pa.array(v, t) for (k, t), v in zip(_LINK_TYPES.items(), values)})
     data["stack_text"] = pa.array([STACK_SEP.join(link["stack"]) for link in links], pa.string())
