@@ -206,7 +206,7 @@ static int parse_time(const char *p, const char *e, int64_t *ns) {
 }
 
 /* 0 = event, -1 = ignored line, >0 = skip reason */
-static int parse_line(ev_t *v, const char *p, const char *e, int *in_summary) {
+static int parse_line_full(ev_t *v, const char *p, const char *e, int *in_summary) {
     p = skip_ws(p, e);
     while (e > p && is_ws(e[-1])) e--;
     if (p == e || *p == '#') return -1;
@@ -294,6 +294,85 @@ static int parse_line(ev_t *v, const char *p, const char *e, int *in_summary) {
     }
     if (p < e) return R_TRAILING;
     return 0;
+}
+
+/* The digits at p (1-18 of them) as a number, if whitespace or the end follows them: the end of the digits, else
+ * NULL. (What tok_end then parse_u64 accept, in one pass.) */
+static inline __attribute__((always_inline)) const char *digits_ws(const char *p, const char *e, int64_t *v) {
+    const char *s = p;
+    uint64_t x = 0;
+    while (p < e && is_digit(*p)) x = x * 10 + (uint64_t)(*p++ - '0');
+    if (p == s || p - s > 18 || (p < e && !is_ws(*p))) return NULL;
+    *v = (int64_t)x;
+    return p;
+}
+
+/* The line in one pass, for the forms of nearly every line (a request's event: `maj,min cpu seq s.ns pid act rwbs
+ * [sector [+ n]] [[comm]]`); any other form, or anything unexpected, is left to parse_line_full (which reads it again
+ * from the start): the outcome is the same either way. */
+static int parse_line(ev_t *v, const char *p, const char *e, int *in_summary) {
+    const char *b = p, *be = e, *q;
+    int64_t y;
+    uint64_t x;
+    p = skip_ws(p, e);
+    while (e > p && is_ws(e[-1])) e--;
+    /* maj,min */
+    const char *s = p;
+    x = 0;
+    while (p < e && is_digit(*p)) x = x * 10 + (uint64_t)(*p++ - '0');
+    if (p == s || p - s > 18 || p >= e || *p != ',' || x > 0xfff) goto full;
+    v->major = (int32_t)x;
+    if (!(q = digits_ws(p + 1, e, &y)) || y > 0xfffff) goto full;
+    v->minor = (int32_t)y;
+    if (!(q = digits_ws(skip_ws(q, e), e, &y)) || y > INT32_MAX) goto full;
+    v->cpu = (int32_t)y;
+    if (!(q = digits_ws(skip_ws(q, e), e, &v->seq))) goto full;
+    /* seconds.nanoseconds */
+    p = s = skip_ws(q, e);
+    x = 0;
+    while (p < e && is_digit(*p)) x = x * 10 + (uint64_t)(*p++ - '0');
+    if (p == s || p - s > 18 || x > 9000000000ULL || p >= e || *p != '.') goto full;
+    if (!(q = digits_ws(++p, e, &y)) || q - p > 9) goto full;
+    for (long i = q - p; i < 9; i++) y *= 10;
+    v->t = (int64_t)x * 1000000000LL + y;
+    if (!(q = digits_ws(skip_ws(q, e), e, &v->pid))) goto full;
+    /* the action: 1-2 letters */
+    p = skip_ws(q, e);
+    v->act = p;
+    while (p < e && p - v->act < 3 && ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z'))) p++;
+    v->actn = (size_t)(p - v->act);
+    if (v->actn == 0 || v->actn > 2 || p >= e || !is_ws(*p) || (v->actn == 1 && v->act[0] == 'm')) goto full;
+    /* RWBS: 1-6 capitals */
+    p = skip_ws(p, e);
+    v->rwbs = p;
+    while (p < e && p - v->rwbs < 7 && *p >= 'A' && *p <= 'Z') p++;
+    v->rwbsn = (size_t)(p - v->rwbs);
+    if (v->rwbsn == 0 || v->rwbsn > 6 || (p < e && !is_ws(*p))) goto full;
+    p = skip_ws(p, e);
+    v->sector = v->nsect = v->elapsed = v->err = v->fsec = v->ssec = v->depth = NUL64;
+    v->fmaj = v->fmin = -1;
+    v->comm = v->msg = NULL; v->commn = v->msgn = 0;
+    if (p < e && is_digit(*p)) {
+        if (!(q = digits_ws(p, e, &v->sector))) goto full;
+        p = skip_ws(q, e);
+        if (p < e && *p == '+') {
+            if (!(q = digits_ws(skip_ws(p + 1, e), e, &v->nsect))) goto full;
+            p = skip_ws(q, e);
+        }
+    }
+    if (p < e && *p == '[') {
+        const char *c = e; /* a comm may contain ']' or spaces: the last ']', which must end the line */
+        if (c[-1] != ']' || c <= p + 1) goto full;
+        const char *a = p + 1, *z = c - 1;
+        int is_cr = v->actn == 1 && (v->act[0] == 'C' || v->act[0] == 'R');
+        if (!is_cr || parse_i64(a, z, &v->err)) { v->comm = a; v->commn = (size_t)(z - a); }
+        p = c;
+    }
+    if (p < e) goto full;
+    *in_summary = 0;
+    return 0;
+full:
+    return parse_line_full(v, b, be, in_summary);
 }
 
 /* ---- open requests ----------------------------------------------------------------------------- */

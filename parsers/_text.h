@@ -17,10 +17,10 @@ static inline void *room_for(void *items, size_t n, size_t *cap, size_t size) {
     return q;
 }
 
-static inline int is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
-static inline const char *skip_ws(const char *p, const char *e) { while (p < e && is_ws(*p)) p++; return p; }
-static inline const char *tok_end(const char *p, const char *e) { while (p < e && !is_ws(*p)) p++; return p; }
+static inline __attribute__((always_inline)) int is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+static inline __attribute__((always_inline)) int is_digit(char c) { return c >= '0' && c <= '9'; }
+static inline __attribute__((always_inline)) const char *skip_ws(const char *p, const char *e) { while (p < e && is_ws(*p)) p++; return p; }
+static inline __attribute__((always_inline)) const char *tok_end(const char *p, const char *e) { while (p < e && !is_ws(*p)) p++; return p; }
 
 /* whether [p,e) starts with the literal */
 static inline int starts(const char *p, const char *e, const char *lit) {
