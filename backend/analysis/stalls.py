@@ -265,9 +265,10 @@ def derive(con, analysis_id: str, meanwhile: Callable[[object, list[tuple], pa.T
     `early`(reader, [(source id, t_min_ns, t_max_ns)]) reads what a later step needs from the sources' staged rows
     alone (committed: a cursor of its own sees them), beside the waits' derivation. `meanwhile`(cursor, the
     analysis' sources [(id, format, t_min_ns, t_max_ns)], its waits (BRIEF), what early returned), a step that
-    needs the waits but not the chains, runs once they are derived, beside their insert and the chains (in Python):
-    on the reader, in a transaction of its own that it commits first (it writes tables keyed by the sources'
-    staged ids: timeline.STAGED_TABLES). Without ftrace sources it runs on `con`, in the ingest's transaction."""
+    needs the waits' locks but not their holders nor the chains, runs once the locks are known, beside the holders'
+    look-ups, the waits' insert (in a thread of its own, on `con`) and the chains (in Python): on the reader, in a
+    transaction of its own that it commits first (it writes tables keyed by the sources' staged ids:
+    timeline.STAGED_TABLES). Without ftrace sources it runs on `con`, in the ingest's transaction."""
     rows = con.execute("SELECT id, format, t_min_ns, t_max_ns, clock_offset_ns FROM sources WHERE analysis_id = ?"
                        " ORDER BY id", [analysis_id]).fetchall()
     sources = [r[:4] for r in rows]
@@ -285,25 +286,35 @@ def derive(con, analysis_id: str, meanwhile: Callable[[object, list[tuple], pa.T
         # DuckDB; a connection is used by one thread at a time
         with ThreadPoolExecutor(max_workers=1) as pool:
             derived, tables = {}, []
-            prepared = None
-            for sid in offs:
+            prepared = done = None
+
+            def locked(last: list[dict]) -> None:
+                """Every wait's lock is known (the last source's too: `last`): `meanwhile` can start, beside the
+                holders' and their stacks' look-ups."""
+                nonlocal prepared, done
+                if meanwhile and done is None:
+                    brief = _brief(itertools.chain(itertools.chain.from_iterable(derived.values()), last))
+                    done = pool.submit(_apart, reader, meanwhile, sources, brief, prepared)
+                    prepared = None  # held by that step only: freed once used, before the chains' peak
+
+            for k, sid in enumerate(offs):
                 funcs = _functions(con, sid)
                 calls = pool.submit(_call_index, reader, sid, funcs)  # built while the waits are derived
-                if prepared is None and early:  # queued behind the first source's call index
+                if prepared is None and early and k == 0:  # queued behind the first source's call index
                     prepared = pool.submit(early, reader, spans)
-                derived[sid], table = _derive_waits(con, sid, funcs, calls)
+                derived[sid], table = _derive_waits(con, sid, funcs, calls, locked if k == len(offs) - 1 else None)
                 calls = None  # the index (~25 bytes a call) is freed before the next source's, and the chains
                 tables.append(table)
                 for w in derived[sid]:
                     w["off"] = offs[sid]
-            done = None
-            if meanwhile:
-                brief = _brief(itertools.chain.from_iterable(derived.values()))
-                done = pool.submit(_apart, reader, meanwhile, sources, brief, prepared)
-                prepared = brief = None  # held by that step only: freed once used, before the chains' peak
-            # meanwhile, in DuckDB, beside the waits' insert and the chains' Python
-            _insert_waits(con, itertools.chain.from_iterable(tables))
-            chains = _chains(derived)
+            locked([])  # when the last source had no waits
+            # the waits' insert (DuckDB, on `con`: this thread does not use it until the insert is done), in a
+            # thread of its own, beside `meanwhile` and the chains' Python here
+            with ThreadPoolExecutor(max_workers=1) as inserter:
+                inserted = inserter.submit(_insert_waits, con, itertools.chain.from_iterable(tables))
+                tables = []
+                chains = _chains(derived)
+                inserted.result()
             if done:
                 done.result()
         _match_requests(con, analysis_id, chains)
@@ -363,9 +374,11 @@ def _fetch(cur, blank: dict | None = None) -> list[dict]:
     return out
 
 
-def _derive_waits(con, sid: int, funcs: list[str], calls: Future) -> tuple[list[dict], Iterator[pa.Table]]:
+def _derive_waits(con, sid: int, funcs: list[str], calls: Future,
+                  locked: Callable[[list[dict]], None] | None = None) -> tuple[list[dict], Iterator[pa.Table]]:
     """Derives the source's waits: as dicts, in file order, and as the rows of `waits` (made as they are read).
-    `funcs`: the source's names by id (_functions); `calls`: its _call_index, being built meanwhile."""
+    `funcs`: the source's names by id (_functions); `calls`: its _call_index, being built meanwhile; `locked`(the
+    waits), called once their locks are known (before their holders are looked for)."""
     p = {"sid": sid}
     trace_end = con.execute(
         "SELECT max(t) FROM (SELECT max(greatest(entry_ns, exit_ns)) t FROM fg_call_rows WHERE source_id = $sid"
@@ -500,6 +513,8 @@ def _derive_waits(con, sid: int, funcs: list[str], calls: Future) -> tuple[list[
             need_holder[obj].append(i)
     for j, i in enumerate(woken):
         waits[i]["waker_stack"] = st.frames(n + j)
+    if locked:
+        locked(waits)
     _holders(con, sid, waits, need_holder, prims, lockfn)
     held = [i for i, w in enumerate(waits) if w["holder_pid"] is not None]
     hst = _stacks(con, sid, calls, [waits[i]["holder_pid"] for i in held], [None] * len(held),
