@@ -496,14 +496,18 @@ def _derive_waits(con, sid: int, funcs: list[str], calls: Future,
         if w["waker_pid"] is not None and w["waker_pid"] == w["pid"]:  # sched_wakeup written by the wakee
             w["waker_pid"] = w["waker_comm"] = None
 
-    # stacks: of each wait at its line, of each waker at its wake line
+    # stacks: of each wait at its line (here), of each waker at its wake line (beside, in a thread of its own: numpy
+    # releases the GIL; not when the look-ups are SQL on `con`)
     n = len(waits)
     woken = [i for i, w in enumerate(waits) if w["waker_pid"] is not None]
     calls = calls.result()
-    st = _stacks(con, sid, calls, [w["pid"] for w in waits] + [waits[i]["waker_pid"] for i in woken],
-                 [w["cpu"] for w in waits] + [waits[i]["wake_cpu"] for i in woken],
-                 [w["line"] for w in waits] + [waits[i]["wake_line"] for i in woken],
-                 [w["innermost"] for w in waits] + [None] * len(woken))
+    wakers = (con, sid, calls, [waits[i]["waker_pid"] for i in woken], [waits[i]["wake_cpu"] for i in woken],
+              [waits[i]["wake_line"] for i in woken])
+    with ThreadPoolExecutor(max_workers=1) as beside:
+        wst = beside.submit(_stacks, *wakers) if calls["keys"] is not None else None
+        st = _stacks(con, sid, calls, [w["pid"] for w in waits], [w["cpu"] for w in waits], [w["line"] for w in waits],
+                     [w["innermost"] for w in waits])
+        wst = wst.result() if wst is not None else _stacks(*wakers)
     need_holder: dict[str, list[int]] = defaultdict(list)
     prims = {p.name: p for p in locks.PRIMITIVES}
     for i, (w, reason) in enumerate(zip(waits, st.reasons(n))):
@@ -512,7 +516,7 @@ def _derive_waits(con, sid: int, funcs: list[str], calls: Future,
         if obj is not None and prims[obj].release:
             need_holder[obj].append(i)
     for j, i in enumerate(woken):
-        waits[i]["waker_stack"] = st.frames(n + j)
+        waits[i]["waker_stack"] = wst.frames(j)
     if locked:
         locked(waits)
     _holders(con, sid, waits, need_holder, prims, lockfn)
@@ -524,14 +528,14 @@ def _derive_waits(con, sid: int, funcs: list[str], calls: Future,
             waits[i]["holder_stack"] = hst.frames(j)
     # the stack columns straight from the stacks' arrays (null: no waker; no holder, or no call of it found)
     every, no, waker, holder = np.arange(n), np.zeros(n, bool), np.full(n, -1), np.full(n, -1)
-    waker[woken] = n + np.arange(len(woken))
+    waker[woken] = np.arange(len(woken))
     holder[held] = np.where(np.diff(hst.off) > 0, np.arange(len(held)), -1)
 
     def tables() -> Iterator[pa.Table]:  # a slice at a time: all at once, the stacks' strings would be in memory twice
         for a in range(0, n, WAIT_ROWS):
             r = slice(a, a + WAIT_ROWS)
             yield _wait_table(waits[r], {"stack_text": st.text(every[r], no[r]),
-                                         "waker_stack_text": st.text(waker[r], waker[r] < 0),
+                                         "waker_stack_text": wst.text(waker[r], waker[r] < 0),
                                          "holder_stack_text": hst.text(holder[r], holder[r] < 0)})
 
     for name in ("_stalls_outs", "_stalls_wk"):
