@@ -554,7 +554,7 @@ static void tail_name(const char *p, const char *e, const char **np, const char 
 /* body of a function_graph line (after the "|"), or the text of a trace-cmd funcgraph event */
 static int parse_body(const char *p, const char *e, fgrec_t *r) {
     const char *b = p;
-    while (p < e && *p == ' ') p++;
+    p = skip_spaces(p, e);
     int sp = (int)(p - b);
     r->indent = sp > 2 ? (sp - 2) / 2 : 0;
     r->depth = -1; r->name = r->namee = NULL;
