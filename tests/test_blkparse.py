@@ -111,31 +111,36 @@ def test_corrupt_lines_are_listed_with_numbers():
 def test_each_field_at_its_limits():
     """Lines at the limits of each field: the tokenizer's one-pass reading of the usual line leaves every other form
     to the full reading; either way a line gives the same event or the same reason."""
-    head = "  8,0    0 {n:8d}  {t}  697  "
-    lines = [
-        head.format(n=1, t="0.000000001") + "B   W 100 + 8 [a b]]",  # a comm with a space and a ']'
-        head.format(n=2, t="5") + "P   N [k]",  # whole seconds
-        head.format(n=3, t="0.5") + "P   N [k]",
-        head.format(n=4, t="0.000000004") + "U   N [k] 3",  # a depth after the comm
-        head.format(n=5, t="0.000000005") + "m   N cfq697 insert",
-        head.format(n=6, t="0.000000006") + "1,2 B W 100 + 8 [a]",  # a cgroup before the action
-        "4096,0    0        7     0.000000007   697  B   W 100 + 8 [a]",
-        "  8,1048576    0        8     0.000000008   697  B   W 100 + 8 [a]",
-        "  8,0  2147483648        9     0.000000009   697  B   W 100 + 8 [a]",
-        head.format(n=10, t="9000000001.000000001") + "B   W 100 + 8 [a]",
-        head.format(n=11, t="0.0000000011") + "B   W 100 + 8 [a]",
-        head.format(n=12, t="0.1.2") + "B   W 100 + 8 [a]",
-        head.format(n=13, t="0.000000013") + "BBB W 100 + 8 [a]",
-        head.format(n=14, t="0.000000014") + "B1  W 100 + 8 [a]",
-        head.format(n=15, t="0.000000015") + "B   RWBSFAM 100 + 8 [a]",
-        head.format(n=16, t="0.000000016") + "B   Wa 100 + 8 [a]",
-        head.format(n=17, t="0.000000017") + "B   W 100x + 8 [a]",
-        head.format(n=18, t="0.000000018") + "B   W 1234567890123456789 + 8 [a]",
-        head.format(n=19, t="0.000000019") + "B   W 100 + 8x [a]",
-        head.format(n=20, t="0.000000020") + "B   W 100 + 8 [a] x",
-        head.format(n=21, t="0.000000021") + "B   W 100 + 8",
-        head.format(n=22, t="0.000000022") + "B   W",
-    ]
+    # line n: "maj,min cpu n time pid" and the rest; lines 7-9 break the device and CPU fields
+    cases = """\
+0.000000001 B   W 100 + 8 [a b]]
+5 P   N [k]
+0.5 P   N [k]
+0.000000004 U   N [k] 3
+0.000000005 m   N cfq697 insert
+0.000000006 1,2 B W 100 + 8 [a]
+4096,0 0
+8,1048576 0
+8,0 2147483648
+9000000001.000000001 B   W 100 + 8 [a]
+0.0000000011 B   W 100 + 8 [a]
+0.1.2 B   W 100 + 8 [a]
+0.000000013 BBB W 100 + 8 [a]
+0.000000014 B1  W 100 + 8 [a]
+0.000000015 B   RWBSFAM 100 + 8 [a]
+0.000000016 B   Wa 100 + 8 [a]
+0.000000017 B   W 100x + 8 [a]
+0.000000018 B   W 1234567890123456789 + 8 [a]
+0.000000019 B   W 100 + 8x [a]
+0.000000020 B   W 100 + 8 [a] x
+0.000000021 B   W 100 + 8
+0.000000022 B   W
+"""
+    lines = []
+    for n, case in enumerate(cases.splitlines(), 1):
+        a, b = case.split(" ", 1)
+        dev, cpu, t, rest = ("8,0", "0", a, b) if 7 > n or n > 9 else (a, b, f"0.00000000{n}", "B   W 100 + 8 [a]")
+        lines.append(f"  {dev:>5} {cpu:>4} {n:8d}  {t}  697  {rest}")
     rows, report = parse_text("\n".join(lines) + "\n")
     got = [(r["line"], r["t_ns"], r["action"], r["rwbs"], r["sector"], r["nsect"], r["comm"], r["depth"], r["message"])
            for r in rows]
