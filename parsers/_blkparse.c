@@ -208,7 +208,7 @@ static int parse_time(const char *p, const char *e, int64_t *ns) {
 /* 0 = event, -1 = ignored line, >0 = skip reason */
 static int parse_line_full(ev_t *v, const char *p, const char *e, int *in_summary) {
     p = skip_ws(p, e);
-    while (e > p && is_ws(e[-1])) e--;
+    e = rtrim(p, e);
     if (p == e || *p == '#') return -1;
     const char *t = tok_end(p, e);
     if (!memchr(p, ',', t - p) || !is_digit(*p)) {
@@ -296,15 +296,19 @@ static int parse_line_full(ev_t *v, const char *p, const char *e, int *in_summar
     return 0;
 }
 
-/* The digits at p (1-18 of them) as a number, if whitespace or the end follows them: the end of the digits, else
- * NULL. (What tok_end then parse_u64 accept, in one pass.) */
-static inline __attribute__((always_inline)) const char *digits_ws(const char *p, const char *e, int64_t *v) {
+/* The digits at p (1-18 of them) as a number: the end of the digits, else NULL */
+static inline __attribute__((always_inline)) const char *digits(const char *p, const char *e, int64_t *v) {
     const char *s = p;
     uint64_t x = 0;
     while (p < e && is_digit(*p)) x = x * 10 + (uint64_t)(*p++ - '0');
-    if (p == s || p - s > 18 || (p < e && !is_ws(*p))) return NULL;
+    if (p == s || p - s > 18) return NULL;
     *v = (int64_t)x;
     return p;
+}
+/* ... if whitespace or the end follows them (what tok_end then parse_u64 accept, in one pass) */
+static inline __attribute__((always_inline)) const char *digits_ws(const char *p, const char *e, int64_t *v) {
+    const char *q = digits(p, e, v);
+    return q && (q == e || is_ws(*q)) ? q : NULL;
 }
 
 /* The line in one pass, for the forms of nearly every line (a request's event: `maj,min cpu seq s.ns pid act rwbs
@@ -312,29 +316,22 @@ static inline __attribute__((always_inline)) const char *digits_ws(const char *p
  * from the start): the outcome is the same either way. */
 static int parse_line(ev_t *v, const char *p, const char *e, int *in_summary) {
     const char *b = p, *be = e, *q;
-    int64_t y;
-    uint64_t x;
+    int64_t x, y;
     p = skip_ws(p, e);
-    while (e > p && is_ws(e[-1])) e--;
+    e = rtrim(p, e);
     /* maj,min */
-    const char *s = p;
-    x = 0;
-    while (p < e && is_digit(*p)) x = x * 10 + (uint64_t)(*p++ - '0');
-    if (p == s || p - s > 18 || p >= e || *p != ',' || x > 0xfff) goto full;
+    if (!(q = digits(p, e, &x)) || x > 0xfff || q >= e || *q != ',') goto full;
     v->major = (int32_t)x;
-    if (!(q = digits_ws(p + 1, e, &y)) || y > 0xfffff) goto full;
+    if (!(q = digits_ws(q + 1, e, &y)) || y > 0xfffff) goto full;
     v->minor = (int32_t)y;
     if (!(q = digits_ws(skip_ws(q, e), e, &y)) || y > INT32_MAX) goto full;
     v->cpu = (int32_t)y;
     if (!(q = digits_ws(skip_ws(q, e), e, &v->seq))) goto full;
     /* seconds.nanoseconds */
-    p = s = skip_ws(q, e);
-    x = 0;
-    while (p < e && is_digit(*p)) x = x * 10 + (uint64_t)(*p++ - '0');
-    if (p == s || p - s > 18 || x > 9000000000ULL || p >= e || *p != '.') goto full;
+    if (!(p = digits(skip_ws(q, e), e, &x)) || x > 9000000000LL || p >= e || *p != '.') goto full;
     if (!(q = digits_ws(++p, e, &y)) || q - p > 9) goto full;
     for (long i = q - p; i < 9; i++) y *= 10;
-    v->t = (int64_t)x * 1000000000LL + y;
+    v->t = x * 1000000000LL + y;
     if (!(q = digits_ws(skip_ws(q, e), e, &v->pid))) goto full;
     /* the action: 1-2 letters */
     p = skip_ws(q, e);
@@ -360,13 +357,12 @@ static int parse_line(ev_t *v, const char *p, const char *e, int *in_summary) {
             p = skip_ws(q, e);
         }
     }
-    if (p < e && *p == '[') {
-        const char *c = e; /* a comm may contain ']' or spaces: the last ']', which must end the line */
-        if (c[-1] != ']' || c <= p + 1) goto full;
-        const char *a = p + 1, *z = c - 1;
+    if (p < e && *p == '[') { /* a comm may contain ']' or spaces: the last ']', which must end the line */
+        if (e[-1] != ']') goto full;
+        const char *a = p + 1, *z = e - 1; /* z >= a: *p is '[', e[-1] is ']' */
         int is_cr = v->actn == 1 && (v->act[0] == 'C' || v->act[0] == 'R');
         if (!is_cr || parse_i64(a, z, &v->err)) { v->comm = a; v->commn = (size_t)(z - a); }
-        p = c;
+        p = e;
     }
     if (p < e) goto full;
     *in_summary = 0;

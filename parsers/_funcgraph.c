@@ -266,7 +266,6 @@ static int push_frame(task_t *t, frame_t f) {
 
 /* ---------------------------------------------------------------- lexing helpers */
 static inline int is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-static inline const char *rtrim(const char *p, const char *e) { while (e > p && is_ws(e[-1])) e--; return e; }
 static int span_eq(const char *p, const char *e, const char *lit) {
     size_t n = strlen(lit);
     return (size_t)(e - p) == n && memcmp(p, lit, n) == 0;

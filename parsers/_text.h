@@ -41,6 +41,8 @@ static inline __attribute__((always_inline)) const char *tok_end(const char *p, 
     while (p < e && !is_ws(*p)) p++;
     return p;
 }
+/* the end of [p,e) without its trailing whitespace */
+static inline const char *rtrim(const char *p, const char *e) { while (e > p && is_ws(e[-1])) e--; return e; }
 
 /* whether [p,e) starts with the literal */
 static inline int starts(const char *p, const char *e, const char *lit) {
