@@ -300,7 +300,7 @@ def derive(con, analysis_id: str, meanwhile: Callable[[object, list[tuple], pa.T
             for k, sid in enumerate(offs):
                 funcs = _functions(con, sid)
                 calls = pool.submit(_call_index, reader, sid, funcs)  # built while the waits are derived
-                if prepared is None and early and k == 0:  # queued behind the first source's call index
+                if early and k == 0:  # queued behind the first source's call index
                     prepared = pool.submit(early, reader, spans)
                 derived[sid], table = _derive_waits(con, sid, funcs, calls, locked if k == len(offs) - 1 else None)
                 calls = None  # the index (~25 bytes a call) is freed before the next source's, and the chains
@@ -998,18 +998,26 @@ def _wait_brief(w: dict) -> str:
 
 class _Group:
     """The waiters of one group (same lock, same next link; in file order), for 'which of them overlap this wait'
-    look-ups, as arrays (a group may have thousands of members)."""
+    look-ups: by a look at each, or as arrays when there are many (a group may have thousands of members). Each
+    member's JSON is made once."""
+
+    ARRAYS = 64  # members from which the arrays cost less than a look at each
 
     def __init__(self, members: list[dict]):
         self.members = members
-        self.starts = np.fromiter((m["start_ns"] for m in members), np.int64, len(members))
-        self.ends = np.fromiter((m["end_ns"] for m in members), np.int64, len(members))
         self.briefs: dict[int, str] = {}
+        self.starts = self.ends = None
+        if len(members) >= self.ARRAYS:
+            self.starts = np.fromiter((m["start_ns"] for m in members), np.int64, len(members))
+            self.ends = np.fromiter((m["end_ns"] for m in members), np.int64, len(members))
 
     def overlapping(self, w: dict) -> str:
         """The other members that overlap w in time, in file order, as a JSON list."""
-        members, briefs = self.members, self.briefs
-        hits = np.flatnonzero((self.starts < w["end_ns"]) & (self.ends > w["start_ns"])).tolist()
+        members, briefs, s, e = self.members, self.briefs, w["start_ns"], w["end_ns"]
+        if self.starts is None:
+            hits = [i for i, m in enumerate(members) if m["start_ns"] < e and m["end_ns"] > s]
+        else:
+            hits = np.flatnonzero((self.starts < e) & (self.ends > s)).tolist()
         return "[" + ", ".join(briefs.get(i) or briefs.setdefault(i, _wait_brief(members[i]))
                                for i in hits if members[i] is not w) + "]"
 
@@ -1057,11 +1065,7 @@ def _build_chain(h: dict, ctx: tuple) -> dict:
         k = gkey.get(id(w))
         if k is None:
             return "[]"
-        g = groups[k]
-        if len(g) < 64:  # few: a look at each costs less than the arrays
-            return "[" + ", ".join(_wait_brief(o) for o in g
-                                   if o["start_ns"] < w["end_ns"] and o["end_ns"] > w["start_ns"] and o is not w) + "]"
-        return (looked.get(k) or looked.setdefault(k, _Group(g))).overlapping(w)
+        return (looked.get(k) or looked.setdefault(k, _Group(groups[k]))).overlapping(w)
 
     links, seen, w = [], set(), h
     while w is not None and len(links) < MAX_LINKS:
