@@ -348,3 +348,42 @@ def test_file_with_call_names_stored_as_text_is_rebuilt(tmp_path):
         con.close()
     finally:
         s.close()
+
+
+def test_page_waits_are_named_by_their_caller(client, store):
+    """folio_wait_bit_common sleeps for a page's lock and for its write-back alike: the function that called it
+    names the wait (an fsync behind write-back is not on a page lock); alone, it is only a page flag ('page bit')."""
+    body = b"""cpus=2
+           fsync-100   [000] 100.000001: funcgraph_entry:                   | do_fsync() {
+           fsync-100   [000] 100.000002: funcgraph_entry:                   |   file_write_and_wait_range() {
+           fsync-100   [000] 100.000003: funcgraph_entry:                   |     __filemap_fdatawait_range() {
+           fsync-100   [000] 100.000004: funcgraph_entry:                   |       folio_wait_writeback() {
+           fsync-100   [000] 100.000005: funcgraph_entry:                   |         folio_wait_bit_common() {
+           fsync-100   [000] 100.000006: funcgraph_entry:                   |           io_schedule() {
+           fsync-100   [000] 100.000007: sched_switch:   fsync:100 [120] D ==> swapper/0:0 [120]
+          reader-200   [001] 100.000008: funcgraph_entry:                   | filemap_fault() {
+          reader-200   [001] 100.000009: funcgraph_entry:                   |   __folio_lock_or_retry() {
+          reader-200   [001] 100.000010: funcgraph_entry:                   |     folio_wait_bit_common() {
+          reader-200   [001] 100.000011: funcgraph_entry:                   |       io_schedule() {
+          reader-200   [001] 100.000012: sched_switch:   reader:200 [120] D ==> swapper/1:0 [120]
+          <idle>-0     [001] 100.002000: sched_wakeup:   reader:200 [120] success=1 CPU:001
+          <idle>-0     [001] 100.002001: sched_switch:   swapper/1:0 [120] R ==> reader:200 [120]
+          reader-200   [001] 100.002002: funcgraph_exit:        0.100 us |       }
+          reader-200   [001] 100.002003: funcgraph_exit:        0.100 us |     }
+          reader-200   [001] 100.002004: funcgraph_exit:        0.100 us |   }
+          reader-200   [001] 100.002005: funcgraph_exit:        0.100 us | }
+          reader-200   [001] 100.002006: funcgraph_entry:                   | folio_wait_bit_common() {
+          reader-200   [001] 100.002007: funcgraph_entry:                   |   io_schedule() {
+          reader-200   [001] 100.002008: sched_switch:   reader:200 [120] D ==> swapper/1:0 [120]
+          <idle>-0     [000] 100.009000: sched_wakeup:   fsync:100 [120] success=1 CPU:000
+          <idle>-0     [001] 100.009001: sched_wakeup:   reader:200 [120] success=1 CPU:001
+"""
+    aid = ingest_bytes(store, **{"pages.txt": body})["id"]
+    waits = client.get(f"/api/analyses/{aid}/waits", params={"order": "start"}).json()
+    assert [(w["line"], w["comm"], w["lock"], w["primitive"]) for w in waits] == [
+        (8, "fsync", "folio_wait_writeback via io_schedule", "page writeback"),
+        (13, "reader", "__folio_lock_or_retry via io_schedule", "page lock"),
+        (22, "reader", "page bit via io_schedule", "page bit")]
+    by_lock = {k: [w["line"] for w in client.get(f"/api/analyses/{aid}/waits", params={"lock_key": k}).json()]
+               for k in ("page writeback", "page lock", "page bit", "folio_wait_bit_common")}
+    assert by_lock == {"page writeback": [8], "page lock": [13], "page bit": [22], "folio_wait_bit_common": [22]}

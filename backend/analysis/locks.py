@@ -7,8 +7,11 @@ name, after stripping compiler suffixes such as `.constprop.0`, `.isra.1`, `.par
 `kind` is how the lock is released: "primitive" entries are the generic kernel mechanisms
 (mutex, rwsem, semaphore, completion, I/O); "object" entries are the subsystem functions that wrap
 them and name what is locked (an XFS inode, a buffer, a page, a journal handle). A wait is labelled
-by the innermost object function on its stack, "via" the innermost primitive, e.g. `xfs_ilock via
-down_write`.
+by the innermost object function on its stack, "via" the outermost primitive, e.g. `xfs_ilock via
+down_write`. An object's `sleep` functions are generic helpers several objects share: they name the lock
+only when none of an object's own (acquire) functions is on the stack. (`folio_wait_bit_common` sleeps for
+a page's lock and for its write-back alike: under `folio_wait_writeback` the wait is `page writeback`, under
+`__folio_lock` it is `page lock`, alone it is `page bit`, which says no more than it knows.)
 """
 from __future__ import annotations
 
@@ -59,12 +62,18 @@ PRIMITIVES: tuple[Primitive, ...] = (
                                           "xlog_wait_on_iclog", "xlog_wait"), (), what="XFS log force"),
     Primitive("page lock", "object", ("lock_page", "__lock_page", "folio_lock", "__folio_lock",
                                       "__folio_lock_killable", "lock_page_killable", "__lock_page_killable",
-                                      "__lock_page_or_retry", "__folio_lock_or_retry"),
-              ("unlock_page", "folio_unlock"), ("folio_wait_bit_common", "wait_on_page_bit_common"),
-              "page-cache page lock"),
+                                      "__lock_page_or_retry", "__folio_lock_or_retry",
+                                      # waiting for it to be released (a read completes by unlocking the page)
+                                      "wait_on_page_locked", "wait_on_page_locked_killable", "folio_wait_locked",
+                                      "folio_wait_locked_killable", "wait_on_page_read"),
+              ("unlock_page", "folio_unlock"), what="page-cache page lock"),
     Primitive("page writeback", "object", ("wait_on_page_writeback", "folio_wait_writeback",
+                                           "folio_wait_stable", "wait_for_stable_page",
                                            "__filemap_fdatawait_range", "filemap_fdatawait_range"),
               ("end_page_writeback", "folio_end_writeback"), what="waiting for a page's write-back"),
+    Primitive("page bit", "object", (), (), ("folio_wait_bit_common", "wait_on_page_bit_common", "folio_wait_bit",
+                                             "wait_on_page_bit", "folio_wait_bit_killable", "wait_on_page_bit_killable"),
+              "waiting on a page flag: its lock or its write-back (the caller, when on the stack, says which)"),
     Primitive("buffer lock", "object", ("lock_buffer", "__lock_buffer", "__wait_on_buffer", "wait_on_buffer"),
               ("unlock_buffer",), what="buffer_head lock"),
     Primitive("jbd2 handle", "object", ("start_this_handle", "jbd2__journal_start", "jbd2_journal_start",
@@ -141,18 +150,22 @@ def on_lock(label: str | None, key: str) -> bool:
 def label(frames_root_first) -> str | None:
     """A wait's lock or reason from its stack (root first): `object via primitive`, or the one found.
 
-    The innermost object names what is locked; the outermost primitive is the call the code made
+    The innermost object names what is locked (an object's own function before a shared sleep function:
+    `folio_wait_writeback` before `folio_wait_bit_common`); the outermost primitive is the call the code made
     (`down`, not its slow path `__down`)."""
-    obj = prim = None
+    obj = shared = prim = None
     for f in frames_root_first:
         hit = lookup(f)
         if not hit or hit[1] == "release":
             continue
-        p, _ = hit
-        if p.kind == "object":  # the innermost object names what is locked
-            obj = base_name(f) if base_name(f) in p.acquire else p.name
+        p, role = hit
+        if p.kind == "object" and role == "acquire":  # the innermost object names what is locked
+            obj = base_name(f)
+        elif p.kind == "object":
+            shared = p.name
         elif prim is None:  # the outermost primitive is the call the code made (down, not __down)
-            prim = base_name(f) if base_name(f) in p.acquire else p.name
+            prim = base_name(f) if role == "acquire" else p.name
+    obj = obj or shared
     if obj and prim:
         return f"{obj} via {prim}"
     return obj or prim

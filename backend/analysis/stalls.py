@@ -243,6 +243,13 @@ def _is_object(frame: str) -> bool:
 
 
 @functools.lru_cache(maxsize=65536)
+def _own_object(frame: str) -> bool:
+    """An object's own function (not a sleep function objects share: see locks.py)."""
+    hit = _lookup(frame)
+    return hit is not None and hit[0].kind == "object" and hit[1] == "acquire"
+
+
+@functools.lru_cache(maxsize=65536)
 def _is_io(frame: str) -> bool:
     return _base(frame) in IO_COMPLETION
 
@@ -569,12 +576,13 @@ class _Stacks:
     def reasons(self, n: int) -> list[tuple[str | None, str | None, str | None, str | None]]:
         """Per request i < n, what its stack waits on: (lock label, lock key, primitive name, object primitive
         name). From its frames that take or sleep on a known lock, the outermost primitive and the innermost object
-        (locks.label); with none, the innermost frame that is not plumbing (label and key), else all None. Each
+        (an object's own function before a sleep function objects share: locks.label); with none, the innermost frame that is not plumbing (label and key), else all None. Each
         name's kind is looked up once; the frames are scanned as arrays."""
-        kinds = np.array([(_waiting(f), _is_object(f), _not_plumbing(f)) for f in self.names], bool).reshape(-1, 3)
+        kinds = np.array([(_waiting(f), _is_object(f), _own_object(f), _not_plumbing(f)) for f in self.names],
+                         bool).reshape(-1, 4)
         codes = self.codes[:self.off[n]]
         stack = np.repeat(np.arange(n), np.diff(self.off[:n + 1]))
-        waiting, obj, plain = (kinds[codes, k] for k in range(3))
+        waiting, obj, own, plain = (kinds[codes, k] for k in range(4))
 
         def pick(mask: np.ndarray, last: bool) -> np.ndarray:  # per stack, the code of its first (last) masked frame
             out, at = np.full(n, -1), np.flatnonzero(mask)
@@ -584,7 +592,8 @@ class _Stacks:
                 out[s[edge]] = codes[at[edge]]
             return out
 
-        prim, inner_obj, inner = pick(waiting & ~obj, False), pick(waiting & obj, True), pick(waiting, True)
+        prim, inner, inner_obj = pick(waiting & ~obj, False), pick(waiting, True), pick(own, True)
+        inner_obj = np.where(inner_obj >= 0, inner_obj, pick(waiting & obj, True))  # else a shared sleep function
         other = pick(plain, True)
         names, out = self.names, []
         for p, o, w, f in zip(prim.tolist(), inner_obj.tolist(), inner.tolist(), other.tolist()):

@@ -34,7 +34,7 @@ test('offwaketime alone: wake-up pairs in Stalls, a pair selected by lock, share
   await pairs.getByLabel('Filter wake-up pairs by lock').fill('page lock');
   await pairs.getByLabel('Filter wake-up pairs by lock').press('Enter');
   await expect(page).toHaveURL(/wp_lock=page\+lock/);
-  await expect(pairs.getByTestId('pairs-summary')).toContainText('10 pairs on “page lock” · 11 records');
+  await expect(pairs.getByTestId('pairs-summary')).toContainText('11 pairs on “page lock” · 12 records');
   const rows = pairs.getByTestId('pair-list').locator('tbody tr');
   await expect(rows.first()).toContainText('8,054,934');
   await rows.nth(1).click();
@@ -59,7 +59,7 @@ test('offwaketime alone: wake-up pairs in Stalls, a pair selected by lock, share
   await pairs.getByLabel('Filter wake-up pairs by lock').fill('lock_page');
   await pairs.getByLabel('Filter wake-up pairs by lock').press('Enter');
   await expect(page).toHaveURL(/wp_lock=lock_page/);
-  await expect(pairs.getByTestId('pairs-summary')).toContainText('10 pairs on “lock_page” · 11 records');
+  await expect(pairs.getByTestId('pairs-summary')).toContainText('11 pairs on “lock_page” · 12 records');
   await pairs.getByLabel('Filter wake-up pairs by lock').fill('page');
   await pairs.getByLabel('Filter wake-up pairs by lock').press('Enter');
   await expect(pairs).toContainText('No offwaketime record with a waker stack on “page”.');
