@@ -57,10 +57,7 @@ ALTER TABLE sources ADD COLUMN IF NOT EXISTS alignment JSON;     -- how clock_of
 
 
 PARSER_TABLES: set[str] = set()
-# rows buffered (all tables) before INSERTs: whole row groups, parallel, bounded memory; 4 row groups, not 8: the
-# first insert starts sooner and the last, alone after the parse, is shorter (staging 10.5 M blkparse lines: 3.7-4.3 s
-# against 4.6-4.7 s, interleaved runs)
-INSERT_ROWS = 122880 * 4
+STREAM_DEPTH = 8  # record batches waiting per table for its insert (a 16 MiB chunk makes one per table)
 
 
 def new_id() -> str:
@@ -304,40 +301,19 @@ class Store:
         con.commit()
 
     def _stage_file(self, con, f: InputFile, parser, progress: Progress, done: int, staged: list[int]) -> tuple:
-        """Parses one file into its tables in committed steps: whenever a table has INSERT_ROWS rows pending, the
-        rows pending for every table are inserted; memory stays bounded whatever the file's size. (A table of few rows,
-        such as the block events beside the requests, is so inserted while the parser goes on, not all of it after
-        the parser is done: blkparse's ingest took 3-8 % less wall time in interleaved runs.) The rows stay invisible
-        until _add_source links them to an analysis."""
+        """Parses one file into its tables, each through one INSERT that reads the rows as the parser makes them
+        (_Streams): memory stays bounded whatever the file's size, and each table is written in whole row groups.
+        The rows stay invisible until _add_source links them to an analysis."""
         done_events = progress.events
         source_id = con.execute("SELECT nextval('source_ids')").fetchall()[0][0]
         staged.append(source_id)
         report = ParseReport(f.filename)
         progress.update(filename=f.filename)
         reader = _Counting(f.stream, lambda n: progress.update(bytes_read=done + n))
-        pending: dict[str, list[pa.RecordBatch]] = {}
-        buffered: dict[str, int] = {}
-
-        def flush(tables) -> None:
-            con.begin()
-            for table in tables:
-                # one statement over several batches lets DuckDB insert them in parallel
-                data = pa.Table.from_batches(pending.pop(table))
-                buffered.pop(table)
-                con.register("_batch", data)
-                cols = ", ".join(data.schema.names)
-                con.execute(f"INSERT INTO {table} (source_id, {cols}) SELECT ?, {cols} FROM _batch", [source_id])
-                con.unregister("_batch")
-            con.commit()
-
-        for table, batch in _prefetched(parser.parse(reader, report)):
-            assert table in parser.TABLES, f"{parser.FORMAT} yielded rows for unknown table {table}"
-            pending.setdefault(table, []).append(batch)
-            buffered[table] = buffered.get(table, 0) + batch.num_rows
-            if buffered[table] >= INSERT_ROWS:
-                flush(list(pending))
-            progress.update(events=done_events + report.events)
-        flush(list(pending))
+        with _Streams(self.db, source_id, parser.TABLES) as streams:
+            for table, batch in parser.parse(reader, report):  # the C tokenizers release the GIL: DuckDB goes on
+                streams.put(table, batch)
+                progress.update(events=done_events + report.events)
         if report.events == 0:
             raise report.nothing_usable()
         return source_id, f, parser, report, reader
@@ -359,40 +335,74 @@ class Store:
         return {"id": source_id, "filename": f.filename, "format": parser.FORMAT, **report.as_dict()}
 
 
-def _prefetched(batches: Iterator, depth: int = 32) -> Iterator:
-    """Runs a parser in a thread of its own, `depth` batches ahead, so that parsing (C, without the GIL)
-    overlaps with DuckDB's inserts; memory stays bounded by the queue. Errors are raised here.
-    A 16 MiB chunk yields a batch per table, so 32 is eight chunks or more: the parser goes on while a step of
-    rows is inserted (with 2 it waited: staging 5 M function_graph lines took ~12 % longer, for ~100 MiB less)."""
-    q: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-    end = object()
+class _Aborted(Exception):
+    """Ends a table's stream with an error: its insert writes nothing."""
 
-    def produce():
+
+class _Streams:
+    """One INSERT per table, each reading its rows from a queue as they come (a RecordBatchReader over it), on a cursor
+    and in a thread of its own: the tables are inserted beside the parser and beside each other, DuckDB's threads
+    working on whichever has rows, and each is written in whole row groups. (Inserting the rows instead in steps of
+    4 row groups, a statement each, left partial row groups at every step, which the commit appended again and a
+    checkpoint compressed once more: a 10 M-line blkparse file took ~1.2 s more CPU at close, 150-200 MiB more peak
+    memory and a 141 MiB file instead of 111.)
+
+    put() hands a batch to its table's insert, waiting while that queue is full. Leaving the `with` block ends the
+    streams and waits for the inserts: without an exception each commits its rows (the first insert's error, if
+    any, is raised); with one, each stream ends in an error instead, so that its insert writes nothing. An insert
+    that fails is raised by the next put(), never left with a queue no one reads."""
+
+    def __init__(self, db: duckdb.DuckDBPyConnection, source_id: int, tables: dict[str, pa.Schema]):
+        self.queues = {table: queue.Queue(maxsize=STREAM_DEPTH) for table in tables}
+        self.errors: list[BaseException] = []
+        self.workers = {table: threading.Thread(target=self._insert, args=(db.cursor(), source_id, table, schema),
+                                                name=f"insert {table}", daemon=True) for table, schema in tables.items()}
+        for worker in self.workers.values():
+            worker.start()
+
+    def _insert(self, cur: duckdb.DuckDBPyConnection, source_id: int, table: str, schema: pa.Schema) -> None:
+        q = self.queues[table]
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            while (item := q.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+
         try:
-            for item in batches:
-                while not stop.is_set():
-                    try:
-                        q.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-            q.put(end)
-        except BaseException as e:  # handed to the consumer
-            q.put(e)
+            cur.register("_rows", pa.RecordBatchReader.from_batches(schema, batches()))
+            cols = ", ".join(f'"{n}"' for n in schema.names)
+            cur.execute(f"INSERT INTO {table} (source_id, {cols}) SELECT ?, {cols} FROM _rows", [source_id])
+        except BaseException as e:  # noqa: BLE001 - raised in the parser's thread
+            self.errors.append(e)
+        finally:
+            cur.close()
 
-    worker = threading.Thread(target=produce, name="parser", daemon=True)
-    worker.start()
-    try:
-        while (item := q.get()) is not end:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        worker.join()
+    def _offer(self, table: str, item) -> bool:
+        """Puts item on the table's queue, unless its insert has ended (then False)."""
+        while self.workers[table].is_alive():
+            try:
+                self.queues[table].put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def put(self, table: str, batch: pa.RecordBatch) -> None:
+        assert table in self.queues, f"rows for unknown table {table}"
+        if self.errors or not self._offer(table, batch):
+            raise self.errors[0] if self.errors else RuntimeError(f"the insert into {table} ended early")
+
+    def __enter__(self) -> "_Streams":
+        return self
+
+    def __exit__(self, kind, exc, tb) -> None:
+        for table in self.queues:
+            self._offer(table, None if exc is None else _Aborted(f"the ingest failed: {exc!r}"))
+        for worker in self.workers.values():
+            worker.join()
+        if exc is None and self.errors:
+            raise self.errors[0]
 
 
 def _trim() -> None:

@@ -1,12 +1,15 @@
 """The JSON API end to end on a fresh database per test, with real traces."""
 from __future__ import annotations
 
+import functools
 import io
 import re
 import threading
 
+import duckdb
 import pytest
 
+from parsers import blkparse
 from tests.conftest import SAMPLES, SEED, ingest_paths, table_counts
 
 SEED_FILE = SEED / "cfq-dispatch-starvation.blkparse.txt"
@@ -171,10 +174,13 @@ def test_persists_across_restart(tmp_path):
     s.close()
 
 
-def test_two_ingests_at_once_and_reads_during_ingest(store, monkeypatch):
-    import backend.store
+def _small_chunks(monkeypatch) -> None:
+    """blkparse reads 64 KiB at a time: a sample makes dozens of batches per table, more than a table's queue holds."""
+    monkeypatch.setattr(blkparse, "parse", functools.partial(blkparse.parse, chunk_bytes=64 << 10))
 
-    monkeypatch.setattr(backend.store, "INSERT_ROWS", 1000)  # many staged commits per ingest
+
+def test_two_ingests_at_once_and_reads_during_ingest(store, monkeypatch):
+    _small_chunks(monkeypatch)  # many batches per table's insert
     demo = SAMPLES / "demo-cfq-starvation.blkparse.txt"
     results, errors = [], []
 
@@ -204,10 +210,8 @@ def test_two_ingests_at_once_and_reads_during_ingest(store, monkeypatch):
 
 
 def test_failure_midway_leaves_nothing(store, monkeypatch):
-    """A file that breaks after many staged commits: its rows are removed, nothing is visible."""
-    import backend.store
-
-    monkeypatch.setattr(backend.store, "INSERT_ROWS", 1000)
+    """A file that breaks midway, after many batches were inserted: nothing of it is written, nothing is visible."""
+    _small_chunks(monkeypatch)
     before = table_counts(store)
     good = (SAMPLES / "demo-cfq-starvation.blkparse.txt").read_bytes()
 
@@ -222,6 +226,46 @@ def test_failure_midway_leaves_nothing(store, monkeypatch):
     with pytest.raises(OSError):
         store.ingest([InputFile("a.txt", io.BytesIO(good), len(good)), InputFile("b.txt", Exploding(good), len(good))])
     assert table_counts(store) == before
+
+
+def test_a_failed_insert_stops_the_ingest(store, monkeypatch):
+    """An insert that fails while the parser goes on (here a batch its table cannot take) fails the ingest with its
+    error at the next batch, instead of leaving the parser waiting on a queue no one reads; nothing is written."""
+    _small_chunks(monkeypatch)
+    parse, before = blkparse.parse, table_counts(store)
+
+    def bad_requests(stream, report):
+        for n, (table, batch) in enumerate(parse(stream, report)):
+            yield table, (batch.drop_columns(["comm"]) if table == "blk_requests" and n > 20 else batch)
+
+    monkeypatch.setattr(blkparse, "parse", bad_requests)
+    with pytest.raises(duckdb.InvalidInputException, match="32 columns where 33 were expected"):
+        ingest_paths(store, SAMPLES / "demo-cfq-starvation.blkparse.txt")
+    assert table_counts(store) == before
+
+
+def test_streams_end_in_an_error_when_the_parser_fails(store):
+    """A parser that fails midway: each table's insert ends in an error and writes nothing (none of its batches
+    already read by DuckDB is committed)."""
+    import pyarrow as pa
+
+    from backend.store import _Streams
+
+    schema = pa.schema([("line", pa.int64()), ("t_ns", pa.int64())])
+    con = store.cursor()
+    con.execute("CREATE TABLE t_streamed (source_id INTEGER, line BIGINT, t_ns BIGINT)")
+    batch = pa.RecordBatch.from_arrays([pa.array(range(1000)), pa.array(range(1000))], schema=schema)
+    with pytest.raises(ValueError, match="line 2001"):
+        with _Streams(store.db, 7, {"t_streamed": schema}) as streams:
+            streams.put("t_streamed", batch)
+            streams.put("t_streamed", batch)
+            raise ValueError("line 2001: bad")
+    assert con.execute("SELECT count(*) FROM t_streamed").fetchall() == [(0,)]
+    with _Streams(store.db, 7, {"t_streamed": schema}) as streams:  # and the same rows, without a failure
+        streams.put("t_streamed", batch)
+        streams.put("t_streamed", batch)
+    assert con.execute("SELECT source_id, count(*), sum(line) FROM t_streamed GROUP BY 1").fetchall() == [
+        (7, 2000, 2 * 499500)]
 
 
 def test_failure_after_the_summaries_were_committed_leaves_nothing(store, monkeypatch):
