@@ -347,18 +347,23 @@ class _Streams:
     checkpoint compressed once more: a 10 M-line blkparse file took ~1.2 s more CPU at close, 150-200 MiB more peak
     memory and a 141 MiB file instead of 111.)
 
-    put() hands a batch to its table's insert, waiting while that queue is full. Leaving the `with` block ends the
-    streams and waits for the inserts: without an exception each commits its rows (the first insert's error, if
-    any, is raised); with one, each stream ends in an error instead, so that its insert writes nothing. An insert
-    that fails is raised by the next put(), never left with a queue no one reads."""
+    put() hands a batch to its table's insert, waiting while that queue is full; a table's insert starts with its
+    first batch (a table that gets none has none: no DuckDB thread waits on it; function_graph's names come at the
+    end). Leaving the `with` block ends the streams and waits for the inserts: without an exception each commits its
+    rows (the first insert's error, if any, is raised); with one, each stream ends in an error instead, so that its
+    insert writes nothing. An insert that fails is raised by the next put(), never left with a queue no one reads."""
 
     def __init__(self, db: duckdb.DuckDBPyConnection, source_id: int, tables: dict[str, pa.Schema]):
-        self.queues = {table: queue.Queue(maxsize=STREAM_DEPTH) for table in tables}
+        self.db, self.source_id, self.tables = db, source_id, tables
+        self.queues: dict[str, queue.Queue] = {}
+        self.workers: dict[str, threading.Thread] = {}
         self.errors: list[BaseException] = []
-        self.workers = {table: threading.Thread(target=self._insert, args=(db.cursor(), source_id, table, schema),
-                                                name=f"insert {table}", daemon=True) for table, schema in tables.items()}
-        for worker in self.workers.values():
-            worker.start()
+
+    def _start(self, table: str) -> None:
+        self.queues[table] = queue.Queue(maxsize=STREAM_DEPTH)
+        self.workers[table] = threading.Thread(target=self._insert, name=f"insert {table}", daemon=True,
+                                               args=(self.db.cursor(), self.source_id, table, self.tables[table]))
+        self.workers[table].start()
 
     def _insert(self, cur: duckdb.DuckDBPyConnection, source_id: int, table: str, schema: pa.Schema) -> None:
         q = self.queues[table]
@@ -389,7 +394,9 @@ class _Streams:
         return False
 
     def put(self, table: str, batch: pa.RecordBatch) -> None:
-        assert table in self.queues, f"rows for unknown table {table}"
+        assert table in self.tables, f"rows for unknown table {table}"
+        if table not in self.workers:
+            self._start(table)
         if self.errors or not self._offer(table, batch):
             raise self.errors[0] if self.errors else RuntimeError(f"the insert into {table} ended early")
 

@@ -261,9 +261,11 @@ def test_streams_end_in_an_error_when_the_parser_fails(store):
             streams.put("t_streamed", batch)
             raise ValueError("line 2001: bad")
     assert con.execute("SELECT count(*) FROM t_streamed").fetchall() == [(0,)]
-    with _Streams(store.db, 7, {"t_streamed": schema}) as streams:  # and the same rows, without a failure
+    # the same rows without a failure; a table that gets no rows gets no insert
+    with _Streams(store.db, 7, {"t_streamed": schema, "t_empty": schema}) as streams:
         streams.put("t_streamed", batch)
         streams.put("t_streamed", batch)
+    assert list(streams.workers) == ["t_streamed"]
     assert con.execute("SELECT source_id, count(*), sum(line) FROM t_streamed GROUP BY 1").fetchall() == [
         (7, 2000, 2 * 499500)]
 
