@@ -361,12 +361,12 @@ class _Streams:
 
     def _start(self, table: str) -> None:
         self.queues[table] = queue.Queue(maxsize=STREAM_DEPTH)
-        self.workers[table] = threading.Thread(target=self._insert, name=f"insert {table}", daemon=True,
-                                               args=(self.db.cursor(), self.source_id, table, self.tables[table]))
+        self.workers[table] = threading.Thread(target=self._insert, args=(self.db.cursor(), table),
+                                               name=f"insert {table}", daemon=True)
         self.workers[table].start()
 
-    def _insert(self, cur: duckdb.DuckDBPyConnection, source_id: int, table: str, schema: pa.Schema) -> None:
-        q = self.queues[table]
+    def _insert(self, cur: duckdb.DuckDBPyConnection, table: str) -> None:
+        q, schema = self.queues[table], self.tables[table]
 
         def batches() -> Iterator[pa.RecordBatch]:
             while (item := q.get()) is not None:
@@ -377,7 +377,7 @@ class _Streams:
         try:
             cur.register("_rows", pa.RecordBatchReader.from_batches(schema, batches()))
             cols = ", ".join(f'"{n}"' for n in schema.names)
-            cur.execute(f"INSERT INTO {table} (source_id, {cols}) SELECT ?, {cols} FROM _rows", [source_id])
+            cur.execute(f"INSERT INTO {table} (source_id, {cols}) SELECT ?, {cols} FROM _rows", [self.source_id])
         except BaseException as e:  # noqa: BLE001 - raised in the parser's thread
             self.errors.append(e)
         finally:
@@ -397,8 +397,8 @@ class _Streams:
         assert table in self.tables, f"rows for unknown table {table}"
         if table not in self.workers:
             self._start(table)
-        if self.errors or not self._offer(table, batch):
-            raise self.errors[0] if self.errors else RuntimeError(f"the insert into {table} ended early")
+        if self.errors or not self._offer(table, batch):  # an insert ends early only once its error is kept
+            raise self.errors[0]
 
     def __enter__(self) -> "_Streams":
         return self

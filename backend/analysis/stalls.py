@@ -576,8 +576,9 @@ class _Stacks:
     def reasons(self, n: int) -> list[tuple[str | None, str | None, str | None, str | None]]:
         """Per request i < n, what its stack waits on: (lock label, lock key, primitive name, object primitive
         name). From its frames that take or sleep on a known lock, the outermost primitive and the innermost object
-        (an object's own function before a sleep function objects share: locks.label); with none, the innermost frame that is not plumbing (label and key), else all None. Each
-        name's kind is looked up once; the frames are scanned as arrays."""
+        (an object's own function before a sleep function objects share: locks.label); with none, the innermost
+        frame that is not plumbing (label and key), else all None. Each name's kind is looked up once; the frames
+        are scanned as arrays."""
         kinds = np.array([(_waiting(f), _is_object(f), _own_object(f), _not_plumbing(f)) for f in self.names],
                          bool).reshape(-1, 4)
         codes = self.codes[:self.off[n]]
