@@ -117,6 +117,24 @@ def test_a_frame_with_a_unit_separator_stays_one_frame(client, store):
     assert "xfs_iomap?write" in b["stack"]
 
 
+def test_stacks_are_the_same_when_the_names_do_not_fit_16_bits(client, store, monkeypatch):
+    """The call index holds each call's function as an int16 while the source's names fit, else as an int32: a
+    source with more than 32767 names (here the XFS excerpt's, then 40000 more) has the same waits and stacks."""
+    from backend.analysis import stalls
+
+    built = []
+    index = stalls._call_index
+    monkeypatch.setattr(stalls, "_call_index", lambda *a: built.append(index(*a)) or built[-1])
+    plain = ingest_paths(store, XFS)["id"]
+    functions = stalls._functions
+    monkeypatch.setattr(stalls, "_functions", lambda con, sid: functions(con, sid) + [f"f{i}" for i in range(40000)])
+    many = ingest_paths(store, XFS)["id"]
+    assert [i["code"].dtype.name for i in built] == ["int16", "int32"]
+    a, b = (client.get(f"/api/analyses/{i}/waits", params={"idle": True}).json() for i in (plain, many))
+    assert len(a) == 4 and [w.pop("source_id") for w in a] != [w.pop("source_id") for w in b] and a == b
+    assert a[0]["stack"][-3:] == ["_xfs_buf_find", "xfs_buf_lock", "down"] and a[0]["waker_stack"]
+
+
 def test_ext4_jbd2_chain_to_block_request(client, store):
     aid = ingest_paths(store, EXT4, EXT4_BLK)["id"]
     blk_source = client.get(f"/api/analyses/{aid}").json()["sources"][1]["id"]

@@ -699,9 +699,9 @@ _NO_CALL = -2  # the function code of a line where no call is
 def _call_index(con, sid: int, names: list[str]) -> dict:
     """The source's calls by line (a line has at most one call): each call's parent line (-1: none), exit line
     (the integer type's max: none) and function (an index into names; _NO_CALL: no call at this line), in the
-    smallest integers that hold every line of the calls (`bound`: above them all); and `keys`, for the stacks'
-    look-ups of a task's last call before a line: (the sorted task * 2**bits + line of the calls with a task,
-    bits), None when a key would not fit. A call's task is its pid, for the idle task (pid 0) -10 - its CPU (-5:
+    smallest integers that hold every line of the calls (`bound`: above them all) and every name; and `keys`, for
+    the stacks' look-ups of a task's last call before a line: (the sorted task * 2**bits + line of the calls with a
+    task, bits), None when a key would not fit. A call's task is its pid, for the idle task (pid 0) -10 - its CPU (-5:
     CPU unknown, never looked up)."""
     last, pid_lo, pid_hi, cpu_lo, cpu_hi, ncalls = con.execute(
         "SELECT max(greatest(line, exit_line)), min(pid), max(pid), min(cpu) FILTER (pid = 0),"
@@ -713,8 +713,9 @@ def _call_index(con, sid: int, names: list[str]) -> dict:
         cpu_lo is not None and (cpu_lo < 0 or cpu_hi >= limit - 10))
     key = f"CASE WHEN c.pid > 0 THEN c.pid WHEN c.pid = 0 THEN coalesce(-10 - c.cpu::BIGINT, -5) END * {1 << bits}"
     sql_type, dtype = ("INTEGER", np.int32) if bound < np.iinfo(np.int32).max else ("BIGINT", np.int64)
+    code_type = np.int16 if len(names) < np.iinfo(np.int16).max else np.int32
     index = {"names": names + ["?"], "bound": bound, "parent": np.full(bound, -1, dtype),
-             "exit": np.zeros(bound, dtype), "code": np.full(bound, _NO_CALL, np.int32), "keys": None}
+             "exit": np.zeros(bound, dtype), "code": np.full(bound, _NO_CALL, code_type), "keys": None}
     keys, nkeys = np.empty(0 if unfit else ncalls, np.int64), 0
     # batch by batch: the whole result at once would be ~24 bytes a call more at the derivation's peak
     reader = con.sql(f"""
@@ -733,7 +734,9 @@ def _call_index(con, sid: int, names: list[str]) -> dict:
             keys[nkeys : nkeys + len(k)] = k
             nkeys += len(k)
     if not unfit:
-        index["keys"] = (np.sort(keys[:nkeys], kind="stable"), bits)  # a merge sort: each task's calls come in runs
+        keys = keys[:nkeys]
+        keys.sort(kind="stable")  # in place; a merge sort: each task's calls come in runs
+        index["keys"] = (keys, bits)
     return index
 
 
