@@ -209,6 +209,39 @@ def test_two_ingests_at_once_and_reads_during_ingest(store, monkeypatch):
     assert {r["id"] for r in results} == {a for a, _ in counts}
 
 
+def test_progress_counts_bytes_and_events_all_the_way(store, monkeypatch):
+    """The progress an ingest reports (the browser's bar polls it, the CLI prints it): bytes read and events parsed
+    rise chunk by chunk through each file, the second file's counted after the first's, up to the files' sizes and
+    events; then the derivation, then done."""
+    from backend.store import InputFile, Progress
+
+    _small_chunks(monkeypatch)
+    seen = []
+
+    class Recorded(Progress):
+        def update(self, **kw):
+            super().update(**kw)
+            seen.append(self.as_dict())
+
+    paths = [SAMPLES / "demo-cfq-starvation.blkparse.txt", SEED_FILE]
+    files = [InputFile(p.name, open(p, "rb"), p.stat().st_size) for p in paths]
+    try:
+        created = store.ingest(files, progress=Recorded())
+    finally:
+        for f in files:
+            f.stream.close()
+    sizes, events = [f.size for f in files], [s["events"] for s in created["sources"]]
+    parsing = [s for s in seen if s["phase"] == "parsing"]
+    assert [s["phase"] for s in seen[len(parsing):]] == ["deriving", "done"]
+    assert {s["bytes_total"] for s in seen} == {sum(sizes)}
+    read, counted = [s["bytes_read"] for s in parsing], [s["events"] for s in parsing]
+    assert read == sorted(read) and counted == sorted(counted)  # never backwards
+    assert len(set(read)) > sizes[0] // (64 << 10) and len(set(counted)) > 10  # chunk by chunk, not only at the end
+    assert sizes[0] in read and read[-1] == seen[-1]["bytes_read"] == sum(sizes)
+    assert {s["filename"] for s in parsing if s["bytes_read"] > sizes[0]} == {SEED_FILE.name}
+    assert counted[-1] == seen[-1]["events"] == sum(events) and events[1] == 12
+
+
 def test_failure_midway_leaves_nothing(store, monkeypatch):
     """A file that breaks midway, after many batches were inserted: nothing of it is written, nothing is visible."""
     _small_chunks(monkeypatch)
