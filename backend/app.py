@@ -11,6 +11,7 @@ from fastapi.staticfiles import StaticFiles
 
 from .api import analyses, heatmap, stalls
 from .api.deps import Board
+from .headers import SecurityHeaders
 from .store import Store
 from .warm import CountRequests, Warmer
 
@@ -50,6 +51,7 @@ def create_app(store: Store, *, max_upload_bytes: int = DEFAULT_MAX_UPLOAD, stat
     app.state.warmer = warmer
     if warmer:
         app.add_middleware(CountRequests, warmer=warmer)
+    app.add_middleware(SecurityHeaders)  # added last: the outermost, so every response (errors too) gets them
     app.state.max_upload_bytes = max_upload_bytes
     app.state.progress = Board()
     app.include_router(analyses.router)

@@ -2,7 +2,8 @@
 // one bar per call (calls still open at the window's edge run to that edge).
 import type { Call } from '../api/stallTypes';
 import { formatAbsTime, formatAxisNumber, formatNs, pickTimeUnit } from '../lib/format';
-import { escapeHtml, fitLabel, warmColor, type RenderApi, type RenderParams } from './labels';
+import { html, tooltipLines } from './html';
+import { fitLabel, warmColor, type RenderApi, type RenderParams } from './labels';
 import { C, MONO, axisCommon, baseTextStyle, tooltipStyle } from './theme';
 import type { EChartsOption } from './types';
 
@@ -65,14 +66,17 @@ export function buildCallsOption(calls: Call[], w: CallWindow): EChartsOption {
       confine: true,
       formatter: (p: unknown) => {
         const { componentType, dataIndex, name } = p as { componentType: string; dataIndex: number; name: string };
-        if (componentType === 'markLine') return escapeHtml(name);
+        if (componentType === 'markLine') return html`${name}`.text;
         const b = bars[dataIndex];
         if (!b) return '';
         const c = b.call;
         const dur = c.duration_ns !== null ? formatNs(c.duration_ns) : c.exit_ns === null ? 'still open at the window end' : '—';
-        return `<b class="mono">${escapeHtml(c.func ?? '')}()</b> · ${dur}<br/>depth ${c.depth} · line ${c.line} · CPU ${c.cpu ?? '—'}<br/>${formatAbsTime(
-          c.entry_ns,
-        )} → ${formatAbsTime(c.exit_ns)}${c.partial ? '<br/><i>entry or exit outside the trace</i>' : ''}`;
+        return tooltipLines(
+          html`<b class="mono">${c.func ?? ''}()</b> · ${dur}`,
+          html`depth ${c.depth} · line ${c.line} · CPU ${c.cpu ?? '—'}`,
+          html`${formatAbsTime(c.entry_ns)} → ${formatAbsTime(c.exit_ns)}`,
+          c.partial && html`<i>entry or exit outside the trace</i>`,
+        );
       },
     },
     xAxis: {

@@ -2,7 +2,8 @@
 // arrows from the waker / holder up to the waiter, `print` markers as vertical lines.
 import type { Chain, ChainLink, Mark } from '../api/stallTypes';
 import { formatAbsTime, formatAxisNumber, formatNs, formatSector, pickTimeUnit } from '../lib/format';
-import { escapeHtml, fitLabel, type RenderApi, type RenderParams } from './labels';
+import { html, tooltipLines } from './html';
+import { fitLabel, type RenderApi, type RenderParams } from './labels';
 import { C, FONT, MONO, axisCommon, baseTextStyle, tooltipStyle } from './theme';
 import type { EChartsOption } from './types';
 
@@ -208,21 +209,22 @@ export function buildChainOption(chain: Chain, marks: Mark[] = [], selectedLink:
         if (seriesName === 'relations') {
           const a = lay.arrows[dataIndex];
           if (!a) return '';
-          return `<b>${escapeHtml(lay.rows[a.to].label)}</b> ${escapeHtml(a.label)} <b>${escapeHtml(lay.rows[a.from].label)}</b>${
-            a.inferred ? ' <i>(inferred)</i>' : ''
-          }<br/><div style="max-width:460px;white-space:normal">${escapeHtml(a.evidence)}</div>`;
+          return tooltipLines(
+            html`<b>${lay.rows[a.to].label}</b> ${a.label} <b>${lay.rows[a.from].label}</b>${a.inferred && html` <i>(inferred)</i>`}`,
+            html`<div style="max-width:460px;white-space:normal">${a.evidence}</div>`,
+          );
         }
         if (componentType === 'markLine') {
           const m = lay.marks[dataIndex];
-          return m ? `print marker (line ${m.line})<br/><b>${escapeHtml(m.text)}</b> at ${formatAbsTime(lay.origin + m.at)}` : '';
+          return m ? tooltipLines(html`print marker (line ${m.line})`, html`<b>${m.text}</b> at ${formatAbsTime(lay.origin + m.at)}`) : '';
         }
         const r = lay.rows[dataIndex];
         const l = r?.link ? chain.links[r.link - 1] : null;
         if (!r) return '';
-        const head = `<b>${escapeHtml(r.label)}</b> · ${escapeHtml(r.text)}${r.inferred ? ' <i>(inferred)</i>' : ''}`;
-        const when = `${formatAbsTime(lay.origin + r.start)} → ${formatAbsTime(lay.origin + r.end)}${r.endKnown ? '' : ' (end not traced)'}`;
-        const ev = l ? `<div style="max-width:460px;white-space:normal;color:${C.muted}">${escapeHtml(l.evidence)}</div>` : '';
-        return `${head}<br/>${when}${ev}${r.link ? '<br/><i>click: calls of this task around it</i>' : ''}`;
+        const head = html`<b>${r.label}</b> · ${r.text}${r.inferred && html` <i>(inferred)</i>`}`;
+        const when = html`${formatAbsTime(lay.origin + r.start)} → ${formatAbsTime(lay.origin + r.end)}${r.endKnown ? '' : ' (end not traced)'}`;
+        const ev = l && html`<div style="max-width:460px;white-space:normal;color:${C.muted}">${l.evidence}</div>`;
+        return tooltipLines(head, html`${when}${ev || ''}`, !!r.link && html`<i>click: calls of this task around it</i>`);
       },
     },
     xAxis: {

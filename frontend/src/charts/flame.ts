@@ -2,7 +2,8 @@
 // click-to-zoom along a frame path, search highlight, lock frames outlined, red/blue in diff mode.
 import type { FlameNode } from '../api/stallTypes';
 import { formatCount, formatNs } from '../lib/format';
-import { escapeHtml, fitLabel, warmColor, type RenderApi, type RenderParams } from './labels';
+import { html, tooltipLines, type Html } from './html';
+import { fitLabel, warmColor, type RenderApi, type RenderParams } from './labels';
 import { C, MONO, baseTextStyle, tooltipStyle } from './theme';
 import type { EChartsOption } from './types';
 
@@ -97,11 +98,11 @@ export type FlameOptions = {
 export type WaitsLink = { href: string; waits: number | null; totalNs: number | null };
 
 /** The tooltip line of a lock frame's waits: a link saying what it lists, or why there is none. */
-export function waitsLinkHtml(w: WaitsLink): string {
-  if (w.waits === 0) return `<span style="color:${C.muted}">no waits on this lock in the ftrace trace</span>`;
+export function waitsLinkHtml(w: WaitsLink): Html {
+  if (w.waits === 0) return html`<span style="color:${C.muted}">no waits on this lock in the ftrace trace</span>`;
   const what =
     w.waits === null ? 'Waits on this lock' : `${formatCount(w.waits)} wait${w.waits === 1 ? '' : 's'} on this lock, ${formatNs(w.totalNs ?? 0)} in all`;
-  return `<a href="${escapeHtml(w.href)}" data-testid="tooltip-waits-link">${what} →</a>`;
+  return html`<a href="${w.href}" data-testid="tooltip-waits-link">${what} →</a>`;
 }
 
 export function flameFill(r: FlameRect, o: Pick<FlameOptions, 'highlight' | 'diff'>, maxAbs: number): string {
@@ -173,21 +174,21 @@ export function buildFlameOption(root: FlameNode, o: FlameOptions): EChartsOptio
       formatter: (p: unknown) => {
         const r = lay.rects[(p as { dataIndex: number }).dataIndex];
         if (!r) return '';
-        const lines = [`<b class="mono">${escapeHtml(r.name)}</b>`];
+        const lines: Html[] = [html`<b class="mono">${r.name}</b>`];
         if (o.diff) {
           const d = r.delta ?? 0;
-          lines.push(`after ${formatFlameValue(r.value, o.unit)} · before ${formatFlameValue(r.value - d, o.unit)}`);
-          lines.push(`<b style="color:${d > 0 ? '#ff8080' : d < 0 ? '#80a8ff' : C.muted}">${d > 0 ? '+' : d < 0 ? '−' : '±'}${formatFlameValue(Math.abs(d), o.unit)}</b>`);
+          lines.push(html`after ${formatFlameValue(r.value, o.unit)} · before ${formatFlameValue(r.value - d, o.unit)}`);
+          lines.push(html`<b style="color:${d > 0 ? '#ff8080' : d < 0 ? '#80a8ff' : C.muted}">${d > 0 ? '+' : d < 0 ? '−' : '±'}${formatFlameValue(Math.abs(d), o.unit)}</b>`);
         } else {
-          lines.push(`${formatFlameValue(r.value, o.unit)} · ${percent(r.value, o.total)} of all`);
-          if (lay.focusPath.length && r.depth >= lay.focusPath.length) lines.push(`${percent(r.value, lay.focus.value)} of the zoomed frame`);
+          lines.push(html`${formatFlameValue(r.value, o.unit)} · ${percent(r.value, o.total)} of all`);
+          if (lay.focusPath.length && r.depth >= lay.focusPath.length) lines.push(html`${percent(r.value, lay.focus.value)} of the zoomed frame`);
         }
         if (r.lock) {
-          lines.push(`<span style="color:${LOCK_FILL}">sleeping primitive: <b>${escapeHtml(r.lock)}</b></span>`);
+          lines.push(html`<span style="color:${LOCK_FILL}">sleeping primitive: <b>${r.lock}</b></span>`);
           if (o.waitsLink) lines.push(waitsLinkHtml(o.waitsLink(r.lock)));
         }
-        lines.push(`<i style="color:${C.muted}">click to zoom</i>`);
-        return lines.join('<br/>');
+        lines.push(html`<i style="color:${C.muted}">click to zoom</i>`);
+        return tooltipLines(...lines);
       },
     },
     xAxis: { type: 'value', min: 0, max: 1, show: false },

@@ -5,6 +5,7 @@
 import type { paths } from '../api/schema';
 import { formatAbsTime, formatCount, formatNs, formatNsShort, pickTimeUnit } from '../lib/format';
 import type { HeatmapBox, RequestRef } from '../state/viewState';
+import { html, tooltipLines } from './html';
 import { secondDecimals } from './latencyOverTime';
 import { C, axisCommon, baseTextStyle, tooltipStyle } from './theme';
 import type { ComposeOption } from 'echarts/core';
@@ -193,12 +194,12 @@ export function buildHeatmapOption(data: Heatmap, state: HeatmapOptionState = {}
         const v = (p as { value: HeatmapDatum }).value;
         const [x, y, , count, max] = v;
         const [a, b] = timeRange(data, x);
-        return [
-          `<b>${title}</b> · ${formatAbsTime(a)} → ${formatAbsTime(b)}`,
-          `latency ${formatNs(data.y_edges_ns[y])} – ${formatNs(data.y_edges_ns[y + 1])}`,
-          `${countOf(data.kind, count)} · max: ${formatNs(max)}`,
-          `<span style="color:${C.muted}">${CLICK_HINT[data.kind]} · drag: list a box of cells</span>`,
-        ].join('<br/>');
+        return tooltipLines(
+          html`<b>${title}</b> · ${formatAbsTime(a)} → ${formatAbsTime(b)}`,
+          html`latency ${formatNs(data.y_edges_ns[y])} – ${formatNs(data.y_edges_ns[y + 1])}`,
+          html`${countOf(data.kind, count)} · max: ${formatNs(max)}`,
+          html`<span style="color:${C.muted}">${CLICK_HINT[data.kind]} · drag: list a box of cells</span>`,
+        );
       },
     },
     xAxis: {

@@ -27,10 +27,6 @@ export function warmColor(name: string): string {
   return `hsl(${hue}, ${sat}%, ${light}%)`;
 }
 
-export function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-}
-
 /** The minimal part of the ECharts custom-series API the render functions use (so tests can fake it). */
 export type RenderApi = {
   value: (dim: number) => number;

@@ -3,6 +3,7 @@
 import type { LatencyBucket, LatencyOverTime } from '../api/types';
 import { formatAbsTime, formatCount, formatMsTick, formatNs } from '../lib/format';
 import type { RequestRef } from '../state/viewState';
+import { html, tooltipLines } from './html';
 import { C, axisCommon, baseTextStyle, tooltipStyle } from './theme';
 import type { EChartsOption } from './types';
 
@@ -80,12 +81,12 @@ export function buildLatencyOverTimeOption(data: LatencyOverTime, selected: Requ
       formatter: (p: unknown) => {
         const { seriesName, value } = p as { seriesName: string; value: LatencyPoint };
         const [t, maxMs, , , count, p50Ms] = value;
-        return [
-          `<b>${seriesName}</b> · bucket at ${formatAbsTime(Math.round(t * 1e9))}`,
-          `max ${formatNs(maxMs * 1e6)} · p50 ${p50Ms === null ? '—' : formatNs(p50Ms * 1e6)}`,
-          `${formatCount(count)} requests in ${formatNs(data.bucket_ns)} bucket`,
-          `<span style="color:${C.muted}">click: open the slowest request</span>`,
-        ].join('<br/>');
+        return tooltipLines(
+          html`<b>${seriesName}</b> · bucket at ${formatAbsTime(Math.round(t * 1e9))}`,
+          html`max ${formatNs(maxMs * 1e6)} · p50 ${p50Ms === null ? '—' : formatNs(p50Ms * 1e6)}`,
+          html`${formatCount(count)} requests in ${formatNs(data.bucket_ns)} bucket`,
+          html`<span style="color:${C.muted}">click: open the slowest request</span>`,
+        );
       },
     },
     xAxis: {

@@ -4,6 +4,7 @@
 import type { CustomSeriesRenderItemAPI, CustomSeriesRenderItemParams, CustomSeriesRenderItemReturn } from 'echarts';
 import type { components } from '../api/schema';
 import { formatAbsTime, formatCount, formatNs, formatNsShort } from '../lib/format';
+import { html, tooltipLines } from './html';
 import { C, axisCommon, baseTextStyle, tooltipStyle } from './theme';
 import type { EChartsOption } from './types';
 
@@ -161,23 +162,32 @@ export function describeItem(it: Item): string {
       const what =
         s.track === 'call' ? `call ${s.state}()` : s.track === 'wait' ? `wait in ${s.state}` : s.track === 'state' ? s.state : `${s.state} (${s.track === 'queued' ? 'I→D' : 'D→C'})`;
       const merged = s.n > 1 ? `${formatCount(s.n)} merged, longest ${formatNs(s.max_ns)}` : `${formatNs(s.max_ns)}`;
-      return `<b>${esc(it.lane.label)}</b><br/>${esc(what)}<br/>${formatAbsTime(s.t0_ns)} → ${formatAbsTime(s.t1_ns)}<br/>${merged}<br/><span style="color:${C.muted}">source ${s.source_id}, line ${s.line}</span>`;
+      return tooltipLines(
+        html`<b>${it.lane.label}</b>`,
+        html`${what}`,
+        html`${formatAbsTime(s.t0_ns)} → ${formatAbsTime(s.t1_ns)}`,
+        html`${merged}`,
+        html`<span style="color:${C.muted}">source ${s.source_id}, line ${s.line}</span>`,
+      );
     }
     case 'arrow': {
       const a = it.arrow;
-      return `chain #${a.chain_id}: ${a.relation.replace('_', ' ')}<br/>${formatAbsTime(a.to_ns)}`;
+      return tooltipLines(html`chain #${a.chain_id}: ${a.relation.replace('_', ' ')}`, html`${formatAbsTime(a.to_ns)}`);
     }
     case 'mark':
-      return `print: ${esc(it.mark.text ?? '')}<br/>${esc(it.mark.comm ?? '')} (${it.mark.pid})<br/>${formatAbsTime(it.mark.t_ns)} · line ${it.mark.line}`;
+      return tooltipLines(
+        html`print: ${it.mark.text ?? ''}`,
+        html`${it.mark.comm ?? ''} (${it.mark.pid})`,
+        html`${formatAbsTime(it.mark.t_ns)} · line ${it.mark.line}`,
+      );
     case 'band': {
       const b = it.lane.band!;
-      return `${esc(it.lane.group ?? '')}: capture window<br/>${formatAbsTime(b.t0_ns)} → ${b.t1_ns === null ? 'length unknown' : formatAbsTime(b.t1_ns)}`;
+      return tooltipLines(
+        html`${it.lane.group ?? ''}: capture window`,
+        html`${formatAbsTime(b.t0_ns)} → ${b.t1_ns === null ? 'length unknown' : formatAbsTime(b.t1_ns)}`,
+      );
     }
   }
-}
-
-function esc(s: string): string {
-  return s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
 }
 
 /** The item behind a click or tooltip on the timeline's series (each datum is [index in items]). */
@@ -325,7 +335,8 @@ function counterSeries(b: LaneBox, o: TimelineOptions, _layout: Layout) {
     lineStyle: { color: '#e6edf3', width: 1, opacity: 0.7 },
     data: c.points.map(([t, v]) => [t - o.origin, b.y + b.h - 3 - v * scale, v]),
     tooltip: {
-      formatter: (p: { value: number[] }) => `${esc(b.lane.label)}: ${p.value[2]} ${c.unit} ${c.name}<br/>at ${formatAbsTime(p.value[0] + o.origin)}`,
+      formatter: (p: { value: number[] }) =>
+        tooltipLines(html`${b.lane.label}: ${p.value[2]} ${c.unit} ${c.name}`, html`at ${formatAbsTime(p.value[0] + o.origin)}`),
     },
     z: 3,
   };

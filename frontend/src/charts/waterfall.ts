@@ -2,6 +2,7 @@
 // (origin = the request's first event), and the scheduler messages logged while it waited.
 import type { BlockRequest, SchedMessage } from '../api/types';
 import { formatAxisNumber, formatCount, formatNs, formatRelNs, pickTimeUnit } from '../lib/format';
+import { html, tooltipLines } from './html';
 import { C, axisCommon, baseTextStyle, tooltipStyle } from './theme';
 import type { EChartsOption } from './types';
 
@@ -69,10 +70,12 @@ export function buildWaterfallOption(r: BlockRequest, messages: SchedMessage[] =
         const { seriesName, dataIndex, value } = p as { seriesName: string; dataIndex: number; value: unknown };
         if (seriesName === 'scheduler messages') {
           const m = messages[dataIndex];
-          return `<b>line ${m.line}</b> · I ${iRel === null ? '' : formatRelNs(m.t_ns - origin - iRel)}<br/>${escapeHtml(m.message)}`;
+          return tooltipLines(html`<b>line ${m.line}</b> · I ${iRel === null ? '' : formatRelNs(m.t_ns - origin - iRel)}`, html`${m.message}`);
         }
         const ph = phases[dataIndex];
-        return ph ? `<b>${ph.label}</b> ${formatNs(ph.to - ph.from)}<br/>from ${formatNs(ph.from)} to ${formatNs(ph.to)} after the first event` : String(value);
+        return ph
+          ? tooltipLines(html`<b>${ph.label}</b> ${formatNs(ph.to - ph.from)}`, html`from ${formatNs(ph.from)} to ${formatNs(ph.to)} after the first event`)
+          : html`${String(value)}`.text;
       },
     },
     xAxis: {
@@ -166,8 +169,4 @@ export function instantMarks(r: BlockRequest, origin: number, end: number): { la
     else marks.push({ label: i.label, at });
   }
   return marks;
-}
-
-function escapeHtml(s: string): string {
-  return s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
 }
