@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import blkparse, funcgraph, offcpu
+from . import blkparse, funcgraph, offcpu, tracedat
 from .common import ParseError, head_lines
 
 PARSERS: list[ModuleType] = [blkparse, offcpu, funcgraph]
@@ -19,11 +19,14 @@ def detect(head: bytes, filename: str) -> ModuleType:
     """The parser for a file whose first bytes are `head`, or ParseError saying why none fits."""
     if not head.strip():
         raise ParseError("the file is empty", filename=filename)
+    if tracedat.recognise(head, filename):  # binary, known by its magic (a damaged one is refused there)
+        return tracedat
     sample = head[:4096]
     if b"\0" in sample or sum(b < 9 or 13 < b < 32 for b in sample) > len(sample) // 20:
         raise ParseError(
             "this is a binary file; Stallscope reads text traces (blkparse output, ftrace/trace-cmd report "
-            "text, bcc offcputime output). For a binary blktrace, run `blkparse -i <name>` first.",
+            "text, bcc offcputime output) and trace-cmd's trace.dat. For a binary blktrace, run "
+            "`blkparse -i <name>` first.",
             filename=filename,
         )
     lines = head_lines(head)

@@ -1,0 +1,277 @@
+"""trace-cmd's binary `trace.dat` (file versions 6 and 7, v7's compressed sections included), uploaded as it is.
+
+The file is decoded by Debian's `trace-cmd report` (libtracecmd + libtraceevent: events from the format files
+stored in the file, function names from its kallsyms, comms from its saved cmdlines and tgids, its clock,
+timestamp offsets and multipliers, time-shift and CPU buffers all applied) run as a child process, and its
+output is read by the ftrace text parser (funcgraph.py) as it streams: the same tables, the same derive steps,
+the same result as uploading `trace-cmd report -i` of the file. FORMAT is therefore "ftrace"; the notes say it
+came from a trace.dat (version, compression, CPUs, clock, the options applied) and that line numbers are those
+of the report.
+
+Why a child process rather than the libraries in the server's process or a decoder of our own
+(docs/BENCHMARKS.md has the figures): the report of the 1.7 MB v7 sample (335 k lines) takes trace-cmd ~0.3 s,
+a fraction of the text ingest of the same lines, so decoding in-process would gain little; a decoder of our
+own would have to re-implement libtraceevent's print formats and plugins (kernel_stack, sched_switch,
+function_graph) to equal it; and a hostile file that crashes or hangs libtraceevent must not take the server
+with it. The child gets resource limits (CPU time scaled to the file, address space, the size of the temporary
+files it decompresses into, no core file) and is killed when it writes nothing for STALL_SECONDS.
+
+trace-cmd says little about a damaged file (a v7 file cut short gives an empty report and exit status 0), so
+tracedat_layout walks the whole file first and refuses it with the byte offset of the first problem.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import resource
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+from typing import BinaryIO, Iterator
+
+import pyarrow as pa
+
+from . import funcgraph
+from .common import ParseError, ParseReport
+from .tracedat_layout import (DATE, OFFSET, TIME_SHIFT, TRACECLOCK, TSC2NSEC, UNAME, VERSION, MAGIC, LayoutError,
+                              Layout, read_layout)
+
+FORMAT = funcgraph.FORMAT  # its rows are ftrace's, derived as ftrace's
+TABLES = funcgraph.TABLES
+VIEWS = funcgraph.VIEWS
+TRACE_CMD = os.environ.get("STALLSCOPE_TRACE_CMD", "trace-cmd")
+STALL_SECONDS = 60  # the child is killed when it writes nothing for this long
+CPU_SECONDS_BASE, CPU_SECONDS_PER_MB = 60, 4  # its CPU time limit: ~30x what the samples take
+MEMORY_BYTES = 2 << 30  # its address space
+COPY_BYTES = 1 << 20
+_TEMP_PREFIX = "/tmp/trace_cpu_data"  # where libtracecmd decompresses v7 trace data (unlinked only on a clean exit)
+INSTALL_HINT = ("trace-cmd is not installed on the server, and reading a trace.dat needs it: install it (Debian/Ubuntu: "
+                "`apt-get install trace-cmd`; `make run` and the Docker image do), or upload the output of "
+                "`trace-cmd report -i <file>` instead")
+
+
+def recognise(head: bytes, filename: str) -> bool:
+    """True when `head` starts with the trace.dat magic; ParseError when it looks like a trace.dat whose magic is
+    damaged (a binary file named *.dat, or one that starts as the magic does); False otherwise."""
+    if head.startswith(MAGIC):
+        return True
+    binary = b"\0" in head[:4096]
+    if binary and (filename.lower().endswith(".dat") or head[:3] == MAGIC[:3] or head[3:10] == MAGIC[3:]):
+        raise ParseError(f"byte 0: not a trace-cmd trace.dat: the magic is {head[:10]!r}, expected {MAGIC!r} "
+                         "(a damaged file, or not written by trace-cmd)", filename=filename)
+    return False
+
+
+def sniff(head: list[str]) -> float:
+    """A trace.dat is binary: detect.py recognises it by its magic (recognise), never from text lines."""
+    return 0.0
+
+
+def parse(stream: BinaryIO, report: ParseReport, chunk_bytes: int | None = None) -> Iterator[tuple[str, pa.RecordBatch]]:
+    with tempfile.TemporaryDirectory(prefix="stallscope-tracedat-") as tmp:
+        path = os.path.join(tmp, "trace.dat")
+        size = _copy(stream, path)  # trace-cmd seeks: an upload in memory (or any stream) becomes a file
+        try:
+            with open(path, "rb") as f:
+                layout = read_layout(f, size)
+        except LayoutError as e:
+            raise ParseError(str(e), filename=report.filename) from None
+        except RuntimeError as e:  # libzstd missing
+            raise ParseError(str(e), filename=report.filename) from None
+        if any(b.latency for b in layout.buffers):
+            report.note("the file holds latency-tracer text: its lines are read as the ftrace text they are")
+        child = _Child(path, tmp, layout, size, report.filename)
+        try:
+            kwargs = {} if chunk_bytes is None else {"chunk_bytes": chunk_bytes}
+            yield from funcgraph.parse(child, report, **kwargs)
+        except ParseError as e:
+            failure = child.failure()  # the text parser's refusal of an empty report says less than trace-cmd
+            if failure:
+                raise failure from None
+            raise ParseError(f"{e.message} (in the output of `trace-cmd report`)", filename=e.filename,
+                             line=e.line) from None
+        finally:
+            child.stop()
+        failure = child.failure()
+        if failure:
+            raise failure
+        _notes(report, layout, size, child)
+
+
+def _copy(stream: BinaryIO, path: str) -> int:
+    size = 0
+    buf = bytearray(COPY_BYTES)
+    with open(path, "wb") as out, memoryview(buf) as view:
+        while got := stream.readinto(view):
+            out.write(view[:got])
+            size += got
+    return size
+
+
+class _Child:
+    """`trace-cmd report -i path` with its stdout read as a stream (readinto), under limits. stderr is kept (its
+    first 64 KiB) for the messages."""
+
+    def __init__(self, path: str, tmp: str, layout: Layout, size: int, filename: str):
+        self.filename, self.layout, self.size = filename, layout, size
+        self.text_bytes = 0
+        self.stalled = False
+        self.version = _version()
+        try:
+            self.proc = subprocess.Popen(
+                [TRACE_CMD, "report", "-i", path], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, cwd=tmp, start_new_session=True,
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "LC_ALL": "C"})
+        except FileNotFoundError:
+            raise ParseError(INSTALL_HINT, filename=filename) from None
+        self._limit(layout, size)
+        try:
+            fcntl.fcntl(self.proc.stdout.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
+        except OSError:
+            pass
+        self.err = bytearray()
+        self._errors = threading.Thread(target=self._drain_stderr, name="trace-cmd stderr", daemon=True)
+        self._errors.start()
+
+    def _limit(self, layout: Layout, size: int) -> None:
+        """Limits set on the running child (prlimit: no preexec_fn in a threaded server); it has not yet read the
+        file when they take effect. Its temporary files are the decompressed trace data: at most that size."""
+        pid = self.proc.pid
+        cpu = CPU_SECONDS_BASE + CPU_SECONDS_PER_MB * (size + layout.uncompressed_bytes) // (1 << 20)
+        limits = [(resource.RLIMIT_CPU, cpu), (resource.RLIMIT_AS, MEMORY_BYTES), (resource.RLIMIT_CORE, 0),
+                  (resource.RLIMIT_FSIZE, layout.uncompressed_bytes + (16 << 20))]
+        for which, value in limits:
+            try:
+                resource.prlimit(pid, which, (value, value))
+            except (OSError, ValueError):  # it already ended: its status says how
+                pass
+
+    def _drain_stderr(self) -> None:
+        for line in iter(self.proc.stderr.readline, b""):
+            if len(self.err) < (64 << 10):
+                self.err += line
+
+    def readinto(self, buf) -> int:
+        """Fills buf from the child's stdout as far as it goes (a pipe gives 64 KiB-1 MiB a read: the tokenizer works
+        best on large chunks); 0 at its end. A child that writes nothing for STALL_SECONDS is killed."""
+        fd, view, got = self.proc.stdout.fileno(), memoryview(buf), 0
+        while got < len(view):
+            ready, _, _ = select.select([fd], [], [], STALL_SECONDS)
+            if not ready:
+                self.stalled = True
+                self.stop()
+                break
+            n = os.readv(fd, [view[got:]])
+            if n == 0:
+                break
+            got += n
+        self.text_bytes += got
+        return got
+
+    def stop(self) -> None:
+        """Ends the child if it still runs (and removes the temporary files it decompressed into), then reaps it."""
+        if self.proc.poll() is None:
+            leftovers = _temp_files(self.proc.pid)
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+            for name in leftovers:
+                try:
+                    os.unlink(name)
+                except OSError:
+                    pass
+        self.proc.wait()
+        self._errors.join()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+    def failure(self) -> ParseError | None:
+        """The error that refuses the file when trace-cmd failed (None when it ended well)."""
+        if self.stalled:
+            return ParseError(f"`trace-cmd report` wrote nothing for {STALL_SECONDS} s and was stopped (a damaged "
+                              "file?)", filename=self.filename)
+        rc = self.proc.poll()
+        if rc is None or rc == 0:
+            return None
+        said = self.stderr_text()
+        if rc < 0:
+            sig = signal.Signals(-rc).name
+            why = {"SIGXCPU": "used up its CPU time limit", "SIGXFSZ": "wrote more temporary data than the file holds",
+                   "SIGKILL": "was stopped"}.get(sig, f"crashed ({sig})")
+            return ParseError(f"`trace-cmd report` {why} while decoding the trace data (a damaged file?)"
+                              + (f": {said}" if said else ""), filename=self.filename)
+        return ParseError(f"`trace-cmd report` could not read it (exit status {rc})" + (f": {said}" if said else ""),
+                          filename=self.filename)
+
+    def stderr_text(self, limit: int = 400) -> str:
+        text = " / ".join(ln.strip() for ln in self.err.decode("utf-8", "replace").splitlines() if ln.strip())
+        return text[:limit] + ("..." if len(text) > limit else "")
+
+
+def _temp_files(pid: int) -> list[str]:
+    """The temporary files a running trace-cmd holds open (v7's decompressed trace data)."""
+    names = []
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith(_TEMP_PREFIX):
+                names.append(target)
+    except OSError:
+        pass
+    return names
+
+
+_VERSION: list[str] = []
+
+
+def _version() -> str:
+    """trace-cmd's version (its first line of `trace-cmd -h`... `--version` is not an option of 3.1), asked once."""
+    if not _VERSION:
+        if shutil.which(TRACE_CMD) is None:
+            raise ParseError(INSTALL_HINT)
+        out = subprocess.run([TRACE_CMD, "-h"], capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
+        words = (out.stdout + out.stderr).decode("utf-8", "replace").split()
+        at = words.index("version") if "version" in words else -1
+        _VERSION.append(words[at + 1] if 0 <= at < len(words) - 1 else "?")
+    return _VERSION[0]
+
+
+def _notes(report: ParseReport, layout: Layout, size: int, child: _Child) -> None:
+    report.note(f"{layout.describe()}, decoded by trace-cmd report {child.version} ({child.text_bytes:,} bytes of "
+                f"text, {report.lines:,} lines; line numbers are the report's)")
+    clocks = layout.option_text(TRACECLOCK)
+    named = [b.clock for b in layout.buffers if b.clock]
+    if clocks and "[" in clocks[0]:
+        report.note(f"trace clock (the file's trace_clock): {clocks[0]}")
+    elif named:
+        report.note(f"trace clock: [{named[0]}] (the file's buffer option)")
+    else:
+        report.note("the file names no trace clock (trace-cmd records with 'local' unless told otherwise)")
+    applied = [f"{name} {text}" for option, name in ((DATE, "date offset"), (OFFSET, "timestamp offset"))
+               for text in layout.option_text(option)]
+    if TSC2NSEC in layout.options:
+        applied.append("TSC-to-ns multiplier and shift")
+    if TIME_SHIFT in layout.options:
+        applied.append("host/guest time shift")
+    if applied:
+        report.note("times corrected by trace-cmd as the file says: " + ", ".join(applied))
+    instances = [b.name for b in layout.buffers if b.name]
+    if instances:
+        report.note(f"buffer instances {', '.join(map(repr, instances))}: trace-cmd report prefixes each event with its "
+                    "instance's name, so their tasks are named '<instance>: <comm>'")
+    for text in layout.option_text(UNAME)[:1]:
+        report.note(f"recorded on: {text}")
+    for text in layout.option_text(VERSION)[:1]:
+        report.note(f"recorded by trace-cmd {text.split()[0]}")
+    said = child.stderr_text()
+    if said:
+        report.note(f"trace-cmd report said: {said}")
+    report.bytes_read = size  # the upload's bytes, not the report's
