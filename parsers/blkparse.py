@@ -139,8 +139,14 @@ def parse(stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES)
     """Streams the file's batches; then report.facts holds the requests' first and last phase times (lo, hi), how
     many have a phase earlier than the one before (backwards), and the lines of the TOP slowest per metric (i2d, d2c,
     q2c: slowest first, ties by line), found as the requests were emitted: no scan of them is needed."""
+    yield from rebuild(chunks_of_lines(stream, report, chunk_bytes), report)
+
+
+def rebuild(chunks: Iterator[memoryview], report: ParseReport) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """The batches of blkparse text given as chunks of whole lines (a file's, or the lines parsers/blktrace.py
+    renders from binary records); report.lines advances by the lines read, report.facts as parse() says."""
     rebuilder = _blkparse.Rebuilder(top=TOP)
-    for chunk in chunks_of_lines(stream, report, chunk_bytes):
+    for chunk in chunks:
         cols = rebuilder.feed(chunk, report.lines + 1)
         report.lines += cols["lines"]
         nsk = cols["sk_n"]

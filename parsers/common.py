@@ -10,6 +10,13 @@ A parser is a module with
   parse(stream, report) -> Iterator[tuple[str, pa.RecordBatch]]
                                   streams (table name, batch) pairs, in bounded memory
 and raises ParseError to refuse a file whole.
+
+A format whose capture can be several files read as one (blktrace's per-CPU files) also has
+  group(filenames: list[str]) -> list[list[int]]
+                                  which of its files form one source (indices, in reading order; every file once)
+  source_name(filenames) -> str   the name of the source a group forms
+  parse_set(members: list[tuple[str, BinaryIO]], report) -> Iterator[tuple[str, pa.RecordBatch]]
+                                  parse() over a group's files at once; report.files describes each file
 """
 from __future__ import annotations
 
@@ -24,18 +31,23 @@ MAX_EXAMPLES = 20
 
 
 class ParseError(ValueError):
-    """The file is refused whole. Says which file, which line (when there is one) and what was expected."""
+    """The file is refused whole. Says which file, which line or byte offset (when there is one) and what was
+    expected."""
 
-    def __init__(self, message: str, *, filename: str | None = None, line: int | None = None):
+    def __init__(self, message: str, *, filename: str | None = None, line: int | None = None,
+                 offset: int | None = None):
         self.message = message
         self.filename = filename
         self.line = line
+        self.offset = offset
         super().__init__(str(self))
 
     def __str__(self) -> str:
         where = self.filename or "input"
         if self.line is not None:
             where += f", line {self.line}"
+        if self.offset is not None:
+            where += f", byte {self.offset}"
         return f"{where}: {self.message}"
 
 
@@ -58,6 +70,7 @@ class ParseReport:
     examples: list[SkippedLine] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     facts: dict = field(default_factory=dict)  # what the parser learnt while streaming, for its format's derive steps
+    files: list[dict] = field(default_factory=list)  # a source of several files: each one's filename and kind
 
     def skip(self, line: int, reason: str, text: str | bytes) -> None:
         self.skipped += 1

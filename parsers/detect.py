@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import blkparse, funcgraph, offcpu, tracedat
+from . import blkparse, blktrace, funcgraph, offcpu, tracedat
 from .common import ParseError, head_lines
 
 PARSERS: list[ModuleType] = [blkparse, offcpu, funcgraph]
@@ -17,6 +17,8 @@ SNIFF_BYTES = 64 << 10
 
 def detect(head: bytes, filename: str) -> ModuleType:
     """The parser for a file whose first bytes are `head`, or ParseError saying why none fits."""
+    if blktrace.recognise(head, filename):  # binary records by their magic, or an empty per-CPU file of a set
+        return blktrace
     if not head.strip():
         raise ParseError("the file is empty", filename=filename)
     if tracedat.recognise(head, filename):  # binary, known by its magic (a damaged one is refused there)
@@ -24,10 +26,10 @@ def detect(head: bytes, filename: str) -> ModuleType:
     sample = head[:4096]
     if b"\0" in sample or sum(b < 9 or 13 < b < 32 for b in sample) > len(sample) // 20:
         raise ParseError(
-            "this is a binary file; Stallscope reads text traces (blkparse output, ftrace/trace-cmd report "
-            "text, bcc offcputime output) and trace-cmd's trace.dat. For a binary blktrace, run "
-            "`blkparse -i <name>` first.",
-            filename=filename,
+            f"this is a binary file of an unknown kind (its first bytes: {head[:8].hex(' ')}); Stallscope reads blktrace "
+            "binary files (per-CPU NAME.blktrace.N, blkparse -d dumps), trace-cmd's trace.dat and text traces "
+            "(blkparse output, ftrace/trace-cmd report text, bcc offcputime output)",
+            filename=filename, offset=0,
         )
     lines = head_lines(head)
     scores = sorted(((p.sniff(lines), i, p) for i, p in enumerate(PARSERS)), key=lambda s: (-s[0], s[1]))
