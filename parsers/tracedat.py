@@ -22,10 +22,10 @@ tracedat_layout walks the whole file first and refuses it with the byte offset o
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import resource
 import select
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -36,8 +36,19 @@ import pyarrow as pa
 
 from . import funcgraph
 from .common import ParseError, ParseReport
-from .tracedat_layout import (DATE, OFFSET, TIME_SHIFT, TRACECLOCK, TSC2NSEC, UNAME, VERSION, MAGIC, LayoutError,
-                              Layout, read_layout)
+from .tracedat_layout import (
+    DATE,
+    MAGIC,
+    OFFSET,
+    TIME_SHIFT,
+    TRACECLOCK,
+    TSC2NSEC,
+    UNAME,
+    VERSION,
+    Layout,
+    LayoutError,
+    read_layout,
+)
 
 FORMAT = funcgraph.FORMAT  # its rows are ftrace's, derived as ftrace's
 TABLES = funcgraph.TABLES
@@ -58,8 +69,10 @@ def recognise(head: bytes, filename: str) -> bool:
     damaged (a binary file named *.dat, or one that starts as the magic does); False otherwise."""
     if head.startswith(MAGIC):
         return True
+    if head and len(head) < len(MAGIC) and MAGIC.startswith(head):
+        raise ParseError(f"byte {len(head)}: the file ends inside the trace.dat magic (truncated?)", filename=filename)
     binary = b"\0" in head[:4096]
-    if binary and (filename.lower().endswith(".dat") or head[:3] == MAGIC[:3] or head[3:10] == MAGIC[3:]):
+    if (binary and filename.lower().endswith(".dat")) or head[:3] == MAGIC[:3] or head[3:10] == MAGIC[3:]:
         raise ParseError(f"byte 0: not a trace-cmd trace.dat: the magic is {head[:10]!r}, expected {MAGIC!r} "
                          "(a damaged file, or not written by trace-cmd)", filename=filename)
     return False
@@ -119,7 +132,7 @@ class _Child:
         self.filename, self.layout, self.size = filename, layout, size
         self.text_bytes = 0
         self.stalled = False
-        self.version = _version()
+        self.version = _version(TRACE_CMD)
         try:
             self.proc = subprocess.Popen(
                 [TRACE_CMD, "report", "-i", path], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -157,6 +170,8 @@ class _Child:
     def readinto(self, buf) -> int:
         """Fills buf from the child's stdout as far as it goes (a pipe gives 64 KiB-1 MiB a read: the tokenizer works
         best on large chunks); 0 at its end. A child that writes nothing for STALL_SECONDS is killed."""
+        if self.stalled:
+            return 0
         fd, view, got = self.proc.stdout.fileno(), memoryview(buf), 0
         while got < len(view):
             ready, _, _ = select.select([fd], [], [], STALL_SECONDS)
@@ -229,19 +244,16 @@ def _temp_files(pid: int) -> list[str]:
     return names
 
 
-_VERSION: list[str] = []
-
-
-def _version() -> str:
-    """trace-cmd's version (its first line of `trace-cmd -h`... `--version` is not an option of 3.1), asked once."""
-    if not _VERSION:
-        if shutil.which(TRACE_CMD) is None:
-            raise ParseError(INSTALL_HINT)
-        out = subprocess.run([TRACE_CMD, "-h"], capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
-        words = (out.stdout + out.stderr).decode("utf-8", "replace").split()
-        at = words.index("version") if "version" in words else -1
-        _VERSION.append(words[at + 1] if 0 <= at < len(words) - 1 else "?")
-    return _VERSION[0]
+@functools.cache
+def _version(command: str) -> str:
+    """trace-cmd's version, from the first line of `trace-cmd -h` ('trace-cmd version 3.1.6 ...')."""
+    try:
+        out = subprocess.run([command, "-h"], capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    words = (out.stdout + out.stderr).decode("utf-8", "replace").split()
+    at = words.index("version") if "version" in words else -1
+    return words[at + 1] if 0 <= at < len(words) - 1 else "?"
 
 
 def _notes(report: ParseReport, layout: Layout, size: int, child: _Child) -> None:
