@@ -113,7 +113,7 @@ def cmd_ingest(args) -> int:
             print(file=sys.stderr)
         if args.json:
             print(json.dumps({"error": e.detail, "files": [
-                {"filename": f.filename, "error": f.message, "line": f.line} for f in e.files]}))
+                {"filename": f.filename, "error": f.message, "line": f.line, "offset": f.offset} for f in e.files]}))
         else:
             for f in e.files:
                 print(f"stallscope: {f}", file=sys.stderr)
@@ -133,6 +133,9 @@ def cmd_ingest(args) -> int:
         for s in created["sources"]:
             print(f"  {s['filename']}: {s['format']}, {s['events']:,} events from {s['lines']:,} lines,"
                   f" {s['skipped_lines']:,} skipped")
+            if len(s["files"]) > 1 or s["files"][0]["filename"] != s["filename"]:
+                for f in s["files"]:
+                    print(f"    file {f['filename']}: {f['kind']}, {_human(f['bytes'])}")
             for e in s["skipped_examples"][:5]:
                 print(f"    line {e['line']}: {e['reason']}: {e['text'][:80]}")
             for n in s["notes"]:
@@ -152,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--demo", action="store_true", help="load the samples as demo analyses if the database is empty")
     serve.set_defaults(func=cmd_serve)
 
-    ingest = sub.add_parser("ingest", help="create one analysis from trace files and print its id and link")
+    ingest = sub.add_parser("ingest", help="create one analysis from trace files and print its id and link (the"
+                            " per-CPU files of a blktrace capture, NAME.blktrace.N, form one source)")
     ingest.add_argument("--db", default=os.environ.get("STALLSCOPE_DB", DEFAULT_DB), help=db_help)
     ingest.add_argument("--name", help="the analysis' name (default: the file names)")
     ingest.add_argument("--json", action="store_true", help="print one JSON object: id, url, sources")

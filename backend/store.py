@@ -53,6 +53,7 @@ CREATE TABLE IF NOT EXISTS sources (
 );
 ALTER TABLE sources ADD COLUMN IF NOT EXISTS clock VARCHAR;      -- the clock its times come from, when known
 ALTER TABLE sources ADD COLUMN IF NOT EXISTS alignment JSON;     -- how clock_offset_ns was found (analysis/align.py)
+ALTER TABLE sources ADD COLUMN IF NOT EXISTS files JSON;         -- the files it was read from (NULL: one, `filename`)
 """
 
 
@@ -251,17 +252,20 @@ class Store:
                 errors.append(e)
         if errors:
             raise IngestError(errors)
+        groups = _groups(files, parsers)
 
         analysis_id = new_id()
-        name = name or ", ".join(f.filename for f in files)[:200]
+        name = name or ", ".join(p.source_name([files[i].filename for i in g]) if hasattr(p, "source_name")
+                                 else files[g[0]].filename for p, g in groups)[:200]
         con = self.cursor()
         staged: list[int] = []  # source ids whose rows are written, not yet visible
         hashes = _Hashes(files)
         try:
             parsed, done = [], 0
-            for f, parser in zip(files, parsers):
-                parsed.append(self._stage_file(con, f, parser, progress, done, staged))
-                done += f.size
+            for parser, members in groups:
+                unit = [files[i] for i in members]
+                parsed.append(self._stage_source(con, unit, parser, progress, done, staged))
+                done += sum(f.size for f in unit)
             hashes.parsed.set()
             _trim()  # what staging freed (Arrow batches, parser buffers) back to the OS before deriving
             # One transaction makes the analysis visible: derived tables, then its sources and itself.
@@ -271,8 +275,13 @@ class Store:
             for step in DERIVE_ANALYSIS:
                 step(con, analysis_id)
             _trim()  # what the derivation freed (the waits' and chains' Python objects), before the commit's writes
-            for (source_id, *_), digest in zip(parsed, hashes.result()):
-                con.execute("UPDATE sources SET sha256 = ? WHERE id = ?", [digest, source_id])
+            digests = dict(zip((id(f) for f in files), hashes.result()))
+            for (source_id, unit, *_), source in zip(parsed, sources):
+                digest = _source_digest(unit, [digests[id(f)] for f in unit])
+                for entry, f in zip(source["files"], unit):
+                    entry["sha256"] = digests[id(f)]
+                con.execute("UPDATE sources SET sha256 = ?, files = ? WHERE id = ?",
+                            [digest, _json(source["files"]) if len(unit) > 1 else None, source_id])
             con.execute("INSERT INTO analyses (id, name, created_at) VALUES (?, ?, ?)",
                         [analysis_id, name, datetime.now(timezone.utc).replace(tzinfo=None)])
             con.commit()
@@ -301,26 +310,36 @@ class Store:
             con.execute(f"DELETE FROM {table} WHERE list_contains(?, source_id)", [source_ids])
         con.commit()
 
-    def _stage_file(self, con, f: InputFile, parser, progress: Progress, done: int, staged: list[int]) -> tuple:
-        """Parses one file into its tables, each through one INSERT that reads the rows as the parser makes them
-        (_Streams): memory stays bounded whatever the file's size, and each table is written in whole row groups.
-        The rows stay invisible until _add_source links them to an analysis."""
+    def _stage_source(self, con, unit: list[InputFile], parser, progress: Progress, done: int,
+                      staged: list[int]) -> tuple:
+        """Parses a source's files (one, or a format's group: blktrace's per-CPU files) into its tables, each through
+        one INSERT that reads the rows as the parser makes them (_Streams): memory stays bounded whatever the files'
+        size, and each table is written in whole row groups. The rows stay invisible until _add_source links them
+        to an analysis."""
         done_events = progress.events
         source_id = con.execute("SELECT nextval('source_ids')").fetchall()[0][0]
         staged.append(source_id)
-        report = ParseReport(f.filename)
-        progress.update(filename=f.filename)
-        reader = _Counting(f.stream, lambda n: progress.update(bytes_read=done + n))
+        names = [f.filename for f in unit]
+        name = parser.source_name(names) if hasattr(parser, "source_name") else names[0]
+        report = ParseReport(name)
+        progress.update(filename=name)
+        readers: list[_Counting] = []
+        readers.extend(_Counting(f.stream, lambda _: progress.update(bytes_read=done + sum(r.n for r in readers)))
+                       for f in unit)
+        if hasattr(parser, "parse_set"):
+            batches = parser.parse_set(list(zip(names, readers)), report)
+        else:
+            batches = parser.parse(readers[0], report)
         with _Streams(self.db, source_id, parser.TABLES) as streams:
-            for table, batch in parser.parse(reader, report):  # the C tokenizers release the GIL: DuckDB goes on
+            for table, batch in batches:  # the C tokenizers release the GIL: DuckDB goes on
                 streams.put(table, batch)
                 progress.update(events=done_events + report.events)
         if report.events == 0:
             raise report.nothing_usable()
-        return source_id, f, parser, report, reader
+        return source_id, unit, name, parser, report, readers
 
-    def _add_source(self, con, analysis_id: str, source_id: int, f: InputFile, parser, report: ParseReport,
-                    reader: _Counting) -> dict:
+    def _add_source(self, con, analysis_id: str, source_id: int, unit: list[InputFile], name: str, parser,
+                    report: ParseReport, readers: list[_Counting]) -> dict:
         t_min = t_max = None
         for step in DERIVE_SOURCE.get(parser.FORMAT, []):
             got = step(con, source_id, report)
@@ -329,11 +348,40 @@ class Store:
         con.execute(
             "INSERT INTO sources (id, analysis_id, filename, format, sha256, bytes, lines, events, skipped_lines,"
             " skipped_examples, notes, t_min_ns, t_max_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [source_id, analysis_id, f.filename, parser.FORMAT, "", reader.n, report.lines,
+            [source_id, analysis_id, name, parser.FORMAT, "", sum(r.n for r in readers), report.lines,
              report.events, report.skipped, _json([e.__dict__ for e in report.examples]), _json(report.notes),
              t_min, t_max],
         )
-        return {"id": source_id, "filename": f.filename, "format": parser.FORMAT, **report.as_dict()}
+        kinds = report.files or [{"kind": f"{parser.FORMAT} text"}]
+        files = [{"filename": f.filename, "bytes": r.n, "kind": k.get("kind", ""), "sha256": ""}
+                 for f, r, k in zip(unit, readers, kinds)]
+        return {"id": source_id, "filename": name, "format": parser.FORMAT, **report.as_dict(), "bytes": sum(
+            r.n for r in readers), "files": files}
+
+
+def _groups(files: list[InputFile], parsers: list) -> list[tuple[object, list[int]]]:
+    """Which files form which source, in the order of each source's first file: a format with group() (blktrace:
+    the per-CPU files of one capture) says how its files go together; any other file is a source alone."""
+    by_parser: dict[int, list[int]] = {}
+    for i, parser in enumerate(parsers):
+        by_parser.setdefault(id(parser), []).append(i)
+    groups = []
+    for indices in by_parser.values():
+        parser = parsers[indices[0]]
+        if hasattr(parser, "group"):
+            groups += [(parser, [indices[k] for k in g]) for g in parser.group([files[i].filename for i in indices])]
+        else:
+            groups += [(parser, [i]) for i in indices]
+    return sorted(groups, key=lambda g: min(g[1]))
+
+
+def _source_digest(unit: list[InputFile], digests: list[str]) -> str:
+    """A source's SHA-256: its file's; for several files, the SHA-256 of the lines `sha256sum` prints for them
+    (`<hex>  <name>`), the names sorted as bytes: `sha256sum NAME.blktrace.* | LC_ALL=C sort -k2 | sha256sum`."""
+    if len(unit) == 1:
+        return digests[0]
+    lines = sorted((f.filename.encode(), f"{d}  {f.filename}\n".encode()) for f, d in zip(unit, digests))
+    return hashlib.sha256(b"".join(line for _, line in lines)).hexdigest()
 
 
 class _Aborted(Exception):

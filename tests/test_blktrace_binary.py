@@ -342,3 +342,53 @@ def test_mutated_binaries_never_crash(seed):
     assert report.events >= 0
     for table in got.values():
         assert table.num_rows >= 0
+
+
+# ---- ingest: a set is one source ----------------------------------------------------------------------------------
+
+def ingest(store, members: list[tuple[str, bytes]]):
+    from backend.store import InputFile
+    return store.ingest([InputFile(n, io.BytesIO(d), len(d)) for n, d in members])
+
+
+def columns(con, source_id: int, table: str) -> list[tuple]:
+    names = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall() if r[0] != "source_id"]
+    cols = ", ".join(f'"{n}"' for n in names)
+    return con.execute(f"SELECT {cols} FROM {table} WHERE source_id = ? ORDER BY line", [source_id]).fetchall()
+
+
+@pytest.mark.parametrize(("paths", "text"), GOLDENS, ids=IDS)
+def test_a_capture_and_its_text_ingest_to_the_same_rows(store, paths, text):
+    """Dropped together, a capture's files and its blkparse text: the set is one source, the text another, and
+    every table holds the same rows for both (the derived requests' durations included)."""
+    import hashlib
+    members = [(p.name, p.read_bytes()) for p in paths] + [(text, (TEXT / text).read_bytes())]
+    created = ingest(store, members)
+    binary, textual = created["sources"]
+    assert [f["filename"] for f in binary["files"]] == [p.name for p in paths]
+    assert binary["filename"] == blktrace.source_name([p.name for p in paths])
+    assert binary["bytes"] == sum(p.stat().st_size for p in paths)
+    assert [f["sha256"] for f in binary["files"]] == [hashlib.sha256(p.read_bytes()).hexdigest() for p in paths]
+    con = store.cursor()
+    for table in ("blk_requests", "blk_bios", "blk_events", "blk_top"):
+        assert columns(con, binary["id"], table) == columns(con, textual["id"], table), table
+    sha, files = con.execute("SELECT sha256, files FROM sources WHERE id = ?", [binary["id"]]).fetchall()[0]
+    manifest = "".join(f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}\n"  # sha256sum's lines, by name
+                       for p in sorted(paths, key=lambda p: p.name.encode()))
+    assert sha == (hashlib.sha256(manifest.encode()).hexdigest() if len(paths) > 1
+                   else hashlib.sha256(paths[0].read_bytes()).hexdigest())
+    assert (files is None) == (len(paths) == 1)
+
+
+def test_a_refused_file_of_a_set_leaves_nothing(store):
+    from backend.store import IngestError, PARSER_TABLES
+    paths = GOLDENS[0][0]
+    members = [(p.name, p.read_bytes()) for p in paths]
+    members[5] = (members[5][0], members[5][1][:-10])
+    with pytest.raises(IngestError) as e:
+        ingest(store, members)
+    assert e.value.files[0].filename == "keks.blktrace.5" and e.value.files[0].offset is not None
+    con = store.cursor()
+    assert con.execute("SELECT count(*) FROM sources").fetchall()[0][0] == 0
+    for table in PARSER_TABLES:
+        assert con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] == 0, table
