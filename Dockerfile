@@ -1,5 +1,5 @@
-# The same steps as `make run`: npm ci and the frontend build, an editable install of the Python
-# package (which compiles the C tokenizers), then `stallscope serve --demo`.
+# The same steps as `make run`: npm ci and the frontend build, trace-cmd from apt, an editable install of the
+# Python package (which compiles the C tokenizers), then `stallscope serve --demo`.
 FROM node:20-bookworm-slim AS web
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -10,7 +10,8 @@ COPY frontend frontend
 RUN npm run build
 
 FROM python:3.11-slim-bookworm
-RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
+# trace-cmd: trace.dat uploads are decoded by `trace-cmd report` (parsers/tracedat.py)
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev trace-cmd \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY pyproject.toml setup.py README.md ./
