@@ -24,6 +24,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import os
+import queue
 import resource
 import select
 import signal
@@ -58,6 +59,7 @@ STALL_SECONDS = 60  # the child is killed when it writes nothing for this long
 CPU_SECONDS_BASE, CPU_SECONDS_PER_MB = 60, 4  # its CPU time limit: ~30x what the samples take
 MEMORY_BYTES = 2 << 30  # its address space
 COPY_BYTES = 1 << 20
+PIPE_PIECES = 32  # of up to 1 MiB: the report read ahead of the parser
 _TEMP_PREFIX = "/tmp/trace_cpu_data"  # where libtracecmd decompresses v7 trace data (unlinked only on a clean exit)
 INSTALL_HINT = ("trace-cmd is not installed on the server, and reading a trace.dat needs it: install it (Debian/Ubuntu: "
                 "`apt-get install trace-cmd`; `make run` and the Docker image do), or upload the output of "
@@ -94,6 +96,10 @@ def parse(stream: BinaryIO, report: ParseReport, chunk_bytes: int | None = None)
             raise ParseError(str(e), filename=report.filename) from None
         except RuntimeError as e:  # libzstd missing
             raise ParseError(str(e), filename=report.filename) from None
+        if layout.compression != "none" and layout.compression not in _compressions(TRACE_CMD):
+            raise ParseError(f"byte {layout.compression_at}: the file is compressed with "
+                             f"{layout.compression}, which this server's trace-cmd cannot decompress (it has: "
+                             f"{', '.join(_compressions(TRACE_CMD)) or 'none'})", filename=report.filename)
         if any(b.latency for b in layout.buffers):
             report.note("the file holds latency-tracer text: its lines are read as the ftrace text they are")
         child = _Child(path, tmp, layout, size, report.filename)
@@ -148,6 +154,11 @@ class _Child:
         self.err = bytearray()
         self._errors = threading.Thread(target=self._drain_stderr, name="trace-cmd stderr", daemon=True)
         self._errors.start()
+        self.lock, self.closing = threading.Lock(), threading.Event()
+        self.pieces: queue.Queue = queue.Queue(maxsize=PIPE_PIECES)
+        self.piece, self.at, self.ended = b"", 0, False
+        self._pump_thread = threading.Thread(target=self._pump, name="trace-cmd stdout", daemon=True)
+        self._pump_thread.start()
 
     def _limit(self, layout: Layout, size: int) -> None:
         """Limits set on the running child (prlimit: no preexec_fn in a threaded server); it has not yet read the
@@ -167,39 +178,75 @@ class _Child:
             if len(self.err) < (64 << 10):
                 self.err += line
 
+    def _pump(self) -> None:
+        """Drains the child's stdout into `pieces` (bounded: PIPE_PIECES of up to 1 MiB) as fast as it writes, so that
+        trace-cmd decodes while the parser parses; kills a child that writes nothing for STALL_SECONDS."""
+        fd = self.proc.stdout.fileno()
+        try:
+            while not self.closing.is_set():
+                ready, _, _ = select.select([fd], [], [], STALL_SECONDS)
+                if not ready:
+                    self.stalled = True
+                    self._kill()
+                    break
+                piece = os.read(fd, 1 << 20)
+                if not piece:
+                    break
+                while not self.closing.is_set():
+                    try:
+                        self.pieces.put(piece, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+        finally:
+            self.pieces.put(None)  # room for it: the reader takes pieces until this one, or stop() drains them
+
     def readinto(self, buf) -> int:
-        """Fills buf from the child's stdout as far as it goes (a pipe gives 64 KiB-1 MiB a read: the tokenizer works
-        best on large chunks); 0 at its end. A child that writes nothing for STALL_SECONDS is killed."""
-        if self.stalled:
-            return 0
-        fd, view, got = self.proc.stdout.fileno(), memoryview(buf), 0
-        while got < len(view):
-            ready, _, _ = select.select([fd], [], [], STALL_SECONDS)
-            if not ready:
-                self.stalled = True
-                self.stop()
-                break
-            n = os.readv(fd, [view[got:]])
-            if n == 0:
-                break
+        """Fills buf with the report's next bytes (the tokenizer works best on large chunks; the pump reads ahead
+        meanwhile); 0 at its end."""
+        view, got = memoryview(buf), 0
+        while got < len(view) and not self.ended:
+            if not self.piece:
+                self.piece, self.at = self.pieces.get(), 0
+                if self.piece is None:
+                    self.ended = True
+                    break
+            n = min(len(self.piece) - self.at, len(view) - got)
+            view[got : got + n] = self.piece[self.at : self.at + n]
             got += n
+            self.at += n
+            if self.at == len(self.piece):
+                self.piece = b""
         self.text_bytes += got
         return got
 
-    def stop(self) -> None:
-        """Ends the child if it still runs (and removes the temporary files it decompressed into), then reaps it."""
-        if self.proc.poll() is None:
-            leftovers = _temp_files(self.proc.pid)
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait()
-            for name in leftovers:
+    def _kill(self) -> None:
+        """Ends the child if it still runs, and removes the temporary files it decompressed into."""
+        with self.lock:
+            if self.proc.poll() is None:
+                leftovers = _temp_files(self.proc.pid)
                 try:
-                    os.unlink(name)
-                except OSError:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
                     pass
+                self.proc.wait()
+                for name in leftovers:
+                    try:
+                        os.unlink(name)
+                    except OSError:
+                        pass
+
+    def stop(self) -> None:
+        """Ends the child if it still runs, stops the pump and reaps the child."""
+        self.closing.set()
+        self._kill()
+        while True:  # unblocks the pump's put, then lets it end
+            try:
+                self.pieces.get_nowait()
+            except queue.Empty:
+                if not self._pump_thread.is_alive():
+                    break
+                self._pump_thread.join(0.05)
         self.proc.wait()
         self._errors.join()
         self.proc.stdout.close()
@@ -256,6 +303,18 @@ def _version(command: str) -> str:
     return words[at + 1] if 0 <= at < len(words) - 1 else "?"
 
 
+@functools.cache
+def _compressions(command: str) -> tuple[str, ...]:
+    """The compression algorithms trace-cmd can read (`trace-cmd list -c`: 'Supported compression algorithms:' then
+    'zstd, 1.5.4' lines); Debian's has zstd only."""
+    try:
+        out = subprocess.run([command, "list", "-c"], capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    lines = out.stdout.decode("utf-8", "replace").splitlines()
+    return tuple(ln.split(",")[0].strip() for ln in lines if ln.startswith(("\t", " ")) and ln.strip())
+
+
 def _notes(report: ParseReport, layout: Layout, size: int, child: _Child) -> None:
     report.note(f"{layout.describe()}, decoded by trace-cmd report {child.version} ({child.text_bytes:,} bytes of "
                 f"text, {report.lines:,} lines; line numbers are the report's)")
@@ -287,3 +346,5 @@ def _notes(report: ParseReport, layout: Layout, size: int, child: _Child) -> Non
     if said:
         report.note(f"trace-cmd report said: {said}")
     report.bytes_read = size  # the upload's bytes, not the report's
+    kind = f"trace.dat v{layout.version}" + (f" ({layout.compression})" if layout.compression != "none" else "")
+    report.files = [{"filename": report.filename, "kind": kind}]

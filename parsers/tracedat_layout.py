@@ -63,6 +63,7 @@ class Layout:
     page_size: int
     compression: str = "none"
     compression_version: str = ""
+    compression_at: int = 0  # the offset of its name
     cpus: int = 0
     buffers: list[Buffer] = field(default_factory=list)
     options: dict[int, list[bytes]] = field(default_factory=dict)  # every option's data, by id
@@ -314,6 +315,7 @@ class _Walker:
     def v7(self, layout: Layout, at: int) -> None:
         f = self.file
         layout.compression, after = f.cstring(at, "the compression algorithm", limit=64)
+        layout.compression_at = at
         layout.compression_version, after = f.cstring(after, "the compression version", limit=64)
         if layout.compression == "zstd":
             self.decompress = _Zstd()

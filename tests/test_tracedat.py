@@ -11,12 +11,13 @@ import re
 import struct
 import subprocess
 
+import pyarrow as pa
 import pytest
 from fastapi.testclient import TestClient
 
 from backend.app import create_app
 from backend.store import IngestError, Store
-from parsers import tracedat
+from parsers import funcgraph, tracedat
 from parsers.common import ParseError, ParseReport
 from parsers.detect import detect
 from parsers.tracedat_layout import BUFFER, HEADER_INFO, KALLSYMS, read_layout
@@ -321,3 +322,40 @@ def test_fuzzed_files_are_read_or_refused_never_worse(path, n):
     assert set(glob.glob("/tmp/trace_cpu_data*")) <= before
     children = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "trace-cmd report"], capture_output=True)
     assert children.stdout == b""
+
+
+# ---- the same capture in the other layouts trace-cmd writes ---------------------------------------------------
+
+def _tables(batches) -> dict:
+    by: dict[str, list] = {}
+    for name, batch in batches:
+        by.setdefault(name, []).append(batch)
+    return {name: pa.Table.from_batches(b).combine_chunks() for name, b in by.items()}
+
+
+@pytest.fixture(scope="module")
+def report_rows():
+    _, txt = CAPTURES[V7.name]
+    return _tables(funcgraph.parse(io.BytesIO(txt.read_bytes()), ParseReport(txt.name)))
+
+
+@pytest.mark.parametrize("version,compression", [("6", "none"), ("7", "none"), ("7", "zstd")])
+def test_converted_layouts_give_the_reports_rows(tmp_path, report_rows, version, compression):
+    """`trace-cmd convert` of the v7 sample to v6, v7 uncompressed and v7 zstd of this trace-cmd's own chunking:
+    every one gives the DERIVED report's rows."""
+    out = tmp_path / "c.dat"
+    subprocess.run(["trace-cmd", "convert", "-i", str(V7), "-o", str(out), "--file-version", version,
+                    "--compression", compression], check=True, capture_output=True)
+    report = ParseReport(out.name)
+    rows = _tables(tracedat.parse(io.BytesIO(out.read_bytes()), report))
+    assert rows.keys() == report_rows.keys()
+    for name, table in rows.items():
+        assert table.equals(report_rows[name]), name
+    assert any(n.startswith(f"trace.dat v{version}") for n in report.notes)
+
+
+def test_a_compression_trace_cmd_lacks_is_named(monkeypatch):
+    monkeypatch.setattr(tracedat, "_compressions", lambda command: ("zlib",))
+    with pytest.raises(ParseError, match=r"c\.dat: byte 18: the file is compressed with zstd, which this server's "
+                                         r"trace-cmd cannot decompress \(it has: zlib\)"):
+        _parse(V7)

@@ -1,0 +1,155 @@
+"""trace.dat ingest vs the text ingest of the same capture (docs/BENCHMARKS.md, "trace.dat").
+
+    python -m bench.tracedat [--copies 10] [--runs 3] [--out bench-out/tracedat]
+
+Inputs: the two trace.dat samples of shared/ with their DERIVED `trace-cmd report` text, and a larger capture made
+from the v7 sample: `trace-cmd convert` to an uncompressed v6 file, whose ring-buffer pages are repeated `--copies`
+times per CPU (each copy's page timestamps moved past the previous copy's end, so the events stay in order),
+then converted back to v7 zstd; each rendered by `trace-cmd report` for its text. Each pair is ingested
+alternately (.dat, text, .dat, ...) `--runs` times, each into a fresh database in this process: wall seconds from
+the first byte read to the committed analysis, input MB/s, events/s. Then the .dat path's parts alone: the layout
+walk (with every zstd chunk decompressed), `trace-cmd report` to /dev/null, and the text parser alone on the report.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import resource
+import statistics
+import struct
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from backend.store import InputFile, Store
+from parsers import funcgraph
+from parsers.common import ParseReport
+from parsers.tracedat_layout import read_layout
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "samples-public" / "trace-cmd-report"
+SAMPLES = [(SHARED / "trace-dat" / "langraph-trace.dat", SHARED / "derived-langraph-report-sched-softirq-kstack.txt"),
+           (SHARED / "trace-dat" / "elainecole-kernel-monitor-trace.dat",
+            SHARED / "derived-elainecole-report-sched_switch.txt")]
+COPY_SPAN_NS = 20_000_000_000  # each copy's pages 20 s after the previous copy's (the sample spans ~10 s)
+
+
+def scaled_v6(src_v6: Path, copies: int, out: Path) -> None:
+    """An uncompressed v6 trace.dat whose CPU data is src's repeated `copies` times, timestamps moved on."""
+    data = src_v6.read_bytes()
+    with open(src_v6, "rb") as f:
+        layout = read_layout(f, len(data))
+    cpus = layout.buffers[0].cpus
+    table = data.rindex(b"flyrecord\0", 0, min(off for _, off, size in cpus if size)) + 10
+    page = layout.page_size
+    header = bytearray(data[:table])
+    at = (table + 16 * len(cpus) + page - 1) // page * page
+    blocks, entries = [], []
+    for _, off, size in cpus:
+        pages = [bytearray(data[p : p + page]) for p in range(off, off + size, page)]
+        body = bytearray()
+        for k in range(copies):
+            for pg in pages:
+                stamped = bytearray(pg)
+                struct.pack_into("<Q", stamped, 0, struct.unpack_from("<Q", pg, 0)[0] + k * COPY_SPAN_NS)
+                body += stamped
+        entries.append((at, len(body)))
+        blocks.append(body)
+        at += len(body)
+    with open(out, "wb") as f:
+        f.write(header)
+        for off, size in entries:
+            f.write(struct.pack("<QQ", off, size))
+        for (off, _), body in zip(entries, blocks):
+            f.write(bytes(off - f.tell()))
+            f.write(body)
+
+
+def inputs(work: Path, copies: int) -> list[tuple[Path, Path]]:
+    pairs = list(SAMPLES)
+    v6 = work / "langraph-v6.dat"
+    big6, big7 = work / f"langraph-x{copies}-v6.dat", work / f"langraph-x{copies}-v7-zstd.dat"
+    if not big7.exists():
+        subprocess.run(["trace-cmd", "convert", "-i", str(SAMPLES[0][0]), "-o", str(v6), "--file-version", "6",
+                        "--compression", "none"], check=True, capture_output=True)
+        scaled_v6(v6, copies, big6)
+        subprocess.run(["trace-cmd", "convert", "-i", str(big6), "-o", str(big7), "--file-version", "7",
+                        "--compression", "zstd"], check=True, capture_output=True)
+    for dat in (big6, big7):
+        txt = dat.with_suffix(".txt")
+        if not txt.exists():
+            with open(txt, "wb") as f:
+                subprocess.run(["trace-cmd", "report", "-i", str(dat)], check=True, stdout=f)
+        pairs.append((dat, txt))
+    return pairs
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and of its reaped children (trace-cmd)."""
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+def ingest_once(path: Path, db: Path) -> tuple[float, float, int]:
+    store = Store(db)
+    try:
+        t, c = time.perf_counter(), _cpu()
+        with open(path, "rb") as f:
+            got = store.ingest([InputFile(path.name, f, path.stat().st_size)])
+        return time.perf_counter() - t, _cpu() - c, got["sources"][0]["events"]
+    finally:
+        store.close()
+        for p in db.parent.glob(db.name + "*"):
+            p.unlink()
+
+
+def parts(dat: Path, txt: Path) -> dict[str, float]:
+    t = time.perf_counter()
+    with open(dat, "rb") as f:
+        read_layout(f, dat.stat().st_size)
+    walk = time.perf_counter() - t
+    t = time.perf_counter()
+    subprocess.run(["trace-cmd", "report", "-i", str(dat)], check=True, stdout=subprocess.DEVNULL)
+    report = time.perf_counter() - t
+    data = txt.read_bytes()
+    t = time.perf_counter()
+    for _ in funcgraph.parse(io.BytesIO(data), ParseReport(txt.name)):
+        pass
+    return {"layout walk": walk, "trace-cmd report": report, "text parser": time.perf_counter() - t}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--copies", type=int, default=10)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=Path("bench-out/tracedat"))
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    pairs = inputs(args.out, args.copies)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "b.duckdb"
+        print("| capture | input | bytes | events | median s (runs) | CPU s | MB/s | events/s |\n"
+              "|---|---|---|---|---|---|---|---|")
+        for dat, txt in pairs:
+            times: dict[Path, list[float]] = {dat: [], txt: []}
+            cpu: dict[Path, list[float]] = {dat: [], txt: []}
+            events = {}
+            for _ in range(args.runs):
+                for path in (dat, txt):
+                    secs, used, events[path] = ingest_once(path, db)
+                    times[path].append(secs)
+                    cpu[path].append(used)
+            for path in (dat, txt):
+                med = statistics.median(times[path])
+                size = path.stat().st_size
+                print(f"| {dat.stem} | {'trace.dat' if path == dat else 'report text'} | {size:,} | {events[path]:,} | "
+                      f"{med:.2f} ({', '.join(f'{s:.2f}' for s in times[path])}) | {statistics.median(cpu[path]):.2f} | "
+                      f"{size / med / 1e6:.1f} | {events[path] / med:,.0f} |")
+        print("\n| capture | " + " | ".join(parts(*pairs[0])) + " |\n|---|---|---|---|")
+        for dat, txt in pairs:
+            p = parts(dat, txt)
+            print(f"| {dat.stem} | " + " | ".join(f"{v:.3f} s" for v in p.values()) + " |")
+
+
+if __name__ == "__main__":
+    main()
