@@ -53,7 +53,7 @@ CREATE TABLE IF NOT EXISTS sources (
 );
 ALTER TABLE sources ADD COLUMN IF NOT EXISTS clock VARCHAR;      -- the clock its times come from, when known
 ALTER TABLE sources ADD COLUMN IF NOT EXISTS alignment JSON;     -- how clock_offset_ns was found (analysis/align.py)
-ALTER TABLE sources ADD COLUMN IF NOT EXISTS files JSON;         -- the files it was read from (NULL: one, `filename`)
+ALTER TABLE sources ADD COLUMN IF NOT EXISTS files JSON;         -- the files it was read from (NULL: written before)
 """
 
 
@@ -281,7 +281,7 @@ class Store:
                 for entry, f in zip(source["files"], unit):
                     entry["sha256"] = digests[id(f)]
                 con.execute("UPDATE sources SET sha256 = ?, files = ? WHERE id = ?",
-                            [digest, _json(source["files"]) if len(unit) > 1 else None, source_id])
+                            [digest, _json(source["files"]), source_id])
             con.execute("INSERT INTO analyses (id, name, created_at) VALUES (?, ?, ?)",
                         [analysis_id, name, datetime.now(timezone.utc).replace(tzinfo=None)])
             con.commit()

@@ -1,8 +1,9 @@
 """One ingest, timed from the first byte read to the commit (run in its own process by bench.run).
 
-    python -m bench.ingest FILE DB            # ingest FILE into a new analysis in DB; prints JSON
-    python -m bench.ingest FILE --parse-only  # only the format's parser over FILE (for function_graph: with
-                                              # the call reconstruction), its record batches counted, not stored
+    python -m bench.ingest FILE... DB            # ingest the FILEs into a new analysis in DB; prints JSON
+    python -m bench.ingest FILE... --parse-only  # only the format's parser over the FILEs (function_graph: with the
+                                                 # call reconstruction; blktrace's per-CPU files: read as one set),
+                                                 # its record batches counted, not stored
 """
 import json
 import os
@@ -14,30 +15,42 @@ from parsers.common import ParseReport
 from parsers.detect import SNIFF_BYTES, detect
 
 
-def parse_only(path: str) -> dict:
-    with open(path, "rb") as f:
+def parse_only(paths: list[str]) -> dict:
+    files = [open(p, "rb") for p in paths]
+    try:
         t0 = time.perf_counter()
-        parser = detect(f.read(SNIFF_BYTES), os.path.basename(path))
-        f.seek(0)
-        report = ParseReport(os.path.basename(path))
+        parser = detect(files[0].read(SNIFF_BYTES), os.path.basename(paths[0]))
+        files[0].seek(0)
+        report = ParseReport(os.path.basename(paths[0]))
+        if hasattr(parser, "parse_set"):
+            batches = parser.parse_set([(os.path.basename(p), f) for p, f in zip(paths, files)], report)
+        else:
+            batches = parser.parse(files[0], report)
         rows = 0
-        for _, batch in parser.parse(f, report):
+        for _, batch in batches:
             rows += batch.num_rows
         elapsed = time.perf_counter() - t0
-    return {"seconds": elapsed, "lines": report.lines, "rows": rows, "bytes": os.path.getsize(path),
-            "format": parser.FORMAT}
+    finally:
+        for f in files:
+            f.close()
+    return {"seconds": elapsed, "lines": report.lines, "events": report.events, "rows": rows,
+            "bytes": sum(os.path.getsize(p) for p in paths), "format": parser.FORMAT}
 
 
 if __name__ == "__main__":
-    path = sys.argv[1]
-    if sys.argv[2] == "--parse-only":
-        print(json.dumps(parse_only(path)))
+    paths = sys.argv[1:-1]
+    if sys.argv[-1] == "--parse-only":
+        print(json.dumps(parse_only(paths)))
         sys.exit(0)
-    db = sys.argv[2]
+    db = sys.argv[-1]
     store = Store(db)
     t0 = time.perf_counter()
-    with open(path, "rb") as f:
-        created = store.ingest([InputFile(os.path.basename(path), f, os.path.getsize(path))])
+    files = [InputFile(os.path.basename(p), open(p, "rb"), os.path.getsize(p)) for p in paths]
+    try:
+        created = store.ingest(files)
+    finally:
+        for f in files:
+            f.stream.close()
     elapsed = time.perf_counter() - t0
     store.close()
     src = created["sources"][0]

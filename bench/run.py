@@ -9,6 +9,8 @@
    that process' maximum resident set (wait4); DuckDB file size per million events; before each run a CPU check
    (this VM's speed changes from minute to minute) and, during it, the CPU time stolen by the hypervisor.
    bench-out/ingest.json.
+1b. binary (bench.binary): a blktrace per-CPU set of 10 M records and its blkparse text, each ingested in the same
+   run, alternately: bytes/s, events/s and their ratio. bench-out/binary.json.
 2. api (bench.api): p50/p95/max latency and JSON size of the UI's routes on one analysis of all three
    inputs. bench-out/api.json. --reuse keeps its database if it was built from the same files.
 3. server (bench.server): peak RSS of `stallscope serve` while it ingests uploads of >= 1 GiB.
@@ -35,7 +37,7 @@ from pathlib import Path
 from bench import inputs
 from bench.inputs import OUT
 
-PARTS = ("ingest", "api", "server", "page")
+PARTS = ("ingest", "binary", "api", "server", "page")
 INGEST_RUNS = int(os.environ.get("BENCH_INGEST_RUNS", "3"))
 PART_TIMEOUT_S = 3 * 3600
 # the parser issues' targets: lines/s (None: none set) and peak memory of an ingest
@@ -185,6 +187,10 @@ def run_part(part: str, reuse: bool) -> None:
     if part == "ingest":
         ingest_part()
         return
+    if part == "binary":
+        from bench import binary
+        print("\n## blktrace binary vs its blkparse text\n\n" + binary.table(binary.compare()), flush=True)
+        return
     cmd = [sys.executable, "-m", f"bench.{part}"] + (["--reuse"] if part == "api" and reuse else [])
     subprocess.run(cmd, check=True, timeout=PART_TIMEOUT_S)
 
@@ -204,6 +210,9 @@ def summary(parts: list[str], loads: dict, started: str, m: dict, code: dict) ->
     ing, api, srv, page = read("ingest"), read("api"), read("server"), read("page")
     if ing:
         out += [f"## Ingest per format{load('ingest')}", "", ingest_table(ing), ""]
+    if (binary_result := read("binary")):
+        from bench import binary
+        out += [f"## blktrace binary vs its blkparse text{load('binary')}", "", binary.table(binary_result), ""]
     if api:
         out += [f"## API on the {api['events'] / 1e6:.1f} M-event analysis{load('api')}", "",
                 api_mod.describe_analysis(api) + ".", "", api_mod.warm_line(api), "",

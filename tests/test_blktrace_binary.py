@@ -9,6 +9,7 @@ and fuzzing.
 from __future__ import annotations
 
 import io
+import json
 import random
 import shutil
 import struct
@@ -377,7 +378,7 @@ def test_a_capture_and_its_text_ingest_to_the_same_rows(store, paths, text):
                        for p in sorted(paths, key=lambda p: p.name.encode()))
     assert sha == (hashlib.sha256(manifest.encode()).hexdigest() if len(paths) > 1
                    else hashlib.sha256(paths[0].read_bytes()).hexdigest())
-    assert (files is None) == (len(paths) == 1)
+    assert [f["filename"] for f in json.loads(files)] == [p.name for p in paths]
 
 
 def test_a_refused_file_of_a_set_leaves_nothing(store):

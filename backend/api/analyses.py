@@ -98,7 +98,8 @@ async def create_analysis(
             return JSONResponse(
                 status_code=422,
                 content={"detail": e.detail,
-                         "files": [{"filename": f.filename, "error": f.message, "line": f.line} for f in e.files]},
+                         "files": [{"filename": f.filename, "error": f.message, "line": f.line, "offset": f.offset}
+                                   for f in e.files]},
             )
         if request.app.state.warmer:  # once this response is sent (warm.py)
             request.app.state.warmer.add(created["id"])
@@ -139,15 +140,17 @@ def get_analysis(analysis_id: AnalysisId, con: Cursor):
 def _sources(con, analysis_id: str, source_id: int | None = None) -> list[dict]:
     cur = con.execute(
         "SELECT id, filename, format, events, skipped_lines, lines, bytes, sha256, skipped_examples, notes, clock_offset_ns,"
-        " clock, alignment, t_min_ns, t_max_ns FROM sources WHERE analysis_id = ? AND (? IS NULL OR id = ?) ORDER BY id",
-        [analysis_id, source_id, source_id],
+        " clock, alignment, t_min_ns, t_max_ns, files FROM sources WHERE analysis_id = ? AND (? IS NULL OR id = ?)"
+        " ORDER BY id", [analysis_id, source_id, source_id],
     )
     names = [d[0] for d in cur.description]
     sources = [dict(zip(names, r)) for r in cur.fetchall()]
     wakes = offcpu.waker_stacks_by_source(con, analysis_id)
     for s in sources:
-        for k in ("skipped_examples", "notes", "alignment"):
+        for k in ("skipped_examples", "notes", "alignment", "files"):
             s[k] = blk.loads(s[k])
+        if s["files"] is None:  # written before sources had files: its one file
+            s["files"] = [{"filename": s["filename"], "bytes": s["bytes"], "kind": s["format"], "sha256": s["sha256"]}]
         s["waker_stacks"] = wakes.get(s["id"], 0)
     return sources
 

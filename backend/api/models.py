@@ -14,16 +14,25 @@ class SkippedLine(BaseModel):
     text: str
 
 
+class SourceFile(BaseModel):
+    filename: str
+    bytes: int
+    kind: str = Field(description="what the file is: 'blktrace per-CPU file, CPU 3', 'blkparse text', ...")
+    sha256: str = Field("", description="SHA-256 of the file (hex)")
+
+
 class Source(BaseModel):
     id: int
-    filename: str
+    filename: str = Field(description="the file's name; a blktrace per-CPU set's: NAME.blktrace.0-7")
     format: str
     events: int
     skipped_lines: int
     lines: int
-    bytes: int
+    bytes: int = Field(description="bytes read: of all its files")
     skipped_examples: list[SkippedLine] = []
     notes: list[str] = []
+    files: list[SourceFile] = Field([], description="the files that formed this source (a blktrace per-CPU set: one"
+                                                    " per CPU, in CPU order)")
 
 
 class Alignment(BaseModel):
@@ -85,6 +94,7 @@ class FileError(BaseModel):
     filename: str | None
     error: str
     line: int | None
+    offset: int | None = Field(None, description="the byte offset of the problem, in a binary file")
 
 
 class ErrorBody(BaseModel):

@@ -812,6 +812,11 @@ export interface components {
             filename: string | null;
             /** Line */
             line: number | null;
+            /**
+             * Offset
+             * @description the byte offset of the problem, in a binary file
+             */
+            offset?: number | null;
         };
         /** FlameDiff */
         FlameDiff: {
@@ -1311,12 +1316,24 @@ export interface components {
         };
         /** Source */
         Source: {
-            /** Bytes */
+            /**
+             * Bytes
+             * @description bytes read: of all its files
+             */
             bytes: number;
             /** Events */
             events: number;
-            /** Filename */
+            /**
+             * Filename
+             * @description the file's name; a blktrace per-CPU set's: NAME.blktrace.0-7
+             */
             filename: string;
+            /**
+             * Files
+             * @description the files that formed this source (a blktrace per-CPU set: one per CPU, in CPU order)
+             * @default []
+             */
+            files: components["schemas"]["SourceFile"][];
             /** Format */
             format: string;
             /** Id */
@@ -1339,7 +1356,10 @@ export interface components {
         /** SourceDetail */
         SourceDetail: {
             alignment?: components["schemas"]["Alignment"] | null;
-            /** Bytes */
+            /**
+             * Bytes
+             * @description bytes read: of all its files
+             */
             bytes: number;
             /**
              * Clock
@@ -1354,8 +1374,17 @@ export interface components {
             clock_offset_ns: number;
             /** Events */
             events: number;
-            /** Filename */
+            /**
+             * Filename
+             * @description the file's name; a blktrace per-CPU set's: NAME.blktrace.0-7
+             */
             filename: string;
+            /**
+             * Files
+             * @description the files that formed this source (a blktrace per-CPU set: one per CPU, in CPU order)
+             * @default []
+             */
+            files: components["schemas"]["SourceFile"][];
             /** Format */
             format: string;
             /** Id */
@@ -1395,6 +1424,24 @@ export interface components {
              * @default 0
              */
             waker_stacks: number;
+        };
+        /** SourceFile */
+        SourceFile: {
+            /** Bytes */
+            bytes: number;
+            /** Filename */
+            filename: string;
+            /**
+             * Kind
+             * @description what the file is: 'blktrace per-CPU file, CPU 3', 'blkparse text', ...
+             */
+            kind: string;
+            /**
+             * Sha256
+             * @description SHA-256 of the file (hex)
+             * @default
+             */
+            sha256: string;
         };
         /**
          * SourcePlacement

@@ -29,5 +29,5 @@ export type LatencyBucket = LatencyOverTime['series']['i2d'][number];
 /** Error body of the API: `detail` is a human message; uploads add per-file problems. */
 export type ApiErrorBody = {
   detail?: unknown;
-  files?: { filename: string | null; error: string; line?: number | null }[] | null;
+  files?: { filename: string | null; error: string; line?: number | null; offset?: number | null }[] | null;
 };

@@ -8,7 +8,7 @@ export type UploadProgress = { sent: number; total: number };
 
 export class UploadError extends Error {
   readonly status: number;
-  readonly files: { filename: string | null; error: string; line?: number | null }[];
+  readonly files: { filename: string | null; error: string; line?: number | null; offset?: number | null }[];
   constructor(status: number, message: string, files: UploadError['files'] = []) {
     super(message);
     this.status = status;

@@ -91,8 +91,9 @@ function UploadPanel() {
     <section className="panel upload-panel">
       <h2>New analysis</h2>
       <p className="hint">
-        Upload one or more traces: <code>blkparse</code> text output, ftrace / <code>trace-cmd report</code>,
-        bcc <code>offcputime</code>. The format is detected from the content.
+        Upload one or more traces: <code>blkparse</code> text output or blktrace&apos;s binary files (drop every
+        per-CPU <code>NAME.blktrace.N</code> of a capture at once: they become one source), ftrace /{' '}
+        <code>trace-cmd report</code>, bcc <code>offcputime</code>. The format is detected from the content.
       </p>
       <div
         className={`dropzone${drag ? ' drag' : ''}${running ? ' disabled' : ''}`}
@@ -174,7 +175,8 @@ function UploadPanel() {
               {up.files.map((f, i) => (
                 <li key={i}>
                   <span className="mono">{f.filename}</span>
-                  {f.line !== null && f.line !== undefined && <span className="muted"> line {f.line}</span>}: {f.error}
+                  {f.line !== null && f.line !== undefined && <span className="muted"> line {f.line}</span>}
+                  {f.offset !== null && f.offset !== undefined && <span className="muted"> byte {f.offset}</span>}: {f.error}
                 </li>
               ))}
             </ul>
@@ -236,7 +238,10 @@ function UploadResult({ result }: { result: AnalysisCreated }) {
         <tbody>
           {result.sources.map((s) => (
             <tr key={s.id}>
-              <td className="mono">{s.filename}</td>
+              <td className="mono">
+                {s.filename}
+                <SourceFiles files={s.files} />
+              </td>
               <td>
                 <span className="badge" data-testid="source-format">
                   {s.format}
@@ -254,6 +259,20 @@ function UploadResult({ result }: { result: AnalysisCreated }) {
         <SkippedAndNotes key={s.id} filename={s.filename} skipped={s.skipped_examples} notes={s.notes} total={s.skipped_lines} />
       ))}
     </div>
+  );
+}
+
+/** The files a source was read from, when it was more than one (a blktrace per-CPU set): name, kind, size. */
+export function SourceFiles({ files }: { files: { filename: string; kind: string; bytes: number; sha256?: string }[] }) {
+  if (files.length < 2) return null;
+  return (
+    <ul className="source-files" data-testid="source-files">
+      {files.map((f) => (
+        <li key={f.filename} title={f.sha256 ? `SHA-256 ${f.sha256}` : undefined}>
+          {f.filename} <span className="muted">{f.kind}, {formatBytes(f.bytes)}</span>
+        </li>
+      ))}
+    </ul>
   );
 }
 

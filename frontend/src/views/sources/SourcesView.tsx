@@ -2,7 +2,7 @@ import { useState } from 'react';
 import type { AnalysisDetail, SourceDetail } from '../../api/types';
 import { usePlaceSource } from '../../api/queries';
 import { formatAbsTime, formatCount, formatNs } from '../../lib/format';
-import { SkippedAndNotes } from '../HomePage';
+import { SkippedAndNotes, SourceFiles } from '../HomePage';
 
 const METHOD: Record<string, string> = {
   reference: 'reference clock',
@@ -33,11 +33,22 @@ export function SourcesView({ a }: { a: AnalysisDetail }) {
         <tbody>
           {a.sources.map((s) => (
             <tr key={s.id}>
-              <td className="mono">{s.filename}</td>
+              <td className="mono">
+                {s.filename}
+                <SourceFiles files={s.files} />
+              </td>
               <td>
                 <span className="badge">{s.format}</span>
               </td>
-              <td className="mono" title={`SHA-256 of the file as read: ${s.sha256}`} data-testid={`sha256-${s.id}`}>
+              <td
+                className="mono"
+                title={
+                  s.files.length > 1
+                    ? `SHA-256 of sha256sum's lines for its files, by name (sha256sum NAME.blktrace.* | LC_ALL=C sort -k2 | sha256sum): ${s.sha256}`
+                    : `SHA-256 of the file as read: ${s.sha256}`
+                }
+                data-testid={`sha256-${s.id}`}
+              >
                 {s.sha256.slice(0, 12)}…
               </td>
               <td className="num">{formatCount(s.lines)}</td>

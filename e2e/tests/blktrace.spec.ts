@@ -1,0 +1,59 @@
+import { expect, test } from '@playwright/test';
+import fs from 'node:fs';
+import path from 'node:path';
+import { SHARED } from './paths';
+
+const SET = path.join(SHARED, 'samples-public/blktrace-binary/isotopp-keks');
+const DUMP = path.join(SHARED, 'samples-public/blktrace-binary/romeus-blkparse-dump/trace_x_0_y_1.bin');
+
+/** Drops files on the home page's drop zone at once, as a file manager does (a DataTransfer of File objects). */
+async function drop(page: import('@playwright/test').Page, files: string[]) {
+  const payload = files.map((f) => ({ name: path.basename(f), b64: fs.readFileSync(f).toString('base64') }));
+  const transfer = await page.evaluateHandle((items) => {
+    const dt = new DataTransfer();
+    for (const it of items) {
+      const bytes = Uint8Array.from(atob(it.b64), (c) => c.charCodeAt(0));
+      dt.items.add(new File([bytes], it.name, { type: 'application/octet-stream' }));
+    }
+    return dt;
+  }, payload);
+  await page.getByTestId('dropzone').dispatchEvent('drop', { dataTransfer: transfer });
+}
+
+test('a blktrace per-CPU set dropped at once becomes one source listing its files', async ({ page }) => {
+  const set = fs.readdirSync(SET).sort().map((f) => path.join(SET, f));
+  await page.goto('/');
+  await drop(page, [...set, DUMP]);
+  await page.getByLabel('Name (optional)').fill('blktrace binary set');
+  await page.getByRole('button', { name: /^Analyse 9 files/ }).click();
+  const result = page.getByTestId('upload-result');
+  await expect(result).toBeVisible({ timeout: 30_000 });
+  const rows = result.locator('tbody tr');
+  await expect(rows).toHaveCount(2); // the 8 per-CPU files are one source, the dump another
+  await expect(rows.nth(0)).toContainText('keks.blktrace.0-7');
+  await expect(rows.nth(0).getByTestId('source-files').locator('li')).toHaveCount(8);
+  await expect(rows.nth(0).getByTestId('source-files')).toContainText('keks.blktrace.3 blktrace per-CPU file, CPU 3');
+  await expect(rows.nth(0)).toContainText('2,398'); // the events blkparse prints for the set
+  await expect(rows.nth(1)).toContainText('trace_x_0_y_1.bin');
+  await expect(rows.nth(1)).toContainText('7,168');
+
+  await result.getByRole('link', { name: /Open analysis/ }).click();
+  await expect(page.getByRole('heading', { level: 1 })).toHaveText('blktrace binary set');
+  await page.getByRole('tab', { name: 'Sources' }).click();
+  const sources = page.locator('table.grid', { hasText: 'SHA-256' });
+  await expect(sources.getByTestId('source-files').first().locator('li')).toHaveCount(8);
+});
+
+test('a cut binary file is refused naming the file and the byte offset', async ({ page }) => {
+  const data = fs.readFileSync(path.join(SET, 'keks.blktrace.3'));
+  await page.goto('/');
+  await page.getByTestId('file-input').setInputFiles([
+    { name: 'keks.blktrace.3', mimeType: 'application/octet-stream', buffer: data.subarray(0, 1000) },
+  ]);
+  await page.getByRole('button', { name: /^Analyse/ }).click();
+  const error = page.getByTestId('upload-error');
+  await expect(error).toBeVisible({ timeout: 30_000 });
+  await expect(error).toContainText('keks.blktrace.3');
+  await expect(error).toContainText(/byte \d+/);
+  await expect(error).toContainText(/was cut|runs past the end/);
+});
