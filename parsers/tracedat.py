@@ -60,6 +60,7 @@ CPU_SECONDS_BASE, CPU_SECONDS_PER_MB = 60, 4  # its CPU time limit: ~30x what th
 MEMORY_BYTES = 2 << 30  # its address space
 COPY_BYTES = 1 << 20
 PIPE_PIECES = 32  # of up to 1 MiB: the report read ahead of the parser
+OUTPUT_PER_DATA_BYTE = 64  # bytes of report text at most per byte of trace data (as stored and decompressed)
 _TEMP_PREFIX = "/tmp/trace_cpu_data"  # where libtracecmd decompresses v7 trace data (unlinked only on a clean exit)
 INSTALL_HINT = ("trace-cmd is not installed on the server, and reading a trace.dat needs it: install it (Debian/Ubuntu: "
                 "`apt-get install trace-cmd`; `make run` and the Docker image do), or upload the output of "
@@ -72,11 +73,11 @@ def recognise(head: bytes, filename: str) -> bool:
     if head.startswith(MAGIC):
         return True
     if head and len(head) < len(MAGIC) and MAGIC.startswith(head):
-        raise ParseError(f"byte {len(head)}: the file ends inside the trace.dat magic (truncated?)", filename=filename)
+        raise ParseError("the file ends inside the trace.dat magic (truncated?)", filename=filename, offset=len(head))
     binary = b"\0" in head[:4096]
     if (binary and filename.lower().endswith(".dat")) or head[:3] == MAGIC[:3] or head[3:10] == MAGIC[3:]:
-        raise ParseError(f"byte 0: not a trace-cmd trace.dat: the magic is {head[:10]!r}, expected {MAGIC!r} "
-                         "(a damaged file, or not written by trace-cmd)", filename=filename)
+        raise ParseError(f"not a trace-cmd trace.dat: the magic is {head[:10]!r}, expected {MAGIC!r} (a damaged file, "
+                         "or not written by trace-cmd)", filename=filename, offset=0)
     return False
 
 
@@ -93,13 +94,13 @@ def parse(stream: BinaryIO, report: ParseReport, chunk_bytes: int | None = None)
             with open(path, "rb") as f:
                 layout = read_layout(f, size)
         except LayoutError as e:
-            raise ParseError(str(e), filename=report.filename) from None
+            raise ParseError(e.what, filename=report.filename, offset=e.offset) from None
         except RuntimeError as e:  # libzstd missing
             raise ParseError(str(e), filename=report.filename) from None
         if layout.compression != "none" and layout.compression not in _compressions(TRACE_CMD):
-            raise ParseError(f"byte {layout.compression_at}: the file is compressed with "
-                             f"{layout.compression}, which this server's trace-cmd cannot decompress (it has: "
-                             f"{', '.join(_compressions(TRACE_CMD)) or 'none'})", filename=report.filename)
+            raise ParseError(f"the file is compressed with {layout.compression}, which this server's trace-cmd cannot "
+                             f"decompress (it has: {', '.join(_compressions(TRACE_CMD)) or 'none'})",
+                             filename=report.filename, offset=layout.compression_at)
         if any(b.latency for b in layout.buffers):
             report.note("the file holds latency-tracer text: its lines are read as the ftrace text they are")
         child = _Child(path, tmp, layout, size, report.filename)
@@ -138,6 +139,9 @@ class _Child:
         self.filename, self.layout, self.size = filename, layout, size
         self.text_bytes = 0
         self.stalled = False
+        # a runaway decoder is stopped: the samples' reports are 1.6-6x their trace data (kernel stacks the most)
+        self.max_text = OUTPUT_PER_DATA_BYTE * (layout.trace_bytes + layout.uncompressed_bytes) + (16 << 20)
+        self.overflow = False
         self.version = _version(TRACE_CMD)
         try:
             self.proc = subprocess.Popen(
@@ -181,7 +185,7 @@ class _Child:
     def _pump(self) -> None:
         """Drains the child's stdout into `pieces` (bounded: PIPE_PIECES of up to 1 MiB) as fast as it writes, so that
         trace-cmd decodes while the parser parses; kills a child that writes nothing for STALL_SECONDS."""
-        fd = self.proc.stdout.fileno()
+        fd, total = self.proc.stdout.fileno(), 0
         try:
             while not self.closing.is_set():
                 ready, _, _ = select.select([fd], [], [], STALL_SECONDS)
@@ -191,6 +195,11 @@ class _Child:
                     break
                 piece = os.read(fd, 1 << 20)
                 if not piece:
+                    break
+                total += len(piece)
+                if total > self.max_text:
+                    self.overflow = True
+                    self._kill()
                     break
                 while not self.closing.is_set():
                     try:
@@ -254,6 +263,10 @@ class _Child:
 
     def failure(self) -> ParseError | None:
         """The error that refuses the file when trace-cmd failed (None when it ended well)."""
+        if self.overflow:
+            return ParseError(f"`trace-cmd report` wrote more than {self.max_text:,} bytes of text for "
+                              f"{self.layout.trace_bytes:,} bytes of trace data and was stopped (a damaged file?)",
+                              filename=self.filename)
         if self.stalled:
             return ParseError(f"`trace-cmd report` wrote nothing for {STALL_SECONDS} s and was stopped (a damaged "
                               "file?)", filename=self.filename)

@@ -43,7 +43,7 @@ class LayoutError(ValueError):
     """A structure of the file is not what the format says: at which byte, what was expected."""
 
     def __init__(self, offset: int, message: str):
-        self.offset = offset
+        self.offset, self.what = offset, message
         super().__init__(f"byte {offset}: {message}")
 
 
