@@ -9,9 +9,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
-from .api import analyses, heatmap, stalls
+from .api import analyses, heatmaps, offcpu, requests, stalls, timeline
 from .api.deps import Board
 from .headers import SecurityHeaders
+from .queries.run import QueryTimeout, TooManyRows
 from .store import Store
 from .warm import CountRequests, Warmer
 
@@ -54,9 +55,8 @@ def create_app(store: Store, *, max_upload_bytes: int = DEFAULT_MAX_UPLOAD, stat
     app.add_middleware(SecurityHeaders)  # added last: the outermost, so every response (errors too) gets them
     app.state.max_upload_bytes = max_upload_bytes
     app.state.progress = Board()
-    app.include_router(analyses.router)
-    app.include_router(stalls.router)
-    app.include_router(heatmap.router)
+    for resource in (analyses, requests, timeline, stalls, heatmaps, offcpu):  # a router per resource
+        app.include_router(resource.router)
 
     @app.exception_handler(HTTPException)
     async def http_error(_: Request, exc: HTTPException):
@@ -65,6 +65,11 @@ def create_app(store: Store, *, max_upload_bytes: int = DEFAULT_MAX_UPLOAD, stat
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError):
         return JSONResponse({"detail": _validation_message(exc)}, status_code=422)
+
+    @app.exception_handler(QueryTimeout)
+    @app.exception_handler(TooManyRows)
+    async def query_limit(_: Request, exc: QueryTimeout | TooManyRows):  # a read stopped by its limits (queries/run.py)
+        return JSONResponse({"detail": str(exc)}, status_code=exc.status)
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception):

@@ -23,7 +23,7 @@ import threading
 import time
 from collections import deque
 
-from .analysis import blk, heatindex, heatmap, memo, offcpu, stalls, timeline
+from .queries import analyses, heatindex, heatmaps, memo, offcpu, requests, stalls, timeline
 
 NEWEST = 3
 QUIET_S = 0.2
@@ -38,12 +38,12 @@ FIRST = {"HEATMAP_X_BINS": 120, "HEATMAP_Y_BINS": 40, "LATENCY_BUCKETS": 240, "R
 # (name, call) in the order they are warmed: Dispatch's first requests (the issue's), the timeline's, the Stalls
 # tab's (the default tab with ftrace: heatmap choices, chains, waits), the off-CPU flame graph (its defaults)
 STEPS = (
-    ("heatmap", lambda con, a: heatmap.heatmap(con, a, FIRST["hm"], FIRST["HEATMAP_X_BINS"], FIRST["HEATMAP_Y_BINS"])),
-    ("latency-over-time", lambda con, a: blk.latency_over_time(con, a, FIRST["LATENCY_BUCKETS"])),
-    ("dispatch-summary", lambda con, a: blk.dispatch_summary(con, a, FIRST["by"])),
-    ("requests", lambda con, a: blk.requests(con, a, FIRST["hm"], FIRST["REQUESTS_LIMIT"])),
+    ("heatmap", lambda con, a: heatmaps.heatmap(con, a, FIRST["hm"], FIRST["HEATMAP_X_BINS"], FIRST["HEATMAP_Y_BINS"])),
+    ("latency-over-time", lambda con, a: requests.latency_over_time(con, a, FIRST["LATENCY_BUCKETS"])),
+    ("dispatch-summary", lambda con, a: requests.dispatch_summary(con, a, FIRST["by"])),
+    ("requests", lambda con, a: requests.requests(con, a, FIRST["hm"], FIRST["REQUESTS_LIMIT"])),
     ("timeline", lambda con, a: timeline.timeline(con, a, None, None, FIRST["TIMELINE_WIDTH_PX"], None, FIRST["tlN"])),
-    ("heatmap-metrics", lambda con, a: heatmap.metrics(con, a, FIRST["heatmap metrics"])),
+    ("heatmap-metrics", lambda con, a: heatmaps.metrics(con, a, FIRST["heatmap metrics"])),
     ("chains", lambda con, a: stalls.first_chains(con, a, FIRST["chains"])),
     ("waits", lambda con, a: stalls.first_waits(con, a, "duration", FIRST["waits"])),
     ("flamegraph", lambda con, a: offcpu.flamegraph_json(con, a)),
@@ -113,15 +113,14 @@ class Warmer:
         try:
             con = self.store.cursor()
             try:
-                newest = con.execute("SELECT id FROM analyses ORDER BY created_at DESC, id LIMIT ?",
-                                     [NEWEST]).fetchall()
+                newest = analyses.newest(con, NEWEST)
             finally:
                 con.close()
         except Exception as e:
             print(f"stallscope: warm-up: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
             newest = []
         with self._cv:
-            self._queue.extend((r[0], True) for r in newest)
+            self._queue.extend((aid, True) for aid in newest)
         while True:
             with self._cv:
                 self._working = False

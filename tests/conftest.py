@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from backend.app import create_app
-from backend.analysis import STAGED_TABLES
+from backend.schema import STAGED_TABLES
 from backend.store import PARSER_TABLES, InputFile, Store
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Clock alignment (backend/analysis/align.py): block events of ftrace matched to a blktrace's requests,
+"""Clock alignment (backend/derive/align.py): block events of ftrace matched to a blktrace's requests,
 clock names, the fallbacks, and placing a source by hand (PATCH), with the chains linked again."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from backend.analysis import align
+from backend.derive import align
 from backend.store import InputFile
 from tests.conftest import SAMPLES, ingest_paths
 

@@ -307,7 +307,7 @@ def test_failure_after_the_summaries_were_committed_leaves_nothing(store, monkey
     """The timeline's summaries are written and committed beside the chains, before the analysis: an ingest that
     fails after them (here in the chains' insert) deletes them with the staged rows; nothing is visible. The
     same trace then ingests whole."""
-    from backend.analysis import stalls
+    from backend.derive import chains
 
     xfs = SEED / "xfs-unwritten-stall.trace-cmd-report.txt"
     before = table_counts(store)
@@ -316,7 +316,7 @@ def test_failure_after_the_summaries_were_committed_leaves_nothing(store, monkey
         raise RuntimeError("chains lost")
 
     with monkeypatch.context() as m:
-        m.setattr(stalls, "_insert_chains", fails)
+        m.setattr(chains, "insert_chains", fails)
         with pytest.raises(RuntimeError, match="chains lost"):
             ingest_paths(store, xfs)
     assert table_counts(store) == before

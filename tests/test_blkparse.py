@@ -11,9 +11,9 @@ import os
 
 import pytest
 
+from backend.queries.requests import request_detail
 from parsers import blkparse
 from parsers.common import ParseReport
-from backend.analysis.blk import request_detail
 from tests.conftest import PUBLIC, SAMPLES, SEED, ingest_paths
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "blkparse")

@@ -9,7 +9,6 @@
 """
 from __future__ import annotations
 
-import math
 import random
 from fractions import Fraction
 
@@ -17,7 +16,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from backend.analysis import blk, heatindex, heatmap, memo, stalls
+from backend.queries import heatindex, memo, stalls
+from backend.queries import heatmaps as heatmap
+from backend.queries import requests as blk
 from tests.conftest import SAMPLES, ingest_paths
 
 DEMO = SAMPLES / "demo-cfq-starvation.blkparse.txt"
@@ -212,7 +213,7 @@ def test_the_route_body_is_the_model(client, store):
     """The heatmap route sends the analysis' dict without validating it: it has the model's shape."""
     from pydantic import TypeAdapter
 
-    from backend.api.heatmap import Heatmap
+    from backend.api.heatmaps import Heatmap
     aid = ingest_paths(store, DEMO)["id"]
     for params in ({"metric": "i2d"}, {"metric": "q2c", "t0_ns": 1, "t1_ns": 2}, {"metric": "d2c", "pid": 311}):
         body = client.get(f"/api/analyses/{aid}/heatmap", params=params).json()
@@ -301,7 +302,7 @@ def _random_stacks(rng: random.Random, n: int) -> list[tuple[list[str], int]]:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_tree_from_columns_equals_build_tree(seed):
-    from backend.analysis import flame
+    from backend.queries import flame
     rng = random.Random(seed)
     rows = _random_stacks(rng, rng.choice([0, 1, 50, 400]))
     paths = pa.array([f for f, _ in rows], pa.list_(pa.string()))
@@ -318,7 +319,7 @@ def test_tree_from_columns_equals_build_tree(seed):
 
 
 def test_flamegraph_equals_the_merged_stacks(store, client):
-    from backend.analysis import offcpu
+    from backend.queries import offcpu
     public = SAMPLES.parent.parent / "shared" / "samples-public"
     files = [SAMPLES / "xfs-open-stall.offcputime.txt", SAMPLES / "incident.offcputime.txt",
              SAMPLES / "ext4-jbd2-commit.offwaketime.txt"]

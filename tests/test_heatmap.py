@@ -357,7 +357,7 @@ def test_metrics_to_pick_from(client, xfs, ext4, demo):
 
 
 def test_edges_stay_strictly_increasing_when_the_range_is_narrow():
-    from backend.analysis.heatmap import latency_edges
+    from backend.queries.heatmaps import latency_edges
     assert latency_edges(1000, 1005, 200) == [1000, 1001, 1002, 1003, 1004, 1005]
     assert latency_edges(5000, 5000, 3) == [5000, 10772, 23208, 50000]  # one value: a decade above it
     assert latency_edges(10, 20, 2) == [1000, 3162, 10000]  # all under the 1 µs floor: bin 0

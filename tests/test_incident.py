@@ -7,7 +7,6 @@ are asserted on its own clock (timeline time minus the source's clock_offset_ns)
 """
 from __future__ import annotations
 
-
 from backend.cli import DEMOS, load_demo
 from samples import gen_incident
 from tests.conftest import SAMPLES, ingest_paths

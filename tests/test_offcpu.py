@@ -1,4 +1,4 @@
-"""Off-CPU stack parser (parsers/offcpu.py) and flame trees (backend/analysis/flame.py).
+"""Off-CPU stack parser (parsers/offcpu.py) and flame trees (backend/queries/flame.py).
 
 Golden numbers: record counts and totals were checked independently of the parser with
 `grep -E '^\\s+[0-9]+\\s*$' | awk` (multi-line totals) and `grep -E '^[^ #;][^;]*(;[^;]*)+ [0-9]+$' | awk`
@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from backend.analysis.flame import build_tree, diff_trees
+from backend.queries.flame import build_tree, diff_trees
 from parsers import detect, offcpu
 from parsers.common import ParseError, ParseReport, head_lines
 

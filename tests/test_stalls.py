@@ -93,7 +93,9 @@ def test_xfs_seed_waits(client, store):
     reader = waits[-1]  # file_reader switched out (S) at line 95, never back: open to the end of the excerpt
     assert (reader["state"], reader["end_known"], reader["end_ns"], reader["inferred"]) == ("S", False, 358614285597000, True)
     # filters and order
-    q = lambda **p: [w["line"] for w in client.get(f"/api/analyses/{aid}/waits", params={"idle": True, **p}).json()]
+    def q(**p):
+        return [w["line"] for w in client.get(f"/api/analyses/{aid}/waits", params={"idle": True, **p}).json()]
+
     assert q(order="start") == [61, 72, 94, 95]
     assert q(order="start", idle=False) == [61, 72, 94]
     assert q(pid=30495) == [94]
@@ -120,14 +122,14 @@ def test_a_frame_with_a_unit_separator_stays_one_frame(client, store):
 def test_stacks_are_the_same_when_the_names_do_not_fit_16_bits(client, store, monkeypatch):
     """The call index holds each call's function as an int16 while the source's names fit, else as an int32: a
     source with more than 32767 names (here the XFS excerpt's, then 40000 more) has the same waits and stacks."""
-    from backend.analysis import stalls
+    from backend.derive import stacks, waits
 
     built = []
-    index = stalls._call_index
-    monkeypatch.setattr(stalls, "_call_index", lambda *a: built.append(index(*a)) or built[-1])
+    index = stacks.call_index
+    monkeypatch.setattr(stacks, "call_index", lambda *a: built.append(index(*a)) or built[-1])
     plain = ingest_paths(store, XFS)["id"]
-    functions = stalls._functions
-    monkeypatch.setattr(stalls, "_functions", lambda con, sid: functions(con, sid) + [f"f{i}" for i in range(40000)])
+    functions = waits.function_names
+    monkeypatch.setattr(waits, "function_names", lambda con, sid: functions(con, sid) + [f"f{i}" for i in range(40000)])
     many = ingest_paths(store, XFS)["id"]
     assert [i["code"].dtype.name for i in built] == ["int16", "int32"]
     a, b = (client.get(f"/api/analyses/{i}/waits", params={"idle": True}).json() for i in (plain, many))
@@ -169,8 +171,8 @@ def test_ext4_jbd2_chain_to_block_request(client, store):
 def test_ext4_jbd2_without_blktrace_has_no_request(client, store):
     aid = ingest_paths(store, EXT4)["id"]
     (c,) = client.get(f"/api/analyses/{aid}/chains").json()
-    assert [l["relation"] for l in c["links"]] == ["woken_by", "io_completion", None]
-    assert all(l["request"] is None for l in c["links"])
+    assert [link["relation"] for link in c["links"]] == ["woken_by", "io_completion", None]
+    assert all(link["request"] is None for link in c["links"])
 
 
 def test_calls_for_a_flame_chart(client, store):
@@ -229,7 +231,8 @@ def test_openapi_types_the_new_routes(client):
 
 
 def test_print_marks(client, store):
-    from tests.conftest import SEED as _SEED, ingest_paths as _ingest
+    from tests.conftest import SEED as _SEED
+    from tests.conftest import ingest_paths as _ingest
 
     aid = _ingest(store, _SEED / "xfs-unwritten-stall.trace-cmd-report.txt")["id"]
     marks = client.get(f"/api/analyses/{aid}/marks").json()
@@ -262,7 +265,9 @@ def test_scheduler_events_without_calls(client, store):
 
 def _old_table(con, view: str, select: str, *tables: str) -> None:
     """An older layout, made from a file of the current one: the view `view` becomes a table of that name with the
-    rows of `select` (over the view), and the tables behind it are dropped."""
+    rows of `select` (over the view), and the tables behind it are dropped. Such a file predates schema versions
+    (backend/schema/migrations.py): it has no schema_version."""
+    con.execute("DROP TABLE IF EXISTS schema_version")
     con.execute(f"CREATE TABLE old AS {select}")
     con.execute(f"DROP VIEW {view}")
     for table in tables:
@@ -334,7 +339,7 @@ def test_file_with_call_names_stored_as_text_is_rebuilt(tmp_path):
     route, the waits and a new ingest into it work."""
     import duckdb
 
-    from backend.analysis import stalls
+    from backend.queries import stalls
     from backend.store import Store
 
     path = tmp_path / "old.duckdb"

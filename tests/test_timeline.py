@@ -1,4 +1,4 @@
-"""The timeline (backend/analysis/timeline.py): task states derived at ingest, lanes, per-pixel aggregation,
+"""The timeline (backend/derive/timeline.py, backend/queries/timeline/): task states derived at ingest, lanes, per-pixel aggregation,
 arrows of the chains, and the bounds that keep a big analysis drawable."""
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import bisect
 
 import pytest
 
-from backend.analysis import stalls, timeline
-from backend.api import models
+from backend.api import timeline as models
+from backend.derive import timeline, waits
+from backend.queries.timeline.lanes import lane_id
+from backend.schema.tables import MAX_CALL_DEPTH, TRACKS
 from tests.conftest import SAMPLES, ingest_paths
 
 EXT4 = SAMPLES / "ext4-jbd2-commit.trace-cmd-report.txt"
@@ -159,16 +161,16 @@ def test_summary_and_raw_reads_draw_every_segment_once(store, client, monkeypatc
     try:
         sid, fmt, off, w0 = con.execute("SELECT s.id, s.format, s.clock_offset_ns, m.w0_ns FROM sources s"
                                         " JOIN tl_meta m ON m.source_id = s.id WHERE s.analysis_id = ?", [aid]).fetchone()
-        lanes = {lane: timeline._lane_id(kind, sid, dev if kind == "device" else pid) for lane, kind, pid, dev in
+        lanes = {lane: lane_id(kind, sid, dev if kind == "device" else pid) for lane, kind, pid, dev in
                  con.execute("SELECT lane, kind, pid, dev FROM tl_lanes WHERE source_id = ?", [sid]).fetchall()}
         if fmt == "ftrace":  # the depth-0 calls and the waits _segs reads, as summarize registers them
             con.register("_tl_roots", timeline.prepare(con, [(sid, None, None)])[sid]["roots"])
-            con.register("_tl_waits", con.sql(f"SELECT {', '.join(stalls.BRIEF)} FROM waits").to_arrow_table())
-        segs = {(lanes[lane], timeline.TRACKS[track]): (n, longest) for lane, track, n, longest in con.execute(
+            con.register("_tl_waits", con.sql(f"SELECT {', '.join(waits.BRIEF)} FROM waits").to_arrow_table())
+        segs = {(lanes[lane], TRACKS[track]): (n, longest) for lane, track, n, longest in con.execute(
             f"SELECT lane, track, count(*), max(e - s) FROM ({timeline._segs(fmt)}) WHERE track <> 2 GROUP BY ALL",
             {"sid": sid}).fetchall()}
         calls = con.execute("SELECT pid, duration_ns, line FROM fg_calls WHERE source_id = ? AND entry_ns IS NOT NULL"
-                            f" AND duration_ns IS NOT NULL AND depth BETWEEN 0 AND {timeline.MAX_CALL_DEPTH}",
+                            f" AND duration_ns IS NOT NULL AND depth BETWEEN 0 AND {MAX_CALL_DEPTH}",
                             [sid]).fetchall()
         events = con.execute("SELECT i_ns, CASE WHEN c_ns >= i_ns THEN c_ns END FROM blk_requests"
                              " WHERE source_id = ? AND i_ns IS NOT NULL", [sid]).fetchall()

@@ -11,8 +11,10 @@ import time
 from fastapi.testclient import TestClient
 
 from backend import warm
-from backend.analysis import blk, heatindex, heatmap, memo, stalls
 from backend.app import create_app
+from backend.queries import heatindex, memo, stalls
+from backend.queries import heatmaps as heatmap
+from backend.queries import requests as blk
 from tests.conftest import SAMPLES, ingest_paths
 
 DEMO = SAMPLES / "demo-cfq-starvation.blkparse.txt"

@@ -1,15 +1,19 @@
 """Dependencies of the routes, as named Annotated aliases."""
 from __future__ import annotations
 
+import functools
+import inspect
 import secrets
 import threading
 from collections import OrderedDict
 from typing import Annotated, Iterator
 
 import duckdb
-from fastapi import Depends, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
+from ..queries import analyses
 from ..store import Progress, Store
+from .models import ErrorBody
 
 
 def get_store(request: Request) -> Store:
@@ -52,3 +56,39 @@ def get_board(request: Request) -> Board:
 
 Cursor = Annotated[duckdb.DuckDBPyConnection, Depends(get_cursor)]
 ProgressBoard = Annotated[Board, Depends(get_board)]
+
+
+NOT_FOUND = {404: {"model": ErrorBody, "description": "no analysis with this id"}}
+TimeFilter = Annotated[int | None, Query(description="ns, on the analysis timeline")]
+
+
+def require_analysis(con: duckdb.DuckDBPyConnection, analysis_id: str) -> dict:
+    """The analysis (id, name, created_at), or a 404 that says so."""
+    found = analyses.analysis(con, analysis_id)
+    if found is None:
+        raise HTTPException(404, f"no analysis with id {analysis_id!r}: it may have been mistyped or deleted")
+    return found
+
+
+AnalysisId = Annotated[str, "analysis id"]  # the path's analysis_id: an AnalysisRouter's route finds it first
+
+
+class AnalysisRouter(APIRouter):
+    """The router of a resource of analyses: a route whose path holds {analysis_id} runs only once the analysis is
+    found, else answers 404 (require_analysis, on the route's cursor `con`). The check comes after FastAPI has
+    validated the request's parameters, so a malformed request is a 422 whether or not the analysis exists."""
+
+    def add_api_route(self, path: str, endpoint, **kwargs) -> None:
+        if "{analysis_id}" in path:
+            endpoint = _after_finding_analysis(endpoint)
+        super().add_api_route(path, endpoint, **kwargs)
+
+
+def _after_finding_analysis(endpoint):
+    @functools.wraps(endpoint)  # FastAPI reads the parameters of `endpoint` (inspect follows __wrapped__)
+    def found_first(*args, **kwargs):
+        require_analysis(kwargs["con"], kwargs["analysis_id"])
+        return endpoint(*args, **kwargs)
+
+    assert not inspect.iscoroutinefunction(endpoint), f"{endpoint.__name__}: an analysis route runs in a thread"
+    return found_first

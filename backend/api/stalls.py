@@ -1,19 +1,20 @@
-"""Routes of the stall analysis: waits, chains of waits, and one task's calls for a flame chart.
+"""Routes of the stall analysis: waits, chains of waits, one task's calls for a flame chart, print markers, and the
+table of sleeping primitives.
 
-Thin: validate, call backend.analysis.stalls (which reads the tables derived at ingest), return JSON.
+Thin: validate, call backend.queries.stalls (which reads the tables derived at ingest), return JSON.
 """
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 from pydantic import BaseModel, Field
 
-from ..analysis import stalls
-from .analyses import NOT_FOUND, AnalysisId, TimeFilter, _analysis_or_404
-from .deps import Cursor
+from .. import locks
+from ..queries import stalls as stall_queries
+from .deps import NOT_FOUND, AnalysisId, AnalysisRouter, Cursor, TimeFilter
 
-router = APIRouter(prefix="/api")
+router = AnalysisRouter(prefix="/api")
 
 
 class Wait(BaseModel):
@@ -150,10 +151,9 @@ def list_waits(
                                             " a worker waiting for work; left out by default (they are not stalls)")] = False,
 ):
     """Intervals in which a task was off CPU while blocked, with their lock, waker and inferred holder."""
-    _analysis_or_404(con, analysis_id)
     if pid is None and lock is None and lock_key is None and t0_ns is None and t1_ns is None:  # the first list
-        return stalls.first_waits(con, analysis_id, order, limit, idle)
-    return stalls.waits(con, analysis_id, order, limit, pid, lock, t0_ns, t1_ns, lock_key, idle)
+        return stall_queries.first_waits(con, analysis_id, order, limit, idle)
+    return stall_queries.waits(con, analysis_id, order, limit, pid, lock, t0_ns, t1_ns, lock_key, idle)
 
 
 class LockWaits(BaseModel):
@@ -174,8 +174,7 @@ def waits_by_lock(
 ):
     """How many waits each lock has (overlapping t0_ns..t1_ns when given), and how long they took in all: what a
     link to /waits?lock_key= with the same window will list."""
-    _analysis_or_404(con, analysis_id)
-    return stalls.lock_waits(con, analysis_id, lock_key, t0_ns, t1_ns)
+    return stall_queries.lock_waits(con, analysis_id, lock_key, t0_ns, t1_ns)
 
 
 @router.get("/analyses/{analysis_id}/chains", response_model=list[Chain], responses=NOT_FOUND)
@@ -189,10 +188,9 @@ def list_chains(
     """Chains of waits (waiter → waker or holder → … → running task, interrupt or I/O completion),
     longest stall of the first task first. With t0_ns/t1_ns: the chains whose first link's wait overlaps the
     window (each keeps its rank as id)."""
-    _analysis_or_404(con, analysis_id)
     if t0_ns is None and t1_ns is None:
-        return stalls.first_chains(con, analysis_id, limit)
-    return stalls.chains(con, analysis_id, limit, t0_ns, t1_ns)
+        return stall_queries.first_chains(con, analysis_id, limit)
+    return stall_queries.chains(con, analysis_id, limit, t0_ns, t1_ns)
 
 
 @router.get("/analyses/{analysis_id}/calls", response_model=Calls, responses=NOT_FOUND)
@@ -203,12 +201,11 @@ def list_calls(
     t0_ns: TimeFilter = None,
     t1_ns: TimeFilter = None,
     max_depth: Annotated[int | None, Query(ge=-4096, le=4096)] = None,
-    limit: Annotated[int, Query(ge=1, le=stalls.MAX_CALLS)] = 5000,
+    limit: Annotated[int, Query(ge=1, le=stall_queries.MAX_CALLS)] = 5000,
     source_id: int | None = None,
 ):
     """One task's function_graph calls overlapping a window, by entry time, for a flame chart."""
-    _analysis_or_404(con, analysis_id)
-    return stalls.calls(con, analysis_id, pid, t0_ns, t1_ns, max_depth, limit, source_id)
+    return stall_queries.calls(con, analysis_id, pid, t0_ns, t1_ns, max_depth, limit, source_id)
 
 
 
@@ -221,5 +218,19 @@ def list_marks(
     limit: Annotated[int, Query(ge=1, le=10000)] = 1000,
 ):
     """`print` (trace_marker) events, for markers on the time axis."""
-    _analysis_or_404(con, analysis_id)
-    return stalls.marks(con, analysis_id, t0_ns, t1_ns, limit)
+    return stall_queries.marks(con, analysis_id, t0_ns, t1_ns, limit)
+
+
+class LockPrimitive(BaseModel):
+    name: str
+    kind: str
+    acquire: list[str]
+    release: list[str]
+    sleep: list[str]
+    what: str
+
+
+@router.get("/locks", response_model=list[LockPrimitive])
+def lock_table():
+    """The sleeping primitives recognised on stacks (what a wait was for, who releases it)."""
+    return locks.as_table()

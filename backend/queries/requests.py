@@ -1,63 +1,14 @@
-"""Block requests from blkparse, and the queries the dispatch view reads.
-
-The parser (parsers/_blkparse.c) rebuilds requests while it streams the file: blk_requests holds one
-row per request with the time, file line and CPU of each phase (A Q G I D C) and the phase
-durations; blk_bios the bios merged into another request (M back, F front) with the request they
-joined; blk_events every event that is not a request phase (plugs, splits, requeues, scheduler `m`
-messages, flushes, ...), with the request it belongs to where there is one.
-btt's conventions are followed (shared/FORMATS.md 1.6): zero-length (flush) and passthrough requests
-are not requests; the issuing process is the one that queued the bio (Q, else G, I, then D).
-"""
+"""What the Dispatch view reads of block requests: the list (slowest first, or in time order), one request with its
+trace lines, the per process/device summary and the latency over time. Filters are bound parameters; the ORDER BY
+comes from a fixed table; exact percentiles with `quantile_disc`; a time window is compared in each source's own time
+(offset passed as a parameter), so zone maps skip row groups."""
 from __future__ import annotations
 
 import json
 
-from parsers import blkparse
-from parsers.common import ParseReport
-
+from ..schema.tables import REQUEST_COLUMNS, TOP, TOP_METRICS
 from . import memo
-
-REQUEST_COLUMNS = [
-    "source_id", "line", "dev", "sector", "nsect", "rwbs", "pid", "comm", "q_ns", "g_ns", "i_ns", "d_ns", "c_ns",
-    "q2g_ns", "g2i_ns", "i2d_ns", "d2c_ns", "q2c_ns", "error", "merged_bios", "requeues", "from_dev", "from_sector",
-]
-
-TOP = blkparse.TOP  # requests kept per source and metric in blk_top: /requests?order=i2d|d2c|q2c&limit<=TOP reads them
-TOP_METRICS = ("i2d", "d2c", "q2c")
-
-SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS blk_top AS  -- per source and metric, its TOP slowest requests (times: the source's own)
-    SELECT ''::VARCHAR AS metric, {", ".join(REQUEST_COLUMNS)} FROM blk_requests LIMIT 0;
-"""
-
-
-def derive(con, source_id: int, report: ParseReport) -> tuple[int | None, int | None]:
-    """Notes what the trace lacked; keeps the slowest requests per metric (blk_top); returns the source's time
-    span (ns). The parser found the slowest, the span and the phases going backwards as it emitted the requests
-    (report.facts): no scan of them here, only a join to copy the slowest."""
-    sid = {"sid": source_id}
-    orphans = con.execute("SELECT count(*) FROM blk_bios WHERE source_id = $sid AND req_line IS NULL", sid).fetchall()[0][0]
-    if orphans:
-        report.note(f"{orphans} merged bios joined a request whose own events are not in the trace")
-    facts = report.facts
-    backwards, lo, hi = facts["backwards"], facts["lo"], facts["hi"]
-    if backwards:
-        report.note(f"{backwards} requests have phases whose times go backwards (the trace's clock jumps);"
-                    " those phase durations are left out")
-    slowest = {m: facts[m] for m in TOP_METRICS}
-    lines = [ln for m in TOP_METRICS for ln in slowest[m]]
-    if lines:
-        con.execute(
-            f"INSERT INTO blk_top SELECT k.metric, {', '.join(f'r.{c}' for c in REQUEST_COLUMNS)}"
-            " FROM (SELECT unnest($metrics) AS metric, unnest($lines) AS line) k"
-            " JOIN blk_requests r ON r.line = k.line WHERE r.source_id = $sid",
-            {"sid": source_id, "metrics": [m for m in TOP_METRICS for _ in slowest[m]], "lines": lines})
-    ev = con.execute("SELECT min(t_ns), max(t_ns) FROM blk_events WHERE source_id = $sid", sid).fetchall()[0]
-    los, his = [x for x in (lo, ev[0]) if x is not None], [x for x in (hi, ev[1]) if x is not None]
-    return (min(los) if los else None), (max(his) if his else None)
-
-
-# ---- reads -------------------------------------------------------------------------------------
+from .run import run
 
 ORDER = {"i2d": "r.i2d_ns DESC NULLS LAST", "d2c": "r.d2c_ns DESC NULLS LAST", "q2c": "r.q2c_ns DESC NULLS LAST",
          "time": "r.t_ns + s.clock_offset_ns ASC"}
@@ -81,15 +32,10 @@ def _filters(**values) -> tuple[str, dict]:
     return "".join(f" AND {_FILTERS[k]}" for k in given), given
 
 
-def _rows(cur) -> list[dict]:
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
-
-
 def _blk_sources(con, analysis_id: str) -> list[tuple[int, int]]:
     """(id, clock_offset_ns) of the analysis' blkparse sources."""
-    return con.execute("SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ? AND format = 'blkparse'"
-                       " ORDER BY id", [analysis_id]).fetchall()
+    return run(con, "SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ? AND format = 'blkparse'"
+                       " ORDER BY id", [analysis_id])
 
 
 def _scope(sources: list[tuple[int, int]], t0=None, t1=None, at: str = "t_ns") -> tuple[str, dict]:
@@ -131,25 +77,25 @@ def requests(con, analysis_id: str, order: str, limit: int, pid=None, dev=None, 
     if order in TOP_METRICS and limit <= TOP and pid is None and dev is None and t0 is None and t1 is None:
         # each source's slowest were kept at ingest: the first `limit` of them all are the answer, unless fewer
         # than `limit` requests have the metric (then requests without it follow: the query below)
-        rows = _rows(con.execute(
+        rows = run(con,
             f"SELECT {_aligned_by(REQUEST_COLUMNS, off)} FROM blk_top r WHERE r.metric = $metric AND {scope}"
-            f" ORDER BY {ORDER[order]}, r.source_id, r.line LIMIT $limit", {**params, "metric": order, "limit": limit}))
+            f" ORDER BY {ORDER[order]}, r.source_id, r.line LIMIT $limit", {**params, "metric": order, "limit": limit}, shape="dicts")
         if len(rows) == limit:
             return rows
     where, given = _filters(pid=pid, dev=dev)
     sort = f"r.t_ns + {off} ASC" if order == "time" else ORDER[order]
-    return _rows(con.execute(
+    return run(con,
         f"SELECT {_aligned_by(REQUEST_COLUMNS, off)} FROM blk_requests r WHERE {scope}{where}"
-        f" ORDER BY {sort}, r.source_id, r.line LIMIT $limit", {**params, **given, "limit": limit}))
+        f" ORDER BY {sort}, r.source_id, r.line LIMIT $limit", {**params, **given, "limit": limit}, shape="dicts")
 
 
 def requests_sql(con, analysis_id: str, order: str, limit: int, pid=None, dev=None, t0=None, t1=None) -> list[dict]:
     """The list as one query over blk_requests joined with sources (the reference tests compare requests with)."""
     where, params = _filters(pid=pid, dev=dev, t0=t0, t1=t1)
-    return _rows(con.execute(
+    return run(con,
         f"SELECT {aligned(REQUEST_COLUMNS)} FROM blk_requests r JOIN sources s ON s.id = r.source_id"
         f" WHERE s.analysis_id = $aid{where} ORDER BY {ORDER[order]}, r.source_id, r.line LIMIT $limit",
-        {"aid": analysis_id, "limit": limit, **params}))
+        {"aid": analysis_id, "limit": limit, **params}, shape="dicts")
 
 
 _PHASE_EVENTS = """
@@ -200,23 +146,23 @@ def request_detail(con, analysis_id: str, source_id: int, line: int, max_message
     """A request, the trace lines it was rebuilt from, and the scheduler messages logged on its device while it
     waited (from I, else Q, G or D, to D, else C): at most max_messages of them, spread over the whole wait."""
     cols = aligned(REQUEST_COLUMNS)
-    rows = _rows(con.execute(
+    rows = run(con,
         f"SELECT {cols}, {AT} AS clock_offset_ns FROM blk_requests r JOIN sources s ON s.id = r.source_id"
         " WHERE s.analysis_id = ? AND r.source_id = ? AND r.line = ?",
-        [analysis_id, source_id, line],
-    ))
+        [analysis_id, source_id, line], shape="dicts"
+    )
     if not rows:
         return None
     req = rows[0]
     off = req.pop("clock_offset_ns")
-    events = _rows(con.execute(_PHASE_EVENTS, {"sid": source_id, "line": line, "off": off}))
+    events = run(con, _PHASE_EVENTS, {"sid": source_id, "line": line, "off": off}, shape="dicts")
     start = next((req[k] for k in ("i_ns", "q_ns", "g_ns", "d_ns") if req[k] is not None), None)
     end = next((req[k] for k in ("d_ns", "c_ns") if req[k] is not None and start is not None and req[k] > start), None)
     messages = []
     if start is not None:
-        messages = _rows(con.execute(_MESSAGES, {
+        messages = run(con, _MESSAGES, {
             "off": off, "sid": source_id, "dev": req["dev"], "lo": start - off,
-            "hi": (end if end is not None else start) - off, "n": max_messages}))
+            "hi": (end if end is not None else start) - off, "n": max_messages}, shape="dicts")
     total = messages[0]["total"] if messages else 0
     for m in messages:
         del m["total"]
@@ -242,8 +188,8 @@ def _holds_all(con, analysis_id: str, t0, t1) -> bool:
     """Whether [t0, t1] (aligned, None: open) holds every blkparse source's whole span (so every request)."""
     if t0 is None and t1 is None:
         return True
-    spans = con.execute("SELECT t_min_ns + clock_offset_ns, t_max_ns + clock_offset_ns FROM sources"
-                        " WHERE analysis_id = ? AND format = 'blkparse'", [analysis_id]).fetchall()
+    spans = run(con, "SELECT t_min_ns + clock_offset_ns, t_max_ns + clock_offset_ns FROM sources"
+                        " WHERE analysis_id = ? AND format = 'blkparse'", [analysis_id])
     return all(lo is not None and (t0 is None or t0 <= lo) and (t1 is None or hi <= t1) for lo, hi in spans)
 
 
@@ -257,7 +203,7 @@ def dispatch_sql(con, analysis_id: str, by: str, t0=None, t1=None) -> list[dict]
         f" ORDER BY max(r.q2c_ns) DESC NULLS LAST, max(r.i2d_ns) DESC NULLS LAST, count(*) DESC, {keys}"
     )
     out = []
-    for row in _rows(con.execute(sql, params)):
+    for row in run(con, sql, params, shape="dicts"):
         item = {
             "key": f"{row['comm']} ({row['pid']})" if by == "process" else row["dev"],
             "pid": row.get("pid"), "comm": row.get("comm"), "dev": row.get("dev"), "count": row["count"],
@@ -284,9 +230,9 @@ def _latency_over_time(con, analysis_id: str, buckets: int, pid=None, dev=None, 
     where, params = _filters(pid=pid, dev=dev)
     scope, scope_params = _scope(sources)
     off, off_params = _offset(sources)
-    span = con.execute(
+    span = run(con,
         f"SELECT min(r.t_ns + {off}), max(coalesce(r.c_ns, r.d_ns, r.t_ns) + {off}) FROM blk_requests r"
-        f" WHERE {scope}{where}", {**params, **scope_params, **off_params}).fetchall()[0]
+        f" WHERE {scope}{where}", {**params, **scope_params, **off_params})[0]
     lo = t0 if t0 is not None else span[0]
     hi = t1 if t1 is not None else span[1]
     if lo is None or hi is None:
@@ -295,15 +241,15 @@ def _latency_over_time(con, analysis_id: str, buckets: int, pid=None, dev=None, 
     series = {}
     for metric, at in (("i2d", "i_ns"), ("d2c", "d_ns")):
         scope, scope_params = _scope(sources, lo, hi, at)
-        rows = con.execute(
+        rows = run(con,
             f"SELECT $lo + (r.{at} + {off} - $lo) // $bucket * $bucket AS t_ns, count(*) AS count,"
             f" quantile_disc(r.{metric}_ns, 0.5) AS p50_ns, max(r.{metric}_ns) AS max_ns,"
             f" arg_max({{'s': r.source_id, 'l': r.line}}, r.{metric}_ns) AS _max"  # one request: both from one row
             f" FROM blk_requests r WHERE r.{metric}_ns IS NOT NULL AND {scope}{where} GROUP BY 1 ORDER BY 1",
-            {"lo": lo, "bucket": bucket, **params, **scope_params, **off_params},
+            {"lo": lo, "bucket": bucket, **params, **scope_params, **off_params}
         )
         series[metric] = [{"t_ns": t, "count": n, "p50_ns": p50, "max_ns": mx, "max_source_id": ref["s"],
-                           "max_line": ref["l"]} for t, n, p50, mx, ref in rows.fetchall()]
+                           "max_line": ref["l"]} for t, n, p50, mx, ref in rows]
     return {"t0_ns": lo, "t1_ns": hi, "bucket_ns": bucket, "series": series}
 
 

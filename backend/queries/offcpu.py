@@ -6,7 +6,9 @@ import re
 import pyarrow as pa
 import pydantic_core
 
-from . import flame, locks, memo
+from .. import locks
+from . import flame, memo
+from .run import run
 
 _FILTERS = {"source": "o.source_id = $source", "pid": "o.pid = $pid", "comm": "o.comm = $comm"}
 _SIDES = {"target": "o.frames", "waker": "o.waker_frames"}
@@ -18,7 +20,7 @@ def _stacks(con, analysis_id: str, side: str, unit: str = "us", by_task: bool = 
     (unit="stacks", which also counts records without a total, such as a stack quoted by hand).
     by_task puts the task (comm) as the root frame, as flamegraph.pl does."""
     sql, params = _records_sql(analysis_id, side, unit, by_task, filters)
-    return con.execute(f"SELECT paths AS frames, sum(v)::BIGINT FROM ({sql}) GROUP BY 1", params).fetchall()
+    return run(con, f"SELECT paths AS frames, sum(v)::BIGINT FROM ({sql}) GROUP BY 1", params)
 
 
 def _records_sql(analysis_id: str, side: str, unit: str, by_task: bool, filters: dict) -> tuple[str, dict]:
@@ -51,7 +53,7 @@ def _mark_locks(node: dict, keys: dict | None = None) -> dict:
 def _records(con, analysis_id: str, side: str, unit: str, by_task: bool, **filters) -> pa.Table:
     """The records _stacks sums, not merged (see _records_sql)."""
     sql, params = _records_sql(analysis_id, side, unit, by_task, filters)
-    return con.sql(sql, params=params).to_arrow_table()
+    return run(con, sql, params, shape="arrow")
 
 
 def flamegraph(con, analysis_id: str, *, side: str = "target", invert: bool = False, filter: str | None = None,
@@ -113,23 +115,22 @@ def flamegraph_diff(con, a: tuple[str, int | None], b: tuple[str, int | None], *
 
 
 def tasks(con, analysis_id: str, limit: int) -> list[dict]:
-    cur = con.execute(
+    rows = run(con,
         "SELECT o.comm, o.pid, sum(o.value_us)::BIGINT AS value_us, count(*) AS stacks FROM offcpu_stacks o"
         " JOIN sources s ON s.id = o.source_id WHERE s.analysis_id = ? AND o.value_us IS NOT NULL"
         " GROUP BY ALL ORDER BY value_us DESC, o.comm LIMIT ?",
-        [analysis_id, limit],
+        [analysis_id, limit]
     )
-    return [dict(zip(("comm", "pid", "value_us", "stacks"), r)) for r in cur.fetchall()]
+    return [dict(zip(("comm", "pid", "value_us", "stacks"), r)) for r in rows]
 
 
 def waker_stacks_by_source(con, analysis_id: str) -> dict[int, int]:
     """How many records of each source have a waker stack (bcc offwaketime, wakeuptime)."""
-    cur = con.execute(
+    return dict(run(con,
         "SELECT o.source_id, count(*) FROM offcpu_stacks o JOIN sources s ON s.id = o.source_id"
         " WHERE s.analysis_id = $aid AND len(o.waker_frames) > 0 GROUP BY o.source_id",
-        {"aid": analysis_id},
-    )
-    return dict(cur.fetchall())
+        {"aid": analysis_id}
+    ))
 
 
 WAKER_ROWS = 10  # row references kept per pair
@@ -169,11 +170,11 @@ def wakers(con, analysis_id: str, *, pid: int | None = None, comm: str | None = 
     the stacks that have a lock frame at all (only they have a label) and Python labels and matches them."""
     matched_by, task = "all", {}
     if pid is not None:
-        has_pid = con.execute(
+        has_pid = run(con,
             "SELECT count(*) FROM offcpu_stacks o JOIN sources s ON s.id = o.source_id"
             " WHERE s.analysis_id = $aid AND len(o.waker_frames) > 0 AND o.pid = $pid",
-            {"aid": analysis_id, "pid": pid},
-        ).fetchall()[0][0]
+            {"aid": analysis_id, "pid": pid}
+        )[0][0]
         if has_pid or comm is None:
             matched_by, task = "pid", {"pid": pid}
     if not task and comm is not None:
@@ -186,7 +187,7 @@ def wakers(con, analysis_id: str, *, pid: int | None = None, comm: str | None = 
     else:
         sql = _PAIRS.format(where=where + " AND regexp_matches(array_to_string(o.frames, ';'), $anylock)", limit="")
         params["anylock"] = _ANY_LOCK_FRAME
-    rows = con.execute(sql, params).fetchall()
+    rows = run(con, sql, params)
     labels: dict[tuple[str, ...], str | None] = {}
     items = []
     for r in rows:

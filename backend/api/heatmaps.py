@@ -1,21 +1,20 @@
 """Routes of the latency heatmaps: the binned matrix, the events inside a box of it, the metrics to pick from.
 
-Thin: validate, call backend.analysis.heatmap, return JSON. Times are on the analysis timeline (ns).
+Thin: validate, call backend.queries.heatmaps, return JSON. Times are on the analysis timeline (ns).
 """
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
 import pydantic_core
-from fastapi import APIRouter, HTTPException, Query, Response
+from fastapi import HTTPException, Query, Response
 from pydantic import BaseModel, Field
 
-from ..analysis import heatmap as analysis
-from .analyses import NOT_FOUND, AnalysisId, TimeFilter, _analysis_or_404
-from .deps import Cursor
+from ..queries import heatmaps as heatmap_queries
+from .deps import NOT_FOUND, AnalysisId, AnalysisRouter, Cursor, TimeFilter
 from .models import ErrorBody
 
-router = APIRouter(prefix="/api")
+router = AnalysisRouter(prefix="/api")
 
 Metric = Literal["i2d", "d2c", "q2c", "func", "wait"]
 Kind = Literal["request", "call", "wait"]
@@ -125,7 +124,7 @@ class HeatmapMetrics(BaseModel):
 
 
 def _json(content: dict) -> Response:
-    """The body as built by backend.analysis.heatmap, already in the shape of the response model, serialised
+    """The body as built by backend.queries.heatmaps, already in the shape of the response model, serialised
     without validating it again: thousands of cells took ~15 ms to validate and dump, 1.5 ms this way
     (tests/test_heatmap.py checks the bodies against the models)."""
     return Response(pydantic_core.to_json(content), media_type="application/json")
@@ -137,10 +136,10 @@ def _check(metric: str, filter: str | None, dev: str | None) -> str | None:
     if metric == "func" and not filter:
         raise HTTPException(422, "metric=func needs filter=<function name> (exact); "
                                  "GET /api/analyses/{id}/heatmap/metrics lists the traced functions")
-    if metric in analysis.BLOCK_METRICS and filter:
+    if metric in heatmap_queries.BLOCK_METRICS and filter:
         raise HTTPException(422, f"filter does not apply to metric={metric}: it names the function (metric=func)"
                                  " or the lock (metric=wait); filter block requests with pid and dev")
-    if dev is not None and metric not in analysis.BLOCK_METRICS:
+    if dev is not None and metric not in heatmap_queries.BLOCK_METRICS:
         raise HTTPException(422, f"dev does not apply to metric={metric}: only block requests have a device")
     return filter
 
@@ -160,9 +159,8 @@ def heatmap(
 ):
     """Events counted per time bin × log latency bin, each cell with the event behind its max; and exact
     p50…p99.99/max/count of the latency over the same filter and window."""
-    _analysis_or_404(con, analysis_id)
     filter = _check(metric, filter, dev)
-    return _json(analysis.heatmap(con, analysis_id, metric, x_bins, y_bins, pid, dev, t0_ns, t1_ns, filter=filter))
+    return _json(heatmap_queries.heatmap(con, analysis_id, metric, x_bins, y_bins, pid, dev, t0_ns, t1_ns, filter=filter))
 
 
 @router.get("/analyses/{analysis_id}/heatmap/events", response_model=HeatmapEvents, responses=BAD)
@@ -181,14 +179,13 @@ def heatmap_events(
 ):
     """The events inside a box of the heatmap (a time range × a latency range), slowest first, with their
     references (request, call or wait) and the count of all in the box."""
-    _analysis_or_404(con, analysis_id)
     filter = _check(metric, filter, dev)
     if t0_ns is not None and t1_ns is not None and t1_ns < t0_ns:
         raise HTTPException(422, f"t1_ns ({t1_ns}) is before t0_ns ({t0_ns})")
     if lat_min_ns is not None and lat_max_ns is not None and lat_max_ns <= lat_min_ns:
         raise HTTPException(422, f"lat_max_ns ({lat_max_ns}) must be above lat_min_ns ({lat_min_ns}):"
                                  " the box holds lat_min_ns <= latency < lat_max_ns")
-    return analysis.events(con, analysis_id, metric, filter=filter, pid=pid, dev=dev, t0=t0_ns, t1=t1_ns,
+    return heatmap_queries.events(con, analysis_id, metric, filter=filter, pid=pid, dev=dev, t0=t0_ns, t1=t1_ns,
                            lat_min=lat_min_ns, lat_max=lat_max_ns, limit=limit)
 
 
@@ -200,5 +197,4 @@ def heatmap_metrics(
 ):
     """What a heatmap can show for this analysis: the metrics with events, the traced functions (metric=func)
     and the locks waited on (metric=wait)."""
-    _analysis_or_404(con, analysis_id)
-    return analysis.metrics(con, analysis_id, limit)
+    return heatmap_queries.metrics(con, analysis_id, limit)

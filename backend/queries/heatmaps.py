@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import heatindex, memo
+from .run import run
 
 BLOCK_METRICS = ("i2d", "d2c", "q2c")
 METRICS = (*BLOCK_METRICS, "func", "wait")
@@ -102,7 +103,7 @@ def latency_edges(vmin: int, vmax: int, y_bins: int) -> list[int]:
 
 def _offsets(con, analysis_id: str) -> dict[int, int]:
     """Each source's clock offset: aligned time = own time + offset (read per call: a PATCH moves them)."""
-    return dict(con.execute("SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ?", [analysis_id]).fetchall())
+    return dict(run(con, "SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ?", [analysis_id]))
 
 
 def _index(con, analysis_id: str, metric: str, filter: str | None, pid=None, dev=None) -> heatindex.Index:
@@ -114,8 +115,8 @@ def _index(con, analysis_id: str, metric: str, filter: str | None, pid=None, dev
 
     def load():
         base, params = _base(metric, analysis_id, filter, pid, dev)
-        return con.sql(f"SELECT a.source_id AS sid, a.{spec.at} AS t, a.{spec.value} AS v, a.line AS line,"
-                       f" a.pid AS pid{base}", params=params).to_arrow_table()
+        return run(con, f"SELECT a.source_id AS sid, a.{spec.at} AS t, a.{spec.value} AS v, a.line AS line,"
+                       f" a.pid AS pid{base}", params, shape="arrow")
 
     return heatindex.get((analysis_id, metric, filter, pid, dev), load)
 
@@ -166,7 +167,7 @@ def heatmap_sql(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, pi
     at, v = f"(a.{spec.at} + s.clock_offset_ns)", f"a.{spec.value}"
     base, params = _base(metric, analysis_id, filter, pid, dev)
     if t0 is None or t1 is None:
-        span = con.execute(f"SELECT min({at}), max({at}){base}", params).fetchall()[0]
+        span = run(con, f"SELECT min({at}), max({at}){base}", params)[0]
         lo = t0 if t0 is not None else span[0]
         hi = t1 if t1 is not None else span[1]
     else:
@@ -176,8 +177,8 @@ def heatmap_sql(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, pi
         return empty
     base += f" AND {at} BETWEEN $lo AND $hi"
     params.update(lo=lo, hi=hi)
-    n, qs, vmin, vmax = con.execute(
-        f"SELECT count(*), quantile_disc({v}, {QUANTILES}), min({v}), max({v}){base}", params).fetchall()[0]
+    n, qs, vmin, vmax = run(con,
+        f"SELECT count(*), quantile_disc({v}, {QUANTILES}), min({v}), max({v}){base}", params)[0]
     if n == 0:
         return empty
     edges = latency_edges(vmin, vmax, y_bins)
@@ -185,7 +186,7 @@ def heatmap_sql(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, pi
     lo_exp = math.log10(edges[0]) if edges[0] > 0 else 0.0
     step = (math.log10(edges[-1]) - lo_exp) / ny
     x_bin = max(1, -(-(hi - lo + 1) // x_bins))
-    rows = con.execute(
+    rows = run(con,
         "SELECT x, y0 - (y0 > 0 AND v < $edges[y0 + 1])::INTEGER + (y0 < $ny - 1 AND v >= $edges[y0 + 2])::INTEGER AS y,"
         " count(*) AS count, max(v) AS max_ns,"
         " arg_max({'source_id': sid, 'line': line, 'pid': pid}, (v, -sid, -line)) AS ref"
@@ -193,8 +194,8 @@ def heatmap_sql(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, pi
         "  least($ny - 1, greatest(0, floor((log10(greatest(v, 1)) - $loexp) / $step)))::INTEGER AS y0"
         f"  FROM (SELECT {v} AS v, {at} AS t, a.source_id AS sid, a.line, a.pid{base}))"
         " GROUP BY 1, 2 ORDER BY 1, 2",
-        {**params, "xbin": x_bin, "ny": ny, "loexp": lo_exp, "step": step, "edges": edges},
-    ).fetchall()
+        {**params, "xbin": x_bin, "ny": ny, "loexp": lo_exp, "step": step, "edges": edges}
+    )
     cells = [{"x": x, "y": y, "count": c, "max_ns": m, "max_ref": {"kind": spec.kind, **ref}}
              for x, y, c, m, ref in rows]
     return {**empty, "y_bins": ny, "x_bin_ns": x_bin, "y_edges_ns": edges, "cells": cells,
@@ -251,11 +252,9 @@ def _box_sql(con, analysis_id: str, metric: str, filter, pid, dev, t0, t1, lat_m
         if value is not None:
             base += f" AND {cond}"
             params[name] = value
-    total = con.execute(f"SELECT count(*){base}", params).fetchall()[0][0]
-    cur = con.execute(f"SELECT {_columns(spec, at)}{base} ORDER BY {v} DESC, a.source_id, a.line LIMIT $limit",
-                      {**params, "limit": limit})
-    names = [d[0] for d in cur.description]
-    return total, [dict(zip(names, r)) for r in cur.fetchall()]
+    total = run(con, f"SELECT count(*){base}", params)[0][0]
+    return total, run(con, f"SELECT {_columns(spec, at)}{base} ORDER BY {v} DESC, a.source_id, a.line LIMIT $limit",
+                      {**params, "limit": limit}, shape="dicts")
 
 
 def _details(con, metric: str, offsets: dict[int, int], sids: list[int], lines: list[int]) -> list[dict]:
@@ -263,13 +262,11 @@ def _details(con, metric: str, offsets: dict[int, int], sids: list[int], lines: 
     spec = _SPECS[metric]
     found: dict[tuple[int, int], dict] = {}
     for sid in sorted(set(sids)):
-        cur = con.execute(
+        for row in run(con,
             f"SELECT {_columns(spec, f'(a.{spec.at} + $off)')} FROM {spec.table} a"
             " WHERE a.source_id = $sid AND a.line IN (SELECT unnest($lines))",
-            {"off": offsets[sid], "sid": sid, "lines": [ln for s, ln in zip(sids, lines) if s == sid]})
-        names = [d[0] for d in cur.description]
-        for r in cur.fetchall():
-            row = dict(zip(names, r))
+            {"off": offsets[sid], "sid": sid, "lines": [ln for s, ln in zip(sids, lines) if s == sid]},
+                       shape="dicts"):
             found[(row["source_id"], row["line"])] = row
     return [found[k] for k in zip(sids, lines)]
 
@@ -279,10 +276,10 @@ def _waits_by_task(con, analysis_id: str) -> dict:
     once per analysis (memo.shared): a call's wait is then a binary search, not a join over every wait."""
     def build():
         by: dict = {}
-        for sid, pid, start, dur, line, lock, key in con.execute(
+        for sid, pid, start, dur, line, lock, key in run(con,
                 "SELECT w.source_id, w.pid, w.start_ns, w.duration_ns, w.line, w.lock, w.lock_key FROM waits w"
                 " JOIN sources s ON s.id = w.source_id WHERE s.analysis_id = ? ORDER BY 1, 2, 3, 5",
-                [analysis_id]).fetchall():
+                [analysis_id]):
             by.setdefault((sid, pid), []).append((start, dur, line, lock, key))
         return {k: (np.array([w[0] for w in ws], np.int64), np.array([w[1] for w in ws], np.int64),
                     np.array([w[2] for w in ws], np.int64), [w[3] for w in ws], [w[4] for w in ws])
@@ -316,13 +313,13 @@ def _chain_of_wait(con, analysis_id: str) -> dict:
     offsets (chains are linked again when an offset is set)."""
     def build():
         best: dict = {}
-        for sid, line, pref, chain_id, pos in con.execute(
+        for sid, line, pref, chain_id, pos in run(con,
                 "SELECT source_id, wait_line, 0, chain_id, pos FROM chain_links"
                 " WHERE analysis_id = $aid AND wait_line IS NOT NULL"
                 " UNION ALL"
                 " SELECT (j->>'source_id')::INTEGER, (j->>'line')::BIGINT, 1, chain_id, pos"
                 " FROM chain_links, unnest(json_extract(also_waiting, '$[*]')) AS t(j) WHERE analysis_id = $aid",
-                {"aid": analysis_id}).fetchall():
+                {"aid": analysis_id}):
             rank = (pref, chain_id, pos)
             if best.get((sid, line), rank) >= rank:
                 best[(sid, line)] = rank
@@ -351,32 +348,32 @@ def metrics(con, analysis_id: str, limit: int = 50) -> dict:
 
 
 def _metrics(con, analysis_id: str, limit: int) -> dict:
-    counts = con.execute(
+    counts = run(con,
         "SELECT count(*) FILTER (WHERE a.i2d_ns IS NOT NULL AND a.i_ns IS NOT NULL),"
         " count(*) FILTER (WHERE a.d2c_ns IS NOT NULL AND a.d_ns IS NOT NULL),"
         " count(*) FILTER (WHERE a.q2c_ns IS NOT NULL AND a.q_ns IS NOT NULL)"
         " FROM blk_requests a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid",
-        {"aid": analysis_id}).fetchall()[0]
+        {"aid": analysis_id})[0]
     # the calls by function id first, named after (fg_calls, the view, would name each of millions of calls)
-    calls = con.execute(
+    calls = run(con,
         "SELECT count(*) FROM fg_call_rows a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid"
         " AND a.duration_ns IS NOT NULL AND a.entry_ns IS NOT NULL AND a.func_id IS NOT NULL",
-        {"aid": analysis_id}).fetchall()[0][0]
-    waits = con.execute("SELECT count(*) FROM stall_waits a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid",
-                        {"aid": analysis_id}).fetchall()[0][0]
+        {"aid": analysis_id})[0][0]
+    waits = run(con, "SELECT count(*) FROM stall_waits a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid",
+                        {"aid": analysis_id})[0][0]
     found = [{"metric": m, "count": n} for m, n in zip(METRICS, (*counts, calls, waits)) if n]
-    functions = [{"func": f, "calls": n, "total_ns": tot, "max_ns": mx} for f, n, tot, mx in con.execute(
+    functions = [{"func": f, "calls": n, "total_ns": tot, "max_ns": mx} for f, n, tot, mx in run(con,
         "SELECT n.name, sum(g.n)::BIGINT, sum(g.tot)::BIGINT AS total, max(g.mx) FROM ("
         "  SELECT a.source_id, a.func_id, count(*) AS n, sum(a.duration_ns) AS tot, max(a.duration_ns) AS mx"
         "  FROM fg_call_rows a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid"
         "  AND a.duration_ns IS NOT NULL AND a.entry_ns IS NOT NULL AND a.func_id IS NOT NULL GROUP BY ALL) g"
         " JOIN fg_names n ON n.source_id = g.source_id AND n.id = g.func_id"
-        " GROUP BY 1 ORDER BY total DESC, 1 LIMIT $limit", {"aid": analysis_id, "limit": limit}).fetchall()]
-    lock_rows = con.execute(
+        " GROUP BY 1 ORDER BY total DESC, 1 LIMIT $limit", {"aid": analysis_id, "limit": limit})]
+    lock_rows = run(con,
         "SELECT a.lock_key, count(*), sum(a.duration_ns)::BIGINT AS total, max(a.duration_ns),"
         " list(DISTINCT a.lock ORDER BY a.lock) FROM stall_waits a JOIN sources s ON s.id = a.source_id"
         " WHERE s.analysis_id = $aid AND a.lock_key IS NOT NULL GROUP BY 1 ORDER BY total DESC, 1",
-        {"aid": analysis_id}).fetchall()
+        {"aid": analysis_id})
     locks = [{"lock_key": k, "waits": n, "total_ns": tot, "max_ns": mx, "locks": labels}
              for k, n, tot, mx, labels in lock_rows]
     return {"metrics": found, "functions": functions, "locks": locks}

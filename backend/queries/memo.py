@@ -20,6 +20,8 @@ import threading
 from collections import OrderedDict
 from typing import Callable
 
+from .run import run
+
 MAX_ITEMS = 1024
 MAX_BYTES = 256 << 20  # flame graphs are up to ~1 MB of JSON each, one per set of parameters
 
@@ -31,8 +33,8 @@ _computing: dict[tuple, threading.Lock] = {}
 
 def offsets(con, analysis_id: str) -> tuple[tuple[int, int], ...]:
     """The analysis' (source id, clock offset) pairs: part of the key of a result holding aligned times."""
-    return tuple(con.execute("SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ? ORDER BY id",
-                             [analysis_id]).fetchall())
+    return tuple(run(con, "SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ? ORDER BY id",
+                             [analysis_id]))
 
 
 def _get(key: tuple, compute: Callable[[], object], as_json: bool, size: Callable[[object], int] | None):

@@ -1,0 +1,168 @@
+"""Routes of block requests: the list, one request with its trace lines, the dispatch summary, latency over time."""
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import HTTPException, Query
+from pydantic import BaseModel, Field
+
+from ..queries import requests as request_queries
+from .deps import NOT_FOUND, AnalysisId, AnalysisRouter, Cursor, TimeFilter
+from .models import ErrorBody
+
+router = AnalysisRouter(prefix="/api")
+
+
+class BlockRequest(BaseModel):
+    source_id: int
+    line: int = Field(description="file line of the request's first event; (source_id, line) identifies it")
+    dev: str
+    sector: int
+    nsect: int | None = Field(description="size in 512-byte sectors")
+    rwbs: str | None
+    pid: int | None
+    comm: str | None
+    q_ns: int | None
+    g_ns: int | None
+    i_ns: int | None
+    d_ns: int | None
+    c_ns: int | None
+    q2g_ns: int | None
+    g2i_ns: int | None
+    i2d_ns: int | None
+    d2c_ns: int | None
+    q2c_ns: int | None
+    error: int | None = Field(description="errno of the completion, 0 = success")
+    merged_bios: int
+    requeues: int
+    from_dev: str | None
+    from_sector: int | None
+
+
+class BlockEvent(BaseModel):
+    line: int
+    t_ns: int
+    cpu: int | None
+    pid: int | None = Field(description="null where the trace does not say (completions run in interrupt context)")
+    action: str
+    rwbs: str | None
+    sector: int | None
+    nsect: int | None
+    comm: str | None
+    error: int | None
+
+
+class SchedulerMessage(BaseModel):
+    line: int
+    t_ns: int
+    cpu: int
+    message: str
+
+
+class RequestDetail(BaseModel):
+    request: BlockRequest
+    events: list[BlockEvent]
+    messages: list[SchedulerMessage] = Field(
+        description="I/O scheduler `m` lines logged on the device while the request waited (from I, else Q, G or D,"
+                    " to D, else C), in time order: all of them, or max_messages spread evenly over the whole wait"
+                    " (the first and the last included) when there are more")
+    messages_total: int = Field(description="scheduler messages logged on the device while the request waited")
+    messages_truncated: bool = Field(description="messages holds fewer than messages_total (a sample)")
+
+
+class Stats(BaseModel):
+    n: int
+    p50: int | None
+    p95: int | None
+    p99: int | None
+    max: int | None
+
+
+class DispatchGroup(BaseModel):
+    key: str
+    pid: int | None
+    comm: str | None
+    dev: str | None
+    count: int
+    i2d: Stats
+    d2c: Stats
+    q2c: Stats
+
+
+class LatencyPoint(BaseModel):
+    t_ns: int = Field(description="start of the time bucket")
+    count: int
+    p50_ns: int
+    max_ns: int
+    max_source_id: int = Field(description="the request behind max_ns: (max_source_id, max_line)")
+    max_line: int
+
+
+class LatencySeries(BaseModel):
+    i2d: list[LatencyPoint] = Field(description="placed at each request's I (insert) time")
+    d2c: list[LatencyPoint] = Field(description="placed at each request's D (dispatch) time")
+
+
+class LatencyOverTime(BaseModel):
+    t0_ns: int | None
+    t1_ns: int | None
+    bucket_ns: int | None
+    series: LatencySeries
+
+
+@router.get("/analyses/{analysis_id}/requests", response_model=list[BlockRequest], responses=NOT_FOUND)
+def list_requests(
+    analysis_id: AnalysisId,
+    con: Cursor,
+    order: Literal["i2d", "d2c", "q2c", "time"] = "i2d",
+    limit: Annotated[int, Query(ge=1, le=10000)] = 100,
+    pid: int | None = None,
+    dev: Annotated[str | None, Query(max_length=32, pattern=r"^\d+,\d+$")] = None,
+    t0_ns: TimeFilter = None,
+    t1_ns: TimeFilter = None,
+):
+    """Block requests rebuilt from the trace, slowest first for i2d/d2c/q2c, or in time order."""
+    return request_queries.requests(con, analysis_id, order, limit, pid, dev, t0_ns, t1_ns)
+
+
+@router.get("/analyses/{analysis_id}/requests/{source_id}/{line}", response_model=RequestDetail,
+            responses={404: {"model": ErrorBody}})
+def get_request(
+    analysis_id: AnalysisId,
+    source_id: int,
+    line: int,
+    con: Cursor,
+    max_messages: Annotated[int, Query(ge=1, le=request_queries.MAX_MESSAGES, description="scheduler messages at most: more are"
+                                       " sampled evenly over the wait")] = request_queries.MESSAGES,
+):
+    """One request with the trace lines it was rebuilt from and the scheduler messages of its wait."""
+    detail = request_queries.request_detail(con, analysis_id, source_id, line, max_messages)
+    if detail is None:
+        raise HTTPException(404, f"no block request at source {source_id}, line {line} in this analysis")
+    return detail
+
+
+@router.get("/analyses/{analysis_id}/dispatch-summary", response_model=list[DispatchGroup], responses=NOT_FOUND)
+def dispatch_summary(
+    analysis_id: AnalysisId,
+    con: Cursor,
+    by: Literal["process", "device"] = "process",
+    t0_ns: TimeFilter = None,
+    t1_ns: TimeFilter = None,
+):
+    """Per process or device: request count and p50/p95/p99/max of I2D, D2C and Q2C (ns)."""
+    return request_queries.dispatch_summary(con, analysis_id, by, t0_ns, t1_ns)
+
+
+@router.get("/analyses/{analysis_id}/latency-over-time", response_model=LatencyOverTime, responses=NOT_FOUND)
+def latency_over_time(
+    analysis_id: AnalysisId,
+    con: Cursor,
+    buckets: Annotated[int, Query(ge=1, le=5000)] = 400,
+    pid: int | None = None,
+    dev: Annotated[str | None, Query(max_length=32, pattern=r"^\d+,\d+$")] = None,
+    t0_ns: TimeFilter = None,
+    t1_ns: TimeFilter = None,
+):
+    """I2D and D2C aggregated per time bucket: count, p50, max and the request behind the max."""
+    return request_queries.latency_over_time(con, analysis_id, buckets, pid, dev, t0_ns, t1_ns)

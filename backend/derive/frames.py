@@ -1,0 +1,122 @@
+"""What a stack's frames are (known lock functions, I/O completions, scheduler plumbing) and how waits and links
+describe tasks, times and stacks in their evidence. Each frame's kind is looked up once (an LRU per function)."""
+from __future__ import annotations
+
+import functools
+
+from .. import locks
+
+# functions that complete block I/O (bio/request end, buffer and page end-of-I/O, fs completion work)
+IO_COMPLETION = frozenset({
+    "bio_endio", "blk_mq_end_request", "__blk_mq_end_request", "blk_update_request", "blk_mq_complete_request",
+    "blk_complete_reqs", "blk_done_softirq", "blk_end_request", "__blk_end_request", "blk_end_request_all",
+    "req_bio_endio", "scsi_io_completion", "scsi_end_request", "nvme_complete_rq", "nvme_pci_complete_rq",
+    "end_bio_bh_io_sync", "end_buffer_write_sync", "end_buffer_read_sync", "end_buffer_async_write",
+    "end_buffer_async_read", "end_page_writeback", "folio_end_writeback", "mpage_end_io", "iomap_finish_ioend",
+    "iomap_finish_ioends", "xfs_buf_iodone_work", "xfs_buf_ioend", "xfs_buf_ioend_work", "xfs_buf_iodone",
+    "xfs_buf_bio_end_io", "xfs_end_io", "xfs_end_bio", "xfs_end_ioend", "ext4_end_bio", "ext4_end_io_rsv_work",
+    "dio_bio_end_io", "dio_bio_end_aio", "blkdev_bio_end_io", "iomap_dio_bio_end_io",
+}) | frozenset(next(p for p in locks.PRIMITIVES if p.name == "I/O").release)
+
+# scheduler plumbing: never the reason of a wait
+_PLUMBING = frozenset({
+    "schedule", "__schedule", "schedule_timeout", "schedule_hrtimeout", "schedule_hrtimeout_range",
+    "schedule_hrtimeout_range_clock", "schedule_preempt_disabled", "preempt_schedule", "preempt_schedule_common",
+    "preempt_schedule_irq", "finish_task_switch", "context_switch", "__switch_to", "__switch_to_asm",
+    "prepare_to_wait", "prepare_to_wait_event", "prepare_to_wait_exclusive", "finish_wait", "pick_next_task",
+    "pick_next_task_fair", "dequeue_task", "dequeue_task_fair", "deactivate_task", "_cond_resched",
+    "__cond_resched", "psi_task_switch", "rcu_note_context_switch", "__math_state_restore",
+})
+_IDLE_COMMS = ("<idle>", "swapper")
+
+
+def duration_text(ns: int | None) -> str:
+    if ns is None:
+        return "?"
+    return f"{ns / 1e6:.3f} ms" if abs(ns) >= 1_000_000 else f"{ns / 1e3:.1f} µs"
+
+
+def waker_path(frames, marked: set) -> str:
+    """The waker's stack from its innermost I/O completion frame on, else from its outermost lock release frame
+    (else its last 3). `marked` holds at least those frames of the stack (a look-up: most stacks have none)."""
+    frames = list(frames or ())
+    marks = [] if marked.isdisjoint(frames) else list(map(path_mark, frames))
+    if 2 in marks:
+        start = len(marks) - 1 - marks[::-1].index(2)
+    elif 1 in marks:
+        start = marks.index(1)
+    else:
+        start = max(0, len(frames) - 3)
+    shown = frames[start:start + 4]
+    return " → ".join(shown) + (" → …" if start + 4 < len(frames) else "") if shown else "?"
+
+
+def time_text(ns: int | None) -> str:
+    return "?" if ns is None else f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}".rstrip("0").rstrip(".")
+
+
+def task_text(comm, pid) -> str:
+    return f"{comm or '?'} ({pid})"
+
+
+@functools.lru_cache(maxsize=65536)
+def _lookup(frame: str):
+    return locks.lookup(frame)
+
+
+@functools.lru_cache(maxsize=65536)
+def base_name(frame: str) -> str:
+    return locks.base_name(frame)
+
+
+@functools.lru_cache(maxsize=65536)
+def path_mark(frame: str) -> int:
+    """2: an I/O completion function, 1: a lock release function, 0: any other."""
+    hit = _lookup(frame)
+    return 2 if base_name(frame) in IO_COMPLETION else int(bool(hit and hit[1] == "release"))
+
+
+@functools.lru_cache(maxsize=65536)
+def takes_or_sleeps(frame: str) -> bool:
+    """A frame that takes or sleeps on a known lock."""
+    hit = _lookup(frame)
+    return hit is not None and hit[1] != "release"
+
+
+@functools.lru_cache(maxsize=65536)
+def is_object_function(frame: str) -> bool:
+    hit = _lookup(frame)
+    return hit is not None and hit[0].kind == "object"
+
+
+@functools.lru_cache(maxsize=65536)
+def is_own_object_function(frame: str) -> bool:
+    """An object's own function (not a sleep function objects share: see locks.py)."""
+    hit = _lookup(frame)
+    return hit is not None and hit[0].kind == "object" and hit[1] == "acquire"
+
+
+@functools.lru_cache(maxsize=65536)
+def is_io_completion(frame: str) -> bool:
+    return base_name(frame) in IO_COMPLETION
+
+
+@functools.lru_cache(maxsize=65536)
+def is_not_plumbing(frame: str) -> bool:
+    return base_name(frame) not in _PLUMBING
+
+
+def is_idle_task(pid, comm) -> bool:
+    return pid == 0 or (comm or "").startswith(_IDLE_COMMS)
+
+
+@functools.lru_cache(maxsize=65536)
+def lock_reason(prim: str | None, obj: str | None, innermost: str) -> tuple[str, str, str, str | None]:
+    label = locks.label(tuple(f for f in (prim, obj) if f is not None))
+    name = _lookup(obj)[0].name if obj is not None else None
+    return label, (label.split(" via ", 1)[0] if name else label), name or _lookup(innermost)[0].name, name
+
+
+def io_completion_in(frames) -> str | None:
+    f = next(filter(is_io_completion, reversed(frames or ())), None)
+    return None if f is None else base_name(f)

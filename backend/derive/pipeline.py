@@ -1,0 +1,116 @@
+"""The derive steps of an ingest, and what runs beside what: read this file top to bottom.
+
+store.py stages each file's rows (the parsers' tables, keyed by source_id), then, in the ingest's transaction:
+
+1. per source, as it is added (DERIVE_SOURCE[format]: fn(con, source_id, report) -> its time span, or None):
+   blkparse: `blk.derive` (blk_top, notes); ftrace: `waits.span`;
+2. per analysis, once every source is in (DERIVE_ANALYSIS: fn(con, analysis_id)), in order:
+   `align.derive` (each source's clock offset: chains compare times across sources), then
+   `waits_chains_and_timeline`, which runs three threads of work:
+
+       this thread (Python, on `con`)      | the reader thread (a cursor of its own)  | the inserter thread (on `con`)
+       ------------------------------------+------------------------------------------+-------------------------------
+       per ftrace source: waits.derive_waits | call index of that source (numpy)       |
+                                           | timeline.prepare (staged rows only)      |
+       ... its locks known --------------->| timeline.summarize, own transaction      |
+       holders, stacks                     |   (writes STAGED_TABLES, commits)         |
+       chains.build_chains (Python)        |                                          | waits.insert_waits
+       chains.match_requests, insert_chains|                                          |
+
+   The reader works on the staged rows (committed by their inserts: a cursor of its own sees them); `con` is used
+   by one thread at a time (the inserter holds it while this thread builds the chains in Python). The garbage
+   collector is off meanwhile: many small lists and dicts, no cycles.
+"""
+from __future__ import annotations
+
+import gc
+import itertools
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Callable
+
+import pyarrow as pa
+
+from . import align, blk, chains, stacks, timeline, waits
+
+DERIVE_SOURCE: dict[str, list[Callable]] = {"blkparse": [blk.derive], "ftrace": [waits.span]}
+
+
+def waits_chains_and_timeline(con, analysis_id: str) -> None:
+    """The waits of the analysis' ftrace sources, its chains, and the timeline's summaries of every source (inside
+    the ingest's transaction; the threads: see the module's docstring).
+
+    timeline.prepare(reader, [(source id, t_min_ns, t_max_ns)]) reads what the summaries need of the ftrace
+    sources' staged rows alone, beside the waits' derivation. timeline.summarize(reader, the analysis' sources
+    [(id, format, t_min_ns, t_max_ns)], its waits (waits.BRIEF), what prepare returned) needs the waits' locks but
+    not their holders nor the chains: it starts once the locks are known, beside the holders' look-ups, the waits'
+    insert and the chains, in a transaction of its own that it commits first (it writes tables keyed by the
+    sources' staged ids: STAGED_TABLES). Without ftrace sources it runs on `con`, in the ingest's transaction."""
+    rows = con.execute("SELECT id, format, t_min_ns, t_max_ns, clock_offset_ns FROM sources WHERE analysis_id = ?"
+                       " ORDER BY id", [analysis_id]).fetchall()
+    sources = [r[:4] for r in rows]
+    spans = [(sid, t_min, t_max) for sid, fmt, t_min, t_max, _ in rows if fmt == "ftrace"]
+    offs = {sid: off for sid, fmt, _, _, off in rows if fmt == "ftrace"}
+    if not offs:
+        timeline.summarize(con, sources, None, None)
+        return
+    gc_was = gc.isenabled()
+    gc.disable()  # many small lists and dicts, no cycles: the collector would only rescan them
+    reader = con.cursor()  # the staged rows, read by the pool's thread while this one uses `con`
+    try:
+        # the reader thread: work that releases the GIL (DuckDB, Arrow, numpy) while this one goes on in Python or
+        # in DuckDB; a connection is used by one thread at a time
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            derived, tables = {}, []
+            prepared = summarized = None
+
+            def locked(last: list[dict]) -> None:
+                """Every wait's lock is known (the last source's too: `last`): the summaries can start, beside the
+                holders' and their stacks' look-ups."""
+                nonlocal prepared, summarized
+                if summarized is None:
+                    brief = waits.wait_summary(itertools.chain(itertools.chain.from_iterable(derived.values()), last))
+                    summarized = pool.submit(_summarize_committed, reader, sources, brief, prepared)
+                    prepared = None  # held by that step only: freed once used, before the chains' peak
+
+            for k, sid in enumerate(offs):
+                funcs = waits.function_names(con, sid)
+                calls = pool.submit(stacks.call_index, reader, sid, funcs)  # built while the waits are derived
+                if k == 0:  # queued behind the first source's call index
+                    prepared = pool.submit(timeline.prepare, reader, spans)
+                derived[sid], table = waits.derive_waits(con, sid, funcs, calls,
+                                                         locked if k == len(offs) - 1 else None)
+                calls = None  # the index (~25 bytes a call) is freed before the next source's, and the chains
+                tables.append(table)
+                for w in derived[sid]:
+                    w["off"] = offs[sid]
+            locked([])  # when the last source had no waits
+            # the inserter thread: the waits' insert (DuckDB, on `con`: this thread does not use it until the insert
+            # is done), beside the summaries and the chains' Python here
+            with ThreadPoolExecutor(max_workers=1) as inserter:
+                inserted = inserter.submit(waits.insert_waits, con, itertools.chain.from_iterable(tables))
+                tables = []
+                built = chains.build_chains(derived)
+                inserted.result()
+            summarized.result()
+        chains.match_requests(con, analysis_id, built)
+        chains.insert_chains(con, analysis_id, built)
+    finally:
+        reader.close()
+        if gc_was:
+            gc.enable()
+
+
+def _summarize_committed(cur, sources: list[tuple], brief: pa.Table, prepared: Future | None) -> None:
+    """timeline.summarize(cur, sources, brief, what `prepared` holds) in a transaction of its own, committed when it
+    returns."""
+    early_rows = prepared.result() if prepared else None
+    cur.begin()
+    try:
+        timeline.summarize(cur, sources, brief, early_rows)
+        cur.commit()
+    except BaseException:
+        cur.rollback()
+        raise
+
+
+DERIVE_ANALYSIS: list[Callable] = [align.derive, waits_chains_and_timeline]

@@ -1,0 +1,138 @@
+"""The one path of every read: `run` executes a statement with bound parameters under a time limit and a row cap.
+
+A query still running at its deadline is interrupted (DuckDB's per-connection interrupt, from one watchdog thread)
+and raises QueryTimeout, which the API answers with 503 and a message saying what to narrow; a result of more rows
+than the cap raises TooManyRows (422). So no read can hang a request or fill the memory, whatever the parameters.
+(Datasette reads the same way: one execute path with a time limit and a row cap.) Ingest-time derivation writes
+through its own connection inside the ingest's transaction and does not use this path.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import os
+import threading
+import time
+
+import duckdb
+import pyarrow as pa
+
+QUERY_SECONDS = float(os.environ.get("STALLSCOPE_QUERY_SECONDS", "30"))  # a read's time limit
+MAX_ROWS = 5_000_000  # rows a read may return (the largest, kept summaries of a 17 M-event analysis: ~1 M)
+ARROW_BATCH = 1 << 20  # rows per record batch of an Arrow result (DuckDB's default)
+
+
+class QueryTimeout(Exception):
+    """A read ran past its time limit and was interrupted."""
+
+    status = 503
+
+    def __init__(self, seconds: float):
+        super().__init__(f"the query took longer than {seconds:g} s and was stopped: narrow the time window or the"
+                         " filters and try again (STALLSCOPE_QUERY_SECONDS sets the limit)")
+
+
+class TooManyRows(Exception):
+    """A read would return more rows than its cap."""
+
+    status = 422
+
+    def __init__(self, cap: int):
+        super().__init__(f"the result has more than {cap} rows: narrow the time window or the filters")
+
+
+class _Watchdog:
+    """One thread that interrupts the connections whose query is past its deadline (a heap of deadlines)."""
+
+    def __init__(self):
+        self._heap: list[tuple[float, int, duckdb.DuckDBPyConnection]] = []
+        self._armed: dict[int, bool] = {}  # ticket -> fired
+        self._seq = itertools.count()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, con: duckdb.DuckDBPyConnection, seconds: float) -> int:
+        ticket = next(self._seq)
+        with self._cond:
+            self._armed[ticket] = False
+            heapq.heappush(self._heap, (time.monotonic() + seconds, ticket, con))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name="query deadlines", daemon=True)
+                self._thread.start()
+            elif self._heap[0][1] == ticket:
+                self._cond.notify()
+        return ticket
+
+    def disarm(self, ticket: int) -> bool:
+        """Whether the ticket's query was interrupted for its deadline."""
+        with self._cond:
+            return self._armed.pop(ticket)
+
+    def _watch(self) -> None:
+        with self._cond:
+            while True:
+                while self._heap and self._heap[0][1] not in self._armed:  # finished in time
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                deadline, ticket, con = self._heap[0]
+                wait = deadline - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                heapq.heappop(self._heap)
+                self._armed[ticket] = True
+                con.interrupt()  # under the lock: the ticket's query has not been disarmed
+
+
+_watchdog = _Watchdog()
+
+
+def run(con: duckdb.DuckDBPyConnection, sql: str, params: dict | list | None = None, *, shape: str = "rows",
+        max_rows: int = MAX_ROWS, seconds: float | None = None):
+    """The result of `sql` with its bound `params` (a dict for $name, a list for ?), as `shape`: "rows" (tuples),
+    "dicts" (column name -> value), "arrow" (a pyarrow Table), "numpy" (column name -> array). Raises QueryTimeout
+    past `seconds` (QUERY_SECONDS), TooManyRows past `max_rows`."""
+    seconds = QUERY_SECONDS if seconds is None else seconds
+    ticket = _watchdog.arm(con, seconds)
+    interrupted = False
+    try:
+        if shape == "arrow":
+            reader = con.sql(sql, params=params).to_arrow_reader(ARROW_BATCH)
+            batches, n = [], 0
+            for batch in reader:
+                batches.append(batch)
+                n += batch.num_rows
+                if n > max_rows:
+                    reader.close()  # the rest is never read: the connection is free again
+                    break
+            out = pa.Table.from_batches(batches, reader.schema)
+        else:
+            cur = con.execute(sql, params) if params is not None else con.execute(sql)
+            if shape == "numpy":
+                out = cur.fetchnumpy()
+                n = len(next(iter(out.values()))) if out else 0
+            else:
+                got = cur.fetchmany(max_rows + 1)
+                n = len(got)
+                if n > max_rows:
+                    cur.abort()  # the rest is never read: the connection is free again
+                if shape == "dicts":
+                    names = [d[0] for d in cur.description]
+                    got = [dict(zip(names, r)) for r in got]
+                elif shape != "rows":
+                    raise ValueError(f"unknown result shape {shape!r}")
+                out = got
+    except duckdb.InterruptException as e:
+        interrupted = True
+        if _watchdog.disarm(ticket):
+            raise QueryTimeout(seconds) from e
+        raise
+    finally:
+        if not interrupted:
+            _watchdog.disarm(ticket)
+    if n > max_rows:
+        raise TooManyRows(max_rows)
+    return out
+

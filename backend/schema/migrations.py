@@ -1,0 +1,123 @@
+"""The schema's version and the ordered migrations that bring a database file to it, run when the file is opened
+(store.py: after the core and parser tables exist, before the parsers' views and schema/tables.py).
+
+A file records its version in `schema_version` (one row). A file without that table is version 0: any file written
+before versions existed (release 2f0e012 and earlier; tests/test_release_db.py keeps one), or a new one. Each step
+of STEPS moves a file from the version before it to its own, in order; a file newer than SCHEMA_VERSION is refused
+(it was written by a newer Stallscope). Steps written before versions existed look before they change anything, so
+they are right on any layout of version 0:
+* 1: `migrate_calls` (fg_calls as a table of text -> fg_call_rows + fg_names) and `migrate_waits_and_links` (waits /
+  chain_links as tables -> wait_rows / chain_link_rows behind views).
+The parsers' tables are rebuilt by store.py when a column became generated (`rebuild`).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from parsers import funcgraph
+
+from .tables import CHAIN_LINKS_COLUMNS, WAITS_COLUMNS
+
+
+def stored_columns(con, table: str) -> list[str]:
+    """The stored columns of the base table `table`, in order (not its generated ones); [] when no base table has
+    that name (none, or a view)."""
+    return [c for (c,) in con.execute(
+        "SELECT c.column_name FROM duckdb_columns() c JOIN duckdb_tables() t ON t.table_oid = c.table_oid"
+        " WHERE t.database_name = current_database() AND t.schema_name = 'main' AND t.table_name = ?"
+        " AND c.column_default IS NULL ORDER BY c.column_index", [table]).fetchall()]
+
+
+def rebuild(con, old: str, new: str, columns: str, derived: dict[str, str] | None = None) -> None:
+    """Moves the rows of the table `old` into a new table `new` (`columns`: its column definitions; new = old: the
+    table is rebuilt under its name), in one transaction: each stored column of the new table from the old one of
+    its name, else from the SQL expression `derived` gives it over the old table's columns."""
+    before = stored_columns(con, old)
+    target = "_rebuilt" if new == old else new
+    con.begin()
+    con.execute(f"CREATE TABLE {target} ({columns})")
+    values = {c: f'"{c}"' if c in before else derived[c] for c in stored_columns(con, target)
+              if c in before or c in (derived or {})}
+    names = ", ".join(f'"{c}"' for c in values)
+    con.execute(f"INSERT INTO {target} ({names}) SELECT {', '.join(values.values())} FROM {old}")
+    con.execute(f"DROP TABLE {old}")
+    if target != new:
+        con.execute(f"ALTER TABLE {target} RENAME TO {new}")
+    con.commit()
+
+
+def migrate_calls(con) -> None:
+    """A database written before the calls' names became ids (parsers/funcgraph.py): a table `fg_calls` with the
+    comm and func text in each row. Its names go to fg_names (per source, ids in name order), its rows to
+    fg_call_rows, in one transaction, before the view of that name is made."""
+    if not stored_columns(con, "fg_calls"):  # no such table: the view, or a new file
+        return
+    con.begin()
+    con.execute("""
+        INSERT INTO fg_names (source_id, id, name)
+        SELECT source_id, (row_number() OVER (PARTITION BY source_id ORDER BY name) - 1)::INTEGER, name FROM (
+            SELECT source_id, comm AS name FROM fg_calls WHERE comm IS NOT NULL
+            UNION SELECT source_id, func FROM fg_calls WHERE func IS NOT NULL)""")
+    cols = [c for c in funcgraph.CALL_COLUMNS if c not in ("comm", "func")]
+    con.execute(f"""
+        INSERT INTO fg_call_rows ({", ".join(cols)}, comm_id, func_id)
+        SELECT {", ".join(f"c.{c}" for c in cols)}, cn.id, fn.id FROM fg_calls c
+        LEFT JOIN fg_names cn ON cn.source_id = c.source_id AND cn.name = c.comm
+        LEFT JOIN fg_names fn ON fn.source_id = c.source_id AND fn.name = c.func""")
+    con.execute("DROP TABLE fg_calls")
+    con.commit()
+
+
+def migrate_waits_and_links(con) -> None:
+    """A database written with an older layout of the waits or the chains' links: a table `waits` or `chain_links`
+    (stacks stored as lists, or as text with virtual list columns; the waits' stack_lines, never read). Each is
+    rebuilt once into wait_rows or chain_link_rows (WAITS_COLUMNS, CHAIN_LINKS_COLUMNS), its rows kept, before the
+    schema makes the views of those names."""
+    for old, rows, columns in (("waits", "wait_rows", WAITS_COLUMNS), ("chain_links", "chain_link_rows",
+                                                                        CHAIN_LINKS_COLUMNS)):
+        stored = stored_columns(con, old)
+        if not stored:  # no such table: the view, or a new file
+            continue
+        con.execute("DROP VIEW IF EXISTS stall_waits")
+        # a stack's text from its list, where the old table stored the list
+        rebuild(con, old, rows, columns, {f"{c}_text": f"array_to_string({c}, chr(31))"
+                                                 for c in ("stack", "waker_stack", "holder_stack") if c in stored})
+
+
+
+def _to_version_1(con) -> None:
+    migrate_calls(con)
+    migrate_waits_and_links(con)
+
+
+SCHEMA_VERSION = 1
+STEPS: list[tuple[int, Callable]] = [(1, _to_version_1)]  # (the version a step makes, the step), in order
+
+
+class NewerSchema(Exception):
+    """The file was written by a newer Stallscope, with a schema this one does not know."""
+
+
+def version_of(con) -> int:
+    """The file's schema version (0: no schema_version table)."""
+    if not stored_columns(con, "schema_version"):
+        return 0
+    return con.execute("SELECT max(version) FROM schema_version").fetchall()[0][0] or 0
+
+
+def migrate(con) -> int:
+    """Brings the file to SCHEMA_VERSION, step by step (each step's changes are its own transactions), then records
+    it. Returns the version the file had. Raises NewerSchema for a file of a later version."""
+    found = version_of(con)
+    if found > SCHEMA_VERSION:
+        raise NewerSchema(f"the database was written with schema version {found}, newer than this Stallscope's"
+                          f" ({SCHEMA_VERSION}): open it with the version that wrote it, or a newer one")
+    for version, step in STEPS:
+        if version > found:
+            step(con)
+    if found < SCHEMA_VERSION:
+        con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, migrated_at TIMESTAMP NOT"
+                    " NULL DEFAULT current_timestamp)")
+        con.execute("DELETE FROM schema_version")
+        con.execute("INSERT INTO schema_version (version) VALUES (?)", [SCHEMA_VERSION])
+    return found
