@@ -10,6 +10,7 @@ import random
 import re
 import struct
 import subprocess
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -26,14 +27,18 @@ from tests.conftest import PUBLIC, ingest_bytes, ingest_paths, table_counts
 REPORTS = PUBLIC / "trace-cmd-report"
 V7 = REPORTS / "trace-dat" / "langraph-trace.dat"
 V6 = REPORTS / "trace-dat" / "elainecole-kernel-monitor-trace.dat"
-CAPTURES = {  # each .dat in shared and its DERIVED `trace-cmd report -i` (Debian 12, trace-cmd 3.1.6)
+OWN = Path(__file__).parent / "golden" / "tracedat" / "sandbox-sched-block-stack.dat"  # recorded here: README.md
+SHARED_CAPTURES = {  # each .dat in shared and its DERIVED `trace-cmd report -i` (Debian 12, trace-cmd 3.1.6)
     V7.name: (V7, REPORTS / "derived-langraph-report-sched-softirq-kstack.txt"),
     V6.name: (V6, REPORTS / "derived-elainecole-report-sched_switch.txt"),
 }
+CAPTURES = {**SHARED_CAPTURES, OWN.name: (OWN, OWN.with_suffix(".report.txt"))}
 EXPECTED = {  # hand-checked: events, report lines, the note naming the file's form, the clock the file names
     V7.name: (41400, 335333, "trace.dat v7, zstd-compressed (6 sections, 82 chunks of trace data), little-endian, "
                              "64-bit, 4 CPUs, decoded by trace-cmd report", "perf"),
     V6.name: (4427, 4428, "trace.dat v6, little-endian, 32-bit, 4 CPUs, decoded by trace-cmd report", None),
+    OWN.name: (69, 489, "trace.dat v7, zstd-compressed (6 sections, 2 chunks of trace data), little-endian, 64-bit, "
+                        "2 CPUs, decoded by trace-cmd report", "local"),
 }
 API_PATHS = ("", "/waits", "/waits?idle=true", "/chains", "/marks", "/timeline", "/flamegraph",
              "/heatmap/metrics", "/wakers")
@@ -41,7 +46,8 @@ NOT_COMPARED = {"id", "analysis_id", "name", "created_at", "filename", "sha256",
                 "alignment", "url"}
 
 def test_every_shared_dat_has_a_golden():
-    assert sorted(os.path.basename(p) for p in glob.glob(str(REPORTS / "trace-dat" / "*.dat"))) == sorted(CAPTURES)
+    assert sorted(os.path.basename(p) for p in glob.glob(str(REPORTS / "trace-dat" / "*.dat"))) == \
+        sorted(SHARED_CAPTURES)
 
 
 @pytest.fixture(scope="module")
