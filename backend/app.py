@@ -1,4 +1,5 @@
 """The FastAPI application: the JSON API under /api and the built frontend at / (with /a/<id> links)."""
+
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
@@ -28,8 +29,9 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "invalid request: " + "; ".join(parts)
 
 
-def create_app(store: Store, *, max_upload_bytes: int = DEFAULT_MAX_UPLOAD, static_dir: Path = FRONTEND_DIST,
-               warm: bool = True) -> FastAPI:
+def create_app(
+    store: Store, *, max_upload_bytes: int = DEFAULT_MAX_UPLOAD, static_dir: Path = FRONTEND_DIST, warm: bool = True
+) -> FastAPI:
     """warm: while the app runs (between its startup and shutdown), fill the caches of the newest analyses and of
     each new one in the background (backend/warm.py)."""
     warmer = Warmer(store) if warm else None

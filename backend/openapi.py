@@ -1,4 +1,5 @@
 """Prints the API's OpenAPI document (the frontend's TypeScript types are generated from it)."""
+
 import json
 import tempfile
 from pathlib import Path

@@ -16,6 +16,7 @@ a request (or the upload of an ingest, until its response is sent) is never kept
 does not need, and a request that needs the one under way waits for it instead of doing it again (memo and
 heatindex compute a key once). Not a lower OS priority: such a request would then wait on a starved thread.
 """
+
 from __future__ import annotations
 
 import sys
@@ -31,9 +32,19 @@ QUIET_S = 0.2
 # the parameters of the frontend's first requests (keep them equal: tests/test_warm.py reads them from the frontend's
 # sources): api/tabQueries.ts' constants, the default view's (state/viewState.ts), the limits of useChains,
 # useHeatmapMetrics and the Stalls tab's WaitsPanel (api/queries.ts, views/stalls/WaitsPanel.tsx)
-FIRST = {"HEATMAP_X_BINS": 120, "HEATMAP_Y_BINS": 40, "LATENCY_BUCKETS": 240, "REQUESTS_LIMIT": 100,
-         "TIMELINE_WIDTH_PX": 1200, "hm": "i2d", "by": "process", "tlN": 40, "chains": 100, "heatmap metrics": 100,
-         "waits": 100}
+FIRST = {
+    "HEATMAP_X_BINS": 120,
+    "HEATMAP_Y_BINS": 40,
+    "LATENCY_BUCKETS": 240,
+    "REQUESTS_LIMIT": 100,
+    "TIMELINE_WIDTH_PX": 1200,
+    "hm": "i2d",
+    "by": "process",
+    "tlN": 40,
+    "chains": 100,
+    "heatmap metrics": 100,
+    "waits": 100,
+}
 
 # (name, call) in the order they are warmed: Dispatch's first requests (the issue's), the timeline's, the Stalls
 # tab's (the default tab with ftrace: heatmap choices, chains, waits), the off-CPU flame graph (its defaults)
@@ -147,16 +158,24 @@ class Warmer:
                 seconds[name] = time.perf_counter() - t0
         except Exception as e:  # a failed step is computed again by its request, which reports the error
             if not self._stopping:
-                print(f"stallscope: warming analysis {analysis_id}: {name}: {type(e).__name__}: {e}",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"stallscope: warming analysis {analysis_id}: {name}: {type(e).__name__}: {e}",
+                    file=sys.stderr,
+                    flush=True,
+                )
             return
         finally:
             with self._cv:
                 self._con = None
             con.close()
         self.warmed[analysis_id] = seconds
-        print(f"stallscope: warmed analysis {analysis_id} in {sum(seconds.values()):.1f} s ("
-              + ", ".join(f"{k} {v:.2f}" for k, v in seconds.items()) + ")", file=sys.stderr, flush=True)
+        print(
+            f"stallscope: warmed analysis {analysis_id} in {sum(seconds.values()):.1f} s ("
+            + ", ".join(f"{k} {v:.2f}" for k, v in seconds.items())
+            + ")",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 class CountRequests:

@@ -1,5 +1,6 @@
 """Every read goes through backend.queries.run.run: a statement past its time limit is interrupted (503 through the
 API), a result past its row cap refused (422); neither hangs nor fills the memory."""
+
 from __future__ import annotations
 
 import threading
@@ -68,5 +69,7 @@ def test_the_api_answers_a_read_stopped_by_its_limits_with_503_or_422(client, mo
     assert r.status_code == 503 and "narrow the time window" in r.json()["detail"]
     monkeypatch.setattr(analyses, "analyses", lambda con: query.run(con, "SELECT * FROM range(3)", max_rows=2))
     r = client.get("/api/analyses")
-    assert r.status_code == 422 and r.json()["detail"] == "the result has more than 2 rows: narrow the time window" \
-        " or the filters"
+    assert (
+        r.status_code == 422
+        and r.json()["detail"] == "the result has more than 2 rows: narrow the time window or the filters"
+    )

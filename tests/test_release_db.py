@@ -1,5 +1,6 @@
 """A database written by an earlier release (tests/fixtures/release-2f0e012.*, made by make_release_db.py at that
 commit) opens with today's code and answers every read exactly as that release did."""
+
 from __future__ import annotations
 
 import gzip

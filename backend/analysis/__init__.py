@@ -1,6 +1,7 @@
 """The names store.py imports, kept here while store.py is not yet split (see docs/ARCHITECTURE.md): the schema
 is in backend/schema/, the derive steps in backend/derive/ (pipeline.py declares them), the reads in
 backend/queries/."""
+
 from __future__ import annotations
 
 from ..derive.pipeline import DERIVE_ANALYSIS, DERIVE_SOURCE

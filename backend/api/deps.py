@@ -1,4 +1,5 @@
 """Dependencies of the routes, as named Annotated aliases."""
+
 from __future__ import annotations
 
 import functools

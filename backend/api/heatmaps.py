@@ -2,6 +2,7 @@
 
 Thin: validate, call backend.queries.heatmaps, return JSON. Times are on the analysis timeline (ns).
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Literal
@@ -18,20 +19,34 @@ router = AnalysisRouter(prefix="/api")
 
 Metric = Literal["i2d", "d2c", "q2c", "func", "wait"]
 Kind = Literal["request", "call", "wait"]
-MetricQuery = Annotated[Metric, Query(description="i2d | d2c | q2c: block requests (I→D at I, D→C at D, Q→C at Q);"
-                                                  " func: calls of the function named by `filter`, at entry;"
-                                                  " wait: waits, at their start")]
-FilterQuery = Annotated[str | None, Query(max_length=256, description="func: the function name (exact, required);"
-                                                                     " wait: a lock_key or lock label (none: all)")]
+MetricQuery = Annotated[
+    Metric,
+    Query(
+        description="i2d | d2c | q2c: block requests (I→D at I, D→C at D, Q→C at Q);"
+        " func: calls of the function named by `filter`, at entry;"
+        " wait: waits, at their start"
+    ),
+]
+FilterQuery = Annotated[
+    str | None,
+    Query(
+        max_length=256,
+        description="func: the function name (exact, required); wait: a lock_key or lock label (none: all)",
+    ),
+]
 PidQuery = Annotated[int | None, Query(description="the task (block: the request's issuer)")]
 DevQuery = Annotated[str | None, Query(max_length=32, pattern=r"^\d+,\d+$", description="block metrics only")]
-BAD = {404: {"model": ErrorBody, "description": "no analysis with this id"},
-       422: {"model": ErrorBody, "description": "a parameter is missing, malformed or does not apply to the metric"}}
+BAD = {
+    404: {"model": ErrorBody, "description": "no analysis with this id"},
+    422: {"model": ErrorBody, "description": "a parameter is missing, malformed or does not apply to the metric"},
+}
 
 
 class EventRef(BaseModel):
-    kind: Kind = Field(description="request: /requests/{source_id}/{line}; call: the function_graph call entered at"
-                                   " that line; wait: the wait starting at that line (/waits)")
+    kind: Kind = Field(
+        description="request: /requests/{source_id}/{line}; call: the function_graph call entered at"
+        " that line; wait: the wait starting at that line (/waits)"
+    )
     source_id: int
     line: int = Field(description="with source_id, identifies the event within the analysis")
     pid: int | None = Field(description="the task (a request's issuer; null where the trace does not say)")
@@ -39,8 +54,10 @@ class EventRef(BaseModel):
 
 class HeatmapCell(BaseModel):
     x: int = Field(description="time bin: [t0_ns + x·x_bin_ns, t0_ns + (x+1)·x_bin_ns)")
-    y: int = Field(description="latency bin: [y_edges_ns[y], y_edges_ns[y+1]); bin 0 also holds anything below,"
-                               " the top bin the max")
+    y: int = Field(
+        description="latency bin: [y_edges_ns[y], y_edges_ns[y+1]); bin 0 also holds anything below,"
+        " the top bin the max"
+    )
     count: int
     max_ns: int
     max_ref: EventRef = Field(description="the event behind max_ns (the first in source, line order on ties)")
@@ -65,8 +82,9 @@ class Heatmap(BaseModel):
     x_bins: int
     x_bin_ns: int | None
     y_bins: int = Field(description="as asked, or fewer when the latency range holds fewer distinct ns")
-    y_edges_ns: list[int] = Field(description="y_bins + 1 strictly increasing latency bin edges (ns), equal steps in"
-                                              " log10")
+    y_edges_ns: list[int] = Field(
+        description="y_bins + 1 strictly increasing latency bin edges (ns), equal steps in log10"
+    )
     cells: list[HeatmapCell] = Field(description="the non-empty cells only")
     percentiles: Percentiles = Field(description="exact (quantile_disc) over the same filter and window")
 
@@ -134,11 +152,17 @@ def _check(metric: str, filter: str | None, dev: str | None) -> str | None:
     """The filter to use; a 422 when a parameter does not apply to the metric."""
     filter = filter.strip() if filter else None
     if metric == "func" and not filter:
-        raise HTTPException(422, "metric=func needs filter=<function name> (exact); "
-                                 "GET /api/analyses/{id}/heatmap/metrics lists the traced functions")
+        raise HTTPException(
+            422,
+            "metric=func needs filter=<function name> (exact); "
+            "GET /api/analyses/{id}/heatmap/metrics lists the traced functions",
+        )
     if metric in heatmap_queries.BLOCK_METRICS and filter:
-        raise HTTPException(422, f"filter does not apply to metric={metric}: it names the function (metric=func)"
-                                 " or the lock (metric=wait); filter block requests with pid and dev")
+        raise HTTPException(
+            422,
+            f"filter does not apply to metric={metric}: it names the function (metric=func)"
+            " or the lock (metric=wait); filter block requests with pid and dev",
+        )
     if dev is not None and metric not in heatmap_queries.BLOCK_METRICS:
         raise HTTPException(422, f"dev does not apply to metric={metric}: only block requests have a device")
     return filter
@@ -160,7 +184,9 @@ def heatmap(
     """Events counted per time bin × log latency bin, each cell with the event behind its max; and exact
     p50…p99.99/max/count of the latency over the same filter and window."""
     filter = _check(metric, filter, dev)
-    return _json(heatmap_queries.heatmap(con, analysis_id, metric, x_bins, y_bins, pid, dev, t0_ns, t1_ns, filter=filter))
+    return _json(
+        heatmap_queries.heatmap(con, analysis_id, metric, x_bins, y_bins, pid, dev, t0_ns, t1_ns, filter=filter)
+    )
 
 
 @router.get("/analyses/{analysis_id}/heatmap/events", response_model=HeatmapEvents, responses=BAD)
@@ -183,10 +209,24 @@ def heatmap_events(
     if t0_ns is not None and t1_ns is not None and t1_ns < t0_ns:
         raise HTTPException(422, f"t1_ns ({t1_ns}) is before t0_ns ({t0_ns})")
     if lat_min_ns is not None and lat_max_ns is not None and lat_max_ns <= lat_min_ns:
-        raise HTTPException(422, f"lat_max_ns ({lat_max_ns}) must be above lat_min_ns ({lat_min_ns}):"
-                                 " the box holds lat_min_ns <= latency < lat_max_ns")
-    return heatmap_queries.events(con, analysis_id, metric, filter=filter, pid=pid, dev=dev, t0=t0_ns, t1=t1_ns,
-                           lat_min=lat_min_ns, lat_max=lat_max_ns, limit=limit)
+        raise HTTPException(
+            422,
+            f"lat_max_ns ({lat_max_ns}) must be above lat_min_ns ({lat_min_ns}):"
+            " the box holds lat_min_ns <= latency < lat_max_ns",
+        )
+    return heatmap_queries.events(
+        con,
+        analysis_id,
+        metric,
+        filter=filter,
+        pid=pid,
+        dev=dev,
+        t0=t0_ns,
+        t1=t1_ns,
+        lat_min=lat_min_ns,
+        lat_max=lat_max_ns,
+        limit=limit,
+    )
 
 
 @router.get("/analyses/{analysis_id}/heatmap/metrics", response_model=HeatmapMetrics, responses=NOT_FOUND)

@@ -1,5 +1,6 @@
 """Response shapes of the analyses' routes (backend/api/analyses.py) and the error body every route answers with.
 All times are integer nanoseconds (`*_ns`). Each other router keeps its response models beside its routes."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -31,15 +32,17 @@ class Source(BaseModel):
     bytes: int = Field(description="bytes read: of all its files")
     skipped_examples: list[SkippedLine] = []
     notes: list[str] = []
-    files: list[SourceFile] = Field([], description="the files that formed this source (a blktrace per-CPU set: one"
-                                                    " per CPU, in CPU order)")
+    files: list[SourceFile] = Field(
+        [], description="the files that formed this source (a blktrace per-CPU set: one per CPU, in CPU order)"
+    )
 
 
 class Alignment(BaseModel):
     method: Literal["reference", "block_events", "same_clock", "start", "manual"] = Field(
         description="reference: the timeline's own clock; block_events: matched to a blktrace's requests; same_clock:"
-                    " spans overlap, taken as one clock; start: first events placed together (approximate);"
-                    " manual: set by a user")
+        " spans overlap, taken as one clock; start: first events placed together (approximate);"
+        " manual: set by a user"
+    )
     reference_source_id: int | None = Field(None, description="the source it was aligned to")
     matched: int | None = Field(None, description="block_events: events matched within 100 µs of the offset")
     candidates: int | None = Field(None, description="block_events: candidate (event, request) pairs looked at")
@@ -52,9 +55,14 @@ class Alignment(BaseModel):
 
 class SourceDetail(Source):
     sha256: str = Field(description="SHA-256 of the file as read (hex), to check against `sha256sum` of a copy")
-    clock_offset_ns: int = Field(0, description="ns added to the source's own times to place them on the analysis timeline")
-    waker_stacks: int = Field(0, description="records with a waker stack (bcc offwaketime, wakeuptime): the wake-up"
-                                             " pairs of /wakers; 0 for other formats")
+    clock_offset_ns: int = Field(
+        0, description="ns added to the source's own times to place them on the analysis timeline"
+    )
+    waker_stacks: int = Field(
+        0,
+        description="records with a waker stack (bcc offwaketime, wakeuptime): the wake-up"
+        " pairs of /wakers; 0 for other formats",
+    )
     clock: str | None = Field(None, description="the clock its times come from, when the file names it")
     alignment: Alignment | None = None
     t_min_ns: int | None = Field(description="first timestamp, the source's own clock (ns)")
@@ -63,8 +71,10 @@ class SourceDetail(Source):
 
 class SourcePlacement(BaseModel):
     """Where to put a source on the analysis timeline: an offset, or the same span as another source."""
-    clock_offset_ns: int | None = Field(None, ge=-(1 << 62), le=1 << 62,
-                                        description="ns added to the source's own times")
+
+    clock_offset_ns: int | None = Field(
+        None, ge=-(1 << 62), le=1 << 62, description="ns added to the source's own times"
+    )
     same_span_as: int | None = Field(None, description="id of a source of the same analysis whose span to take")
 
 

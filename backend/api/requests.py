@@ -1,4 +1,5 @@
 """Routes of block requests: the list, one request with its trace lines, the dispatch summary, latency over time."""
+
 from __future__ import annotations
 
 from typing import Annotated, Literal
@@ -64,8 +65,9 @@ class RequestDetail(BaseModel):
     events: list[BlockEvent]
     messages: list[SchedulerMessage] = Field(
         description="I/O scheduler `m` lines logged on the device while the request waited (from I, else Q, G or D,"
-                    " to D, else C), in time order: all of them, or max_messages spread evenly over the whole wait"
-                    " (the first and the last included) when there are more")
+        " to D, else C), in time order: all of them, or max_messages spread evenly over the whole wait"
+        " (the first and the last included) when there are more"
+    )
     messages_total: int = Field(description="scheduler messages logged on the device while the request waited")
     messages_truncated: bool = Field(description="messages holds fewer than messages_total (a sample)")
 
@@ -125,15 +127,24 @@ def list_requests(
     return request_queries.requests(con, analysis_id, order, limit, pid, dev, t0_ns, t1_ns)
 
 
-@router.get("/analyses/{analysis_id}/requests/{source_id}/{line}", response_model=RequestDetail,
-            responses={404: {"model": ErrorBody}})
+@router.get(
+    "/analyses/{analysis_id}/requests/{source_id}/{line}",
+    response_model=RequestDetail,
+    responses={404: {"model": ErrorBody}},
+)
 def get_request(
     analysis_id: AnalysisId,
     source_id: int,
     line: int,
     con: Cursor,
-    max_messages: Annotated[int, Query(ge=1, le=request_queries.MAX_MESSAGES, description="scheduler messages at most: more are"
-                                       " sampled evenly over the wait")] = request_queries.MESSAGES,
+    max_messages: Annotated[
+        int,
+        Query(
+            ge=1,
+            le=request_queries.MAX_MESSAGES,
+            description="scheduler messages at most: more are sampled evenly over the wait",
+        ),
+    ] = request_queries.MESSAGES,
 ):
     """One request with the trace lines it was rebuilt from and the scheduler messages of its wait."""
     detail = request_queries.request_detail(con, analysis_id, source_id, line, max_messages)

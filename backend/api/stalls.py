@@ -3,6 +3,7 @@ table of sleeping primitives.
 
 Thin: validate, call backend.queries.stalls (which reads the tables derived at ingest), return JSON.
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Literal
@@ -29,7 +30,9 @@ class Wait(BaseModel):
     duration_ns: int
     end_known: bool
     end_line: int | None = Field(description="the switch-in, wake-up or call exit that ends the wait")
-    state: str | None = Field(description="prev_state of the switch-out (D, S, ...); null for a wait inferred from a call")
+    state: str | None = Field(
+        description="prev_state of the switch-out (D, S, ...); null for a wait inferred from a call"
+    )
     lock: str | None = Field(description="lock or reason, e.g. `xfs_ilock via down_write`")
     primitive: str | None = Field(description="the entry of /api/locks behind `lock` (null: innermost frame only)")
     stack: list[str] = Field(description="the task's open calls when the wait began, root first")
@@ -62,7 +65,9 @@ class AlsoWaiting(BaseModel):
 
 class LinkedRequest(BaseModel):
     source_id: int
-    line: int = Field(description="with source_id, identifies the request: /api/analyses/{id}/requests/{source_id}/{line}")
+    line: int = Field(
+        description="with source_id, identifies the request: /api/analyses/{id}/requests/{source_id}/{line}"
+    )
     dev: str
     sector: int
     nsect: int | None
@@ -77,24 +82,31 @@ class LinkedRequest(BaseModel):
 
 class ChainLink(BaseModel):
     source_id: int
-    wait_line: int | None = Field(description="the link's wait (see /waits); null for the task or interrupt that ends the chain")
+    wait_line: int | None = Field(
+        description="the link's wait (see /waits); null for the task or interrupt that ends the chain"
+    )
     pid: int | None
     comm: str | None
     lock: str | None
-    lock_key: str | None = Field(description="the lock `lock` names, as /waits and /wakers take it as lock_key: the"
-                                             " /api/locks entry of its object, else of its primitive, else `lock`")
+    lock_key: str | None = Field(
+        description="the lock `lock` names, as /waits and /wakers take it as lock_key: the"
+        " /api/locks entry of its object, else of its primitive, else `lock`"
+    )
     start_ns: int | None
     end_ns: int | None
     duration_ns: int | None
     end_known: bool | None
     relation: Literal["woken_by", "held_by", "io_completion"] | None = Field(
-        description="how this link's wait depends on the next link; null on the last link")
+        description="how this link's wait depends on the next link; null on the last link"
+    )
     inferred: bool
     evidence: str
     stack: list[str]
     line: int | None
     also_waiting: list[AlsoWaiting] = Field(description="other tasks waiting on the same lock for the same next link")
-    request: LinkedRequest | None = Field(description="on an io_completion link: the block request whose completion fits")
+    request: LinkedRequest | None = Field(
+        description="on an io_completion link: the block request whose completion fits"
+    )
 
 
 class Chain(BaseModel):
@@ -140,15 +152,26 @@ def list_waits(
     limit: Annotated[int, Query(ge=1, le=10000)] = 100,
     pid: int | None = None,
     lock: Annotated[str | None, Query(max_length=256, description="waits whose lock contains this")] = None,
-    lock_key: Annotated[str | None, Query(max_length=256, description="waits on this lock, as flame graphs mark"
-                                          " frames: the object or primitive of the wait's lock label is this lock of"
-                                          " /api/locks, by any of its names (`semaphore` or `down`, not `down_read`;"
-                                          " `xfs_ilock_map_shared` is `xfs_ilock`), else the label is exactly"
-                                          " this")] = None,
+    lock_key: Annotated[
+        str | None,
+        Query(
+            max_length=256,
+            description="waits on this lock, as flame graphs mark"
+            " frames: the object or primitive of the wait's lock label is this lock of"
+            " /api/locks, by any of its names (`semaphore` or `down`, not `down_read`;"
+            " `xfs_ilock_map_shared` is `xfs_ilock`), else the label is exactly"
+            " this",
+        ),
+    ] = None,
     t0_ns: TimeFilter = None,
     t1_ns: TimeFilter = None,
-    idle: Annotated[bool, Query(description="idle sleeps too: a task asleep interruptibly (S, I) on no known lock, e.g."
-                                            " a worker waiting for work; left out by default (they are not stalls)")] = False,
+    idle: Annotated[
+        bool,
+        Query(
+            description="idle sleeps too: a task asleep interruptibly (S, I) on no known lock, e.g."
+            " a worker waiting for work; left out by default (they are not stalls)"
+        ),
+    ] = False,
 ):
     """Intervals in which a task was off CPU while blocked, with their lock, waker and inferred holder."""
     if pid is None and lock is None and lock_key is None and t0_ns is None and t1_ns is None:  # the first list
@@ -166,9 +189,14 @@ class LockWaits(BaseModel):
 def waits_by_lock(
     analysis_id: AnalysisId,
     con: Cursor,
-    lock_key: Annotated[list[Annotated[str, Field(max_length=256)]], Query(
-        min_length=1, max_length=100, description="locks, as /waits?lock_key= takes them (repeat the parameter: at"
-                                                  " most 100)")],
+    lock_key: Annotated[
+        list[Annotated[str, Field(max_length=256)]],
+        Query(
+            min_length=1,
+            max_length=100,
+            description="locks, as /waits?lock_key= takes them (repeat the parameter: at most 100)",
+        ),
+    ],
     t0_ns: TimeFilter = None,
     t1_ns: TimeFilter = None,
 ):
@@ -206,7 +234,6 @@ def list_calls(
 ):
     """One task's function_graph calls overlapping a window, by entry time, for a flame chart."""
     return stall_queries.calls(con, analysis_id, pid, t0_ns, t1_ns, max_depth, limit, source_id)
-
 
 
 @router.get("/analyses/{analysis_id}/marks", response_model=list[Mark], responses=NOT_FOUND)

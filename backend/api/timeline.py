@@ -1,4 +1,5 @@
 """Route of the timeline: every source on one time axis, aggregated for the window and its pixel width."""
+
 from __future__ import annotations
 
 from typing import Annotated, Literal
@@ -17,10 +18,14 @@ class TimelineSegments(BaseModel):
     """A lane's items as columns (item i is the i-th value of each list): compact, since a response holds thousands.
     An item is one segment (n = 1), or segments shorter than the lane's bucket merged per bucket, with runs of
     consecutive buckets of the same state joined."""
-    states: list[str] = Field(description="the names `state` indexes: running | runnable | blocked, a lock, a "
-                                          "function, queued | service")
-    track: list[int] = Field(description="index into TRACKS: 0 state (task scheduler state), 1 wait (a wait, state = "
-                                         "its lock), 2 call (a function), 3 queued (block I→D), 4 service (block D→C)")
+
+    states: list[str] = Field(
+        description="the names `state` indexes: running | runnable | blocked, a lock, a function, queued | service"
+    )
+    track: list[int] = Field(
+        description="index into TRACKS: 0 state (task scheduler state), 1 wait (a wait, state = "
+        "its lock), 2 call (a function), 3 queued (block I→D), 4 service (block D→C)"
+    )
     state: list[int] = Field(description="index into states")
     t0: list[int] = Field(description="start, ns after the response's t0_ns (clipped to the window)")
     t1: list[int] = Field(description="end, ns after the response's t0_ns")
@@ -52,10 +57,13 @@ class TimelineLane(BaseModel):
     dev: str | None
     why: str = Field(description="why this lane is shown (its rank)")
     segs: TimelineSegments | None = Field(None, description="the lane's items (none for a window)")
-    bucket_ns: int | None = Field(None, description="this lane's bucket (ns): segments shorter are merged per "
-                                                     "bucket. The pixel (bucket_ns of the response) or up to 4 times "
-                                                     "it (the precomputed level read), doubled again for dense lanes "
-                                                     "when the response would exceed max_items")
+    bucket_ns: int | None = Field(
+        None,
+        description="this lane's bucket (ns): segments shorter are merged per "
+        "bucket. The pixel (bucket_ns of the response) or up to 4 times "
+        "it (the precomputed level read), doubled again for dense lanes "
+        "when the response would exceed max_items",
+    )
     counter: TimelineCounter | None = None
     band: TimelineBand | None = None
 

@@ -24,6 +24,7 @@ boot`, trace-cmd's `--ts-offset`...); the `local` clock is per CPU and not compa
 clock (`counter`, `x86-tsc`, `uptime`) is not in ns: both are warned about. blkparse's times are
 CLOCK_MONOTONIC ns relative to the start of the trace.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,20 @@ import re
 DENSE_NS = 200_000  # width of the window in which the right clock differences pile up
 MATCH_NS = 100_000  # an event matches when its difference is this close to the offset
 MAX_PAIRS_PER_KEY = 16  # a (dev, sector, size, phase) seen more often than this is too ambiguous to use
-CLOCKS = ("local", "global", "counter", "uptime", "perf", "mono_raw", "mono", "boot", "tai", "x86-tsc", "ppc-tb",
-          "s390-tod")
+CLOCKS = (
+    "local",
+    "global",
+    "counter",
+    "uptime",
+    "perf",
+    "mono_raw",
+    "mono",
+    "boot",
+    "tai",
+    "x86-tsc",
+    "ppc-tb",
+    "s390-tod",
+)
 NOT_NS = frozenset({"counter", "uptime", "x86-tsc", "ppc-tb", "s390-tod"})
 BLKPARSE_CLOCK = "blktrace (CLOCK_MONOTONIC, from the start of the trace)"
 
@@ -41,8 +54,9 @@ BLKPARSE_CLOCK = "blktrace (CLOCK_MONOTONIC, from the start of the trace)"
 # the byte count, complete has not)
 _BLOCK_EVENT = r"^\s*(\d+),(\d+) (\S+) (?:\d+ )?\([^)]*\) (\d+) \+ (\d+)"
 _PHASE = {"block_rq_insert": "i_ns", "block_rq_issue": "d_ns", "block_rq_complete": "c_ns"}
-_CLOCK_NOTE = re.compile(r"\[(%s)\]|\bclock\b\s*[:=]?\s*(%s)\b|\b(%s)\s+clock\b"
-                         % (("|".join(map(re.escape, CLOCKS)),) * 3), re.I)
+_CLOCK_NOTE = re.compile(
+    r"\[(%s)\]|\bclock\b\s*[:=]?\s*(%s)\b|\b(%s)\s+clock\b" % (("|".join(map(re.escape, CLOCKS)),) * 3), re.I
+)
 
 
 def clock_of(notes: list[str]) -> str | None:
@@ -55,15 +69,20 @@ def clock_of(notes: list[str]) -> str | None:
 
 
 def _sources(con, analysis_id: str) -> list[dict]:
-    cur = con.execute("SELECT id, format, filename, notes, t_min_ns, t_max_ns, clock_offset_ns FROM sources"
-                      " WHERE analysis_id = ? ORDER BY id", [analysis_id])
+    cur = con.execute(
+        "SELECT id, format, filename, notes, t_min_ns, t_max_ns, clock_offset_ns FROM sources"
+        " WHERE analysis_id = ? ORDER BY id",
+        [analysis_id],
+    )
     names = [d[0] for d in cur.description]
     return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
 def _store(con, sid: int, offset: int, clock: str | None, alignment: dict) -> None:
-    con.execute("UPDATE sources SET clock_offset_ns = ?, clock = ?, alignment = ? WHERE id = ?",
-                [offset, clock, json.dumps(alignment), sid])
+    con.execute(
+        "UPDATE sources SET clock_offset_ns = ?, clock = ?, alignment = ? WHERE id = ?",
+        [offset, clock, json.dumps(alignment), sid],
+    )
 
 
 def derive(con, analysis_id: str) -> None:
@@ -83,29 +102,52 @@ def derive(con, analysis_id: str) -> None:
     for s in sources:
         warnings = _clock_warnings(s["clock"])
         if s is ref:
-            result = {"method": "reference", "reference_source_id": None, "matched": None, "warnings": warnings,
-                      "detail": "the reference clock of this analysis: its own times are the timeline's"}
+            result = {
+                "method": "reference",
+                "reference_source_id": None,
+                "matched": None,
+                "warnings": warnings,
+                "detail": "the reference clock of this analysis: its own times are the timeline's",
+            }
             offset = 0
         elif s["format"] == "ftrace" and blk_ids and (m := match_block_events(con, s["id"], blk_ids)):
             offset = m.pop("offset_ns")
-            result = {"method": "block_events", "reference_source_id": m["blk_source_id"], **m, "warnings": warnings,
-                      "detail": f"{m['matched']} block events matched blktrace requests (device, sector, size);"
-                                f" residual p50 {m['residual_p50_ns']} ns, max {m['residual_max_ns']} ns"}
+            result = {
+                "method": "block_events",
+                "reference_source_id": m["blk_source_id"],
+                **m,
+                "warnings": warnings,
+                "detail": f"{m['matched']} block events matched blktrace requests (device, sector, size);"
+                f" residual p50 {m['residual_p50_ns']} ns, max {m['residual_max_ns']} ns",
+            }
         elif s["format"] != "offcputime" and _overlap(s, ref) >= 0.5:
             offset = 0
-            result = {"method": "same_clock", "reference_source_id": ref["id"], "matched": None, "warnings": warnings,
-                      "detail": f"no block events to match; its times overlap those of source {ref['id']} "
-                                f"({ref['filename']}) by {_overlap(s, ref):.0%}: taken as the same clock"}
+            result = {
+                "method": "same_clock",
+                "reference_source_id": ref["id"],
+                "matched": None,
+                "warnings": warnings,
+                "detail": f"no block events to match; its times overlap those of source {ref['id']} "
+                f"({ref['filename']}) by {_overlap(s, ref):.0%}: taken as the same clock",
+            }
         else:
             own = s["t_min_ns"] if s["t_min_ns"] is not None else 0
             offset = start - own
-            why = ("a dump has no timestamps: its capture window is placed at the start of the analysis; place it"
-                   " with a start time or the span of another source" if s["format"] == "offcputime" else
-                   "no block events to match: its first event is placed at the reference's first event;"
-                   " set the offset by hand if the captures did not start together")
-            result = {"method": "start", "reference_source_id": ref["id"] if ref else None, "matched": None,
-                      "warnings": warnings + ([] if s["format"] == "offcputime" else [
-                          "aligned by start times only (approximate)"]), "detail": why}
+            why = (
+                "a dump has no timestamps: its capture window is placed at the start of the analysis; place it"
+                " with a start time or the span of another source"
+                if s["format"] == "offcputime"
+                else "no block events to match: its first event is placed at the reference's first event;"
+                " set the offset by hand if the captures did not start together"
+            )
+            result = {
+                "method": "start",
+                "reference_source_id": ref["id"] if ref else None,
+                "matched": None,
+                "warnings": warnings
+                + ([] if s["format"] == "offcputime" else ["aligned by start times only (approximate)"]),
+                "detail": why,
+            }
         _store(con, s["id"], offset, s["clock"], result)
 
 
@@ -120,8 +162,10 @@ def _overlap(a: dict, b: dict | None) -> float:
 
 def _clock_warnings(clock: str | None) -> list[str]:
     if clock == "local":
-        return ["trace clock 'local' is per CPU: events of different CPUs can be out of order by a few µs, and it"
-                " has no exact relation to other clocks"]
+        return [
+            "trace clock 'local' is per CPU: events of different CPUs can be out of order by a few µs, and it"
+            " has no exact relation to other clocks"
+        ]
     if clock in NOT_NS:
         return [f"trace clock '{clock}' counts ticks, not ns: times cannot be aligned exactly"]
     return []
@@ -129,7 +173,8 @@ def _clock_warnings(clock: str | None) -> list[str]:
 
 def match_block_events(con, ftrace_sid: int, blk_ids: list[int]) -> dict | None:
     """The offset that puts the ftrace source's block events on the blktrace's clock, or None without matches."""
-    rows = con.execute(f"""
+    rows = con.execute(
+        f"""
         WITH f AS (
             SELECT t_ns, event,
                    regexp_extract(text, '{_BLOCK_EVENT}', ['maj', 'min', 'rwbs', 'sector', 'nsect']) AS k
@@ -152,7 +197,9 @@ def match_block_events(con, ftrace_sid: int, blk_ids: list[int]) -> dict | None:
         )
         SELECT bk.t + bk.off - fe.t_ns AS d, bk.source_id
         FROM fe JOIN bk USING (dev, sector, nsect, ph)
-        """, {"sid": ftrace_sid, "blk": blk_ids}).fetchall()
+        """,
+        {"sid": ftrace_sid, "blk": blk_ids},
+    ).fetchall()
     if not rows:
         return None
     import numpy as np
@@ -164,16 +211,23 @@ def match_block_events(con, ftrace_sid: int, blk_ids: list[int]) -> dict | None:
     # the densest window of width DENSE_NS: for each difference, how many lie in [d, d + DENSE_NS]
     ends = np.searchsorted(d, d + DENSE_NS, side="right")
     i = int(np.argmax(ends - np.arange(len(d))))
-    offset = int(np.median(d[i:ends[i]]))
+    offset = int(np.median(d[i : ends[i]]))
     near = np.abs(d - offset) <= MATCH_NS
     resid = np.abs(d[near] - offset)
     blk_sid = int(np.bincount(src[near]).argmax())
-    return {"offset_ns": offset, "matched": int(near.sum()), "candidates": int(len(d)),
-            "residual_p50_ns": int(np.median(resid)), "residual_max_ns": int(resid.max()), "blk_source_id": blk_sid}
+    return {
+        "offset_ns": offset,
+        "matched": int(near.sum()),
+        "candidates": int(len(d)),
+        "residual_p50_ns": int(np.median(resid)),
+        "residual_max_ns": int(resid.max()),
+        "blk_source_id": blk_sid,
+    }
 
 
-def set_offset(con, analysis_id: str, source_id: int, offset_ns: int | None = None,
-               same_span_as: int | None = None) -> dict:
+def set_offset(
+    con, analysis_id: str, source_id: int, offset_ns: int | None = None, same_span_as: int | None = None
+) -> dict:
     """A user's placement of a source (inside a transaction the caller commits). Returns the alignment stored.
     Raises LookupError (no such source) or ValueError (a placement that cannot be done)."""
     sources = {s["id"]: s for s in _sources(con, analysis_id)}
@@ -193,14 +247,21 @@ def set_offset(con, analysis_id: str, source_id: int, offset_ns: int | None = No
         offset = other["t_min_ns"] + other["clock_offset_ns"] - own_min
         detail = f"placed by hand: same start as source {same_span_as} ({other['filename']})"
         if s["format"] == "offcputime" and s["t_max_ns"] is None:  # a window of unknown length takes the span
-            con.execute("UPDATE sources SET t_min_ns = 0, t_max_ns = ? WHERE id = ?",
-                        [other["t_max_ns"] - other["t_min_ns"], source_id])
+            con.execute(
+                "UPDATE sources SET t_min_ns = 0, t_max_ns = ? WHERE id = ?",
+                [other["t_max_ns"] - other["t_min_ns"], source_id],
+            )
             detail = f"placed by hand: the span of source {same_span_as} ({other['filename']})"
     elif offset_ns is not None:
         offset, detail = offset_ns, "set by hand"
     else:
         raise ValueError("give clock_offset_ns or same_span_as")
-    result = {"method": "manual", "reference_source_id": same_span_as, "matched": None,
-              "warnings": _clock_warnings(clock), "detail": detail}
+    result = {
+        "method": "manual",
+        "reference_source_id": same_span_as,
+        "matched": None,
+        "warnings": _clock_warnings(clock),
+        "detail": detail,
+    }
     _store(con, source_id, offset, clock, result)
     return result

@@ -17,6 +17,7 @@ completed (C) within REQUEST_WINDOW_NS before the wake-up (or REQUEST_SLACK_NS a
 jitter), preferring a request queued by the waiting task, then the completion closest to the wake-up.
 Times are compared on the analysis timeline (each source's clock_offset_ns as it was at ingest).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -47,8 +48,9 @@ class _WaitsByTask:
             self.by_pid[w["pid"]].append(w)
         self.starts = {pid: [w["start_ns"] for w in ws] for pid, ws in self.by_pid.items()}
         # the latest end among a task's waits up to each: a look-up stops when no earlier wait reaches w's start
-        self.reach = {pid: list(itertools.accumulate((w["end_ns"] for w in ws), max))
-                      for pid, ws in self.by_pid.items()}
+        self.reach = {
+            pid: list(itertools.accumulate((w["end_ns"] for w in ws), max)) for pid, ws in self.by_pid.items()
+        }
         # the I/O completion and lock release functions among the wakers' frames (a set look-up per stack, not a
         # call per frame)
         self.marked = set(filter(path_mark, set().union(*(w["waker_stack"] or () for w in waits))))
@@ -109,14 +111,27 @@ def _link_evidence(w: dict, rel: str, v: dict | None, idx: _WaitsByTask) -> tupl
         waker = task_text(w["waker_comm"], w["waker_pid"])
         io = io_completion_in(w["waker_stack"]) if rel == "io_completion" else None
         via = waker_path(w["waker_stack"], idx.marked)
-        term = {"pid": w["waker_pid"], "comm": w["waker_comm"], "lock": None, "start_ns": w["wake_ns"],
-                "end_ns": w["wake_ns"], "duration_ns": 0, "end_known": True, "stack": w["waker_stack"] or [],
-                "line": w["wake_line"], "source_id": w["source_id"], "inferred": False}
+        term = {
+            "pid": w["waker_pid"],
+            "comm": w["waker_comm"],
+            "lock": None,
+            "start_ns": w["wake_ns"],
+            "end_ns": w["wake_ns"],
+            "duration_ns": 0,
+            "end_known": True,
+            "stack": w["waker_stack"] or [],
+            "line": w["wake_line"],
+            "source_id": w["source_id"],
+            "inferred": False,
+        }
         if io or is_idle_task(w["waker_pid"], w["waker_comm"]):
             ctx = "an interrupt on the idle CPU" if is_idle_task(w["waker_pid"], w["waker_comm"]) else waker
             term["evidence"] = f"{ctx} woke {task_text(w['comm'], w['pid'])} at line {w['wake_line']} from {via}"
-            return (f"woken at line {w['wake_line']} by {waker} in the I/O completion {io}()" if io
-                    else f"woken at line {w['wake_line']} by {ctx}"), term
+            return (
+                f"woken at line {w['wake_line']} by {waker} in the I/O completion {io}()"
+                if io
+                else f"woken at line {w['wake_line']} by {ctx}"
+            ), term
         ev = f"woken at line {w['wake_line']} by {waker} from {via}"
         if v is not None:
             return ev + f"; {waker} had itself waited from line {v['line']}", None
@@ -125,19 +140,32 @@ def _link_evidence(w: dict, rel: str, v: dict | None, idx: _WaitsByTask) -> tupl
     if v is not None:
         return w["holder_evidence"], None
     return w["holder_evidence"], {
-        "pid": w["holder_pid"], "comm": w["holder_comm"], "lock": None, "start_ns": w["start_ns"],
-        "end_ns": w["end_ns"], "duration_ns": None, "end_known": w["end_known"], "stack": w["holder_stack"] or [],
-        "line": w["holder_line"], "source_id": w["source_id"], "inferred": True,
-        "evidence": f"holds the lock and shows no wait of its own that overlaps ({w['holder_evidence']})"}
+        "pid": w["holder_pid"],
+        "comm": w["holder_comm"],
+        "lock": None,
+        "start_ns": w["start_ns"],
+        "end_ns": w["end_ns"],
+        "duration_ns": None,
+        "end_known": w["end_known"],
+        "stack": w["holder_stack"] or [],
+        "line": w["holder_line"],
+        "source_id": w["source_id"],
+        "inferred": True,
+        "evidence": f"holds the lock and shows no wait of its own that overlaps ({w['holder_evidence']})",
+    }
 
 
 def _chains_from_stored_waits(con, analysis_id: str, sids: list[int]) -> None:
     """The analysis' chains from its stored waits."""
     if not sids:
         return
-    rows = fetch_dicts(con.execute(
-        "SELECT w.*, s.clock_offset_ns AS off FROM waits w JOIN sources s ON s.id = w.source_id"
-        " WHERE s.analysis_id = ?", [analysis_id]))
+    rows = fetch_dicts(
+        con.execute(
+            "SELECT w.*, s.clock_offset_ns AS off FROM waits w JOIN sources s ON s.id = w.source_id"
+            " WHERE s.analysis_id = ?",
+            [analysis_id],
+        )
+    )
     by_source: dict[int, list[dict]] = defaultdict(list)
     for w in rows:
         by_source[w["source_id"]].append(w)
@@ -156,9 +184,20 @@ def build_chains(by_source: dict[int, list[dict]]) -> list[dict]:
 
 def _wait_brief(w: dict) -> str:
     """A wait as an entry of a link's also_waiting (JSON)."""
-    return json.dumps({"pid": w["pid"], "comm": w["comm"], "lock": w["lock"], "source_id": w["source_id"],
-                       "line": w["line"], "start_ns": w["start_ns"], "end_ns": w["end_ns"],
-                       "duration_ns": w["duration_ns"], "end_known": w["end_known"], "inferred": w["inferred"]})
+    return json.dumps(
+        {
+            "pid": w["pid"],
+            "comm": w["comm"],
+            "lock": w["lock"],
+            "source_id": w["source_id"],
+            "line": w["line"],
+            "start_ns": w["start_ns"],
+            "end_ns": w["end_ns"],
+            "duration_ns": w["duration_ns"],
+            "end_known": w["end_known"],
+            "inferred": w["inferred"],
+        }
+    )
 
 
 class _Group:
@@ -183,8 +222,13 @@ class _Group:
             hits = [i for i, m in enumerate(members) if m["start_ns"] < e and m["end_ns"] > s]
         else:
             hits = np.flatnonzero((self.starts < e) & (self.ends > s)).tolist()
-        return "[" + ", ".join(briefs.get(i) or briefs.setdefault(i, _wait_brief(members[i]))
-                               for i in hits if members[i] is not w) + "]"
+        return (
+            "["
+            + ", ".join(
+                briefs.get(i) or briefs.setdefault(i, _wait_brief(members[i])) for i in hits if members[i] is not w
+            )
+            + "]"
+        )
 
 
 def _source_heads(ws: list[dict]) -> list[tuple[dict, tuple]]:
@@ -240,11 +284,26 @@ def _build_chain(h: dict, ctx: tuple) -> dict:
         evidence = w["evidence"] + (f"; {w['holder_evidence']}" if rel == "held_by" and w["holder_evidence"] else "")
         if rel and rel != "held_by":
             evidence += f"; {rel_ev}"
-        links.append({"source_id": w["source_id"], "wait_line": w["line"], "pid": w["pid"], "comm": w["comm"],
-                      "lock": w["lock"], "start_ns": w["start_ns"], "end_ns": w["end_ns"],
-                      "duration_ns": w["duration_ns"], "end_known": w["end_known"], "relation": rel,
-                      "inferred": bool(w["inferred"] or rel == "held_by"), "evidence": evidence,
-                      "stack": w["stack"], "line": w["line"], "also_waiting": also(w), "_wait": w})
+        links.append(
+            {
+                "source_id": w["source_id"],
+                "wait_line": w["line"],
+                "pid": w["pid"],
+                "comm": w["comm"],
+                "lock": w["lock"],
+                "start_ns": w["start_ns"],
+                "end_ns": w["end_ns"],
+                "duration_ns": w["duration_ns"],
+                "end_known": w["end_known"],
+                "relation": rel,
+                "inferred": bool(w["inferred"] or rel == "held_by"),
+                "evidence": evidence,
+                "stack": w["stack"],
+                "line": w["line"],
+                "also_waiting": also(w),
+                "_wait": w,
+            }
+        )
         if term is not None:
             links.append({**term, "wait_line": None, "relation": None, "also_waiting": "[]"})
             break
@@ -253,19 +312,32 @@ def _build_chain(h: dict, ctx: tuple) -> dict:
 
 
 def match_requests(con, analysis_id: str, chains: list[dict]) -> None:
-    todo = [(ci, li, link) for ci, c in enumerate(chains) for li, link in enumerate(c["links"])
-            if link["relation"] == "io_completion" and link.get("_wait") is not None]
+    todo = [
+        (ci, li, link)
+        for ci, c in enumerate(chains)
+        for li, link in enumerate(c["links"])
+        if link["relation"] == "io_completion" and link.get("_wait") is not None
+    ]
     if not todo:
         return
-    blk = con.execute("SELECT count(*) FROM sources WHERE analysis_id = ? AND format = 'blkparse'",
-                      [analysis_id]).fetchall()[0][0]
+    blk = con.execute(
+        "SELECT count(*) FROM sources WHERE analysis_id = ? AND format = 'blkparse'", [analysis_id]
+    ).fetchall()[0][0]
     if not blk:
         return
-    register_table(con, "_stalls_io", {
-        "k": list(range(len(todo))), "wake": [link["_wait"]["wake_ns"] + (link["_wait"]["off"] or 0) for _, _, link in todo],
-        "pid": [link["pid"] for _, _, link in todo],
-    }, {"k": pa.int64(), "wake": pa.int64(), "pid": pa.int64()})
-    rows = fetch_dicts(con.execute("""
+    register_table(
+        con,
+        "_stalls_io",
+        {
+            "k": list(range(len(todo))),
+            "wake": [link["_wait"]["wake_ns"] + (link["_wait"]["off"] or 0) for _, _, link in todo],
+            "pid": [link["pid"] for _, _, link in todo],
+        },
+        {"k": pa.int64(), "wake": pa.int64(), "pid": pa.int64()},
+    )
+    rows = fetch_dicts(
+        con.execute(
+            """
         WITH r AS (
             SELECT r.source_id, r.line, r.dev, r.sector, r.nsect, r.rwbs, r.pid, r.comm, r.q_ns, r.i_ns, r.d_ns, r.c_ns,
                    r.c_ns + s.clock_offset_ns AS c_at
@@ -276,39 +348,74 @@ def match_requests(con, analysis_id: str, chains: list[dict]) -> None:
         FROM _stalls_io l JOIN r ON r.c_at BETWEEN l.wake - $win AND l.wake + $slack
         QUALIFY row_number() OVER (PARTITION BY l.k ORDER BY (r.pid = l.pid) DESC NULLS LAST, (r.c_at <= l.wake) DESC,
                                    abs(r.c_at - l.wake), r.source_id, r.line) = 1
-        """, {"aid": analysis_id, "win": REQUEST_WINDOW_NS, "slack": REQUEST_SLACK_NS}))
+        """,
+            {"aid": analysis_id, "win": REQUEST_WINDOW_NS, "slack": REQUEST_SLACK_NS},
+        )
+    )
     con.unregister("_stalls_io")
     for r in rows:
         _, _, link = todo[r["k"]]
         link["request"] = r
         d = -r["delta"]
         when = f"{duration_text(abs(d))} {'before' if d >= 0 else 'after'}"
-        link["evidence"] += (f"; block request {r['dev']} {r['rwbs'] or ''} {r['sector']} + {r['nsect']} completed "
-                             f"{when} the wake-up (blktrace source {r['source_id']}, line {r['line']})")
+        link["evidence"] += (
+            f"; block request {r['dev']} {r['rwbs'] or ''} {r['sector']} + {r['nsect']} completed "
+            f"{when} the wake-up (blktrace source {r['source_id']}, line {r['line']})"
+        )
 
 
-_LINK_TYPES = {"source_id": pa.int32(), "wait_line": pa.int64(), "pid": pa.int64(), "comm": pa.string(),
-               "lock": pa.string(), "start_ns": pa.int64(), "end_ns": pa.int64(), "duration_ns": pa.int64(),
-               "end_known": pa.bool_(), "relation": pa.string(), "inferred": pa.bool_(), "evidence": pa.string(),
-               "line": pa.int64()}
-_REQUEST_TYPES = {"source_id": pa.int32(), "line": pa.int64(), "dev": pa.string(), "sector": pa.int64(),
-                  "nsect": pa.int64(), "rwbs": pa.string(), "pid": pa.int64(), "comm": pa.string(), "q_ns": pa.int64(),
-                  "i_ns": pa.int64(), "d_ns": pa.int64(), "c_ns": pa.int64()}
+_LINK_TYPES = {
+    "source_id": pa.int32(),
+    "wait_line": pa.int64(),
+    "pid": pa.int64(),
+    "comm": pa.string(),
+    "lock": pa.string(),
+    "start_ns": pa.int64(),
+    "end_ns": pa.int64(),
+    "duration_ns": pa.int64(),
+    "end_known": pa.bool_(),
+    "relation": pa.string(),
+    "inferred": pa.bool_(),
+    "evidence": pa.string(),
+    "line": pa.int64(),
+}
+_REQUEST_TYPES = {
+    "source_id": pa.int32(),
+    "line": pa.int64(),
+    "dev": pa.string(),
+    "sector": pa.int64(),
+    "nsect": pa.int64(),
+    "rwbs": pa.string(),
+    "pid": pa.int64(),
+    "comm": pa.string(),
+    "q_ns": pa.int64(),
+    "i_ns": pa.int64(),
+    "d_ns": pa.int64(),
+    "c_ns": pa.int64(),
+}
 
 
 def insert_chains(con, analysis_id: str, chains: list[dict]) -> None:
     if not chains:
         return
-    register_table(con, "_stalls_ch", {"chain_id": list(range(1, len(chains) + 1)),
-                                  "duration_ns": [c["duration_ns"] for c in chains],
-                                  "links": [len(c["links"]) for c in chains]},
-              {"chain_id": pa.int32(), "duration_ns": pa.int64(), "links": pa.int32()})
+    register_table(
+        con,
+        "_stalls_ch",
+        {
+            "chain_id": list(range(1, len(chains) + 1)),
+            "duration_ns": [c["duration_ns"] for c in chains],
+            "links": [len(c["links"]) for c in chains],
+        },
+        {"chain_id": pa.int32(), "duration_ns": pa.int64(), "links": pa.int32()},
+    )
     con.execute("INSERT INTO chains SELECT ?, chain_id, duration_ns, links FROM _stalls_ch", [analysis_id])
     con.unregister("_stalls_ch")
     links = [link for c in chains for link in c["links"]]
-    data = {"chain_id": pa.array([i + 1 for i, c in enumerate(chains) for _ in c["links"]], pa.int32()),
-            "pos": pa.array([pos for c in chains for pos in range(len(c["links"]))], pa.int32()),
-            "also_waiting": pa.array([link["also_waiting"] for link in links], pa.string())}
+    data = {
+        "chain_id": pa.array([i + 1 for i, c in enumerate(chains) for _ in c["links"]], pa.int32()),
+        "pos": pa.array([pos for c in chains for pos in range(len(c["links"]))], pa.int32()),
+        "also_waiting": pa.array([link["also_waiting"] for link in links], pa.string()),
+    }
     values = zip(*map(operator.itemgetter(*_LINK_TYPES), links))  # column by column
     data.update({k: pa.array(v, t) for (k, t), v in zip(_LINK_TYPES.items(), values)})
     data["stack_text"] = pa.array([STACK_SEP.join(link["stack"]) for link in links], pa.string())
@@ -329,6 +436,10 @@ def relink(con, analysis_id: str) -> None:
     request completed at a wake-up depends on it (inside the caller's transaction)."""
     con.execute("DELETE FROM chain_link_rows WHERE analysis_id = ?", [analysis_id])
     con.execute("DELETE FROM chains WHERE analysis_id = ?", [analysis_id])
-    sids = [r[0] for r in con.execute(
-        "SELECT id FROM sources WHERE analysis_id = ? AND format = 'ftrace' ORDER BY id", [analysis_id]).fetchall()]
+    sids = [
+        r[0]
+        for r in con.execute(
+            "SELECT id FROM sources WHERE analysis_id = ? AND format = 'ftrace' ORDER BY id", [analysis_id]
+        ).fetchall()
+    ]
     _chains_from_stored_waits(con, analysis_id, sids)

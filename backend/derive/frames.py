@@ -1,5 +1,6 @@
 """What a stack's frames are (known lock functions, I/O completions, scheduler plumbing) and how waits and links
 describe tasks, times and stacks in their evidence. Each frame's kind is looked up once (an LRU per function)."""
+
 from __future__ import annotations
 
 import functools
@@ -7,26 +8,83 @@ import functools
 from .. import locks
 
 # functions that complete block I/O (bio/request end, buffer and page end-of-I/O, fs completion work)
-IO_COMPLETION = frozenset({
-    "bio_endio", "blk_mq_end_request", "__blk_mq_end_request", "blk_update_request", "blk_mq_complete_request",
-    "blk_complete_reqs", "blk_done_softirq", "blk_end_request", "__blk_end_request", "blk_end_request_all",
-    "req_bio_endio", "scsi_io_completion", "scsi_end_request", "nvme_complete_rq", "nvme_pci_complete_rq",
-    "end_bio_bh_io_sync", "end_buffer_write_sync", "end_buffer_read_sync", "end_buffer_async_write",
-    "end_buffer_async_read", "end_page_writeback", "folio_end_writeback", "mpage_end_io", "iomap_finish_ioend",
-    "iomap_finish_ioends", "xfs_buf_iodone_work", "xfs_buf_ioend", "xfs_buf_ioend_work", "xfs_buf_iodone",
-    "xfs_buf_bio_end_io", "xfs_end_io", "xfs_end_bio", "xfs_end_ioend", "ext4_end_bio", "ext4_end_io_rsv_work",
-    "dio_bio_end_io", "dio_bio_end_aio", "blkdev_bio_end_io", "iomap_dio_bio_end_io",
-}) | frozenset(next(p for p in locks.PRIMITIVES if p.name == "I/O").release)
+IO_COMPLETION = frozenset(
+    {
+        "bio_endio",
+        "blk_mq_end_request",
+        "__blk_mq_end_request",
+        "blk_update_request",
+        "blk_mq_complete_request",
+        "blk_complete_reqs",
+        "blk_done_softirq",
+        "blk_end_request",
+        "__blk_end_request",
+        "blk_end_request_all",
+        "req_bio_endio",
+        "scsi_io_completion",
+        "scsi_end_request",
+        "nvme_complete_rq",
+        "nvme_pci_complete_rq",
+        "end_bio_bh_io_sync",
+        "end_buffer_write_sync",
+        "end_buffer_read_sync",
+        "end_buffer_async_write",
+        "end_buffer_async_read",
+        "end_page_writeback",
+        "folio_end_writeback",
+        "mpage_end_io",
+        "iomap_finish_ioend",
+        "iomap_finish_ioends",
+        "xfs_buf_iodone_work",
+        "xfs_buf_ioend",
+        "xfs_buf_ioend_work",
+        "xfs_buf_iodone",
+        "xfs_buf_bio_end_io",
+        "xfs_end_io",
+        "xfs_end_bio",
+        "xfs_end_ioend",
+        "ext4_end_bio",
+        "ext4_end_io_rsv_work",
+        "dio_bio_end_io",
+        "dio_bio_end_aio",
+        "blkdev_bio_end_io",
+        "iomap_dio_bio_end_io",
+    }
+) | frozenset(next(p for p in locks.PRIMITIVES if p.name == "I/O").release)
 
 # scheduler plumbing: never the reason of a wait
-_PLUMBING = frozenset({
-    "schedule", "__schedule", "schedule_timeout", "schedule_hrtimeout", "schedule_hrtimeout_range",
-    "schedule_hrtimeout_range_clock", "schedule_preempt_disabled", "preempt_schedule", "preempt_schedule_common",
-    "preempt_schedule_irq", "finish_task_switch", "context_switch", "__switch_to", "__switch_to_asm",
-    "prepare_to_wait", "prepare_to_wait_event", "prepare_to_wait_exclusive", "finish_wait", "pick_next_task",
-    "pick_next_task_fair", "dequeue_task", "dequeue_task_fair", "deactivate_task", "_cond_resched",
-    "__cond_resched", "psi_task_switch", "rcu_note_context_switch", "__math_state_restore",
-})
+_PLUMBING = frozenset(
+    {
+        "schedule",
+        "__schedule",
+        "schedule_timeout",
+        "schedule_hrtimeout",
+        "schedule_hrtimeout_range",
+        "schedule_hrtimeout_range_clock",
+        "schedule_preempt_disabled",
+        "preempt_schedule",
+        "preempt_schedule_common",
+        "preempt_schedule_irq",
+        "finish_task_switch",
+        "context_switch",
+        "__switch_to",
+        "__switch_to_asm",
+        "prepare_to_wait",
+        "prepare_to_wait_event",
+        "prepare_to_wait_exclusive",
+        "finish_wait",
+        "pick_next_task",
+        "pick_next_task_fair",
+        "dequeue_task",
+        "dequeue_task_fair",
+        "deactivate_task",
+        "_cond_resched",
+        "__cond_resched",
+        "psi_task_switch",
+        "rcu_note_context_switch",
+        "__math_state_restore",
+    }
+)
 _IDLE_COMMS = ("<idle>", "swapper")
 
 
@@ -47,7 +105,7 @@ def waker_path(frames, marked: set) -> str:
         start = marks.index(1)
     else:
         start = max(0, len(frames) - 3)
-    shown = frames[start:start + 4]
+    shown = frames[start : start + 4]
     return " → ".join(shown) + (" → …" if start + 4 < len(frames) else "") if shown else "?"
 
 

@@ -21,6 +21,7 @@ store.py stages each file's rows (the parsers' tables, keyed by source_id), then
    by one thread at a time (the inserter holds it while this thread builds the chains in Python). The garbage
    collector is off meanwhile: many small lists and dicts, no cycles.
 """
+
 from __future__ import annotations
 
 import gc
@@ -45,8 +46,10 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
     not their holders nor the chains: it starts once the locks are known, beside the holders' look-ups, the waits'
     insert and the chains, in a transaction of its own that it commits first (it writes tables keyed by the
     sources' staged ids: STAGED_TABLES). Without ftrace sources it runs on `con`, in the ingest's transaction."""
-    rows = con.execute("SELECT id, format, t_min_ns, t_max_ns, clock_offset_ns FROM sources WHERE analysis_id = ?"
-                       " ORDER BY id", [analysis_id]).fetchall()
+    rows = con.execute(
+        "SELECT id, format, t_min_ns, t_max_ns, clock_offset_ns FROM sources WHERE analysis_id = ? ORDER BY id",
+        [analysis_id],
+    ).fetchall()
     sources = [r[:4] for r in rows]
     spans = [(sid, t_min, t_max) for sid, fmt, t_min, t_max, _ in rows if fmt == "ftrace"]
     offs = {sid: off for sid, fmt, _, _, off in rows if fmt == "ftrace"}
@@ -77,8 +80,7 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
                 calls = pool.submit(stacks.call_index, reader, sid, funcs)  # built while the waits are derived
                 if k == 0:  # queued behind the first source's call index
                     prepared = pool.submit(timeline.prepare, reader, spans)
-                derived[sid], table = waits.derive_waits(con, sid, funcs, calls,
-                                                         locked if k == len(offs) - 1 else None)
+                derived[sid], table = waits.derive_waits(con, sid, funcs, calls, locked if k == len(offs) - 1 else None)
                 calls = None  # the index (~25 bytes a call) is freed before the next source's, and the chains
                 tables.append(table)
                 for w in derived[sid]:

@@ -1,5 +1,6 @@
 """The stacks of tasks at given lines of an ftrace source: the calls open there, root first, found in a call index
 built once per source (`call_index`: numpy arrays by line) rather than by SQL per wait."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,7 +24,7 @@ class Stacks:
         return self._o[i + 1] > self._o[i]
 
     def frames(self, i: int) -> list[str]:
-        return self._frames[self._o[i]:self._o[i + 1]]
+        return self._frames[self._o[i] : self._o[i + 1]]
 
     def reasons(self, n: int) -> list[tuple[str | None, str | None, str | None, str | None]]:
         """Per request i < n, what its stack waits on: (lock label, lock key, primitive name, object primitive
@@ -31,10 +32,15 @@ class Stacks:
         (an object's own function before a sleep function objects share: locks.label); with none, the innermost
         frame that is not plumbing (label and key), else all None. Each name's kind is looked up once; the frames
         are scanned as arrays."""
-        kinds = np.array([(takes_or_sleeps(f), is_object_function(f), is_own_object_function(f), is_not_plumbing(f)) for f in self.names],
-                         bool).reshape(-1, 4)
-        codes = self.codes[:self.off[n]]
-        stack = np.repeat(np.arange(n), np.diff(self.off[:n + 1]))
+        kinds = np.array(
+            [
+                (takes_or_sleeps(f), is_object_function(f), is_own_object_function(f), is_not_plumbing(f))
+                for f in self.names
+            ],
+            bool,
+        ).reshape(-1, 4)
+        codes = self.codes[: self.off[n]]
+        stack = np.repeat(np.arange(n), np.diff(self.off[: n + 1]))
         waiting, obj, own, plain = (kinds[codes, k] for k in range(4))
 
         def pick(mask: np.ndarray, last: bool) -> np.ndarray:  # per stack, the code of its first (last) masked frame
@@ -65,8 +71,9 @@ class Stacks:
         np.cumsum(count, out=offsets[1:])
         take = np.repeat(start - offsets[:-1], count) + np.arange(offsets[-1])
         values = pa.array(self.names, pa.string()).take(self.codes[take])
-        return pc.binary_join(pa.LargeListArray.from_arrays(offsets, values, mask=pa.array(null, pa.bool_())),
-                              STACK_SEP)
+        return pc.binary_join(
+            pa.LargeListArray.from_arrays(offsets, values, mask=pa.array(null, pa.bool_())), STACK_SEP
+        )
 
 
 def stacks_at(con, sid: int, calls: dict, pid: list, cpu: list, line: list, innermost: list | None = None) -> Stacks:
@@ -116,15 +123,26 @@ def _stack_key(req: dict) -> np.ndarray:
 def _last_calls_sql(con, sid: int, req: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """As _last_calls, in SQL, for call indexes whose keys do not fit in numbers."""
     cols = {"pid": req["pid"], "line": req["line"], "innermost": req["inner"]}
-    con.register("_stalls_req", pa.table({"k": np.arange(len(req["pid"][0])), "ckey": _stack_key(req),
-                                          **{c: pa.array(v, mask=~ok) for c, (v, ok) in cols.items()}}))
+    con.register(
+        "_stalls_req",
+        pa.table(
+            {
+                "k": np.arange(len(req["pid"][0])),
+                "ckey": _stack_key(req),
+                **{c: pa.array(v, mask=~ok) for c, (v, ok) in cols.items()},
+            }
+        ),
+    )
     # the last call the task entered before `line`
-    tops = con.execute("""
+    tops = con.execute(
+        """
         SELECT r.k, coalesce(r.line, -1) AS at_line, coalesce(r.innermost, c.line) AS line FROM _stalls_req r
         ASOF LEFT JOIN (SELECT pid, CASE WHEN pid = 0 THEN cpu ELSE -1 END AS ckey, line FROM fg_call_rows
                         WHERE source_id = $sid AND pid IS NOT NULL) c
         ON r.pid = c.pid AND r.ckey = c.ckey AND c.line < r.line
-        WHERE coalesce(r.innermost, c.line) IS NOT NULL ORDER BY r.k""", {"sid": sid}).fetchnumpy()
+        WHERE coalesce(r.innermost, c.line) IS NOT NULL ORDER BY r.k""",
+        {"sid": sid},
+    ).fetchnumpy()
     con.unregister("_stalls_req")
     return tuple(np.asarray(tops[c], np.int64) for c in ("k", "at_line", "line"))
 
@@ -157,26 +175,38 @@ def call_index(con, sid: int, names: list[str]) -> dict:
     CPU unknown, never looked up)."""
     last, pid_lo, pid_hi, cpu_lo, cpu_hi, ncalls = con.execute(
         "SELECT max(greatest(line, exit_line)), min(pid), max(pid), min(cpu) FILTER (pid = 0),"
-        " max(cpu) FILTER (pid = 0), count(*) FROM fg_call_rows WHERE source_id = ? AND line >= 0", [sid]).fetchall()[0]
+        " max(cpu) FILTER (pid = 0), count(*) FROM fg_call_rows WHERE source_id = ? AND line >= 0",
+        [sid],
+    ).fetchall()[0]
     bound = (last or 0) + 1
     bits = bound.bit_length()
     limit = 1 << (62 - bits)  # |task| < limit: task * 2**bits + line fits in 63 bits
     unfit = (pid_lo is not None and (pid_lo < 0 or pid_hi >= limit)) or (
-        cpu_lo is not None and (cpu_lo < 0 or cpu_hi >= limit - 10))
+        cpu_lo is not None and (cpu_lo < 0 or cpu_hi >= limit - 10)
+    )
     key = f"CASE WHEN c.pid > 0 THEN c.pid WHEN c.pid = 0 THEN coalesce(-10 - c.cpu::BIGINT, -5) END * {1 << bits}"
     sql_type, dtype = ("INTEGER", np.int32) if bound < np.iinfo(np.int32).max else ("BIGINT", np.int64)
     code_type = np.int16 if len(names) < np.iinfo(np.int16).max else np.int32
-    index = {"names": names + ["?"], "bound": bound, "parent": np.full(bound, -1, dtype),
-             "exit": np.zeros(bound, dtype), "code": np.full(bound, _NO_CALL, code_type), "keys": None}
+    index = {
+        "names": names + ["?"],
+        "bound": bound,
+        "parent": np.full(bound, -1, dtype),
+        "exit": np.zeros(bound, dtype),
+        "code": np.full(bound, _NO_CALL, code_type),
+        "keys": None,
+    }
     keys, nkeys = np.empty(0 if unfit else ncalls, np.int64), 0
     # batch by batch: the whole result at once would be ~24 bytes a call more at the derivation's peak
-    reader = con.sql(f"""
+    reader = con.sql(
+        f"""
         SELECT c.line::{sql_type} AS line, coalesce(c.parent_line, -1)::{sql_type} AS parent,
                coalesce(c.exit_line, {np.iinfo(dtype).max})::{sql_type} AS exit,
                coalesce(c.func_id, {len(names)}) AS code,
                {"NULL::BIGINT" if unfit else key} + c.line AS key
         FROM fg_call_rows c WHERE c.source_id = $sid AND c.line >= 0
-        """, params={"sid": sid}).to_arrow_reader(1 << 20)
+        """,
+        params={"sid": sid},
+    ).to_arrow_reader(1 << 20)
     for b in reader:
         line = b.column("line").to_numpy()
         for name in ("parent", "exit", "code"):

@@ -10,6 +10,7 @@ the requests in flight per device at the end of each level-0 bucket (`tl_depth`)
 to be drawn at level 0 or wider (`tl_calls`). `prepare` reads what of that needs only a source's staged rows
 (task slices, long calls, depth-0 calls), beside the waits' derivation (derive/pipeline.py).
 """
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -20,6 +21,7 @@ LEVEL0_BUCKETS = 1 << 16  # level-0 buckets over a source's span (its w0_ns: thi
 MIN_W0 = 1024  # ns
 TOP_BUCKETS = 16  # the coarsest level still has at least this many buckets over the span
 
+
 def prepare(con, sources: list[tuple[int, int | None, int | None]]) -> dict[int, dict[str, pa.Table]]:
     """What `summarize` needs of each ftrace source (id, t_min_ns, t_max_ns) that its staged rows alone give (stalls.derive
     runs it beside the waits, through a cursor of its own): "slices", its rows of task_slices; "calls", its rows of
@@ -27,8 +29,10 @@ def prepare(con, sources: list[tuple[int, int | None, int | None]]) -> dict[int,
     out = {}
     for sid, t_min, t_max in sources:
         p = {"sid": sid}
-        out[sid] = {"slices": con.sql(_SLICES, params=p).to_arrow_table(),
-                    "roots": con.sql(_ROOTS, params=p).to_arrow_table()}
+        out[sid] = {
+            "slices": con.sql(_SLICES, params=p).to_arrow_table(),
+            "roots": con.sql(_ROOTS, params=p).to_arrow_table(),
+        }
         if t_min is not None and t_max is not None:
             out[sid]["calls"] = con.sql(_CALLS, params={**p, "w0": _geometry(t_min, t_max)[0]}).to_arrow_table()
     return out
@@ -108,19 +112,24 @@ _TASK_SEGS = """
     WHERE x.duration_ns >= 0
 """
 # each block request's I→D (queued) and D→C (service) segment, before lanes (dev, pid)
-_BLK_SEGS = " UNION ALL ".join(f"""
+_BLK_SEGS = " UNION ALL ".join(
+    f"""
     SELECT dev, pid, {track} AS track, {a} AS s, {z} AS e, line FROM blk_requests
-    WHERE source_id = $sid AND {a} IS NOT NULL AND {z} >= {a}""" for track, _, a, z in BLK_PHASES)
+    WHERE source_id = $sid AND {a} IS NOT NULL AND {z} >= {a}"""
+    for track, _, a, z in BLK_PHASES
+)
 _BLK_STATE = "CASE track " + " ".join(f"WHEN {track} THEN '{state}'" for track, state, _, _ in BLK_PHASES) + " END"
 
 
 def _in_lanes(rows: str) -> str:
     """The rows of `rows` (SQL with a `{key}` column: dev, then pid) in their device's lane and in their process'
     lane, with that lane: a request's rows are in two lanes."""
-    return " UNION ALL ".join(f"""
+    return " UNION ALL ".join(
+        f"""
         SELECT l.lane, g.* FROM ({rows.format(key=key)}) g
         JOIN tl_lanes l ON l.source_id = $sid AND l.kind = '{kind}' AND l.{key} = g.{key}"""
-                              for kind, key in (("device", "dev"), ("process", "pid")))
+        for kind, key in (("device", "dev"), ("process", "pid"))
+    )
 
 
 def _segs(fmt: str) -> str:
@@ -145,8 +154,10 @@ def _fresh(fmt: str, level: str, width: str, top_width: int) -> str:
                    arg_max(line, e - s) AS line
             FROM (SELECT *, {level} AS lvl FROM ({_TASK_SEGS}) WHERE e - s < {top_width})
             GROUP BY ALL"""
-    sums = (f"SELECT lvl, {{key}}, track, s // ({width}) AS bucket, sum(d) AS tot, count(*) AS n, max(d) AS mx,"
-            " arg_max(line, d) AS line FROM x WHERE {key} IS NOT NULL GROUP BY ALL")
+    sums = (
+        f"SELECT lvl, {{key}}, track, s // ({width}) AS bucket, sum(d) AS tot, count(*) AS n, max(d) AS mx,"
+        " arg_max(line, d) AS line FROM x WHERE {key} IS NOT NULL GROUP BY ALL"
+    )
     return f"""
         WITH x AS (SELECT {level} AS lvl, dev, pid, track, s, e - s AS d, line FROM ({_BLK_SEGS}) WHERE e - s < {top_width})
         SELECT lvl, lane, track, {_BLK_STATE} AS state, bucket, tot, n, mx, line FROM ({_in_lanes(sums)})"""
@@ -154,8 +165,13 @@ def _fresh(fmt: str, level: str, width: str, top_width: int) -> str:
 
 # ---- summaries at ingest -------------------------------------------------------------------------------------------
 
-def summarize(con, sources: list[tuple[int, str, int | None, int | None]], waits: pa.Table | None = None,
-              prepared: dict[int, dict[str, pa.Table]] | None = None) -> None:
+
+def summarize(
+    con,
+    sources: list[tuple[int, str, int | None, int | None]],
+    waits: pa.Table | None = None,
+    prepared: dict[int, dict[str, pa.Table]] | None = None,
+) -> None:
     """The timeline's summaries (see the module docstring) of each ftrace and blkparse source (id, format, t_min_ns,
     t_max_ns), and each ftrace source's task slices, from its waits (stalls.BRIEF: needed when there is an ftrace
     source) and what `prepare` read of it (else read now). stalls.derive runs it beside the waits' insert and the
@@ -182,24 +198,31 @@ def summarize(con, sources: list[tuple[int, str, int | None, int | None]], waits
         con.execute("INSERT INTO tl_meta VALUES ($sid, $w0, $top)", {**p, "top": top})
         if fmt == "ftrace":
             con.register("_tl_roots", prepared[sid]["roots"])  # until the segments are summarized
-            con.execute("""
+            con.execute(
+                """
                 INSERT INTO tl_lanes
                 SELECT $sid, (row_number() OVER (ORDER BY pid) - 1)::INTEGER, 'task', pid, NULL, arg_max(comm, t)
                 FROM (SELECT pid, comm, start_ns AS t FROM task_slices WHERE source_id = $sid
                       UNION ALL SELECT pid, comm, start_ns FROM _tl_waits WHERE source_id = $sid
                       UNION ALL SELECT pid, comm, entry_ns FROM _tl_roots WHERE pid <> 0)
-                GROUP BY pid""", {"sid": sid})
+                GROUP BY pid""",
+                {"sid": sid},
+            )
             insert("tl_calls", sid, "calls", "entry_ns")
         else:
-            con.execute("""
+            con.execute(
+                """
                 INSERT INTO tl_lanes
                 SELECT $sid, (row_number() OVER (ORDER BY kind, dev, pid) - 1)::INTEGER, kind, pid, dev, comm FROM (
                     SELECT 'device' AS kind, NULL::BIGINT AS pid, dev, NULL AS comm FROM blk_requests
                     WHERE source_id = $sid AND dev IS NOT NULL GROUP BY dev
                     UNION ALL
                     SELECT 'process', pid, NULL, mode(comm) FROM blk_requests
-                    WHERE source_id = $sid AND pid IS NOT NULL GROUP BY pid)""", {"sid": sid})
-            con.execute("""
+                    WHERE source_id = $sid AND pid IS NOT NULL GROUP BY pid)""",
+                {"sid": sid},
+            )
+            con.execute(
+                """
                 INSERT INTO tl_depth
                 WITH e AS (  -- requests inserted (+1) and completed (-1) per device and bucket, then in its lane
                     SELECT dev, i_ns // $w0 AS bucket, 1 AS d FROM blk_requests
@@ -210,18 +233,24 @@ def summarize(con, sources: list[tuple[int, str, int | None, int | None]], waits
                 ), g AS (SELECT l.lane, e.bucket, sum(e.d) AS d FROM e
                          JOIN tl_lanes l ON l.source_id = $sid AND l.kind = 'device' AND l.dev = e.dev GROUP BY ALL)
                 SELECT $sid, lane, bucket, sum(d) OVER (PARTITION BY lane ORDER BY bucket ROWS UNBOUNDED PRECEDING)
-                FROM g ORDER BY lane, bucket""", p)
+                FROM g ORDER BY lane, bucket""",
+                p,
+            )
         # one pass over the segments: each goes to the first level whose bucket is longer than it, bucketed there;
         # then each level is the one below merged FAN buckets at a time, plus the segments that start there
-        widths = [w0 * FAN ** k for k in range(top + 1)]
+        widths = [w0 * FAN**k for k in range(top + 1)]
         level = "CASE " + " ".join(f"WHEN e - s < {w} THEN {k}" for k, w in enumerate(widths)) + " END"
         width = "CASE lvl " + " ".join(f"WHEN {k} THEN {w}" for k, w in enumerate(widths)) + " END"
         con.execute(f"CREATE OR REPLACE TEMP TABLE _tl_fresh AS {_fresh(fmt, level, width, widths[-1])}", {"sid": sid})
         # (level 0 has nothing below: its fresh rows are its bins as they are)
-        con.execute("INSERT INTO tl_bins SELECT $sid, 0, lane, track, state, bucket, tot, n, mx, line FROM _tl_fresh"
-                    " WHERE lvl = 0 ORDER BY lane, bucket", {"sid": sid})
+        con.execute(
+            "INSERT INTO tl_bins SELECT $sid, 0, lane, track, state, bucket, tot, n, mx, line FROM _tl_fresh"
+            " WHERE lvl = 0 ORDER BY lane, bucket",
+            {"sid": sid},
+        )
         for k in range(1, top + 1):
-            con.execute(f"""
+            con.execute(
+                f"""
                 INSERT INTO tl_bins
                 SELECT $sid, $k, lane, track, state, bucket, sum(tot), sum(n), max(mx), arg_max(line, mx) FROM (
                     SELECT lane, track, state, bucket // {FAN} AS bucket, tot, n, mx, line FROM tl_bins
@@ -229,12 +258,17 @@ def summarize(con, sources: list[tuple[int, str, int | None, int | None]], waits
                     UNION ALL SELECT lane, track, state, bucket, tot, n, mx, line FROM _tl_fresh WHERE lvl = $k
                 ) GROUP BY lane, track, state, bucket
                 ORDER BY lane, bucket  -- a read of some lanes over a window skips the other row groups
-                """, {"sid": sid, "k": k})
+                """,
+                {"sid": sid, "k": k},
+            )
         con.execute("DROP TABLE _tl_fresh")
         # the segments a read at level >= 1 draws as they are: by level, then start (a read skips the rest)
         level = "CASE " + " ".join(f"WHEN e - s < {w} THEN {k}" for k, w in enumerate(widths)) + f" ELSE {top + 1} END"
-        con.execute(f"INSERT INTO tl_long SELECT $sid, {level} AS lvl, lane, track, state, s, e, line"
-                    f" FROM ({_segs(fmt)}) WHERE e - s >= {w0 * FAN} ORDER BY lvl, s", {"sid": sid})
+        con.execute(
+            f"INSERT INTO tl_long SELECT $sid, {level} AS lvl, lane, track, state, s, e, line"
+            f" FROM ({_segs(fmt)}) WHERE e - s >= {w0 * FAN} ORDER BY lvl, s",
+            {"sid": sid},
+        )
         if fmt == "ftrace":
             con.unregister("_tl_roots")
     if waits is not None:

@@ -31,6 +31,7 @@ Waits (table `waits`, key (source_id, line)):
   acquire function of that object before the waiter blocked and had not called one of its release
   functions since, the one that returned last. Evidence: that acquire call's line and exit time.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -57,8 +58,9 @@ BRIEF = ("source_id", "pid", "comm", "start_ns", "end_ns", "lock_key", "lock", "
 def wait_summary(waits: Iterable[dict]) -> pa.Table:
     """The BRIEF columns of the waits, as they will be stored."""
     values = zip(*map(operator.itemgetter(*BRIEF), waits))
-    return pa.table([pa.array(v, WAIT_TYPES[k]) for k, v in itertools.zip_longest(BRIEF, values, fillvalue=())],
-                    names=list(BRIEF))
+    return pa.table(
+        [pa.array(v, WAIT_TYPES[k]) for k, v in itertools.zip_longest(BRIEF, values, fillvalue=())], names=list(BRIEF)
+    )
 
 
 def function_names(con, sid: int) -> list[str]:
@@ -88,8 +90,9 @@ def fetch_dicts(cur, blank: dict | None = None) -> list[dict]:
     return out
 
 
-def derive_waits(con, sid: int, funcs: list[str], calls: Future,
-                  locked: Callable[[list[dict]], None] | None = None) -> tuple[list[dict], Iterator[pa.Table]]:
+def derive_waits(
+    con, sid: int, funcs: list[str], calls: Future, locked: Callable[[list[dict]], None] | None = None
+) -> tuple[list[dict], Iterator[pa.Table]]:
     """Derives the source's waits: as dicts, in file order, and as the rows of `waits` (made as they are read).
     `funcs`: the source's names by id (function_names); `calls`: its call_index, being built meanwhile; `locked`(the
     waits), called once their locks are known (before their holders are looked for)."""
@@ -98,25 +101,36 @@ def derive_waits(con, sid: int, funcs: list[str], calls: Future,
         "SELECT max(t) FROM (SELECT max(greatest(entry_ns, exit_ns)) t FROM fg_call_rows WHERE source_id = $sid"
         " UNION ALL SELECT max(t_ns) FROM sched_switch WHERE source_id = $sid"
         " UNION ALL SELECT max(t_ns) FROM sched_wakeup WHERE source_id = $sid"
-        " UNION ALL SELECT max(t_ns) FROM trace_events WHERE source_id = $sid)", p).fetchall()[0][0]
+        " UNION ALL SELECT max(t_ns) FROM trace_events WHERE source_id = $sid)",
+        p,
+    ).fetchall()[0][0]
     if trace_end is None:
         return [], iter(())
     lockfn = _lock_function_ids(funcs)
-    register_table(con, "_stalls_fn", {"func_id": [h[2] for h in lockfn.values()], "func": list(lockfn),
-                                   "role": [h[1] for h in lockfn.values()]},
-              {"func_id": pa.int32(), "func": pa.string(), "role": pa.string()})
+    register_table(
+        con,
+        "_stalls_fn",
+        {"func_id": [h[2] for h in lockfn.values()], "func": list(lockfn), "role": [h[1] for h in lockfn.values()]},
+        {"func_id": pa.int32(), "func": pa.string(), "role": pa.string()},
+    )
     con.execute(
         "CREATE OR REPLACE TEMP TABLE _stalls_outs AS SELECT line, prev_pid AS pid FROM sched_switch"
-        " WHERE source_id = $sid AND prev_pid IS NOT NULL", p)
+        " WHERE source_id = $sid AND prev_pid IS NOT NULL",
+        p,
+    )
     con.execute(
         "CREATE OR REPLACE TEMP TABLE _stalls_wk AS SELECT line, t_ns, cpu, pid, waker_pid, waker_comm FROM sched_wakeup"
-        " WHERE source_id = $sid AND pid IS NOT NULL AND t_ns IS NOT NULL AND success IS NOT FALSE", p)
+        " WHERE source_id = $sid AND pid IS NOT NULL AND t_ns IS NOT NULL AND success IS NOT FALSE",
+        p,
+    )
 
     # scheduler waits: switch-out asleep -> next switch-in; first wake-up after the switch-out (its end and
     # evidence written by DuckDB: a row is then a wait as is)
     blank = dict.fromkeys(_WAIT_KEYS)  # every wait has every column, as read back
     blank["innermost"] = None
-    waits = fetch_dicts(con.execute(f"""
+    waits = fetch_dicts(
+        con.execute(
+            f"""
         WITH o AS (
             SELECT line, t_ns, cpu, prev_pid AS pid, prev_comm AS comm, prev_state AS state FROM sched_switch
             WHERE source_id = $sid AND prev_pid IS NOT NULL AND prev_pid <> 0 AND t_ns IS NOT NULL
@@ -142,11 +156,17 @@ def derive_waits(con, sid: int, funcs: list[str], calls: Future,
         )
         SELECT {", ".join(f"{v} AS {k}" for k, v in _SCHED_WAIT.items())} FROM e
         ORDER BY line
-        """, {**p, "end": trace_end}), blank)  # in file order: what follows (also_waiting lists, ...) must not depend on threads
+        """,
+            {**p, "end": trace_end},
+        ),
+        blank,
+    )  # in file order: what follows (also_waiting lists, ...) must not depend on threads
 
     # call waits: long (or open) calls of sleeping primitives with no switch-out of the task inside them
     if lockfn:
-        kept = fetch_dicts(con.execute("""
+        kept = fetch_dicts(
+            con.execute(
+                """
             WITH c AS (
                 SELECT c.line, c.pid, n.name AS comm, c.cpu, f.func, c.entry_ns, c.exit_ns, c.duration_ns, c.exit_line
                 FROM fg_call_rows c JOIN _stalls_fn f USING (func_id)
@@ -173,33 +193,65 @@ def derive_waits(con, sid: int, funcs: list[str], calls: Future,
             WHERE j.exit_line IS NOT NULL OR j.wake_line IS NOT NULL
                   OR last.last_line <= j.line AND j.entry_ns <= $latest
             ORDER BY j.pid, j.line
-            """, {**p, "min": MIN_CALL_SLEEP_NS, "latest": trace_end - MIN_CALL_SLEEP_NS}))
+            """,
+                {**p, "min": MIN_CALL_SLEEP_NS, "latest": trace_end - MIN_CALL_SLEEP_NS},
+            )
+        )
         for i, c in enumerate(kept):  # innermost: drop a call that holds the next candidate of its task
             nxt = kept[i + 1] if i + 1 < len(kept) else None
             if nxt and nxt["pid"] == c["pid"] and (c["exit_line"] is None or nxt["line"] < c["exit_line"]):
                 continue
             what = f"{c['func']}() (line {c['line']})"
-            w = {**blank, "source_id": sid, "line": c["line"], "kind": "call", "pid": c["pid"], "comm": c["comm"],
-                 "cpu": c["cpu"], "start_ns": c["entry_ns"], "state": None, "innermost": c["line"], "inferred": True}
+            w = {
+                **blank,
+                "source_id": sid,
+                "line": c["line"],
+                "kind": "call",
+                "pid": c["pid"],
+                "comm": c["comm"],
+                "cpu": c["cpu"],
+                "start_ns": c["entry_ns"],
+                "state": None,
+                "innermost": c["line"],
+                "inferred": True,
+            }
             woke = c["wake_line"] is not None and (c["exit_line"] is None or c["wake_line"] < c["exit_line"])
             if c["exit_line"] is not None:
                 dur = c["duration_ns"] if c["duration_ns"] is not None else c["exit_ns"] - c["entry_ns"]
-                w.update(end_ns=c["exit_ns"], duration_ns=dur, end_line=c["exit_line"], end_known=True,
-                         evidence=f"no sched_switch of the task in the trace: inferred from the call {what}, which "
-                                  f"returned after {duration_text(dur)} (line {c['exit_line']})")
+                w.update(
+                    end_ns=c["exit_ns"],
+                    duration_ns=dur,
+                    end_line=c["exit_line"],
+                    end_known=True,
+                    evidence=f"no sched_switch of the task in the trace: inferred from the call {what}, which "
+                    f"returned after {duration_text(dur)} (line {c['exit_line']})",
+                )
                 if not woke:
                     w["evidence"] += "; no wake-up line for it in the trace"
             elif woke:
-                w.update(end_ns=c["wake_ns"], end_line=c["wake_line"], end_known=True,
-                         evidence=f"no sched_switch of the task in the trace: inferred from the call {what}, still open; "
-                                  f"ends at its wake-up (line {c['wake_line']})")
+                w.update(
+                    end_ns=c["wake_ns"],
+                    end_line=c["wake_line"],
+                    end_known=True,
+                    evidence=f"no sched_switch of the task in the trace: inferred from the call {what}, still open; "
+                    f"ends at its wake-up (line {c['wake_line']})",
+                )
             else:
-                w.update(end_ns=trace_end, end_line=None, end_known=False,
-                         evidence=f"no sched_switch of the task in the trace: inferred from the call {what}, still open "
-                                  "and the task shows nothing more until the end of the trace: duration is a lower bound")
+                w.update(
+                    end_ns=trace_end,
+                    end_line=None,
+                    end_known=False,
+                    evidence=f"no sched_switch of the task in the trace: inferred from the call {what}, still open "
+                    "and the task shows nothing more until the end of the trace: duration is a lower bound",
+                )
             if woke:
-                w.update(wake_line=c["wake_line"], wake_ns=c["wake_ns"], wake_cpu=c["wake_cpu"],
-                         waker_pid=c["waker_pid"], waker_comm=c["waker_comm"])
+                w.update(
+                    wake_line=c["wake_line"],
+                    wake_ns=c["wake_ns"],
+                    wake_cpu=c["wake_cpu"],
+                    waker_pid=c["waker_pid"],
+                    waker_comm=c["waker_comm"],
+                )
             waits.append(w)
         del kept
     if not waits:
@@ -215,12 +267,25 @@ def derive_waits(con, sid: int, funcs: list[str], calls: Future,
     n = len(waits)
     woken = [i for i, w in enumerate(waits) if w["waker_pid"] is not None]
     calls = calls.result()
-    wakers = (con, sid, calls, [waits[i]["waker_pid"] for i in woken], [waits[i]["wake_cpu"] for i in woken],
-              [waits[i]["wake_line"] for i in woken])
+    wakers = (
+        con,
+        sid,
+        calls,
+        [waits[i]["waker_pid"] for i in woken],
+        [waits[i]["wake_cpu"] for i in woken],
+        [waits[i]["wake_line"] for i in woken],
+    )
     with ThreadPoolExecutor(max_workers=1) as beside:
         wst = beside.submit(stacks_at, *wakers) if calls["keys"] is not None else None
-        st = stacks_at(con, sid, calls, [w["pid"] for w in waits], [w["cpu"] for w in waits], [w["line"] for w in waits],
-                     [w["innermost"] for w in waits])
+        st = stacks_at(
+            con,
+            sid,
+            calls,
+            [w["pid"] for w in waits],
+            [w["cpu"] for w in waits],
+            [w["line"] for w in waits],
+            [w["innermost"] for w in waits],
+        )
         wst = wst.result() if wst is not None else stacks_at(*wakers)
     need_holder: dict[str, list[int]] = defaultdict(list)
     prims = {p.name: p for p in locks.PRIMITIVES}
@@ -235,8 +300,9 @@ def derive_waits(con, sid: int, funcs: list[str], calls: Future,
         locked(waits)
     _infer_holders(con, sid, waits, need_holder, prims, lockfn)
     held = [i for i, w in enumerate(waits) if w["holder_pid"] is not None]
-    hst = stacks_at(con, sid, calls, [waits[i]["holder_pid"] for i in held], [None] * len(held),
-                  [waits[i]["line"] for i in held])
+    hst = stacks_at(
+        con, sid, calls, [waits[i]["holder_pid"] for i in held], [None] * len(held), [waits[i]["line"] for i in held]
+    )
     for j, i in enumerate(held):
         if hst.found(j):
             waits[i]["holder_stack"] = hst.frames(j)
@@ -248,9 +314,14 @@ def derive_waits(con, sid: int, funcs: list[str], calls: Future,
     def tables() -> Iterator[pa.Table]:  # a slice at a time: all at once, the stacks' strings would be in memory twice
         for a in range(0, n, WAIT_ROWS):
             r = slice(a, a + WAIT_ROWS)
-            yield _wait_rows_table(waits[r], {"stack_text": st.text(every[r], no[r]),
-                                         "waker_stack_text": wst.text(waker[r], waker[r] < 0),
-                                         "holder_stack_text": hst.text(holder[r], holder[r] < 0)})
+            yield _wait_rows_table(
+                waits[r],
+                {
+                    "stack_text": st.text(every[r], no[r]),
+                    "waker_stack_text": wst.text(waker[r], waker[r] < 0),
+                    "holder_stack_text": hst.text(holder[r], holder[r] < 0),
+                },
+            )
 
     for name in ("_stalls_outs", "_stalls_wk"):
         con.execute(f"DROP TABLE IF EXISTS {name}")
@@ -266,13 +337,21 @@ def _infer_holders(con, sid: int, waits: list[dict], need: dict[str, list[int]],
         return
     # match the trace's own spellings (with .isra.0 etc.) of those functions
     objs = list(need)
-    spelled = [(f, i, objs.index(p.name), role) for f, (p, role, i) in lockfn.items()
-               if p.name in need and role in ("acquire", "release")]
+    spelled = [
+        (f, i, objs.index(p.name), role)
+        for f, (p, role, i) in lockfn.items()
+        if p.name in need and role in ("acquire", "release")
+    ]
     if not spelled:
         return
-    register_table(con, "_stalls_hf", dict(zip(("func", "func_id", "obj", "role"), map(list, zip(*spelled)))),
-              {"func": pa.string(), "func_id": pa.int32(), "obj": pa.int32(), "role": pa.string()})
-    t = con.sql(f"""
+    register_table(
+        con,
+        "_stalls_hf",
+        dict(zip(("func", "func_id", "obj", "role"), map(list, zip(*spelled)))),
+        {"func": pa.string(), "func_id": pa.int32(), "obj": pa.int32(), "role": pa.string()},
+    )
+    t = con.sql(
+        f"""
         WITH a AS (
             SELECT f.obj, c.pid, n.name AS comm, c.line, f.func, c.exit_line, c.exit_ns
             FROM fg_call_rows c JOIN _stalls_hf f USING (func_id)
@@ -286,7 +365,9 @@ def _infer_holders(con, sid: int, waits: list[dict], need: dict[str, list[int]],
                coalesce(r.line, {np.iinfo(np.int64).max}) AS rel_or_never
         FROM a ASOF LEFT JOIN r ON a.obj = r.obj AND a.pid = r.pid AND r.line > a.exit_line
         ORDER BY a.obj, a.exit_line
-        """, params={"sid": sid}).to_arrow_table()
+        """,
+        params={"sid": sid},
+    ).to_arrow_table()
     con.unregister("_stalls_hf")
     obj, pid, exit_line, rel = (t.column(c).to_numpy() for c in ("obj", "pid", "exit_line", "rel_or_never"))
     for k, (name, idxs) in enumerate(need.items()):
@@ -309,36 +390,73 @@ def _infer_holders(con, sid: int, waits: list[dict], need: dict[str, list[int]],
         rel_names = "/".join(prims[name].release)
         for i, h in zip((idxs[f] for f in found.tolist()), rows):
             waits[i].update(
-                holder_pid=h["pid"], holder_comm=h["comm"], holder_line=h["line"], holder_ns=h["exit_ns"],
+                holder_pid=h["pid"],
+                holder_comm=h["comm"],
+                holder_line=h["line"],
+                holder_ns=h["exit_ns"],
                 holder_evidence=f"inferred holder: {task_text(h['comm'], h['pid'])} returned from {h['func']}() (line "
-                                f"{h['line']}) at {time_text(h['exit_ns'])}, before this wait began, and did not call "
-                                f"{rel_names}() " + (f"until line {h['rel_line']}" if h["rel_line"] is not None
-                                                     else "in the rest of the trace"))
+                f"{h['line']}) at {time_text(h['exit_ns'])}, before this wait began, and did not call "
+                f"{rel_names}() "
+                + (f"until line {h['rel_line']}" if h["rel_line"] is not None else "in the rest of the trace"),
+            )
 
 
 _SCHED_WAIT = {  # the columns of a scheduler wait, in SQL over derive_waits' scheduler rows
-    "source_id": "$sid", "line": "line", "kind": "'sched'", "pid": "pid", "comm": "comm", "cpu": "cpu",
-    "start_ns": "t_ns", "end_ns": "end_at", "duration_ns": "end_at - t_ns",
-    "end_known": "in_line IS NOT NULL OR woke", "end_line": "CASE WHEN in_line IS NOT NULL THEN in_line WHEN woke THEN wl END",
-    "state": "state", "inferred": "in_line IS NULL",
+    "source_id": "$sid",
+    "line": "line",
+    "kind": "'sched'",
+    "pid": "pid",
+    "comm": "comm",
+    "cpu": "cpu",
+    "start_ns": "t_ns",
+    "end_ns": "end_at",
+    "duration_ns": "end_at - t_ns",
+    "end_known": "in_line IS NOT NULL OR woke",
+    "end_line": "CASE WHEN in_line IS NOT NULL THEN in_line WHEN woke THEN wl END",
+    "state": "state",
+    "inferred": "in_line IS NULL",
     "evidence": "CASE WHEN in_line IS NOT NULL THEN format('{}, back on CPU at line {}{}', out, in_line,"
-                " CASE WHEN woke THEN '' ELSE '; no wake-up line for it in the trace' END)"
-                " WHEN woke THEN format('{}; its switch-in is not in the trace: ends at its wake-up (line {})', out, wl)"
-                " ELSE out || '; still asleep when the trace ends (no wake-up, no switch-in): duration is a lower bound'"
-                " END",
-    "wake_line": "CASE WHEN woke THEN wl END", "wake_ns": "CASE WHEN woke THEN wns END",
-    "wake_cpu": "CASE WHEN woke THEN wcpu END", "waker_pid": "CASE WHEN woke AND other THEN wpid END",
+    " CASE WHEN woke THEN '' ELSE '; no wake-up line for it in the trace' END)"
+    " WHEN woke THEN format('{}; its switch-in is not in the trace: ends at its wake-up (line {})', out, wl)"
+    " ELSE out || '; still asleep when the trace ends (no wake-up, no switch-in): duration is a lower bound'"
+    " END",
+    "wake_line": "CASE WHEN woke THEN wl END",
+    "wake_ns": "CASE WHEN woke THEN wns END",
+    "wake_cpu": "CASE WHEN woke THEN wcpu END",
+    "waker_pid": "CASE WHEN woke AND other THEN wpid END",
     "waker_comm": "CASE WHEN woke AND other THEN wcomm END",
 }
 WAIT_TYPES = {
-    "source_id": pa.int32(), "line": pa.int64(), "kind": pa.string(), "pid": pa.int64(), "comm": pa.string(),
-    "cpu": pa.int32(), "start_ns": pa.int64(), "end_ns": pa.int64(), "duration_ns": pa.int64(),
-    "end_known": pa.bool_(), "end_line": pa.int64(), "state": pa.string(), "lock": pa.string(),
-    "lock_key": pa.string(), "primitive": pa.string(), "stack_text": pa.string(), "inferred": pa.bool_(),
-    "evidence": pa.string(), "waker_pid": pa.int64(), "waker_comm": pa.string(), "waker_stack_text": pa.string(),
-    "wake_line": pa.int64(), "wake_ns": pa.int64(),
-    "wake_cpu": pa.int32(), "holder_pid": pa.int64(), "holder_comm": pa.string(), "holder_line": pa.int64(),
-    "holder_ns": pa.int64(), "holder_evidence": pa.string(), "holder_stack_text": pa.string(),
+    "source_id": pa.int32(),
+    "line": pa.int64(),
+    "kind": pa.string(),
+    "pid": pa.int64(),
+    "comm": pa.string(),
+    "cpu": pa.int32(),
+    "start_ns": pa.int64(),
+    "end_ns": pa.int64(),
+    "duration_ns": pa.int64(),
+    "end_known": pa.bool_(),
+    "end_line": pa.int64(),
+    "state": pa.string(),
+    "lock": pa.string(),
+    "lock_key": pa.string(),
+    "primitive": pa.string(),
+    "stack_text": pa.string(),
+    "inferred": pa.bool_(),
+    "evidence": pa.string(),
+    "waker_pid": pa.int64(),
+    "waker_comm": pa.string(),
+    "waker_stack_text": pa.string(),
+    "wake_line": pa.int64(),
+    "wake_ns": pa.int64(),
+    "wake_cpu": pa.int32(),
+    "holder_pid": pa.int64(),
+    "holder_comm": pa.string(),
+    "holder_line": pa.int64(),
+    "holder_ns": pa.int64(),
+    "holder_evidence": pa.string(),
+    "holder_stack_text": pa.string(),
 }
 
 
@@ -367,4 +485,6 @@ def span(con, source_id: int, report) -> tuple[int | None, int | None]:
         " WHERE source_id = $s"
         " UNION ALL SELECT min(t_ns), max(t_ns) FROM sched_switch WHERE source_id = $s"
         " UNION ALL SELECT min(t_ns), max(t_ns) FROM sched_wakeup WHERE source_id = $s"
-        " UNION ALL SELECT min(t_ns), max(t_ns) FROM trace_events WHERE source_id = $s)", {"s": source_id}).fetchall()[0]
+        " UNION ALL SELECT min(t_ns), max(t_ns) FROM trace_events WHERE source_id = $s)",
+        {"s": source_id},
+    ).fetchall()[0]

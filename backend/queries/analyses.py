@@ -1,5 +1,6 @@
 """What the API reads of analyses and their sources: the list, one analysis (or None), its sources with what was
 skipped, the newest ones (for the warm-up)."""
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,11 @@ def analysis(con, analysis_id: str) -> dict | None:
 
 def analyses(con) -> list[dict]:
     """Every analysis, newest first, with its number of sources."""
-    rows = run(con, "SELECT a.id, a.name, a.created_at, count(s.id) FROM analyses a LEFT JOIN sources s"
-                    " ON s.analysis_id = a.id GROUP BY ALL ORDER BY a.created_at DESC, a.id")
+    rows = run(
+        con,
+        "SELECT a.id, a.name, a.created_at, count(s.id) FROM analyses a LEFT JOIN sources s"
+        " ON s.analysis_id = a.id GROUP BY ALL ORDER BY a.created_at DESC, a.id",
+    )
     return [{"id": r[0], "name": r[1], "created_at": _utc(r[2]), "source_count": r[3]} for r in rows]
 
 
@@ -46,10 +50,14 @@ def loads(value):
 def sources(con, analysis_id: str, source_id: int | None = None) -> list[dict]:
     """The analysis' sources (or the one of that id), with what was skipped, their notes, clock and alignment, and
     how many waker stacks each has."""
-    rows = run(con,
+    rows = run(
+        con,
         "SELECT id, filename, format, events, skipped_lines, lines, bytes, sha256, skipped_examples, notes, clock_offset_ns,"
         " clock, alignment, t_min_ns, t_max_ns, files FROM sources WHERE analysis_id = ? AND (? IS NULL OR id = ?)"
-        " ORDER BY id", [analysis_id, source_id, source_id], shape="dicts")
+        " ORDER BY id",
+        [analysis_id, source_id, source_id],
+        shape="dicts",
+    )
     wakes = offcpu.waker_stacks_by_source(con, analysis_id)
     for s in rows:
         for k in ("skipped_examples", "notes", "alignment", "files"):

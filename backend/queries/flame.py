@@ -14,6 +14,7 @@ diff_trees(a_rows, b_rows) -> the same shape for a differential flame graph: `va
 each node has `delta` = b − a. Nodes only in a are kept with value 0 and a negative delta. A node is
 folded into "other" when both its a and b values are below min_fraction × max(total a, total b).
 """
+
 from __future__ import annotations
 
 from typing import Iterable, Sequence
@@ -35,7 +36,7 @@ def _trie(rows: Rows, slot: int, root: dict, invert: bool, filter: str | None) -
             continue
         total += value
         level = root
-        for f in (reversed(frames) if invert else frames):
+        for f in reversed(frames) if invert else frames:
             node = level.get(f)
             if node is None:
                 node = level[f] = [0, 0, {}]
@@ -67,26 +68,37 @@ def _emit(level: dict, threshold: float, diff: bool) -> list[dict]:
     return kept
 
 
-def build_tree(rows: Rows, *, invert: bool = False, filter: str | None = None,
-               min_fraction: float = 1 / 3840) -> dict:
+def build_tree(rows: Rows, *, invert: bool = False, filter: str | None = None, min_fraction: float = 1 / 3840) -> dict:
     root: dict = {}
     total = _trie(rows, 1, root, invert, filter)
     return {"name": "all", "value": total, "children": _emit(root, min_fraction * total, False)}
 
 
-def diff_trees(a_rows: Rows, b_rows: Rows, *, invert: bool = False, filter: str | None = None,
-               min_fraction: float = 1 / 3840) -> dict:
+def diff_trees(
+    a_rows: Rows, b_rows: Rows, *, invert: bool = False, filter: str | None = None, min_fraction: float = 1 / 3840
+) -> dict:
     root: dict = {}
     total_a = _trie(a_rows, 0, root, invert, filter)
     total_b = _trie(b_rows, 1, root, invert, filter)
-    return {"name": "all", "value": total_b, "delta": total_b - total_a,
-            "children": _emit(root, min_fraction * max(total_a, total_b), True)}
+    return {
+        "name": "all",
+        "value": total_b,
+        "delta": total_b - total_a,
+        "children": _emit(root, min_fraction * max(total_a, total_b), True),
+    }
 
 
 # ---- the same tree from columns, without a Python loop per frame --------------------------------------------------
 
-def build_tree_columns(paths: pa.ListArray, values: np.ndarray, *, invert: bool = False, filter: str | None = None,
-                       min_fraction: float = 1 / 3840) -> tuple[dict, int, int, int]:
+
+def build_tree_columns(
+    paths: pa.ListArray,
+    values: np.ndarray,
+    *,
+    invert: bool = False,
+    filter: str | None = None,
+    min_fraction: float = 1 / 3840,
+) -> tuple[dict, int, int, int]:
     """build_tree for stacks given as columns: paths (list<string>, root first, one per record; identical paths
     need not be merged first) and their values (int64, none null). Returns (tree, total of every record,
     distinct paths, matched: the total of the records the filter keeps).
@@ -120,7 +132,7 @@ def build_tree_columns(paths: pa.ListArray, values: np.ndarray, *, invert: bool 
     parents, name_codes, node_values = [], [], []
     first = prev_first = 0  # global id of the first node of this depth, of the one before
     for d in range(len(level_starts) - 1):
-        at = order[level_starts[d]:level_starts[d + 1]]
+        at = order[level_starts[d] : level_starts[d + 1]]
         r = rec[at]
         key = (node[r] - prev_first) * k + codes[at] if d else codes[at]
         uniq, inv = np.unique(key, return_inverse=True)
@@ -146,8 +158,9 @@ def _sums(groups: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-def _emit_columns(parent: np.ndarray, name: np.ndarray, value: np.ndarray, names: list[str], total: int,
-                  threshold: float) -> dict:
+def _emit_columns(
+    parent: np.ndarray, name: np.ndarray, value: np.ndarray, names: list[str], total: int, threshold: float
+) -> dict:
     """_emit over node columns (parent ascending, as the nodes are made): children of a node kept when worth
     threshold or more (and more than 0), the others folded into one "other" child; children sorted by value
     descending, then name. Only the nodes kept are looked at one by one."""
@@ -165,8 +178,10 @@ def _emit_columns(parent: np.ndarray, name: np.ndarray, value: np.ndarray, names
     kept_l, value_l, name_l = kept.tolist(), value.tolist(), name.tolist()
 
     def children(p: int) -> list[dict]:
-        out = [{"name": names[name_l[c]], "value": value_l[c], "children": children(c + 1)}
-               for c in kept_l[bounds[p]:bounds[p + 1]]]
+        out = [
+            {"name": names[name_l[c]], "value": value_l[c], "children": children(c + 1)}
+            for c in kept_l[bounds[p] : bounds[p + 1]]
+        ]
         if folded[p] and other[p]:
             out.append({"name": "other", "value": int(other[p]), "children": []})
         out.sort(key=lambda x: (-x["value"], x["name"]))

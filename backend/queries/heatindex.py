@@ -22,6 +22,7 @@ own (clock offsets are read per call and added then, so a PATCH of an offset nee
   the k-th smallest rank comes from per-block prefix counts of 256 rank ranges (Part.c); the window's ranks
   inside that range alone are then gathered (binary search per block) and partitioned.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,7 +36,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 LOG_BLOCK = 10
-BLOCK = 1 << LOG_BLOCK  # events per block, by measurement on 2 M requests: 1024 was the fastest of 256..2048 (by <= 25 %)
+BLOCK = (
+    1 << LOG_BLOCK
+)  # events per block, by measurement on 2 M requests: 1024 was the fastest of 256..2048 (by <= 25 %)
 LOG_COARSE = 8  # ranks are also counted per block in 2^8 coarse ranges (Part.c): order statistics of a window
 CACHE_BYTES = int(os.environ.get("STALLSCOPE_HEATMAP_CACHE_MB", "512")) << 20
 
@@ -43,6 +46,7 @@ CACHE_BYTES = int(os.environ.get("STALLSCOPE_HEATMAP_CACHE_MB", "512")) << 20
 @dataclass(eq=False)
 class Part:
     """One source's events, in its own-time order."""
+
     sid: int
     t: np.ndarray  # own times, ascending (int64)
     r: np.ndarray  # the rank of each (int64)
@@ -98,7 +102,7 @@ class Index:
         for p, a, b in wins:
             f0, f1 = -(-a >> LOG_BLOCK), b >> LOG_BLOCK
             if f0 < f1:
-                rest = np.concatenate((p.r[a:f0 << LOG_BLOCK], p.r[f1 << LOG_BLOCK:b]))
+                rest = np.concatenate((p.r[a : f0 << LOG_BLOCK], p.r[f1 << LOG_BLOCK : b]))
             else:
                 f0 = f1 = 0
                 rest = p.r[a:b]
@@ -194,11 +198,30 @@ class Index:
         nz, xs, ys = nz[order], xs[order], ys[order]
         r = best[nz]
         pid_null = self.pid_null[r] if self.pid_null is not None else np.zeros(len(r), bool)
-        return list(zip(xs.tolist(), ys.tolist(), count[nz].tolist(), self.latency(r).tolist(), self.sid[r].tolist(),
-                        self.line[r].tolist(), [None if n else v for v, n in zip(self.pid[r].tolist(), pid_null)]))
+        return list(
+            zip(
+                xs.tolist(),
+                ys.tolist(),
+                count[nz].tolist(),
+                self.latency(r).tolist(),
+                self.sid[r].tolist(),
+                self.line[r].tolist(),
+                [None if n else v for v, n in zip(self.pid[r].tolist(), pid_null)],
+            )
+        )
 
-    def _part_cells(self, p: Part, a: int, b: int, lo_own: int, x_bin: int, nx: int, T: np.ndarray,
-                    count: np.ndarray, best: np.ndarray) -> None:
+    def _part_cells(
+        self,
+        p: Part,
+        a: int,
+        b: int,
+        lo_own: int,
+        x_bin: int,
+        nx: int,
+        T: np.ndarray,
+        count: np.ndarray,
+        best: np.ndarray,
+    ) -> None:
         nb = len(T) - 1
         bounds = np.empty(nx + 1, np.int64)
         bounds[0], bounds[-1] = a, b
@@ -287,8 +310,17 @@ def build(table: pa.Table) -> Index:
         blocks = np.arange(len(ts), dtype=np.int64) >> LOG_BLOCK
         parts.append(Part(s, ts, rs, np.sort((blocks << bits) + rs), _coarse(blocks, rs >> shift)))
     sid_r = np.full(n, sids[0], np.int32) if len(sids) == 1 else _small(sid[order])
-    return Index(n, bits, shift, -v[order], sid_r, _small(line[order]), _small(pid[order]),
-                 pid_null[order] if pid_null is not None else None, parts)
+    return Index(
+        n,
+        bits,
+        shift,
+        -v[order],
+        sid_r,
+        _small(line[order]),
+        _small(pid[order]),
+        pid_null[order] if pid_null is not None else None,
+        parts,
+    )
 
 
 def _coarse(blocks: np.ndarray, ranges: np.ndarray) -> np.ndarray:

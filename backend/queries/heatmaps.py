@@ -24,6 +24,7 @@ corrects by one bin against the integer edges, so cells agree exactly with a box
 Each non-empty cell has its count, its max and the event behind it (ties: the first in source, line
 order). Beside it, exact percentiles (quantile_disc) of the latency over the same filter and window.
 """
+
 from __future__ import annotations
 
 import math
@@ -50,8 +51,10 @@ class _Spec:
 
 
 _SPECS = {
-    **{m: _Spec("request", "blk_requests", f"{m}_ns", at, ("comm", "dev", "rwbs", "sector", "nsect"))
-       for m, at in (("i2d", "i_ns"), ("d2c", "d_ns"), ("q2c", "q_ns"))},
+    **{
+        m: _Spec("request", "blk_requests", f"{m}_ns", at, ("comm", "dev", "rwbs", "sector", "nsect"))
+        for m, at in (("i2d", "i_ns"), ("d2c", "d_ns"), ("q2c", "q_ns"))
+    },
     "func": _Spec("call", "fg_calls", "duration_ns", "entry_ns", ("comm", "func")),
     "wait": _Spec("wait", "stall_waits", "duration_ns", "start_ns", ("comm", "lock", "lock_key", "end_known")),
 }
@@ -65,8 +68,10 @@ def _base(metric: str, analysis_id: str, filter: str | None, pid: int | None, de
     """FROM … WHERE of the metric's events of the analysis that have a latency and a time, with the filters.
     Exposes `a` (the event's row) and `s` (its source); the aligned time is `a.<at> + s.clock_offset_ns`."""
     spec = _SPECS[metric]
-    sql = (f" FROM {spec.table} a JOIN sources s ON s.id = a.source_id"
-           f" WHERE s.analysis_id = $aid AND a.{spec.value} IS NOT NULL AND a.{spec.at} IS NOT NULL")
+    sql = (
+        f" FROM {spec.table} a JOIN sources s ON s.id = a.source_id"
+        f" WHERE s.analysis_id = $aid AND a.{spec.value} IS NOT NULL AND a.{spec.at} IS NOT NULL"
+    )
     params: dict = {"aid": analysis_id}
     if metric == "func":
         sql += " AND a.func = $filter"
@@ -84,8 +89,15 @@ def _base(metric: str, analysis_id: str, filter: str | None, pid: int | None, de
 
 
 def _empty_percentiles() -> dict:
-    return {"count": 0, "p50_ns": None, "p90_ns": None, "p99_ns": None, "p999_ns": None, "p9999_ns": None,
-            "max_ns": None}
+    return {
+        "count": 0,
+        "p50_ns": None,
+        "p90_ns": None,
+        "p99_ns": None,
+        "p999_ns": None,
+        "p9999_ns": None,
+        "max_ns": None,
+    }
 
 
 def latency_edges(vmin: int, vmax: int, y_bins: int) -> list[int]:
@@ -115,25 +127,57 @@ def _index(con, analysis_id: str, metric: str, filter: str | None, pid=None, dev
 
     def load():
         base, params = _base(metric, analysis_id, filter, pid, dev)
-        return run(con, f"SELECT a.source_id AS sid, a.{spec.at} AS t, a.{spec.value} AS v, a.line AS line,"
-                       f" a.pid AS pid{base}", params, shape="arrow")
+        return run(
+            con,
+            f"SELECT a.source_id AS sid, a.{spec.at} AS t, a.{spec.value} AS v, a.line AS line, a.pid AS pid{base}",
+            params,
+            shape="arrow",
+        )
 
     return heatindex.get((analysis_id, metric, filter, pid, dev), load)
 
 
 def _empty(metric: str, filter, lo, hi, x_bins: int, y_bins: int) -> dict:
-    return {"metric": metric, "filter": filter, "kind": _SPECS[metric].kind, "t0_ns": lo, "t1_ns": hi,
-            "x_bins": x_bins, "x_bin_ns": None, "y_bins": y_bins, "y_edges_ns": [], "cells": [],
-            "percentiles": _empty_percentiles()}
+    return {
+        "metric": metric,
+        "filter": filter,
+        "kind": _SPECS[metric].kind,
+        "t0_ns": lo,
+        "t1_ns": hi,
+        "x_bins": x_bins,
+        "x_bin_ns": None,
+        "y_bins": y_bins,
+        "y_edges_ns": [],
+        "cells": [],
+        "percentiles": _empty_percentiles(),
+    }
 
 
 def _percentiles(n: int, qs: list[int], vmax: int) -> dict:
-    return {"count": n, "p50_ns": qs[0], "p90_ns": qs[1], "p99_ns": qs[2], "p999_ns": qs[3], "p9999_ns": qs[4],
-            "max_ns": vmax}
+    return {
+        "count": n,
+        "p50_ns": qs[0],
+        "p90_ns": qs[1],
+        "p99_ns": qs[2],
+        "p999_ns": qs[3],
+        "p9999_ns": qs[4],
+        "max_ns": vmax,
+    }
 
 
-def heatmap(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, pid=None, dev=None, t0=None, t1=None,
-            filter: str | None = None, live: bool = False) -> dict:
+def heatmap(
+    con,
+    analysis_id: str,
+    metric: str,
+    x_bins: int,
+    y_bins: int,
+    pid=None,
+    dev=None,
+    t0=None,
+    t1=None,
+    filter: str | None = None,
+    live: bool = False,
+) -> dict:
     """The heatmap, from the index (heatindex.py) unless live is asked (the SQL below: the reference the index
     is tested against)."""
     if live:
@@ -154,14 +198,32 @@ def heatmap(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, pid=No
     edges = latency_edges(vmin, vmax, y_bins)
     x_bin = max(1, -(-(hi - lo + 1) // x_bins))
     kind = _SPECS[metric].kind
-    cells = [{"x": x, "y": y, "count": c, "max_ns": m, "max_ref": {"kind": kind, "source_id": s, "line": ln, "pid": p}}
-             for x, y, c, m, s, ln, p in idx.cells(wins, offsets, lo, x_bin, x_bins, edges)]
-    return {**_empty(metric, filter, lo, hi, x_bins, y_bins), "y_bins": len(edges) - 1, "x_bin_ns": x_bin,
-            "y_edges_ns": edges, "cells": cells, "percentiles": _percentiles(n, qs, vmax)}
+    cells = [
+        {"x": x, "y": y, "count": c, "max_ns": m, "max_ref": {"kind": kind, "source_id": s, "line": ln, "pid": p}}
+        for x, y, c, m, s, ln, p in idx.cells(wins, offsets, lo, x_bin, x_bins, edges)
+    ]
+    return {
+        **_empty(metric, filter, lo, hi, x_bins, y_bins),
+        "y_bins": len(edges) - 1,
+        "x_bin_ns": x_bin,
+        "y_edges_ns": edges,
+        "cells": cells,
+        "percentiles": _percentiles(n, qs, vmax),
+    }
 
 
-def heatmap_sql(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, pid=None, dev=None, t0=None, t1=None,
-                filter: str | None = None) -> dict:
+def heatmap_sql(
+    con,
+    analysis_id: str,
+    metric: str,
+    x_bins: int,
+    y_bins: int,
+    pid=None,
+    dev=None,
+    t0=None,
+    t1=None,
+    filter: str | None = None,
+) -> dict:
     """The heatmap binned in SQL over the event table (filters pid and dev; the index's reference)."""
     spec = _SPECS[metric]
     at, v = f"(a.{spec.at} + s.clock_offset_ns)", f"a.{spec.value}"
@@ -177,8 +239,9 @@ def heatmap_sql(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, pi
         return empty
     base += f" AND {at} BETWEEN $lo AND $hi"
     params.update(lo=lo, hi=hi)
-    n, qs, vmin, vmax = run(con,
-        f"SELECT count(*), quantile_disc({v}, {QUANTILES}), min({v}), max({v}){base}", params)[0]
+    n, qs, vmin, vmax = run(con, f"SELECT count(*), quantile_disc({v}, {QUANTILES}), min({v}), max({v}){base}", params)[
+        0
+    ]
     if n == 0:
         return empty
     edges = latency_edges(vmin, vmax, y_bins)
@@ -186,7 +249,8 @@ def heatmap_sql(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, pi
     lo_exp = math.log10(edges[0]) if edges[0] > 0 else 0.0
     step = (math.log10(edges[-1]) - lo_exp) / ny
     x_bin = max(1, -(-(hi - lo + 1) // x_bins))
-    rows = run(con,
+    rows = run(
+        con,
         "SELECT x, y0 - (y0 > 0 AND v < $edges[y0 + 1])::INTEGER + (y0 < $ny - 1 AND v >= $edges[y0 + 2])::INTEGER AS y,"
         " count(*) AS count, max(v) AS max_ns,"
         " arg_max({'source_id': sid, 'line': line, 'pid': pid}, (v, -sid, -line)) AS ref"
@@ -194,12 +258,19 @@ def heatmap_sql(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, pi
         "  least($ny - 1, greatest(0, floor((log10(greatest(v, 1)) - $loexp) / $step)))::INTEGER AS y0"
         f"  FROM (SELECT {v} AS v, {at} AS t, a.source_id AS sid, a.line, a.pid{base}))"
         " GROUP BY 1, 2 ORDER BY 1, 2",
-        {**params, "xbin": x_bin, "ny": ny, "loexp": lo_exp, "step": step, "edges": edges}
+        {**params, "xbin": x_bin, "ny": ny, "loexp": lo_exp, "step": step, "edges": edges},
     )
-    cells = [{"x": x, "y": y, "count": c, "max_ns": m, "max_ref": {"kind": spec.kind, **ref}}
-             for x, y, c, m, ref in rows]
-    return {**empty, "y_bins": ny, "x_bin_ns": x_bin, "y_edges_ns": edges, "cells": cells,
-            "percentiles": _percentiles(n, qs, vmax)}
+    cells = [
+        {"x": x, "y": y, "count": c, "max_ns": m, "max_ref": {"kind": spec.kind, **ref}} for x, y, c, m, ref in rows
+    ]
+    return {
+        **empty,
+        "y_bins": ny,
+        "x_bin_ns": x_bin,
+        "y_edges_ns": edges,
+        "cells": cells,
+        "percentiles": _percentiles(n, qs, vmax),
+    }
 
 
 _DETAIL = {  # what an event in a box shows beyond its ref, time and latency (see HeatmapEvent)
@@ -209,8 +280,21 @@ _DETAIL = {  # what an event in a box shows beyond its ref, time and latency (se
 }
 
 
-def events(con, analysis_id: str, metric: str, *, filter: str | None = None, pid=None, dev=None, t0=None, t1=None,
-           lat_min=None, lat_max=None, limit: int = 100, live: bool = False) -> dict:
+def events(
+    con,
+    analysis_id: str,
+    metric: str,
+    *,
+    filter: str | None = None,
+    pid=None,
+    dev=None,
+    t0=None,
+    t1=None,
+    lat_min=None,
+    lat_max=None,
+    limit: int = 100,
+    live: bool = False,
+) -> dict:
     """The events placed in [t0, t1] (aligned, inclusive) with lat_min <= latency < lat_max, slowest first
     (ties in source, line order), at most `limit`, and how many match in all. From the index (which events,
     how many) and the event table (their details) unless live is asked."""
@@ -224,11 +308,23 @@ def events(con, analysis_id: str, metric: str, *, filter: str | None = None, pid
         rows = _details(con, metric, offsets, idx.sid[ranks].tolist(), idx.line[ranks].tolist())
     out = []
     for r in rows:
-        e = {"ref": {"kind": spec.kind, "source_id": r["source_id"], "line": r["line"], "pid": r["pid"]},
-             "t_ns": r["t_ns"], "latency_ns": r["latency_ns"], "end_known": r.get("end_known", True),
-             "comm": r["comm"], "dev": r.get("dev"), "rwbs": r.get("rwbs"), "sector": r.get("sector"),
-             "nsect": r.get("nsect"), "func": r.get("func"), "lock": r.get("lock"), "lock_key": r.get("lock_key"),
-             "wait": None, "chain_id": None, "link": None}
+        e = {
+            "ref": {"kind": spec.kind, "source_id": r["source_id"], "line": r["line"], "pid": r["pid"]},
+            "t_ns": r["t_ns"],
+            "latency_ns": r["latency_ns"],
+            "end_known": r.get("end_known", True),
+            "comm": r["comm"],
+            "dev": r.get("dev"),
+            "rwbs": r.get("rwbs"),
+            "sector": r.get("sector"),
+            "nsect": r.get("nsect"),
+            "func": r.get("func"),
+            "lock": r.get("lock"),
+            "lock_key": r.get("lock_key"),
+            "wait": None,
+            "chain_id": None,
+            "link": None,
+        }
         out.append(e)
     if spec.kind == "call" and rows:
         _attach_waits_of_calls(con, analysis_id, rows, out)
@@ -238,23 +334,34 @@ def events(con, analysis_id: str, metric: str, *, filter: str | None = None, pid
 
 
 def _columns(spec: _Spec, at: str) -> str:
-    return (f"a.source_id, a.line, a.pid, {at} AS t_ns, a.{spec.value} AS latency_ns, a.{spec.at} AS _own"
-            f"{''.join(f', a.{c}' for c in spec.extra)}{_DETAIL[spec.kind]}")
+    return (
+        f"a.source_id, a.line, a.pid, {at} AS t_ns, a.{spec.value} AS latency_ns, a.{spec.at} AS _own"
+        f"{''.join(f', a.{c}' for c in spec.extra)}{_DETAIL[spec.kind]}"
+    )
 
 
-def _box_sql(con, analysis_id: str, metric: str, filter, pid, dev, t0, t1, lat_min, lat_max,
-             limit: int) -> tuple[int, list[dict]]:
+def _box_sql(
+    con, analysis_id: str, metric: str, filter, pid, dev, t0, t1, lat_min, lat_max, limit: int
+) -> tuple[int, list[dict]]:
     spec = _SPECS[metric]
     at, v = f"(a.{spec.at} + s.clock_offset_ns)", f"a.{spec.value}"
     base, params = _base(metric, analysis_id, filter, pid, dev)
-    for cond, name, value in ((f"{at} >= $t0", "t0", t0), (f"{at} <= $t1", "t1", t1),
-                              (f"{v} >= $lat_min", "lat_min", lat_min), (f"{v} < $lat_max", "lat_max", lat_max)):
+    for cond, name, value in (
+        (f"{at} >= $t0", "t0", t0),
+        (f"{at} <= $t1", "t1", t1),
+        (f"{v} >= $lat_min", "lat_min", lat_min),
+        (f"{v} < $lat_max", "lat_max", lat_max),
+    ):
         if value is not None:
             base += f" AND {cond}"
             params[name] = value
     total = run(con, f"SELECT count(*){base}", params)[0][0]
-    return total, run(con, f"SELECT {_columns(spec, at)}{base} ORDER BY {v} DESC, a.source_id, a.line LIMIT $limit",
-                      {**params, "limit": limit}, shape="dicts")
+    return total, run(
+        con,
+        f"SELECT {_columns(spec, at)}{base} ORDER BY {v} DESC, a.source_id, a.line LIMIT $limit",
+        {**params, "limit": limit},
+        shape="dicts",
+    )
 
 
 def _details(con, metric: str, offsets: dict[int, int], sids: list[int], lines: list[int]) -> list[dict]:
@@ -262,11 +369,13 @@ def _details(con, metric: str, offsets: dict[int, int], sids: list[int], lines: 
     spec = _SPECS[metric]
     found: dict[tuple[int, int], dict] = {}
     for sid in sorted(set(sids)):
-        for row in run(con,
+        for row in run(
+            con,
             f"SELECT {_columns(spec, f'(a.{spec.at} + $off)')} FROM {spec.table} a"
             " WHERE a.source_id = $sid AND a.line IN (SELECT unnest($lines))",
             {"off": offsets[sid], "sid": sid, "lines": [ln for s, ln in zip(sids, lines) if s == sid]},
-                       shape="dicts"):
+            shape="dicts",
+        ):
             found[(row["source_id"], row["line"])] = row
     return [found[k] for k in zip(sids, lines)]
 
@@ -274,18 +383,32 @@ def _details(con, metric: str, offsets: dict[int, int], sids: list[int], lines: 
 def _waits_by_task(con, analysis_id: str) -> dict:
     """Per (source, pid): its waits by start (own time): starts, durations, lines, lock labels and keys. Read
     once per analysis (memo.shared): a call's wait is then a binary search, not a join over every wait."""
+
     def build():
         by: dict = {}
-        for sid, pid, start, dur, line, lock, key in run(con,
-                "SELECT w.source_id, w.pid, w.start_ns, w.duration_ns, w.line, w.lock, w.lock_key FROM waits w"
-                " JOIN sources s ON s.id = w.source_id WHERE s.analysis_id = ? ORDER BY 1, 2, 3, 5",
-                [analysis_id]):
+        for sid, pid, start, dur, line, lock, key in run(
+            con,
+            "SELECT w.source_id, w.pid, w.start_ns, w.duration_ns, w.line, w.lock, w.lock_key FROM waits w"
+            " JOIN sources s ON s.id = w.source_id WHERE s.analysis_id = ? ORDER BY 1, 2, 3, 5",
+            [analysis_id],
+        ):
             by.setdefault((sid, pid), []).append((start, dur, line, lock, key))
-        return {k: (np.array([w[0] for w in ws], np.int64), np.array([w[1] for w in ws], np.int64),
-                    np.array([w[2] for w in ws], np.int64), [w[3] for w in ws], [w[4] for w in ws])
-                for k, ws in by.items()}
-    return memo.shared((analysis_id, "waits-by-task"), build,
-                       lambda by: sum(a.nbytes + b.nbytes + c.nbytes + 100 * len(d) for a, b, c, d, _ in by.values()))
+        return {
+            k: (
+                np.array([w[0] for w in ws], np.int64),
+                np.array([w[1] for w in ws], np.int64),
+                np.array([w[2] for w in ws], np.int64),
+                [w[3] for w in ws],
+                [w[4] for w in ws],
+            )
+            for k, ws in by.items()
+        }
+
+    return memo.shared(
+        (analysis_id, "waits-by-task"),
+        build,
+        lambda by: sum(a.nbytes + b.nbytes + c.nbytes + 100 * len(d) for a, b, c, d, _ in by.values()),
+    )
 
 
 def _attach_waits_of_calls(con, analysis_id: str, rows: list[dict], out: list[dict]) -> None:
@@ -311,19 +434,23 @@ def _chain_of_wait(con, analysis_id: str) -> dict:
     """(source_id, wait line) -> (chain_id, pos) of the link explaining that wait: the link that is it, else
     the link it waits alongside (also_waiting); the best-ranked chain when several. Read once per analysis and
     offsets (chains are linked again when an offset is set)."""
+
     def build():
         best: dict = {}
-        for sid, line, pref, chain_id, pos in run(con,
-                "SELECT source_id, wait_line, 0, chain_id, pos FROM chain_links"
-                " WHERE analysis_id = $aid AND wait_line IS NOT NULL"
-                " UNION ALL"
-                " SELECT (j->>'source_id')::INTEGER, (j->>'line')::BIGINT, 1, chain_id, pos"
-                " FROM chain_links, unnest(json_extract(also_waiting, '$[*]')) AS t(j) WHERE analysis_id = $aid",
-                {"aid": analysis_id}):
+        for sid, line, pref, chain_id, pos in run(
+            con,
+            "SELECT source_id, wait_line, 0, chain_id, pos FROM chain_links"
+            " WHERE analysis_id = $aid AND wait_line IS NOT NULL"
+            " UNION ALL"
+            " SELECT (j->>'source_id')::INTEGER, (j->>'line')::BIGINT, 1, chain_id, pos"
+            " FROM chain_links, unnest(json_extract(also_waiting, '$[*]')) AS t(j) WHERE analysis_id = $aid",
+            {"aid": analysis_id},
+        ):
             rank = (pref, chain_id, pos)
             if best.get((sid, line), rank) >= rank:
                 best[(sid, line)] = rank
         return {k: (c, p) for k, (_, c, p) in best.items()}
+
     return memo.shared((analysis_id, "chain-of-wait", memo.offsets(con, analysis_id)), build, lambda d: 200 * len(d))
 
 
@@ -348,32 +475,49 @@ def metrics(con, analysis_id: str, limit: int = 50) -> dict:
 
 
 def _metrics(con, analysis_id: str, limit: int) -> dict:
-    counts = run(con,
+    counts = run(
+        con,
         "SELECT count(*) FILTER (WHERE a.i2d_ns IS NOT NULL AND a.i_ns IS NOT NULL),"
         " count(*) FILTER (WHERE a.d2c_ns IS NOT NULL AND a.d_ns IS NOT NULL),"
         " count(*) FILTER (WHERE a.q2c_ns IS NOT NULL AND a.q_ns IS NOT NULL)"
         " FROM blk_requests a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid",
-        {"aid": analysis_id})[0]
+        {"aid": analysis_id},
+    )[0]
     # the calls by function id first, named after (fg_calls, the view, would name each of millions of calls)
-    calls = run(con,
+    calls = run(
+        con,
         "SELECT count(*) FROM fg_call_rows a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid"
         " AND a.duration_ns IS NOT NULL AND a.entry_ns IS NOT NULL AND a.func_id IS NOT NULL",
-        {"aid": analysis_id})[0][0]
-    waits = run(con, "SELECT count(*) FROM stall_waits a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid",
-                        {"aid": analysis_id})[0][0]
+        {"aid": analysis_id},
+    )[0][0]
+    waits = run(
+        con,
+        "SELECT count(*) FROM stall_waits a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid",
+        {"aid": analysis_id},
+    )[0][0]
     found = [{"metric": m, "count": n} for m, n in zip(METRICS, (*counts, calls, waits)) if n]
-    functions = [{"func": f, "calls": n, "total_ns": tot, "max_ns": mx} for f, n, tot, mx in run(con,
-        "SELECT n.name, sum(g.n)::BIGINT, sum(g.tot)::BIGINT AS total, max(g.mx) FROM ("
-        "  SELECT a.source_id, a.func_id, count(*) AS n, sum(a.duration_ns) AS tot, max(a.duration_ns) AS mx"
-        "  FROM fg_call_rows a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid"
-        "  AND a.duration_ns IS NOT NULL AND a.entry_ns IS NOT NULL AND a.func_id IS NOT NULL GROUP BY ALL) g"
-        " JOIN fg_names n ON n.source_id = g.source_id AND n.id = g.func_id"
-        " GROUP BY 1 ORDER BY total DESC, 1 LIMIT $limit", {"aid": analysis_id, "limit": limit})]
-    lock_rows = run(con,
+    functions = [
+        {"func": f, "calls": n, "total_ns": tot, "max_ns": mx}
+        for f, n, tot, mx in run(
+            con,
+            "SELECT n.name, sum(g.n)::BIGINT, sum(g.tot)::BIGINT AS total, max(g.mx) FROM ("
+            "  SELECT a.source_id, a.func_id, count(*) AS n, sum(a.duration_ns) AS tot, max(a.duration_ns) AS mx"
+            "  FROM fg_call_rows a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid"
+            "  AND a.duration_ns IS NOT NULL AND a.entry_ns IS NOT NULL AND a.func_id IS NOT NULL GROUP BY ALL) g"
+            " JOIN fg_names n ON n.source_id = g.source_id AND n.id = g.func_id"
+            " GROUP BY 1 ORDER BY total DESC, 1 LIMIT $limit",
+            {"aid": analysis_id, "limit": limit},
+        )
+    ]
+    lock_rows = run(
+        con,
         "SELECT a.lock_key, count(*), sum(a.duration_ns)::BIGINT AS total, max(a.duration_ns),"
         " list(DISTINCT a.lock ORDER BY a.lock) FROM stall_waits a JOIN sources s ON s.id = a.source_id"
         " WHERE s.analysis_id = $aid AND a.lock_key IS NOT NULL GROUP BY 1 ORDER BY total DESC, 1",
-        {"aid": analysis_id})
-    locks = [{"lock_key": k, "waits": n, "total_ns": tot, "max_ns": mx, "locks": labels}
-             for k, n, tot, mx, labels in lock_rows]
+        {"aid": analysis_id},
+    )
+    locks = [
+        {"lock_key": k, "waits": n, "total_ns": tot, "max_ns": mx, "locks": labels}
+        for k, n, tot, mx, labels in lock_rows
+    ]
     return {"metrics": found, "functions": functions, "locks": locks}

@@ -13,6 +13,7 @@ an object (a lookup structure) and returns that object itself: callers only read
 about MAX_BYTES, the least recently used dropped first. Concurrent first calls of one key wait for one
 computation.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,7 @@ _computing: dict[tuple, threading.Lock] = {}
 
 def offsets(con, analysis_id: str) -> tuple[tuple[int, int], ...]:
     """The analysis' (source id, clock offset) pairs: part of the key of a result holding aligned times."""
-    return tuple(run(con, "SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ? ORDER BY id",
-                             [analysis_id]))
+    return tuple(run(con, "SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ? ORDER BY id", [analysis_id]))
 
 
 def _get(key: tuple, compute: Callable[[], object], as_json: bool, size: Callable[[object], int] | None):

@@ -1,4 +1,5 @@
 """Off-CPU stacks (bcc offcputime/offwaketime, folded stacks) -> flame-graph trees, merged on the server."""
+
 from __future__ import annotations
 
 import re
@@ -14,8 +15,9 @@ _FILTERS = {"source": "o.source_id = $source", "pid": "o.pid = $pid", "comm": "o
 _SIDES = {"target": "o.frames", "waker": "o.waker_frames"}
 
 
-def _stacks(con, analysis_id: str, side: str, unit: str = "us", by_task: bool = True,
-            **filters) -> list[tuple[list[str], int]]:
+def _stacks(
+    con, analysis_id: str, side: str, unit: str = "us", by_task: bool = True, **filters
+) -> list[tuple[list[str], int]]:
     """Identical stacks summed, for the filters given (not None): µs off CPU, or the number of records
     (unit="stacks", which also counts records without a total, such as a stack quoted by hand).
     by_task puts the task (comm) as the root frame, as flamegraph.pl does."""
@@ -32,9 +34,11 @@ def _records_sql(analysis_id: str, side: str, unit: str, by_task: bool, filters:
     if by_task:
         col = f"list_prepend(coalesce(o.comm, '?'), {col})"
     value, complete = ("o.value_us", " AND o.value_us IS NOT NULL") if unit == "us" else ("1", "")
-    return (f"SELECT {col} AS paths, {value}::BIGINT AS v FROM offcpu_stacks o JOIN sources s ON s.id = o.source_id"
-            f" WHERE s.analysis_id = $aid{complete} AND {_SIDES[side]} IS NOT NULL{where}",
-            {"aid": analysis_id, **given})
+    return (
+        f"SELECT {col} AS paths, {value}::BIGINT AS v FROM offcpu_stacks o JOIN sources s ON s.id = o.source_id"
+        f" WHERE s.analysis_id = $aid{complete} AND {_SIDES[side]} IS NOT NULL{where}",
+        {"aid": analysis_id, **given},
+    )
 
 
 def _mark_locks(node: dict, keys: dict | None = None) -> dict:
@@ -56,26 +60,62 @@ def _records(con, analysis_id: str, side: str, unit: str, by_task: bool, **filte
     return run(con, sql, params, shape="arrow")
 
 
-def flamegraph(con, analysis_id: str, *, side: str = "target", invert: bool = False, filter: str | None = None,
-               unit: str = "us", by_task: bool = True, source: int | None = None, pid: int | None = None,
-               comm: str | None = None) -> dict:
+def flamegraph(
+    con,
+    analysis_id: str,
+    *,
+    side: str = "target",
+    invert: bool = False,
+    filter: str | None = None,
+    unit: str = "us",
+    by_task: bool = True,
+    source: int | None = None,
+    pid: int | None = None,
+    comm: str | None = None,
+) -> dict:
     """The flame graph of the analysis' off-CPU records (flame.build_tree over them, built from columns)."""
     rec = _records(con, analysis_id, side, unit, by_task, source=source, pid=pid, comm=comm)
     tree, total, stacks, matched = flame.build_tree_columns(
-        rec.column("paths"), rec.column("v").to_numpy(), invert=invert, filter=filter or None)
-    return {"unit": unit, "total": total, "stacks": stacks, "matched": matched if filter else None,
-            "root": _mark_locks(tree)}
+        rec.column("paths"), rec.column("v").to_numpy(), invert=invert, filter=filter or None
+    )
+    return {
+        "unit": unit,
+        "total": total,
+        "stacks": stacks,
+        "matched": matched if filter else None,
+        "root": _mark_locks(tree),
+    }
 
 
-def flamegraph_json(con, analysis_id: str, *, side: str = "target", invert: bool = False, filter: str | None = None,
-                    unit: str = "us", by_task: bool = True, source: int | None = None, pid: int | None = None,
-                    comm: str | None = None) -> bytes:
+def flamegraph_json(
+    con,
+    analysis_id: str,
+    *,
+    side: str = "target",
+    invert: bool = False,
+    filter: str | None = None,
+    unit: str = "us",
+    by_task: bool = True,
+    source: int | None = None,
+    pid: int | None = None,
+    comm: str | None = None,
+) -> bytes:
     """The flame graph as the route sends it (JSON, leaves without `children`): an analysis' records never change,
     so it is built once per set of parameters and kept (memo.shared)."""
-    args = {"side": side, "invert": invert, "filter": filter, "unit": unit, "by_task": by_task, "source": source,
-            "pid": pid, "comm": comm}
-    return memo.shared((analysis_id, "flamegraph", *args.values()),
-                       lambda: pydantic_core.to_json(_leaves_bare(flamegraph(con, analysis_id, **args))))
+    args = {
+        "side": side,
+        "invert": invert,
+        "filter": filter,
+        "unit": unit,
+        "by_task": by_task,
+        "source": source,
+        "pid": pid,
+        "comm": comm,
+    }
+    return memo.shared(
+        (analysis_id, "flamegraph", *args.values()),
+        lambda: pydantic_core.to_json(_leaves_bare(flamegraph(con, analysis_id, **args))),
+    )
 
 
 def _leaves_bare(graph: dict) -> dict:
@@ -90,9 +130,19 @@ def _leaves_bare(graph: dict) -> dict:
     return graph
 
 
-def flamegraph_rows(con, analysis_id: str, *, side: str = "target", invert: bool = False, filter: str | None = None,
-                    unit: str = "us", by_task: bool = True, source: int | None = None, pid: int | None = None,
-                    comm: str | None = None) -> dict:
+def flamegraph_rows(
+    con,
+    analysis_id: str,
+    *,
+    side: str = "target",
+    invert: bool = False,
+    filter: str | None = None,
+    unit: str = "us",
+    by_task: bool = True,
+    source: int | None = None,
+    pid: int | None = None,
+    comm: str | None = None,
+) -> dict:
     """The same graph from identical stacks summed in SQL and flame.build_tree (the reference tests compare
     flamegraph with; ~25x slower on 100 k records)."""
     rows = _stacks(con, analysis_id, side, unit, by_task, source=source, pid=pid, comm=comm)
@@ -104,33 +154,50 @@ def flamegraph_rows(con, analysis_id: str, *, side: str = "target", invert: bool
     return {"unit": unit, "total": total, "stacks": len(rows), "matched": matched, "root": _mark_locks(tree)}
 
 
-def flamegraph_diff(con, a: tuple[str, int | None], b: tuple[str, int | None], *, side: str = "target",
-                    invert: bool = False, filter: str | None = None, unit: str = "us", by_task: bool = True) -> dict:
+def flamegraph_diff(
+    con,
+    a: tuple[str, int | None],
+    b: tuple[str, int | None],
+    *,
+    side: str = "target",
+    invert: bool = False,
+    filter: str | None = None,
+    unit: str = "us",
+    by_task: bool = True,
+) -> dict:
     """Differential tree: value = b, delta = b - a; a and b are (analysis id, source id or None)."""
     rows_a = _stacks(con, a[0], side, unit, by_task, source=a[1])
     rows_b = _stacks(con, b[0], side, unit, by_task, source=b[1])
     tree = flame.diff_trees(rows_a, rows_b, invert=invert, filter=filter or None)
-    return {"unit": unit, "total_a": sum(v for _, v in rows_a), "total_b": sum(v for _, v in rows_b),
-            "root": _mark_locks(tree)}
+    return {
+        "unit": unit,
+        "total_a": sum(v for _, v in rows_a),
+        "total_b": sum(v for _, v in rows_b),
+        "root": _mark_locks(tree),
+    }
 
 
 def tasks(con, analysis_id: str, limit: int) -> list[dict]:
-    rows = run(con,
+    rows = run(
+        con,
         "SELECT o.comm, o.pid, sum(o.value_us)::BIGINT AS value_us, count(*) AS stacks FROM offcpu_stacks o"
         " JOIN sources s ON s.id = o.source_id WHERE s.analysis_id = ? AND o.value_us IS NOT NULL"
         " GROUP BY ALL ORDER BY value_us DESC, o.comm LIMIT ?",
-        [analysis_id, limit]
+        [analysis_id, limit],
     )
     return [dict(zip(("comm", "pid", "value_us", "stacks"), r)) for r in rows]
 
 
 def waker_stacks_by_source(con, analysis_id: str) -> dict[int, int]:
     """How many records of each source have a waker stack (bcc offwaketime, wakeuptime)."""
-    return dict(run(con,
-        "SELECT o.source_id, count(*) FROM offcpu_stacks o JOIN sources s ON s.id = o.source_id"
-        " WHERE s.analysis_id = $aid AND len(o.waker_frames) > 0 GROUP BY o.source_id",
-        {"aid": analysis_id}
-    ))
+    return dict(
+        run(
+            con,
+            "SELECT o.source_id, count(*) FROM offcpu_stacks o JOIN sources s ON s.id = o.source_id"
+            " WHERE s.analysis_id = $aid AND len(o.waker_frames) > 0 GROUP BY o.source_id",
+            {"aid": analysis_id},
+        )
+    )
 
 
 WAKER_ROWS = 10  # row references kept per pair
@@ -154,8 +221,16 @@ _PAIRS = """
 _PAIR_COLUMNS = ("comm", "pid", "frames", "waker_comm", "waker_pid", "waker_frames", "value_us", "records", "rows")
 
 
-def wakers(con, analysis_id: str, *, pid: int | None = None, comm: str | None = None, lock: str | None = None,
-           lock_key: str | None = None, limit: int = 20) -> dict:
+def wakers(
+    con,
+    analysis_id: str,
+    *,
+    pid: int | None = None,
+    comm: str | None = None,
+    lock: str | None = None,
+    lock_key: str | None = None,
+    limit: int = 20,
+) -> dict:
     """Wake-up pairs from offwaketime (and wakeuptime) records, the rows that have a waker stack: summed by
     (target comm/pid, target stack, waker comm/pid, waker stack), µs blocked until the wake-up descending.
 
@@ -170,10 +245,11 @@ def wakers(con, analysis_id: str, *, pid: int | None = None, comm: str | None = 
     the stacks that have a lock frame at all (only they have a label) and Python labels and matches them."""
     matched_by, task = "all", {}
     if pid is not None:
-        has_pid = run(con,
+        has_pid = run(
+            con,
             "SELECT count(*) FROM offcpu_stacks o JOIN sources s ON s.id = o.source_id"
             " WHERE s.analysis_id = $aid AND len(o.waker_frames) > 0 AND o.pid = $pid",
-            {"aid": analysis_id, "pid": pid}
+            {"aid": analysis_id, "pid": pid},
         )[0][0]
         if has_pid or comm is None:
             matched_by, task = "pid", {"pid": pid}
@@ -196,12 +272,18 @@ def wakers(con, analysis_id: str, *, pid: int | None = None, comm: str | None = 
         if key not in labels:
             labels[key] = locks.label(key)
         item["lock"] = labels[key]
-        if ((lock is None or (item["lock"] is not None and lock in item["lock"]))
-                and (lock_key is None or locks.on_lock(item["lock"], lock_key))):
+        if (lock is None or (item["lock"] is not None and lock in item["lock"])) and (
+            lock_key is None or locks.on_lock(item["lock"], lock_key)
+        ):
             items.append(item)
     if not filtered:
         total_us, records, pairs = (rows[0][-3], rows[0][-2], rows[0][-1]) if rows else (0, 0, 0)
     else:
         total_us, records, pairs = sum(i["value_us"] for i in items), sum(i["records"] for i in items), len(items)
-    return {"matched_by": matched_by, "total_us": int(total_us), "records": int(records), "pairs": int(pairs),
-            "items": items[:limit]}
+    return {
+        "matched_by": matched_by,
+        "total_us": int(total_us),
+        "records": int(records),
+        "pairs": int(pairs),
+        "items": items[:limit],
+    }

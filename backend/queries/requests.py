@@ -2,6 +2,7 @@
 trace lines, the per process/device summary and the latency over time. Filters are bound parameters; the ORDER BY
 comes from a fixed table; exact percentiles with `quantile_disc`; a time window is compared in each source's own time
 (offset passed as a parameter), so zone maps skip row groups."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,12 @@ from ..schema.tables import REQUEST_COLUMNS, TOP, TOP_METRICS
 from . import memo
 from .run import run
 
-ORDER = {"i2d": "r.i2d_ns DESC NULLS LAST", "d2c": "r.d2c_ns DESC NULLS LAST", "q2c": "r.q2c_ns DESC NULLS LAST",
-         "time": "r.t_ns + s.clock_offset_ns ASC"}
+ORDER = {
+    "i2d": "r.i2d_ns DESC NULLS LAST",
+    "d2c": "r.d2c_ns DESC NULLS LAST",
+    "q2c": "r.q2c_ns DESC NULLS LAST",
+    "time": "r.t_ns + s.clock_offset_ns ASC",
+}
 
 # Times are read on the analysis timeline: a source's own time + its clock_offset_ns (sources s).
 AT = "s.clock_offset_ns"
@@ -34,8 +39,11 @@ def _filters(**values) -> tuple[str, dict]:
 
 def _blk_sources(con, analysis_id: str) -> list[tuple[int, int]]:
     """(id, clock_offset_ns) of the analysis' blkparse sources."""
-    return run(con, "SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ? AND format = 'blkparse'"
-                       " ORDER BY id", [analysis_id])
+    return run(
+        con,
+        "SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ? AND format = 'blkparse' ORDER BY id",
+        [analysis_id],
+    )
 
 
 def _scope(sources: list[tuple[int, int]], t0=None, t1=None, at: str = "t_ns") -> tuple[str, dict]:
@@ -77,25 +85,36 @@ def requests(con, analysis_id: str, order: str, limit: int, pid=None, dev=None, 
     if order in TOP_METRICS and limit <= TOP and pid is None and dev is None and t0 is None and t1 is None:
         # each source's slowest were kept at ingest: the first `limit` of them all are the answer, unless fewer
         # than `limit` requests have the metric (then requests without it follow: the query below)
-        rows = run(con,
+        rows = run(
+            con,
             f"SELECT {_aligned_by(REQUEST_COLUMNS, off)} FROM blk_top r WHERE r.metric = $metric AND {scope}"
-            f" ORDER BY {ORDER[order]}, r.source_id, r.line LIMIT $limit", {**params, "metric": order, "limit": limit}, shape="dicts")
+            f" ORDER BY {ORDER[order]}, r.source_id, r.line LIMIT $limit",
+            {**params, "metric": order, "limit": limit},
+            shape="dicts",
+        )
         if len(rows) == limit:
             return rows
     where, given = _filters(pid=pid, dev=dev)
     sort = f"r.t_ns + {off} ASC" if order == "time" else ORDER[order]
-    return run(con,
+    return run(
+        con,
         f"SELECT {_aligned_by(REQUEST_COLUMNS, off)} FROM blk_requests r WHERE {scope}{where}"
-        f" ORDER BY {sort}, r.source_id, r.line LIMIT $limit", {**params, **given, "limit": limit}, shape="dicts")
+        f" ORDER BY {sort}, r.source_id, r.line LIMIT $limit",
+        {**params, **given, "limit": limit},
+        shape="dicts",
+    )
 
 
 def requests_sql(con, analysis_id: str, order: str, limit: int, pid=None, dev=None, t0=None, t1=None) -> list[dict]:
     """The list as one query over blk_requests joined with sources (the reference tests compare requests with)."""
     where, params = _filters(pid=pid, dev=dev, t0=t0, t1=t1)
-    return run(con,
+    return run(
+        con,
         f"SELECT {aligned(REQUEST_COLUMNS)} FROM blk_requests r JOIN sources s ON s.id = r.source_id"
         f" WHERE s.analysis_id = $aid{where} ORDER BY {ORDER[order]}, r.source_id, r.line LIMIT $limit",
-        {"aid": analysis_id, "limit": limit, **params}, shape="dicts")
+        {"aid": analysis_id, "limit": limit, **params},
+        shape="dicts",
+    )
 
 
 _PHASE_EVENTS = """
@@ -124,7 +143,9 @@ UNION ALL
 SELECT line, t_ns, cpu, pid, action, comm, rwbs, sector, nsect, error
 FROM blk_events WHERE source_id = $sid AND req_line = $line
 """
-_PHASE_EVENTS = f"SELECT * REPLACE (t_ns + $off AS t_ns) FROM ({_PHASE_EVENTS}) ORDER BY line"  # on the analysis timeline
+_PHASE_EVENTS = (
+    f"SELECT * REPLACE (t_ns + $off AS t_ns) FROM ({_PHASE_EVENTS}) ORDER BY line"  # on the analysis timeline
+)
 
 
 MESSAGES = 500  # scheduler messages sent per request by default (a starved request can have thousands)
@@ -146,10 +167,12 @@ def request_detail(con, analysis_id: str, source_id: int, line: int, max_message
     """A request, the trace lines it was rebuilt from, and the scheduler messages logged on its device while it
     waited (from I, else Q, G or D, to D, else C): at most max_messages of them, spread over the whole wait."""
     cols = aligned(REQUEST_COLUMNS)
-    rows = run(con,
+    rows = run(
+        con,
         f"SELECT {cols}, {AT} AS clock_offset_ns FROM blk_requests r JOIN sources s ON s.id = r.source_id"
         " WHERE s.analysis_id = ? AND r.source_id = ? AND r.line = ?",
-        [analysis_id, source_id, line], shape="dicts"
+        [analysis_id, source_id, line],
+        shape="dicts",
     )
     if not rows:
         return None
@@ -160,19 +183,34 @@ def request_detail(con, analysis_id: str, source_id: int, line: int, max_message
     end = next((req[k] for k in ("d_ns", "c_ns") if req[k] is not None and start is not None and req[k] > start), None)
     messages = []
     if start is not None:
-        messages = run(con, _MESSAGES, {
-            "off": off, "sid": source_id, "dev": req["dev"], "lo": start - off,
-            "hi": (end if end is not None else start) - off, "n": max_messages}, shape="dicts")
+        messages = run(
+            con,
+            _MESSAGES,
+            {
+                "off": off,
+                "sid": source_id,
+                "dev": req["dev"],
+                "lo": start - off,
+                "hi": (end if end is not None else start) - off,
+                "n": max_messages,
+            },
+            shape="dicts",
+        )
     total = messages[0]["total"] if messages else 0
     for m in messages:
         del m["total"]
-    return {"request": req, "events": events, "messages": messages, "messages_total": total,
-            "messages_truncated": len(messages) < total, "clock_offset_ns": off}
+    return {
+        "request": req,
+        "events": events,
+        "messages": messages,
+        "messages_total": total,
+        "messages_truncated": len(messages) < total,
+        "clock_offset_ns": off,
+    }
 
 
 def _stats(expr: str) -> str:
-    return (f"count({expr}) AS {expr}_n, quantile_disc({expr}, [0.5, 0.95, 0.99]) AS {expr}_q,"
-            f" max({expr}) AS {expr}_max")
+    return f"count({expr}) AS {expr}_n, quantile_disc({expr}, [0.5, 0.95, 0.99]) AS {expr}_q, max({expr}) AS {expr}_max"
 
 
 def dispatch_summary(con, analysis_id: str, by: str, t0=None, t1=None) -> list[dict]:
@@ -188,8 +226,12 @@ def _holds_all(con, analysis_id: str, t0, t1) -> bool:
     """Whether [t0, t1] (aligned, None: open) holds every blkparse source's whole span (so every request)."""
     if t0 is None and t1 is None:
         return True
-    spans = run(con, "SELECT t_min_ns + clock_offset_ns, t_max_ns + clock_offset_ns FROM sources"
-                        " WHERE analysis_id = ? AND format = 'blkparse'", [analysis_id])
+    spans = run(
+        con,
+        "SELECT t_min_ns + clock_offset_ns, t_max_ns + clock_offset_ns FROM sources"
+        " WHERE analysis_id = ? AND format = 'blkparse'",
+        [analysis_id],
+    )
     return all(lo is not None and (t0 is None or t0 <= lo) and (t1 is None or hi <= t1) for lo, hi in spans)
 
 
@@ -206,7 +248,10 @@ def dispatch_sql(con, analysis_id: str, by: str, t0=None, t1=None) -> list[dict]
     for row in run(con, sql, params, shape="dicts"):
         item = {
             "key": f"{row['comm']} ({row['pid']})" if by == "process" else row["dev"],
-            "pid": row.get("pid"), "comm": row.get("comm"), "dev": row.get("dev"), "count": row["count"],
+            "pid": row.get("pid"),
+            "comm": row.get("comm"),
+            "dev": row.get("dev"),
+            "count": row["count"],
         }
         for m in ("i2d", "d2c", "q2c"):
             q = row[f"{m}_ns_q"] or [None, None, None]
@@ -220,8 +265,10 @@ def latency_over_time(con, analysis_id: str, buckets: int, pid=None, dev=None, t
     filters or window, kept after the first call (memo: keyed by the clock offsets, the result holds times);
     else computed, each source's window in its own time (zone maps)."""
     if pid is None and dev is None and t0 is None and t1 is None:
-        return memo.get((analysis_id, "latency-over-time", buckets, memo.offsets(con, analysis_id)),
-                        lambda: _latency_over_time(con, analysis_id, buckets))
+        return memo.get(
+            (analysis_id, "latency-over-time", buckets, memo.offsets(con, analysis_id)),
+            lambda: _latency_over_time(con, analysis_id, buckets),
+        )
     return _latency_over_time(con, analysis_id, buckets, pid, dev, t0, t1)
 
 
@@ -230,9 +277,12 @@ def _latency_over_time(con, analysis_id: str, buckets: int, pid=None, dev=None, 
     where, params = _filters(pid=pid, dev=dev)
     scope, scope_params = _scope(sources)
     off, off_params = _offset(sources)
-    span = run(con,
+    span = run(
+        con,
         f"SELECT min(r.t_ns + {off}), max(coalesce(r.c_ns, r.d_ns, r.t_ns) + {off}) FROM blk_requests r"
-        f" WHERE {scope}{where}", {**params, **scope_params, **off_params})[0]
+        f" WHERE {scope}{where}",
+        {**params, **scope_params, **off_params},
+    )[0]
     lo = t0 if t0 is not None else span[0]
     hi = t1 if t1 is not None else span[1]
     if lo is None or hi is None:
@@ -241,15 +291,18 @@ def _latency_over_time(con, analysis_id: str, buckets: int, pid=None, dev=None, 
     series = {}
     for metric, at in (("i2d", "i_ns"), ("d2c", "d_ns")):
         scope, scope_params = _scope(sources, lo, hi, at)
-        rows = run(con,
+        rows = run(
+            con,
             f"SELECT $lo + (r.{at} + {off} - $lo) // $bucket * $bucket AS t_ns, count(*) AS count,"
             f" quantile_disc(r.{metric}_ns, 0.5) AS p50_ns, max(r.{metric}_ns) AS max_ns,"
             f" arg_max({{'s': r.source_id, 'l': r.line}}, r.{metric}_ns) AS _max"  # one request: both from one row
             f" FROM blk_requests r WHERE r.{metric}_ns IS NOT NULL AND {scope}{where} GROUP BY 1 ORDER BY 1",
-            {"lo": lo, "bucket": bucket, **params, **scope_params, **off_params}
+            {"lo": lo, "bucket": bucket, **params, **scope_params, **off_params},
         )
-        series[metric] = [{"t_ns": t, "count": n, "p50_ns": p50, "max_ns": mx, "max_source_id": ref["s"],
-                           "max_line": ref["l"]} for t, n, p50, mx, ref in rows]
+        series[metric] = [
+            {"t_ns": t, "count": n, "p50_ns": p50, "max_ns": mx, "max_source_id": ref["s"], "max_line": ref["l"]}
+            for t, n, p50, mx, ref in rows
+        ]
     return {"t0_ns": lo, "t1_ns": hi, "bucket_ns": bucket, "series": series}
 
 

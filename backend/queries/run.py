@@ -6,6 +6,7 @@ than the cap raises TooManyRows (422). So no read can hang a request or fill the
 (Datasette reads the same way: one execute path with a time limit and a row cap.) Ingest-time derivation writes
 through its own connection inside the ingest's transaction and does not use this path.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -28,8 +29,10 @@ class QueryTimeout(Exception):
     status = 503
 
     def __init__(self, seconds: float):
-        super().__init__(f"the query took longer than {seconds:g} s and was stopped: narrow the time window or the"
-                         " filters and try again (STALLSCOPE_QUERY_SECONDS sets the limit)")
+        super().__init__(
+            f"the query took longer than {seconds:g} s and was stopped: narrow the time window or the"
+            " filters and try again (STALLSCOPE_QUERY_SECONDS sets the limit)"
+        )
 
 
 class TooManyRows(Exception):
@@ -89,8 +92,15 @@ class _Watchdog:
 _watchdog = _Watchdog()
 
 
-def run(con: duckdb.DuckDBPyConnection, sql: str, params: dict | list | None = None, *, shape: str = "rows",
-        max_rows: int = MAX_ROWS, seconds: float | None = None):
+def run(
+    con: duckdb.DuckDBPyConnection,
+    sql: str,
+    params: dict | list | None = None,
+    *,
+    shape: str = "rows",
+    max_rows: int = MAX_ROWS,
+    seconds: float | None = None,
+):
     """The result of `sql` with its bound `params` (a dict for $name, a list for ?), as `shape`: "rows" (tuples),
     "dicts" (column name -> value), "arrow" (a pyarrow Table), "numpy" (column name -> array). Raises QueryTimeout
     past `seconds` (QUERY_SECONDS), TooManyRows past `max_rows`."""
@@ -135,4 +145,3 @@ def run(con: duckdb.DuckDBPyConnection, sql: str, params: dict | list | None = N
     if n > max_rows:
         raise TooManyRows(max_rows)
     return out
-

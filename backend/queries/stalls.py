@@ -1,5 +1,6 @@
 """What the Stalls view reads: waits, chains of waits, one task's calls and print markers (derive/waits.py and
 derive/chains.py say how the waits and chains are found). All times out are on the analysis timeline."""
+
 from __future__ import annotations
 
 import json
@@ -9,51 +10,100 @@ from .. import locks
 from . import memo
 from .run import run
 
-WAIT_COLUMNS = ["source_id", "line", "kind", "pid", "comm", "cpu", "start_ns", "end_ns", "duration_ns", "end_known",
-                "end_line", "state", "lock", "primitive", "stack", "inferred", "evidence", "waker_pid", "waker_comm",
-                "waker_stack", "wake_line", "wake_ns", "holder_pid", "holder_comm", "holder_line", "holder_ns",
-                "holder_evidence"]
-_WAIT_ORDER = {"duration": "w.duration_ns DESC, w.source_id, w.line",
-               "start": "w.start_ns + s.clock_offset_ns, w.source_id, w.line"}
+WAIT_COLUMNS = [
+    "source_id",
+    "line",
+    "kind",
+    "pid",
+    "comm",
+    "cpu",
+    "start_ns",
+    "end_ns",
+    "duration_ns",
+    "end_known",
+    "end_line",
+    "state",
+    "lock",
+    "primitive",
+    "stack",
+    "inferred",
+    "evidence",
+    "waker_pid",
+    "waker_comm",
+    "waker_stack",
+    "wake_line",
+    "wake_ns",
+    "holder_pid",
+    "holder_comm",
+    "holder_line",
+    "holder_ns",
+    "holder_evidence",
+]
+_WAIT_ORDER = {
+    "duration": "w.duration_ns DESC, w.source_id, w.line",
+    "start": "w.start_ns + s.clock_offset_ns, w.source_id, w.line",
+}
 _WAIT_TIMES = frozenset({"start_ns", "end_ns", "wake_ns", "holder_ns"})
-_WAIT_FILTERS = {"pid": "w.pid = $pid", "lock": "contains(w.lock, $lock)", "t0": "w.end_ns + s.clock_offset_ns >= $t0",
-                 "t1": "w.start_ns + s.clock_offset_ns <= $t1",
-                 # on a lock as flame graphs mark frames: the label's object or primitive is that lock of the table
-                 # (any of its names: $lock_names, locks.label_names), or the label is the key exactly
-                 "lock_key": "(w.lock = $lock_key OR list_contains($lock_names, split_part(w.lock, ' via ', 1))"
-                             " OR list_contains($lock_names, split_part(w.lock, ' via ', 2)))"}
+_WAIT_FILTERS = {
+    "pid": "w.pid = $pid",
+    "lock": "contains(w.lock, $lock)",
+    "t0": "w.end_ns + s.clock_offset_ns >= $t0",
+    "t1": "w.start_ns + s.clock_offset_ns <= $t1",
+    # on a lock as flame graphs mark frames: the label's object or primitive is that lock of the table
+    # (any of its names: $lock_names, locks.label_names), or the label is the key exactly
+    "lock_key": "(w.lock = $lock_key OR list_contains($lock_names, split_part(w.lock, ' via ', 1))"
+    " OR list_contains($lock_names, split_part(w.lock, ' via ', 2)))",
+}
 
 
-def waits(con, analysis_id: str, order: str = "duration", limit: int = 100, pid=None, lock=None, t0=None,
-          t1=None, lock_key=None, idle: bool = False) -> list[dict]:
+def waits(
+    con,
+    analysis_id: str,
+    order: str = "duration",
+    limit: int = 100,
+    pid=None,
+    lock=None,
+    t0=None,
+    t1=None,
+    lock_key=None,
+    idle: bool = False,
+) -> list[dict]:
     """Waits by duration or start; lock: the label contains it (free text); lock_key: the label's object or primitive
     is that lock of locks.py, by any of its names (`xfs_buf_lock via down` is on xfs_buf_lock, semaphore and down,
     not on down_read; xfs_ilock_map_shared is xfs_ilock), else the label is it exactly; idle: idle sleeps too (see
     `stall_waits`)."""
-    given = {k: v for k, v in {"pid": pid, "lock": lock, "t0": t0, "t1": t1, "lock_key": lock_key}.items()
-             if v is not None}
+    given = {
+        k: v for k, v in {"pid": pid, "lock": lock, "t0": t0, "t1": t1, "lock_key": lock_key}.items() if v is not None
+    }
     where = "".join(f" AND {_WAIT_FILTERS[k]}" for k in given)
     if lock_key is not None:
         given["lock_names"] = locks.label_names(lock_key)
     # times on the analysis timeline: the source's own + its clock offset
     cols = ", ".join(f"w.{c} + s.clock_offset_ns AS {c}" if c in _WAIT_TIMES else f"w.{c}" for c in WAIT_COLUMNS)
-    return run(con,
+    return run(
+        con,
         f"SELECT {cols} FROM {'waits' if idle else 'stall_waits'} w JOIN sources s ON s.id = w.source_id"
         f" WHERE s.analysis_id = $aid{where}"
-        f" ORDER BY {_WAIT_ORDER[order]} LIMIT $limit", {"aid": analysis_id, "limit": limit, **given}, shape="dicts")
+        f" ORDER BY {_WAIT_ORDER[order]} LIMIT $limit",
+        {"aid": analysis_id, "limit": limit, **given},
+        shape="dicts",
+    )
 
 
 def first_waits(con, analysis_id: str, order: str = "duration", limit: int = 100, idle: bool = False) -> list[dict]:
     """The unfiltered list of waits (the Stalls tab's first), kept per analysis and clock offsets (memo.py): the
     route's and the warm-up's (warm.py)."""
-    return memo.get((analysis_id, "waits", order, limit, idle, memo.offsets(con, analysis_id)),
-                    lambda: waits(con, analysis_id, order, limit, idle=idle))
+    return memo.get(
+        (analysis_id, "waits", order, limit, idle, memo.offsets(con, analysis_id)),
+        lambda: waits(con, analysis_id, order, limit, idle=idle),
+    )
 
 
 def first_chains(con, analysis_id: str, limit: int = 50) -> list[dict]:
     """The chains over the whole analysis (the Stalls tab's first), kept as first_waits is."""
-    return memo.get((analysis_id, "chains", limit, memo.offsets(con, analysis_id)),
-                    lambda: chains(con, analysis_id, limit))
+    return memo.get(
+        (analysis_id, "chains", limit, memo.offsets(con, analysis_id)), lambda: chains(con, analysis_id, limit)
+    )
 
 
 def lock_waits(con, analysis_id: str, lock_keys: list[str], t0=None, t1=None) -> list[dict]:
@@ -64,10 +114,12 @@ def lock_waits(con, analysis_id: str, lock_keys: list[str], t0=None, t1=None) ->
     where = "".join(f" AND {_WAIT_FILTERS[k]}" for k in ("lock_key", *window))
     out = []
     for key in dict.fromkeys(lock_keys):
-        n, total = run(con,
+        n, total = run(
+            con,
             "SELECT count(*), coalesce(sum(w.duration_ns), 0)::BIGINT FROM stall_waits w JOIN sources s"
             f" ON s.id = w.source_id WHERE s.analysis_id = $aid{where}",
-            {"aid": analysis_id, "lock_key": key, "lock_names": locks.label_names(key), **window})[0]
+            {"aid": analysis_id, "lock_key": key, "lock_names": locks.label_names(key), **window},
+        )[0]
         out.append({"lock_key": key, "waits": n, "total_ns": total})
     return out
 
@@ -80,22 +132,27 @@ def chains(con, analysis_id: str, limit: int = 50, t0=None, t1=None) -> list[dic
     [t0, t1]. A chain keeps its rank (id) in a window."""
     given = {k: v for k, v in {"t0": t0, "t1": t1}.items() if v is not None}
     where = "".join(f" AND {_CHAIN_FILTERS[k]}" for k in given)
-    heads = run(con,
+    heads = run(
+        con,
         "SELECT c.chain_id, c.duration_ns FROM chains c JOIN chain_links l ON l.analysis_id = c.analysis_id"
         " AND l.chain_id = c.chain_id AND l.pos = 0 JOIN sources s ON s.id = l.source_id"
         f" WHERE c.analysis_id = $aid{where} ORDER BY c.chain_id LIMIT $limit",
-        {"aid": analysis_id, "limit": limit, **given})
+        {"aid": analysis_id, "limit": limit, **given},
+    )
     if not heads:
         return []
     # times on the analysis timeline: each link's source offset, the request's its blktrace source's
-    links = run(con,
+    links = run(
+        con,
         "SELECT l.* EXCLUDE (analysis_id, stack_text) REPLACE (l.start_ns + s.clock_offset_ns AS start_ns,"
         " l.end_ns + s.clock_offset_ns AS end_ns, l.req_q_ns + r.clock_offset_ns AS req_q_ns,"
         " l.req_i_ns + r.clock_offset_ns AS req_i_ns, l.req_d_ns + r.clock_offset_ns AS req_d_ns,"
         " l.req_c_ns + r.clock_offset_ns AS req_c_ns), s.clock_offset_ns AS _off"
         " FROM chain_links l JOIN sources s ON s.id = l.source_id LEFT JOIN sources r ON r.id = l.req_source_id"
         " WHERE l.analysis_id = ? AND l.chain_id IN (SELECT unnest(?)) ORDER BY l.chain_id, l.pos",
-        [analysis_id, [cid for cid, _ in heads]], shape="dicts")
+        [analysis_id, [cid for cid, _ in heads]],
+        shape="dicts",
+    )
     by_chain: dict[int, list] = defaultdict(list)
     for link in links:
         cid = link.pop("chain_id")
@@ -113,29 +170,37 @@ def chains(con, analysis_id: str, limit: int = 50, t0=None, t1=None) -> list[dic
 MAX_CALLS = 20_000
 
 
-def calls(con, analysis_id: str, pid: int, t0=None, t1=None, max_depth=None, limit: int = 5000,
-          source_id=None) -> dict:
+def calls(con, analysis_id: str, pid: int, t0=None, t1=None, max_depth=None, limit: int = 5000, source_id=None) -> dict:
     """One task's calls overlapping [t0, t1], for a flame chart (by entry time); at most `limit` (capped)."""
     limit = min(limit, MAX_CALLS)
     given = {k: v for k, v in {"t0": t0, "t1": t1, "depth": max_depth, "source": source_id}.items() if v is not None}
-    flt = {"t0": "(c.exit_ns IS NULL OR c.exit_ns + s.clock_offset_ns >= $t0)", "t1": "c.entry_ns + s.clock_offset_ns <= $t1",
-           "depth": "c.depth <= $depth", "source": "c.source_id = $source"}
+    flt = {
+        "t0": "(c.exit_ns IS NULL OR c.exit_ns + s.clock_offset_ns >= $t0)",
+        "t1": "c.entry_ns + s.clock_offset_ns <= $t1",
+        "depth": "c.depth <= $depth",
+        "source": "c.source_id = $source",
+    }
     where = "".join(f" AND {flt[k]}" for k in given)
-    rows = run(con,   # times on the analysis timeline
+    rows = run(
+        con,  # times on the analysis timeline
         "SELECT c.source_id, c.line, c.func, c.depth, c.entry_ns + s.clock_offset_ns AS entry_ns,"
         " c.exit_ns + s.clock_offset_ns AS exit_ns, c.duration_ns, c.partial, c.comm, c.cpu"
         " FROM fg_calls c JOIN sources s ON s.id = c.source_id"
         f" WHERE s.analysis_id = $aid AND c.pid = $pid{where}"
         " ORDER BY c.entry_ns + s.clock_offset_ns NULLS FIRST, c.line LIMIT $lim",
-        {"aid": analysis_id, "pid": pid, "lim": limit + 1, **given}, shape="dicts")
+        {"aid": analysis_id, "pid": pid, "lim": limit + 1, **given},
+        shape="dicts",
+    )
     truncated = len(rows) > limit
     return {"pid": pid, "calls": rows[:limit], "truncated": truncated}
 
 
 def marks(con, analysis_id: str, t0: int | None, t1: int | None, limit: int) -> list[dict]:
-    rows = run(con,
+    rows = run(
+        con,
         "SELECT e.source_id, e.line, e.t_ns + s.clock_offset_ns AS t, e.cpu, e.pid, e.comm, e.text FROM trace_events e"
         " JOIN sources s ON s.id = e.source_id WHERE s.analysis_id = $aid AND e.event = 'print'"
         " AND ($t0 IS NULL OR t >= $t0) AND ($t1 IS NULL OR t <= $t1) ORDER BY t, e.line LIMIT $limit",
-        {"aid": analysis_id, "t0": t0, "t1": t1, "limit": limit})
+        {"aid": analysis_id, "t0": t0, "t1": t1, "limit": limit},
+    )
     return [dict(zip(("source_id", "line", "t_ns", "cpu", "pid", "comm", "text"), r)) for r in rows]

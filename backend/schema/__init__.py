@@ -1,5 +1,6 @@
 """Every table and view of the database, and its version: tables.py (definitions), migrations.py (ordered steps
 from any older file to SCHEMA_VERSION)."""
+
 from __future__ import annotations
 
 from .migrations import SCHEMA_VERSION, migrate, rebuild, stored_columns

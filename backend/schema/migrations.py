@@ -10,6 +10,7 @@ they are right on any layout of version 0:
   chain_links as tables -> wait_rows / chain_link_rows behind views).
 The parsers' tables are rebuilt by store.py when a column became generated (`rebuild`).
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -22,10 +23,15 @@ from .tables import CHAIN_LINKS_COLUMNS, WAITS_COLUMNS
 def stored_columns(con, table: str) -> list[str]:
     """The stored columns of the base table `table`, in order (not its generated ones); [] when no base table has
     that name (none, or a view)."""
-    return [c for (c,) in con.execute(
-        "SELECT c.column_name FROM duckdb_columns() c JOIN duckdb_tables() t ON t.table_oid = c.table_oid"
-        " WHERE t.database_name = current_database() AND t.schema_name = 'main' AND t.table_name = ?"
-        " AND c.column_default IS NULL ORDER BY c.column_index", [table]).fetchall()]
+    return [
+        c
+        for (c,) in con.execute(
+            "SELECT c.column_name FROM duckdb_columns() c JOIN duckdb_tables() t ON t.table_oid = c.table_oid"
+            " WHERE t.database_name = current_database() AND t.schema_name = 'main' AND t.table_name = ?"
+            " AND c.column_default IS NULL ORDER BY c.column_index",
+            [table],
+        ).fetchall()
+    ]
 
 
 def rebuild(con, old: str, new: str, columns: str, derived: dict[str, str] | None = None) -> None:
@@ -36,8 +42,11 @@ def rebuild(con, old: str, new: str, columns: str, derived: dict[str, str] | Non
     target = "_rebuilt" if new == old else new
     con.begin()
     con.execute(f"CREATE TABLE {target} ({columns})")
-    values = {c: f'"{c}"' if c in before else derived[c] for c in stored_columns(con, target)
-              if c in before or c in (derived or {})}
+    values = {
+        c: f'"{c}"' if c in before else derived[c]
+        for c in stored_columns(con, target)
+        if c in before or c in (derived or {})
+    }
     names = ", ".join(f'"{c}"' for c in values)
     con.execute(f"INSERT INTO {target} ({names}) SELECT {', '.join(values.values())} FROM {old}")
     con.execute(f"DROP TABLE {old}")
@@ -73,16 +82,26 @@ def migrate_waits_and_links(con) -> None:
     (stacks stored as lists, or as text with virtual list columns; the waits' stack_lines, never read). Each is
     rebuilt once into wait_rows or chain_link_rows (WAITS_COLUMNS, CHAIN_LINKS_COLUMNS), its rows kept, before the
     schema makes the views of those names."""
-    for old, rows, columns in (("waits", "wait_rows", WAITS_COLUMNS), ("chain_links", "chain_link_rows",
-                                                                        CHAIN_LINKS_COLUMNS)):
+    for old, rows, columns in (
+        ("waits", "wait_rows", WAITS_COLUMNS),
+        ("chain_links", "chain_link_rows", CHAIN_LINKS_COLUMNS),
+    ):
         stored = stored_columns(con, old)
         if not stored:  # no such table: the view, or a new file
             continue
         con.execute("DROP VIEW IF EXISTS stall_waits")
         # a stack's text from its list, where the old table stored the list
-        rebuild(con, old, rows, columns, {f"{c}_text": f"array_to_string({c}, chr(31))"
-                                                 for c in ("stack", "waker_stack", "holder_stack") if c in stored})
-
+        rebuild(
+            con,
+            old,
+            rows,
+            columns,
+            {
+                f"{c}_text": f"array_to_string({c}, chr(31))"
+                for c in ("stack", "waker_stack", "holder_stack")
+                if c in stored
+            },
+        )
 
 
 def _to_version_1(con) -> None:
@@ -110,14 +129,18 @@ def migrate(con) -> int:
     it. Returns the version the file had. Raises NewerSchema for a file of a later version."""
     found = version_of(con)
     if found > SCHEMA_VERSION:
-        raise NewerSchema(f"the database was written with schema version {found}, newer than this Stallscope's"
-                          f" ({SCHEMA_VERSION}): open it with the version that wrote it, or a newer one")
+        raise NewerSchema(
+            f"the database was written with schema version {found}, newer than this Stallscope's"
+            f" ({SCHEMA_VERSION}): open it with the version that wrote it, or a newer one"
+        )
     for version, step in STEPS:
         if version > found:
             step(con)
     if found < SCHEMA_VERSION:
-        con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, migrated_at TIMESTAMP NOT"
-                    " NULL DEFAULT current_timestamp)")
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, migrated_at TIMESTAMP NOT"
+            " NULL DEFAULT current_timestamp)"
+        )
         con.execute("DELETE FROM schema_version")
         con.execute("INSERT INTO schema_version (version) VALUES (?)", [SCHEMA_VERSION])
     return found

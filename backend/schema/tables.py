@@ -7,6 +7,7 @@ holds `analyses` and `sources`. Everything derived from them is here: `blk_top`,
 `wait_rows` / `chain_link_rows`, read through the views `waits`, `stall_waits`, `chain_links`), and the timeline's
 task slices and summaries. Older layouts are rebuilt by schema/migrations.py before this runs.
 """
+
 from __future__ import annotations
 
 from parsers import blkparse
@@ -14,8 +15,29 @@ from parsers import blkparse
 # ---- block requests ------------------------------------------------------------------------------------------------
 
 REQUEST_COLUMNS = [
-    "source_id", "line", "dev", "sector", "nsect", "rwbs", "pid", "comm", "q_ns", "g_ns", "i_ns", "d_ns", "c_ns",
-    "q2g_ns", "g2i_ns", "i2d_ns", "d2c_ns", "q2c_ns", "error", "merged_bios", "requeues", "from_dev", "from_sector",
+    "source_id",
+    "line",
+    "dev",
+    "sector",
+    "nsect",
+    "rwbs",
+    "pid",
+    "comm",
+    "q_ns",
+    "g_ns",
+    "i_ns",
+    "d_ns",
+    "c_ns",
+    "q2g_ns",
+    "g2i_ns",
+    "i2d_ns",
+    "d2c_ns",
+    "q2c_ns",
+    "error",
+    "merged_bios",
+    "requeues",
+    "from_dev",
+    "from_sector",
 ]
 TOP = blkparse.TOP  # requests kept per source and metric in blk_top: /requests?order=i2d|d2c|q2c&limit<=TOP reads them
 TOP_METRICS = ("i2d", "d2c", "q2c")

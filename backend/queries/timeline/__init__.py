@@ -37,6 +37,7 @@ source's lanes are drawn from in the window), `items` (runs of merged buckets wi
 
 All times are on the analysis timeline (the source's own time + its clock_offset_ns).
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -54,13 +55,24 @@ from .levels import lane_inputs, read_source
 def _sources(con, analysis_id: str) -> list[dict]:
     """The analysis' sources (their offsets read each time: they may be set later), with the levels of their
     summaries (w0_ns, top_level; None: none), kept per analysis (memo.py)."""
-    meta = memo.shared((analysis_id, "timeline-meta"), lambda: {sid: (w0, top) for sid, w0, top in run(con,
-        "SELECT m.source_id, m.w0_ns, m.top_level FROM tl_meta m JOIN sources s ON s.id = m.source_id"
-        " WHERE s.analysis_id = ?", [analysis_id])}, lambda m: 100 * len(m))
+    meta = memo.shared(
+        (analysis_id, "timeline-meta"),
+        lambda: {
+            sid: (w0, top)
+            for sid, w0, top in run(
+                con,
+                "SELECT m.source_id, m.w0_ns, m.top_level FROM tl_meta m JOIN sources s ON s.id = m.source_id"
+                " WHERE s.analysis_id = ?",
+                [analysis_id],
+            )
+        },
+        lambda m: 100 * len(m),
+    )
     cols = ("id", "filename", "format", "clock_offset_ns", "t_min_ns", "t_max_ns")
-    return [dict(zip(cols, r), w0_ns=meta.get(r[0], (None, None))[0], top_level=meta.get(r[0], (None, None))[1])
-            for r in run(con, f"SELECT {', '.join(cols)} FROM sources WHERE analysis_id = ? ORDER BY id",
-                                 [analysis_id])]
+    return [
+        dict(zip(cols, r), w0_ns=meta.get(r[0], (None, None))[0], top_level=meta.get(r[0], (None, None))[1])
+        for r in run(con, f"SELECT {', '.join(cols)} FROM sources WHERE analysis_id = ? ORDER BY id", [analysis_id])
+    ]
 
 
 def _span(sources: list[dict]) -> tuple[int | None, int | None]:
@@ -74,15 +86,26 @@ def span(con, analysis_id: str) -> tuple[int | None, int | None]:
     return _span(_sources(con, analysis_id))
 
 
-def timeline(con, analysis_id: str, t0: int | None, t1: int | None, width_px: int, lanes: list[str] | None,
-             max_lanes: int) -> dict:
+def timeline(
+    con, analysis_id: str, t0: int | None, t1: int | None, width_px: int, lanes: list[str] | None, max_lanes: int
+) -> dict:
     """The response body, complete (every field of the response model: the route sends it without validating)."""
     sources = _sources(con, analysis_id)
     lo, hi = _span(sources)
     t0 = lo if t0 is None else t0
     t1 = hi if t1 is None else t1
-    out = {"t0_ns": t0, "t1_ns": t1, "width_px": width_px, "bucket_ns": None, "lanes": [], "arrows": [], "marks": [],
-           "total_lanes": 0, "tracks": list(TRACKS), "max_items": MAX_ITEMS}
+    out = {
+        "t0_ns": t0,
+        "t1_ns": t1,
+        "width_px": width_px,
+        "bucket_ns": None,
+        "lanes": [],
+        "arrows": [],
+        "marks": [],
+        "total_lanes": 0,
+        "tracks": list(TRACKS),
+        "max_items": MAX_ITEMS,
+    }
     if t0 is None or t1 is None or t1 <= t0:
         return out
     b = max(1, -(-(t1 - t0) // width_px))
@@ -91,8 +114,11 @@ def timeline(con, analysis_id: str, t0: int | None, t1: int | None, width_px: in
     chains = chain_links(con, analysis_id, sources, p) if any(s["format"] == "ftrace" for s in sources) else []
     names: dict[str, int] = {}  # the state names of this response -> their codes in the columns read
     registry = lane_registry(con, analysis_id)
-    reads = {s["id"]: read_source(con, analysis_id, s, p, registry.get(s["id"], {}), names) for s in sources
-             if s["w0_ns"] is not None}
+    reads = {
+        s["id"]: read_source(con, analysis_id, s, p, registry.get(s["id"], {}), names)
+        for s in sources
+        if s["w0_ns"] is not None
+    }
     candidates = candidate_lanes(p, sources, chains, registry, reads, names)
     out["total_lanes"] = len(candidates)
     if lanes:
@@ -105,10 +131,19 @@ def timeline(con, analysis_id: str, t0: int | None, t1: int | None, width_px: in
         c.update(segs=None, bucket_ns=None, counter=None, band=c.get("band"), _index=i)
         if c["kind"] != "window":
             by_source[c["source_id"]].append(c)
-    parts = [lane_inputs(con, analysis_id, s, p, by_source[s["id"]], reads[s["id"]], names)
-             for s in sources if by_source.get(s["id"]) and s["id"] in reads]
-    fit_items(chosen, {k: {c: np.concatenate([x[k][c] for x in parts]) for c in parts[0][k]} for k in ("px", "segs", "calls")}
-         if parts else None, p, list(names))
+    parts = [
+        lane_inputs(con, analysis_id, s, p, by_source[s["id"]], reads[s["id"]], names)
+        for s in sources
+        if by_source.get(s["id"]) and s["id"] in reads
+    ]
+    fit_items(
+        chosen,
+        {k: {c: np.concatenate([x[k][c] for x in parts]) for c in parts[0][k]} for k in ("px", "segs", "calls")}
+        if parts
+        else None,
+        p,
+        list(names),
+    )
     for c in chosen:
         c.pop("_lane", None), c.pop("_index", None)
     out["lanes"] = chosen

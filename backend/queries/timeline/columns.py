@@ -1,4 +1,5 @@
 """numpy over columns (dicts of equal-length arrays): selecting rows, grouping by keys, runs, the longest per group."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,7 +25,7 @@ def longest_per_group(keys: list[np.ndarray], dur: np.ndarray, line: np.ndarray,
         cut = np.partition(d, len(d) - m)[len(d) - m]  # the m-th longest
         ties = idx[d == cut]
         keep[idx[d < cut]] = False
-        keep[ties[np.argsort(line[ties], kind="stable")[m - int((d > cut).sum()):]]] = False
+        keep[ties[np.argsort(line[ties], kind="stable")[m - int((d > cut).sum()) :]]] = False
     return keep
 
 
@@ -86,5 +87,10 @@ def runs(starts: np.ndarray, keys: list[np.ndarray], tot, n, mx, line):
         return [k[:0] for k in keys], tot[:0], n[:0], mx[:0], line[:0]
     top = np.maximum.reduceat(mx, starts)
     at_top = np.where(mx == np.repeat(top, np.diff(np.append(starts, len(mx)))), line, np.iinfo(np.int64).max)
-    return ([k[starts] for k in keys], np.add.reduceat(tot, starts), np.add.reduceat(n, starts), top,
-            np.minimum.reduceat(at_top, starts))
+    return (
+        [k[starts] for k in keys],
+        np.add.reduceat(tot, starts),
+        np.add.reduceat(n, starts),
+        top,
+        np.minimum.reduceat(at_top, starts),
+    )

@@ -1,5 +1,6 @@
 """A response's items: per lane, runs of merged buckets and the segments and calls at least a bucket long, the
 densest lanes drawn with wider buckets until the response holds at most MAX_ITEMS."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,6 +10,7 @@ from .columns import dense, distinct, group, runs, sort_key, take
 
 MAX_ITEMS = 12_000  # drawable items in one response, all lanes together
 DOMINANT = (True, True, False, False, False)  # per track: a merged bucket shows its dominant state, else each state
+
 
 def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict, names: list[str]) -> dict[int, dict]:
     """The items of the lanes ls (indexes of the response's lanes) with buckets f times each lane's `bucket` (arrays
@@ -25,8 +27,9 @@ def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict,
     by_name = np.argsort(np.array(names, dtype=object), kind="stable")
     rank = np.empty(len(names), np.int64)
     rank[by_name] = np.arange(len(names))
-    used = distinct(np.concatenate([x["lane"] * size + rank[x[c]] for x, c in ((px, "state"), (sg, "state"),
-                                                                               (calls, "func"))]))
+    used = distinct(
+        np.concatenate([x["lane"] * size + rank[x[c]] for x, c in ((px, "state"), (sg, "state"), (calls, "func"))])
+    )
     first = np.searchsorted(used, np.arange(len(bucket) + 1) * size)
 
     def local(lane: np.ndarray, code: np.ndarray) -> np.ndarray:
@@ -43,18 +46,40 @@ def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict,
     change = np.ones(len(lane), bool)
     change[1:] = (lane[1:] != lane[:-1]) | (track[1:] != track[:-1]) | (state[1:] != state[:-1]) | (pos[1:] != pos[:-1])
     (gl, gt, gp, gs), gtot, gn, gmx, gln = runs(
-        np.flatnonzero(change), [lane, track, pos, state], px["tot"][again], px["n"][again], px["mx"][again],
-        px["line"][again])
+        np.flatnonzero(change),
+        [lane, track, pos, state],
+        px["tot"][again],
+        px["n"][again],
+        px["mx"][again],
+        px["line"][again],
+    )
     if short.any():
         (gl, gt, gp, gs), gtot, gn, gmx, gln = group(
-            [np.concatenate([gl, sg["lane"][short]]), np.concatenate([gt, sg["track"][short]]),
-             np.concatenate([gp, (np.maximum(sg["s"][short], t0) - t0) // bb[sg["lane"][short]]]),
-             np.concatenate([gs, sg["state"][short]])], np.concatenate([gtot, dur[short]]),
-            np.concatenate([gn, np.ones(int(short.sum()), np.int64)]), np.concatenate([gmx, dur[short]]),
-            np.concatenate([gln, sg["line"][short]]))
+            [
+                np.concatenate([gl, sg["lane"][short]]),
+                np.concatenate([gt, sg["track"][short]]),
+                np.concatenate([gp, (np.maximum(sg["s"][short], t0) - t0) // bb[sg["lane"][short]]]),
+                np.concatenate([gs, sg["state"][short]]),
+            ],
+            np.concatenate([gtot, dur[short]]),
+            np.concatenate([gn, np.ones(int(short.sum()), np.int64)]),
+            np.concatenate([gmx, dur[short]]),
+            np.concatenate([gln, sg["line"][short]]),
+        )
     same = ~again
-    gl, gt, gp, gs, gtot, gn, gmx, gln = (np.concatenate([x, px[c][same]]) for x, c in (
-        (gl, "lane"), (gt, "track"), (gp, "px"), (gs, "state"), (gtot, "tot"), (gn, "n"), (gmx, "mx"), (gln, "line")))
+    gl, gt, gp, gs, gtot, gn, gmx, gln = (
+        np.concatenate([x, px[c][same]])
+        for x, c in (
+            (gl, "lane"),
+            (gt, "track"),
+            (gp, "px"),
+            (gs, "state"),
+            (gtot, "tot"),
+            (gn, "n"),
+            (gmx, "mx"),
+            (gln, "line"),
+        )
+    )
     gs = local(gl, gs)
     # per track and pixel: the dominant state (tracks of tasks: the most time in the pixel, then the last name),
     # else every state on its own
@@ -70,37 +95,77 @@ def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict,
     pick = np.full(len(most), -1)
     pick[pixel[top & (ds == last[pixel])]] = np.flatnonzero(top & (ds == last[pixel]))
     pick = pick[pick >= 0]
-    kl, kt, kp, ks, kn, kmx, kln = (np.concatenate(x) for x in zip(
-        (dl[pick], dt[pick], dp[pick], ds[pick], pn, pmx, pln),
-        (gl[~dom], gt[~dom], gp[~dom], gs[~dom], gn[~dom], gmx[~dom], gln[~dom])))
+    kl, kt, kp, ks, kn, kmx, kln = (
+        np.concatenate(x)
+        for x in zip(
+            (dl[pick], dt[pick], dp[pick], ds[pick], pn, pmx, pln),
+            (gl[~dom], gt[~dom], gp[~dom], gs[~dom], gn[~dom], gmx[~dom], gln[~dom]),
+        )
+    )
     order = np.argsort(sort_key([kl, kt, ks, kp]))
     kl, kt, kp, ks, kn, kmx, kln = (x[order] for x in (kl, kt, kp, ks, kn, kmx, kln))
     run = np.ones(len(kt), bool)  # runs: consecutive pixels of one lane, track and state
     run[1:] = (kl[1:] != kl[:-1]) | (kt[1:] != kt[:-1]) | (ks[1:] != ks[:-1]) | (kp[1:] != kp[:-1] + 1)
     starts = np.flatnonzero(run)
     _, _, rn, rmx, rln = runs(starts, [], kn, kn, kmx, kln)
-    ends = np.append(starts[1:], len(kt))[:len(starts)] - 1
+    ends = np.append(starts[1:], len(kt))[: len(starts)] - 1
     lbb = bb[kl[starts]]
     long = ~short  # segments at least a bucket long, as they are (clipped to the window)
-    cols = [np.concatenate(x) for x in zip(
-        (kl[starts], kt[starts], ks[starts], kp[starts] * lbb, np.minimum(t1 - t0, (kp[ends] + 1) * lbb), rn, rmx, rln,
-         np.full(len(starts), -1)),
-        (sg["lane"][long], sg["track"][long], local(sg["lane"][long], sg["state"][long]),
-         np.maximum(sg["s"][long], t0) - t0, np.minimum(sg["e"][long], t1) - t0, np.ones(int(long.sum()), np.int64),
-         dur[long], sg["line"][long], np.full(int(long.sum()), -1)),
-        (calls["lane"], np.full(len(calls["dur"]), 2), local(calls["lane"], calls["func"]),
-         np.maximum(calls["s"], t0) - t0, np.minimum(calls["e"], t1) - t0, np.ones(len(calls["dur"]), np.int64),
-         calls["dur"], calls["line"], calls["depth"]))]
+    cols = [
+        np.concatenate(x)
+        for x in zip(
+            (
+                kl[starts],
+                kt[starts],
+                ks[starts],
+                kp[starts] * lbb,
+                np.minimum(t1 - t0, (kp[ends] + 1) * lbb),
+                rn,
+                rmx,
+                rln,
+                np.full(len(starts), -1),
+            ),
+            (
+                sg["lane"][long],
+                sg["track"][long],
+                local(sg["lane"][long], sg["state"][long]),
+                np.maximum(sg["s"][long], t0) - t0,
+                np.minimum(sg["e"][long], t1) - t0,
+                np.ones(int(long.sum()), np.int64),
+                dur[long],
+                sg["line"][long],
+                np.full(int(long.sum()), -1),
+            ),
+            (
+                calls["lane"],
+                np.full(len(calls["dur"]), 2),
+                local(calls["lane"], calls["func"]),
+                np.maximum(calls["s"], t0) - t0,
+                np.minimum(calls["e"], t1) - t0,
+                np.ones(len(calls["dur"]), np.int64),
+                calls["dur"],
+                calls["line"],
+                calls["depth"],
+            ),
+        )
+    ]
     order = np.argsort(sort_key([cols[0], cols[1], cols[8] + 1, cols[3], cols[2]]), kind="stable")  # per track (calls
     lane, track, state, i0, i1, n, mx, line, depth = (c[order] for c in cols)  # by depth) in time order
     bounds = np.searchsorted(lane, np.arange(len(bucket) + 1))
     out = {}
     for ln in ls:
         a, z = bounds[ln], bounds[ln + 1]
-        out[ln] = {"states": [names[by_name[x % size]] for x in used[first[ln]:first[ln + 1]].tolist()],
-                   "track": track[a:z].tolist(), "state": state[a:z].tolist(), "t0": i0[a:z].tolist(),
-                   "t1": i1[a:z].tolist(), "n": n[a:z].tolist(), "max": mx[a:z].tolist(), "line": line[a:z].tolist(),
-                   "depth": [None if d < 0 else d for d in depth[a:z].tolist()]}
+        out[ln] = {
+            "states": [names[by_name[x % size]] for x in used[first[ln] : first[ln + 1]].tolist()],
+            "track": track[a:z].tolist(),
+            "state": state[a:z].tolist(),
+            "t0": i0[a:z].tolist(),
+            "t1": i1[a:z].tolist(),
+            "n": n[a:z].tolist(),
+            "max": mx[a:z].tolist(),
+            "line": line[a:z].tolist(),
+            "depth": [None if d < 0 else d for d in depth[a:z].tolist()],
+        }
     return out
 
 
@@ -114,9 +179,11 @@ def _counts(inp: dict, bucket: np.ndarray, f: np.ndarray) -> np.ndarray:
     cells = len(TRACKS) * (int(pos.max()) + 1 if len(pos) else 1)
     seen = np.zeros(len(bucket) * cells, bool)  # per lane, track and bucket: merged items there
     seen[px["lane"] * cells + px["track"] * (cells // len(TRACKS)) + pos] = True
-    return (seen.reshape(len(bucket), cells).sum(axis=1)
-            + np.bincount(sg["lane"][sg["e"] - sg["s"] >= bb[sg["lane"]]], minlength=len(bucket))
-            + np.bincount(calls["lane"][calls["dur"] >= bb[calls["lane"]]], minlength=len(bucket)))
+    return (
+        seen.reshape(len(bucket), cells).sum(axis=1)
+        + np.bincount(sg["lane"][sg["e"] - sg["s"] >= bb[sg["lane"]]], minlength=len(bucket))
+        + np.bincount(calls["lane"][calls["dur"] >= bb[calls["lane"]]], minlength=len(bucket))
+    )
 
 
 def fit_items(chosen: list[dict], inp: dict | None, p: dict, names: list[str]) -> None:

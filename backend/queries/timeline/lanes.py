@@ -1,5 +1,6 @@
 """Which lanes a timeline response holds, most telling first (chains' tasks, devices, windows, then tasks and
 processes ranked from a coarse level), the chains' arrows across them and the print markers."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -13,8 +14,20 @@ from .columns import distinct, take
 
 MAX_MARKS = 500
 MAX_CHAINS = 50
-CHAIN_COLS = ("chain_id", "pos", "source_id", "pid", "comm", "relation", "start_ns", "end_ns", "req_source_id",
-              "req_dev", "req_line", "req_c_ns")
+CHAIN_COLS = (
+    "chain_id",
+    "pos",
+    "source_id",
+    "pid",
+    "comm",
+    "relation",
+    "start_ns",
+    "end_ns",
+    "req_source_id",
+    "req_dev",
+    "req_line",
+    "req_c_ns",
+)
 
 
 def chain_links(con, analysis_id: str, sources: list[dict], p: dict) -> list[dict]:
@@ -24,16 +37,29 @@ def chain_links(con, analysis_id: str, sources: list[dict], p: dict) -> list[dic
     offsets = {s["id"]: s["clock_offset_ns"] for s in sources}
 
     def build():
-        table = run(con, f"SELECT {', '.join(CHAIN_COLS)} FROM chain_links WHERE analysis_id = $aid"
-                        " ORDER BY chain_id, pos", {"aid": analysis_id}, shape="arrow")
-        first = table.filter(pc.and_(pc.equal(table["pos"], 0), pc.and_(pc.is_valid(table["start_ns"]),
-                                                                         pc.is_valid(table["end_ns"]))))
+        table = run(
+            con,
+            f"SELECT {', '.join(CHAIN_COLS)} FROM chain_links WHERE analysis_id = $aid ORDER BY chain_id, pos",
+            {"aid": analysis_id},
+            shape="arrow",
+        )
+        first = table.filter(
+            pc.and_(pc.equal(table["pos"], 0), pc.and_(pc.is_valid(table["start_ns"]), pc.is_valid(table["end_ns"])))
+        )
         off = np.array([offsets[x] for x in first["source_id"].to_pylist()], np.int64)
-        return {"links": table, "chain_id": table["chain_id"].to_numpy(), "ids": first["chain_id"].to_numpy(),
-                "t0": first["start_ns"].to_numpy() + off, "t1": first["end_ns"].to_numpy() + off}
+        return {
+            "links": table,
+            "chain_id": table["chain_id"].to_numpy(),
+            "ids": first["chain_id"].to_numpy(),
+            "t0": first["start_ns"].to_numpy() + off,
+            "t1": first["end_ns"].to_numpy() + off,
+        }
 
-    chains = memo.shared((analysis_id, "timeline-chains", tuple(offsets.items())), build,
-                         lambda d: d["links"].nbytes + 24 * len(d["ids"]))
+    chains = memo.shared(
+        (analysis_id, "timeline-chains", tuple(offsets.items())),
+        build,
+        lambda d: d["links"].nbytes + 24 * len(d["ids"]),
+    )
     ids = chains["ids"][(chains["t1"] >= p["t0"]) & (chains["t0"] <= p["t1"])][:MAX_CHAINS]
     a, z = np.searchsorted(chains["chain_id"], ids, "left"), np.searchsorted(chains["chain_id"], ids, "right")
     links = chains["links"].take(np.concatenate([np.arange(x, y) for x, y in zip(a, z)] or [np.zeros(0, np.int64)]))
@@ -47,7 +73,7 @@ def chain_links(con, analysis_id: str, sources: list[dict], p: dict) -> list[dic
 
 
 def lane_id(kind: str, sid: int, key) -> str:
-    return f"{ {'task': 'task', 'device': 'dev', 'process': 'proc'}[kind]}:{sid}:{key}"
+    return f"{ {'task': 'task', 'device': 'dev', 'process': 'proc'}[kind] }:{sid}:{key}"
 
 
 def _lane_scores(rd: dict, s: dict, names: dict[str, int]) -> dict[int, dict]:
@@ -55,16 +81,32 @@ def _lane_scores(rd: dict, s: dict, names: dict[str, int]) -> dict[int, dict]:
     plus the segments at least one of its buckets long (clipped to the window)."""
     q, kr, w0 = rd["q"], rd["kr"], s["w0_ns"]
     long = take(rd["long"], rd["long"]["lvl"] > kr)
-    parts = [rd["rank"], {"lane": long["lane"], "track": long["track"], "state": long["state"],
-                          "tot": np.minimum(long["e"], q["hi"]) - np.maximum(long["s"], q["lo"]),
-                          "n": np.ones(len(long["s"]), np.int64), "mx": long["e"] - long["s"]}]
+    parts = [
+        rd["rank"],
+        {
+            "lane": long["lane"],
+            "track": long["track"],
+            "state": long["state"],
+            "tot": np.minimum(long["e"], q["hi"]) - np.maximum(long["s"], q["lo"]),
+            "n": np.ones(len(long["s"]), np.int64),
+            "mx": long["e"] - long["s"],
+        },
+    ]
     if kr == 0:  # the segments between a level-0 and a level-1 bucket long
         raw = take(rd["raw"], rd["raw"]["e"] - rd["raw"]["s"] >= w0)
-        parts.append({"lane": raw["lane"], "track": raw["track"], "state": raw["state"],
-                      "tot": np.minimum(raw["e"], q["hi"]) - np.maximum(raw["s"], q["lo"]),
-                      "n": np.ones(len(raw["s"]), np.int64), "mx": raw["e"] - raw["s"]})
-    lane, track, state, tot, n, mx = (np.concatenate([x[c] for x in parts]) for c in
-                                      ("lane", "track", "state", "tot", "n", "mx"))
+        parts.append(
+            {
+                "lane": raw["lane"],
+                "track": raw["track"],
+                "state": raw["state"],
+                "tot": np.minimum(raw["e"], q["hi"]) - np.maximum(raw["s"], q["lo"]),
+                "n": np.ones(len(raw["s"]), np.int64),
+                "mx": raw["e"] - raw["s"],
+            }
+        )
+    lane, track, state, tot, n, mx = (
+        np.concatenate([x[c] for x in parts]) for c in ("lane", "track", "state", "tot", "n", "mx")
+    )
     running = names.get("running", -1)
     size = int(lane.max()) + 1 if len(lane) else 0
 
@@ -73,31 +115,49 @@ def _lane_scores(rd: dict, s: dict, names: dict[str, int]) -> dict[int, dict]:
         np.add.at(out, lane[mask], values[mask])
         return out.tolist()
 
-    blocked, run, calls = per_lane(track == 1, tot), per_lane((track == 0) & (state == running), tot), per_lane(track == 2, n)
+    blocked, run, calls = (
+        per_lane(track == 1, tot),
+        per_lane((track == 0) & (state == running), tot),
+        per_lane(track == 2, n),
+    )
     queued, requests = per_lane(track == 3, n), per_lane(track == 4, n)
     blk = (track == 3) | (track == 4)
     worst = np.full(size, -1, np.int64)
     np.maximum.at(worst, lane[blk], mx[blk])
     worst = worst.tolist()
-    return {ln: {"blocked": blocked[ln], "running": run[ln], "calls": calls[ln], "queued": queued[ln],
-                 "requests": requests[ln], "worst": worst[ln] if worst[ln] >= 0 else None}
-            for ln in distinct(lane).tolist()}
+    return {
+        ln: {
+            "blocked": blocked[ln],
+            "running": run[ln],
+            "calls": calls[ln],
+            "queued": queued[ln],
+            "requests": requests[ln],
+            "worst": worst[ln] if worst[ln] >= 0 else None,
+        }
+        for ln in distinct(lane).tolist()
+    }
 
 
 def lane_registry(con, analysis_id: str) -> dict[int, dict[int, tuple]]:
     """Per source, its lanes: lane -> (kind, pid, dev, comm); kept per analysis (memo.py: rows that never change)."""
+
     def build():
         reg: dict[int, dict[int, tuple]] = defaultdict(dict)
-        for sid, lane, kind, pid, dev, comm in run(con,
-                "SELECT l.source_id, l.lane, l.kind, l.pid, l.dev, l.comm FROM tl_lanes l"
-                " JOIN sources s ON s.id = l.source_id WHERE s.analysis_id = ?", [analysis_id]):
+        for sid, lane, kind, pid, dev, comm in run(
+            con,
+            "SELECT l.source_id, l.lane, l.kind, l.pid, l.dev, l.comm FROM tl_lanes l"
+            " JOIN sources s ON s.id = l.source_id WHERE s.analysis_id = ?",
+            [analysis_id],
+        ):
             reg[sid][lane] = (kind, pid, dev, comm)
         return dict(reg)
+
     return memo.shared((analysis_id, "timeline-lanes"), build, lambda reg: 200 * sum(len(x) for x in reg.values()))
 
 
-def candidate_lanes(p: dict, sources: list[dict], chains: list[dict], registry: dict, reads: dict,
-                     names: dict[str, int]) -> list[dict]:
+def candidate_lanes(
+    p: dict, sources: list[dict], chains: list[dict], registry: dict, reads: dict, names: dict[str, int]
+) -> list[dict]:
     """Every lane with something in the window, most telling first: the tasks of the chains (by chain rank), the
     block devices, the offcputime windows, then tasks by time blocked, by time running, by calls, and processes
     by their slowest phase."""
@@ -111,48 +171,101 @@ def candidate_lanes(p: dict, sources: list[dict], chains: list[dict], registry: 
 
     registry = {sid: reg for sid, reg in registry.items() if sid in reads}
     scores = {s["id"]: _lane_scores(reads[s["id"]], s, names) for s in sources if s["id"] in reads}
-    task_lane = {(sid, kind, pid if kind != "device" else dev): lane for sid, reg in registry.items()
-                 for lane, (kind, pid, dev, comm) in reg.items()}
+    task_lane = {
+        (sid, kind, pid if kind != "device" else dev): lane
+        for sid, reg in registry.items()
+        for lane, (kind, pid, dev, comm) in reg.items()
+    }
+
     def lane_dict(sid, kind, pid, dev, label, group, why):
-        return {"id": lane_id(kind, sid, dev if kind == "device" else pid), "kind": kind, "source_id": sid,
-                "label": label, "group": group, "pid": pid, "dev": dev, "why": why,
-                "_lane": task_lane.get((sid, kind, dev if kind == "device" else pid))}
+        return {
+            "id": lane_id(kind, sid, dev if kind == "device" else pid),
+            "kind": kind,
+            "source_id": sid,
+            "label": label,
+            "group": group,
+            "pid": pid,
+            "dev": dev,
+            "why": why,
+            "_lane": task_lane.get((sid, kind, dev if kind == "device" else pid)),
+        }
 
     for link in chains:
         if link["pid"] is not None:
-            add(lane_dict(link["source_id"], "task", link["pid"], None, f"{link['comm'] or '?'} ({link['pid']})", None,
-                          f"chain #{link['chain_id']}"))
+            add(
+                lane_dict(
+                    link["source_id"],
+                    "task",
+                    link["pid"],
+                    None,
+                    f"{link['comm'] or '?'} ({link['pid']})",
+                    None,
+                    f"chain #{link['chain_id']}",
+                )
+            )
     ranked = {name: [] for name in ("device", "blocked", "running", "calls", "process")}
     for s in sources:
         if s["format"] == "offcputime":
             start = s["t_min_ns"] + s["clock_offset_ns"]
             end = s["t_max_ns"] + s["clock_offset_ns"] if s["t_max_ns"] is not None else None
             ranked.setdefault("window", []).append(
-                ((), {"id": f"window:{s['id']}", "kind": "window", "source_id": s["id"], "label": "capture window",
-                      "group": s["filename"], "pid": None, "dev": None, "why": "offcputime dump",
-                      "band": {"t0_ns": start, "t1_ns": end}}))
+                (
+                    (),
+                    {
+                        "id": f"window:{s['id']}",
+                        "kind": "window",
+                        "source_id": s["id"],
+                        "label": "capture window",
+                        "group": s["filename"],
+                        "pid": None,
+                        "dev": None,
+                        "why": "offcputime dump",
+                        "band": {"t0_ns": start, "t1_ns": end},
+                    },
+                )
+            )
         if s["id"] not in scores:
             continue
         for lane, sc in scores[s["id"]].items():
             kind, pid, dev, comm = registry[s["id"]][lane]
             if kind == "device":
                 n = sc["requests"] or sc["queued"]  # requests serviced, else those queued
-                ranked["device"].append(((-n, s["id"], dev), lane_dict(
-                    s["id"], kind, None, dev, f"{dev} (device)", s["filename"], f"≈{n} requests in the window")))
+                ranked["device"].append(
+                    (
+                        (-n, s["id"], dev),
+                        lane_dict(
+                            s["id"], kind, None, dev, f"{dev} (device)", s["filename"], f"≈{n} requests in the window"
+                        ),
+                    )
+                )
             elif kind == "process":
                 worst = sc["worst"]
-                ranked["process"].append(((-(worst or 0), s["id"], pid), lane_dict(
-                    s["id"], kind, pid, None, f"{comm} ({pid})", s["filename"],
-                    f"slowest I→D or D→C phase ≈{worst} ns" if worst is not None else "requests in the window")))
+                ranked["process"].append(
+                    (
+                        (-(worst or 0), s["id"], pid),
+                        lane_dict(
+                            s["id"],
+                            kind,
+                            pid,
+                            None,
+                            f"{comm} ({pid})",
+                            s["filename"],
+                            f"slowest I→D or D→C phase ≈{worst} ns" if worst is not None else "requests in the window",
+                        ),
+                    )
+                )
             else:
                 label = f"{comm or '?'} ({pid})"
                 for key in ("blocked", "running", "calls"):
                     if sc[key] > 0:
-                        why = {"blocked": f"blocked ≈{sc['blocked']} ns in the window",
-                               "running": f"running ≈{sc['running']} ns in the window",
-                               "calls": f"≈{sc['calls']} top-level calls in the window"}[key]
-                        ranked[key].append(((-sc[key], s["id"], pid), lane_dict(s["id"], kind, pid, None, label, None,
-                                                                                why)))
+                        why = {
+                            "blocked": f"blocked ≈{sc['blocked']} ns in the window",
+                            "running": f"running ≈{sc['running']} ns in the window",
+                            "calls": f"≈{sc['calls']} top-level calls in the window",
+                        }[key]
+                        ranked[key].append(
+                            ((-sc[key], s["id"], pid), lane_dict(s["id"], kind, pid, None, label, None, why))
+                        )
     for key in ("device", "window", "blocked", "running", "calls", "process"):
         for _, lane in sorted(ranked.get(key, []), key=lambda x: x[0]):
             add(lane)
@@ -169,14 +282,31 @@ def arrows(chains: list[dict], lane_ids: set) -> list[dict]:
             to = f"task:{waiter['source_id']}:{waiter['pid']}"
             if waiter["relation"] == "io_completion" and waiter["req_line"] is not None:
                 frm = f"dev:{waiter['req_source_id']}:{waiter['req_dev']}"
-                arrows.append({"chain_id": cid, "relation": "io_completion", "from_lane": frm, "to_lane": to,
-                               "from_ns": waiter["req_c_ns"], "to_ns": waiter["end_ns"],
-                               "request": {"source_id": waiter["req_source_id"], "line": waiter["req_line"]}})
+                arrows.append(
+                    {
+                        "chain_id": cid,
+                        "relation": "io_completion",
+                        "from_lane": frm,
+                        "to_lane": to,
+                        "from_ns": waiter["req_c_ns"],
+                        "to_ns": waiter["end_ns"],
+                        "request": {"source_id": waiter["req_source_id"], "line": waiter["req_line"]},
+                    }
+                )
             if nxt is None or waiter["relation"] is None or nxt["pid"] is None:
                 continue
             frm = f"task:{nxt['source_id']}:{nxt['pid']}"
-            arrows.append({"chain_id": cid, "relation": waiter["relation"], "from_lane": frm, "to_lane": to,
-                           "from_ns": waiter["end_ns"], "to_ns": waiter["end_ns"], "request": None})
+            arrows.append(
+                {
+                    "chain_id": cid,
+                    "relation": waiter["relation"],
+                    "from_lane": frm,
+                    "to_lane": to,
+                    "from_ns": waiter["end_ns"],
+                    "to_ns": waiter["end_ns"],
+                    "request": None,
+                }
+            )
     return [a for a in arrows if a["from_lane"] in lane_ids and a["to_lane"] in lane_ids]
 
 
@@ -187,15 +317,27 @@ def marks(con, analysis_id: str, sources: list[dict], p: dict) -> list[dict]:
     for s in sources:
         if s["format"] != "ftrace":
             continue
-        times = memo.shared((analysis_id, "timeline-marks", s["id"]), lambda: np.asarray(run(con,
-            "SELECT t_ns FROM trace_events WHERE source_id = ? AND event = 'print' AND t_ns IS NOT NULL ORDER BY t_ns",
-            [s["id"]], shape="numpy")["t_ns"], np.int64), lambda x: x.nbytes)
+        times = memo.shared(
+            (analysis_id, "timeline-marks", s["id"]),
+            lambda: np.asarray(
+                run(
+                    con,
+                    "SELECT t_ns FROM trace_events WHERE source_id = ? AND event = 'print' AND t_ns IS NOT NULL ORDER BY t_ns",
+                    [s["id"]],
+                    shape="numpy",
+                )["t_ns"],
+                np.int64,
+            ),
+            lambda x: x.nbytes,
+        )
         off = s["clock_offset_ns"]
         a, z = int(np.searchsorted(times, p["t0"] - off, "left")), int(np.searchsorted(times, p["t1"] - off, "right"))
         if z > a:
-            rows += run(con,
+            rows += run(
+                con,
                 "SELECT source_id, line, t_ns + ? AS t_ns, pid, comm, text FROM trace_events WHERE source_id = ?"
                 " AND t_ns BETWEEN ? AND ? AND event = 'print' ORDER BY t_ns, line LIMIT ?",
-                [off, s["id"], int(times[a]), int(times[min(z, a + MAX_MARKS) - 1]), MAX_MARKS])
+                [off, s["id"], int(times[a]), int(times[min(z, a + MAX_MARKS) - 1]), MAX_MARKS],
+            )
     rows.sort(key=lambda r: (r[2], r[1]))
     return [dict(zip(("source_id", "line", "t_ns", "pid", "comm", "text"), r)) for r in rows[:MAX_MARKS]]

@@ -1,6 +1,7 @@
 """What one source's lanes are drawn from in a window: the summaries' level whose bucket is at least a pixel (kept
 in memory per analysis above level 0), the long segments, the raw rows of a narrow window, calls and requests in
 flight. Columns are numpy arrays; text as codes into the response's names."""
+
 from __future__ import annotations
 
 import re
@@ -17,6 +18,7 @@ from .columns import distinct, empty_columns, group, longest_per_group, take
 MAX_CALLS = 2000  # calls per lane (the longest), before coarsening
 RANK_BUCKETS = 512  # lanes are ranked from the finest level with at most this many buckets in the window
 
+
 def own_window(s: dict, p: dict) -> dict:
     """The window in the source's own clock; $slo: how early a segment shorter than a level-1 bucket may start."""
     lo = p["t0"] - s["clock_offset_ns"]
@@ -26,13 +28,14 @@ def own_window(s: dict, p: dict) -> dict:
 def _level(s: dict, width: int, most: int) -> int:
     """The finest level of the source with at most `most` buckets over `width` ns (its top level at most)."""
     k = 0
-    while k < s["top_level"] and width // (s["w0_ns"] * FAN ** k) > most:
+    while k < s["top_level"] and width // (s["w0_ns"] * FAN**k) > most:
         k += 1
     return k
 
 
-def _fetch(con, sql: str, params: dict, names: dict[str, int], wide: bool = True,
-           nullable: tuple = ()) -> dict[str, np.ndarray]:
+def _fetch(
+    con, sql: str, params: dict, names: dict[str, int], wide: bool = True, nullable: tuple = ()
+) -> dict[str, np.ndarray]:
     """The rows of sql as numpy columns (through Arrow), integers as int64 (`wide`) or as they come; text columns as
     codes into `names` (name -> code, grown with the names met; int64, or int32 when not `wide`). The `nullable`
     columns have their nulls as 0, and which are not null as valid_<name>."""
@@ -46,8 +49,9 @@ def _fetch(con, sql: str, params: dict, names: dict[str, int], wide: bool = True
             col = col.fill_null(0)
         if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
             enc = pc.dictionary_encode(col)
-            codes = np.array([names.setdefault(x, len(names)) for x in enc.dictionary.to_pylist()],
-                             np.int64 if wide else np.int32)
+            codes = np.array(
+                [names.setdefault(x, len(names)) for x in enc.dictionary.to_pylist()], np.int64 if wide else np.int32
+            )
             cols[name] = codes[enc.indices.to_numpy(zero_copy_only=False)] if len(codes) else codes
         else:
             arr = col.to_numpy(zero_copy_only=False)
@@ -68,11 +72,19 @@ def read_source(con, analysis_id: str, s: dict, p: dict, lanes: dict[int, tuple]
     k = -1
     if b >= w0:  # the finest level whose bucket is at least a pixel (1 to FAN pixels; wider than the top: pixels)
         k = 0
-        while k < s["top_level"] and w0 * FAN ** k < b:
+        while k < s["top_level"] and w0 * FAN**k < b:
             k += 1
     none = q["hi"] < s["t_min_ns"] or q["lo"] > s["t_max_ns"]
-    rd = {"q": q, "k": k, "kr": kr, "none": none, "long": empty_columns(LONG_COLS), "rank": empty_columns(RANK_COLS),
-          "raw": empty_columns(SEG_COLS), "events": empty_columns(("lane", "t", "d"))}
+    rd = {
+        "q": q,
+        "k": k,
+        "kr": kr,
+        "none": none,
+        "long": empty_columns(LONG_COLS),
+        "rank": empty_columns(RANK_COLS),
+        "raw": empty_columns(SEG_COLS),
+        "events": empty_columns(("lane", "t", "d")),
+    }
     if none:
         return rd
     rd["long"] = _long(con, analysis_id, s, min(k, kr), q, names)
@@ -88,23 +100,37 @@ def _summary(con, analysis_id: str, s: dict) -> dict:
     tl_bins' rows by bucket (key ("tl_bins", level)) and tl_long's by start (("tl_long", level)); states as codes
     into `states` (an array of the names). Level 0 (as large as the others together, for narrow windows only) is
     read by a query."""
+
     def build():
         states: dict[str, int] = {}
         out = {}
-        for table, sql in (("tl_bins", "SELECT level AS k, lane, track, state, bucket, tot, n, mx, line FROM tl_bins"
-                                       " WHERE source_id = $sid AND level > 0 ORDER BY level, bucket"),
-                           ("tl_long", "SELECT lvl AS k, lane, track, state, s, e, line FROM tl_long"
-                                       " WHERE source_id = $sid ORDER BY lvl, s")):
+        for table, sql in (
+            (
+                "tl_bins",
+                "SELECT level AS k, lane, track, state, bucket, tot, n, mx, line FROM tl_bins"
+                " WHERE source_id = $sid AND level > 0 ORDER BY level, bucket",
+            ),
+            (
+                "tl_long",
+                "SELECT lvl AS k, lane, track, state, s, e, line FROM tl_long WHERE source_id = $sid ORDER BY lvl, s",
+            ),
+        ):
             cols = _fetch(con, sql, {"sid": s["id"]}, states, wide=False)
             k = cols.pop("k")
             cut = np.searchsorted(k, np.arange(s["top_level"] + 3))
-            out.update({(table, lvl): {c: v[cut[lvl]:cut[lvl + 1]] for c, v in cols.items()}
-                        for lvl in range(s["top_level"] + 2)})
+            out.update(
+                {
+                    (table, lvl): {c: v[cut[lvl] : cut[lvl + 1]] for c, v in cols.items()}
+                    for lvl in range(s["top_level"] + 2)
+                }
+            )
         return {**out, "states": np.array(list(states) or [""], object)}
 
-    return memo.shared((analysis_id, "timeline-summary", s["id"]), build,
-                       lambda x: sum(v.nbytes for k, c in x.items() if k != "states" for v in c.values())
-                       + 64 * len(x["states"]))
+    return memo.shared(
+        (analysis_id, "timeline-summary", s["id"]),
+        build,
+        lambda x: sum(v.nbytes for k, c in x.items() if k != "states" for v in c.values()) + 64 * len(x["states"]),
+    )
 
 
 def _coded(rows: dict[str, np.ndarray], states: np.ndarray, names: dict[str, int]) -> dict[str, np.ndarray]:
@@ -112,16 +138,22 @@ def _coded(rows: dict[str, np.ndarray], states: np.ndarray, names: dict[str, int
     rows = {c: v.astype(np.int64) for c, v in rows.items()}
     used = distinct(rows["state"])
     rows["state"] = np.array([names.setdefault(x, len(names)) for x in states[used].tolist()], np.int64)[
-        np.searchsorted(used, rows["state"])]
+        np.searchsorted(used, rows["state"])
+    ]
     return rows
 
 
 def _bins(con, analysis_id: str, s: dict, level: int, q: dict, names: dict[str, int]) -> dict[str, np.ndarray]:
     """The rows of a tl_bins level whose bucket is in the window [lo, hi] (own clock), every lane."""
-    w = s["w0_ns"] * FAN ** level
+    w = s["w0_ns"] * FAN**level
     if level == 0:
-        return _fetch(con, "SELECT lane, track, state, bucket, tot, n, mx, line FROM tl_bins WHERE source_id = $sid"
-                           " AND level = 0 AND bucket BETWEEN $lo // $w AND $hi // $w", {**q, "w": w}, names)
+        return _fetch(
+            con,
+            "SELECT lane, track, state, bucket, tot, n, mx, line FROM tl_bins WHERE source_id = $sid"
+            " AND level = 0 AND bucket BETWEEN $lo // $w AND $hi // $w",
+            {**q, "w": w},
+            names,
+        )
     sm = _summary(con, analysis_id, s)
     x = sm[("tl_bins", level)]
     a, z = np.searchsorted(x["bucket"], q["lo"] // w, "left"), np.searchsorted(x["bucket"], q["hi"] // w, "right")
@@ -135,8 +167,8 @@ def _long(con, analysis_id: str, s: dict, k: int, q: dict, names: dict[str, int]
     top, sm = s["top_level"], _summary(con, analysis_id, s)
     for lvl in range(max(k + 1, 0), top + 2):
         x = sm[("tl_long", lvl)]
-        a = np.searchsorted(x["s"], q["lo"] - s["w0_ns"] * FAN ** lvl, "left") if lvl <= top else 0
-        rows = _coded({c: v[a:np.searchsorted(x["s"], q["hi"], "right")] for c, v in x.items()}, sm["states"], names)
+        a = np.searchsorted(x["s"], q["lo"] - s["w0_ns"] * FAN**lvl, "left") if lvl <= top else 0
+        rows = _coded({c: v[a : np.searchsorted(x["s"], q["hi"], "right")] for c, v in x.items()}, sm["states"], names)
         rows["lvl"] = np.full(len(rows["s"]), lvl)
         parts.append(take(rows, rows["e"] >= q["lo"]))
     return {c: np.concatenate([x[c] for x in parts]) for c in LONG_COLS} if parts else empty_columns(LONG_COLS)
@@ -183,35 +215,58 @@ def _raw(con, s: dict, q: dict, lanes: dict[int, tuple], names: dict[str, int], 
         return take(rows, rows["lane"] >= 0), events
     devs: dict[str, int] = {}
     cols = "coalesce(dev, '') AS dev, coalesce(pid, -1) AS pid, line, i_ns, d_ns, c_ns"
-    r = _fetch(con, f"""
+    r = _fetch(
+        con,
+        f"""
         SELECT {cols} FROM blk_requests WHERE source_id = $sid AND i_ns BETWEEN $slo AND $hi
         UNION ALL  -- those inserted before (or never) dispatched or completed in the window
         SELECT {cols} FROM blk_requests WHERE source_id = $sid AND (i_ns IS NULL OR i_ns < $slo)
-          AND (d_ns BETWEEN $slo AND $hi OR c_ns BETWEEN $slo AND $hi)""", q, devs, nullable=("i_ns", "d_ns", "c_ns"))
+          AND (d_ns BETWEEN $slo AND $hi OR c_ns BETWEEN $slo AND $hi)""",
+        q,
+        devs,
+        nullable=("i_ns", "d_ns", "c_ns"),
+    )
     dev_lane = lane_of("device", r["dev"], list(devs))
     start = q["lo"] // s["w0_ns"] * s["w0_ns"]
     i, c = r["i_ns"], r["c_ns"]
     has_i, has_c = r["valid_i_ns"], r["valid_c_ns"] & (c >= i)
     ins = has_i & (dev_lane >= 0) & (i >= start) & (i <= q["hi"])
     done = has_i & has_c & (dev_lane >= 0) & (c >= start) & (c <= q["hi"])
-    events = {"lane": np.concatenate([dev_lane[ins], dev_lane[done]]), "t": np.concatenate([i[ins], c[done]]),
-              "d": np.concatenate([np.ones(int(ins.sum()), np.int64), np.full(int(done.sum()), -1)])}
+    events = {
+        "lane": np.concatenate([dev_lane[ins], dev_lane[done]]),
+        "t": np.concatenate([i[ins], c[done]]),
+        "d": np.concatenate([np.ones(int(ins.sum()), np.int64), np.full(int(done.sum()), -1)]),
+    }
     phase = {}  # per track: the requests whose phase is a segment of the window shorter than a level-1 bucket
     for track, _, a, z in BLK_PHASES:
         x, y = r[a], r[z]
-        phase[track] = (r[f"valid_{a}"] & r[f"valid_{z}"] & (x >= q["slo"]) & (x <= q["hi"]) & (y >= q["lo"])
-                        & (y >= x) & (y - x < q["lo"] - q["slo"]))
+        phase[track] = (
+            r[f"valid_{a}"]
+            & r[f"valid_{z}"]
+            & (x >= q["slo"])
+            & (x <= q["hi"])
+            & (y >= q["lo"])
+            & (y >= x)
+            & (y - x < q["lo"] - q["slo"])
+        )
     parts = []
     for lane in (dev_lane, lane_of("process", r["pid"])):
         for track, state, a, z in BLK_PHASES:
             m = phase[track] & (lane >= 0)
-            parts.append({"lane": lane[m], "track": np.full(int(m.sum()), track), "s": r[a][m], "e": r[z][m],
-                          "state": np.full(int(m.sum()), names.setdefault(state, len(names))), "line": r["line"][m]})
+            parts.append(
+                {
+                    "lane": lane[m],
+                    "track": np.full(int(m.sum()), track),
+                    "s": r[a][m],
+                    "e": r[z][m],
+                    "state": np.full(int(m.sum()), names.setdefault(state, len(names))),
+                    "line": r["line"][m],
+                }
+            )
     return {c: np.concatenate([x[c] for x in parts]) for c in SEG_COLS}, events
 
 
-def lane_inputs(con, analysis_id: str, s: dict, p: dict, lanes: list[dict], rd: dict,
-                 names: dict[str, int]) -> dict:
+def lane_inputs(con, analysis_id: str, s: dict, p: dict, lanes: list[dict], rd: dict, names: dict[str, int]) -> dict:
     """What the lanes of one source are drawn from, as columns whose `lane` is the lane's `_index` in the response:
     the merged buckets at the lanes' bucket (`px`: lane, track, state, px, tot, n, mx, line; the depth-0 call track
     of tl_bins only ranks lanes: calls are drawn from the calls), per lane and track the `width_px` longest segments
@@ -219,7 +274,7 @@ def lane_inputs(con, analysis_id: str, s: dict, p: dict, lanes: list[dict], rd: 
     calls at least a pixel long (`calls`); and per lane its bucket (`bucket`) and requests in flight (`counter`,
     devices), set on the lanes. States are codes into `names`."""
     off, b, w0, k, q = s["clock_offset_ns"], p["b"], s["w0_ns"], rd["k"], rd["q"]
-    bb = max(b, 0 if k < 0 else w0 * FAN ** k)  # the lanes' bucket
+    bb = max(b, 0 if k < 0 else w0 * FAN**k)  # the lanes' bucket
     last = -(-(p["t1"] - p["t0"]) // bb) - 1
     own = [c for c in lanes if c["_lane"] is not None]
     index = np.full(max([c["_lane"] for c in own], default=0) + 1, -1, np.int64)  # source lane -> response lane
@@ -241,24 +296,33 @@ def lane_inputs(con, analysis_id: str, s: dict, p: dict, lanes: list[dict], rd: 
         bins = empty_columns(("lane", "track", "state", "t_at", "tot", "n", "mx", "line"))
     else:  # the segments shorter than a level-k bucket, from its bins
         bins = _bins(con, analysis_id, s, k, q, names)
-        bins["t_at"] = bins.pop("bucket") * w0 * FAN ** k
+        bins["t_at"] = bins.pop("bucket") * w0 * FAN**k
         bins = mine(bins, bins["track"] != 2)
     # per lane and track the longest width_px of those at least a bucket long as they are (then by line); the
     # others merged per bucket, with the bins
     dur = segs["e"] - segs["s"]
     long = np.flatnonzero(dur >= bb)
     keep = np.zeros(len(dur), bool)
-    keep[long] = longest_per_group([segs["lane"][long], segs["track"][long]], dur[long], segs["line"][long], p["width_px"])
+    keep[long] = longest_per_group(
+        [segs["lane"][long], segs["track"][long]], dur[long], segs["line"][long], p["width_px"]
+    )
     rest = np.flatnonzero(~keep)
-    merged = {"lane": segs["lane"][rest], "track": segs["track"][rest], "state": segs["state"][rest],
-              "t_at": np.maximum(segs["s"][rest], q["lo"]), "tot": dur[rest], "n": np.ones(len(rest), np.int64),
-              "line": segs["line"][rest]}
+    merged = {
+        "lane": segs["lane"][rest],
+        "track": segs["track"][rest],
+        "state": segs["state"][rest],
+        "t_at": np.maximum(segs["s"][rest], q["lo"]),
+        "tot": dur[rest],
+        "n": np.ones(len(rest), np.int64),
+        "line": segs["line"][rest],
+    }
     merged["mx"] = merged["tot"]
     if len(bins["lane"]):
         merged = {c: np.concatenate([bins[c], x]) for c, x in merged.items()}
     px = np.clip((merged["t_at"] + off - p["t0"]) // bb, 0, last)
     (lane, track, state, px), tot, n, mx, line = group(
-        [merged["lane"], merged["track"], merged["state"], px], merged["tot"], merged["n"], merged["mx"], merged["line"])
+        [merged["lane"], merged["track"], merged["state"], px], merged["tot"], merged["n"], merged["mx"], merged["line"]
+    )
     kept = take(segs, keep)
     kept["s"], kept["e"] = kept["s"] + off, kept["e"] + off
     calls = empty_columns(CALL_COLS)
@@ -270,15 +334,19 @@ def lane_inputs(con, analysis_id: str, s: dict, p: dict, lanes: list[dict], rd: 
             c["counter"] = counters[c["id"]]
     for c in lanes:
         c["bucket_ns"] = bb
-    return {"px": {"lane": lane, "track": track, "state": state, "px": px, "tot": tot, "n": n, "mx": mx, "line": line},
-            "segs": kept, "calls": calls}
+    return {
+        "px": {"lane": lane, "track": track, "state": state, "px": px, "tot": tot, "n": n, "mx": mx, "line": line},
+        "segs": kept,
+        "calls": calls,
+    }
 
 
 CALL_COLS = ("lane", "func", "depth", "s", "e", "dur", "line")
 
 
-def _calls(con, analysis_id: str, s: dict, p: dict, rd: dict, tasks: list[dict],
-           names: dict[str, int]) -> dict[str, np.ndarray]:
+def _calls(
+    con, analysis_id: str, s: dict, p: dict, rd: dict, tasks: list[dict], names: dict[str, int]
+) -> dict[str, np.ndarray]:
     """The task lanes' calls (depth <= MAX_CALL_DEPTH) at least a pixel long overlapping the window, per lane the
     MAX_CALLS longest (then by line), as columns: lane (the response's index), func (a code into `names`), depth,
     s, e (aligned), dur, line. From tl_calls (those at least w0_ns long, kept per analysis: memo.py), and below a
@@ -288,16 +356,22 @@ def _calls(con, analysis_id: str, s: dict, p: dict, rd: dict, tasks: list[dict],
     q, off = rd["q"], s["clock_offset_ns"]
     pids = [c["pid"] for c in tasks]
     kept, funcs = _long_calls(con, analysis_id, s["id"])
-    rows = take(kept, np.isin(kept["pid"], pids) & (kept["dur"] >= p["b"]) & (kept["s"] <= q["hi"])
-                 & (kept["e"] >= q["lo"]))
+    rows = take(
+        kept, np.isin(kept["pid"], pids) & (kept["dur"] >= p["b"]) & (kept["s"] <= q["hi"]) & (kept["e"] >= q["lo"])
+    )
     rows["func"] = _recode(rows["func"], funcs, names)
     if rd["k"] < 0:
-        short = _fetch(con, f"""
+        short = _fetch(
+            con,
+            f"""
             SELECT pid, coalesce(func, '?') AS func, depth, entry_ns AS s, entry_ns + duration_ns AS e,
                    duration_ns AS dur, line FROM fg_calls
             WHERE source_id = $sid AND list_contains($pids, pid) AND depth BETWEEN 0 AND {MAX_CALL_DEPTH}
               AND entry_ns BETWEEN $lo - $w0 AND $hi AND duration_ns >= $cmin AND duration_ns < $w0
-              AND entry_ns + duration_ns >= $lo""", {**q, "pids": pids, "cmin": p["b"], "w0": s["w0_ns"]}, names)
+              AND entry_ns + duration_ns >= $lo""",
+            {**q, "pids": pids, "cmin": p["b"], "w0": s["w0_ns"]},
+            names,
+        )
         rows = {c: np.concatenate([rows[c], short[c]]) for c in rows}
     rows = take(rows, longest_per_group([rows["pid"]], rows["dur"], rows["line"], MAX_CALLS))
     rows["s"], rows["e"] = rows["s"] + off, rows["e"] + off
@@ -309,34 +383,52 @@ def _calls(con, analysis_id: str, s: dict, p: dict, rd: dict, tasks: list[dict],
 def _long_calls(con, analysis_id: str, sid: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """tl_calls of the source as columns (func: codes into the names returned with them), kept per analysis
     (memo.py)."""
+
     def build():
         funcs: dict[str, int] = {}
-        cols = _fetch(con, "SELECT pid, coalesce(func, '?') AS func, depth, entry_ns AS s, end_ns AS e,"
-                           " duration_ns AS dur, line FROM tl_calls WHERE source_id = $sid AND pid IS NOT NULL",
-                      {"sid": sid}, funcs)
+        cols = _fetch(
+            con,
+            "SELECT pid, coalesce(func, '?') AS func, depth, entry_ns AS s, end_ns AS e,"
+            " duration_ns AS dur, line FROM tl_calls WHERE source_id = $sid AND pid IS NOT NULL",
+            {"sid": sid},
+            funcs,
+        )
         return cols, np.array(list(funcs) or [""], object)
-    return memo.shared((analysis_id, "timeline-calls", sid), build,
-                       lambda x: sum(v.nbytes for v in x[0].values()) + 64 * len(x[1]))
+
+    return memo.shared(
+        (analysis_id, "timeline-calls", sid), build, lambda x: sum(v.nbytes for v in x[0].values()) + 64 * len(x[1])
+    )
 
 
 def _recode(codes: np.ndarray, funcs: np.ndarray, names: dict[str, int]) -> np.ndarray:
     """Codes into `funcs` made codes into `names`."""
     used = distinct(codes)
     return np.array([names.setdefault(f, len(names)) for f in funcs[used].tolist()], np.int64)[
-        np.searchsorted(used, codes)]
+        np.searchsorted(used, codes)
+    ]
 
 
 def _depth(con, analysis_id: str, sid: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Per device lane of the source, tl_depth's (bucket, in flight) in bucket order; kept per analysis (memo.py)."""
+
     def build():
-        rows = run(con, "SELECT lane, bucket, inflight FROM tl_depth WHERE source_id = ? ORDER BY lane, bucket",
-                           [sid], shape="numpy")
+        rows = run(
+            con,
+            "SELECT lane, bucket, inflight FROM tl_depth WHERE source_id = ? ORDER BY lane, bucket",
+            [sid],
+            shape="numpy",
+        )
         lane, bucket, inflight = (np.asarray(rows[c], np.int64) for c in ("lane", "bucket", "inflight"))
         cuts = np.flatnonzero(np.diff(lane)) + 1
-        return {int(ln[0]): (bk, fl) for ln, bk, fl in zip(*(np.split(x, cuts) for x in (lane, bucket, inflight)))
-                if len(ln)}
-    return memo.shared((analysis_id, "timeline-depth", sid), build,
-                       lambda d: sum(b.nbytes + v.nbytes for b, v in d.values()))
+        return {
+            int(ln[0]): (bk, fl)
+            for ln, bk, fl in zip(*(np.split(x, cuts) for x in (lane, bucket, inflight)))
+            if len(ln)
+        }
+
+    return memo.shared(
+        (analysis_id, "timeline-depth", sid), build, lambda d: sum(b.nbytes + v.nbytes for b, v in d.values())
+    )
 
 
 def _inflight(con, analysis_id: str, s: dict, p: dict, rd: dict, devs: list[dict]) -> dict[str, dict]:
