@@ -27,6 +27,7 @@ import os
 import queue
 import resource
 import select
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -60,6 +61,7 @@ CPU_SECONDS_BASE, CPU_SECONDS_PER_MB = 60, 4  # its CPU time limit: ~30x what th
 MEMORY_BYTES = 2 << 30  # its address space
 COPY_BYTES = 1 << 20
 PIPE_PIECES = 32  # of up to 1 MiB: the report read ahead of the parser
+REPORT_CHUNK_BYTES = 4 << 20  # the text parser's chunks: it starts on a report before trace-cmd has written 16 MiB
 OUTPUT_PER_DATA_BYTE = 64  # bytes of report text at most per byte of trace data (as stored and decompressed)
 _TEMP_PREFIX = "/tmp/trace_cpu_data"  # where libtracecmd decompresses v7 trace data (unlinked only on a clean exit)
 INSTALL_HINT = ("trace-cmd is not installed on the server, and reading a trace.dat needs it: install it (Debian/Ubuntu: "
@@ -105,8 +107,7 @@ def parse(stream: BinaryIO, report: ParseReport, chunk_bytes: int | None = None)
             report.note("the file holds latency-tracer text: its lines are read as the ftrace text they are")
         child = _Child(path, tmp, layout, size, report.filename)
         try:
-            kwargs = {} if chunk_bytes is None else {"chunk_bytes": chunk_bytes}
-            yield from funcgraph.parse(child, report, **kwargs)
+            yield from funcgraph.parse(child, report, chunk_bytes or REPORT_CHUNK_BYTES)
         except ParseError as e:
             failure = child.failure()  # the text parser's refusal of an empty report says less than trace-cmd
             if failure:
@@ -142,10 +143,12 @@ class _Child:
         # a runaway decoder is stopped: the samples' reports are 1.6-6x their trace data (kernel stacks the most)
         self.max_text = OUTPUT_PER_DATA_BYTE * (layout.trace_bytes + layout.uncompressed_bytes) + (16 << 20)
         self.overflow = False
+        if shutil.which(TRACE_CMD) is None:
+            raise ParseError(INSTALL_HINT, filename=filename)
         self.version = _version(TRACE_CMD)
         try:
             self.proc = subprocess.Popen(
-                [TRACE_CMD, "report", "-i", path], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                [*_unbuffered(), TRACE_CMD, "report", "-i", path], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, cwd=tmp, start_new_session=True,
                 env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "LC_ALL": "C"})
         except FileNotFoundError:
@@ -302,6 +305,14 @@ def _temp_files(pid: int) -> list[str]:
     except OSError:
         pass
     return names
+
+
+@functools.cache
+def _unbuffered() -> tuple[str, ...]:
+    """`stdbuf -o 1M` when coreutils' stdbuf is there: trace-cmd's stdout (stdio, 4 KiB writes to a pipe) then writes
+    1 MiB at a time. For the 10x benchmark capture: its system time 0.26 -> 0.08 s, and the reader wakes ~250 times
+    instead of ~38,000."""
+    return ("stdbuf", "-o", "1M") if shutil.which("stdbuf") else ()
 
 
 @functools.cache
