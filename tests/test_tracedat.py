@@ -43,7 +43,8 @@ EXPECTED = {  # hand-checked: events, report lines, the note naming the file's f
 API_PATHS = ("", "/waits", "/waits?idle=true", "/chains", "/marks", "/timeline", "/flamegraph",
              "/heatmap/metrics", "/wakers")
 NOT_COMPARED = {"id", "analysis_id", "name", "created_at", "filename", "sha256", "bytes", "notes", "clock",
-                "alignment", "url"}
+                "alignment", "url", "files"}
+KINDS = {V7.name: "trace.dat v7 (zstd)", V6.name: "trace.dat v6", OWN.name: "trace.dat v7 (zstd)"}  # Sources tab
 
 def test_every_shared_dat_has_a_golden():
     assert sorted(os.path.basename(p) for p in glob.glob(str(REPORTS / "trace-dat" / "*.dat"))) == \
@@ -130,6 +131,8 @@ def test_golden_api_answers_equal_the_reports(ingested, name):
             b = client.get(f"/api/analyses/{txt['id']}{path}")
             assert a.status_code == b.status_code == 200, (path, a.text[:300])
             assert _same(a.json(), sa) == _same(b.json(), sb), path
+            if path == "":
+                assert [f["kind"] for f in a.json()["sources"][0]["files"]] == [KINDS[name]]
         pids = {w["pid"] for w in client.get(f"/api/analyses/{txt['id']}/waits?idle=true").json()[:5]}
         for pid in sorted(pids):  # a task's calls and events
             a = client.get(f"/api/analyses/{dat['id']}/calls?pid={pid}")
