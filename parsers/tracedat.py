@@ -360,8 +360,9 @@ def _notes(report: ParseReport, layout: Layout, size: int, child: _Child) -> Non
         report.note("times corrected by trace-cmd as the file says: " + ", ".join(applied))
     instances = [b.name for b in layout.buffers if b.name]
     if instances:
-        report.note(f"buffer instances {', '.join(map(repr, instances))}: trace-cmd report prefixes each event with its "
-                    "instance's name, so their tasks are named '<instance>: <comm>'")
+        report.note(f"buffer instances {', '.join(map(repr, instances))}: trace-cmd report prefixes each of their events "
+                    "with the instance's name, so the task of such an event is named '<instance>:   <comm>' (as when "
+                    "its report is uploaded)")
     for text in layout.option_text(UNAME)[:1]:
         report.note(f"recorded on: {text}")
     for text in layout.option_text(VERSION)[:1]:
