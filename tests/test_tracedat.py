@@ -375,3 +375,15 @@ def test_a_runaway_trace_cmd_is_stopped(tmp_path, monkeypatch):
     monkeypatch.setattr(tracedat, "TRACE_CMD", _fake_trace_cmd(tmp_path, "echo cpus=4; exec yes 'x-1 [000] 1.0: e: t'"))
     with pytest.raises(ParseError, match=r"wrote more than 16,777,216 bytes of text for 307,200 bytes of trace data"):
         _parse(V6)
+
+
+def test_trace_cmd_failing_after_its_rows_leaves_nothing(ingested, tmp_path, monkeypatch):
+    """trace-cmd writes the whole report (its rows are streamed into the tables), then fails: the file is refused and
+    the rows staged meanwhile are gone."""
+    store, _ = ingested
+    _, txt = CAPTURES[V6.name]
+    monkeypatch.setattr(tracedat, "TRACE_CMD", _fake_trace_cmd(tmp_path, f"cat '{txt}'; echo 'bad page' >&2; exit 3"))
+    before = table_counts(store)
+    with pytest.raises(IngestError, match=r"capture\.dat: `trace-cmd report` could not read it \(exit status 3\): bad page"):
+        ingest_bytes(store, **{"capture.dat": V6.read_bytes()})
+    assert table_counts(store) == before
