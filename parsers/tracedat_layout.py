@@ -415,7 +415,7 @@ class _Walker:
                 self.chunks(layout, data_at, size - 4, "the latency text")
             return Buffer(name, clock, True)
         buf = Buffer(name, clock, False)
-        r.num(at, 4, "the buffer's page size")
+        page = r.num(at, 4, "the buffer's page size") or layout.page_size
         count = r.num(at + 4, 4, "the buffer's CPU count")
         at += 8
         for _ in range(count):
@@ -427,18 +427,25 @@ class _Walker:
                                   f"({self.size} bytes): truncated?")
             at += 20
             if size and compressed:
-                self.chunks(layout, cpu_at, size, f"CPU {cpu}'s trace data")
+                self.chunks(layout, cpu_at, size, f"CPU {cpu}'s trace data", page)
             buf.cpus.append((cpu, cpu_at, size))
             layout.trace_bytes += size
         return buf
 
-    def chunks(self, layout: Layout, at: int, size: int, what: str) -> None:
+    def chunks(self, layout: Layout, at: int, size: int, what: str, page: int | None = None) -> None:
         """Compressed trace data: <count4> then count x <compressed size4><size4><data>; each is decompressed. The
-        size trace-cmd stores for it leaves out the count (and trace-cmd does not check it)."""
+        size trace-cmd stores for it leaves out the count (and trace-cmd does not check it). A chunk of ring-buffer
+        pages holds whole pages (`page`): anything else is damage, refused before it is decompressed."""
         end = min(at + 4 + size, self.size)
         count = self.file.num(at, 4, f"{what}'s chunk count")
+        if count * 8 > end - at - 4:
+            raise LayoutError(at, f"{what} is said to hold {count} chunks, more than its {end - at - 4} bytes can")
         at += 4
         for i in range(count):
+            usize = self.file.num(at + 4, 4, f"chunk {i + 1} of {what}'s size")
+            if page and (usize == 0 or usize % page):
+                raise LayoutError(at + 4, f"chunk {i + 1} of {what} is said to hold {usize} bytes, not a whole number "
+                                          f"of {page}-byte pages")
             layout.uncompressed_bytes += len(self.inflate(layout, at, end - at, f"chunk {i + 1} of {what}"))
             at += 8 + self.file.num(at, 4, "a chunk's size")
             layout.compressed_chunks += 1

@@ -198,6 +198,11 @@ def _v7_cases() -> list[tuple[str, bytes, str]]:
          rf"byte {kallsyms + 24}: the kallsyms section does not decompress with zstd: "),
         ("zstd chunk corrupt", data[:cpu[1][0] + 12] + b"XXXX" + data[cpu[1][0] + 16:],
          rf"byte {cpu[1][0] + 12}: chunk 1 of CPU 1's trace data does not decompress with zstd"),
+        ("chunk not whole pages", data[:cpu[1][0] + 8] + struct.pack("<I", 4097) + data[cpu[1][0] + 12:],
+         rf"byte {cpu[1][0] + 8}: chunk 1 of CPU 1's trace data is said to hold 4097 bytes, not a whole number of "
+         r"4096-byte pages"),
+        ("chunk count too large", data[:cpu[1][0]] + struct.pack("<I", 1 << 30) + data[cpu[1][0] + 4:],
+         rf"byte {cpu[1][0]}: CPU 1's trace data is said to hold 1073741824 chunks"),
     ]
     header_option = _options(data, options_at)[HEADER_INFO]  # the HEADER_INFO option made an unknown one
     cases.append(("header info section missing", data[:header_option] + b"\xc8\x00" + data[header_option + 2:],
