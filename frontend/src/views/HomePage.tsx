@@ -5,7 +5,7 @@ import { useAnalyses } from '../api/queries';
 import type { AnalysisCreated, Progress } from '../api/types';
 import { UploadError, fetchProgress, newProgressToken, uploadAnalysis, type UploadProgress } from '../api/upload';
 import { ErrorBox, Loading } from '../components/Status';
-import { formatBytes, formatCount, formatDate } from '../lib/format';
+import { formatBytes, formatCount, formatDate, formatName } from '../lib/format';
 
 type Upload =
   | { kind: 'idle' }
@@ -53,7 +53,7 @@ function UploadPanel() {
     abort.current = ctl;
     const total = files.reduce((s, f) => s + f.size, 0);
     setUp({ kind: 'running', sent: { sent: 0, total }, server: null });
-    let polling = true;
+    let polling = false; // from the moment every byte is sent: the server knows the token by then (before, a 404)
     const poll = async () => {
       while (polling && !ctl.signal.aborted) {
         try {
@@ -65,13 +65,18 @@ function UploadPanel() {
         await new Promise((r) => setTimeout(r, 300));
       }
     };
-    void poll();
     try {
       const result = await uploadAnalysis(
         files,
         name,
         token,
-        (sent) => setUp((u) => (u.kind === 'running' ? { ...u, sent } : u)),
+        (sent) => {
+          setUp((u) => (u.kind === 'running' ? { ...u, sent } : u));
+          if (!polling && sent.total > 0 && sent.sent >= sent.total) {
+            polling = true;
+            void poll();
+          }
+        },
         ctl.signal,
       );
       polling = false;
@@ -93,7 +98,8 @@ function UploadPanel() {
       <p className="hint">
         Upload one or more traces: <code>blkparse</code> text output or blktrace&apos;s binary files (drop every
         per-CPU <code>NAME.blktrace.N</code> of a capture at once: they become one source), ftrace /{' '}
-        <code>trace-cmd report</code>, bcc <code>offcputime</code>. The format is detected from the content.
+        <code>trace-cmd report</code> or trace-cmd&apos;s <code>trace.dat</code> as it is, bcc{' '}
+        <code>offcputime</code>. The format is detected from the content.
       </p>
       <div
         className={`dropzone${drag ? ' drag' : ''}${running ? ' disabled' : ''}`}
@@ -169,7 +175,8 @@ function UploadPanel() {
       {up.kind === 'running' && <UploadProgressView sent={up.sent} server={up.server} />}
       {up.kind === 'failed' && (
         <div className="status error" role="alert" data-testid="upload-error">
-          <strong>Upload failed.</strong> {up.message}
+          {/* the message repeats each file's error: with the list, the list alone */}
+          <strong>Upload failed.</strong> {up.files.length > 0 ? (up.files.length === 1 ? 'This file could not be read:' : 'These files could not be read:') : up.message}
           {up.files.length > 0 && (
             <ul className="file-errors">
               {up.files.map((f, i) => (
@@ -244,7 +251,7 @@ function UploadResult({ result }: { result: AnalysisCreated }) {
               </td>
               <td>
                 <span className="badge" data-testid="source-format">
-                  {s.format}
+                  {formatName(s)}
                 </span>
               </td>
               <td className="num">{formatCount(s.events)}</td>
