@@ -10,9 +10,9 @@ STALLSCOPE_PORT ?= 8000
 export STALLSCOPE_DB STALLSCOPE_HOST STALLSCOPE_PORT
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run serve test test-py test-unit test-e2e build bench openapi chromium clean
+.PHONY: run serve test test-py test-unit test-e2e build bench openapi chromium trace-cmd clean
 
-run: $(VENV)/.installed frontend/dist/index.html
+run: $(VENV)/.installed frontend/dist/index.html trace-cmd
 	$(VENV)/bin/stallscope serve --demo
 
 $(VENV)/.installed: pyproject.toml setup.py $(wildcard parsers/_*.c parsers/_*.h)
@@ -38,13 +38,17 @@ openapi: $(VENV)/.installed
 chromium:
 	@[ -x /usr/bin/chromium ] || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }
 
-test: $(VENV)/.installed node_modules/.installed build chromium
+# trace.dat uploads are decoded by `trace-cmd report` (parsers/tracedat.py)
+trace-cmd:
+	@command -v trace-cmd >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q trace-cmd; }
+
+test: $(VENV)/.installed node_modules/.installed build chromium trace-cmd
 	npm run lint:compose
 	$(PY) -m pytest
 	npm run test:unit
 	npm run test:e2e
 
-test-py: $(VENV)/.installed
+test-py: $(VENV)/.installed trace-cmd
 	$(PY) -m pytest
 
 test-unit: node_modules/.installed
