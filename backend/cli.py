@@ -63,11 +63,12 @@ DEMOS = [  # (analysis name, files under samples/); the first is listed on top
 
 def load_demo(store) -> None:
     """Loads the samples as demo analyses into a database that has none yet."""
-    from .store import InputFile
+    from .ingest import InputFile
+    from .queries import analyses
 
     con = store.cursor()
     try:
-        if con.execute("SELECT count(*) FROM analyses").fetchall()[0][0]:
+        if analyses.count(con):
             return
     finally:
         con.close()
@@ -83,7 +84,8 @@ def load_demo(store) -> None:
 
 
 def cmd_ingest(args) -> int:
-    from .store import IngestError, InputFile, Progress, Store
+    from .ingest import IngestError, InputFile, Progress
+    from .store import Store
 
     files = []
     for path in args.files:

@@ -7,8 +7,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from backend.app import create_app
-from backend.schema import STAGED_TABLES
-from backend.store import PARSER_TABLES, InputFile, Store
+from backend.ingest import InputFile
+from backend.schema import PARSER_TABLES, STAGED_TABLES
+from backend.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

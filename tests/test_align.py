@@ -7,7 +7,7 @@ import io
 import pytest
 
 from backend.derive import align
-from backend.store import InputFile
+from backend.ingest import InputFile
 from tests.conftest import SAMPLES, ingest_paths
 
 DEMO = SAMPLES / "demo-cfq-starvation.blkparse.txt"

@@ -213,7 +213,7 @@ def test_progress_counts_bytes_and_events_all_the_way(store, monkeypatch):
     """The progress an ingest reports (the browser's bar polls it, the CLI prints it): bytes read and events parsed
     rise chunk by chunk through each file, the second file's counted after the first's, up to the files' sizes and
     events; then the derivation, then done."""
-    from backend.store import InputFile, Progress
+    from backend.ingest import InputFile, Progress
 
     _small_chunks(monkeypatch)
     seen = []
@@ -254,7 +254,7 @@ def test_failure_midway_leaves_nothing(store, monkeypatch):
                 raise OSError("disk went away")
             return super().readinto(b)
 
-    from backend.store import InputFile
+    from backend.ingest import InputFile
 
     with pytest.raises(OSError):
         store.ingest([InputFile("a.txt", io.BytesIO(good), len(good)), InputFile("b.txt", Exploding(good), len(good))])
@@ -282,20 +282,20 @@ def test_streams_end_in_an_error_when_the_parser_fails(store):
     already read by DuckDB is committed)."""
     import pyarrow as pa
 
-    from backend.store import _Streams
+    from backend.ingest.streams import TableStreams
 
     schema = pa.schema([("line", pa.int64()), ("t_ns", pa.int64())])
     con = store.cursor()
     con.execute("CREATE TABLE t_streamed (source_id INTEGER, line BIGINT, t_ns BIGINT)")
     batch = pa.RecordBatch.from_arrays([pa.array(range(1000)), pa.array(range(1000))], schema=schema)
     with pytest.raises(ValueError, match="line 2001"):
-        with _Streams(store.db, 7, {"t_streamed": schema}) as streams:
+        with TableStreams(store.db, 7, {"t_streamed": schema}) as streams:
             streams.put("t_streamed", batch)
             streams.put("t_streamed", batch)
             raise ValueError("line 2001: bad")
     assert con.execute("SELECT count(*) FROM t_streamed").fetchall() == [(0,)]
     # the same rows without a failure; a table that gets no rows gets no insert
-    with _Streams(store.db, 7, {"t_streamed": schema, "t_empty": schema}) as streams:
+    with TableStreams(store.db, 7, {"t_streamed": schema, "t_empty": schema}) as streams:
         streams.put("t_streamed", batch)
         streams.put("t_streamed", batch)
     assert list(streams.workers) == ["t_streamed"]
@@ -344,7 +344,7 @@ def test_file_unreadable_when_hashed_leaves_nothing(store):
                 raise OSError("disk went away")
             return super().readinto(b)
 
-    from backend.store import InputFile
+    from backend.ingest import InputFile
 
     with pytest.raises(OSError, match="disk went away"):
         store.ingest([InputFile("a.txt", SecondReadFails(good), len(good))])

@@ -348,7 +348,7 @@ def test_mutated_binaries_never_crash(seed):
 # ---- ingest: a set is one source ----------------------------------------------------------------------------------
 
 def ingest(store, members: list[tuple[str, bytes]]):
-    from backend.store import InputFile
+    from backend.ingest import InputFile
     return store.ingest([InputFile(n, io.BytesIO(d), len(d)) for n, d in members])
 
 
@@ -382,7 +382,9 @@ def test_a_capture_and_its_text_ingest_to_the_same_rows(store, paths, text):
 
 
 def test_a_refused_file_of_a_set_leaves_nothing(store):
-    from backend.store import IngestError, PARSER_TABLES
+    from backend.ingest import IngestError
+    from backend.schema import PARSER_TABLES
+
     paths = GOLDENS[0][0]
     members = [(p.name, p.read_bytes()) for p in paths]
     members[5] = (members[5][0], members[5][1][:-10])

@@ -1,6 +1,7 @@
 """The derive steps of an ingest, and what runs beside what: read this file top to bottom.
 
-store.py stages each file's rows (the parsers' tables, keyed by source_id), then, in the ingest's transaction:
+backend/ingest/pipeline.py stages each file's rows (the parsers' tables, keyed by source_id), then, in the ingest's
+transaction:
 
 1. per source, as it is added (DERIVE_SOURCE[format]: fn(con, source_id, report) -> its time span, or None):
    blkparse: `blk.derive` (blk_top, notes); ftrace: `waits.span`;

@@ -1,5 +1,6 @@
 """The schema's version and the ordered migrations that bring a database file to it, run when the file is opened
-(store.py: after the core and parser tables exist, before the parsers' views and schema/tables.py).
+(schema/create.py: after the tables that already existed in version 0 exist, before the parsers' views and
+schema/tables.py's SCHEMA).
 
 A file records its version in `schema_version` (one row). A file without that table is version 0: any file written
 before versions existed (release 2f0e012 and earlier; tests/test_release_db.py keeps one), or a new one. Each step
@@ -8,7 +9,9 @@ of STEPS moves a file from the version before it to its own, in order; a file ne
 they are right on any layout of version 0:
 * 1: `migrate_calls` (fg_calls as a table of text -> fg_call_rows + fg_names) and `migrate_waits_and_links` (waits /
   chain_links as tables -> wait_rows / chain_link_rows behind views).
-The parsers' tables are rebuilt by store.py when a column became generated (`rebuild`).
+* 2: `add_source_columns`: sources' clock, alignment and files (each added by a release of version 0 or 1 that
+  wrote them with `ADD COLUMN IF NOT EXISTS` at every start: a file may have any of them).
+The parsers' tables are rebuilt by schema/create.py when a column became generated (`rebuild`).
 """
 
 from __future__ import annotations
@@ -104,13 +107,21 @@ def migrate_waits_and_links(con) -> None:
         )
 
 
+def add_source_columns(con) -> None:
+    """sources' columns added after the first releases, in the order tables.CORE_SCHEMA has them (so a migrated
+    file's sources is a new file's): the clock its times come from, how its offset was found, its files."""
+    for column, kind in (("clock", "VARCHAR"), ("alignment", "JSON"), ("files", "JSON")):
+        con.execute(f"ALTER TABLE sources ADD COLUMN IF NOT EXISTS {column} {kind}")
+
+
 def _to_version_1(con) -> None:
     migrate_calls(con)
     migrate_waits_and_links(con)
 
 
-SCHEMA_VERSION = 1
-STEPS: list[tuple[int, Callable]] = [(1, _to_version_1)]  # (the version a step makes, the step), in order
+SCHEMA_VERSION = 2
+# (the version a step makes, the step), in order
+STEPS: list[tuple[int, Callable]] = [(1, _to_version_1), (2, add_source_columns)]
 
 
 class NewerSchema(Exception):

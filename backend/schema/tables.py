@@ -1,16 +1,53 @@
 """Every table and view the backend derives, in one place: their definitions (DDL) and the constants that say how
 their rows are laid out.
 
-The parsers' tables (raw events, keyed by source_id) are defined by each parser's Arrow schemas (`TABLES`, with
-`GENERATED` columns and `VIEWS`: parsers/blkparse.py, funcgraph.py, offcpu.py) and created by store.py, which also
-holds `analyses` and `sources`. Everything derived from them is here: `blk_top`, the waits and chains (stored as
-`wait_rows` / `chain_link_rows`, read through the views `waits`, `stall_waits`, `chain_links`), and the timeline's
-task slices and summaries. Older layouts are rebuilt by schema/migrations.py before this runs.
+`analyses` and `sources` (CORE_SCHEMA) say which rows make which analysis. The parsers' tables (raw events, keyed
+by source_id) are defined by each parser's Arrow schemas (`TABLES`, with `GENERATED` columns and `VIEWS`:
+parsers/blkparse.py, funcgraph.py, offcpu.py; PARSER_TABLES names them) and created by schema/create.py. Everything
+derived from them is here (SCHEMA): `blk_top`, the waits and chains (stored as `wait_rows` / `chain_link_rows`, read
+through the views `waits`, `stall_waits`, `chain_links`), and the timeline's task slices and summaries. Older layouts
+are brought to these by schema/migrations.py.
 """
 
 from __future__ import annotations
 
 from parsers import blkparse
+from parsers.detect import PARSERS
+
+# ---- analyses and their sources ------------------------------------------------------------------------------------
+
+CORE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS analyses (
+    id VARCHAR PRIMARY KEY,
+    name VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL  -- UTC
+);
+CREATE SEQUENCE IF NOT EXISTS source_ids START 1;
+CREATE TABLE IF NOT EXISTS sources (
+    id INTEGER PRIMARY KEY,
+    analysis_id VARCHAR NOT NULL,
+    filename VARCHAR NOT NULL,
+    format VARCHAR NOT NULL,
+    sha256 VARCHAR NOT NULL,
+    bytes BIGINT NOT NULL,
+    lines BIGINT NOT NULL,
+    events BIGINT NOT NULL,
+    skipped_lines BIGINT NOT NULL,
+    skipped_examples JSON NOT NULL,
+    notes JSON NOT NULL,
+    clock_offset_ns BIGINT NOT NULL DEFAULT 0,
+    t_min_ns BIGINT,
+    t_max_ns BIGINT,
+    clock VARCHAR,                   -- the clock its times come from, when known
+    alignment JSON,                  -- how clock_offset_ns was found (derive/align.py)
+    files JSON                       -- the files it was read from (NULL: written before sources had it)
+);
+"""
+
+# ---- the parsers' tables -------------------------------------------------------------------------------------------
+
+# every parser's tables (each keyed by source_id), in the order of parsers.detect.PARSERS
+PARSER_TABLES = tuple(dict.fromkeys(table for parser in PARSERS for table in parser.TABLES))
 
 # ---- block requests ------------------------------------------------------------------------------------------------
 

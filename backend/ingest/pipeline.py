@@ -1,0 +1,210 @@
+"""An ingest, top to bottom: the files of one upload (or `stallscope ingest`) become one analysis, whole or not at
+all. `ingest` runs these stages in order; what runs beside what:
+
+1. detect (files.detect_sources): every file is sniffed before any is parsed, so all refusals are reported at once;
+   a format that reads a group of files as one source (blktrace's per-CPU files) groups them.
+2. stage, source by source (stage_source): its rows are written to the parsers' tables, keyed by a new source id,
+   committed but invisible (every read reaches rows through `sources` and `analyses`):
+
+       this thread                          | a thread per table (streams)          | the hash thread (hashes)
+       -------------------------------------+---------------------------------------+-------------------------------
+       the parser: chunks -> record batches | one INSERT reading its queue of       | SHA-256 of every file (by
+       (the C tokenizers release the GIL)   | batches, on a cursor of its own       | position), at SCHED_IDLE,
+                                            |                                       | from the start to the end
+
+   then the C heap is trimmed (memory.trim_heap).
+3. derive and publish, in one transaction on the ingest's cursor: per source its DERIVE_SOURCE steps and its
+   `sources` row (add_source), the DERIVE_ANALYSIS steps (derive/pipeline.py says what they run beside what), the
+   heap trimmed, the hashes awaited and written, the `analyses` row; commit.
+4. on failure: the hashing stops, the transaction is rolled back and the staged rows are deleted (discard). Rows left
+   by a process that died mid-ingest are deleted when the database is next opened (discard_unfinished).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from datetime import datetime, timezone
+from types import ModuleType
+
+import duckdb
+
+from parsers.common import ParseError, ParseReport
+
+from ..derive.pipeline import DERIVE_ANALYSIS, DERIVE_SOURCE
+from ..schema.tables import PARSER_TABLES, STAGED_TABLES
+from .files import CountingReader, IngestError, InputFile, Progress, detect_sources, source_name
+from .hashes import FileHashes, source_digest
+from .memory import trim_heap
+from .streams import TableStreams
+
+SOURCE_ROW_TABLES = (*PARSER_TABLES, *STAGED_TABLES)  # the tables an ingest writes before its sources rows exist
+
+
+def new_id() -> str:
+    """An unguessable analysis id: 128 random bits, URL-safe."""
+    return secrets.token_urlsafe(16)
+
+
+def ingest(
+    db: duckdb.DuckDBPyConnection, files: list[InputFile], name: str | None = None, progress: Progress | None = None
+) -> dict:
+    """Creates one analysis from the files in the database `db`. Raises IngestError (nothing written) if any is
+    refused."""
+    progress = progress or Progress()
+    progress.update(phase="parsing", bytes_total=sum(f.size for f in files), bytes_read=0, events=0)
+    groups = detect_sources(files)
+
+    analysis_id = new_id()
+    name = name or ", ".join(source_name(p, [files[i].filename for i in g]) for p, g in groups)[:200]
+    con = db.cursor()
+    staged: list[int] = []  # source ids whose rows are written, not yet visible
+    hashes = FileHashes(files)
+    try:
+        parsed, done = [], 0
+        for parser, members in groups:
+            unit = [files[i] for i in members]
+            parsed.append(stage_source(db, con, unit, parser, progress, done, staged))
+            done += sum(f.size for f in unit)
+        hashes.parsed.set()
+        trim_heap()  # what staging freed (Arrow batches, parser buffers) back to the OS before deriving
+        # One transaction makes the analysis visible: derived tables, then its sources and itself.
+        progress.update(phase="deriving")
+        con.begin()
+        sources = [add_source(con, analysis_id, *p) for p in parsed]
+        for step in DERIVE_ANALYSIS:
+            step(con, analysis_id)
+        trim_heap()  # what the derivation freed (the waits' and chains' Python objects), before the commit's writes
+        digests = dict(zip((id(f) for f in files), hashes.result()))
+        for (source_id, unit, *_), source in zip(parsed, sources):
+            digest = source_digest(unit, [digests[id(f)] for f in unit])
+            for entry, f in zip(source["files"], unit):
+                entry["sha256"] = digests[id(f)]
+            con.execute(
+                "UPDATE sources SET sha256 = ?, files = ? WHERE id = ?",
+                [digest, json.dumps(source["files"]), source_id],
+            )
+        con.execute(
+            "INSERT INTO analyses (id, name, created_at) VALUES (?, ?, ?)",
+            [analysis_id, name, datetime.now(timezone.utc).replace(tzinfo=None)],
+        )
+        con.commit()
+    except BaseException as e:
+        hashes.cancel()
+        try:
+            con.rollback()
+        except duckdb.Error:  # no transaction was open
+            pass
+        discard(con, staged)
+        progress.update(phase="error", error=str(e))
+        if isinstance(e, ParseError):
+            raise IngestError([e]) from e
+        raise
+    finally:
+        con.close()
+    progress.update(phase="done")
+    return {"id": analysis_id, "url": f"/a/{analysis_id}", "sources": sources}
+
+
+def stage_source(
+    db: duckdb.DuckDBPyConnection,
+    con: duckdb.DuckDBPyConnection,
+    unit: list[InputFile],
+    parser: ModuleType,
+    progress: Progress,
+    done: int,
+    staged: list[int],
+) -> tuple:
+    """Parses a source's files (one, or a format's group: blktrace's per-CPU files) into its tables, each through
+    one INSERT that reads the rows as the parser makes them (TableStreams): memory stays bounded whatever the files'
+    size, and each table is written in whole row groups. The rows stay invisible until add_source links them
+    to an analysis."""
+    done_events = progress.events
+    source_id = con.execute("SELECT nextval('source_ids')").fetchall()[0][0]
+    staged.append(source_id)
+    names = [f.filename for f in unit]
+    name = source_name(parser, names)
+    report = ParseReport(name)
+    progress.update(filename=name)
+    readers: list[CountingReader] = []
+    readers.extend(
+        CountingReader(f.stream, lambda _: progress.update(bytes_read=done + sum(r.n for r in readers))) for f in unit
+    )
+    if hasattr(parser, "parse_set"):
+        batches = parser.parse_set(list(zip(names, readers)), report)
+    else:
+        batches = parser.parse(readers[0], report)
+    with TableStreams(db, source_id, parser.TABLES) as streams:
+        for table, batch in batches:  # the C tokenizers release the GIL: DuckDB goes on
+            streams.put(table, batch)
+            progress.update(events=done_events + report.events)
+    if report.events == 0:
+        raise report.nothing_usable()
+    return source_id, unit, name, parser, report, readers
+
+
+def add_source(
+    con: duckdb.DuckDBPyConnection,
+    analysis_id: str,
+    source_id: int,
+    unit: list[InputFile],
+    name: str,
+    parser: ModuleType,
+    report: ParseReport,
+    readers: list[CountingReader],
+) -> dict:
+    """Runs the source's DERIVE_SOURCE steps and writes its `sources` row (its hashes come at the end); returns what
+    the ingest answers about it."""
+    t_min = t_max = None
+    for step in DERIVE_SOURCE.get(parser.FORMAT, []):
+        got = step(con, source_id, report)
+        if got is not None:
+            t_min, t_max = got
+    con.execute(
+        "INSERT INTO sources (id, analysis_id, filename, format, sha256, bytes, lines, events, skipped_lines,"
+        " skipped_examples, notes, t_min_ns, t_max_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            source_id,
+            analysis_id,
+            name,
+            parser.FORMAT,
+            "",
+            sum(r.n for r in readers),
+            report.lines,
+            report.events,
+            report.skipped,
+            json.dumps([e.__dict__ for e in report.examples]),
+            json.dumps(report.notes),
+            t_min,
+            t_max,
+        ],
+    )
+    kinds = report.files or [{"kind": f"{parser.FORMAT} text"}]
+    files = [
+        {"filename": f.filename, "bytes": r.n, "kind": k.get("kind", ""), "sha256": ""}
+        for f, r, k in zip(unit, readers, kinds)
+    ]
+    return {
+        "id": source_id,
+        "filename": name,
+        "format": parser.FORMAT,
+        **report.as_dict(),
+        "bytes": sum(r.n for r in readers),
+        "files": files,
+    }
+
+
+def discard(con: duckdb.DuckDBPyConnection, source_ids: list[int]) -> None:
+    """Deletes the staged rows of an ingest that failed (no sources row ever referred to them)."""
+    if not source_ids:
+        return
+    con.begin()
+    for table in SOURCE_ROW_TABLES:
+        con.execute(f"DELETE FROM {table} WHERE list_contains(?, source_id)", [source_ids])
+    con.commit()
+
+
+def discard_unfinished(con: duckdb.DuckDBPyConnection) -> None:
+    """Deletes the rows staged by an ingest that never finished (its process died): no sources row refers to them."""
+    for table in SOURCE_ROW_TABLES:
+        con.execute(f"DELETE FROM {table} WHERE source_id NOT IN (SELECT id FROM sources)")

@@ -1,0 +1,49 @@
+"""Opening a database file: every table and view made, or brought to this version, in this order:
+
+1. `analyses` and `sources` (tables.CORE_SCHEMA) and the parsers' tables (from their Arrow schemas; a table whose
+   column became generated is rebuilt), as far as they do not exist yet;
+2. the migrations (migrations.py), from the file's schema version to SCHEMA_VERSION;
+3. the parsers' views and every derived table and view (tables.SCHEMA), which may need the migrated layout.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+
+from parsers.detect import PARSERS
+
+from .migrations import migrate, rebuild, stored_columns
+from .tables import CORE_SCHEMA, SCHEMA
+
+
+def create_or_migrate(con: duckdb.DuckDBPyConnection) -> None:
+    """Brings the database to this version's schema (a new file: creates it). Raises migrations.NewerSchema for a
+    file written by a newer Stallscope."""
+    con.execute(CORE_SCHEMA)
+    made: set[str] = set()
+    for parser in PARSERS:
+        for table, schema in parser.TABLES.items():
+            if table not in made:
+                made.add(table)
+                create_parser_table(con, table, schema, getattr(parser, "GENERATED", {}).get(table, {}))
+    migrate(con)
+    for parser in PARSERS:  # the views parsers give over their tables (once an older layout's table is gone)
+        for view, sql in getattr(parser, "VIEWS", {}).items():
+            con.execute(f"CREATE OR REPLACE VIEW {view} AS {sql}")
+    con.execute(SCHEMA)
+
+
+def create_parser_table(con: duckdb.DuckDBPyConnection, table: str, schema: pa.Schema, generated: dict[str, str]):
+    """Creates a parser's table: source_id, the columns of its Arrow schema, then its generated columns (virtual:
+    computed when read, never stored). A file written before a column became generated holds it as a stored
+    column: the table is rebuilt once, its rows copied."""
+    con.register("_empty", schema.empty_table())
+    stored = [f'"{name}" {kind}' for name, kind, *_ in con.execute("DESCRIBE SELECT * FROM _empty").fetchall()]
+    con.unregister("_empty")
+    ddl = ", ".join(['"source_id" INTEGER', *stored, *(f'"{n}" AS ({sql}) VIRTUAL' for n, sql in generated.items())])
+    plain = set(stored_columns(con, table))
+    if not plain or not plain & set(generated):
+        con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({ddl})")
+        return
+    rebuild(con, table, table, ddl)
