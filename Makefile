@@ -1,5 +1,6 @@
 # Stallscope — `make run` serves the app with a demo analysis; `make test` runs every test.
-# Both install what they need first (a virtualenv, npm packages, the frontend build, Chromium for e2e).
+# Both install what they need first (a virtualenv, npm packages, the frontend build, Chromium for e2e, trace-cmd
+# for trace.dat uploads).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
