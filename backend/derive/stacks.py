@@ -3,6 +3,9 @@ built once per source (`call_index`: numpy arrays by line) rather than by SQL pe
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -220,3 +223,131 @@ def call_index(con, sid: int, names: list[str]) -> dict:
         keys.sort(kind="stable")  # in place; a merge sort: each task's calls come in runs
         index["keys"] = (keys, bits)
     return index
+
+
+# Stack-trace events: trace-cmd record -T (the `stacktrace` option), the `stacktrace` event trigger (a post trigger)
+# and the userstacktrace option record the stack right after the event they belong to, in the same context: on the
+# same CPU, as the same task, before anything else that CPU records (a kernel stack, then a user stack). The text
+# forms: `kernel_stack: <stack trace >` / `user_stack: <user stack trace>` (trace-cmd report) and `<stack trace>` /
+# `<user stack trace>` (tracefs), each followed by its `=> frame` lines, innermost first (parsers/funcgraph.py folds
+# them into the event's text).
+STACK_EVENTS = ("kernel_stack", "user_stack")
+# frames of the tracing machinery itself, innermost in a stack recorded at a tracepoint
+_TRACING_FRAME = re.compile(r"^(__traceiter_|__bpf_trace_|trace_event_raw_event_|perf_trace_|__probestub_)")
+_FRAME_ADDR = re.compile(r"\s+\((?:[0-9a-fA-F]+|[0-9a-fA-Fx]+)\)$")
+
+
+def frames_of_stack_text(text: str | None) -> list[str]:
+    """The frames of a folded stack event's text (`<stack trace >` then `=> func (addr)` lines, innermost first),
+    root first, without the tracing machinery's frames (`__traceiter_sched_switch`) at the top."""
+    frames = []
+    for ln in (text or "").split("\n")[1:]:
+        f = ln.strip()
+        if f.startswith("=>"):
+            f = _FRAME_ADDR.sub("", f[2:].strip())
+            if f:
+                frames.append(f)
+    while frames and _TRACING_FRAME.match(frames[0]):
+        frames.pop(0)
+    frames.reverse()
+    return frames
+
+
+@dataclass
+class EventStack:
+    """The stack recorded for the event at a line: its frames (user stack, then kernel stack, root first) and the
+    lines of the stack events it was read from."""
+
+    frames: list[str]
+    lines: list[int]
+    kinds: list[str]
+    after_ns: int | None  # the kernel stack's time after its event's
+
+    def evidence(self, whose: str = "stack") -> str:
+        where = " and ".join(f"{k} event at line {ln}" for ln, k in sorted(zip(self.lines, self.kinds)))
+        late = f", {self.after_ns / 1e3:.1f} µs after it" if self.after_ns is not None and self.after_ns >= 0 else ""
+        return f"{whose} from the {where} (same CPU and task{late})"
+
+
+def event_stacks(con, sid: int, lines: list[int]) -> dict[int, EventStack]:
+    """The stacks the trace recorded for the events at `lines` (scheduler switches and wake-ups, any event): the
+    stack events that follow an event on its CPU with no other event of that CPU in between, written as the same
+    task (see STACK_EVENTS). The first stack of each kind counts. {event line: EventStack}."""
+    wanted = sorted({ln for ln in lines if ln is not None})
+    if not wanted:
+        return {}
+    has = con.execute(
+        "SELECT count(*) FROM trace_events WHERE source_id = ? AND event IN ('kernel_stack', 'user_stack')", [sid]
+    ).fetchall()[0][0]
+    if not has:
+        return {}
+    con.register("_stacks_need", pa.table({"line": pa.array(wanted, pa.int64())}))
+    try:
+        rows = con.execute(
+            """
+            WITH ev AS (
+                SELECT line, t_ns, cpu, prev_pid AS pid, FALSE AS stack, NULL AS event, NULL AS text
+                FROM sched_switch WHERE source_id = $sid AND cpu IS NOT NULL
+                UNION ALL SELECT line, t_ns, cpu, waker_pid, FALSE, NULL, NULL
+                FROM sched_wakeup WHERE source_id = $sid AND cpu IS NOT NULL
+                UNION ALL SELECT line, t_ns, cpu, pid, event IN ('kernel_stack', 'user_stack'), event, text
+                FROM trace_events WHERE source_id = $sid AND cpu IS NOT NULL
+            ), o AS (
+                SELECT *, last_value(CASE WHEN NOT stack THEN line END IGNORE NULLS)
+                              OVER (PARTITION BY cpu ORDER BY line ROWS UNBOUNDED PRECEDING) AS owner,
+                          last_value(CASE WHEN NOT stack THEN pid END IGNORE NULLS)
+                              OVER (PARTITION BY cpu ORDER BY line ROWS UNBOUNDED PRECEDING) AS owner_pid,
+                          last_value(CASE WHEN NOT stack THEN t_ns END IGNORE NULLS)
+                              OVER (PARTITION BY cpu ORDER BY line ROWS UNBOUNDED PRECEDING) AS owner_ns
+                FROM ev
+            )
+            SELECT owner, event, min(line) AS line, arg_min(text, line) AS text, arg_min(t_ns - owner_ns, line) AS dt
+            FROM o WHERE stack AND owner IN (SELECT line FROM _stacks_need)
+              AND (pid IS NULL OR owner_pid IS NULL OR pid = owner_pid)
+            GROUP BY owner, event ORDER BY owner, event DESC
+            """,
+            {"sid": sid},
+        ).fetchall()
+    finally:
+        con.unregister("_stacks_need")
+    out: dict[int, EventStack] = {}
+    for owner, event, line, text, dt in rows:  # per owner: user_stack first, then kernel_stack
+        frames = frames_of_stack_text(text)
+        if not frames:
+            continue
+        s = out.get(owner)
+        if s is None:
+            out[owner] = EventStack(frames, [line], [event], dt if event == "kernel_stack" else None)
+        else:
+            s.frames = s.frames + frames
+            s.lines.append(line)
+            s.kinds.append(event)
+            if event == "kernel_stack":
+                s.after_ns = dt
+    return out
+
+
+def with_frames(st: Stacks, n: int, replace: dict[int, list[str]]) -> Stacks:
+    """The first n stacks of st, with request i's frames replaced by replace[i] where given."""
+    if not replace:
+        return st
+    names = list(st.names)
+    ids = {name: i for i, name in enumerate(names)}
+    parts, counts = [], np.zeros(n, np.int64)
+    off = st.off
+    for i in range(n):
+        frames = replace.get(i)
+        if frames is None:
+            part = st.codes[off[i] : off[i + 1]].astype(np.int64)
+        else:
+            for f in frames:
+                if f not in ids:
+                    ids[f] = len(names)
+                    names.append(f)
+            part = np.array([ids[f] for f in frames], np.int64)
+        parts.append(part)
+        counts[i] = len(part)
+    new_off = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=new_off[1:])
+    codes = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    return Stacks(new_off, codes, names)

@@ -22,7 +22,10 @@ Waits (table `waits`, key (source_id, line)):
   before it ended; the waker is the task on whose behalf that line was written (for the idle task, pid 0,
   per CPU). `waker_stack` = the waker's calls open at the wake line.
 * stack: the task's calls open at the wait's first line (entered before it, not yet exited), root first;
-  found from the last call event of the task before that line (an ASOF join) and the parent chain.
+  found from the last call event of the task before that line (an ASOF join) and the parent chain. Where the
+  trace recorded a stack for the wait's line itself (trace-cmd -T, the stacktrace trigger, userstacktrace: the
+  stack events right after it on its CPU, as the same task; stacks.event_stacks), that stack is the wait's (user
+  frames, then kernel frames), and the evidence names its lines; the same for the waker at its wake-up line.
 * lock: `locks.label(stack)` (`xfs_ilock via down_write`); `primitive` is the locks.py entry it came
   from. Without a known primitive on the stack, the innermost frame that is not scheduler plumbing
   (`futex_wait_queue_me`), with `primitive` null.
@@ -45,7 +48,7 @@ import pyarrow as pa
 
 from .. import locks
 from .frames import duration_text, task_text, time_text
-from .stacks import stacks_at
+from .stacks import event_stacks, stacks_at, with_frames
 
 MIN_CALL_SLEEP_NS = 1_000_000  # a lock call this long with no switch-out in the trace is taken as a sleep
 MAX_HOLDER_SCAN = 10_000  # acquire calls looked at, backwards, per wait
@@ -287,6 +290,17 @@ def derive_waits(
             [w["innermost"] for w in waits],
         )
         wst = wst.result() if wst is not None else stacks_at(*wakers)
+    # stacks the trace recorded itself (-T, the stacktrace trigger): at the switch-out and at the wake-up line
+    recorded = event_stacks(con, sid, [w["line"] for w in waits] + [waits[i]["wake_line"] for i in woken])
+    if recorded:
+        mine = {i: recorded[w["line"]] for i, w in enumerate(waits) if w["line"] in recorded}
+        st = with_frames(st, n, {i: s.frames for i, s in mine.items()})
+        for i, s in mine.items():
+            waits[i]["evidence"] = f"{waits[i]['evidence']}; {s.evidence('stack')}"
+        theirs = {j: recorded[waits[i]["wake_line"]] for j, i in enumerate(woken) if waits[i]["wake_line"] in recorded}
+        wst = with_frames(wst, len(woken), {j: s.frames for j, s in theirs.items()})
+        for j, s in theirs.items():
+            waits[woken[j]]["evidence"] = f"{waits[woken[j]]['evidence']}; the waker's {s.evidence('stack')}"
     need_holder: dict[str, list[int]] = defaultdict(list)
     prims = {p.name: p for p in locks.PRIMITIVES}
     for i, (w, reason) in enumerate(zip(waits, st.reasons(n))):
