@@ -1,7 +1,7 @@
 // The waterfall of one wait chain: one row per task, its wait as a bar on a shared time axis,
 // arrows from the waker / holder up to the waiter, `print` markers as vertical lines.
 import type { Chain, ChainLink, Mark } from '../api/stallTypes';
-import { formatAbsTime, formatAxisNumber, formatNs, formatSector, pickTimeUnit } from '../lib/format';
+import { formatAbsTime, formatAxisNumber, formatNs, formatSector, pickTimeUnit, taskLabel } from '../lib/format';
 import { html, tooltipLines } from './html';
 import { fitLabel, type RenderApi, type RenderParams } from './labels';
 import { C, FONT, MONO, axisCommon, baseTextStyle, tooltipStyle } from './theme';
@@ -47,7 +47,7 @@ export function relationLabel(r: string | null | undefined): string {
 }
 
 export function linkLabel(l: Pick<ChainLink, 'comm' | 'pid'>): string {
-  return `${l.comm ?? '?'} ${l.pid}`;
+  return taskLabel(l.comm, l.pid);
 }
 
 /** Rows, arrows and markers of a chain, in ns relative to its earliest instant. */

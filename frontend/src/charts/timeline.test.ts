@@ -9,6 +9,9 @@ import {
   segmentBand,
   timelineItems,
   timelineLayout,
+  laneMatches,
+  chainOfSegment,
+  requestOfSegment,
   zoomWindow,
   type Timeline,
   type TimelineLane,
@@ -80,21 +83,56 @@ describe('timeline layout', () => {
   const layout = timelineLayout(T, (id) => names[id]);
 
   it('groups lanes by source under a header, each with its height (calls add rows)', () => {
-    expect(layout.headers).toEqual([
-      { label: 'ftrace · a.txt', y: 0 },
-      { label: 'blkparse · b.txt', y: 18 + 57 + 2 },
-      { label: 'offcputime · c.txt', y: 18 + 57 + 2 + 18 + 40 + 2 },
+    const taskH = 30 + 3 * 15; // depths 0..2, 15 px a call row: its 10 px label fits
+    expect(layout.headers.map((h) => [h.label, h.y, h.key, h.lanes])).toEqual([
+      ['ftrace · a.txt', 0, 'src:1', 1],
+      ['blkparse · b.txt', 18 + taskH + 2, 'src:2', 1],
+      ['offcputime · c.txt', 18 + taskH + 2 + 18 + 40 + 2, 'src:3', 1],
     ]);
     const task = layout.byId.get('task:1:42')!;
-    expect([task.y, task.h, task.callDepth]).toEqual([18, 30 + 3 * 9, 3]); // depths 0..2
+    expect([task.y, task.h, task.callDepth]).toEqual([18, taskH, 3]);
     expect(layout.byId.get('dev:2:8,0')!.h).toBe(40);
-    expect(layout.height).toBe(18 + 57 + 2 + 18 + 40 + 2 + 18 + 18 + 2);
+    expect(layout.height).toBe(18 + taskH + 2 + 18 + 40 + 2 + 18 + 18 + 2);
+  });
+
+  it('is a tree: pinned lanes on top, folded groups drawn as their header only, a search by name, pid or device', () => {
+    const pinned = timelineLayout(T, (id) => names[id], { pinned: ['dev:2:8,0'], folded: ['src:1'] });
+    expect(pinned.headers.map((h) => [h.key, h.folded, h.shown])).toEqual([
+      ['pinned', false, 1],
+      ['src:1', true, 0],
+      ['src:3', false, 1],
+    ]);
+    expect(pinned.lanes.map((b) => [b.lane.id, b.pinned])).toEqual([
+      ['dev:2:8,0', true],
+      ['window:3', false],
+    ]);
+    expect(pinned.byId.has('task:1:42')).toBe(false);
+    expect(timelineLayout(T, (id) => names[id], { query: '42' }).lanes.map((b) => b.lane.id)).toEqual(['task:1:42']);
+    expect(timelineLayout(T, (id) => names[id], { query: '8,0' }).lanes.map((b) => b.lane.id)).toEqual(['dev:2:8,0']);
+    expect(laneMatches(T.lanes[0], 'POSTGRES')).toBe(true);
+  });
+
+  it('draws the arrows of the selected chain only, unless all are asked for', () => {
+    expect(timelineItems(T, layout, { chain: null, all: false }).some((i) => i.kind === 'arrow')).toBe(false);
+    expect(timelineItems(T, layout, { chain: 2, all: false }).some((i) => i.kind === 'arrow')).toBe(false);
+    expect(timelineItems(T, layout, { chain: 1, all: false }).filter((i) => i.kind === 'arrow')).toHaveLength(1);
+    expect(timelineItems(T, layout, { chain: null, all: true }).filter((i) => i.kind === 'arrow')).toHaveLength(1);
+  });
+
+  it('finds the chain of a slice (an arrow ends or starts in it) and the request of a block phase', () => {
+    const task = T.lanes[0];
+    const wait = task.segments[0]; // the arrow ends at 900, in this wait
+    expect(chainOfSegment(T.arrows, task, wait)).toBe(wait.t0_ns <= 900 && wait.t1_ns >= 900 ? 1 : null);
+    const dev = T.lanes[1];
+    expect(chainOfSegment(T.arrows, dev, dev.segments[0])).toBe(1); // the arrow starts at 880, in this service
+    expect(requestOfSegment(dev.segments[0])).toEqual({ sourceId: 2, line: 6 });
+    expect(requestOfSegment(wait)).toBeNull();
   });
 
   it('places tracks inside a lane', () => {
     const task = layout.byId.get('task:1:42')!;
     expect(segmentBand(task, T.lanes[0].segments[0])).toEqual([3, 16]);
-    expect(segmentBand(task, T.lanes[0].segments[2])).toEqual([22 + 2 * 9, 8]);
+    expect(segmentBand(task, T.lanes[0].segments[2])).toEqual([22 + 2 * 15, 14]);
     expect(segmentBand(task, seg({}))).toEqual([task.h - 9, 7]);
   });
 
@@ -138,17 +176,25 @@ describe('timeline layout', () => {
     expect(itemOf(items, { seriesName: 'selection', value: [0] })).toBeNull();
   });
 
-  it('draws a segment as a bare rect, with a label (truncated to it) only when wider than 60 px', () => {
+  it('draws a segment as a bare rect, with a label (elided to it) only when wider than 40 px', () => {
     const items = timelineItems(T, layout);
     const opt = buildTimelineOption(layout, items, { v0: 0, v1: 1000, selection: null, origin: 0 }) as any;
     const coordSys = { x: 0, y: 0, width: 1000, height: layout.height };
     const draw = (i: number, pxPerNs = 1) =>
       opt.series[0].renderItem({ coordSys }, { value: () => i, coord: ([x, y]: number[]) => [x * pxPerNs, y] });
-    const state = draw(4); // the device's service segment, 580 px wide: no label on a block phase
+    const service = draw(4); // the device's service segments, 580 px wide: their duration, how many merged
+    expect(service.textContent.style).toMatchObject({ text: 'D→C 580 ns ×3', overflow: 'truncate' });
+    const state = draw(4, 0.05); // 29 px: bare
     expect(state).toEqual({ type: 'rect', shape: expect.any(Object), style: { fill: expect.any(String), opacity: 0.85 } });
     const wait = draw(1); // 800 px wide
-    expect(wait.textContent.style).toMatchObject({ text: 'wait_transaction_locked', width: 796, overflow: 'truncate' });
+    expect(wait.textContent.style).toMatchObject({ text: 'wait_transaction_locked', width: 794, overflow: 'truncate', ellipsis: '…' });
     expect(draw(1, 0.05).textContent).toBeUndefined(); // 40 px: no label
+    // the selected item is outlined
+    const sel = (buildTimelineOption(layout, items, { v0: 0, v1: 1000, selection: null, origin: 0, selected: 1 }) as any).series[0].renderItem(
+      { coordSys },
+      { value: () => 1, coord: ([x, y]: number[]) => [x, y] },
+    );
+    expect(sel.style).toMatchObject({ stroke: '#ffffff', lineWidth: 2 });
     // a marker outside the window is not drawn
     const mark = (v0: number, v1: number) =>
       (buildTimelineOption(layout, items, { v0, v1, selection: null, origin: 0 }) as any).series[3].renderItem(
@@ -166,7 +212,7 @@ describe('window arithmetic', () => {
     expect(zoomWindow(0, 1000 * M, 0.5, 500 * M, 0, 1000 * M)).toEqual([250 * M, 750 * M]);
     expect(zoomWindow(0, 1000 * M, 0.5, 0, 0, 1000 * M)).toEqual([0, 500 * M]);
     expect(zoomWindow(250 * M, 750 * M, 4, 500 * M, 0, 1000 * M)).toEqual([0, 1000 * M]);
-    expect(zoomWindow(0, 10_000, 1e-9, 5000, 0, 10_000)).toEqual([4500, 5500]); // never under 1 µs
+    expect(zoomWindow(0, 10_000, 1e-9, 5000, 0, 10_000)).toEqual([4975, 5025]); // never under 50 ns
   });
 
   it('pans by a fraction of the window, clamped', () => {

@@ -3,7 +3,7 @@
 // of their own. Pure: the layout and the option depend only on the data and the window.
 import type { CustomSeriesRenderItemAPI, CustomSeriesRenderItemParams, CustomSeriesRenderItemReturn } from 'echarts';
 import type { components } from '../api/schema';
-import { formatAbsTime, formatCount, formatNs, formatNsShort } from '../lib/format';
+import { formatAbsTime, formatCount, formatNs } from '../lib/format';
 import { html, tooltipLines } from './html';
 import { C, axisCommon, baseTextStyle, tooltipStyle } from './theme';
 import type { EChartsOption } from './types';
@@ -62,7 +62,7 @@ export const STATE_COLORS: Record<string, string> = {
   service: C.d2c,
 };
 export const RELATION_COLORS: Record<string, string> = { woken_by: '#f2cc60', held_by: '#ff7b72', io_completion: '#58a6ff' };
-const CALL_H = 9;
+const CALL_H = 15; // a call row: tall enough for its 10 px label (at 9 px the labels of two depths overlapped)
 const HEADER_H = 18;
 
 /** A stable colour for a lock or function name (the same name is always the same colour). */
@@ -72,39 +72,76 @@ export function nameColor(name: string): string {
   return `hsl(${h % 360}, 55%, 58%)`;
 }
 
-export type LaneBox = { lane: TimelineLane; y: number; h: number; callDepth: number };
-export type Header = { label: string; y: number };
+export type LaneBox = { lane: TimelineLane; y: number; h: number; callDepth: number; pinned: boolean };
+/** A group's header: a source (or the pinned tracks), folded or not, with how many of its lanes are drawn. */
+export type Header = { label: string; y: number; key: string; folded: boolean; lanes: number; shown: number };
 export type Layout = { lanes: LaneBox[]; headers: Header[]; height: number; byId: Map<string, LaneBox> };
+/** The track tree's state: lanes pinned to the top, groups folded (by key: "src:<id>"), a search of the labels. */
+export type TreeState = { pinned?: string[]; folded?: string[]; query?: string | null };
 
 function laneHeight(l: TimelineLane): { h: number; depth: number } {
   if (l.kind === 'window') return { h: 18, depth: 0 };
-  if (l.kind === 'process') return { h: 22, depth: 0 };
+  if (l.kind === 'process') return { h: 26, depth: 0 };
   if (l.kind === 'device') return { h: 40, depth: 0 };
   const depth = Math.max(-1, ...l.segments.filter((s) => s.track === 'call').map((s) => s.depth ?? 0)) + 1;
   return { h: 30 + depth * CALL_H, depth };
 }
 
-/** Lanes grouped by source (in the order the server ranked them), each with its y and height in px. */
-export function timelineLayout(t: Pick<Timeline, 'lanes'>, sourceName: (id: number) => string): Layout {
-  const groups = new Map<number, TimelineLane[]>();
-  for (const l of t.lanes) {
-    const g = groups.get(l.source_id) ?? [];
-    g.push(l);
-    groups.set(l.source_id, g);
+/** Does a lane match a search: its label (name and pid), its device or its group, case-insensitively. */
+export function laneMatches(l: Pick<TimelineLane, 'label' | 'group' | 'dev' | 'pid'>, query: string): boolean {
+  const q = query.trim().toLowerCase();
+  if (!q) return true;
+  return [l.label, l.group ?? '', l.dev ?? '', l.pid === null ? '' : String(l.pid)].some((x) => x.toLowerCase().includes(q));
+}
+
+/** Lanes as a tree: the pinned ones first (in the order pinned), then grouped by source (in the order the server
+ * ranked them) under a header that folds its group; each lane with its y and height in px. */
+export function timelineLayout(t: Pick<Timeline, 'lanes'>, sourceName: (id: number) => string, tree: TreeState = {}): Layout {
+  const pinned = tree.pinned ?? [];
+  const folded = new Set(tree.folded ?? []);
+  const shown = t.lanes.filter((l) => laneMatches(l, tree.query ?? ''));
+  const groups = new Map<string, { label: string; lanes: TimelineLane[] }>();
+  const pins = pinned.map((id) => shown.find((l) => l.id === id)).filter((l): l is TimelineLane => !!l);
+  if (pins.length) groups.set('pinned', { label: 'Pinned', lanes: pins });
+  for (const l of shown) {
+    if (pinned.includes(l.id)) continue;
+    const key = `src:${l.source_id}`;
+    const g = groups.get(key) ?? { label: sourceName(l.source_id), lanes: [] };
+    g.lanes.push(l);
+    groups.set(key, g);
   }
   const lanes: LaneBox[] = [];
   const headers: Header[] = [];
   let y = 0;
-  for (const [sid, ls] of groups) {
-    headers.push({ label: sourceName(sid), y });
+  for (const [key, g] of groups) {
+    const isFolded = folded.has(key);
+    headers.push({ label: g.label, y, key, folded: isFolded, lanes: g.lanes.length, shown: isFolded ? 0 : g.lanes.length });
     y += HEADER_H;
-    for (const lane of ls) {
+    if (isFolded) continue;
+    for (const lane of g.lanes) {
       const { h, depth } = laneHeight(lane);
-      lanes.push({ lane, y, h, callDepth: depth });
+      lanes.push({ lane, y, h, callDepth: depth, pinned: key === 'pinned' });
       y += h + 2;
     }
   }
   return { lanes, headers, height: Math.max(y, 40), byId: new Map(lanes.map((b) => [b.lane.id, b])) };
+}
+
+/** The chain a segment belongs to: the chain whose arrow ends in its lane within it (the wait the arrow explains),
+ * or starts there (the waker, holder or device), else null. */
+export function chainOfSegment(arrows: TimelineArrow[], lane: TimelineLane, seg: TimelineSegment): number | null {
+  if (seg.track === 'state') return null;
+  const slack = Math.max(1, (seg.t1_ns - seg.t0_ns) * 0.01);
+  const within = (t: number) => t >= seg.t0_ns - slack && t <= seg.t1_ns + slack;
+  const into = arrows.find((a) => a.to_lane === lane.id && within(a.to_ns));
+  if (into) return into.chain_id;
+  const out = arrows.find((a) => a.from_lane === lane.id && within(a.from_ns));
+  return out ? out.chain_id : null;
+}
+
+/** The block request behind a segment of a device or process lane. */
+export function requestOfSegment(seg: TimelineSegment): { sourceId: number; line: number } | null {
+  return seg.track === 'queued' || seg.track === 'service' ? { sourceId: seg.source_id, line: seg.line } : null;
 }
 
 /** What a drawn item is: the segment (or arrow, mark) behind it, for tooltips and clicks. */
@@ -119,6 +156,8 @@ export type TimelineOptions = {
   v1: number;
   selection: [number, number] | null; // the analysis-wide time range, shaded
   origin: number; // axis labels are relative to this (the analysis start)
+  tickStep?: number; // the grid lines' step (ns): the ruler's ticks (timeAxis.ts), drawn above the chart in HTML
+  selected?: number | null; // the index in items of the selected item: outlined
 };
 
 /** Segment geometry inside its lane: [top offset, height] in px. */
@@ -140,17 +179,30 @@ export function segmentBand(box: LaneBox, seg: TimelineSegment): [number, number
   }
 }
 
+/** The text on a slice: the lock or function, the duration of a block phase. */
+export function segmentLabel(seg: TimelineSegment): string {
+  if (seg.track === 'queued' || seg.track === 'service') return `${seg.track === 'queued' ? 'I→D' : 'D→C'} ${formatNs(seg.max_ns)}${seg.n > 1 ? ` ×${seg.n}` : ''}`;
+  return seg.n > 1 ? `${seg.state} ×${seg.n}` : seg.state;
+}
+
 export function segmentColor(seg: TimelineSegment): string {
   if (seg.track === 'wait' || seg.track === 'call') return nameColor(seg.state);
   return STATE_COLORS[seg.state] ?? C.q2c;
 }
 
+/** Which chains' arrows are drawn: those of one chain (the selected one), all of them (a toggle), or none. 50–100
+ * arrows crossing every lane hid the lanes. */
+export type ArrowFilter = { chain: number | null; all: boolean };
+
 /** Every drawable item, in draw order (bands, segments, counters' lanes, arrows, marks). */
-export function timelineItems(t: Timeline, layout: Layout): Item[] {
+export function timelineItems(t: Timeline, layout: Layout, arrows: ArrowFilter = { chain: null, all: true }): Item[] {
   const items: Item[] = [];
   for (const b of layout.lanes) if (b.lane.band) items.push({ kind: 'band', lane: b.lane });
   for (const b of layout.lanes) for (const seg of b.lane.segments) items.push({ kind: 'segment', lane: b.lane, seg });
-  for (const a of t.arrows) if (layout.byId.has(a.from_lane) && layout.byId.has(a.to_lane)) items.push({ kind: 'arrow', arrow: a });
+  for (const a of t.arrows) {
+    if (!layout.byId.has(a.from_lane) || !layout.byId.has(a.to_lane)) continue;
+    if (arrows.all || a.chain_id === arrows.chain) items.push({ kind: 'arrow', arrow: a });
+  }
   for (const m of t.marks ?? []) items.push({ kind: 'mark', mark: m });
   return items;
 }
@@ -215,13 +267,17 @@ export function buildTimelineOption(layout: Layout, items: Item[], o: TimelineOp
       const shape = { x: x0, y: y(box.y + top), width: w, height: h };
       const fill = segmentColor(it.seg);
       const opacity = it.seg.track === 'state' && it.seg.state === 'blocked' ? 0.9 : 0.85;
-      // a label only where it fits (waits and calls wider than 60 px): the others are bare rects (no text to lay out)
-      if (!((it.seg.track === 'wait' || it.seg.track === 'call') && w > 60)) return { type: 'rect', shape, style: { fill, opacity } } as unknown as Rendered;
+      const sel = api.value(0) === o.selected;
+      const style = sel ? { fill, opacity: 1, stroke: '#ffffff', lineWidth: 2 } : { fill, opacity };
+      // a label only where it fits (waits, calls and block phases wider than 40 px, elided to the rect): the others
+      // are bare rects (no text to lay out), so labels never run over each other
+      const labelled = (it.seg.track === 'wait' || it.seg.track === 'call' || ((it.seg.track === 'queued' || it.seg.track === 'service') && h >= 10)) && w > 40;
+      if (!labelled) return { type: 'rect', shape, style } as unknown as Rendered;
       return {
         type: 'rect',
         shape,
-        style: { fill, opacity },
-        textContent: { silent: true, style: { text: it.seg.state, fill: '#0d1117', fontSize: 10, width: w - 4, overflow: 'truncate' } },
+        style,
+        textContent: { silent: true, style: { text: segmentLabel(it.seg), fill: '#0d1117', fontSize: 10, width: w - 6, overflow: 'truncate', ellipsis: '…' } },
         textConfig: { position: 'insideLeft' },
       } as unknown as Rendered;
     }
@@ -281,15 +337,16 @@ export function buildTimelineOption(layout: Layout, items: Item[], o: TimelineOp
     backgroundColor: 'transparent',
     animation: false,
     textStyle: baseTextStyle,
-    grid: { left: 8, right: 16, top: 12, bottom: 26 }, // the chart is layout.height + 38 px tall: 1 y unit = 1 px
+    grid: { left: 8, right: 16, top: 12, bottom: 4 }, // the chart is layout.height + 16 px tall: 1 y unit = 1 px
     tooltip: { ...tooltipStyle, trigger: 'item', confine: true },
     xAxis: {
       type: 'value',
       min: o.v0 - o.origin,
       max: o.v1 - o.origin,
       ...axisCommon,
-      splitNumber: 8,
-      axisLabel: { ...axisCommon.axisLabel, formatter: (v: number) => (v === 0 ? '0' : `+${formatNsShort(v)}`), hideOverlap: true },
+      ...(o.tickStep ? { interval: o.tickStep } : { splitNumber: 8 }),
+      axisLabel: { show: false }, // the ruler above the chart labels the ticks (distinct, as precise as the zoom)
+      axisTick: { show: false },
     },
     yAxis: { type: 'value', min: 0, max: layout.height, inverse: true, show: false },
     series: [
@@ -368,7 +425,7 @@ function selectionSeries(o: TimelineOptions, layout: Layout) {
 
 /** Zoom the window [v0, v1] by `factor` (<1 in, >1 out) around `at`, kept inside [lo, hi]. */
 export function zoomWindow(v0: number, v1: number, factor: number, at: number, lo: number, hi: number): [number, number] {
-  const minSpan = 1000; // 1 µs
+  const minSpan = 50; // ns: a few nanoseconds per 100 px, the precision of the trace clocks
   let span = Math.max(minSpan, (v1 - v0) * factor);
   span = Math.min(span, hi - lo);
   const frac = v1 > v0 ? (at - v0) / (v1 - v0) : 0.5;

@@ -108,3 +108,16 @@ export function formatDate(iso: string): string {
   const p = (n: number) => String(n).padStart(2, '0');
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
 }
+
+/** A source's format as the tool that wrote it is called: bcc's offwaketime (and wakeuptime) are read by the
+ * offcputime parser, but their records carry the waker's stack. */
+export function formatName(s: { format: string; waker_stacks?: number }): string {
+  return s.format === 'offcputime' && (s.waker_stacks ?? 0) > 0 ? 'offwaketime' : s.format;
+}
+
+/** A task as "comm pid"; the idle task (pid 0) is "<idle> 0" wherever it comes from (ftrace calls it <idle>, bcc
+ * swapper/N: that name, which says the CPU, follows in brackets). */
+export function taskLabel(comm: string | null | undefined, pid: number | null | undefined): string {
+  if (pid === 0) return comm && comm !== '<idle>' && comm.startsWith('swapper') ? `<idle> 0 (${comm})` : '<idle> 0';
+  return `${comm ?? '?'}${pid === null || pid === undefined ? '' : ` ${pid}`}`;
+}

@@ -32,3 +32,40 @@ export function rowLabel(r: DispatchSummaryRow, by: Grouping): string {
 export function isRowSelected(r: DispatchSummaryRow, by: Grouping, pid: number | null, dev: string | null): boolean {
   return by === 'device' ? dev !== null && r.dev === dev : pid !== null && r.pid === pid;
 }
+
+/** A process blktrace could not name: blkparse prints "(null)" (no comm recorded for that pid), or no name at all. */
+export function isUnnamed(r: Pick<DispatchSummaryRow, 'comm'>): boolean {
+  return r.comm === null || r.comm === '' || r.comm === '(null)';
+}
+
+export const UNNAMED_KEY = '(unnamed processes)';
+
+function groupStats(members: DispatchSummaryRow[], phase: Phase) {
+  const top = (s: Stat) => members.reduce<number | null>((m, r) => (r[phase][s] === null ? m : Math.max(m ?? -Infinity, r[phase][s]!)), null);
+  return { n: members.reduce((n, r) => n + r[phase].n, 0), p50: top('p50'), p95: top('p95'), p99: top('p99'), max: top('max') };
+}
+
+/** The summary per process with the unnamed processes (hundreds in a real capture: a pid each) as one row, keyed
+ * UNNAMED_KEY, sorted among the others: its count and max are the group's, its percentiles the highest of its
+ * members' (the group's own percentile is at most that). Its members, sorted, come with it. Two or more only. */
+export function groupUnnamed(rows: DispatchSummaryRow[], sort: Sort): { rows: DispatchSummaryRow[]; unnamed: DispatchSummaryRow[] } {
+  const unnamed = rows.filter(isUnnamed);
+  if (unnamed.length < 2) return { rows: sortSummary(rows, sort), unnamed: [] };
+  const group: DispatchSummaryRow = {
+    key: UNNAMED_KEY,
+    pid: null,
+    comm: `${unnamed.length} unnamed processes`,
+    dev: null,
+    count: unnamed.reduce((n, r) => n + r.count, 0),
+    i2d: groupStats(unnamed, 'i2d'),
+    d2c: groupStats(unnamed, 'd2c'),
+    q2c: groupStats(unnamed, 'q2c'),
+  };
+  return { rows: sortSummary([...rows.filter((r) => !isUnnamed(r)), group], sort), unnamed: sortSummary(unnamed, sort) };
+}
+
+/** Rows whose label (pid and name, or device) contains `text`, case-insensitively; all when it is empty. */
+export function filterSummary(rows: DispatchSummaryRow[], by: Grouping, text: string): DispatchSummaryRow[] {
+  const t = text.trim().toLowerCase();
+  return t ? rows.filter((r) => rowLabel(r, by).toLowerCase().includes(t)) : rows;
+}

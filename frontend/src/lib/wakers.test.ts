@@ -51,6 +51,9 @@ describe('offwaketime helpers', () => {
     expect(taskName('postgres', 4242)).toBe('postgres 4242');
     expect(taskName('cksum', null)).toBe('cksum');
     expect(taskName(null, null)).toBe('?');
+    // the idle task is named one way, whether ftrace's <idle> or bcc's swapper/N (its CPU kept)
+    expect(taskName('swapper/3', 0)).toBe('<idle> 0 (swapper/3)');
+    expect(taskName('<idle>', 0)).toBe('<idle> 0');
   });
 
   it('names a pair by its first record and selects it', () => {

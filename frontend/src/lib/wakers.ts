@@ -2,7 +2,7 @@
 import type { SourceDetail } from '../api/types';
 import type { ChainLink, WakerPair } from '../api/stallTypes';
 import type { RequestRef } from '../state/viewState';
-import { formatCount, formatNs } from './format';
+import { formatCount, formatNs, taskLabel } from './format';
 
 /** Whether any source has offwaketime (or wakeuptime) records with a waker stack. */
 export function hasWakerStacks(sources: Pick<SourceDetail, 'waker_stacks'>[]): boolean {
@@ -34,8 +34,7 @@ export function share(part: number, whole: number): string {
 
 /** "postgres 4242", "cksum" (bcc's old output has no pid), "?" without either. */
 export function taskName(comm: string | null, pid: number | null): string {
-  const c = comm ?? '?';
-  return pid === null ? c : `${c} ${pid}`;
+  return taskLabel(comm, pid);
 }
 
 /** A pair is named by its first record: the source and line the URL keeps. */

@@ -53,6 +53,11 @@ export type ViewState = {
   v1: number | null;
   tlN: number; // lanes shown
   tlSel: RequestRef | null; // the selected item: its source and line
+  tlArrows: boolean; // every chain's arrows (default: the selected chain's only)
+  tlMark: [number, number | null] | null; // a measurement: two instants (ns), or the first of them
+  tlPin: string[]; // lanes pinned to the top of the timeline (their ids)
+  tlFold: string[]; // groups of lanes folded (their keys: "src:<id>", "pinned")
+  tlQ: string | null; // the lanes whose name, pid or device contains this
   // Heatmaps
   shm: StallsHeatmapMetric; // the Stalls heatmap: waits (by lock) or a function's duration
   shf: string | null; // its filter: the lock (null: all waits) or the function (null: the top one)
@@ -95,6 +100,11 @@ export const DEFAULT_VIEW: ViewState = {
   v1: null,
   tlN: 40,
   tlSel: null,
+  tlArrows: false,
+  tlMark: null,
+  tlPin: [],
+  tlFold: [],
+  tlQ: null,
   shm: 'wait',
   shf: null,
   hbox: null,
@@ -159,6 +169,20 @@ export function encodeHeatmapBox(b: HeatmapBox): string {
   return [b.metric, b.t0, b.t1, b.latMin ?? '', b.latMax ?? ''].join('_');
 }
 
+/** "a|b" → ['a', 'b'] (lane ids hold ':' and ','). */
+function parseList(v: string | null): string[] {
+  return v ? v.split('|').filter((x) => x.length > 0) : [];
+}
+
+/** "a_b" or "a_" → a measurement (its first instant, and its second once placed). */
+export function parseMark(v: string | null): [number, number | null] | null {
+  const m = v ? /^(-?\d+)_(-?\d*)$/.exec(v) : null;
+  if (!m) return null;
+  const a = parseIntParam(m[1]);
+  const b = m[2] ? parseIntParam(m[2]) : null;
+  return a === null ? null : [a, b];
+}
+
 /** The timeline's window: both ends, in order, or neither. */
 function decodeWindow(v0: number | null, v1: number | null): { v0: number | null; v1: number | null } {
   return v0 !== null && v1 !== null && v1 > v0 ? { v0, v1 } : { v0: null, v1: null };
@@ -208,6 +232,11 @@ export function decodeView(params: URLSearchParams): ViewState {
     ...decodeWindow(parseIntParam(params.get('v0')), parseIntParam(params.get('v1'))),
     tlN: Math.min(200, parsePositive(params.get('tl_n')) ?? DEFAULT_VIEW.tlN),
     tlSel: parseRequestRef(params.get('tl_sel')),
+    tlArrows: params.get('tl_arrows') === '1',
+    tlMark: parseMark(params.get('tl_mark')),
+    tlPin: parseList(params.get('tl_pin')),
+    tlFold: parseList(params.get('tl_fold')),
+    tlQ: params.get('tl_q') || null,
     shm: params.get('shm') === 'func' ? 'func' : 'wait',
     shf: params.get('shf') || null,
     hbox: parseHeatmapBox(params.get('hbox')),
@@ -251,6 +280,11 @@ export function encodeView(v: ViewState): URLSearchParams {
   }
   if (v.tlN !== DEFAULT_VIEW.tlN) p.set('tl_n', String(v.tlN));
   if (v.tlSel !== null) p.set('tl_sel', encodeRequestRef(v.tlSel));
+  if (v.tlArrows) p.set('tl_arrows', '1');
+  if (v.tlMark !== null) p.set('tl_mark', `${v.tlMark[0]}_${v.tlMark[1] ?? ''}`);
+  if (v.tlPin.length) p.set('tl_pin', v.tlPin.join('|'));
+  if (v.tlFold.length) p.set('tl_fold', v.tlFold.join('|'));
+  if (v.tlQ !== null) p.set('tl_q', v.tlQ);
   if (v.wp !== null) p.set('wp', encodeRequestRef(v.wp));
   if (v.wpComm !== null) p.set('wp_comm', v.wpComm);
   if (v.wpLock !== null) p.set('wp_lock', v.wpLock);

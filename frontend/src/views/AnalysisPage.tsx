@@ -4,7 +4,7 @@ import type { AnalysisDetail } from '../api/types';
 import { ApiError } from '../api/client';
 import { CopyLink } from '../components/CopyLink';
 import { ErrorBox, Loading } from '../components/Status';
-import { formatAbsTime, formatCount, formatDate, formatNs, formatBytes } from '../lib/format';
+import { formatAbsTime, formatCount, formatDate, formatNs, formatBytes, formatName } from '../lib/format';
 import { useViewState } from '../state/useViewState';
 import { hasWakerStacks } from '../lib/wakers';
 import { DispatchView, OffcpuView, SourcesView, StallsView, TimelineView } from './tabViews';
@@ -101,7 +101,7 @@ function AnalysisHeader({ a }: { a: AnalysisDetail }) {
             <tr key={s.id}>
               <td className="mono">{s.filename}</td>
               <td>
-                <span className="badge">{s.format}</span>
+                <span className="badge">{formatName(s)}</span>
               </td>
               <td className="num">{formatCount(s.events)}</td>
               <td className={`num${s.skipped_lines ? ' warn' : ''}`}>{formatCount(s.skipped_lines)}</td>

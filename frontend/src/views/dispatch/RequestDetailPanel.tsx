@@ -7,6 +7,7 @@ import { buildWaterfallOption, messagesNote, requestOrigin, waterfallPhases } fr
 import { ErrorBox, Loading } from '../../components/Status';
 import { formatAbsTime, formatCount, formatNs, formatRelNs, formatSector } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
+import { useReveal } from '../../lib/reveal';
 import type { RequestRef } from '../../state/viewState';
 
 export function RequestDetailPanel({ analysis, reqRef }: { analysis: AnalysisDetail; reqRef: RequestRef }) {
@@ -17,9 +18,10 @@ export function RequestDetailPanel({ analysis, reqRef }: { analysis: AnalysisDet
   const source = analysis.sources.find((s) => s.id === reqRef.sourceId);
   const option = useMemo(() => (q.data ? buildWaterfallOption(q.data.request, q.data.messages) : null), [q.data]);
   const note = q.data ? messagesNote(q.data.messages.length, q.data.messages_total) : null;
+  const panel = useReveal<HTMLElement>(key, !q.isPending); // wherever the link was, the request is in view
 
   return (
-    <section className="panel detail-panel" data-testid="request-detail" aria-label="Request detail">
+    <section ref={panel} className="panel detail-panel" data-testid="request-detail" aria-label="Request detail">
       <div className="panel-head">
         <h2>Request</h2>
         <span className="muted mono">

@@ -1,9 +1,10 @@
-import { useMemo } from 'react';
+import { useMemo, useState } from 'react';
 import { useDispatchSummary } from '../../api/queries';
 import type { DispatchSummaryRow } from '../../api/types';
 import { ErrorBox, Loading } from '../../components/Status';
 import { formatCount, formatNs } from '../../lib/format';
-import { isRowSelected, rowLabel, sortSummary } from '../../lib/summary';
+import { UNNAMED_KEY, filterSummary, groupUnnamed, isRowSelected, rowLabel } from '../../lib/summary';
+import { ShowAll, TableFilter, useRowLimit } from '../../components/LongTable';
 import { useViewState } from '../../state/useViewState';
 import type { Phase, SortColumn, Stat } from '../../state/viewState';
 
@@ -13,13 +14,22 @@ const STATS: Stat[] = ['p50', 'p95', 'p99', 'max'];
 export function SummaryTable({ analysisId }: { analysisId: string }) {
   const [view, setView] = useViewState();
   const q = useDispatchSummary(analysisId, view.by, { t0: view.t0, t1: view.t1 });
-  const rows = useMemo(() => (q.data ? sortSummary(q.data, view.sort) : []), [q.data, view.sort]);
+  const [text, setText] = useState('');
+  // the processes blktrace could not name ("(null)", a pid each) are one row, opened on a click
+  const grouped = useMemo(
+    () => groupUnnamed(filterSummary(q.data ?? [], view.by, text), view.sort),
+    [q.data, view.by, text, view.sort],
+  );
+  const [openGroup, setOpenGroup] = useState(false);
+  const [limit, setAll] = useRowLimit(`${view.by}:${text}`);
+  const rows = grouped.rows;
 
   function sortBy(column: SortColumn) {
     const desc = view.sort.column === column ? !view.sort.desc : column !== 'key';
     setView({ sort: { column, desc } }, { replace: true });
   }
   function select(r: DispatchSummaryRow) {
+    if (r.key === UNNAMED_KEY) return setOpenGroup(!openGroup);
     if (view.by === 'device') setView({ dev: view.dev === r.dev ? null : r.dev, pid: null });
     else setView({ pid: view.pid === r.pid ? null : r.pid, dev: null });
   }
@@ -50,6 +60,7 @@ export function SummaryTable({ analysisId }: { analysisId: string }) {
             per device
           </button>
         </div>
+        <TableFilter value={text} onChange={setText} label={view.by === 'device' ? 'Filter devices' : 'Filter processes'} />
         <span className="muted">click a row to filter the chart and the requests</span>
       </div>
       {q.isPending && <Loading what="dispatch summary" />}
@@ -77,22 +88,14 @@ export function SummaryTable({ analysisId }: { analysisId: string }) {
               </tr>
             </thead>
             <tbody>
-              {rows.map((r) => {
-                const sel = isRowSelected(r, view.by, view.pid, view.dev);
-                return (
-                  <tr key={r.key} className={`clickable${sel ? ' selected' : ''}`} aria-selected={sel} onClick={() => select(r)}>
-                    <td className="mono">{rowLabel(r, view.by)}</td>
-                    <td className="num">{formatCount(r.count)}</td>
-                    {PHASES.flatMap((p) =>
-                      STATS.map((s) => (
-                        <td key={`${p}.${s}`} className={`num${s === 'max' ? ' strong' : ''}${view.sort.column === `${p}.${s}` ? ' sorted' : ''}`}>
-                          {formatNs(r[p][s])}
-                        </td>
-                      )),
-                    )}
-                  </tr>
-                );
-              })}
+              {rows.slice(0, limit).flatMap((r) =>
+                r.key === UNNAMED_KEY
+                  ? [
+                      summaryRow(r, { group: true, open: openGroup }),
+                      ...(openGroup ? grouped.unnamed.map((m) => summaryRow(m, { member: true })) : []),
+                    ]
+                  : [summaryRow(r, {})],
+              )}
               {rows.length === 0 && (
                 <tr>
                   <td colSpan={14} className="muted">
@@ -102,8 +105,35 @@ export function SummaryTable({ analysisId }: { analysisId: string }) {
               )}
             </tbody>
           </table>
+          <ShowAll shown={Math.min(limit, rows.length)} total={rows.length} onAll={setAll} what={view.by === 'device' ? 'devices' : 'processes'} />
         </div>
       )}
     </section>
   );
+
+  function summaryRow(r: DispatchSummaryRow, { group, open, member }: { group?: boolean; open?: boolean; member?: boolean }) {
+    const sel = !group && isRowSelected(r, view.by, view.pid, view.dev);
+    const cls = ['clickable', sel && 'selected', group && 'group-head', group && open && 'open', member && 'member'].filter(Boolean).join(' ');
+    return (
+      <tr
+        key={r.key}
+        className={cls}
+        aria-selected={sel}
+        aria-expanded={group ? !!open : undefined}
+        onClick={() => select(r)}
+        title={group ? "processes blktrace could not name ('(null)'): their count and max; a percentile here is the highest of theirs (the group's own is at most that)" : undefined}
+      >
+        <td className="mono">{group ? r.comm : rowLabel(r, view.by)}</td>
+        <td className="num">{formatCount(r.count)}</td>
+        {PHASES.flatMap((p) =>
+          STATS.map((s) => (
+            <td key={`${p}.${s}`} className={`num${s === 'max' ? ' strong' : ''}${view.sort.column === `${p}.${s}` ? ' sorted' : ''}`}>
+              {group && s !== 'max' && r[p][s] !== null ? '≤ ' : ''}
+              {formatNs(r[p][s])}
+            </td>
+          )),
+        )}
+      </tr>
+    );
+  }
 }

@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import type { AnalysisDetail, SourceDetail } from '../../api/types';
 import { usePlaceSource } from '../../api/queries';
-import { formatAbsTime, formatCount, formatNs } from '../../lib/format';
+import { formatAbsTime, formatCount, formatNs, formatName } from '../../lib/format';
 import { SkippedAndNotes, SourceFiles } from '../HomePage';
 
 const METHOD: Record<string, string> = {
@@ -38,7 +38,7 @@ export function SourcesView({ a }: { a: AnalysisDetail }) {
                 <SourceFiles files={s.files} />
               </td>
               <td>
-                <span className="badge">{s.format}</span>
+                <span className="badge">{formatName(s)}</span>
               </td>
               <td
                 className="mono"

@@ -7,6 +7,7 @@ import { linkLabel } from '../../charts/chainWaterfall';
 import { ErrorBox, Loading } from '../../components/Status';
 import { formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
+import { useReveal } from '../../lib/reveal';
 
 export function CallsPanel({ analysisId, link, pos }: { analysisId: string; link: ChainLink; pos: number }) {
   const [, setView] = useViewState();
@@ -21,9 +22,10 @@ export function CallsPanel({ analysisId, link, pos }: { analysisId: string; link
     () => (q.data ? buildCallsOption(q.data.calls, { t0: w!.t0, t1: w!.t1, waitStart: start, waitEnd: end, waitLine: link.wait_line ?? null }) : null),
     [q.data, w, start, end, link.wait_line],
   );
+  const panel = useReveal<HTMLElement>(`${link.source_id}:${link.line ?? link.wait_line}:${pos}`, !q.isPending); // the link clicked: its calls in view
   const depth = q.data ? Math.max(0, ...q.data.calls.map((c) => c.depth)) + 1 : 1;
   return (
-    <section className="panel" data-testid="calls-panel" aria-label="Calls around the wait">
+    <section ref={panel} className="panel" data-testid="calls-panel" aria-label="Calls around the wait">
       <div className="panel-head">
         <h2>
           Calls of {linkLabel(link)} <span className="muted">(link {pos})</span>

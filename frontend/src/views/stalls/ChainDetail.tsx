@@ -4,11 +4,12 @@ import type { AnalysisDetail } from '../../api/types';
 import type { Chain, ChainLink, Mark } from '../../api/stallTypes';
 import { EChart, type EChartHandler } from '../../charts/EChart';
 import { buildChainOption, chainLayout, linkLabel, relationLabel } from '../../charts/chainWaterfall';
-import { formatAbsTime, formatNs, formatSector } from '../../lib/format';
+import { formatAbsTime, formatNs, formatSector, taskLabel } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import { encodeView, updateView } from '../../state/viewState';
 import { hasWakerStacks } from '../../lib/wakers';
 import { CallsPanel } from './CallsPanel';
+import { useReveal } from '../../lib/reveal';
 import { Stack } from './Stack';
 import { WakerSide } from './WakerSide';
 
@@ -23,14 +24,21 @@ export function ChainDetail({ analysis, chain, marks }: { analysis: AnalysisDeta
         if (p?.componentType !== 'series' || p.seriesName !== 'waits') return;
         const r = rows[p.dataIndex as number];
         if (r?.link) setView({ chain: chain.id, link: r.link });
+        else if (r?.kind === 'request') {
+          // the block request's bar: its detail in Dispatch (as the link card's "open in Dispatch")
+          const req = chain.links.find((l) => l.request)?.request;
+          if (req) setView({ tab: 'dispatch', req: { sourceId: req.source_id, line: req.line } });
+        }
       },
     }),
     [rows, chain.id, setView],
   );
   const link = selectedLink !== null ? chain.links[selectedLink - 1] : null;
+  // a chain chosen (in the list, or by a link from another tab) is brought into view; its link's calls, when one is
+  const detail = useReveal<HTMLDivElement>(view.chain !== null && selectedLink === null ? String(chain.id) : null);
 
   return (
-    <div className="chain-detail" data-testid="chain-detail">
+    <div ref={detail} className="chain-detail" data-testid="chain-detail">
       <section className="panel">
         <div className="panel-head">
           <h2>Chain #{chain.id}</h2>
@@ -43,7 +51,7 @@ export function ChainDetail({ analysis, chain, marks }: { analysis: AnalysisDeta
             ))}
           </span>
           <span className="muted">
-            first task stalled <b className="strong">{formatNs(chain.duration_ns)}</b> · click a row for its calls
+            first task stalled <b className="strong">{formatNs(chain.duration_ns)}</b> · click a row for its calls, the request for its detail
           </span>
         </div>
         <EChart option={option} onEvents={events} height={rows.length * 46 + 80} ariaLabel="Wait chain waterfall" className="chain-waterfall" />
@@ -155,7 +163,7 @@ function LinkCard({
               {l.also_waiting.map((a, i) => (
                 <tr key={i}>
                   <td className="mono">
-                    {a.comm ?? '?'} {a.pid}
+                    {taskLabel(a.comm, a.pid)}
                   </td>
                   <td className="mono">{a.lock ?? '—'}</td>
                   <td className="num">

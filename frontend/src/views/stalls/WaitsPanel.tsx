@@ -1,8 +1,11 @@
-import { useState } from 'react';
+import { Fragment, useMemo, useState } from 'react';
 import type { AnalysisDetail } from '../../api/types';
-import { useWaits } from '../../api/queries';
+import type { Wait } from '../../api/stallTypes';
+import { useChains, useWaits } from '../../api/queries';
+import { useReveal } from '../../lib/reveal';
+import { Stack } from './Stack';
 import { ErrorBox, Loading } from '../../components/Status';
-import { formatAbsTime, formatNs } from '../../lib/format';
+import { formatAbsTime, formatNs, taskLabel } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 
 export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
@@ -10,6 +13,16 @@ export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
   const q = useWaits(analysis.id, { lock: view.lock, lockKey: view.lockKey }, 100, { t0: view.t0, t1: view.t1 }, view.idle); // the analysis-wide time range
   const [draft, setDraft] = useState(view.lock ?? '');
   const filter = waitsFilterText(view.lock, view.lockKey);
+  // the chain link each wait is (the chains the list beside shows: the same query, from the cache)
+  const chains = useChains(analysis.id, { t0: view.t0, t1: view.t1 });
+  const linkOf = useMemo(() => {
+    const m = new Map<string, { chain: number; link: number }>();
+    for (const c of chains.data ?? []) c.links.forEach((l, i) => l.wait_line !== null && m.set(`${l.source_id}:${l.wait_line}`, { chain: c.id, link: i + 1 }));
+    return m;
+  }, [chains.data]);
+  const selKey = view.wait ? `${view.wait.sourceId}:${view.wait.line}` : null;
+  const selected = q.data?.find((w) => `${w.source_id}:${w.line}` === selKey) ?? null;
+  const detail = useReveal<HTMLTableRowElement>(selected && !linkOf.has(selKey!) ? selKey : null);
   return (
     <section className="panel" data-testid="waits-panel">
       <div className="panel-head">
@@ -61,32 +74,83 @@ export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
               </tr>
             </thead>
             <tbody>
-              {q.data.map((w) => (
-                <tr
-                  key={`${w.source_id}:${w.line}`}
-                  className={view.wait?.sourceId === w.source_id && view.wait.line === w.line ? 'selected' : undefined}
-                >
-                  <td className="mono">
-                    {w.comm ?? '?'} {w.pid}
-                  </td>
-                  <td className="mono">{w.lock ?? '—'}</td>
-                  <td className="num strong">
-                    {formatNs(w.duration_ns)}
-                    {w.end_known ? '' : '+'}
-                  </td>
-                  <td className="num mono">{formatAbsTime(w.start_ns)}</td>
-                  <td className="mono">
-                    {w.waker_comm ? `woken by ${w.waker_comm} ${w.waker_pid}` : w.holder_comm ? `held by ${w.holder_comm} ${w.holder_pid}` : '—'}
-                  </td>
-                  <td className="num mono">{w.line}</td>
-                  <td>{w.inferred && <span className="badge inferred">inferred</span>}</td>
-                </tr>
-              ))}
+              {q.data.map((w) => {
+                const key = `${w.source_id}:${w.line}`;
+                const sel = key === selKey;
+                const inChain = linkOf.get(key);
+                return (
+                  <Fragment key={key}>
+                    <tr
+                      className={`clickable${sel ? ' selected' : ''}`}
+                      aria-selected={sel}
+                      data-wait={key}
+                      // a wait of a chain opens its link (the chain above, with the task's calls); another, its details here
+                      onClick={() => setView(sel ? { wait: null } : { wait: { sourceId: w.source_id, line: w.line }, ...(inChain ?? {}) })}
+                      title={inChain ? `link ${inChain.link} of chain #${inChain.chain}: open it` : 'show its stacks and evidence'}
+                    >
+                      <td className="mono">
+                        {taskLabel(w.comm, w.pid)}
+                      </td>
+                      <td className="mono">{w.lock ?? '—'}</td>
+                      <td className="num strong">
+                        {formatNs(w.duration_ns)}
+                        {w.end_known ? '' : '+'}
+                      </td>
+                      <td className="num mono">{formatAbsTime(w.start_ns)}</td>
+                      <td className="mono">
+                        {w.waker_comm ? `woken by ${taskLabel(w.waker_comm, w.waker_pid)}` : w.holder_comm ? `held by ${taskLabel(w.holder_comm, w.holder_pid)}` : '—'}
+                      </td>
+                      <td className="num mono">{w.line}</td>
+                      <td>
+                        {inChain && <span className="badge">chain #{inChain.chain}</span>} {w.inferred && <span className="badge inferred">inferred</span>}
+                      </td>
+                    </tr>
+                    {sel && !inChain && (
+                      <tr ref={detail} className="wait-detail" data-testid="wait-detail">
+                        <td colSpan={7}>
+                          <WaitDetail w={w} />
+                        </td>
+                      </tr>
+                    )}
+                  </Fragment>
+                );
+              })}
             </tbody>
           </table>
         </div>
       )}
     </section>
+  );
+}
+
+/** A wait outside every chain listed: its evidence and stacks, and where to see it. */
+function WaitDetail({ w }: { w: Wait }) {
+  const [, setView] = useViewState();
+  const pad = Math.max(Math.round((w.end_ns - w.start_ns) / 4), 1000);
+  return (
+    <div className="wait-detail-body">
+      <p className="evidence">
+        <span className="k">Evidence</span> {w.evidence}
+        {w.holder_evidence ? ` · holder: ${w.holder_evidence}` : ''}
+      </p>
+      <div className="actions">
+        <button
+          className="btn small"
+          onClick={() => setView({ tab: 'timeline', v0: w.start_ns - pad, v1: w.end_ns + pad, tlSel: { sourceId: w.source_id, line: w.line } })}
+        >
+          Show on the timeline
+        </button>
+        {w.lock && (
+          <button className="btn small" onClick={() => setView({ lock: w.lock })}>
+            Waits on {w.lock}
+          </button>
+        )}
+      </div>
+      <div className="stacks">
+        <Stack title="Its stack" frames={w.stack} testid="wait-stack" />
+        {w.waker_stack && <Stack title={`Woken by ${taskLabel(w.waker_comm, w.waker_pid)}: its stack`} frames={w.waker_stack} testid="wait-waker-stack" />}
+      </div>
+    </div>
   );
 }
 

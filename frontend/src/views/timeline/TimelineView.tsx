@@ -3,28 +3,25 @@ import type { AnalysisDetail } from '../../api/types';
 import { useTimeline } from '../../api/queries';
 import { TIMELINE_WIDTH_PX, timelineWindow } from '../../api/tabQueries';
 import { EChart, type EChartHandler } from '../../charts/EChart';
-import {
-  RELATION_COLORS,
-  STATE_COLORS,
-  buildTimelineOption,
-  itemOf,
-  panWindow,
-  timelineItems,
-  timelineLayout,
-  zoomWindow,
-  type Item,
-} from '../../charts/timeline';
+import { buildTimelineOption, chainOfSegment, itemOf, panWindow, timelineItems, timelineLayout, zoomWindow, type Item } from '../../charts/timeline';
+import { niceStep } from '../../charts/timeAxis';
+import { formatInstant } from '../../charts/timeAxis';
 import { ErrorBox, Loading } from '../../components/Status';
-import { formatAbsTime, formatCount, formatNs } from '../../lib/format';
+import { formatCount, formatName, formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
+import { Cursor, Measure, RULER_H, Ruler, type Geometry } from './Ruler';
+import { Legend, SelectedItem } from './SelectedItem';
 
 const GRID_LEFT = 8; // keep in sync with buildTimelineOption's grid
 const GRID_RIGHT = 16;
 const GRID_TOP = 12;
-const LABELS_W = 220;
+const GRID_BOTTOM = 4;
+const LABELS_W = 240;
 
-/** The analysis on one time axis. Wheel or W/S zoom, A/D pan, drag to select a time range (every view of the
- * analysis is then filtered to it), click an item for what is behind it. Window and selection are in the URL. */
+/** The analysis on one time axis, as Perfetto's and KernelShark's: a track tree (groups fold, lanes pin to the top,
+ * a search), wheel or W/S zoom, A/D pan, drag to select a time range (every view of the analysis follows it),
+ * Shift+drag or two clicks on the ruler to measure, M to measure the selected slice, F to fit it, Esc to clear.
+ * Window, selection, measurement and tree are in the URL. */
 export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
   const [view, setView] = useViewState();
   const lo = analysis.t_min_ns ?? 0;
@@ -36,11 +33,13 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
   // asked again only when the plot is much wider or narrower (within 20 % the drawing is the same: items are
   // drawn at their own times, at least a pixel wide)
   const [width, setWidth] = useState(TIMELINE_WIDTH_PX);
+  const [plotPx, setPlotPx] = useState(TIMELINE_WIDTH_PX); // the plot's width, exactly (the ruler's)
   const [plotShown, setPlotShown] = useState(false); // the plot (box) is there once a timeline is
   useEffect(() => {
     const el = box.current;
     if (!el) return;
     const ro = new ResizeObserver(() => {
+      setPlotPx(Math.max(1, el.clientWidth - GRID_LEFT - GRID_RIGHT));
       const px = Math.max(200, Math.round((el.clientWidth - GRID_LEFT - GRID_RIGHT) / 100) * 100);
       setWidth((w) => (Math.abs(px - w) > 0.2 * w ? px : w));
     });
@@ -61,15 +60,32 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
   }, [want[0], want[1]]);
   const q = useTimeline(analysis.id, { ...timelineWindow(view, width), v0: asked[0], v1: asked[1] });
 
-  const names = useMemo(() => new Map(analysis.sources.map((s) => [s.id, `${s.format} · ${s.filename}`])), [analysis.sources]);
-  const layout = useMemo(() => (q.data ? timelineLayout(q.data, (id) => names.get(id) ?? `source ${id}`) : null), [q.data, names]);
+  const names = useMemo(() => new Map(analysis.sources.map((s) => [s.id, `${formatName(s)} · ${s.filename}`])), [analysis.sources]);
+  const layout = useMemo(
+    () => (q.data ? timelineLayout(q.data, (id) => names.get(id) ?? `source ${id}`, { pinned: view.tlPin, folded: view.tlFold, query: view.tlQ }) : null),
+    [q.data, names, view.tlPin, view.tlFold, view.tlQ],
+  );
   if (!!layout !== plotShown) setPlotShown(!!layout);
-  const items = useMemo(() => (q.data && layout ? timelineItems(q.data, layout) : []), [q.data, layout]);
+  // the selected slice (by its source and line) and the chain it is part of: only that chain's arrows are drawn
+  // (unless every chain's are asked for)
+  const allItems = useMemo(() => (q.data && layout ? timelineItems(q.data, layout, { chain: null, all: false }) : []), [q.data, layout]);
+  const selected = useMemo(() => findSelected(allItems, view.tlSel), [allItems, view.tlSel]);
+  const chain = view.chain;
+  const items = useMemo(
+    () => (q.data && layout ? timelineItems(q.data, layout, { chain, all: view.tlArrows }) : []),
+    [q.data, layout, chain, view.tlArrows],
+  );
+  const selIndex = useMemo(() => {
+    if (!selected || selected.kind !== 'segment') return null;
+    const i = items.findIndex((it) => it.kind === 'segment' && it.seg === selected.seg);
+    return i >= 0 ? i : null;
+  }, [items, selected]);
   const selection: [number, number] | null = view.t0 !== null && view.t1 !== null ? [view.t0, view.t1] : null;
+  const tickStep = niceStep(v1 - v0, Math.max(2, Math.floor(plotPx / 130)));
   const option = useMemo(
-    () => (layout ? buildTimelineOption(layout, items, { v0, v1, selection, origin: lo }) : null),
+    () => (layout ? buildTimelineOption(layout, items, { v0, v1, selection, origin: lo, tickStep, selected: selIndex }) : null),
     // eslint-disable-next-line react-hooks/exhaustive-deps
-    [layout, items, v0, v1, selection?.[0], selection?.[1], lo],
+    [layout, items, v0, v1, selection?.[0], selection?.[1], lo, tickStep, selIndex],
   );
 
   const setWindow = useCallback(
@@ -85,7 +101,11 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
     return Math.round(v0 + frac * (v1 - v0));
   };
 
-  // keyboard: W/S zoom around the centre, A/D pan (as Perfetto users expect)
+  // the span the keys M and F act on: the selected slice, else the analysis-wide time range
+  const focus: [number, number] | null =
+    selected?.kind === 'segment' ? [selected.seg.t0_ns, Math.max(selected.seg.t1_ns, selected.seg.t0_ns + 1)] : selected?.kind === 'mark' ? [selected.mark.t_ns, selected.mark.t_ns + 1] : selection;
+
+  // keyboard as in Perfetto: W/S zoom around the centre, A/D pan, M measure the selection, F fit it, Esc clear
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       const t = e.target as HTMLElement | null;
@@ -97,12 +117,15 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
       else if (k === 's') setWindow(zoomWindow(v0, v1, 1 / 0.6, mid, lo, hi));
       else if (k === 'a') setWindow(panWindow(v0, v1, -0.2, lo, hi));
       else if (k === 'd') setWindow(panWindow(v0, v1, 0.2, lo, hi));
+      else if (k === 'm' && focus) setView({ tlMark: focus }, { replace: true });
+      else if (k === 'f' && focus) setWindow(fitWindow(focus, lo, hi));
+      else if (k === 'escape' && (view.tlMark || view.tlSel || view.chain !== null)) setView({ tlMark: null, tlSel: null, chain: null });
       else return;
       e.preventDefault();
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
-  }, [v0, v1, lo, hi, setWindow]);
+  }, [v0, v1, lo, hi, setWindow, setView, focus?.[0], focus?.[1], view.tlMark, view.tlSel, view.chain]); // eslint-disable-line react-hooks/exhaustive-deps
 
   // wheel: zoom around the pointer (a native listener: React's is passive and cannot preventDefault)
   useEffect(() => {
@@ -117,42 +140,51 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
     };
     el.addEventListener('wheel', onWheel, { passive: false });
     return () => el.removeEventListener('wheel', onWheel);
-  }, [v0, v1, lo, hi, setWindow]);
+  }, [v0, v1, lo, hi, setWindow, plotShown]);
 
-  // drag: select a time range
-  const [drag, setDrag] = useState<{ from: number; to: number; x0: number } | null>(null);
+  // drag: select a time range; with Shift, measure it. A click on the ruler places a mark (two measure).
+  const [drag, setDrag] = useState<{ from: number; to: number; x0: number; measure: boolean } | null>(null);
   const onMouseDown = (e: React.MouseEvent) => {
     if (e.button !== 0) return;
     const ns = toNs(e.clientX);
-    setDrag({ from: ns, to: ns, x0: e.clientX });
+    setDrag({ from: ns, to: ns, x0: e.clientX, measure: e.shiftKey });
   };
   const onMouseMove = (e: React.MouseEvent) => {
     if (drag) setDrag({ ...drag, to: toNs(e.clientX) });
   };
   const onMouseUp = (e: React.MouseEvent) => {
     if (!drag) return;
-    if (Math.abs(e.clientX - drag.x0) > 5) {
-      const a = Math.min(drag.from, drag.to);
-      const b = Math.max(drag.from, drag.to);
-      setView({ t0: a, t1: b });
+    const a = Math.min(drag.from, drag.to);
+    const b = Math.max(drag.from, drag.to);
+    if (Math.abs(e.clientX - drag.x0) > 5) setView(drag.measure ? { tlMark: [a, b] } : { t0: a, t1: b });
+    else if ((e.target as HTMLElement).closest('.timeline-ruler')) {
+      const m = view.tlMark;
+      setView({ tlMark: m && m[1] === null ? [m[0], drag.from] : [drag.from, null] }, { replace: true });
     }
     setDrag(null);
   };
 
-  const selected = useMemo(() => findSelected(items, view.tlSel), [items, view.tlSel]);
   const events = useMemo<Record<string, EChartHandler>>(
     () => ({
       click: (p) => {
         const it = itemOf(items, p);
         if (!it) return;
-        if (it.kind === 'segment') setView({ tlSel: { sourceId: it.seg.source_id, line: it.seg.line } });
-        else if (it.kind === 'arrow') setView({ tab: 'stalls', chain: it.arrow.chain_id });
+        if (it.kind === 'segment') {
+          const c = q.data ? chainOfSegment(q.data.arrows, it.lane, it.seg) : null;
+          setView({ tlSel: { sourceId: it.seg.source_id, line: it.seg.line }, chain: c });
+        } else if (it.kind === 'arrow') setView({ chain: it.arrow.chain_id, tlSel: null });
         else if (it.kind === 'mark') setView({ tlSel: { sourceId: it.mark.source_id, line: it.mark.line } });
         else if (it.kind === 'band') setView({ tab: 'offcpu' });
       },
     }),
-    [items, setView],
+    [items, setView, q.data],
   );
+
+  const togglePin = (id: string) => setView({ tlPin: view.tlPin.includes(id) ? view.tlPin.filter((x) => x !== id) : [...view.tlPin, id] });
+  const toggleFold = (key: string) => setView({ tlFold: view.tlFold.includes(key) ? view.tlFold.filter((x) => x !== key) : [...view.tlFold, key] }, { replace: true });
+  const g: Geometry = { v0, v1, left: GRID_LEFT, width: plotPx };
+  const chartH = (layout?.height ?? 40) + GRID_TOP + GRID_BOTTOM;
+  const mark = view.tlMark;
 
   const t = q.data;
   return (
@@ -161,9 +193,17 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
         <div className="panel-head">
           <h2>Timeline</h2>
           <span className="muted mono" data-testid="timeline-window">
-            {formatAbsTime(v0)} → {formatAbsTime(v1)} ({formatNs(v1 - v0)})
+            {formatInstant(v0, v1 - v0)} → {formatInstant(v1, v1 - v0)} ({formatNs(v1 - v0)})
             {t?.bucket_ns ? ` · 1 px = ${formatNs(t.bucket_ns)}` : ''}
           </span>
+          {mark && (
+            <span className="chip" data-testid="measure">
+              {mark[1] === null ? `mark at ${formatInstant(mark[0], v1 - v0)} · click the ruler again to measure` : `Δt ${formatNs(Math.abs(mark[1] - mark[0]))}`}
+              <button aria-label="Clear the measurement" onClick={() => setView({ tlMark: null })}>
+                ×
+              </button>
+            </span>
+          )}
           <span className="tabs-spacer" />
           <button className="btn small" onClick={() => setWindow(zoomWindow(v0, v1, 0.5, (v0 + v1) / 2, lo, hi))} title="Zoom in (W)">
             +
@@ -181,30 +221,49 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
           </button>
         </div>
         <p className="muted hint">
-          Wheel or <kbd>W</kbd>/<kbd>S</kbd> to zoom, <kbd>A</kbd>/<kbd>D</kbd> to pan, drag to select a time range (every table,
-          heatmap and list of this analysis follows it), click an item for the events behind it.
+          Wheel or <kbd>W</kbd>/<kbd>S</kbd> zoom, <kbd>A</kbd>/<kbd>D</kbd> pan · click a slice for its details, <kbd>F</kbd> to fit it,{' '}
+          <kbd>M</kbd> to measure it · drag to select a time range (every view follows it) · <kbd>Shift</kbd>+drag, or click the ruler twice,
+          to measure · <kbd>Esc</kbd> clears
         </p>
-        <Legend />
+        <Legend arrowsAll={view.tlArrows} onArrows={(all) => setView({ tlArrows: all }, { replace: true })} />
+        <div className="track-tools">
+          <LaneSearch value={view.tlQ} onChange={(v) => setView({ tlQ: v }, { replace: true })} />
+          {view.tlPin.length > 0 && (
+            <button className="btn small" onClick={() => setView({ tlPin: [] })}>
+              Unpin all ({view.tlPin.length})
+            </button>
+          )}
+        </div>
         {q.isPending && <Loading what="timeline" />}
         {q.isError && <ErrorBox title="Could not load the timeline." error={q.error} />}
         {t && layout && option && (
           <div className="timeline-body">
-            <div className="timeline-labels" style={{ width: LABELS_W, height: layout.height + GRID_TOP + 26 }}>
+            <div className="timeline-labels" style={{ width: LABELS_W, height: chartH + RULER_H }} data-testid="track-tree">
               {layout.headers.map((h) => (
-                <div key={`h${h.y}`} className="timeline-header" style={{ top: GRID_TOP + h.y }}>
-                  {h.label}
-                </div>
+                <button
+                  key={`h${h.key}`}
+                  className={`timeline-header${h.folded ? ' folded' : ''}`}
+                  style={{ top: RULER_H + GRID_TOP + h.y }}
+                  onClick={() => toggleFold(h.key)}
+                  aria-expanded={!h.folded}
+                  title={h.folded ? 'Unfold' : 'Fold'}
+                >
+                  {h.folded ? '▸' : '▾'} {h.label} <span className="muted">({h.lanes})</span>
+                </button>
               ))}
               {layout.lanes.map((b) => (
                 <div
                   key={b.lane.id}
                   className={`timeline-label kind-${b.lane.kind}`}
-                  style={{ top: GRID_TOP + b.y, height: b.h }}
+                  style={{ top: RULER_H + GRID_TOP + b.y, height: b.h }}
                   title={`${b.lane.label}: ${b.lane.why}`}
                   data-lane={b.lane.id}
                 >
-                  {b.lane.label}
-                  {b.lane.counter && <span className="muted"> · ≤{b.lane.counter.max} in flight</span>}
+                  <button className={`pin${b.pinned ? ' on' : ''}`} onClick={() => togglePin(b.lane.id)} aria-label={b.pinned ? `Unpin ${b.lane.label}` : `Pin ${b.lane.label} to the top`} title={b.pinned ? 'Unpin' : 'Pin to the top'} />
+                  <span className="lane-name">
+                    {b.lane.label}
+                    {b.lane.counter && <span className="muted"> · ≤{b.lane.counter.max} in flight</span>}
+                  </span>
                 </div>
               ))}
             </div>
@@ -217,34 +276,66 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
               onMouseLeave={() => setDrag(null)}
               style={{ position: 'relative' }}
             >
-              <EChart option={option} onEvents={events} height={layout.height + GRID_TOP + 26} ariaLabel="Analysis timeline" className="timeline-chart" />
+              <Ruler g={g} origin={lo} />
+              <EChart option={option} onEvents={events} height={chartH} ariaLabel="Analysis timeline" className="timeline-chart" />
+              {mark && <Measure g={g} mark={mark} />}
+              <Cursor box={box} g={g} />
               {drag && Math.abs(drag.to - drag.from) > 0 && (
                 <div
-                  className="timeline-drag"
+                  className={`timeline-drag${drag.measure ? ' measure' : ''}`}
                   style={{
                     left: GRID_LEFT + ((Math.min(drag.from, drag.to) - v0) / (v1 - v0)) * plotW(),
                     width: (Math.abs(drag.to - drag.from) / (v1 - v0)) * plotW(),
                   }}
-                />
+                >
+                  {drag.measure && <span className="measure-label">Δ {formatNs(Math.abs(drag.to - drag.from))}</span>}
+                </div>
               )}
             </div>
           </div>
         )}
         {t && (
           <div className="timeline-foot muted">
-            {formatCount(t.lanes.length)} of {formatCount(t.total_lanes)} lanes with something in this window
+            {formatCount(layout?.lanes.length ?? 0)} of {formatCount(t.total_lanes)} lanes with something in this window
+            {view.tlQ ? ` match “${view.tlQ}”` : ''}
             {t.total_lanes > t.lanes.length && (
               <button className="btn small" onClick={() => setView({ tlN: Math.min(200, view.tlN + 40) })}>
                 Show {Math.min(40, t.total_lanes - t.lanes.length)} more
               </button>
             )}
             {' · '}
-            {formatCount(t.arrows.length)} chain arrows · {formatCount(t.marks.length)} print markers
+            {view.tlArrows ? `${formatCount(t.arrows.length)} chain arrows` : `chain arrows: ${chain !== null ? `chain #${chain}'s` : 'click a wait or tick “every chain’s arrows”'}`} ·{' '}
+            {formatCount(t.marks.length)} print markers
           </div>
         )}
       </section>
-      {selected && <SelectedItem item={selected} />}
+      {layout && t && <SelectedItem item={selected} chain={chain} arrows={t.arrows} layout={layout} />}
     </div>
+  );
+}
+
+/** The window that shows `span` with a margin of a tenth on each side, within [lo, hi]. */
+export function fitWindow([a, b]: [number, number], lo: number, hi: number): [number, number] {
+  const pad = Math.max((b - a) / 10, 25);
+  return [Math.max(lo, Math.round(a - pad)), Math.min(hi, Math.round(b + pad))];
+}
+
+function LaneSearch({ value, onChange }: { value: string | null; onChange: (v: string | null) => void }) {
+  const [draft, setDraft] = useState(value ?? '');
+  useEffect(() => setDraft(value ?? ''), [value]);
+  useEffect(() => {
+    const t = setTimeout(() => (draft.trim() || null) !== value && onChange(draft.trim() || null), 200);
+    return () => clearTimeout(t);
+  }, [draft]); // eslint-disable-line react-hooks/exhaustive-deps
+  return (
+    <input
+      className="text-input table-filter"
+      type="search"
+      placeholder="find a track: name, pid, device…"
+      aria-label="Find tracks"
+      value={draft}
+      onChange={(e) => setDraft(e.target.value)}
+    />
   );
 }
 
@@ -255,107 +346,4 @@ function findSelected(items: Item[], sel: { sourceId: number; line: number } | n
     (it.kind === 'mark' && it.mark.source_id === sel.sourceId && it.mark.line === sel.line);
   // prefer a wait or a block phase over the scheduler state that began on the same line
   return items.find((it) => hit(it) && it.kind === 'segment' && it.seg.track !== 'state') ?? items.find(hit) ?? null;
-}
-
-function SelectedItem({ item }: { item: Item }) {
-  const [, setView] = useViewState();
-  if (item.kind === 'mark') {
-    const m = item.mark;
-    return (
-      <section className="panel" data-testid="timeline-selected">
-        <h3>print marker</h3>
-        <p className="mono">{m.text}</p>
-        <p className="muted">
-          {m.comm} ({m.pid}) at {formatAbsTime(m.t_ns)} · source {m.source_id}, line {m.line}
-        </p>
-      </section>
-    );
-  }
-  if (item.kind !== 'segment') return null;
-  const { lane, seg } = item;
-  const block = seg.track === 'queued' || seg.track === 'service';
-  return (
-    <section className="panel" data-testid="timeline-selected">
-      <div className="panel-head">
-        <h3>
-          {lane.label}: {seg.track === 'call' ? `${seg.state}()` : seg.track === 'wait' ? `wait in ${seg.state}` : seg.state}
-        </h3>
-        <button className="btn small" onClick={() => setView({ tlSel: null })} aria-label="Close">
-          ×
-        </button>
-      </div>
-      <table className="grid compact">
-        <tbody>
-          <tr>
-            <th>From → to (shown)</th>
-            <td className="mono">
-              {formatAbsTime(seg.t0_ns)} → {formatAbsTime(seg.t1_ns)} ({formatNs(seg.t1_ns - seg.t0_ns)})
-            </td>
-          </tr>
-          <tr>
-            <th>{seg.n > 1 ? 'Merged here' : 'Segments'}</th>
-            <td>
-              {formatCount(seg.n)}
-              {seg.n > 1 && <span className="muted"> (shorter than a pixel each, drawn as one; zoom in to separate them)</span>}
-            </td>
-          </tr>
-          <tr>
-            <th>{seg.n > 1 ? 'Longest' : 'Duration'}</th>
-            <td>{formatNs(seg.max_ns)}</td>
-          </tr>
-          <tr>
-            <th>Behind it</th>
-            <td className="mono">
-              source {seg.source_id}, line {seg.line}
-            </td>
-          </tr>
-        </tbody>
-      </table>
-      <div className="actions">
-        {block && (
-          <button className="btn" onClick={() => setView({ tab: 'dispatch', req: { sourceId: seg.source_id, line: seg.line } })}>
-            Open the request
-          </button>
-        )}
-        {seg.track === 'wait' && (
-          <button className="btn" onClick={() => setView({ tab: 'stalls', lock: seg.state })}>
-            Waits on {seg.state}
-          </button>
-        )}
-        <button className="btn" onClick={() => setView({ t0: seg.t0_ns, t1: Math.max(seg.t1_ns, seg.t0_ns + 1) })}>
-          Select its time range
-        </button>
-      </div>
-    </section>
-  );
-}
-
-function Legend() {
-  return (
-    <div className="legend-row muted">
-      {(['running', 'runnable', 'blocked'] as const).map((s) => (
-        <span key={s}>
-          <span className="swatch" style={{ background: STATE_COLORS[s] }} /> {s}
-        </span>
-      ))}
-      <span>
-        <span className="swatch" style={{ background: 'hsl(200,55%,58%)' }} /> wait / call (colour = lock or function)
-      </span>
-      <span>
-        <span className="swatch" style={{ background: STATE_COLORS.queued }} /> I→D queued
-      </span>
-      <span>
-        <span className="swatch" style={{ background: STATE_COLORS.service }} /> D→C service
-      </span>
-      <span>— requests in flight</span>
-      {Object.entries(RELATION_COLORS).map(([k, c]) => (
-        <span key={k}>
-          <span className="swatch" style={{ background: c }} /> {k.replace('_', ' ')}
-        </span>
-      ))}
-      <span>
-        <span className="swatch" style={{ background: '#b99cf0' }} /> offcputime window
-      </span>
-    </div>
-  );
 }

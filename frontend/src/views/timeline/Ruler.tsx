@@ -1,0 +1,76 @@
+// The timeline's ruler (ticks whose labels are distinct at every zoom), the pointer's time, and a measurement
+// (two instants and the time between them), drawn in HTML over the plot.
+import { useEffect, useState, type RefObject } from 'react';
+import { formatInstant, ticks } from '../../charts/timeAxis';
+import { formatNs } from '../../lib/format';
+
+export const RULER_H = 24;
+
+export type Geometry = { v0: number; v1: number; left: number; width: number }; // the window and the plot (px in the box)
+
+export const xOf = (g: Geometry, ns: number) => g.left + ((ns - g.v0) / (g.v1 - g.v0)) * g.width;
+
+/** Ticks every nice step, relative to `origin` (the analysis start), about one per 130 px. */
+export function Ruler({ g, origin }: { g: Geometry; origin: number }) {
+  const t = ticks(g.v0 - origin, g.v1 - origin, Math.max(2, Math.floor(g.width / 130)));
+  return (
+    <div className="timeline-ruler" style={{ height: RULER_H }} data-testid="timeline-ticks" title="Click to place a mark: two marks measure the time between them">
+      {t.at.map((v, i) => (
+        <span key={v} className="tick" style={{ left: xOf(g, v + origin) }}>
+          {t.labels[i]}
+        </span>
+      ))}
+    </div>
+  );
+}
+
+/** The pointer's time: a line down the plot and its time in the ruler (its own state: moving the pointer redraws
+ * nothing else). */
+export function Cursor({ box, g }: { box: RefObject<HTMLDivElement | null>; g: Geometry }) {
+  const [x, setX] = useState<number | null>(null);
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    const move = (e: MouseEvent) => {
+      const px = e.clientX - el.getBoundingClientRect().left;
+      setX(px >= g.left && px <= g.left + g.width ? px : null);
+    };
+    const leave = () => setX(null);
+    el.addEventListener('mousemove', move);
+    el.addEventListener('mouseleave', leave);
+    return () => {
+      el.removeEventListener('mousemove', move);
+      el.removeEventListener('mouseleave', leave);
+    };
+  }, [box, g.left, g.width]);
+  if (x === null) return null;
+  const ns = g.v0 + ((x - g.left) / g.width) * (g.v1 - g.v0);
+  return (
+    <>
+      <div className="timeline-cursor" style={{ left: x }} />
+      <span className="cursor-readout" data-testid="cursor-readout" style={{ left: x }}>
+        {formatInstant(ns, g.v1 - g.v0)}
+      </span>
+    </>
+  );
+}
+
+/** A measurement: its two instants as lines, the span between them shaded, Δt written above it. */
+export function Measure({ g, mark }: { g: Geometry; mark: [number, number | null] }) {
+  const [a, b] = mark;
+  const xa = xOf(g, a);
+  if (b === null) return <div className="timeline-mark" style={{ left: xa }} />;
+  const [lo, hi] = a <= b ? [a, b] : [b, a];
+  const x0 = Math.max(g.left, xOf(g, lo));
+  const x1 = Math.min(g.left + g.width, xOf(g, hi));
+  return (
+    <>
+      <div className="timeline-mark" style={{ left: xOf(g, lo) }} />
+      <div className="timeline-mark" style={{ left: xOf(g, hi) }} />
+      {x1 > x0 && <div className="timeline-measure" style={{ left: x0, width: x1 - x0 }} />}
+      <span className="measure-label" style={{ left: Math.max(g.left, Math.min(g.left + g.width - 60, (x0 + x1) / 2)) }}>
+        Δ {formatNs(hi - lo)}
+      </span>
+    </>
+  );
+}
