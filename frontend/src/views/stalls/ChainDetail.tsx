@@ -31,7 +31,7 @@ export function ChainDetail({ analysis, chain, marks }: { analysis: AnalysisDeta
         }
       },
     }),
-    [rows, chain.id, setView],
+    [rows, chain.id, chain.links, setView],
   );
   const link = selectedLink !== null ? chain.links[selectedLink - 1] : null;
   // a chain chosen (in the list, or by a link from another tab) is brought into view; its link's calls, when one is
