@@ -8,7 +8,8 @@ tails: `S + n [comm]`, `S + n (elapsed) [comm]` (-t), `S + n [errno]` (C/R), `[c
 cgroup `ino,gen`), `bytes (cdb) [comm]` (passthrough). The summary block at the end is skipped.
 
 The line scan is a C tokenizer (parsers/_blkparse.c) working on 16 MiB chunks; each chunk becomes one
-Arrow record batch. Requests are rebuilt from these events in SQL (backend/analysis/blk.py).
+Arrow record batch. Requests are rebuilt from these events as they are read (parsers/_blkparse.c); btt's averages
+over the same events, as btt computes them, come last (blk_btt, parsers/_btt.h).
 """
 from __future__ import annotations
 
@@ -52,7 +53,14 @@ BIOS = pa.schema(  # bios merged (M back, F front) into another request
         ("req_line", pa.int64()),  # the request it joined (its line); null if that request is not in the trace
     ]
 )
-TABLES = {"blk_events": EVENTS, "blk_requests": REQUESTS, "blk_bios": BIOS}
+BTT = pa.schema(  # btt's averages (parsers/_btt.h): per device and pid of the queued bio, one row per metric
+    [
+        _DEV, ("pid", pa.int64()),  # null: the device's own (Q2Q: from one Q of the device to the next)
+        ("metric", pa.string()),  # btt's row: Q2Q Q2A Q2G S2G G2I Q2M I2D M2D D2C Q2C, and Q2Qdm Q2Adm Q2Cdm (dm, md)
+        ("n", pa.int64()), ("min_ns", pa.int64()), ("max_ns", pa.int64()), ("total_ns", pa.int64()),
+    ]
+)
+TABLES = {"blk_events": EVENTS, "blk_requests": REQUESTS, "blk_bios": BIOS, "blk_btt": BTT}
 # the phase durations, computed when read (DuckDB virtual columns: not stored, nothing to insert): only where both
 # ends were traced and time moved forward
 GENERATED = {"blk_requests": {f"{a}2{b}_ns": f"CASE WHEN {b}_ns >= {a}_ns THEN {b}_ns - {a}_ns END"
@@ -166,3 +174,9 @@ def rebuild(chunks: Iterator[memoryview], report: ParseReport) -> Iterator[tuple
         yield from _batches(cols)
     yield from _batches(rebuilder.finish())
     report.facts = rebuilder.facts()
+    rows = rebuilder.btt()
+    if rows:
+        cols = list(zip(*rows))
+        yield "blk_btt", pa.RecordBatch.from_arrays(
+            [pa.array([f"{a},{b}" for a, b in zip(cols[0], cols[1])], pa.string()), pa.array(cols[2], pa.int64()),
+             pa.array(cols[3], pa.string()), *(pa.array(c, pa.int64()) for c in cols[4:])], schema=BTT)

@@ -247,7 +247,7 @@ def test_chunk_tokenized_in_two_threads_same_as_in_one():
         report, tables = ParseReport("t.txt"), {}
         for table, batch in blkparse.parse(io.BytesIO(text), report, chunk_bytes=chunk_bytes):
             tables.setdefault(table, []).extend(batch.to_pylist())
-        return {t: sorted(rows, key=lambda r: r["line"]) for t, rows in tables.items()}, report.as_dict()
+        return {t: sorted(rows, key=lambda r: r.get("line", 0)) for t, rows in tables.items()}, report.as_dict()
 
     one, two = parsed(512 << 10), parsed(len(text) + 1)  # chunks under 1 MiB; the whole file in one chunk
     assert one == two

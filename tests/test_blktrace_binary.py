@@ -72,7 +72,8 @@ def tables(batches) -> dict[str, pa.Table]:
     got: dict[str, list] = {}
     for table, batch in batches:
         got.setdefault(table, []).append(batch)
-    return {t: pa.Table.from_batches(b).sort_by([("line", "ascending")]) for t, b in got.items()}
+    out = {t: pa.Table.from_batches(b) for t, b in got.items()}  # blk_btt (btt's sums) has no line: one order
+    return {t: v.sort_by([("line", "ascending")]) if "line" in v.column_names else v for t, v in out.items()}
 
 
 def parse_binary(paths: list[Path], **kw) -> tuple[dict[str, pa.Table], ParseReport]:

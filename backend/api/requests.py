@@ -73,11 +73,22 @@ class RequestDetail(BaseModel):
 
 
 class Stats(BaseModel):
-    n: int
+    n: int = Field(description="requests with this duration (each request counted once)")
+    min: int | None = None
+    avg: float | None = Field(None, description="mean (ns)")
     p50: int | None
     p95: int | None
     p99: int | None
     max: int | None
+
+
+class BttRow(BaseModel):
+    metric: str = Field(description="btt's row: Q2Q Q2A Q2G S2G G2I Q2M I2D M2D D2C Q2C (Q2Qdm Q2Adm Q2Cdm: dm/md)")
+    n: int
+    min_ns: int
+    avg_ns: float = Field(description="total_ns / n (btt prints (total_ns / 1e9) / n to 9 decimals)")
+    max_ns: int
+    total_ns: int
 
 
 class DispatchGroup(BaseModel):
@@ -89,6 +100,12 @@ class DispatchGroup(BaseModel):
     i2d: Stats
     d2c: Stats
     q2c: Stats
+    btt: list[BttRow] | None = Field(
+        None,
+        description="btt's figures for this device or pid, as `btt -A` prints them (N, MIN, AVG, MAX), over the "
+        "whole trace (null with a time window). btt counts per queued bio, not per request: merged bios each get a "
+        "D2C and Q2C; the halves of a split bio get a Q2G and G2I each and no I2D, D2C or Q2C"
+    )
 
 
 class LatencyPoint(BaseModel):
@@ -161,7 +178,8 @@ def dispatch_summary(
     t0_ns: TimeFilter = None,
     t1_ns: TimeFilter = None,
 ):
-    """Per process or device: request count and p50/p95/p99/max of I2D, D2C and Q2C (ns)."""
+    """Per process or device: request count and n/min/avg/p50/p95/p99/max of I2D, D2C and Q2C (ns), per request;
+    and btt's figures (per queued bio, whole trace)."""
     return request_queries.dispatch_summary(con, analysis_id, by, t0_ns, t1_ns)
 
 

@@ -210,16 +210,56 @@ def request_detail(con, analysis_id: str, source_id: int, line: int, max_message
 
 
 def _stats(expr: str) -> str:
-    return f"count({expr}) AS {expr}_n, quantile_disc({expr}, [0.5, 0.95, 0.99]) AS {expr}_q, max({expr}) AS {expr}_max"
+    return (
+        f"count({expr}) AS {expr}_n, min({expr}) AS {expr}_min, avg({expr}) AS {expr}_avg,"
+        f" quantile_disc({expr}, [0.5, 0.95, 0.99]) AS {expr}_q, max({expr}) AS {expr}_max"
+    )
 
 
 def dispatch_summary(con, analysis_id: str, by: str, t0=None, t1=None) -> list[dict]:
-    """Per process or device: request count, and count, p50, p95, p99 and max of I2D, D2C and Q2C (exact).
+    """Per process or device: request count, and count, min, avg, p50, p95, p99 and max of I2D, D2C and Q2C (exact),
+    each request counted once; beside them btt's figures (`btt`, per queued bio as btt counts: btt_rows), over the
+    whole trace only (none with a window that leaves requests out).
     Over all the requests (no window, or one holding every source's whole span): computed once and kept
     (memo.py); over a window: computed per call, each source's window in its own time (zone maps)."""
     if _holds_all(con, analysis_id, t0, t1):
-        return memo.get((analysis_id, "dispatch-summary", by), lambda: dispatch_sql(con, analysis_id, by))
+        return memo.get((analysis_id, "dispatch-summary", by), lambda: _with_btt(con, analysis_id, by))
     return dispatch_sql(con, analysis_id, by, t0, t1)
+
+
+# btt's rows in the order btt prints them
+BTT_METRICS = ("Q2Qdm", "Q2Adm", "Q2Cdm", "Q2Q", "Q2A", "Q2G", "S2G", "G2I", "Q2M", "I2D", "M2D", "D2C", "Q2C")
+
+
+def btt_rows(con, analysis_id: str, by: str) -> dict:
+    """btt's figures per device (by='device': the key is the device) or per pid of the queued bio (by='process'),
+    summed over the analysis' blkparse sources as btt sums them: {key: [{metric, n, min_ns, avg_ns, max_ns,
+    total_ns}]}, metrics in btt's order. btt counts per queued bio (Q), where the requests count each request once:
+    a request that took merged bios gives btt one D2C and Q2C per bio; a bio split in two (X) gives btt a Q2G and
+    G2I per half and no I2D, D2C or Q2C (neither half's D or C covers the whole bio); a D or C whose range covers
+    several requests gives each of them one (parsers/_btt.h says how btt finds them)."""
+    key = "b.dev" if by == "device" else "b.pid"
+    rows = run(
+        con,
+        f"SELECT {key} AS key, b.metric, sum(b.n)::BIGINT AS n, min(b.min_ns) AS min_ns, max(b.max_ns) AS max_ns,"
+        " sum(b.total_ns)::BIGINT AS total_ns FROM blk_btt b JOIN sources s ON s.id = b.source_id"
+        f" WHERE s.analysis_id = ? AND {key} IS NOT NULL GROUP BY ALL",
+        [analysis_id],
+        shape="dicts",
+    )
+    out: dict = {}
+    for r in sorted(rows, key=lambda r: BTT_METRICS.index(r["metric"])):
+        r["avg_ns"] = r["total_ns"] / r["n"]
+        out.setdefault(r.pop("key"), []).append(r)
+    return out
+
+
+def _with_btt(con, analysis_id: str, by: str) -> list[dict]:
+    groups = dispatch_sql(con, analysis_id, by)
+    btt = btt_rows(con, analysis_id, by)
+    for g in groups:
+        g["btt"] = btt.get(g["dev"] if by == "device" else g["pid"], [])
+    return groups
 
 
 def _holds_all(con, analysis_id: str, t0, t1) -> bool:
@@ -255,7 +295,9 @@ def dispatch_sql(con, analysis_id: str, by: str, t0=None, t1=None) -> list[dict]
         }
         for m in ("i2d", "d2c", "q2c"):
             q = row[f"{m}_ns_q"] or [None, None, None]
-            item[m] = {"n": row[f"{m}_ns_n"], "p50": q[0], "p95": q[1], "p99": q[2], "max": row[f"{m}_ns_max"]}
+            item[m] = {"n": row[f"{m}_ns_n"], "min": row[f"{m}_ns_min"], "avg": row[f"{m}_ns_avg"], "p50": q[0],
+                       "p95": q[1], "p99": q[2], "max": row[f"{m}_ns_max"]}
+        item["btt"] = None
         out.append(item)
     return out
 

@@ -99,7 +99,8 @@ export interface paths {
         };
         /**
          * Dispatch Summary
-         * @description Per process or device: request count and p50/p95/p99/max of I2D, D2C and Q2C (ns).
+         * @description Per process or device: request count and n/min/avg/p50/p95/p99/max of I2D, D2C and Q2C (ns), per request;
+         *     and btt's figures (per queued bio, whole trace).
          */
         get: operations["dispatch_summary_api_analyses__analysis_id__dispatch_summary_get"];
         put?: never;
@@ -649,6 +650,27 @@ export interface components {
             /** Source Id */
             source_id: number;
         };
+        /** BttRow */
+        BttRow: {
+            /**
+             * Avg Ns
+             * @description total_ns / n (btt prints (total_ns / 1e9) / n to 9 decimals)
+             */
+            avg_ns: number;
+            /** Max Ns */
+            max_ns: number;
+            /**
+             * Metric
+             * @description btt's row: Q2Q Q2A Q2G S2G G2I Q2M I2D M2D D2C Q2C (Q2Qdm Q2Adm Q2Cdm: dm/md)
+             */
+            metric: string;
+            /** Min Ns */
+            min_ns: number;
+            /** N */
+            n: number;
+            /** Total Ns */
+            total_ns: number;
+        };
         /** Call */
         Call: {
             /** Comm */
@@ -762,6 +784,11 @@ export interface components {
         };
         /** DispatchGroup */
         DispatchGroup: {
+            /**
+             * Btt
+             * @description btt's figures for this device or pid, as `btt -A` prints them (N, MIN, AVG, MAX), over the whole trace (null with a time window). btt counts per queued bio, not per request: merged bios each get a D2C and Q2C; the halves of a split bio get a Q2G and G2I each and no I2D, D2C or Q2C
+             */
+            btt?: components["schemas"]["BttRow"][] | null;
             /** Comm */
             comm: string | null;
             /** Count */
@@ -1461,9 +1488,19 @@ export interface components {
         };
         /** Stats */
         Stats: {
+            /**
+             * Avg
+             * @description mean (ns)
+             */
+            avg?: number | null;
             /** Max */
             max: number | null;
-            /** N */
+            /** Min */
+            min?: number | null;
+            /**
+             * N
+             * @description requests with this duration (each request counted once)
+             */
             n: number;
             /** P50 */
             p50: number | null;

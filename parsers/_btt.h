@@ -1,0 +1,330 @@
+/*
+ * btt's averages, computed as btt (blktrace 1.2) computes them, from the events of a blkparse text in file order
+ * (included by _blkparse.c; each event is given to btt_event() before the request rebuilding sees it).
+ *
+ * btt keys everything on the queued bio (Q), not on the request: per device, the live Qs sit in a red-black tree
+ * ordered by start sector (a Q at the start of a live one goes to its right: both stay). Then
+ *   G, S, I, M/F  find a Q by descending the tree from its root to the first node whose range holds the event's
+ *                 sector (with overlapping Qs, which one depends on the tree's shape: hence the same tree):
+ *                 G: Q2G (and S2G after an S), I: G2I, M/F: Q2M;
+ *   D             every Q of the tree whose range lies within the D's: I2D if it was inserted, else M2D if merged;
+ *   C             every Q within the C's range: Q2C, and D2C if dispatched; the Q then leaves the tree;
+ *   A             Q2A, to the Q at the remap's source sector on its source device;
+ *   Q             Q2Q, from the device's previous Q.
+ * "Within" is btt's walk: it goes left only when the range starts before the node and right only when the node
+ * ends before the range does, so a Q in a pruned subtree is not seen. A device's events before its first Q or A
+ * are left out; events without a size (flushes) too. A duration that is not positive counts as 1 ns (btt's
+ * tdelta). Device-mapper and md devices (majors 9, 253, 254) count Q2Q, Q2A and Q2C apart (btt's "dm" rows).
+ * The sums are kept per device and per the pid of the Q (Q2Q per device only).
+ */
+#ifndef STALLSCOPE_BTT_H
+#define STALLSCOPE_BTT_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { BT_Q2QDM, BT_Q2ADM, BT_Q2CDM, BT_Q2Q, BT_Q2A, BT_Q2G, BT_S2G, BT_G2I, BT_Q2M, BT_I2D, BT_M2D, BT_D2C, BT_Q2C,
+       BT_METRICS };
+static const char *const BT_NAMES[BT_METRICS] = {"Q2Qdm", "Q2Adm", "Q2Cdm", "Q2Q", "Q2A", "Q2G", "S2G", "G2I", "Q2M",
+                                                 "I2D", "M2D", "D2C", "Q2C"};
+#define BT_NONE INT64_MIN
+
+typedef struct { int64_t n, min, max, total; } bt_avg_t;
+typedef struct { int32_t dev, used; int64_t pid; bt_avg_t a[BT_METRICS]; } bt_acc_t; /* pid -1: the device's own */
+typedef struct {
+    int64_t start, end, t, g, i, m, d, s, pid;
+    int32_t left, right, parent;
+    int8_t red;
+} bt_node_t;
+typedef struct { int32_t major, minor, root; int8_t pre_culling, remapper; int64_t last_q; } bt_dev_t;
+
+typedef struct {
+    bt_dev_t *devs; size_t ndevs, devcap;
+    bt_node_t *nodes; size_t nnodes, nodecap;
+    int32_t *freel; size_t nfree, freecap;
+    bt_acc_t *acc; size_t nacc, acccap;  /* open addressing on (dev, pid) */
+    int32_t *found; size_t nfound, foundcap;
+    int failed;
+} btt_t;
+
+static void btt_free(btt_t *b) {
+    free(b->devs); free(b->nodes); free(b->freel); free(b->acc); free(b->found);
+    memset(b, 0, sizeof *b);
+}
+
+static int bt_dev(btt_t *b, int32_t major, int32_t minor, int create) {
+    for (size_t k = b->ndevs; k-- > 0;)
+        if (b->devs[k].major == major && b->devs[k].minor == minor) return (int)k;
+    if (!create) return -1;
+    if (b->ndevs == b->devcap) {
+        size_t cap = b->devcap ? b->devcap * 2 : 8;
+        bt_dev_t *d = realloc(b->devs, cap * sizeof *d);
+        if (!d) { b->failed = 1; return -1; }
+        b->devs = d; b->devcap = cap;
+    }
+    bt_dev_t *d = &b->devs[b->ndevs];
+    d->major = major; d->minor = minor; d->root = -1; d->pre_culling = 1; d->last_q = BT_NONE;
+    d->remapper = major == 9 || major == 253 || major == 254;
+    return (int)b->ndevs++;
+}
+
+/* ---- the sums ---- */
+static inline uint64_t bt_hash(int32_t dev, int64_t pid) {
+    uint64_t h = (uint64_t)pid * 0x9E3779B97F4A7C15ULL ^ (uint64_t)dev * 0xC2B2AE3D27D4EB4FULL;
+    return h ^ (h >> 31);
+}
+static bt_acc_t *bt_acc(btt_t *b, int32_t dev, int64_t pid) {
+    if (b->nacc * 2 >= b->acccap) {
+        size_t cap = b->acccap ? b->acccap * 2 : 64, old = b->acccap;
+        bt_acc_t *a = calloc(cap, sizeof *a), *was = b->acc;
+        if (!a) { b->failed = 1; return NULL; }
+        b->acc = a; b->acccap = cap;
+        for (size_t k = 0; k < old; k++) if (was[k].used) {
+            size_t i = bt_hash(was[k].dev, was[k].pid) & (cap - 1);
+            while (a[i].used) i = (i + 1) & (cap - 1);
+            a[i] = was[k];
+        }
+        free(was);
+    }
+    size_t i = bt_hash(dev, pid) & (b->acccap - 1);
+    while (b->acc[i].used && !(b->acc[i].dev == dev && b->acc[i].pid == pid)) i = (i + 1) & (b->acccap - 1);
+    if (!b->acc[i].used) { b->acc[i].used = 1; b->acc[i].dev = dev; b->acc[i].pid = pid; b->nacc++; }
+    return &b->acc[i];
+}
+static void bt_add(btt_t *b, int32_t dev, int64_t pid, int metric, int64_t v) {
+    bt_acc_t *e = bt_acc(b, dev, pid);
+    if (!e) return;
+    bt_avg_t *a = &e->a[metric];
+    if (a->n++ == 0) a->min = a->max = a->total = v;
+    else { if (v < a->min) a->min = v; else if (v > a->max) a->max = v; a->total += v; }
+}
+static inline int64_t bt_delta(int64_t from, int64_t to) { return from < to ? to - from : 1; }
+
+/* ---- the red-black tree of live Qs (one per device), as the kernel's rbtree shapes it ---- */
+#define N(x) (b->nodes[x])
+static void bt_rotate_left(btt_t *b, int32_t *root, int32_t x) {
+    int32_t y = N(x).right;
+    N(x).right = N(y).left;
+    if (N(y).left >= 0) N(N(y).left).parent = x;
+    N(y).parent = N(x).parent;
+    if (N(x).parent < 0) *root = y;
+    else if (x == N(N(x).parent).left) N(N(x).parent).left = y;
+    else N(N(x).parent).right = y;
+    N(y).left = x; N(x).parent = y;
+}
+static void bt_rotate_right(btt_t *b, int32_t *root, int32_t x) {
+    int32_t y = N(x).left;
+    N(x).left = N(y).right;
+    if (N(y).right >= 0) N(N(y).right).parent = x;
+    N(y).parent = N(x).parent;
+    if (N(x).parent < 0) *root = y;
+    else if (x == N(N(x).parent).right) N(N(x).parent).right = y;
+    else N(N(x).parent).left = y;
+    N(y).right = x; N(x).parent = y;
+}
+static void bt_insert(btt_t *b, int32_t *root, int32_t z) {
+    int32_t y = -1, x = *root;
+    while (x >= 0) { y = x; x = N(z).start < N(x).start ? N(x).left : N(x).right; } /* equal starts: right */
+    N(z).parent = y; N(z).left = N(z).right = -1; N(z).red = 1;
+    if (y < 0) *root = z;
+    else if (N(z).start < N(y).start) N(y).left = z;
+    else N(y).right = z;
+    while (N(z).parent >= 0 && N(N(z).parent).red) {
+        int32_t p = N(z).parent, g = N(p).parent;
+        if (p == N(g).left) {
+            int32_t u = N(g).right;
+            if (u >= 0 && N(u).red) { N(p).red = 0; N(u).red = 0; N(g).red = 1; z = g; continue; }
+            if (z == N(p).right) { z = p; bt_rotate_left(b, root, z); p = N(z).parent; g = N(p).parent; }
+            N(p).red = 0; N(g).red = 1; bt_rotate_right(b, root, g);
+        } else {
+            int32_t u = N(g).left;
+            if (u >= 0 && N(u).red) { N(p).red = 0; N(u).red = 0; N(g).red = 1; z = g; continue; }
+            if (z == N(p).left) { z = p; bt_rotate_right(b, root, z); p = N(z).parent; g = N(p).parent; }
+            N(p).red = 0; N(g).red = 1; bt_rotate_left(b, root, g);
+        }
+    }
+    N(*root).red = 0;
+}
+static void bt_erase(btt_t *b, int32_t *root, int32_t z) {
+    int32_t child, parent;
+    int8_t red;
+    if (N(z).left < 0 || N(z).right < 0) { /* at most one child: it takes z's place */
+        child = N(z).left >= 0 ? N(z).left : N(z).right;
+        parent = N(z).parent; red = N(z).red;
+        if (child >= 0) N(child).parent = parent;
+        if (parent < 0) *root = child;
+        else if (N(parent).left == z) N(parent).left = child;
+        else N(parent).right = child;
+    } else { /* z's successor (leftmost of its right subtree) takes its place and colour */
+        int32_t y = N(z).right;
+        while (N(y).left >= 0) y = N(y).left;
+        child = N(y).right; parent = N(y).parent; red = N(y).red;
+        if (parent == z) parent = y;
+        else {
+            if (child >= 0) N(child).parent = parent;
+            N(parent).left = child;
+            N(y).right = N(z).right; N(N(z).right).parent = y;
+        }
+        N(y).parent = N(z).parent; N(y).red = N(z).red; N(y).left = N(z).left; N(N(z).left).parent = y;
+        if (N(z).parent < 0) *root = y;
+        else if (N(N(z).parent).left == z) N(N(z).parent).left = y;
+        else N(N(z).parent).right = y;
+    }
+    if (red) return;
+    /* a black node left: rebalance from `child` (possibly none) under `parent` */
+    while ((child < 0 || !N(child).red) && child != *root) {
+        if (N(parent).left == child) {
+            int32_t w = N(parent).right;
+            if (N(w).red) { N(w).red = 0; N(parent).red = 1; bt_rotate_left(b, root, parent); w = N(parent).right; }
+            if ((N(w).left < 0 || !N(N(w).left).red) && (N(w).right < 0 || !N(N(w).right).red)) {
+                N(w).red = 1; child = parent; parent = N(child).parent;
+            } else {
+                if (N(w).right < 0 || !N(N(w).right).red) {
+                    N(N(w).left).red = 0; N(w).red = 1; bt_rotate_right(b, root, w); w = N(parent).right;
+                }
+                N(w).red = N(parent).red; N(parent).red = 0; N(N(w).right).red = 0;
+                bt_rotate_left(b, root, parent);
+                child = *root; break;
+            }
+        } else {
+            int32_t w = N(parent).left;
+            if (N(w).red) { N(w).red = 0; N(parent).red = 1; bt_rotate_right(b, root, parent); w = N(parent).left; }
+            if ((N(w).right < 0 || !N(N(w).right).red) && (N(w).left < 0 || !N(N(w).left).red)) {
+                N(w).red = 1; child = parent; parent = N(child).parent;
+            } else {
+                if (N(w).left < 0 || !N(N(w).left).red) {
+                    N(N(w).right).red = 0; N(w).red = 1; bt_rotate_left(b, root, w); w = N(parent).left;
+                }
+                N(w).red = N(parent).red; N(parent).red = 0; N(N(w).left).red = 0;
+                bt_rotate_right(b, root, parent);
+                child = *root; break;
+            }
+        }
+    }
+    if (child >= 0) N(child).red = 0;
+}
+static int32_t bt_find(btt_t *b, int32_t n, int64_t sec) {
+    while (n >= 0) {
+        if (sec < N(n).start) n = N(n).left;
+        else if (sec >= N(n).end) n = N(n).right;
+        else return n;
+    }
+    return -1;
+}
+static void bt_within(btt_t *b, int32_t n, int64_t s, int64_t e) { /* btt's walk, its order: node, left, right */
+    while (n >= 0) {
+        if (s <= N(n).start && N(n).end <= e) {
+            if (b->nfound == b->foundcap) {
+                size_t cap = b->foundcap ? b->foundcap * 2 : 64;
+                int32_t *f = realloc(b->found, cap * sizeof *f);
+                if (!f) { b->failed = 1; return; }
+                b->found = f; b->foundcap = cap;
+            }
+            b->found[b->nfound++] = n;
+        }
+        int go_left = s < N(n).start, go_right = N(n).end < e;
+        if (go_left && go_right) bt_within(b, N(n).left, s, e);
+        n = go_right ? N(n).right : go_left ? N(n).left : -1;
+    }
+}
+#undef N
+
+static int32_t bt_new_node(btt_t *b) {
+    if (b->nfree) return b->freel[--b->nfree];
+    if (b->nnodes == b->nodecap) {
+        size_t cap = b->nodecap ? b->nodecap * 2 : 1024;
+        bt_node_t *n = realloc(b->nodes, cap * sizeof *n);
+        if (!n) { b->failed = 1; return -1; }
+        b->nodes = n; b->nodecap = cap;
+    }
+    return (int32_t)b->nnodes++;
+}
+static void bt_free_node(btt_t *b, int32_t n) {
+    if (b->nfree == b->freecap) {
+        size_t cap = b->freecap ? b->freecap * 2 : 1024;
+        int32_t *f = realloc(b->freel, cap * sizeof *f);
+        if (!f) { b->failed = 1; return; }
+        b->freel = f; b->freecap = cap;
+    }
+    b->freel[b->nfree++] = n;
+}
+
+/* One event: act (1-2 letters), its device, time, pid, sector and size (sectors; NUL64: none), the remap's source */
+static void btt_event(btt_t *b, const char *act, size_t actn, int32_t major, int32_t minor, int64_t t, int64_t pid,
+                      int64_t sector, int64_t nsect, int32_t fmaj, int32_t fmin, int64_t fsec) {
+    if (b->failed || actn != 1) return;
+    char a = act[0];
+    if (a == 'A') {
+        int k = bt_dev(b, major, minor, 1);
+        if (k < 0) return;
+        b->devs[k].pre_culling = 0;
+        int f = fmaj >= 0 ? bt_dev(b, fmaj, fmin, 0) : -1;
+        if (f < 0 || fsec == BT_NONE) return;
+        int32_t q = bt_find(b, b->devs[f].root, fsec);
+        if (q >= 0)
+            bt_add(b, f, b->nodes[q].pid, b->devs[f].remapper ? BT_Q2ADM : BT_Q2A, bt_delta(b->nodes[q].t, t));
+        return;
+    }
+    if (!strchr("QGSIMFDC", a) || sector == BT_NONE || nsect == BT_NONE || nsect <= 0) return;
+    int k = bt_dev(b, major, minor, 1);
+    if (k < 0) return;
+    bt_dev_t *d = &b->devs[k];
+    if (d->pre_culling) {
+        if (a != 'Q') return;
+        d->pre_culling = 0;
+    }
+    if (a == 'Q') {
+        int32_t n = d->root; /* a live Q that starts there is replaced, in its place in the tree */
+        while (n >= 0 && b->nodes[n].start != sector) n = sector < b->nodes[n].start ? b->nodes[n].left : b->nodes[n].right;
+        int fresh = n < 0;
+        if (fresh && (n = bt_new_node(b)) < 0) return;
+        d = &b->devs[k];
+        bt_node_t *q = &b->nodes[n];
+        q->start = sector; q->end = sector + nsect; q->t = t; q->pid = pid;
+        q->g = q->i = q->m = q->d = BT_NONE; q->s = 0;
+        if (fresh) bt_insert(b, &d->root, n);
+        if (d->last_q != BT_NONE) bt_add(b, k, -1, d->remapper ? BT_Q2QDM : BT_Q2Q, t > d->last_q ? t - d->last_q : 1);
+        d->last_q = t;
+        return;
+    }
+    if (a == 'D' || a == 'C') {
+        b->nfound = 0;
+        bt_within(b, d->root, sector, sector + nsect);
+        for (size_t j = 0; j < b->nfound && !b->failed; j++) {
+            int32_t n = b->found[j];
+            bt_node_t *q = &b->nodes[n];
+            if (a == 'D') {
+                if (q->i != BT_NONE) bt_add(b, k, q->pid, BT_I2D, bt_delta(q->i, t));
+                else if (q->m != BT_NONE) bt_add(b, k, q->pid, BT_M2D, bt_delta(q->m, t));
+                q->d = t;
+            } else {
+                bt_add(b, k, q->pid, d->remapper ? BT_Q2CDM : BT_Q2C, bt_delta(q->t, t));
+                if (q->d != BT_NONE) bt_add(b, k, q->pid, BT_D2C, bt_delta(q->d, t));
+                bt_erase(b, &b->devs[k].root, n);
+                bt_free_node(b, n);
+            }
+        }
+        return;
+    }
+    int32_t n = bt_find(b, d->root, sector);
+    if (n < 0) return;
+    bt_node_t *q = &b->nodes[n];
+    switch (a) {
+    case 'G':
+        q->g = t;
+        bt_add(b, k, q->pid, BT_Q2G, bt_delta(q->t, t));
+        if (q->s != 0) bt_add(b, k, q->pid, BT_S2G, bt_delta(q->s, t));
+        break;
+    case 'S': q->s = t; break;
+    case 'I':
+        q->i = t;
+        if (q->g != BT_NONE) bt_add(b, k, q->pid, BT_G2I, bt_delta(q->g, t));
+        break;
+    default: /* M, F */
+        q->m = t;
+        bt_add(b, k, q->pid, BT_Q2M, bt_delta(q->t, t));
+    }
+}
+
+#endif
