@@ -684,7 +684,7 @@ static int renderer_init(Renderer *r, PyObject *args, PyObject *kw) {
     return 0;
 }
 
-static PyObject *renderer_need(Renderer *r, PyObject *unused) { return PyLong_FromLong(r->need); }
+static PyObject *renderer_need(Renderer *r, PyObject *Py_UNUSED(ignored)) { return PyLong_FromLong(r->need); }
 
 static PyObject *renderer_feed(Renderer *r, PyObject *args) {
     int i;
@@ -738,7 +738,7 @@ static PyObject *renderer_render(Renderer *r, PyObject *args) {
     return Py_BuildValue("(nnO)", (Py_ssize_t)end, lines, r->done ? Py_True : Py_False);
 }
 
-static PyObject *renderer_stats(Renderer *r, PyObject *unused) {
+static PyObject *renderer_stats(Renderer *r, PyObject *Py_UNUSED(ignored)) {
     PyObject *streams = PyList_New(r->n);
     if (!streams) return NULL;
     for (int i = 0; i < r->n; i++) {
@@ -772,8 +772,8 @@ static PyTypeObject RendererType = {
     .tp_new = PyType_GenericNew,
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_blktrace", "blktrace binary -> blkparse text lines", -1,
-                                    NULL};
+static struct PyModuleDef module = {.m_base = PyModuleDef_HEAD_INIT, .m_name = "_blktrace",
+                                    .m_doc = "blktrace binary -> blkparse text lines", .m_size = -1};
 
 PyMODINIT_FUNC PyInit__blktrace(void) {
     if (PyType_Ready(&RendererType) < 0) return NULL;

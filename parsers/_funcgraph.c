@@ -1115,7 +1115,7 @@ static void state_free(state_t *st) {
 }
 static void capsule_free(PyObject *cap) { state_free(PyCapsule_GetPointer(cap, "funcgraph.state")); }
 
-static PyObject *new_state(PyObject *self, PyObject *args) {
+static PyObject *new_state(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored)) {
     state_t *st = calloc(1, sizeof(state_t));
     if (!st) return PyErr_NoMemory();
     PyObject *cap = PyCapsule_New(st, "funcgraph.state", capsule_free);
@@ -1201,7 +1201,7 @@ static void skipped(out_t *o, int rc, int64_t line, int64_t start, int64_t len) 
 
 static state_t *get_state(PyObject *cap) { return PyCapsule_GetPointer(cap, "funcgraph.state"); }
 
-static PyObject *tokenize(PyObject *self, PyObject *args) {
+static PyObject *tokenize(PyObject *Py_UNUSED(module), PyObject *args) {
     PyObject *cap; Py_buffer buf; long long first_line;
     if (!PyArg_ParseTuple(args, "Oy*L", &cap, &buf, &first_line)) return NULL;
     state_t *st = get_state(cap);
@@ -1249,7 +1249,7 @@ static PyObject *tokenize(PyObject *self, PyObject *args) {
     return result(st, &o, lineno - first_line, 0);
 }
 
-static PyObject *finish(PyObject *self, PyObject *args) {
+static PyObject *finish(PyObject *Py_UNUSED(module), PyObject *args) {
     PyObject *cap;
     if (!PyArg_ParseTuple(args, "O", &cap)) return NULL;
     state_t *st = get_state(cap);
@@ -1266,7 +1266,9 @@ static PyMethodDef methods[] = {
     {"finish", finish, METH_VARARGS, "finish(state) -> dict of column buffers (open calls, pending event)"},
     {NULL, NULL, 0, NULL},
 };
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_funcgraph", "ftrace text tokenizer and call-tree rebuilder", -1, methods};
+static struct PyModuleDef module = {.m_base = PyModuleDef_HEAD_INIT, .m_name = "_funcgraph",
+                                    .m_doc = "ftrace text tokenizer and call-tree rebuilder", .m_size = -1,
+                                    .m_methods = methods};
 PyMODINIT_FUNC PyInit__funcgraph(void) {
     if (PyType_Ready(&colbuf_type) < 0) return NULL;
     return PyModule_Create(&module);
