@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_btt.h"
 #include "_colbuf.h"
 #include "_text.h"
 
@@ -410,6 +411,7 @@ typedef struct {
     int32_t *freel; size_t nfree, freecap;
     int in_summary;
     pre_t *ahead; size_t ahead_cap; /* the lines tokenized ahead (below), kept from chunk to chunk */
+    btt_t btt;                    /* btt's averages over the same events (_btt.h) */
 } Rebuilder;
 
 static inline uint64_t hkey(int32_t maj, int32_t mn, int64_t sector) {
@@ -632,6 +634,9 @@ static int attach_bio(Rebuilder *rb, out_t *o, int32_t bio) {
 
 /* folds one event into the open requests; returns -1 on memory failure */
 static int fold(Rebuilder *rb, out_t *o, const ev_t *v, int64_t line) {
+    btt_event(&rb->btt, v->act, v->actn, v->major, v->minor, v->t, v->pid, v->sector, v->nsect, v->fmaj, v->fmin,
+              v->fsec);
+    if (rb->btt.failed) return -1;
     int ph = phase_of(v);
     if (ph == PH_OTHER) return emit_event(o, v, line, NUL64);
     if (rb->start.used * 2 >= rb->start.cap && map_grow(&rb->start, rb->segs)) return -1;
@@ -910,7 +915,28 @@ static int rb_init(Rebuilder *rb, PyObject *args, PyObject *kw) {
     if (map_grow(&rb->start, rb->segs) || map_grow(&rb->end, rb->segs)) { PyErr_NoMemory(); return -1; }
     return 0;
 }
+/* [(major, minor, pid or None, metric, n, min, max, total)]: btt's sums per device and pid of the Q (_btt.h) */
+static PyObject *rb_btt(Rebuilder *rb, PyObject *Py_UNUSED(ignored)) {
+    PyObject *l = PyList_New(0);
+    for (size_t i = 0; l && i < rb->btt.acccap; i++) {
+        const bt_acc_t *e = &rb->btt.acc[i];
+        if (!e->used) continue;
+        const bt_dev_t *d = &rb->btt.devs[e->dev];
+        for (int m = 0; m < BT_METRICS; m++) {
+            const bt_avg_t *a = &e->a[m];
+            if (!a->n) continue;
+            PyObject *pid = e->pid < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(e->pid);
+            PyObject *row = pid ? Py_BuildValue("(iiNsLLLL)", d->major, d->minor, pid, BT_NAMES[m], (long long)a->n,
+                                                (long long)a->min, (long long)a->max, (long long)a->total) : NULL;
+            if (!row || PyList_Append(l, row)) { Py_XDECREF(row); Py_CLEAR(l); break; }
+            Py_DECREF(row);
+        }
+    }
+    return l;
+}
+
 static void rb_dealloc(Rebuilder *rb) {
+    btt_free(&rb->btt);
     free(rb->start.slots); free(rb->end.slots); free(rb->segs); free(rb->freel); free(rb->ahead);
     for (int m = 0; m < 3; m++) free(rb->top[m].h);
     Py_TYPE(rb)->tp_free((PyObject *)rb);
@@ -920,6 +946,9 @@ static PyMethodDef rb_methods[] = {
     {"feed", (PyCFunction)rb_feed, METH_VARARGS, "feed(chunk, first_line) -> dict of column buffers"},
     {"finish", (PyCFunction)rb_finish, METH_NOARGS, "finish() -> dict: the requests still open, emitted"},
     {"open_requests", (PyCFunction)rb_open, METH_NOARGS, "how many requests are in flight"},
+    {"btt", (PyCFunction)rb_btt, METH_NOARGS,
+     "btt() -> [(major, minor, pid or None, metric, n, min, max, total)]: btt's sums so far, per device and pid of"
+     " the Q (pid None: the device's Q2Q)"},
     {"facts", (PyCFunction)rb_facts, METH_NOARGS,
      "facts() -> dict over the requests emitted: lo, hi (first and last phase time), backwards (requests with a phase"
      " earlier than the one before), i2d/d2c/q2c (the lines of the `top` slowest, slowest first; ties: line)"},
