@@ -2,6 +2,7 @@
 
 Flags win over the environment: STALLSCOPE_DB, STALLSCOPE_HOST, STALLSCOPE_PORT, STALLSCOPE_MAX_UPLOAD.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,17 +48,25 @@ def cmd_serve(args) -> int:
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 DEMOS = [  # (analysis name, files under samples/); the first is listed on top
-    ("Demo: an app's write stalls 2.3 s behind an inode lock, down to the starved metadata write"
-     " (synthetic, three sources)",
-     ["incident.blkparse.txt", "incident.trace-cmd-report.txt", "incident.offcputime.txt"]),
+    (
+        "Demo: an app's write stalls 2.3 s behind an inode lock, down to the starved metadata write"
+        " (synthetic, three sources)",
+        ["incident.blkparse.txt", "incident.trace-cmd-report.txt", "incident.offcputime.txt"],
+    ),
     ("Demo: a metadata write starved 15.6 s in CFQ's queue (synthetic)", ["demo-cfq-starvation.blkparse.txt"]),
-    ("Demo: an ext4 write waits for the journal commit's block I/O (synthetic)",
-     ["ext4-jbd2-commit.trace-cmd-report.txt", "ext4-jbd2-commit.blkparse.txt", "ext4-jbd2-commit.offwaketime.txt"]),
-    ("Seed excerpt: an XFS write fault stalled 316 ms behind an inode lock (kernel bug report)",
-     ["xfs-unwritten-stall.trace-cmd-report.txt"]),
+    (
+        "Demo: an ext4 write waits for the journal commit's block I/O (synthetic)",
+        ["ext4-jbd2-commit.trace-cmd-report.txt", "ext4-jbd2-commit.blkparse.txt", "ext4-jbd2-commit.offwaketime.txt"],
+    ),
+    (
+        "Seed excerpt: an XFS write fault stalled 316 ms behind an inode lock (kernel bug report)",
+        ["xfs-unwritten-stall.trace-cmd-report.txt"],
+    ),
     ("Seed excerpt: open() sleeping in xfs_buf_lock (kernel bug report)", ["xfs-open-stall.offcputime.txt"]),
-    ("Seed excerpt: xfsaild write waits 15.6 s for dispatch (kernel bug report)",
-     ["cfq-dispatch-starvation.blkparse.txt"]),
+    (
+        "Seed excerpt: xfsaild write waits 15.6 s for dispatch (kernel bug report)",
+        ["cfq-dispatch-starvation.blkparse.txt"],
+    ),
 ]
 
 
@@ -100,8 +109,13 @@ def cmd_ingest(args) -> int:
     def report():  # progress on stderr, all the way
         while not done.wait(0.5):
             d = progress.as_dict()
-            print(f"\r{d['phase']}: {d['filename'] or ''} {_human(d['bytes_read'])} of {_human(d['bytes_total'])},"
-                  f" {d['events']:,} events", end="", file=sys.stderr, flush=True)
+            print(
+                f"\r{d['phase']}: {d['filename'] or ''} {_human(d['bytes_read'])} of {_human(d['bytes_total'])},"
+                f" {d['events']:,} events",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
 
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     if show:
@@ -114,8 +128,17 @@ def cmd_ingest(args) -> int:
         if show:
             print(file=sys.stderr)
         if args.json:
-            print(json.dumps({"error": e.detail, "files": [
-                {"filename": f.filename, "error": f.message, "line": f.line, "offset": f.offset} for f in e.files]}))
+            print(
+                json.dumps(
+                    {
+                        "error": e.detail,
+                        "files": [
+                            {"filename": f.filename, "error": f.message, "line": f.line, "offset": f.offset}
+                            for f in e.files
+                        ],
+                    }
+                )
+            )
         else:
             for f in e.files:
                 print(f"stallscope: {f}", file=sys.stderr)
@@ -133,8 +156,10 @@ def cmd_ingest(args) -> int:
         print(f"analysis {created['id']}")
         print(f"link     {created['url']}")
         for s in created["sources"]:
-            print(f"  {s['filename']}: {s['format']}, {s['events']:,} events from {s['lines']:,} lines,"
-                  f" {s['skipped_lines']:,} skipped")
+            print(
+                f"  {s['filename']}: {s['format']}, {s['events']:,} events from {s['lines']:,} lines,"
+                f" {s['skipped_lines']:,} skipped"
+            )
             if len(s["files"]) > 1 or s["files"][0]["filename"] != s["filename"]:
                 for f in s["files"]:
                     print(f"    file {f['filename']}: {f['kind']}, {_human(f['bytes'])}")
@@ -157,13 +182,20 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--demo", action="store_true", help="load the samples as demo analyses if the database is empty")
     serve.set_defaults(func=cmd_serve)
 
-    ingest = sub.add_parser("ingest", help="create one analysis from trace files and print its id and link (the"
-                            " per-CPU files of a blktrace capture, NAME.blktrace.N, form one source)")
+    ingest = sub.add_parser(
+        "ingest",
+        help="create one analysis from trace files and print its id and link (the"
+        " per-CPU files of a blktrace capture, NAME.blktrace.N, form one source)",
+    )
     ingest.add_argument("--db", default=os.environ.get("STALLSCOPE_DB", DEFAULT_DB), help=db_help)
     ingest.add_argument("--name", help="the analysis' name (default: the file names)")
     ingest.add_argument("--json", action="store_true", help="print one JSON object: id, url, sources")
-    ingest.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                        help="show progress on stderr (default: when stderr is a terminal)")
+    ingest.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show progress on stderr (default: when stderr is a terminal)",
+    )
     ingest.add_argument("files", nargs="+", metavar="FILE")
     ingest.set_defaults(func=cmd_ingest)
 

@@ -5,23 +5,26 @@ Content-Security-Policy allows scripts from this origin only. ECharts' tooltips 
 attributes, hence `'unsafe-inline'` for styles alone. FastAPI's /docs and /redoc pages load Swagger/ReDoc
 from a CDN with an inline script; they show no trace data and get the other headers but no CSP.
 """
+
 from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-CSP = "; ".join([
-    "default-src 'self'",
-    "script-src 'self'",
-    "style-src 'self' 'unsafe-inline'",
-    "img-src 'self' data: blob:",
-    "font-src 'self' data:",
-    "connect-src 'self'",
-    "worker-src 'self' blob:",
-    "object-src 'none'",
-    "base-uri 'none'",
-    "form-action 'self'",
-    "frame-ancestors 'none'",
-])
+CSP = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self' 'unsafe-inline'",
+        "img-src 'self' data: blob:",
+        "font-src 'self' data:",
+        "connect-src 'self'",
+        "worker-src 'self' blob:",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
 ALWAYS = [
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),

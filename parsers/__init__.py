@@ -1,4 +1,5 @@
 """Trace format parsers: bytes in, typed Arrow record batches out. See parsers/common.py for the contract."""
+
 import os
 
 # numpy is used for buffers, never for BLAS: idle BLAS threads spin and steal a core from the parsers.

@@ -11,6 +11,7 @@ The line scan is a C tokenizer (parsers/_blkparse.c) working on 16 MiB chunks; e
 Arrow record batch. Requests are rebuilt from these events as they are read (parsers/_blkparse.c); btt's averages
 over the same events, as btt computes them, come last (blk_btt, parsers/_btt.h).
 """
+
 from __future__ import annotations
 
 import re
@@ -27,44 +28,89 @@ FORMAT = "blkparse"
 _DEV = ("dev", pa.string())
 EVENTS = pa.schema(  # events that are not a request phase (see _blkparse.c)
     [
-        ("line", pa.int64()), _DEV, ("cpu", pa.int32()), ("t_ns", pa.int64()), ("pid", pa.int64()),
-        ("action", pa.string()), ("rwbs", pa.string()), ("sector", pa.int64()), ("nsect", pa.int64()),
-        ("elapsed_ns", pa.int64()), ("error", pa.int64()), ("comm", pa.string()), ("from_dev", pa.string()),
-        ("from_sector", pa.int64()), ("split_sector", pa.int64()), ("depth", pa.int64()), ("message", pa.string()),
+        ("line", pa.int64()),
+        _DEV,
+        ("cpu", pa.int32()),
+        ("t_ns", pa.int64()),
+        ("pid", pa.int64()),
+        ("action", pa.string()),
+        ("rwbs", pa.string()),
+        ("sector", pa.int64()),
+        ("nsect", pa.int64()),
+        ("elapsed_ns", pa.int64()),
+        ("error", pa.int64()),
+        ("comm", pa.string()),
+        ("from_dev", pa.string()),
+        ("from_sector", pa.int64()),
+        ("split_sector", pa.int64()),
+        ("depth", pa.int64()),
+        ("message", pa.string()),
         ("req_line", pa.int64()),
     ]
 )
 _PHASES = [f"{p}_{k}" for k in ("ns", "line", "cpu") for p in "aqgidc"]
 REQUESTS = pa.schema(  # one row per block request (line = its first event's line)
     [
-        ("line", pa.int64()), _DEV, ("sector", pa.int64()), ("nsect0", pa.int64()), ("nsect", pa.int64()),
-        ("rwbs", pa.string()), ("pid", pa.int64()), ("comm", pa.string()),
+        ("line", pa.int64()),
+        _DEV,
+        ("sector", pa.int64()),
+        ("nsect0", pa.int64()),
+        ("nsect", pa.int64()),
+        ("rwbs", pa.string()),
+        ("pid", pa.int64()),
+        ("comm", pa.string()),
         *[(n, pa.int32() if n.endswith("cpu") else pa.int64()) for n in _PHASES],
-        ("d_pid", pa.int64()), ("error", pa.int64()), ("requeues", pa.int32()),
-        ("from_dev", pa.string()), ("from_sector", pa.int64()), ("t_ns", pa.int64()), ("merged_bios", pa.int32()),
+        ("d_pid", pa.int64()),
+        ("error", pa.int64()),
+        ("requeues", pa.int32()),
+        ("from_dev", pa.string()),
+        ("from_sector", pa.int64()),
+        ("t_ns", pa.int64()),
+        ("merged_bios", pa.int32()),
     ]
 )
 BIOS = pa.schema(  # bios merged (M back, F front) into another request
     [
-        ("line", pa.int64()), _DEV, ("sector", pa.int64()), ("nsect", pa.int64()), ("rwbs", pa.string()),
-        ("pid", pa.int64()), ("comm", pa.string()), ("a_ns", pa.int64()), ("a_line", pa.int64()), ("q_ns", pa.int64()),
-        ("q_line", pa.int64()), ("q_cpu", pa.int32()), ("merge_ns", pa.int64()), ("merge_line", pa.int64()),
-        ("front", pa.bool_()), ("from_dev", pa.string()), ("from_sector", pa.int64()),
+        ("line", pa.int64()),
+        _DEV,
+        ("sector", pa.int64()),
+        ("nsect", pa.int64()),
+        ("rwbs", pa.string()),
+        ("pid", pa.int64()),
+        ("comm", pa.string()),
+        ("a_ns", pa.int64()),
+        ("a_line", pa.int64()),
+        ("q_ns", pa.int64()),
+        ("q_line", pa.int64()),
+        ("q_cpu", pa.int32()),
+        ("merge_ns", pa.int64()),
+        ("merge_line", pa.int64()),
+        ("front", pa.bool_()),
+        ("from_dev", pa.string()),
+        ("from_sector", pa.int64()),
         ("req_line", pa.int64()),  # the request it joined (its line); null if that request is not in the trace
     ]
 )
 BTT = pa.schema(  # btt's averages (parsers/_btt.h): per device and pid of the queued bio, one row per metric
     [
-        _DEV, ("pid", pa.int64()),  # null: the device's own (Q2Q: from one Q of the device to the next)
+        _DEV,
+        ("pid", pa.int64()),  # null: the device's own (Q2Q: from one Q of the device to the next)
         ("metric", pa.string()),  # btt's row: Q2Q Q2A Q2G S2G G2I Q2M I2D M2D D2C Q2C, and Q2Qdm Q2Adm Q2Cdm (dm, md)
-        ("n", pa.int64()), ("min_ns", pa.int64()), ("max_ns", pa.int64()), ("total_ns", pa.int64()),
+        ("n", pa.int64()),
+        ("min_ns", pa.int64()),
+        ("max_ns", pa.int64()),
+        ("total_ns", pa.int64()),
     ]
 )
 TABLES = {"blk_events": EVENTS, "blk_requests": REQUESTS, "blk_bios": BIOS, "blk_btt": BTT}
 # the phase durations, computed when read (DuckDB virtual columns: not stored, nothing to insert): only where both
 # ends were traced and time moved forward
-GENERATED = {"blk_requests": {f"{a}2{b}_ns": f"CASE WHEN {b}_ns >= {a}_ns THEN {b}_ns - {a}_ns END"
-                              for a, b in (("q", "g"), ("g", "i"), ("i", "d"), ("d", "c"), ("q", "c"))}}
+GENERATED = {
+    "blk_requests": {
+        f"{a}2{b}_ns": f"CASE WHEN {b}_ns >= {a}_ns THEN {b}_ns - {a}_ns END"
+        for a, b in (("q", "g"), ("g", "i"), ("i", "d"), ("d", "c"), ("q", "c"))
+    }
+}
 
 REASONS = {
     1: "not a blkparse event line (expected 'major,minor cpu sequence seconds.nanoseconds pid action rwbs ...')",
@@ -113,7 +159,11 @@ def _dev(cols: dict, major: str, minor: str) -> pa.Array:
 def _columns(cols: dict, prefix: str, schema: pa.Schema, n: int) -> dict[str, pa.Array]:
     out = {}
     for f in schema:
-        key = prefix + {"elapsed_ns": "elapsed", "error": "err"}.get(f.name, f.name) if prefix == "ev_" else prefix + f.name
+        key = (
+            prefix + {"elapsed_ns": "elapsed", "error": "err"}.get(f.name, f.name)
+            if prefix == "ev_"
+            else prefix + f.name
+        )
         if f.name == "dev":
             out["dev"] = _dev(cols, prefix + "major", prefix + "minor")
         elif f.name == "from_dev":
@@ -143,7 +193,9 @@ def _batches(cols: dict) -> Iterator[tuple[str, pa.RecordBatch]]:
 TOP = 1000  # the slowest requests the parser keeps per metric (report.facts; blk.derive stores them in blk_top)
 
 
-def parse(stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[str, pa.RecordBatch]]:
+def parse(
+    stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES
+) -> Iterator[tuple[str, pa.RecordBatch]]:
     """Streams the file's batches; then report.facts holds the requests' first and last phase times (lo, hi), how
     many have a phase earlier than the one before (backwards), and the lines of the TOP slowest per metric (i2d, d2c,
     q2c: slowest first, ties by line), found as the requests were emitted: no scan of them is needed."""
@@ -170,13 +222,24 @@ def rebuild(chunks: Iterator[memoryview], report: ParseReport) -> Iterator[tuple
         if report.events == 0 and report.skipped > 1000:
             raise ParseError(
                 f"no blkparse event in the first {report.skipped} lines; first problem at line "
-                f"{report.examples[0].line}: {report.examples[0].reason}", filename=report.filename)
+                f"{report.examples[0].line}: {report.examples[0].reason}",
+                filename=report.filename,
+            )
         yield from _batches(cols)
     yield from _batches(rebuilder.finish())
     report.facts = rebuilder.facts()
     rows = rebuilder.btt()
     if rows:
         cols = list(zip(*rows))
-        yield "blk_btt", pa.RecordBatch.from_arrays(
-            [pa.array([f"{a},{b}" for a, b in zip(cols[0], cols[1])], pa.string()), pa.array(cols[2], pa.int64()),
-             pa.array(cols[3], pa.string()), *(pa.array(c, pa.int64()) for c in cols[4:])], schema=BTT)
+        yield (
+            "blk_btt",
+            pa.RecordBatch.from_arrays(
+                [
+                    pa.array([f"{a},{b}" for a, b in zip(cols[0], cols[1])], pa.string()),
+                    pa.array(cols[2], pa.int64()),
+                    pa.array(cols[3], pa.string()),
+                    *(pa.array(c, pa.int64()) for c in cols[4:]),
+                ],
+                schema=BTT,
+            ),
+        )

@@ -14,6 +14,7 @@ blkparse's default format prints for them, and those lines go through the blkpar
 (parsers/_blkparse.c). So a binary capture gives the requests, names, remaps, merges and messages its blkparse
 text gives, and a line number in a source read from binary is the line of that event in `blkparse -i` output.
 """
+
 from __future__ import annotations
 
 import re
@@ -91,31 +92,45 @@ def source_name(filenames: list[str]) -> str:
     return f"{m['name']}.blktrace.{_ranges(sorted(_cpu(f) for f in filenames))}"
 
 
-def parse(stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[str, pa.RecordBatch]]:
+def parse(
+    stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES
+) -> Iterator[tuple[str, pa.RecordBatch]]:
     """One file: a per-CPU file alone (by its name), else a merged stream."""
     yield from parse_set([(report.filename, stream)], report, chunk_bytes)
 
 
-def parse_set(members: list[tuple[str, BinaryIO]], report: ParseReport,
-              chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[str, pa.RecordBatch]]:
+def parse_set(
+    members: list[tuple[str, BinaryIO]], report: ParseReport, chunk_bytes: int = CHUNK_BYTES
+) -> Iterator[tuple[str, pa.RecordBatch]]:
     """The files of one capture as one source (blkparse.rebuild over the lines their records render to)."""
     names = [name for name, _ in members]
     per_cpu = all(PER_CPU.match(n) for n in names)
     if len(members) > 1 and not per_cpu:
-        raise ParseError("several files read as one must be the per-CPU files of one capture (NAME.blktrace.<cpu>)",
-                         filename=", ".join(names))
+        raise ParseError(
+            "several files read as one must be the per-CPU files of one capture (NAME.blktrace.<cpu>)",
+            filename=", ".join(names),
+        )
     renderer = _blktrace.Renderer(len(members), per_cpu)
-    report.files = [{"filename": n, "kind": f"blktrace per-CPU file, CPU {_cpu(n)}" if per_cpu
-                     else "blktrace stream (blkparse -d dump or blktrace -o -)"} for n in names]
+    report.files = [
+        {
+            "filename": n,
+            "kind": f"blktrace per-CPU file, CPU {_cpu(n)}"
+            if per_cpu
+            else "blktrace stream (blkparse -d dump or blktrace -o -)",
+        }
+        for n in names
+    ]
     if per_cpu and len(members) > 1:
         cpus = sorted(_cpu(n) for n in names)
         missing = sorted(set(range(cpus[-1] + 1)) - set(cpus))
         if missing:
             base = PER_CPU.match(names[0])["name"]
-            report.note(f"{base}: no file for CPU {_ranges(missing)} ({', '.join(f'{base}.blktrace.{c}' for c in missing[:8])}"
-                        f"{', ...' if len(missing) > 8 else ''}): the I/O traced on "
-                        f"{'that CPU' if len(missing) == 1 else 'those CPUs'} is not in this source (requests whose"
-                        " phases ran there are incomplete)")
+            report.note(
+                f"{base}: no file for CPU {_ranges(missing)} ({', '.join(f'{base}.blktrace.{c}' for c in missing[:8])}"
+                f"{', ...' if len(missing) > 8 else ''}): the I/O traced on "
+                f"{'that CPU' if len(missing) == 1 else 'those CPUs'} is not in this source (requests whose"
+                " phases ran there are incomplete)"
+            )
 
     def chunks() -> Iterator[memoryview]:
         out = bytearray(chunk_bytes)
@@ -150,16 +165,24 @@ def _notes(stats: dict, names: list[str], per_cpu: bool, report: ParseReport) ->
         cpu = _cpu(name)
         if per_cpu and s["records"] and (s["cpu_min"] != cpu or s["cpu_max"] != cpu):
             said = s["cpu_min"] if s["cpu_min"] == s["cpu_max"] else f"{s['cpu_min']}-{s['cpu_max']}"
-            report.note(f"{name}: its records say CPU {said}, not {cpu} as its name does; they are read as recorded"
-                        " (stock blkparse drops them: 'cpu N trace info has error')")
+            report.note(
+                f"{name}: its records say CPU {said}, not {cpu} as its name does; they are read as recorded"
+                " (stock blkparse drops them: 'cpu N trace info has error')"
+            )
         if per_cpu and not s["records"] and not s["notify"]:
             report.note(f"{name}: empty (no I/O was traced on CPU {cpu})")
     if stats["left_out"]:
-        report.note(f"{stats['left_out']:,} records blkparse does not print (abort, driver data, unknown actions) were"
-                    " left out, as blkparse leaves them out")
+        report.note(
+            f"{stats['left_out']:,} records blkparse does not print (abort, driver data, unknown actions) were"
+            " left out, as blkparse leaves them out"
+        )
     if stats["forced"]:
-        report.note(f"{stats['forced']:,} records were placed without waiting for a missing sequence number (more than"
-                    " 4 M records waited): their order may differ from blkparse's")
+        report.note(
+            f"{stats['forced']:,} records were placed without waiting for a missing sequence number (more than"
+            " 4 M records waited): their order may differ from blkparse's"
+        )
     if stats["version8"]:
-        report.note("blk_io_trace2 records (version 8, 64-bit actions): read as blkparse reads version 7; zone"
-                    " operations show as RWBS ZA/ZR/ZX/ZF/ZO/ZC")
+        report.note(
+            "blk_io_trace2 records (version 8, 64-bit actions): read as blkparse reads version 7; zone"
+            " operations show as RWBS ZA/ZR/ZX/ZF/ZO/ZC"
+        )

@@ -18,6 +18,7 @@ A format whose capture can be several files read as one (blktrace's per-CPU file
   parse_set(members: list[tuple[str, BinaryIO]], report) -> Iterator[tuple[str, pa.RecordBatch]]
                                   parse() over a group's files at once; report.files describes each file
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -34,8 +35,9 @@ class ParseError(ValueError):
     """The file is refused whole. Says which file, which line or byte offset (when there is one) and what was
     expected."""
 
-    def __init__(self, message: str, *, filename: str | None = None, line: int | None = None,
-                 offset: int | None = None):
+    def __init__(
+        self, message: str, *, filename: str | None = None, line: int | None = None, offset: int | None = None
+    ):
         self.message = message
         self.filename = filename
         self.line = line
@@ -87,7 +89,8 @@ class ParseReport:
         """The error that refuses a file in which no line could be used, naming the first problem."""
         first = self.examples[0] if self.examples else None
         return ParseError(
-            "no usable event in the file" + (f" ({expected})" if expected else "")
+            "no usable event in the file"
+            + (f" ({expected})" if expected else "")
             + (f"; first problem at line {first.line}: {first.reason}" if first else ""),
             filename=self.filename,
         )
@@ -135,7 +138,9 @@ def chunks_of_lines(stream: BinaryIO, report: ParseReport, chunk_bytes: int = CH
             yield view[:have]
 
 
-def line_chunks(stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[memoryview, int]]:
+def line_chunks(
+    stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES
+) -> Iterator[tuple[memoryview, int]]:
     """Like chunks_of_lines, with the number of each chunk's first line; report.lines advances."""
     first_line = 1
     for chunk in chunks_of_lines(stream, report, chunk_bytes):
@@ -159,8 +164,9 @@ def string_column(cols: dict, name: str, n: int) -> pa.Array:
     valid = np.frombuffer(cols[name + "_valid"], dtype=np.uint8).astype(bool)
     nulls = n - int(np.count_nonzero(valid)) if n else 0
     bitmap = pa.py_buffer(np.packbits(valid, bitorder="little").tobytes()) if nulls else None
-    return pa.StringArray.from_buffers(n, pa.py_buffer(cols[name + "_off"]), pa.py_buffer(cols[name + "_data"]),
-                                       bitmap, nulls)
+    return pa.StringArray.from_buffers(
+        n, pa.py_buffer(cols[name + "_off"]), pa.py_buffer(cols[name + "_data"]), bitmap, nulls
+    )
 
 
 def head_lines(data: bytes, limit: int = 200) -> list[str]:

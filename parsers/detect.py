@@ -2,6 +2,7 @@
 
 Each parser module scores the first lines (sniff); the best score above a threshold wins.
 """
+
 from __future__ import annotations
 
 from types import ModuleType
@@ -29,7 +30,8 @@ def detect(head: bytes, filename: str) -> ModuleType:
             f"this is a binary file of an unknown kind (its first bytes: {head[:8].hex(' ')}); Stallscope reads blktrace "
             "binary files (per-CPU NAME.blktrace.N, blkparse -d dumps), trace-cmd's trace.dat and text traces "
             "(blkparse output, ftrace/trace-cmd report text, bcc offcputime output)",
-            filename=filename, offset=0,
+            filename=filename,
+            offset=0,
         )
     lines = head_lines(head)
     scores = sorted(((p.sniff(lines), i, p) for i, p in enumerate(PARSERS)), key=lambda s: (-s[0], s[1]))

@@ -41,6 +41,7 @@ Tables (times are int64 ns on the trace's own clock; `line` is the 1-based file 
 * fg_calls (VIEWS): the calls with their names, as every read but the derivation's bulk passes uses them.
 * sched_switch, sched_wakeup, trace_events: one row per event line (see TABLES).
 """
+
 from __future__ import annotations
 
 import re
@@ -55,39 +56,96 @@ from .common import CHUNK_BYTES, ParseError, ParseReport, chunks_of_lines, maske
 
 FORMAT = "ftrace"
 
-FG_CALLS = pa.schema([
-    ("line", pa.int64()), ("pid", pa.int64()), ("comm_id", pa.int32()), ("cpu", pa.int32()), ("depth", pa.int32()),
-    ("func_id", pa.int32()), ("entry_ns", pa.int64()), ("exit_ns", pa.int64()), ("duration_ns", pa.int64()),
-    ("parent_line", pa.int64()), ("partial", pa.bool_()), ("exit_line", pa.int64()),
-])
+FG_CALLS = pa.schema(
+    [
+        ("line", pa.int64()),
+        ("pid", pa.int64()),
+        ("comm_id", pa.int32()),
+        ("cpu", pa.int32()),
+        ("depth", pa.int32()),
+        ("func_id", pa.int32()),
+        ("entry_ns", pa.int64()),
+        ("exit_ns", pa.int64()),
+        ("duration_ns", pa.int64()),
+        ("parent_line", pa.int64()),
+        ("partial", pa.bool_()),
+        ("exit_line", pa.int64()),
+    ]
+)
 FG_NAMES = pa.schema([("id", pa.int32()), ("name", pa.string())])
-SCHED_SWITCH = pa.schema([
-    ("line", pa.int64()), ("t_ns", pa.int64()), ("cpu", pa.int32()), ("prev_comm", pa.string()),
-    ("prev_pid", pa.int64()), ("prev_prio", pa.int32()), ("prev_state", pa.string()), ("next_comm", pa.string()),
-    ("next_pid", pa.int64()), ("next_prio", pa.int32()),
-])
-SCHED_WAKEUP = pa.schema([
-    ("line", pa.int64()), ("t_ns", pa.int64()), ("cpu", pa.int32()), ("event", pa.string()),
-    ("waker_pid", pa.int64()), ("waker_comm", pa.string()), ("pid", pa.int64()), ("comm", pa.string()),
-    ("prio", pa.int32()), ("target_cpu", pa.int32()), ("success", pa.bool_()),
-])
-TRACE_EVENTS = pa.schema([
-    ("line", pa.int64()), ("t_ns", pa.int64()), ("cpu", pa.int32()), ("pid", pa.int64()), ("comm", pa.string()),
-    ("event", pa.string()), ("text", pa.string()),
-])
-TABLES = {"fg_call_rows": FG_CALLS, "fg_names": FG_NAMES, "sched_switch": SCHED_SWITCH, "sched_wakeup": SCHED_WAKEUP,
-          "trace_events": TRACE_EVENTS}
-CALL_COLUMNS = ("source_id", "line", "pid", "comm", "cpu", "depth", "func", "entry_ns", "exit_ns", "duration_ns",
-                "parent_line", "partial", "exit_line")  # fg_calls, the view
+SCHED_SWITCH = pa.schema(
+    [
+        ("line", pa.int64()),
+        ("t_ns", pa.int64()),
+        ("cpu", pa.int32()),
+        ("prev_comm", pa.string()),
+        ("prev_pid", pa.int64()),
+        ("prev_prio", pa.int32()),
+        ("prev_state", pa.string()),
+        ("next_comm", pa.string()),
+        ("next_pid", pa.int64()),
+        ("next_prio", pa.int32()),
+    ]
+)
+SCHED_WAKEUP = pa.schema(
+    [
+        ("line", pa.int64()),
+        ("t_ns", pa.int64()),
+        ("cpu", pa.int32()),
+        ("event", pa.string()),
+        ("waker_pid", pa.int64()),
+        ("waker_comm", pa.string()),
+        ("pid", pa.int64()),
+        ("comm", pa.string()),
+        ("prio", pa.int32()),
+        ("target_cpu", pa.int32()),
+        ("success", pa.bool_()),
+    ]
+)
+TRACE_EVENTS = pa.schema(
+    [
+        ("line", pa.int64()),
+        ("t_ns", pa.int64()),
+        ("cpu", pa.int32()),
+        ("pid", pa.int64()),
+        ("comm", pa.string()),
+        ("event", pa.string()),
+        ("text", pa.string()),
+    ]
+)
+TABLES = {
+    "fg_call_rows": FG_CALLS,
+    "fg_names": FG_NAMES,
+    "sched_switch": SCHED_SWITCH,
+    "sched_wakeup": SCHED_WAKEUP,
+    "trace_events": TRACE_EVENTS,
+}
+CALL_COLUMNS = (
+    "source_id",
+    "line",
+    "pid",
+    "comm",
+    "cpu",
+    "depth",
+    "func",
+    "entry_ns",
+    "exit_ns",
+    "duration_ns",
+    "parent_line",
+    "partial",
+    "exit_line",
+)  # fg_calls, the view
 _NAMED = {"comm": "cn.name", "func": "fn.name"}
-VIEWS = {"fg_calls": f"""
+VIEWS = {
+    "fg_calls": f"""
     SELECT {", ".join(f"{_NAMED.get(c, 'c.' + c)} AS {c}" for c in CALL_COLUMNS)} FROM fg_call_rows c
     LEFT JOIN fg_names cn ON cn.source_id = c.source_id AND cn.id = c.comm_id
-    LEFT JOIN fg_names fn ON fn.source_id = c.source_id AND fn.id = c.func_id"""}
+    LEFT JOIN fg_names fn ON fn.source_id = c.source_id AND fn.id = c.func_id"""
+}
 
 REASONS = {
     1: "not an ftrace line (expected 'comm-pid [cpu] timestamp: event: ...' or a function_graph "
-       "'[time |] cpu) [task |] duration | function' line)",
+    "'[time |] cpu) [task |] duration | function' line)",
     2: "bad function_graph body (expected 'func() {', 'func();', '}' or '/* comment */' after the '|')",
     3: "bad function_graph columns",
     4: "bad timestamp",
@@ -101,7 +159,8 @@ REASONS = {
 _EVENT_LINE = re.compile(r"^\s*\S.*-\d+\s+(\(\s*[\d-]+\)\s+)?\[\d+\]\s+(\S+\s+)?\d+(\.\d+)?:\s")
 _FG_LINE = re.compile(
     r"^\s*(\d+\.\d+\s+\|\s+)?(\d+\)\s+)?(.*-\d+\s+\|\s+)?([.\w]{4,5}\s+\|\s+)?([+!#*@$]?\s*[\d.]+\s+us\s+)?\|\s+"
-    r"(\S.*\(.*\)\s*[{;]|}|/\*)")
+    r"(\S.*\(.*\)\s*[{;]|}|/\*)"
+)
 _CTX = re.compile(r"^\s*(\d+\)\s+)?\S.*-\d+\s+=>\s+\S.*-\d+\s*$")
 
 
@@ -164,32 +223,84 @@ def _names(cols: dict) -> pa.RecordBatch:
 def _batches(cols: dict) -> Iterator[tuple[str, pa.RecordBatch]]:
     n = cols["nc"]
     if n:
-        yield "fg_call_rows", pa.RecordBatch.from_arrays([
-            _i64(cols["c_line"]), _i64(cols["c_pid"]), _ids(cols["c_comm"]), _i32(cols["c_cpu"]),
-            _i32(cols["c_depth"]), _ids(cols["c_func"]), _i64(cols["c_entry"]), _i64(cols["c_exit"]),
-            _i64(cols["c_dur"]),
-            _i64(cols["c_parent"]), _bool(cols["c_partial"]), _i64(cols["c_exit_line"]),
-        ], schema=FG_CALLS)
+        yield (
+            "fg_call_rows",
+            pa.RecordBatch.from_arrays(
+                [
+                    _i64(cols["c_line"]),
+                    _i64(cols["c_pid"]),
+                    _ids(cols["c_comm"]),
+                    _i32(cols["c_cpu"]),
+                    _i32(cols["c_depth"]),
+                    _ids(cols["c_func"]),
+                    _i64(cols["c_entry"]),
+                    _i64(cols["c_exit"]),
+                    _i64(cols["c_dur"]),
+                    _i64(cols["c_parent"]),
+                    _bool(cols["c_partial"]),
+                    _i64(cols["c_exit_line"]),
+                ],
+                schema=FG_CALLS,
+            ),
+        )
     n = cols["ns"]
     if n:
-        yield "sched_switch", pa.RecordBatch.from_arrays([
-            _i64(cols["s_line"]), _i64(cols["s_t"]), _i32(cols["s_cpu"]), string_column(cols, "s_pcomm", n),
-            _i64(cols["s_ppid"]), _i32(cols["s_pprio"]), string_column(cols, "s_pstate", n),
-            string_column(cols, "s_ncomm", n), _i64(cols["s_npid"]), _i32(cols["s_nprio"]),
-        ], schema=SCHED_SWITCH)
+        yield (
+            "sched_switch",
+            pa.RecordBatch.from_arrays(
+                [
+                    _i64(cols["s_line"]),
+                    _i64(cols["s_t"]),
+                    _i32(cols["s_cpu"]),
+                    string_column(cols, "s_pcomm", n),
+                    _i64(cols["s_ppid"]),
+                    _i32(cols["s_pprio"]),
+                    string_column(cols, "s_pstate", n),
+                    string_column(cols, "s_ncomm", n),
+                    _i64(cols["s_npid"]),
+                    _i32(cols["s_nprio"]),
+                ],
+                schema=SCHED_SWITCH,
+            ),
+        )
     n = cols["nw"]
     if n:
-        yield "sched_wakeup", pa.RecordBatch.from_arrays([
-            _i64(cols["w_line"]), _i64(cols["w_t"]), _i32(cols["w_cpu"]), string_column(cols, "w_event", n),
-            _i64(cols["w_wpid"]), string_column(cols, "w_wcomm", n), _i64(cols["w_pid"]),
-            string_column(cols, "w_comm", n), _i32(cols["w_prio"]), _i32(cols["w_tcpu"]), _bool(cols["w_succ"]),
-        ], schema=SCHED_WAKEUP)
+        yield (
+            "sched_wakeup",
+            pa.RecordBatch.from_arrays(
+                [
+                    _i64(cols["w_line"]),
+                    _i64(cols["w_t"]),
+                    _i32(cols["w_cpu"]),
+                    string_column(cols, "w_event", n),
+                    _i64(cols["w_wpid"]),
+                    string_column(cols, "w_wcomm", n),
+                    _i64(cols["w_pid"]),
+                    string_column(cols, "w_comm", n),
+                    _i32(cols["w_prio"]),
+                    _i32(cols["w_tcpu"]),
+                    _bool(cols["w_succ"]),
+                ],
+                schema=SCHED_WAKEUP,
+            ),
+        )
     n = cols["ne"]
     if n:
-        yield "trace_events", pa.RecordBatch.from_arrays([
-            _i64(cols["e_line"]), _i64(cols["e_t"]), _i32(cols["e_cpu"]), _i64(cols["e_pid"]),
-            string_column(cols, "e_comm", n), string_column(cols, "e_event", n), string_column(cols, "e_text", n),
-        ], schema=TRACE_EVENTS)
+        yield (
+            "trace_events",
+            pa.RecordBatch.from_arrays(
+                [
+                    _i64(cols["e_line"]),
+                    _i64(cols["e_t"]),
+                    _i32(cols["e_cpu"]),
+                    _i64(cols["e_pid"]),
+                    string_column(cols, "e_comm", n),
+                    string_column(cols, "e_event", n),
+                    string_column(cols, "e_text", n),
+                ],
+                schema=TRACE_EVENTS,
+            ),
+        )
 
 
 _CLOCK = re.compile(r"clock", re.I)
@@ -211,7 +322,9 @@ def _header_notes(report: ParseReport, chunk, cols: dict) -> None:
             report.note(body)
 
 
-def parse(stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[str, pa.RecordBatch]]:
+def parse(
+    stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES
+) -> Iterator[tuple[str, pa.RecordBatch]]:
     state = _funcgraph.new_state()
     rows = 0
 
@@ -240,14 +353,19 @@ def parse(stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES)
         yield from take(cols, chunk)
         if rows == 0 and cols["n_fgtext"] == 0 and cols["n_evline"] == 0 and report.skipped > 1000:
             ex = report.examples[0]
-            raise ParseError(f"no ftrace line in the first {report.skipped} lines; first problem at line {ex.line}: "
-                             f"{ex.reason}", filename=report.filename)
+            raise ParseError(
+                f"no ftrace line in the first {report.skipped} lines; first problem at line {ex.line}: {ex.reason}",
+                filename=report.filename,
+            )
     final = _funcgraph.finish(state)
     if rows == 0 and final["nc"] + final["ns"] + final["nw"] + final["ne"] == 0:
         if report.examples:
             ex = report.examples[0]
-            raise ParseError(f"no ftrace line in the file; first problem at line {ex.line}: {ex.reason}",
-                             filename=report.filename, line=ex.line)
+            raise ParseError(
+                f"no ftrace line in the file; first problem at line {ex.line}: {ex.reason}",
+                filename=report.filename,
+                line=ex.line,
+            )
         raise ParseError("no ftrace event or function_graph line in the file", filename=report.filename)
     yield from take(final)
     if len(final["dict_off"]) > 4:  # the names the calls use (and the tasks' of context-switch markers): not events
@@ -256,14 +374,18 @@ def parse(stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES)
     if final["n_fgtext"]:
         forms.append(f"tracefs function_graph text ({final['n_fgtext']} lines)")
     if final["n_evline"]:
-        tc = any(n.startswith("trace-cmd report header") for n in report.notes) or \
-            final["n_evline_noflags"] * 2 > final["n_evline"]
+        tc = (
+            any(n.startswith("trace-cmd report header") for n in report.notes)
+            or final["n_evline_noflags"] * 2 > final["n_evline"]
+        )
         forms.append(f"{'trace-cmd report' if tc else 'tracefs event text'} ({final['n_evline']} event lines)")
     report.note("ftrace form: " + ", ".join(forms))
     if final["n_lost"]:
         report.note(f"{final['n_lost']} 'events lost/dropped' markers: call trees near them may have partial calls")
     if final["n_tail_mismatch"]:
-        report.note(f"{final['n_tail_mismatch']} exits named a function other than the innermost open call "
-                    "(lost events): the calls in between were kept as partial calls")
+        report.note(
+            f"{final['n_tail_mismatch']} exits named a function other than the innermost open call "
+            "(lost events): the calls in between were kept as partial calls"
+        )
     if final["n_folded_cut"]:
         report.note(f"{final['n_folded_cut']} stack frame lines beyond 256 KiB per stack were dropped")

@@ -69,6 +69,7 @@ offwaketime folded lines (`-` separator) read as offcputime `-d` lines, and wake
 offcputime lines (first frame taken as the comm); folded values must be integers (flamegraph.pl also
 accepts decimals and a second, differential, count column: those lines are skipped with a reason).
 """
+
 from __future__ import annotations
 
 import re
@@ -104,7 +105,9 @@ TABLES = {"offcpu_stacks": OFFCPU_STACKS}
 # ---------------------------------------------------------------------------------------------------
 # line shapes
 
-_HEADER = re.compile(r"^(?:Tracing (?:off-CPU|blocked) time \(us\)|Sampling at \d+ Hertz) .*(?:for \S+ secs?\.|Hit Ctrl-C to end\.)\s*$")
+_HEADER = re.compile(
+    r"^(?:Tracing (?:off-CPU|blocked) time \(us\)|Sampling at \d+ Hertz) .*(?:for \S+ secs?\.|Hit Ctrl-C to end\.)\s*$"
+)
 _HEADER_SECS = re.compile(r"\bfor (\d+(?:\.\d+)?) secs?\.")
 _FOLDED = re.compile(r"^[^\s#;][^;]*(?:;[^;]*)+[ \t]+\d+\s*$")
 _VALUE = re.compile(r"^\s+(\d+)\s*$")
@@ -236,8 +239,9 @@ def _folded_batch(lines: pa.Array, line_nos: np.ndarray, ctx: dict, report: Pars
     if not good.all():
         bi = np.flatnonzero(~good)
         for i in bi[:20]:
-            reason = ("comment line" if comment[i] else
-                      "not a folded stack line (expected 'frame;frame;... <integer count>')")
+            reason = (
+                "comment line" if comment[i] else "not a folded stack line (expected 'frame;frame;... <integer count>')"
+            )
             report.skip(int(line_nos[i]), reason, lines[int(i)].as_py())
         report.skipped += max(0, len(bi) - 20)
         if not good.any():
@@ -368,10 +372,22 @@ def _folded_batch(lines: pa.Array, line_nos: np.ndarray, ctx: dict, report: Pars
     kf = np.where(kcount > 0, kcount, np.where(f_len == 0, 0, kf))
     kv = kv | (kcount > 0) | (f_len == 0)
 
-    kind = pa.DictionaryArray.from_arrays(pa.array(offwake.astype(np.int8)), pa.array(["offcpu", "offwake"])).cast(pa.string())
+    kind = pa.DictionaryArray.from_arrays(pa.array(offwake.astype(np.int8)), pa.array(["offcpu", "offwake"])).cast(
+        pa.string()
+    )
     arrays = [
-        pa.array(rows_line.astype(np.int64)), kind, comm, pid, tid, frames, _int_or_null(kf, kv), waker_comm,
-        pa.nulls(n, pa.int64()), waker_frames, pa.array(values), pa.array(np.zeros(n, bool)),
+        pa.array(rows_line.astype(np.int64)),
+        kind,
+        comm,
+        pid,
+        tid,
+        frames,
+        _int_or_null(kf, kv),
+        waker_comm,
+        pa.nulls(n, pa.int64()),
+        waker_frames,
+        pa.array(values),
+        pa.array(np.zeros(n, bool)),
     ]
     return pa.RecordBatch.from_arrays(arrays, schema=OFFCPU_STACKS)
 
@@ -525,8 +541,17 @@ class _Multi:
                 continue
             m = _ADDR.match(s)
             items.append(("f", m.group(2), int(m.group(1), 16)) if m else ("f", s, None))
-        row = {"line": block[0][0], "value_us": value, "incomplete": value is None, "pid": None, "tid": None,
-               "comm": None, "waker_comm": None, "waker_pid": None, "waker_frames": None}
+        row = {
+            "line": block[0][0],
+            "value_us": value,
+            "incomplete": value is None,
+            "pid": None,
+            "tid": None,
+            "comm": None,
+            "waker_comm": None,
+            "waker_pid": None,
+            "waker_frames": None,
+        }
         types = [it[0] for it in items]
         if "s" in types or "w" in types or "t" in types:
             row["kind"] = "offwake"
@@ -538,7 +563,7 @@ class _Multi:
             stack = [it for it in items if it[0] in "fds"]
             if "s" in types:
                 i = next(k for k, it in enumerate(stack) if it[0] == "s")
-                waker, target = stack[:i], stack[i + 1:]
+                waker, target = stack[:i], stack[i + 1 :]
                 row["waker_frames"] = [it[1] if it[0] == "f" else "-" for it in waker]
             elif "t" in types and "w" in types and types.index("t") < types.index("w"):
                 # wakeuptime: the waker stack, leaf first
@@ -571,7 +596,9 @@ class _Multi:
             if it[0] == "d":
                 return k
         if any(it[2] is not None for it in target):
-            return sum(1 for it in target if (it[2] is not None and it[2] >= _KERNEL_ADDR) or it[1] == "[Missed Kernel Stack]")
+            return sum(
+                1 for it in target if (it[2] is not None and it[2] >= _KERNEL_ADDR) or it[1] == "[Missed Kernel Stack]"
+            )
         if self.ctx.get("scope") == "kernel":
             return len(target)
         if self.ctx.get("scope") == "user":

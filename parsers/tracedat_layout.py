@@ -16,6 +16,7 @@ byte offset where it is (man 5 trace-cmd.dat.v6 / trace-cmd.dat.v7):
 The result (`Layout`) says what the file carries that changes the meaning of its times (clock, offsets,
 multipliers, time-shift, buffer instances): the decoder applies those, the ingest notes them.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -33,9 +34,17 @@ MAX_CHUNK = 128 << 20  # a compressed chunk or section said to hold more than th
 DONE, DATE, CPUSTAT, BUFFER, TRACECLOCK, UNAME, HOOK, OFFSET, CPUCOUNT, VERSION = range(10)
 TIME_SHIFT, GUEST, TSC2NSEC, STRINGS = 12, 13, 14, 15
 HEADER_INFO, FTRACE_EVENTS, EVENT_FORMATS, KALLSYMS, PRINTK, CMDLINES, BUFFER_TEXT = range(16, 23)
-SECTION_NAMES = {HEADER_INFO: "header info", FTRACE_EVENTS: "ftrace event formats", EVENT_FORMATS: "event formats",
-                 KALLSYMS: "kallsyms", PRINTK: "printk formats", CMDLINES: "saved cmdlines", BUFFER: "trace data",
-                 BUFFER_TEXT: "latency trace text", DONE: "options"}
+SECTION_NAMES = {
+    HEADER_INFO: "header info",
+    FTRACE_EVENTS: "ftrace event formats",
+    EVENT_FORMATS: "event formats",
+    KALLSYMS: "kallsyms",
+    PRINTK: "printk formats",
+    CMDLINES: "saved cmdlines",
+    BUFFER: "trace data",
+    BUFFER_TEXT: "latency trace text",
+    DONE: "options",
+}
 SECTION_COMPRESSED = 1
 
 
@@ -80,10 +89,11 @@ class Layout:
         """'trace.dat v7, zstd-compressed, 4 CPUs' as the Sources tab shows it."""
         what = f"trace.dat v{self.version}"
         if self.compression != "none":
-            what += f", {self.compression}-compressed ({self.compressed_sections} sections, " \
-                    f"{self.compressed_chunks} chunks of trace data)"
-        return what + f", {'big' if self.big_endian else 'little'}-endian, {self.long_size * 8}-bit, " \
-                      f"{self.cpus} CPUs"
+            what += (
+                f", {self.compression}-compressed ({self.compressed_sections} sections, "
+                f"{self.compressed_chunks} chunks of trace data)"
+            )
+        return what + f", {'big' if self.big_endian else 'little'}-endian, {self.long_size * 8}-bit, {self.cpus} CPUs"
 
 
 class _Reader:
@@ -91,8 +101,16 @@ class _Reader:
     memory (an option, a section). An error names the file's byte: `base` + the offset for a block stored as is;
     for a decompressed section (`base` None), the section's own offset (`at`) and the offset inside its data."""
 
-    def __init__(self, data: bytes | BinaryIO, size: int, big_endian: bool = False, *, what: str = "",
-                 base: int | None = 0, at: int = 0):
+    def __init__(
+        self,
+        data: bytes | BinaryIO,
+        size: int,
+        big_endian: bool = False,
+        *,
+        what: str = "",
+        base: int | None = 0,
+        at: int = 0,
+    ):
         self.data, self.size, self.what, self.base, self.at = data, size, what, base, at
         self.order = ">" if big_endian else "<"
 
@@ -103,8 +121,11 @@ class _Reader:
 
     def bytes(self, at: int, n: int, what: str) -> bytes:
         if n < 0 or at < 0 or at + n > self.size:
-            end = f"the {self.what} ends {self.size - at} bytes after it" if self.what else \
-                f"the file ends at byte {self.size} (truncated?)"
+            end = (
+                f"the {self.what} ends {self.size - at} bytes after it"
+                if self.what
+                else f"the file ends at byte {self.size} (truncated?)"
+            )
             raise self.error(at, f"{what}: needs {n} bytes, {end}")
         if isinstance(self.data, (bytes, bytearray, memoryview)):
             return bytes(self.data[at : at + n])
@@ -178,8 +199,11 @@ class _Walker:
             raise LayoutError(0, f"not a trace-cmd trace.dat: the magic is {magic!r}, expected {MAGIC!r}")
         text, at = f.cstring(10, "the file version", limit=16)
         if not text.isdigit() or int(text) not in VERSIONS:
-            raise LayoutError(10, f"unknown trace.dat file version {text!r} (versions 6 and 7 are read; "
-                                  "`trace-cmd convert` makes a version 6 or 7 file)")
+            raise LayoutError(
+                10,
+                f"unknown trace.dat file version {text!r} (versions 6 and 7 are read; "
+                "`trace-cmd convert` makes a version 6 or 7 file)",
+            )
         endian = f.bytes(at, 1, "the endianness")[0]
         if endian not in (0, 1):
             raise LayoutError(at, f"endianness byte is {endian}, expected 0 (little) or 1 (big)")
@@ -274,8 +298,11 @@ class _Walker:
             offset = r.num(0, 8, "the buffer's offset")
             name, _ = r.cstring(8, "the buffer's name")
             if offset >= self.size:
-                raise r.error(0, f"buffer instance {name!r} is said to start at byte {offset}, past the end of the "
-                                 f"file ({self.size} bytes): truncated?")
+                raise r.error(
+                    0,
+                    f"buffer instance {name!r} is said to start at byte {offset}, past the end of the "
+                    f"file ({self.size} bytes): truncated?",
+                )
             kind = f.bytes(offset, 10, f"the data kind of buffer instance {name!r}")
             layout.buffers.append(self.v6_data(layout, name, kind, offset))
 
@@ -304,8 +331,11 @@ class _Walker:
             offset = f.num(at, 8, f"CPU {cpu}'s data offset")
             size = f.num(at + 8, 8, f"CPU {cpu}'s data size")
             if size and offset + size > self.size:
-                raise LayoutError(at, f"CPU {cpu}'s trace data is said to lie at bytes {offset}-{offset + size}, "
-                                      f"past the end of the file ({self.size} bytes): truncated?")
+                raise LayoutError(
+                    at,
+                    f"CPU {cpu}'s trace data is said to lie at bytes {offset}-{offset + size}, "
+                    f"past the end of the file ({self.size} bytes): truncated?",
+                )
             buf.cpus.append((cpu, offset, size))
             layout.trace_bytes += size
             at += 16
@@ -322,7 +352,9 @@ class _Walker:
         elif layout.compression == "zlib":
             self.decompress = _inflate
         elif layout.compression != "none":
-            raise LayoutError(at, f"unknown compression algorithm {layout.compression!r} (none, zstd and zlib are read)")
+            raise LayoutError(
+                at, f"unknown compression algorithm {layout.compression!r} (none, zstd and zlib are read)"
+            )
         first = after
         at = f.num(after, 8, "the offset of the first options section")
         seen, buffers = set(), []
@@ -338,8 +370,10 @@ class _Walker:
         for option, r in buffers:
             layout.buffers.append(self.v7_buffer(layout, option, r))
         if HEADER_INFO not in layout.sections:
-            raise LayoutError(first, "the file has no header info section (no HEADER_INFO option): its ring-buffer "
-                                     "pages cannot be decoded")
+            raise LayoutError(
+                first,
+                "the file has no header info section (no HEADER_INFO option): its ring-buffer pages cannot be decoded",
+            )
         if EVENT_FORMATS not in layout.sections and FTRACE_EVENTS not in layout.sections:
             raise LayoutError(first, "the file has no event format section: its events cannot be decoded")
         if not layout.buffers:
@@ -351,8 +385,10 @@ class _Walker:
         f = self.file
         what = SECTION_NAMES.get(expected, f"section {expected}")
         if at >= self.size:
-            raise LayoutError(at, f"the {what} section is said to start here, past the end of the file "
-                                  f"({self.size} bytes): truncated?")
+            raise LayoutError(
+                at,
+                f"the {what} section is said to start here, past the end of the file ({self.size} bytes): truncated?",
+            )
         sid = f.num(at, 2, f"the {what} section's id")
         flags = f.num(at + 2, 2, f"the {what} section's flags")
         size = f.num(at + 8, 8, f"the {what} section's size")
@@ -360,8 +396,11 @@ class _Walker:
             raise LayoutError(at, f"expected the {what} section (id {expected}), found a section with id {sid}")
         data_at = at + 16
         if data_at + size > self.size:
-            raise LayoutError(at + 8, f"the {what} section is said to be {size} bytes, past the end of the file "
-                                      f"({self.size} bytes): truncated?")
+            raise LayoutError(
+                at + 8,
+                f"the {what} section is said to be {size} bytes, past the end of the file "
+                f"({self.size} bytes): truncated?",
+            )
         if expected in (BUFFER, BUFFER_TEXT):  # trace data: read per CPU, in chunks when compressed
             return b"", data_at
         if not flags & SECTION_COMPRESSED:
@@ -391,8 +430,13 @@ class _Walker:
             option = r.num(at, 2, "an option id")
             size = r.num(at + 2, 4, f"the size of option {option}")
             r.bytes(at + 6, size, f"option {option}")
-            body = self.block(layout, r.data[at + 6 : at + 6 + size], f"option {option}",
-                              None if r.base is None else r.base + at + 6, r.at)
+            body = self.block(
+                layout,
+                r.data[at + 6 : at + 6 + size],
+                f"option {option}",
+                None if r.base is None else r.base + at + 6,
+                r.at,
+            )
             if option == DONE:
                 return body.num(0, 8, "the next options section's offset")
             if HEADER_INFO <= option <= CMDLINES:
@@ -422,9 +466,12 @@ class _Walker:
             cpu = r.num(at, 4, "a CPU id")
             cpu_at, size = r.num(at + 4, 8, f"CPU {cpu}'s data offset"), r.num(at + 12, 8, f"CPU {cpu}'s data size")
             if size and (cpu_at < data_at or cpu_at + size > self.size):
-                raise r.error(at, f"CPU {cpu}'s trace data of buffer {name or 'top'!r} is said to lie at bytes "
-                                  f"{cpu_at}-{cpu_at + size}, outside its section (from byte {data_at}) or the file "
-                                  f"({self.size} bytes): truncated?")
+                raise r.error(
+                    at,
+                    f"CPU {cpu}'s trace data of buffer {name or 'top'!r} is said to lie at bytes "
+                    f"{cpu_at}-{cpu_at + size}, outside its section (from byte {data_at}) or the file "
+                    f"({self.size} bytes): truncated?",
+                )
             at += 20
             if size and compressed:
                 self.chunks(layout, cpu_at, size, f"CPU {cpu}'s trace data", page)
@@ -444,8 +491,10 @@ class _Walker:
         for i in range(count):
             usize = self.file.num(at + 4, 4, f"chunk {i + 1} of {what}'s size")
             if page and (usize == 0 or usize % page):
-                raise LayoutError(at + 4, f"chunk {i + 1} of {what} is said to hold {usize} bytes, not a whole number "
-                                          f"of {page}-byte pages")
+                raise LayoutError(
+                    at + 4,
+                    f"chunk {i + 1} of {what} is said to hold {usize} bytes, not a whole number of {page}-byte pages",
+                )
             layout.uncompressed_bytes += len(self.inflate(layout, at, end - at, f"chunk {i + 1} of {what}"))
             at += 8 + self.file.num(at, 4, "a chunk's size")
             layout.compressed_chunks += 1

@@ -49,8 +49,9 @@ def table_counts(store: Store) -> dict[str, int]:
     """Rows of every table an ingest writes: its analysis and sources, the parsers' staged rows, what is derived."""
     con = store.cursor()
     try:
-        return {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
-                for t in ("analyses", "sources", *sorted(PARSER_TABLES), "waits", "chains", "chain_links",
-                          *STAGED_TABLES)}
+        return {
+            t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
+            for t in ("analyses", "sources", *sorted(PARSER_TABLES), "waits", "chains", "chain_links", *STAGED_TABLES)
+        }
     finally:
         con.close()

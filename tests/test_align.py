@@ -1,5 +1,6 @@
 """Clock alignment (backend/derive/align.py): block events of ftrace matched to a blktrace's requests,
 clock names, the fallbacks, and placing a source by hand (PATCH), with the chains linked again."""
+
 from __future__ import annotations
 
 import io
@@ -26,15 +27,24 @@ def _trace_cmd_with_block_events(store, n: int, offset: int = OFFSET, clock_line
         reqs = con.execute(
             "SELECT r.dev, r.rwbs, r.sector, r.nsect, r.i_ns, r.d_ns, r.c_ns, r.comm, r.pid FROM blk_requests r"
             " JOIN sources s ON s.id = r.source_id WHERE s.analysis_id = ? AND r.i_ns IS NOT NULL AND r.d_ns IS NOT NULL"
-            " AND r.c_ns IS NOT NULL ORDER BY r.i_ns LIMIT ?", [aid, n]).fetchall()
+            " AND r.c_ns IS NOT NULL ORDER BY r.i_ns LIMIT ?",
+            [aid, n],
+        ).fetchall()
     finally:
         con.close()
     events = []
     for dev, rwbs, sector, nsect, i, d, c, comm, pid in reqs:
         size = nsect * 512
-        events += [(i, f"{comm}-{pid}", "block_rq_insert", f"{dev} {rwbs} {size} () {sector} + {nsect} be,0,4 [{comm}]"),
-                   (d, "kworker/0:1H-212", "block_rq_issue", f"{dev} {rwbs} {size} () {sector} + {nsect} be,0,4 [kworker/0:1H]"),
-                   (c, "<idle>-0", "block_rq_complete", f"{dev} {rwbs} () {sector} + {nsect} be,0,4 [0]")]
+        events += [
+            (i, f"{comm}-{pid}", "block_rq_insert", f"{dev} {rwbs} {size} () {sector} + {nsect} be,0,4 [{comm}]"),
+            (
+                d,
+                "kworker/0:1H-212",
+                "block_rq_issue",
+                f"{dev} {rwbs} {size} () {sector} + {nsect} be,0,4 [kworker/0:1H]",
+            ),
+            (c, "<idle>-0", "block_rq_complete", f"{dev} {rwbs} () {sector} + {nsect} be,0,4 [0]"),
+        ]
     events.sort()
     lines = ["cpus=2"] + ([clock_line] if clock_line else [])
     for t, task, ev, text in events:
@@ -111,8 +121,10 @@ def test_fallbacks_same_clock_and_start(store, client):
 
 
 def test_window_from_the_header(store, client):
-    dump = (b"Tracing off-CPU time (us) of all threads by kernel stack for 5 secs.\n\n"
-            b"    schedule\n    io_schedule\n    -                dd (1234)\n        300\n\n")
+    dump = (
+        b"Tracing off-CPU time (us) of all threads by kernel stack for 5 secs.\n\n"
+        b"    schedule\n    io_schedule\n    -                dd (1234)\n        300\n\n"
+    )
     aid = _ingest(store, ("o.offcputime.txt", dump), ("b.blkparse.txt", EXT4_BLK.read_bytes()))
     oc = client.get(f"/api/analyses/{aid}").json()["sources"][0]
     assert (oc["t_min_ns"], oc["t_max_ns"], oc["alignment"]["method"]) == (0, 5_000_000_000, "start")
@@ -147,8 +159,12 @@ def test_patch_same_span_and_errors(store, client):
     assert placed["clock_offset_ns"] == ft["t_min_ns"] and placed["t_max_ns"] == ft["t_max_ns"] - ft["t_min_ns"]
     assert placed["alignment"]["detail"].startswith("placed by hand: the span of source")
     bad = [
-        ({"clock_offset_ns": 1, "same_span_as": 1}, 422), ({}, 422), ({"clock_offset_ns": "x"}, 422),
-        ({"same_span_as": 999}, 404), ({"same_span_as": oc["id"]}, 422), ({"clock_offset_ns": 1 << 63}, 422),
+        ({"clock_offset_ns": 1, "same_span_as": 1}, 422),
+        ({}, 422),
+        ({"clock_offset_ns": "x"}, 422),
+        ({"same_span_as": 999}, 404),
+        ({"same_span_as": oc["id"]}, 422),
+        ({"clock_offset_ns": 1 << 63}, 422),
     ]
     for body, status in bad:
         r = client.patch(f"/api/analyses/{aid}/sources/{oc['id']}", json=body)
@@ -156,8 +172,12 @@ def test_patch_same_span_and_errors(store, client):
         assert "detail" in r.json()
     assert client.patch(f"/api/analyses/{aid}/sources/999", json={"clock_offset_ns": 0}).status_code == 404
     assert client.patch(f"/api/analyses/nope/sources/{oc['id']}", json={"clock_offset_ns": 0}).status_code == 404
-    assert client.patch(f"/api/analyses/{aid}/sources/{oc['id']}", content=b"{", headers={
-        "content-type": "application/json"}).status_code == 422
+    assert (
+        client.patch(
+            f"/api/analyses/{aid}/sources/{oc['id']}", content=b"{", headers={"content-type": "application/json"}
+        ).status_code
+        == 422
+    )
 
 
 @pytest.mark.parametrize("offset", [0, -OFFSET, 123_456_789])
@@ -169,8 +189,10 @@ def test_reads_are_on_the_aligned_timeline(store, client, offset):
     moved = client.get(f"/api/analyses/{aid}/requests", params={"order": "time", "limit": 3}).json()
     assert [r["i_ns"] for r in moved] == [r["i_ns"] + offset for r in base]
     t0 = base[1]["q_ns"] + offset  # t_ns, the first event of a request, is its Q here
-    assert client.get(f"/api/analyses/{aid}/requests", params={"order": "time", "t0_ns": t0}).json()[0]["line"] == \
-        base[1]["line"]
+    assert (
+        client.get(f"/api/analyses/{aid}/requests", params={"order": "time", "t0_ns": t0}).json()[0]["line"]
+        == base[1]["line"]
+    )
     d = client.get(f"/api/analyses/{aid}/requests/{sid}/{base[0]['line']}").json()
     assert d["request"]["q_ns"] == base[0]["q_ns"] + offset
     assert [e["t_ns"] for e in d["events"] if e["action"] == "Q"] == [base[0]["q_ns"] + offset]

@@ -1,4 +1,5 @@
 """The JSON API end to end on a fresh database per test, with real traces."""
+
 from __future__ import annotations
 
 import functools
@@ -30,7 +31,8 @@ def test_upload_then_read_everything(client):
     assert re.fullmatch(r"[A-Za-z0-9_-]{22,}", aid)  # >= 128 random bits, URL-safe
     assert body["url"] == f"/a/{aid}"
     assert [(s["filename"], s["format"], s["events"], s["skipped_lines"]) for s in body["sources"]] == [
-        (SEED_FILE.name, "blkparse", 12, 0)]
+        (SEED_FILE.name, "blkparse", 12, 0)
+    ]
     assert client.get("/api/progress/tok1").json()["phase"] == "done"
 
     listed = client.get("/api/analyses").json()
@@ -43,7 +45,14 @@ def test_upload_then_read_everything(client):
     assert len(reqs) == 1
     req = reqs[0]
     assert (req["comm"], req["pid"], req["sector"], req["nsect"], req["rwbs"], req["i2d_ns"], req["d2c_ns"]) == (
-        "xfsaild/sda1", 804, 141698288, 8, "WM", 15626265317, None)
+        "xfsaild/sda1",
+        804,
+        141698288,
+        8,
+        "WM",
+        15626265317,
+        None,
+    )
 
     detail = client.get(f"/api/analyses/{aid}/requests/{req['source_id']}/{req['line']}").json()
     assert [e["action"] for e in detail["events"]] == ["A", "Q", "G", "I", "D"]
@@ -52,13 +61,29 @@ def test_upload_then_read_everything(client):
     assert detail["messages"][3]["message"] == "cfq767A / slice expired t=1"
 
     by_proc = client.get(f"/api/analyses/{aid}/dispatch-summary", params={"by": "process"}).json()
-    assert by_proc == [{"key": "xfsaild/sda1 (804)", "pid": 804, "comm": "xfsaild/sda1", "dev": None, "count": 1,
-                        "i2d": {"n": 1, "p50": 15626265317, "p95": 15626265317, "p99": 15626265317, "max": 15626265317},
-                        "d2c": {"n": 0, "p50": None, "p95": None, "p99": None, "max": None},
-                        "q2c": {"n": 0, "p50": None, "p95": None, "p99": None, "max": None}}]
+    assert by_proc == [
+        {
+            "key": "xfsaild/sda1 (804)",
+            "pid": 804,
+            "comm": "xfsaild/sda1",
+            "dev": None,
+            "count": 1,
+            "i2d": {"n": 1, "p50": 15626265317, "p95": 15626265317, "p99": 15626265317, "max": 15626265317},
+            "d2c": {"n": 0, "p50": None, "p95": None, "p99": None, "max": None},
+            "q2c": {"n": 0, "p50": None, "p95": None, "p99": None, "max": None},
+        }
+    ]
     lot = client.get(f"/api/analyses/{aid}/latency-over-time", params={"buckets": 10}).json()
-    assert lot["series"]["i2d"] == [{"t_ns": 81092472813, "count": 1, "p50_ns": 15626265317, "max_ns": 15626265317,
-                                     "max_source_id": req["source_id"], "max_line": 1}]
+    assert lot["series"]["i2d"] == [
+        {
+            "t_ns": 81092472813,
+            "count": 1,
+            "p50_ns": 15626265317,
+            "max_ns": 15626265317,
+            "max_source_id": req["source_id"],
+            "max_line": 1,
+        }
+    ]
 
 
 def test_demo_filters_and_orders(client, store):
@@ -71,12 +96,16 @@ def test_demo_filters_and_orders(client, store):
     by_time = client.get(f"/api/analyses/{aid}/requests", params={"order": "time", "limit": 20}).json()
     assert [r["line"] for r in by_time] == sorted(r["line"] for r in by_time)
     t0 = worst[0]["i_ns"] - 1_000_000
-    window = client.get(f"/api/analyses/{aid}/requests",
-                        params={"order": "time", "t0_ns": t0, "t1_ns": t0 + 2_000_000, "limit": 1000}).json()
+    window = client.get(
+        f"/api/analyses/{aid}/requests", params={"order": "time", "t0_ns": t0, "t1_ns": t0 + 2_000_000, "limit": 1000}
+    ).json()
     assert window and all(t0 <= r["q_ns"] <= t0 + 2_000_000 for r in window if r["q_ns"] is not None)
     # the detail of a completed request: its phases, a merged bio, a requeue (lines checked in the file)
-    full = next(r for r in client.get(f"/api/analyses/{aid}/requests", params={"order": "d2c", "limit": 1000}).json()
-                if r["merged_bios"] and r["c_ns"] is not None)
+    full = next(
+        r
+        for r in client.get(f"/api/analyses/{aid}/requests", params={"order": "d2c", "limit": 1000}).json()
+        if r["merged_bios"] and r["c_ns"] is not None
+    )
     detail = client.get(f"/api/analyses/{aid}/requests/{full['source_id']}/{full['line']}")
     assert detail.status_code == 200, detail.text
     actions = [e["action"] for e in detail.json()["events"]]
@@ -84,7 +113,9 @@ def test_demo_filters_and_orders(client, store):
     assert detail.json()["events"][-1]["pid"] is None and detail.json()["events"][-1]["error"] == 0
     requeued = client.get(f"/api/analyses/{aid}/requests", params={"order": "time", "limit": 10000}).json()
     (rq,) = [r for r in requeued if r["requeues"]]
-    acts = [e["action"] for e in client.get(f"/api/analyses/{aid}/requests/{rq['source_id']}/{rq['line']}").json()["events"]]
+    acts = [
+        e["action"] for e in client.get(f"/api/analyses/{aid}/requests/{rq['source_id']}/{rq['line']}").json()["events"]
+    ]
     assert (rq["comm"], acts) == ("xfsaild/sda1", ["A", "Q", "G", "I", "D", "R", "D", "C"])
     devs = client.get(f"/api/analyses/{aid}/dispatch-summary", params={"by": "device"}).json()
     assert [(d["key"], d["count"]) for d in devs] == [("8,0", 5000)]
@@ -169,8 +200,9 @@ def test_persists_across_restart(tmp_path):
     s.close()
     s = Store(tmp_path / "p.duckdb")
     con = s.cursor()
-    assert con.execute("SELECT max(i2d_ns) FROM blk_requests r JOIN sources x ON x.id = r.source_id"
-                       " WHERE x.analysis_id = ?", [aid]).fetchall() == [(15626265317,)]
+    assert con.execute(
+        "SELECT max(i2d_ns) FROM blk_requests r JOIN sources x ON x.id = r.source_id WHERE x.analysis_id = ?", [aid]
+    ).fetchall() == [(15626265317,)]
     s.close()
 
 
@@ -196,15 +228,18 @@ def test_two_ingests_at_once_and_reads_during_ingest(store, monkeypatch):
     con = store.cursor()
     seen = []
     while any(t.is_alive() for t in threads):  # reads see only whole analyses
-        n = con.execute("SELECT count(*) FROM blk_requests r JOIN sources s ON s.id = r.source_id"
-                        " JOIN analyses a ON a.id = s.analysis_id").fetchall()[0][0]
+        n = con.execute(
+            "SELECT count(*) FROM blk_requests r JOIN sources s ON s.id = r.source_id"
+            " JOIN analyses a ON a.id = s.analysis_id"
+        ).fetchall()[0][0]
         seen.append(n)
     for t in threads:
         t.join()
     assert not errors
     assert set(seen) <= {0, 5000, 10000}
-    counts = con.execute("SELECT s.analysis_id, count(*) FROM blk_requests r JOIN sources s ON s.id = r.source_id"
-                         " GROUP BY 1").fetchall()
+    counts = con.execute(
+        "SELECT s.analysis_id, count(*) FROM blk_requests r JOIN sources s ON s.id = r.source_id GROUP BY 1"
+    ).fetchall()
     assert sorted(c for _, c in counts) == [5000, 5000]
     assert {r["id"] for r in results} == {a for a, _ in counts}
 
@@ -232,7 +267,7 @@ def test_progress_counts_bytes_and_events_all_the_way(store, monkeypatch):
             f.stream.close()
     sizes, events = [f.size for f in files], [s["events"] for s in created["sources"]]
     parsing = [s for s in seen if s["phase"] == "parsing"]
-    assert [s["phase"] for s in seen[len(parsing):]] == ["deriving", "done"]
+    assert [s["phase"] for s in seen[len(parsing) :]] == ["deriving", "done"]
     assert {s["bytes_total"] for s in seen} == {sum(sizes)}
     read, counted = [s["bytes_read"] for s in parsing], [s["events"] for s in parsing]
     assert read == sorted(read) and counted == sorted(counted)  # never backwards
@@ -300,7 +335,8 @@ def test_streams_end_in_an_error_when_the_parser_fails(store):
         streams.put("t_streamed", batch)
     assert list(streams.workers) == ["t_streamed"]
     assert con.execute("SELECT source_id, count(*), sum(line) FROM t_streamed GROUP BY 1").fetchall() == [
-        (7, 2000, 2 * 499500)]
+        (7, 2000, 2 * 499500)
+    ]
 
 
 def test_failure_after_the_summaries_were_committed_leaves_nothing(store, monkeypatch):
@@ -322,8 +358,20 @@ def test_failure_after_the_summaries_were_committed_leaves_nothing(store, monkey
     assert table_counts(store) == before
     ingest_paths(store, xfs)
     after = table_counts(store)
-    assert all(after[t] > before[t] for t in ("analyses", "fg_call_rows", "fg_names", "waits", "chain_links",
-                                               "task_slices", "tl_lanes", "tl_bins", "tl_meta"))
+    assert all(
+        after[t] > before[t]
+        for t in (
+            "analyses",
+            "fg_call_rows",
+            "fg_names",
+            "waits",
+            "chain_links",
+            "task_slices",
+            "tl_lanes",
+            "tl_bins",
+            "tl_meta",
+        )
+    )
 
 
 def test_file_unreadable_when_hashed_leaves_nothing(store):

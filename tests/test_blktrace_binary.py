@@ -6,6 +6,7 @@ the requests, bios and events tables equal those read from the text, column by c
 returns. Then the byte orders and record versions, a message, the notes of a set, bad input with byte offsets,
 and fuzzing.
 """
+
 from __future__ import annotations
 
 import io
@@ -31,8 +32,10 @@ GOLDENS = [  # (binary files, their DERIVED blkparse text)
     (sorted((BIN / "isotopp-keks").glob("keks.blktrace.*")), "derived-isotopp-keks-8cpu-sdd4-zfs.blkparse.txt"),
     (sorted((BIN / "liuzel01-sda").glob("sda.blktrace.*")), "derived-liuzel01-sda-lvm.blkparse.txt"),
     ([BIN / "takeoverjp-sample" / "sample.blktrace.0"], "derived-takeoverjp-nvme-cpu1.blkparse.txt"),
-    (sorted((BIN / "zzunny97-hadoop-eternity8-partial").glob("sdb.blktrace.*")),
-     "derived-zzunny97-hadoop-sdb-cpu0-1.blkparse.txt"),
+    (
+        sorted((BIN / "zzunny97-hadoop-eternity8-partial").glob("sdb.blktrace.*")),
+        "derived-zzunny97-hadoop-sdb-cpu0-1.blkparse.txt",
+    ),
     ([BIN / "romeus-blkparse-dump" / "trace_x_0_y_1.bin"], "derived-romeus-loop0-dump-x0y1.blkparse.txt"),
 ]
 IDS = ["isotopp-8cpu", "liuzel01-2cpu", "takeoverjp-cpu1", "zzunny97-partial", "romeus-dump"]
@@ -54,6 +57,7 @@ def rendered(members: list[tuple[str, bytes]], read_bytes: int | None = None, mo
     """The lines the records render to, as the text reader gets them."""
     per_cpu = all(blktrace.PER_CPU.match(n) for n, _ in members)
     from parsers import _blktrace
+
     r = _blktrace.Renderer(len(members), per_cpu)
     streams = [io.BytesIO(d) for _, d in members]
     out, parts, end = bytearray(1 << 20), [], 0
@@ -146,7 +150,7 @@ def records(data: bytes):
     at = 0
     while at < len(data):
         fields = HEADER.unpack_from(data, at)
-        yield fields, data[at + 48: at + 48 + fields[-1]]
+        yield fields, data[at + 48 : at + 48 + fields[-1]]
         at += 48 + fields[-1]
 
 
@@ -163,8 +167,9 @@ def big_endian(data: bytes) -> bytes:
 def version8(data: bytes, order: str = "<") -> bytes:
     out = bytearray()
     for (magic, seq, t, sector, size, action, pid, dev, cpu, err, pdu_len), pdu in records(data):
-        out += struct.pack(order + "IIQQIIQIIHH12x", magic & ~0xFF | 8, seq, t, sector, size, pid, action, dev, cpu,
-                           err, pdu_len)
+        out += struct.pack(
+            order + "IIQQIIQIIHH12x", magic & ~0xFF | 8, seq, t, sector, size, pid, action, dev, cpu, err, pdu_len
+        )
         out += pdu
     return bytes(out)
 
@@ -177,8 +182,7 @@ def test_other_byte_order_and_version_8_render_the_same(convert):
 
 
 def record(seq, t, action, pid=0, dev=(8, 0), cpu=0, sector=0, size=0, pdu=b"", err=0):
-    return HEADER.pack(0x65617407, seq, t, sector, size, action, pid, dev[0] << 20 | dev[1], cpu, err,
-                       len(pdu)) + pdu
+    return HEADER.pack(0x65617407, seq, t, sector, size, action, pid, dev[0] << 20 | dev[1], cpu, err, len(pdu)) + pdu
 
 
 Q, D, C, W = 1 | 1 << 20, 7 | 1 << 22, 8 | 1 << 23, 1 << 17
@@ -188,19 +192,22 @@ PROCESS, MESSAGE = 0x04000000, 0x04000002
 def test_messages_and_names_from_notify_records():
     """A process record names its pid; a message (CFQ's `m` line) is printed at its time, with sequence 0 and pid 0
     as blkparse 1.2 prints it, and read by the text reader as a scheduler message."""
-    data = b"".join([
-        record(0, 1000, PROCESS, pid=42, pdu=b"fio\0\0\0\0\0\0\0\0\0\0\0\0\0"),
-        record(1, 1000, Q | W, pid=42, sector=100, size=4096),
-        record(0, 1500, MESSAGE, pid=42, pdu=b"cfq42 insert_request\0"),
-        record(2, 2000, D | W, pid=42, sector=100, size=4096),
-        record(3, 9000, C | W, pid=0, sector=100, size=4096),
-    ])
+    data = b"".join(
+        [
+            record(0, 1000, PROCESS, pid=42, pdu=b"fio\0\0\0\0\0\0\0\0\0\0\0\0\0"),
+            record(1, 1000, Q | W, pid=42, sector=100, size=4096),
+            record(0, 1500, MESSAGE, pid=42, pdu=b"cfq42 insert_request\0"),
+            record(2, 2000, D | W, pid=42, sector=100, size=4096),
+            record(3, 9000, C | W, pid=0, sector=100, size=4096),
+        ]
+    )
     text = rendered([("fio.blktrace.0", data)])
     assert text == (
         b"  8,0    0        1     0.000000000    42  Q   W 100 + 8 [fio]\n"
         b"  8,0    0        0     0.000000500     0  m   N cfq42 insert_request\n"
         b"  8,0    0        2     0.000001000    42  D   W 100 + 8 [fio]\n"
-        b"  8,0    0        3     0.000008000     0  C   W 100 + 8 [0]\n")
+        b"  8,0    0        3     0.000008000     0  C   W 100 + 8 [0]\n"
+    )
     got, report = parse_binary_bytes([("fio.blktrace.0", data)])
     assert got["blk_requests"].to_pylist()[0]["comm"] == "fio"
     assert got["blk_events"].to_pylist()[0]["message"] == "cfq42 insert_request"
@@ -215,6 +222,7 @@ def parse_binary_bytes(members: list[tuple[str, bytes]]):
 
 def blkparse_of(files: dict[str, bytes], name: str, tmp=Path("/tmp")) -> bytes:
     import tempfile
+
     with tempfile.TemporaryDirectory() as d:
         for n, data in files.items():
             (Path(d) / n).write_bytes(data)
@@ -245,8 +253,10 @@ def test_an_empty_per_cpu_file_belongs_to_its_set():
 def test_grouping_and_names():
     names = ["sdb.blktrace.1", "notes.txt", "sda.blktrace.10", "sdb.blktrace.0", "dump.bin", "sda.blktrace.2"]
     assert blktrace.group(names) == [[3, 0], [1], [5, 2], [4]]
-    assert blktrace.source_name(["sda.blktrace.0", "sda.blktrace.1", "sda.blktrace.2", "sda.blktrace.5"]) == \
-        "sda.blktrace.0-2,5"
+    assert (
+        blktrace.source_name(["sda.blktrace.0", "sda.blktrace.1", "sda.blktrace.2", "sda.blktrace.5"])
+        == "sda.blktrace.0-2,5"
+    )
 
 
 # ---- bad input ------------------------------------------------------------------------------------------------------
@@ -279,9 +289,10 @@ def test_a_file_cut_mid_record_is_refused_at_that_records_offset():
 def test_a_corrupt_magic_is_refused_with_its_offset():
     data = bytearray(SDA0.read_bytes())
     at = offsets(bytes(data))[57]
-    data[at: at + 4] = b"\xde\xad\xbe\xef"
-    e = refusal([("sda.blktrace.1", (BIN / "liuzel01-sda" / "sda.blktrace.1").read_bytes()),
-                 ("sda.blktrace.0", bytes(data))])
+    data[at : at + 4] = b"\xde\xad\xbe\xef"
+    e = refusal(
+        [("sda.blktrace.1", (BIN / "liuzel01-sda" / "sda.blktrace.1").read_bytes()), ("sda.blktrace.0", bytes(data))]
+    )
     assert (e.filename, e.offset) == ("sda.blktrace.0", at) and "bad magic 0xefbeadde" in e.message
 
 
@@ -301,10 +312,13 @@ def test_an_unknown_version_and_an_unknown_binary_are_refused():
     assert e.offset == at and "unsupported blktrace record version 9" in e.message
     with pytest.raises(ParseError) as e:
         detect(b"\x7fELF\x02\x01\x01\x00" + bytes(200), "vmlinux")
-    assert e.value.offset == 0 and "binary file of an unknown kind" in str(e.value) and "vmlinux, byte 0" in str(e.value)
+    assert (
+        e.value.offset == 0 and "binary file of an unknown kind" in str(e.value) and "vmlinux, byte 0" in str(e.value)
+    )
 
 
 # ---- fuzz -----------------------------------------------------------------------------------------------------------
+
 
 def mutate(data: bytes, rng: random.Random) -> bytes:
     data = bytearray(data)
@@ -317,9 +331,9 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
             field = rng.choice([24, 28, 36, 40, 46])
             start = at - at % 48 + field
             if start + 2 <= len(data):
-                data[start: start + 2] = rng.randbytes(2)
+                data[start : start + 2] = rng.randbytes(2)
         elif kind < 0.85:
-            del data[at: at + rng.randint(1, 60)]
+            del data[at : at + rng.randint(1, 60)]
         else:
             data[at:at] = rng.randbytes(rng.randint(1, 60))
     return bytes(data)
@@ -348,8 +362,10 @@ def test_mutated_binaries_never_crash(seed):
 
 # ---- ingest: a set is one source ----------------------------------------------------------------------------------
 
+
 def ingest(store, members: list[tuple[str, bytes]]):
     from backend.ingest import InputFile
+
     return store.ingest([InputFile(n, io.BytesIO(d), len(d)) for n, d in members])
 
 
@@ -364,6 +380,7 @@ def test_a_capture_and_its_text_ingest_to_the_same_rows(store, paths, text):
     """Dropped together, a capture's files and its blkparse text: the set is one source, the text another, and
     every table holds the same rows for both (the derived requests' durations included)."""
     import hashlib
+
     members = [(p.name, p.read_bytes()) for p in paths] + [(text, (TEXT / text).read_bytes())]
     created = ingest(store, members)
     binary, textual = created["sources"]
@@ -375,10 +392,15 @@ def test_a_capture_and_its_text_ingest_to_the_same_rows(store, paths, text):
     for table in ("blk_requests", "blk_bios", "blk_events", "blk_top"):
         assert columns(con, binary["id"], table) == columns(con, textual["id"], table), table
     sha, files = con.execute("SELECT sha256, files FROM sources WHERE id = ?", [binary["id"]]).fetchall()[0]
-    manifest = "".join(f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}\n"  # sha256sum's lines, by name
-                       for p in sorted(paths, key=lambda p: p.name.encode()))
-    assert sha == (hashlib.sha256(manifest.encode()).hexdigest() if len(paths) > 1
-                   else hashlib.sha256(paths[0].read_bytes()).hexdigest())
+    manifest = "".join(
+        f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}\n"  # sha256sum's lines, by name
+        for p in sorted(paths, key=lambda p: p.name.encode())
+    )
+    assert sha == (
+        hashlib.sha256(manifest.encode()).hexdigest()
+        if len(paths) > 1
+        else hashlib.sha256(paths[0].read_bytes()).hexdigest()
+    )
     assert [f["filename"] for f in json.loads(files)] == [p.name for p in paths]
 
 

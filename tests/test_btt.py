@@ -98,10 +98,15 @@ def _binary(name: str) -> list[tuple[str, object]]:
     return [(p.name, open(p, "rb")) for p in sorted((BINARY / name).iterdir())]
 
 
-@pytest.mark.parametrize("name, golden", [
-    ("liuzel01-sda", "binary-liuzel01-sda"), ("isotopp-keks", "binary-isotopp-keks"),
-    ("zzunny97-hadoop-eternity8-partial", "binary-zzunny97"), ("takeoverjp-sample", "binary-takeoverjp"),
-])
+@pytest.mark.parametrize(
+    "name, golden",
+    [
+        ("liuzel01-sda", "binary-liuzel01-sda"),
+        ("isotopp-keks", "binary-isotopp-keks"),
+        ("zzunny97-hadoop-eternity8-partial", "binary-zzunny97"),
+        ("takeoverjp-sample", "binary-takeoverjp"),
+    ],
+)
 def test_blktrace_binary_sets_give_btts_figures(name, golden):
     members = _binary(name)
     try:
@@ -134,8 +139,11 @@ def test_dispatch_summary_shows_btts_figures_beside_the_requests(store):
     con = store.cursor()
     (dev,) = [g for g in dispatch_summary(con, aid, "device") if g["dev"] == "8,0"]
     assert dev["btt"] is not None
-    got = {("8,0", r["metric"]): as_btt_prints(r["n"], r["min_ns"], r["max_ns"], r["total_ns"]) for r in dev["btt"]
-           if r["metric"] != "M2D"}
+    got = {
+        ("8,0", r["metric"]): as_btt_prints(r["n"], r["min_ns"], r["max_ns"], r["total_ns"])
+        for r in dev["btt"]
+        if r["metric"] != "M2D"
+    }
     assert got == btt_per_device(GOLDEN / (path.name + ".btt.avg"))
     assert [r["metric"] for r in dev["btt"]] == sorted((r["metric"] for r in dev["btt"]), key=BTT_METRICS.index)
     # per request: 109 requests dispatched and completed; btt counts 113 D2C (4 merged bios each get one)

@@ -11,8 +11,9 @@ STALLSCOPE = [sys.executable, "-m", "backend.cli"]
 
 
 def run(*args, env=None):
-    return subprocess.run([*STALLSCOPE, *args], capture_output=True, text=True, cwd=REPO,
-                          env={**os.environ, **(env or {})}, timeout=120)
+    return subprocess.run(
+        [*STALLSCOPE, *args], capture_output=True, text=True, cwd=REPO, env={**os.environ, **(env or {})}, timeout=120
+    )
 
 
 def test_ingest_json(tmp_path):

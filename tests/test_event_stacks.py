@@ -1,5 +1,6 @@
 """Stacks the trace recorded itself (trace-cmd record -T, the stacktrace trigger, userstacktrace) attached to the wait
 or wake-up they belong to: the stack events right after an event on its CPU, written as the same task."""
+
 from __future__ import annotations
 
 import pytest
@@ -29,8 +30,10 @@ def langraph(langraph_store):  # an app per test (the server's settings are a te
 
 
 def test_frames_of_a_stack_event():
-    text = "<stack trace >\n=> __traceiter_sched_switch (ffffffffa88f47ff)\n=> __schedule (ffffffffa95a7aa6)\n" \
-           "=> schedule (ffffffffa95a7d4e)\n=> do_nanosleep (ffffffffa95ac406)"
+    text = (
+        "<stack trace >\n=> __traceiter_sched_switch (ffffffffa88f47ff)\n=> __schedule (ffffffffa95a7aa6)\n"
+        "=> schedule (ffffffffa95a7d4e)\n=> do_nanosleep (ffffffffa95ac406)"
+    )
     assert frames_of_stack_text(text) == ["do_nanosleep", "schedule", "__schedule"]
     assert frames_of_stack_text("<stack trace>\n => a\n => b") == ["b", "a"]
     assert frames_of_stack_text("<user stack trace>\n =>  <00007f0a1b2c3d4e>") == ["<00007f0a1b2c3d4e>"]
@@ -47,10 +50,22 @@ def test_langraph_waits_carry_their_stacks_and_locks(langraph):
     # jbd2 commit: switched out (D) at line 120324 (CPU 0), its kernel_stack at line 120333, 4 µs later (other CPUs'
     # events in between); io_schedule <- bit_wait_io <- __wait_on_buffer <- jbd2_journal_commit_transaction
     (j,) = [w for w in waits if w["line"] == 120324]
-    assert (j["comm"], j["pid"], j["lock"], j["duration_ns"]) == ("jbd2/sda3-8", 216, "__wait_on_buffer via I/O",
-                                                                  229746000)
-    assert j["stack"][-8:] == ["jbd2_journal_commit_transaction", "__wait_on_buffer", "out_of_line_wait_on_bit",
-                               "__wait_on_bit", "bit_wait_io", "io_schedule", "schedule", "__schedule"]
+    assert (j["comm"], j["pid"], j["lock"], j["duration_ns"]) == (
+        "jbd2/sda3-8",
+        216,
+        "__wait_on_buffer via I/O",
+        229746000,
+    )
+    assert j["stack"][-8:] == [
+        "jbd2_journal_commit_transaction",
+        "__wait_on_buffer",
+        "out_of_line_wait_on_bit",
+        "__wait_on_bit",
+        "bit_wait_io",
+        "io_schedule",
+        "schedule",
+        "__schedule",
+    ]
     assert "stack from the kernel_stack event at line 120333 (same CPU and task, 4.0 µs after it)" in j["evidence"]
     # woken by the I/O completion in the softirq on CPU 0's idle task: the waker's stack from line 127457
     assert j["waker_pid"] == 0 and "the waker's stack from the kernel_stack event at line 127457" in j["evidence"]
@@ -105,8 +120,16 @@ def test_tracefs_stacks_by_the_kernels_rules(client, store):
     waits = {w["line"]: w for w in client.get(f"/api/analyses/{aid}/waits", params={"idle": True}).json()}
     k = waits[3]
     # the kernel stack (line 4) then the user stack (line 12) follow the switch on CPU 1: user frames, then kernel's
-    assert k["stack"] == ["<00007f0000002000>", "<00007f0000001000>", "worker", "__folio_lock", "folio_wait_bit_common",
-                          "io_schedule", "schedule", "__schedule"]
+    assert k["stack"] == [
+        "<00007f0000002000>",
+        "<00007f0000001000>",
+        "worker",
+        "__folio_lock",
+        "folio_wait_bit_common",
+        "io_schedule",
+        "schedule",
+        "__schedule",
+    ]
     assert k["lock"] == "__folio_lock via io_schedule"
     assert "stack from the kernel_stack event at line 4 and user_stack event at line 12" in k["evidence"]
     assert k["waker_stack"] == ["end_bio", "folio_unlock", "wake_up_page_bit", "try_to_wake_up"]

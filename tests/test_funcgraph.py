@@ -5,6 +5,7 @@ Every value asserted below was checked by hand against the trace lines named nex
 Golden summaries (tests/golden/funcgraph/*.json) are rewritten with UPDATE_GOLDEN=1; their counts were checked
 as written in SAMPLE_CHECKS.
 """
+
 from __future__ import annotations
 
 import io
@@ -42,9 +43,11 @@ def parse_bytes(data: bytes, chunk_bytes: int | None = None) -> tuple[dict[str, 
     names = {r["id"]: r["name"] for r in out.pop("fg_names")}
     assert sorted(names) == list(range(len(names)))  # ids 0..n-1: a call's func_id indexes the source's names
     # the calls as the fg_calls view shows them: with their names
-    out["fg_calls"] = [{k: v for k, v in r.items() if not k.endswith("_id")}
-                       | {"comm": names.get(r["comm_id"]), "func": names.get(r["func_id"])}
-                       for r in out.pop("fg_call_rows")]
+    out["fg_calls"] = [
+        {k: v for k, v in r.items() if not k.endswith("_id")}
+        | {"comm": names.get(r["comm_id"]), "func": names.get(r["func_id"])}
+        for r in out.pop("fg_call_rows")
+    ]
     for rows in out.values():
         rows.sort(key=lambda r: (r["line"], r.get("exit_line") or 0))
     return out, report
@@ -65,78 +68,179 @@ def call(out: dict, line: int) -> dict:
 
 # ------------------------------------------------------------------------------------------------ seed excerpt
 
+
 def test_seed_excerpt_file_writer_stall():
     out, rep = parse_file(SEED)
     assert (rep.lines, rep.skipped) == (120, 0)
-    assert {t: len(r) for t, r in out.items()} == {"fg_calls": 90, "sched_switch": 2, "sched_wakeup": 1,
-                                                    "trace_events": 1}
+    assert {t: len(r) for t, r in out.items()} == {
+        "fg_calls": 90,
+        "sched_switch": 2,
+        "sched_wakeup": 1,
+        "trace_events": 1,
+    }
     # lines 92-94: xfs_iomap() { xfs_ilock() { down_write() { at 358613.968921 by file_writer-30495 on CPU 13;
     # after the switch back (line 113) lines 114-116 are __math_state_restore(); finish_task_switch() { },
     # then the exits at lines 117 (316673.836 us), 118 (316675.180 us), 119 (316675.750 us) close, innermost
     # first, down_write, xfs_ilock, xfs_iomap.
     down_write, xfs_ilock, xfs_iomap = call(out, 94), call(out, 93), call(out, 92)
     assert down_write == {
-        "line": 94, "pid": 30495, "comm": "file_writer", "cpu": 13, "depth": 10, "func": "down_write",
-        "entry_ns": 358613968921000, "exit_ns": 358614285596000, "duration_ns": 316673836, "parent_line": 93, "partial": False, "exit_line": 117}
+        "line": 94,
+        "pid": 30495,
+        "comm": "file_writer",
+        "cpu": 13,
+        "depth": 10,
+        "func": "down_write",
+        "entry_ns": 358613968921000,
+        "exit_ns": 358614285596000,
+        "duration_ns": 316673836,
+        "parent_line": 93,
+        "partial": False,
+        "exit_line": 117,
+    }
     assert (xfs_ilock["func"], xfs_ilock["parent_line"], xfs_ilock["exit_line"], xfs_ilock["duration_ns"]) == (
-        "xfs_ilock", 92, 118, 316675180)
+        "xfs_ilock",
+        92,
+        118,
+        316675180,
+    )
     assert (xfs_iomap["func"], xfs_iomap["parent_line"], xfs_iomap["exit_line"], xfs_iomap["duration_ns"]) == (
-        "xfs_iomap", 91, 119, 316675750)
+        "xfs_iomap",
+        91,
+        119,
+        316675750,
+    )
     assert xfs_iomap["entry_ns"] == 358613968921000 and xfs_iomap["exit_ns"] == 358614285597000
     # the two calls made after the wake-up nest under down_write (its open frame at that time)
     assert (call(out, 114)["func"], call(out, 114)["parent_line"], call(out, 114)["duration_ns"]) == (
-        "__math_state_restore", 94, 575)
+        "__math_state_restore",
+        94,
+        575,
+    )
     assert (call(out, 115)["func"], call(out, 115)["exit_line"], call(out, 115)["duration_ns"]) == (
-        "finish_task_switch", 116, 698)
+        "finish_task_switch",
+        116,
+        698,
+    )
     # line 120: xfs_bmapi() { still open at the end, under __xfs_get_blocks (line 91)
     assert call(out, 120) | {} == {
-        "line": 120, "pid": 30495, "comm": "file_writer", "cpu": 13, "depth": 8, "func": "xfs_bmapi",
-        "entry_ns": 358614285597000, "exit_ns": None, "duration_ns": None, "parent_line": 91,
-        "partial": True, "exit_line": None}
+        "line": 120,
+        "pid": 30495,
+        "comm": "file_writer",
+        "cpu": 13,
+        "depth": 8,
+        "func": "xfs_bmapi",
+        "entry_ns": 358614285597000,
+        "exit_ns": None,
+        "duration_ns": None,
+        "parent_line": 91,
+        "partial": True,
+        "exit_line": None,
+    }
     # the chain of file_writer's open calls from line 91 down to the root handle_mm_fault (line 77)
     chain, line = [], 91
     while line is not None:
         c = call(out, line)
         chain.append(c["func"])
         line = c["parent_line"]
-    assert chain == ["__xfs_get_blocks", "xfs_get_blocks", "__block_prepare_write", "block_prepare_write",
-                     "block_page_mkwrite", "xfs_vm_page_mkwrite", "__do_fault", "handle_mm_fault"]
+    assert chain == [
+        "__xfs_get_blocks",
+        "xfs_get_blocks",
+        "__block_prepare_write",
+        "block_prepare_write",
+        "block_page_mkwrite",
+        "xfs_vm_page_mkwrite",
+        "__do_fault",
+        "handle_mm_fault",
+    ]
 
 
 def test_seed_excerpt_other_tasks_and_events():
     out, rep = parse_file(SEED)
     # xfsconvertd/7-251: lines 60-61 xfs_buf_lock() { down() { never return in the excerpt: open calls
     down = call(out, 61)
-    assert (down["func"], down["pid"], down["comm"], down["cpu"], down["parent_line"], down["partial"],
-            down["exit_ns"], down["entry_ns"]) == ("down", 251, "xfsconvertd/7", 7, 60, True, None, 358613942886000)
+    assert (
+        down["func"],
+        down["pid"],
+        down["comm"],
+        down["cpu"],
+        down["parent_line"],
+        down["partial"],
+        down["exit_ns"],
+        down["entry_ns"],
+    ) == ("down", 251, "xfsconvertd/7", 7, 60, True, None, 358613942886000)
     # flush-8:0-505 (comm with '-' and ':'): line 72 down_read() { open, under xfs_ilock (71)
     assert (call(out, 72)["func"], call(out, 72)["pid"], call(out, 72)["comm"], call(out, 72)["parent_line"]) == (
-        "down_read", 505, "flush-8:0", 71)
+        "down_read",
+        505,
+        "flush-8:0",
+        71,
+    )
     # xfslogd/7-219, line 98: "! 385801.165 us | }" with no entry in the excerpt -> an exit-only partial call,
     # entry_ns = 358614.285353 s - 385801.165 us
     x = call(out, 98)
     assert (x["pid"], x["func"], x["partial"], x["exit_ns"], x["duration_ns"], x["entry_ns"], x["parent_line"]) == (
-        219, None, True, 358614285353000, 385801165, 358614285353000 - 385801165, None)
+        219,
+        None,
+        True,
+        358614285353000,
+        385801165,
+        358614285353000 - 385801165,
+        None,
+    )
     # line 111: up() { open when the excerpt ends, under xfs_buf_unlock (line 110)
     assert (call(out, 111)["func"], call(out, 111)["parent_line"], call(out, 111)["partial"]) == ("up", 110, True)
     # line 73: print: 00000000 delay start
-    assert out["trace_events"] == [{"line": 73, "t_ns": 358613968909000, "cpu": 13, "pid": 30495,
-                                    "comm": "file_writer", "event": "print", "text": "delay start"}]
+    assert out["trace_events"] == [
+        {
+            "line": 73,
+            "t_ns": 358613968909000,
+            "cpu": 13,
+            "pid": 30495,
+            "comm": "file_writer",
+            "event": "print",
+            "text": "delay start",
+        }
+    ]
     # line 95: old form "task file_reader:31161 [89] (S) ==> xfslogd/7:219 [120]"; line 113 swapper (R)
     assert out["sched_switch"][0] == {
-        "line": 95, "t_ns": 358614285351000, "cpu": 7, "prev_comm": "file_reader", "prev_pid": 31161,
-        "prev_prio": 89, "prev_state": "S", "next_comm": "xfslogd/7", "next_pid": 219, "next_prio": 120}
-    assert (out["sched_switch"][1]["prev_comm"], out["sched_switch"][1]["prev_state"],
-            out["sched_switch"][1]["next_pid"], out["sched_switch"][1]["next_prio"]) == ("swapper", "R", 30495, 79)
+        "line": 95,
+        "t_ns": 358614285351000,
+        "cpu": 7,
+        "prev_comm": "file_reader",
+        "prev_pid": 31161,
+        "prev_prio": 89,
+        "prev_state": "S",
+        "next_comm": "xfslogd/7",
+        "next_pid": 219,
+        "next_prio": 120,
+    }
+    assert (
+        out["sched_switch"][1]["prev_comm"],
+        out["sched_switch"][1]["prev_state"],
+        out["sched_switch"][1]["next_pid"],
+        out["sched_switch"][1]["next_prio"],
+    ) == ("swapper", "R", 30495, 79)
     # line 112: "task xfsconvertd/7:251 [120] success=1 [007]" printed by xfslogd/7-219
-    assert out["sched_wakeup"] == [{
-        "line": 112, "t_ns": 358614285381000, "cpu": 7, "event": "sched_wakeup", "waker_pid": 219,
-        "waker_comm": "xfslogd/7", "pid": 251, "comm": "xfsconvertd/7", "prio": 120, "target_cpu": 7,
-        "success": True}]
+    assert out["sched_wakeup"] == [
+        {
+            "line": 112,
+            "t_ns": 358614285381000,
+            "cpu": 7,
+            "event": "sched_wakeup",
+            "waker_pid": 219,
+            "waker_comm": "xfslogd/7",
+            "pid": 251,
+            "comm": "xfsconvertd/7",
+            "prio": 120,
+            "target_cpu": 7,
+            "success": True,
+        }
+    ]
     assert any("trace-cmd report" in n for n in rep.notes)
 
 
 # ------------------------------------------------------------------------------------------------ public samples
+
 
 def summary(path: Path) -> dict:
     out, rep = parse_file(path)
@@ -170,34 +274,37 @@ SAMPLE_CHECKS = {
     "packt-lkd-ping-funcgraph-latency-format.txt": dict(lines=3031, skipped=0, rows={"fg_calls": 1987}),
     # 655 lines: 16 header, 2 ctx-switch blocks of 4 lines (grep -c " => "); 611 '/* */' comment lines (grep '/\*' | grep -vc '} /\*'),
     # 560 without an 'event_name: ' prefix (syscalls), 51 named events (consume_skb, napi_poll, ...)
-    "packt-lkd-ping-funcgraph-latency-with-syscall-events.txt": dict(lines=655, skipped=0,
-                                                                     rows={"fg_calls": 15, "trace_events": 611}),
+    "packt-lkd-ping-funcgraph-latency-with-syscall-events.txt": dict(
+        lines=655, skipped=0, rows={"fg_calls": 15, "trace_events": 611}
+    ),
     # the hand-inserted '[ ... <truncated> ... ]' (line 20) is the only skipped line
     "packt-lkd-pingreport-condensed-latency-overrun.txt": dict(lines=3481, skipped=1),
     # 320 lines, 4 header + 4 lines of one ctx block: 312 graph lines, none skipped
     "pengdonglin137-funcgraph-args-retaddr-retval-6x.txt": dict(lines=320, skipped=0),
     # 13900 event lines: 1742 sched_switch (grep -c), 1832 sched_wakeup/waking/wakeup_new, the rest other events
-    "langraph-tracefs-events-record-tgid.log": dict(lines=13900, skipped=0,
-                                                    rows={"sched_switch": 1742, "sched_wakeup": 1832,
-                                                          "trace_events": 10326, "fg_calls": 0}),
+    "langraph-tracefs-events-record-tgid.log": dict(
+        lines=13900, skipped=0, rows={"sched_switch": 1742, "sched_wakeup": 1832, "trace_events": 10326, "fg_calls": 0}
+    ),
     # 150 lines - 11 header = 139 events: 82 sched_switch + 57 sched_wakeup (grep -c)
-    "tracecompass-tracefs-nop-events-android-sched.txt": dict(lines=150, skipped=0,
-                                                              rows={"sched_switch": 82, "sched_wakeup": 57}),
+    "tracecompass-tracefs-nop-events-android-sched.txt": dict(
+        lines=150, skipped=0, rows={"sched_switch": 82, "sched_wakeup": 57}
+    ),
     # 155 - 9 header = 146: 28 switch, 24 waking+wakeup, 94 irq/softirq/hrtimer/... events
-    "tracecompass-tracefs-nop-events-critical-path.txt": dict(lines=155, skipped=0,
-                                                              rows={"sched_switch": 28, "sched_wakeup": 24,
-                                                                    "trace_events": 94}),
+    "tracecompass-tracefs-nop-events-critical-path.txt": dict(
+        lines=155, skipped=0, rows={"sched_switch": 28, "sched_wakeup": 24, "trace_events": 94}
+    ),
     # 4428 lines = cpus=4 + 4427 sched_switch lines (grep -c 'sched_switch:' = 4427)
     "derived-elainecole-report-sched_switch.txt": dict(lines=4428, skipped=0, rows={"sched_switch": 4427}),
     # 20700 kernel_stack events (their '=> ...' lines folded), 5595 x3 softirq, 267 x2 irq; 2255 switch, 1126 waking
-    "derived-langraph-report-sched-softirq-kstack.txt": dict(lines=335333, skipped=0,
-                                                             rows={"sched_switch": 2255, "sched_wakeup": 1126,
-                                                                   "trace_events": 38019}),
+    "derived-langraph-report-sched-softirq-kstack.txt": dict(
+        lines=335333, skipped=0, rows={"sched_switch": 2255, "sched_wakeup": 1126, "trace_events": 38019}
+    ),
     # 199 raw funcgraph events: 113 calls
     "tracecompass-trace-func-graph-raw-fields.txt": dict(lines=200, skipped=0, rows={"fg_calls": 113}),
     # 26 lines, last one without newline; 2 calls, 2 switch + 2 wakeup + 4 other as /* */ comments
-    "wikibook-rpi-funcgraph-irq-events-6.5.3.txt": dict(skipped=0, rows={"fg_calls": 2, "sched_switch": 2,
-                                                                         "sched_wakeup": 2, "trace_events": 4}),
+    "wikibook-rpi-funcgraph-irq-events-6.5.3.txt": dict(
+        skipped=0, rows={"fg_calls": 2, "sched_switch": 2, "sched_wakeup": 2, "trace_events": 4}
+    ),
     # prose lines of the doc file are skipped (96 of them)
     "perf-tools-funcgraph_example.txt": dict(lines=2178, skipped=96),
     "perf-tools-funcgraph-default-ctxswitch.txt": dict(lines=120, skipped=0, rows={"fg_calls": 86}),
@@ -223,19 +330,39 @@ def test_sample_spot_values():
     # abstime + proc + latency flags: line 18 ext4_bread_batch() { closed by line 21 '} /* ext4_bread_batch */'
     out, rep = parse_file(P / "packt-lkd-ping-funcgraph-latency-format.txt")
     c = call(out, 18)
-    assert (c["pid"], c["comm"], c["cpu"], c["func"], c["entry_ns"], c["exit_ns"], c["duration_ns"], c["exit_line"],
-            c["depth"]) == (1556, "ping", 1, "ext4_bread_batch", 384905617000, 384905625000, 9156, 21, 0)
+    assert (
+        c["pid"],
+        c["comm"],
+        c["cpu"],
+        c["func"],
+        c["entry_ns"],
+        c["exit_ns"],
+        c["duration_ns"],
+        c["exit_line"],
+        c["depth"],
+    ) == (1556, "ping", 1, "ext4_bread_batch", 384905617000, 384905625000, 9156, 21, 0)
     assert (call(out, 19)["func"], call(out, 19)["parent_line"], call(out, 19)["duration_ns"]) == (
-        "_raw_read_lock", 18, 913)
+        "_raw_read_lock",
+        18,
+        913,
+    )
     assert "tracer: function_graph" in rep.notes
     # ksoftirqd switched in (ctx block lines 25-27); module suffix kept in the name
     out, _ = parse_file(P / "packt-lkd-ping-funcgraph-latency-with-syscall-events.txt")
     c = call(out, 29)
     assert (c["pid"], c["comm"], c["func"], c["exit_line"], c["duration_ns"]) == (
-        21, "ksoftir", "e1000_clean [e1000]", 33, 35582)
+        21,
+        "ksoftir",
+        "e1000_clean [e1000]",
+        33,
+        35582,
+    )
     ev = [e for e in out["trace_events"] if e["line"] == 18][0]
     assert (ev["event"], ev["pid"], ev["text"]) == (
-        "comment", 1922, "sys_execve(filename: 7ffdf95b78d0, argv: 7ffdf95b7b38, envp: 7ffdf95b7b58)")
+        "comment",
+        1922,
+        "sys_execve(filename: 7ffdf95b78d0, argv: 7ffdf95b7b38, envp: 7ffdf95b7b58)",
+    )
     # the idle task's leaf at line 27 of the overrun file: pid 0 from the proc column
     out, rep = parse_file(P / "packt-lkd-pingreport-condensed-latency-overrun.txt")
     c = call(out, 27)
@@ -245,16 +372,32 @@ def test_sample_spot_values():
     # first part are handed to 3210, vmstat-2854 owns the lines after the marker
     out, _ = parse_file(P / "perf-tools-funcgraph-default-ctxswitch.txt")
     assert (call(out, 1)["pid"], call(out, 1)["comm"], call(out, 1)["func"], call(out, 1)["partial"]) == (
-        3210, "platfor", "do_nanosleep", True)
+        3210,
+        "platfor",
+        "do_nanosleep",
+        True,
+    )
     assert (call(out, 109)["pid"], call(out, 109)["comm"], call(out, 109)["func"]) == (2854, "vmstat", "do_nanosleep")
     c = call(out, 5)  # " 0)   0.198 us    |          _raw_spin_lock_irqsave();" closed before the marker
     assert (c["pid"], c["cpu"], c["duration_ns"], c["depth"], c["parent_line"], c["entry_ns"]) == (
-        None, 0, 198, 4, 4, None)
+        None,
+        0,
+        198,
+        4,
+        4,
+        None,
+    )
     # abstime without proc: line 157 '19354026 us |  } /* __schedule */' exits a call entered before the trace
     out, _ = parse_file(P / "perf-tools-funcgraph-Htp-abstime-header.txt")
     c = call(out, 157)
     assert (c["func"], c["partial"], c["duration_ns"], c["exit_ns"], c["entry_ns"], c["depth"]) == (
-        "__schedule", True, 19354026000, 7238523638066000, 7238523638066000 - 19354026000, 5)
+        "__schedule",
+        True,
+        19354026000,
+        7238523638066000,
+        7238523638066000 - 19354026000,
+        5,
+    )
     # line 208 '} /* ldsem_down_read */' under tty_ldisc_ref_wait() { (207): its entry was lost -> a child
     c = call(out, 208)
     assert (c["func"], c["partial"], c["parent_line"], c["duration_ns"]) == ("ldsem_down_read", True, 207, 80)
@@ -266,48 +409,100 @@ def test_sample_spot_values():
     c = call(out, 13)  # rcu_read_lock_held_common(ret=0x...) { ... line 19 '} /* ... ret=false */'
     assert (c["func"], c["exit_line"], c["duration_ns"]) == ("rcu_read_lock_held_common", 19, 527)
     assert (call(out, 5)["func"], call(out, 5)["exit_line"], call(out, 5)["duration_ns"]) == (
-        "pick_next_task", 38, 3977)
+        "pick_next_task",
+        38,
+        3977,
+    )
     # events as /* */ comments inside the graph, wikibook file
     out, _ = parse_file(P / "wikibook-rpi-funcgraph-irq-events-6.5.3.txt")
     assert out["sched_switch"][0] | {} == {
-        "line": 13, "t_ns": None, "cpu": 3, "prev_comm": "chromium-browse", "prev_pid": 919, "prev_prio": 120,
-        "prev_state": "R", "next_comm": "kworker/3:1", "next_pid": 32, "next_prio": 120}
+        "line": 13,
+        "t_ns": None,
+        "cpu": 3,
+        "prev_comm": "chromium-browse",
+        "prev_pid": 919,
+        "prev_prio": 120,
+        "prev_state": "R",
+        "next_comm": "kworker/3:1",
+        "next_pid": 32,
+        "next_prio": 120,
+    }
     assert (out["sched_wakeup"][1]["waker_pid"], out["sched_wakeup"][1]["comm"], out["sched_wakeup"][1]["pid"]) == (
-        32, "irq/17-3f00b880", 33)
+        32,
+        "irq/17-3f00b880",
+        33,
+    )
     assert (call(out, 24)["pid"], call(out, 24)["func"], call(out, 24)["duration_ns"], call(out, 24)["exit_line"]) == (
-        33, "bcm2835_mbox_threaded_irq", 153437, 27)
+        33,
+        "bcm2835_mbox_threaded_irq",
+        153437,
+        27,
+    )
     # tracefs event text: comm with a space, new-form fields
     out, _ = parse_file(P / "tracecompass-tracefs-nop-events-critical-path.txt")
     s = [r for r in out["sched_switch"] if r["line"] == 21][0]
     assert (s["prev_comm"], s["prev_pid"], s["prev_state"], s["next_comm"], s["next_pid"], s["cpu"]) == (
-        "Web Content", 2711, "S", "CompositorTileW", 3490, 3)
+        "Web Content",
+        2711,
+        "S",
+        "CompositorTileW",
+        3490,
+        3,
+    )
     w = [r for r in out["sched_wakeup"] if r["line"] == 11][0]
     assert (w["event"], w["waker_comm"], w["waker_pid"], w["comm"], w["pid"], w["target_cpu"], w["success"]) == (
-        "sched_waking", "Web Content", 2711, "Timer", 2745, 1, None)
+        "sched_waking",
+        "Web Content",
+        2711,
+        "Timer",
+        2745,
+        1,
+        None,
+    )
     # record-tgid column and the unknown comm '<...>'
     out, _ = parse_file(P / "langraph-tracefs-events-record-tgid.log")
     e = [r for r in out["trace_events"] if r["line"] == 6][0]
     assert (e["comm"], e["pid"], e["cpu"], e["t_ns"], e["event"], e["text"]) == (
-        "<...>", 154961, 0, 27155732215000, "softirq_raise", "vec=1 [action=TIMER]")
+        "<...>",
+        154961,
+        0,
+        27155732215000,
+        "softirq_raise",
+        "vec=1 [action=TIMER]",
+    )
     assert Counter(r["prev_state"] for r in out["sched_switch"])["R+"] == 11
     # android: success=1 in the key=value form
     out, _ = parse_file(P / "tracecompass-tracefs-nop-events-android-sched.txt")
     assert (out["sched_wakeup"][0]["success"], out["sched_wakeup"][0]["comm"], out["sched_wakeup"][0]["pid"]) == (
-        True, "rcu_preempt", 8)
+        True,
+        "rcu_preempt",
+        8,
+    )
 
     T = PUBLIC / "trace-cmd-report"
     # plugin form with a comm holding spaces and colons: "in:imklog:352 [120] S ==> rs:main Q:Reg:354 [120]"
     out, _ = parse_file(T / "derived-elainecole-report-sched_switch.txt")
     s = [r for r in out["sched_switch"] if r["line"] == 483][0]
     assert (s["prev_comm"], s["prev_pid"], s["prev_state"], s["next_comm"], s["next_pid"], s["next_prio"]) == (
-        "in:imklog", 352, "S", "rs:main Q:Reg", 354, 120)
+        "in:imklog",
+        352,
+        "S",
+        "rs:main Q:Reg",
+        354,
+        120,
+    )
     # kernel_stack at line 3 with its 22 '=> frame' lines (4-25) folded into the text
     out, _ = parse_file(T / "derived-langraph-report-sched-softirq-kstack.txt")
     k = [e for e in out["trace_events"] if e["line"] == 3][0]
     frames = k["text"].split("\n")
     assert (k["event"], k["pid"], len(frames), frames[0], frames[1], frames[-1]) == (
-        "kernel_stack", 86689, 23, "<stack trace >", "=> try_to_wake_up (ffffffffa8902e5f)",
-        "=> entry_SYSCALL_64_after_hwframe (ffffffffa9600099)")
+        "kernel_stack",
+        86689,
+        23,
+        "<stack trace >",
+        "=> try_to_wake_up (ffffffffa8902e5f)",
+        "=> entry_SYSCALL_64_after_hwframe (ffffffffa9600099)",
+    )
     s = [r for r in out["sched_switch"] if r["line"] == 280808][0]
     assert (s["prev_comm"], s["prev_state"], s["next_comm"], s["next_pid"]) == ("gnome-shell", "R", "JS Helper", 3832)
     # the last event's stack runs to the end of the file
@@ -316,13 +511,25 @@ def test_sample_spot_values():
     out, _ = parse_file(T / "tracecompass-trace-func-graph-raw-fields.txt")
     c = call(out, 5)
     assert (c["func"], c["pid"], c["depth"], c["parent_line"], c["exit_line"], c["duration_ns"]) == (
-        "0xffffffffbaac16a0", 11810, 1, 3, 6, 0x72)
+        "0xffffffffbaac16a0",
+        11810,
+        1,
+        3,
+        6,
+        0x72,
+    )
 
 
-@pytest.mark.parametrize("path", [SEED, PUBLIC / "trace-cmd-report" / "derived-langraph-report-sched-softirq-kstack.txt",
-                                  PUBLIC / "ftrace-funcgraph" / "perf-tools-funcgraph-default-ctxswitch.txt",
-                                  PUBLIC / "ftrace-funcgraph" / "packt-lkd-pingreport-condensed-latency-overrun.txt"],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path",
+    [
+        SEED,
+        PUBLIC / "trace-cmd-report" / "derived-langraph-report-sched-softirq-kstack.txt",
+        PUBLIC / "ftrace-funcgraph" / "perf-tools-funcgraph-default-ctxswitch.txt",
+        PUBLIC / "ftrace-funcgraph" / "packt-lkd-pingreport-condensed-latency-overrun.txt",
+    ],
+    ids=lambda p: p.name,
+)
 def test_chunking_does_not_change_results(path):
     """Stacks, the current task per CPU and pending stack events live across chunks."""
     whole, rep1 = parse_file(path)
@@ -340,14 +547,19 @@ def test_chunk_tokenized_in_two_threads_same_as_in_one():
     from bench.gen_funcgraph import generate
 
     once = b"".join(p.read_bytes() for p in [*SAMPLE_FILES, SEED] if "langraph" not in p.name)  # 1.6 MB
-    kstack = "".join((PUBLIC / "trace-cmd-report" / "derived-langraph-report-sched-softirq-kstack.txt")
-                     .read_text().splitlines(keepends=True)[2:25])  # "... kernel_stack: <stack trace >", 22 frames
+    kstack = "".join(
+        (PUBLIC / "trace-cmd-report" / "derived-langraph-report-sched-softirq-kstack.txt")
+        .read_text()
+        .splitlines(keepends=True)[2:25]
+    )  # "... kernel_stack: <stack trace >", 22 frames
     out = io.StringIO()
     generate(out, 40000, seed=3)
     lines = out.getvalue().splitlines(keepends=True)
     # a stack's frames end at the next line: a frame line after the function_graph line that follows them is an orphan
-    generated = "".join(ln + (kstack if i % 37 == 36 else "") + ("=> orphan (0)\n" if i % 37 == 0 < i else "")
-                        for i, ln in enumerate(lines)).encode()
+    generated = "".join(
+        ln + (kstack if i % 37 == 36 else "") + ("=> orphan (0)\n" if i % 37 == 0 < i else "")
+        for i, ln in enumerate(lines)
+    ).encode()
     text = once * 2 + generated
     one, rep1 = parse_bytes(text, chunk_bytes=512 << 10)
     two, rep2 = parse_bytes(text, chunk_bytes=(1 << 20) + (100 << 10))
@@ -355,10 +567,16 @@ def test_chunk_tokenized_in_two_threads_same_as_in_one():
     # (the header notes come from the first header lines of each chunk: with other chunks, in another order)
     assert {**rep1.as_dict(), "notes": sorted(rep1.notes)} == {**rep2.as_dict(), "notes": sorted(rep2.notes)}
     assert {t: len(rows) for t, rows in one.items()} == {
-        "fg_calls": 40998, "sched_switch": 9459, "sched_wakeup": 545, "trace_events": 3640}
+        "fg_calls": 40998,
+        "sched_switch": 9459,
+        "sched_wakeup": 545,
+        "trace_events": 3640,
+    }
     assert (rep1.lines, rep1.skipped) == (99503, 1276)
     # without a header, the event lines without a latency flags column (all of them) tell a trace-cmd report
-    assert "ftrace form: trace-cmd report (41119 event lines)" in parse_bytes(generated, (1 << 20) + (100 << 10))[1].notes
+    assert (
+        "ftrace form: trace-cmd report (41119 event lines)" in parse_bytes(generated, (1 << 20) + (100 << 10))[1].notes
+    )
 
 
 def test_detect_picks_ftrace():
@@ -370,6 +588,7 @@ def test_detect_picks_ftrace():
 
 
 # ------------------------------------------------------------------------------------------------ synthetic forms
+
 
 def test_tracefs_options_and_special_lines():
     text = """\
@@ -401,15 +620,29 @@ CPU:3 [LOST 42 EVENTS]
     inner, outer = call(out, 6), call(out, 5)
     # migrated from CPU 2 to CPU 3 between entry and exit: same task stack
     assert (inner["cpu"], inner["exit_line"], inner["duration_ns"], inner["parent_line"], inner["depth"]) == (
-        2, 17, 190000, 5, 1)
+        2,
+        17,
+        190000,
+        5,
+        1,
+    )
     assert (outer["exit_line"], outer["duration_ns"], outer["exit_ns"], outer["entry_ns"]) == (
-        18, 1000001000, 100000101000, 100000010000)
+        18,
+        1000001000,
+        100000101000,
+        100000010000,
+    )
     assert (call(out, 8)["func"], call(out, 8)["parent_line"], call(out, 8)["depth"]) == ("do_IRQ", 6, 2)
     assert (call(out, 14)["pid"], call(out, 14)["func"]) == (9, "work")
     # '} ' with no open call left: exit-only partial at the root's level - 1
     x = call(out, 19)
-    assert (x["partial"], x["func"], x["duration_ns"], x["entry_ns"], x["depth"]) == (True, None, 12000,
-                                                                                       100000102000 - 12000, -1)
+    assert (x["partial"], x["func"], x["duration_ns"], x["entry_ns"], x["depth"]) == (
+        True,
+        None,
+        12000,
+        100000102000 - 12000,
+        -1,
+    )
     assert (call(out, 21)["func"], call(out, 21)["duration_ns"]) == ("leaf", 100)
     assert out["sched_switch"][0]["prev_state"] == "D|K" and out["sched_switch"][0]["prev_comm"] == "kworker/2:1"
     lost = [e for e in out["trace_events"] if e["event"] == "lost_events"][0]
@@ -440,8 +673,16 @@ CPU:0 [12 EVENTS DROPPED]
     out, rep = parse_text(text)
     assert rep.skipped == 0 and "trace-cmd report header: cpus=2" in rep.notes
     a = call(out, 2)
-    assert (a["pid"], a["comm"], a["func"], a["cpu"], a["exit_line"], a["duration_ns"], a["entry_ns"], a["exit_ns"]) == (
-        1234, "V8 WorkerThread", "a", 0, 7, 12000, 5000001000, 5000010000)
+    assert (
+        a["pid"],
+        a["comm"],
+        a["func"],
+        a["cpu"],
+        a["exit_line"],
+        a["duration_ns"],
+        a["entry_ns"],
+        a["exit_ns"],
+    ) == (1234, "V8 WorkerThread", "a", 0, 7, 12000, 5000001000, 5000010000)
     b = call(out, 3)
     assert (b["parent_line"], b["depth"], b["exit_ns"]) == (2, 1, 5000002250)
     x = call(out, 10)  # exit-only: entry unseen
@@ -450,11 +691,17 @@ CPU:0 [12 EVENTS DROPPED]
     assert (c["partial"], c["exit_ns"], c["depth"]) == (True, None, -1)
     sw = out["sched_switch"]
     assert (sw[0]["prev_comm"], sw[0]["prev_state"], sw[0]["next_comm"], sw[0]["next_pid"]) == (
-        "V8 WorkerThread", "D", "swapper/0", 0)
+        "V8 WorkerThread",
+        "D",
+        "swapper/0",
+        0,
+    )
     assert (sw[1]["prev_state"], sw[1]["next_prio"]) == ("R+", 100)
     wk = out["sched_wakeup"]
     assert [(w["event"], w["comm"], w["pid"], w["target_cpu"], w["success"], w["waker_pid"]) for w in wk] == [
-        ("sched_wakeup", "V8 WorkerThread", 1234, 1, True, 0), ("sched_waking", "V8 WorkerThread", 1234, 1, None, 0)]
+        ("sched_wakeup", "V8 WorkerThread", 1234, 1, True, 0),
+        ("sched_waking", "V8 WorkerThread", 1234, 1, None, 0),
+    ]
     ev = {e["event"]: e for e in out["trace_events"]}
     assert ev["print"]["text"] == "hello: world"
     assert ev["block_rq_issue"]["text"] == "8,0 WS 4096 () 123456 + 8 be,0,4 [V8 WorkerThread]"
@@ -479,9 +726,11 @@ def test_refusals_and_skips():
 
 # ------------------------------------------------------------------------------------------------ generated trace
 
+
 def _gen():
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from bench.gen_funcgraph import generate
+
     return generate
 
 
@@ -514,13 +763,13 @@ def test_fuzzed_lines_never_break_the_scan():
     for _ in range(40):
         start = rnd.randrange(len(lines))
         chunk = []
-        for ln in lines[start:start + 400]:
+        for ln in lines[start : start + 400]:
             r = rnd.random()
             if r < 0.25 and ln:
                 ln = ln[: rnd.randrange(len(ln) + 1)]
             elif r < 0.5 and ln:
                 i = rnd.randrange(len(ln))
-                ln = ln[:i] + bytes([rnd.choice(alphabet)]) + ln[i + 1:]
+                ln = ln[:i] + bytes([rnd.choice(alphabet)]) + ln[i + 1 :]
             elif r < 0.55:
                 ln = bytes(rnd.choice(alphabet) for _ in range(rnd.randrange(80)))
             chunk.append(ln)

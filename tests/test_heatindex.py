@@ -7,6 +7,7 @@
 * the dispatch summary kept after its first computation against the live query, with and without a window;
 * waits and chains kept per clock offsets: a PATCH of an offset shows at once.
 """
+
 from __future__ import annotations
 
 import random
@@ -39,6 +40,7 @@ def block_bits(request, monkeypatch):
 
 # ---- the index against brute force ----------------------------------------------------------------------------
 
+
 def _events(rng: np.random.Generator, n: int, sources=(3, 7)) -> pa.Table:
     sid = rng.choice(np.asarray(sources), n)
     line = np.empty(n, np.int64)
@@ -59,8 +61,9 @@ def _brute(tb: pa.Table, offsets: dict, lo: int, hi: int, x_bins: int, y_bins: i
         return {"count": 0}
     vals = sorted(r["v"] for r in rows)
     n = len(vals)
-    pct = [vals[max(0, -(-Fraction(str(q)).numerator * n // Fraction(str(q)).denominator) - 1)]
-           for q in heatmap.QUANTILES]
+    pct = [
+        vals[max(0, -(-Fraction(str(q)).numerator * n // Fraction(str(q)).denominator) - 1)] for q in heatmap.QUANTILES
+    ]
     edges = heatmap.latency_edges(vals[0], vals[-1], y_bins)
     inner = edges[1:-1]
     x_bin = max(1, -(-(hi - lo + 1) // x_bins))
@@ -75,8 +78,15 @@ def _brute(tb: pa.Table, offsets: dict, lo: int, hi: int, x_bins: int, y_bins: i
             best[0] += 1
             if cand < best[1]:
                 best[1], best[2] = cand, r
-    return {"count": n, "pct": pct, "min": vals[0], "max": vals[-1], "edges": edges, "x_bin": x_bin,
-            "cells": [(x, y, c, r["v"], r["sid"], r["line"], r["pid"]) for (x, y), (c, _, r) in sorted(cells.items())]}
+    return {
+        "count": n,
+        "pct": pct,
+        "min": vals[0],
+        "max": vals[-1],
+        "edges": edges,
+        "x_bin": x_bin,
+        "cells": [(x, y, c, r["v"], r["sid"], r["line"], r["pid"]) for (x, y), (c, _, r) in sorted(cells.items())],
+    }
 
 
 def test_index_equals_brute_force(block_bits):
@@ -85,7 +95,7 @@ def test_index_equals_brute_force(block_bits):
     idx = heatindex.build(tb)
     offsets = {3: 0, 7: -123_456_789}
     span = idx.span(offsets)
-    windows = [span, (span[0], span[0]), (span[1], span[1]), (span[0] - 10, span[1] + 10), (-10**12, -10**11)]
+    windows = [span, (span[0], span[0]), (span[1], span[1]), (span[0] - 10, span[1] + 10), (-(10**12), -(10**11))]
     r = random.Random(3)
     for _ in range(25):
         a = r.randint(span[0] - 10**6, span[1])
@@ -117,25 +127,39 @@ def test_index_boxes_equal_brute_force(block_bits):
         lat_min = r.choice([None, 0, 800, 1001, r.randint(1, 10**7)])
         lat_max = r.choice([None, 1000, 65_001, 3_000_000_000, r.randint(1, 10**7)])
         limit = r.choice([1, 5, 100, 1000])
-        inside = [x for x in rows if (t0 is None or x["t"] + offsets[x["sid"]] >= t0)
-                  and (t1 is None or x["t"] + offsets[x["sid"]] <= t1)
-                  and (lat_min is None or x["v"] >= lat_min) and (lat_max is None or x["v"] < lat_max)]
+        inside = [
+            x
+            for x in rows
+            if (t0 is None or x["t"] + offsets[x["sid"]] >= t0)
+            and (t1 is None or x["t"] + offsets[x["sid"]] <= t1)
+            and (lat_min is None or x["v"] >= lat_min)
+            and (lat_max is None or x["v"] < lat_max)
+        ]
         inside.sort(key=lambda x: (-x["v"], x["sid"], x["line"]))
         count, ranks = idx.box(idx.window(offsets, t0, t1), lat_min, lat_max, limit)
         assert count == len(inside)
-        assert list(zip(idx.sid[ranks].tolist(), idx.line[ranks].tolist())) == \
-            [(x["sid"], x["line"]) for x in inside[:limit]]
+        assert list(zip(idx.sid[ranks].tolist(), idx.line[ranks].tolist())) == [
+            (x["sid"], x["line"]) for x in inside[:limit]
+        ]
 
 
 def test_rank_order_fallback_for_huge_latencies():
     """Latencies too large to pack with the line into one key are ranked by lexsort: the same order."""
-    tb = pa.table({"sid": pa.array([1, 1, 2, 2], pa.int32()), "t": [1, 2, 3, 4], "v": [2**62, 2**62, 5, 2**62],
-                   "line": [9, 4, 1, 2], "pid": [1, 2, 3, 4]})
+    tb = pa.table(
+        {
+            "sid": pa.array([1, 1, 2, 2], pa.int32()),
+            "t": [1, 2, 3, 4],
+            "v": [2**62, 2**62, 5, 2**62],
+            "line": [9, 4, 1, 2],
+            "pid": [1, 2, 3, 4],
+        }
+    )
     idx = heatindex.build(tb)
     assert idx.line.tolist() == [4, 9, 2, 1] and idx.sid.tolist() == [1, 1, 2, 2]
 
 
 # ---- the index against the SQL on the samples ----------------------------------------------------------------
+
 
 def _windows(h: dict, rng: random.Random, k: int = 12) -> list[tuple[int | None, int | None]]:
     lo, hi = h["t0_ns"], h["t1_ns"]
@@ -157,16 +181,20 @@ def _compare_heatmaps(con, aid, metric, rng, filter=None, pid=None, dev=None):
             assert heatmap.heatmap(*args, filter=filter) == heatmap.heatmap_sql(*args, filter=filter), (t0, t1)
     for _ in range(15):  # boxes of cells, as the UI builds them
         x0 = rng.randrange(whole["x_bins"])
-        box = {"t0": whole["t0_ns"] + x0 * whole["x_bin_ns"],
-               "t1": whole["t0_ns"] + (x0 + rng.randint(1, 40)) * whole["x_bin_ns"] - 1,
-               "lat_min": rng.choice([None] + whole["y_edges_ns"][1:-1]),
-               "lat_max": rng.choice([None] + whole["y_edges_ns"][1:-1]), "limit": rng.choice([1, 10, 200])}
+        box = {
+            "t0": whole["t0_ns"] + x0 * whole["x_bin_ns"],
+            "t1": whole["t0_ns"] + (x0 + rng.randint(1, 40)) * whole["x_bin_ns"] - 1,
+            "lat_min": rng.choice([None] + whole["y_edges_ns"][1:-1]),
+            "lat_max": rng.choice([None] + whole["y_edges_ns"][1:-1]),
+            "limit": rng.choice([1, 10, 200]),
+        }
         if box["lat_min"] is not None and box["lat_max"] is not None and box["lat_max"] <= box["lat_min"]:
             box["lat_max"] = None
         live = heatmap.events(con, aid, metric, filter=filter, pid=pid, dev=dev, live=True, **box)
         assert heatmap.events(con, aid, metric, filter=filter, pid=pid, dev=dev, **box) == live, box
-    assert heatmap.events(con, aid, metric, filter=filter, pid=pid, dev=dev) == \
-        heatmap.events(con, aid, metric, filter=filter, pid=pid, dev=dev, live=True)
+    assert heatmap.events(con, aid, metric, filter=filter, pid=pid, dev=dev) == heatmap.events(
+        con, aid, metric, filter=filter, pid=pid, dev=dev, live=True
+    )
 
 
 def test_block_heatmaps_equal_the_sql(store, block_bits):
@@ -189,8 +217,11 @@ def test_func_and_wait_heatmaps_equal_the_sql(store, block_bits):
         _compare_heatmaps(con, aid, "wait", rng)
         for lock in heatmap.metrics(con, aid)["locks"][:2]:
             _compare_heatmaps(con, aid, "wait", rng, filter=lock["lock_key"])
-        for (pid,) in con.execute("SELECT DISTINCT pid FROM waits w JOIN sources s ON s.id = w.source_id"
-                                  " WHERE s.analysis_id = ? ORDER BY pid LIMIT 2", [aid]).fetchall():
+        for (pid,) in con.execute(
+            "SELECT DISTINCT pid FROM waits w JOIN sources s ON s.id = w.source_id"
+            " WHERE s.analysis_id = ? ORDER BY pid LIMIT 2",
+            [aid],
+        ).fetchall():
             _compare_heatmaps(con, aid, "wait", rng, pid=pid)
             func = heatmap.metrics(con, aid, limit=1)["functions"][0]["func"]
             _compare_heatmaps(con, aid, "func", rng, filter=func, pid=pid)
@@ -214,6 +245,7 @@ def test_the_route_body_is_the_model(client, store):
     from pydantic import TypeAdapter
 
     from backend.api.heatmaps import Heatmap
+
     aid = ingest_paths(store, DEMO)["id"]
     for params in ({"metric": "i2d"}, {"metric": "q2c", "t0_ns": 1, "t1_ns": 2}, {"metric": "d2c", "pid": 311}):
         body = client.get(f"/api/analyses/{aid}/heatmap", params=params).json()
@@ -221,6 +253,7 @@ def test_the_route_body_is_the_model(client, store):
 
 
 # ---- requests, dispatch summary, waits and chains ----------------------------------------------------------
+
 
 def test_requests_from_blk_top_equal_the_query(store):
     aid = ingest_paths(store, DEMO, EXT4[1])["id"]
@@ -267,7 +300,8 @@ def test_dispatch_summary_kept_equals_live(store, client):
         rows = con.execute(
             "SELECT count(*), quantile_disc(r.i2d_ns, [0.5, 0.95, 0.99]), max(r.q2c_ns) FROM blk_requests r"
             " JOIN sources s ON s.id = r.source_id WHERE s.analysis_id = ? AND r.t_ns + s.clock_offset_ns BETWEEN ? AND ?",
-            [aid, t0, t1]).fetchall()[0]
+            [aid, t0, t1],
+        ).fetchall()[0]
         assert sum(g["count"] for g in got) == rows[0]
         if by == "device" and len(got) == 1:
             assert [got[0]["i2d"][k] for k in ("p50", "p95", "p99")] == rows[1] and got[0]["q2c"]["max"] == rows[2]
@@ -291,18 +325,22 @@ def test_waits_and_chains_follow_a_new_offset(client, store):
 
 # ---- flame graphs built from columns ---------------------------------------------------------------------------
 
+
 def _random_stacks(rng: random.Random, n: int) -> list[tuple[list[str], int]]:
     names = ["a", "b", "c", "schedule", "down", "__down", "xfs_buf_lock", "other", "io_schedule", "d"]
     rows = []
     for _ in range(n):
         depth = rng.choice([0, 1, 2, 3, 5, 8, 12])
-        rows.append(([rng.choice(names[: rng.choice([2, 4, 10])]) for _ in range(depth)], rng.choice([1, 1, 2, 7, 1000])))
+        rows.append(
+            ([rng.choice(names[: rng.choice([2, 4, 10])]) for _ in range(depth)], rng.choice([1, 1, 2, 7, 1000]))
+        )
     return rows
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_tree_from_columns_equals_build_tree(seed):
     from backend.queries import flame
+
     rng = random.Random(seed)
     rows = _random_stacks(rng, rng.choice([0, 1, 50, 400]))
     paths = pa.array([f for f, _ in rows], pa.list_(pa.string()))
@@ -310,8 +348,9 @@ def test_tree_from_columns_equals_build_tree(seed):
     for invert in (False, True):
         for filt in (None, "down", "x", "nosuch"):
             for frac in (1 / 3840, 0.01, 0.2):
-                tree, total, distinct, matched = flame.build_tree_columns(paths, values, invert=invert, filter=filt,
-                                                                          min_fraction=frac)
+                tree, total, distinct, matched = flame.build_tree_columns(
+                    paths, values, invert=invert, filter=filt, min_fraction=frac
+                )
                 assert tree == flame.build_tree(rows, invert=invert, filter=filt, min_fraction=frac)
                 assert total == sum(v for _, v in rows)
                 assert distinct == len({tuple(f) for f, _ in rows})
@@ -320,15 +359,27 @@ def test_tree_from_columns_equals_build_tree(seed):
 
 def test_flamegraph_equals_the_merged_stacks(store, client):
     from backend.queries import offcpu
+
     public = SAMPLES.parent.parent / "shared" / "samples-public"
-    files = [SAMPLES / "xfs-open-stall.offcputime.txt", SAMPLES / "incident.offcputime.txt",
-             SAMPLES / "ext4-jbd2-commit.offwaketime.txt"]
+    files = [
+        SAMPLES / "xfs-open-stall.offcputime.txt",
+        SAMPLES / "incident.offcputime.txt",
+        SAMPLES / "ext4-jbd2-commit.offwaketime.txt",
+    ]
     files += sorted((public / "offcputime").glob("*.txt")) + sorted((public / "offwaketime").glob("*.txt"))
     aid = ingest_paths(store, *[f for f in files if f.exists()])["id"]
     con = store.cursor()
     for side in ("target", "waker"):
-        for kw in ({}, {"invert": True}, {"unit": "stacks"}, {"by_task": False, "filter": "schedule"},
-                   {"filter": "xfs", "invert": True}, {"comm": "supervise"}, {"pid": 1}, {"source": 1}):
+        for kw in (
+            {},
+            {"invert": True},
+            {"unit": "stacks"},
+            {"by_task": False, "filter": "schedule"},
+            {"filter": "xfs", "invert": True},
+            {"comm": "supervise"},
+            {"pid": 1},
+            {"source": 1},
+        ):
             assert offcpu.flamegraph(con, aid, side=side, **kw) == offcpu.flamegraph_rows(con, aid, side=side, **kw), kw
     # the route: kept after the first call, the same body, leaves without `children`
     first = client.get(f"/api/analyses/{aid}/flamegraph", params={"invert": True}).json()
@@ -336,6 +387,7 @@ def test_flamegraph_equals_the_merged_stacks(store, client):
 
     def full(node):
         return {**node, "children": [full(c) for c in node.get("children", [])]}
+
     assert full(first["root"]) == offcpu.flamegraph_rows(con, aid, invert=True)["root"]
 
 
@@ -348,7 +400,9 @@ def _lot_reference(con, aid, buckets, pid=None, dev=None, t0=None, t1=None):
             params[k] = v
     lo, hi = con.execute(
         "SELECT min(r.t_ns + s.clock_offset_ns), max(coalesce(r.c_ns, r.d_ns, r.t_ns) + s.clock_offset_ns)"
-        f" FROM blk_requests r JOIN sources s ON s.id = r.source_id WHERE s.analysis_id = $aid{extra}", params).fetchall()[0]
+        f" FROM blk_requests r JOIN sources s ON s.id = r.source_id WHERE s.analysis_id = $aid{extra}",
+        params,
+    ).fetchall()[0]
     lo, hi = (t0 if t0 is not None else lo), (t1 if t1 is not None else hi)
     bucket = max(1, -(-(hi - lo + 1) // buckets))
     out = {}
@@ -357,7 +411,9 @@ def _lot_reference(con, aid, buckets, pid=None, dev=None, t0=None, t1=None):
             f"SELECT $lo + (r.{at} + s.clock_offset_ns - $lo) // $bucket * $bucket, count(*),"
             f" quantile_disc(r.{m}_ns, 0.5), max(r.{m}_ns) FROM blk_requests r JOIN sources s ON s.id = r.source_id"
             f" WHERE s.analysis_id = $aid AND r.{m}_ns IS NOT NULL AND r.{at} + s.clock_offset_ns BETWEEN $lo AND $hi{extra}"
-            " GROUP BY 1 ORDER BY 1", {**params, "lo": lo, "hi": hi, "bucket": bucket}).fetchall()
+            " GROUP BY 1 ORDER BY 1",
+            {**params, "lo": lo, "hi": hi, "bucket": bucket},
+        ).fetchall()
     return lo, hi, bucket, out
 
 
@@ -379,6 +435,8 @@ def test_latency_over_time_equals_the_query(store, client):
             for m in ("i2d", "d2c"):
                 assert [(p["t_ns"], p["count"], p["p50_ns"], p["max_ns"]) for p in got["series"][m]] == want[m], kw
                 for p in got["series"][m]:  # the request named holds the max
-                    v = con.execute(f"SELECT {m}_ns FROM blk_requests WHERE source_id = ? AND line = ?",
-                                    [p["max_source_id"], p["max_line"]]).fetchall()
+                    v = con.execute(
+                        f"SELECT {m}_ns FROM blk_requests WHERE source_id = ? AND line = ?",
+                        [p["max_source_id"], p["max_line"]],
+                    ).fetchall()
                     assert v == [(p["max_ns"],)]

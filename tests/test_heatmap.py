@@ -1,4 +1,5 @@
 """The latency heatmap API on the demo trace: real counts, the xfsaild outlier, exact percentiles."""
+
 from __future__ import annotations
 
 import math
@@ -23,7 +24,9 @@ def _values(store, metric, where="", params=()):
     try:
         return con.execute(
             f"SELECT {metric}_ns, {AT[metric]}, source_id, line, pid FROM blk_requests"
-            f" WHERE {metric}_ns IS NOT NULL AND {AT[metric]} IS NOT NULL{where}", list(params)).fetchall()
+            f" WHERE {metric}_ns IS NOT NULL AND {AT[metric]} IS NOT NULL{where}",
+            list(params),
+        ).fetchall()
     finally:
         con.close()
 
@@ -49,9 +52,15 @@ def test_counts_and_percentiles(client, store, demo, metric):
     assert all(0 <= c["x"] < 50 and 0 <= c["y"] < 30 and c["count"] > 0 for c in h["cells"])
     vals = [r[0] for r in rows]
     p = h["percentiles"]
-    assert p == {"count": len(vals), "p50_ns": _disc(vals, 0.5), "p90_ns": _disc(vals, 0.9),
-                 "p99_ns": _disc(vals, 0.99), "p999_ns": _disc(vals, 0.999), "p9999_ns": _disc(vals, 0.9999),
-                 "max_ns": max(vals)}
+    assert p == {
+        "count": len(vals),
+        "p50_ns": _disc(vals, 0.5),
+        "p90_ns": _disc(vals, 0.9),
+        "p99_ns": _disc(vals, 0.99),
+        "p999_ns": _disc(vals, 0.999),
+        "p9999_ns": _disc(vals, 0.9999),
+        "max_ns": max(vals),
+    }
     # every cell's max sits inside its latency bin and is the max of the requests placed in it
     for c in h["cells"][:200]:
         lo, hi = h["y_edges_ns"][c["y"]], h["y_edges_ns"][c["y"] + 1]
@@ -69,7 +78,8 @@ def test_xfsaild_outlier_is_the_top_cell(client, store, demo):
     con = store.cursor()
     try:
         sid, line, i_ns, comm = con.execute(
-            "SELECT source_id, line, i_ns, comm FROM blk_requests WHERE i2d_ns = ?", [XFSAILD_I2D_NS]).fetchall()[0]
+            "SELECT source_id, line, i_ns, comm FROM blk_requests WHERE i2d_ns = ?", [XFSAILD_I2D_NS]
+        ).fetchall()[0]
     finally:
         con.close()
     assert comm == "xfsaild/sda1"
@@ -84,8 +94,9 @@ def test_xfsaild_outlier_is_the_top_cell(client, store, demo):
 
 def test_window_and_pid_filter(client, store, demo):
     t0, t1 = 11_000_000_000, 13_000_000_000
-    h = client.get(f"/api/analyses/{demo}/heatmap",
-                   params={"metric": "i2d", "t0_ns": t0, "t1_ns": t1, "pid": 804}).json()
+    h = client.get(
+        f"/api/analyses/{demo}/heatmap", params={"metric": "i2d", "t0_ns": t0, "t1_ns": t1, "pid": 804}
+    ).json()
     rows = _values(store, "i2d", " AND pid = ? AND i_ns BETWEEN ? AND ?", (804, t0, t1))
     assert rows and (h["t0_ns"], h["t1_ns"]) == (t0, t1)
     assert h["percentiles"]["count"] == len(rows) == sum(c["count"] for c in h["cells"])
@@ -130,8 +141,7 @@ def _ref(kind, sid, line, pid):
 
 
 def _pct(count, p50, p90, top):
-    return {"count": count, "p50_ns": p50, "p90_ns": p90, "p99_ns": top, "p999_ns": top, "p9999_ns": top,
-            "max_ns": top}
+    return {"count": count, "p50_ns": p50, "p90_ns": p90, "p99_ns": top, "p999_ns": top, "p9999_ns": top, "max_ns": top}
 
 
 def _box(h, xa, xb, ya, yb) -> dict:
@@ -149,12 +159,16 @@ def test_block_cells_are_exactly_the_edges_bins(client, store, demo):
     """Every request is in the cell its integer edges say (the SQL bins by log10, then corrects by one)."""
     import bisect
     from collections import Counter
+
     for metric, y_bins in (("i2d", 40), ("d2c", 200), ("q2c", 7)):
-        h = client.get(f"/api/analyses/{demo}/heatmap", params={"metric": metric, "x_bins": 90, "y_bins": y_bins}).json()
+        h = client.get(
+            f"/api/analyses/{demo}/heatmap", params={"metric": metric, "x_bins": 90, "y_bins": y_bins}
+        ).json()
         edges, inner = h["y_edges_ns"], h["y_edges_ns"][1:-1]
         assert h["y_bins"] == y_bins and all(b > a for a, b in zip(edges, edges[1:]))
-        want = Counter(((t - h["t0_ns"]) // h["x_bin_ns"], bisect.bisect_right(inner, v))
-                       for v, t, *_ in _values(store, metric))
+        want = Counter(
+            ((t - h["t0_ns"]) // h["x_bin_ns"], bisect.bisect_right(inner, v)) for v, t, *_ in _values(store, metric)
+        )
         assert {(c["x"], c["y"]): c["count"] for c in h["cells"]} == dict(want)
 
 
@@ -173,24 +187,37 @@ def test_brushed_box_lists_the_events_of_its_cells(client, demo):
     assert r["count"] == 1 and r["kind"] == "request"
     (e,) = r["events"]
     assert e["ref"] == top["max_ref"] == _ref("request", 1, 9915, 804)
-    assert (e["latency_ns"], e["comm"], e["dev"], e["rwbs"], e["end_known"]) == (XFSAILD_I2D_NS, "xfsaild/sda1",
-                                                                                 "8,0", "WM", True)
+    assert (e["latency_ns"], e["comm"], e["dev"], e["rwbs"], e["end_known"]) == (
+        XFSAILD_I2D_NS,
+        "xfsaild/sda1",
+        "8,0",
+        "WM",
+        True,
+    )
     detail = client.get(f"/api/analyses/{demo}/requests/1/9915").json()["request"]
     assert e["t_ns"] == detail["i_ns"] and e["sector"] == detail["sector"] and e["nsect"] == detail["nsect"]
     # a box holds lat_min <= latency < lat_max: the max itself is outside [.., max)
-    r = client.get(f"{url}/events", params={"metric": "i2d", "lat_min_ns": 15_000_000_000,
-                                            "lat_max_ns": XFSAILD_I2D_NS}).json()
+    r = client.get(
+        f"{url}/events", params={"metric": "i2d", "lat_min_ns": 15_000_000_000, "lat_max_ns": XFSAILD_I2D_NS}
+    ).json()
     assert r == {"metric": "i2d", "filter": None, "kind": "request", "count": 0, "events": []}
 
 
 def test_func_heatmap_golden(client, xfs, ext4):
-    h = client.get(f"/api/analyses/{xfs}/heatmap",
-                   params={"metric": "func", "filter": "xfs_ilock", "x_bins": 4, "y_bins": 3}).json()
+    h = client.get(
+        f"/api/analyses/{xfs}/heatmap", params={"metric": "func", "filter": "xfs_ilock", "x_bins": 4, "y_bins": 3}
+    ).json()
     x = _source_ids(client, xfs)["ftrace"]
     assert h == {
-        "metric": "func", "filter": "xfs_ilock", "kind": "call",
-        "t0_ns": 358613942546000, "t1_ns": 358613968921000, "x_bins": 4, "x_bin_ns": 6593751,
-        "y_bins": 3, "y_edges_ns": [1000, 68161, 4645966, 316675180],
+        "metric": "func",
+        "filter": "xfs_ilock",
+        "kind": "call",
+        "t0_ns": 358613942546000,
+        "t1_ns": 358613968921000,
+        "x_bins": 4,
+        "x_bin_ns": 6593751,
+        "y_bins": 3,
+        "y_edges_ns": [1000, 68161, 4645966, 316675180],
         "cells": [  # xfsconvertd's 895 ns xfs_ilock (under the 1 µs floor: bin 0), file_writer's 316.7 ms one
             {"x": 0, "y": 0, "count": 1, "max_ns": 895, "max_ref": _ref("call", x, 7, 251)},
             {"x": 3, "y": 2, "count": 1, "max_ns": 316675180, "max_ref": _ref("call", x, 93, 30495)},
@@ -199,8 +226,9 @@ def test_func_heatmap_golden(client, xfs, ext4):
     }
     # ext4: schedule, three calls with a duration (jbd2's last one is still open at the end: not counted)
     f = _source_ids(client, ext4)["ftrace"]
-    h = client.get(f"/api/analyses/{ext4}/heatmap",
-                   params={"metric": "func", "filter": "schedule", "x_bins": 4, "y_bins": 3}).json()
+    h = client.get(
+        f"/api/analyses/{ext4}/heatmap", params={"metric": "func", "filter": "schedule", "x_bins": 4, "y_bins": 3}
+    ).json()
     assert (h["t0_ns"], h["t1_ns"], h["x_bin_ns"]) == (7341201400000, 7341204027000, 656751)
     assert h["y_edges_ns"] == [10865377, 11675114, 12545196, 13480120]
     assert h["cells"] == [
@@ -223,9 +251,15 @@ def test_wait_heatmap_golden(client, xfs, ext4):
     # the stalls: xfsconvertd (xfs_buf_lock) at 0 ms, flush-8:0 (21.8 ms) and file_writer (26.0 ms) on xfs_ilock;
     # file_reader's 246 µs sleep (S, no lock known) is an idle sleep, not drawn
     assert h == {
-        "metric": "wait", "filter": None, "kind": "wait",
-        "t0_ns": 358613942886000, "t1_ns": 358613968921000, "x_bins": 4, "x_bin_ns": 6508751,
-        "y_bins": 3, "y_edges_ns": [316673836, 325057008, 333662105, 342495000],
+        "metric": "wait",
+        "filter": None,
+        "kind": "wait",
+        "t0_ns": 358613942886000,
+        "t1_ns": 358613968921000,
+        "x_bins": 4,
+        "x_bin_ns": 6508751,
+        "y_bins": 3,
+        "y_edges_ns": [316673836, 325057008, 333662105, 342495000],
         "cells": [
             {"x": 0, "y": 2, "count": 1, "max_ns": 342495000, "max_ref": _ref("wait", x, 61, 251)},
             {"x": 3, "y": 0, "count": 2, "max_ns": 320902000, "max_ref": _ref("wait", x, 72, 505)},
@@ -234,8 +268,11 @@ def test_wait_heatmap_golden(client, xfs, ext4):
     }
     # by lock: the object (lock_key) takes both primitives; a label takes just its own
     h = client.get(url, params={"metric": "wait", "filter": "xfs_ilock", "x_bins": 4, "y_bins": 3}).json()
-    assert (h["t0_ns"], h["t1_ns"], h["y_edges_ns"]) == (358613964695000, 358613968921000,
-                                                          [316673836, 318076997, 319486376, 320902000])
+    assert (h["t0_ns"], h["t1_ns"], h["y_edges_ns"]) == (
+        358613964695000,
+        358613968921000,
+        [316673836, 318076997, 319486376, 320902000],
+    )
     assert h["cells"] == [
         {"x": 0, "y": 2, "count": 1, "max_ns": 320902000, "max_ref": _ref("wait", x, 72, 505)},
         {"x": 3, "y": 0, "count": 1, "max_ns": 316673836, "max_ref": _ref("wait", x, 94, 30495)},
@@ -245,8 +282,10 @@ def test_wait_heatmap_golden(client, xfs, ext4):
     assert h["percentiles"]["max_ns"] == 316673836
     # ext4: the two postgres backends behind jbd2
     f = _source_ids(client, ext4)["ftrace"]
-    h = client.get(f"/api/analyses/{ext4}/heatmap",
-                   params={"metric": "wait", "filter": "wait_transaction_locked", "x_bins": 4, "y_bins": 3}).json()
+    h = client.get(
+        f"/api/analyses/{ext4}/heatmap",
+        params={"metric": "wait", "filter": "wait_transaction_locked", "x_bins": 4, "y_bins": 3},
+    ).json()
     assert h["y_edges_ns"] == [10862000, 11611144, 12411956, 13268000]
     assert h["cells"] == [
         {"x": 0, "y": 2, "count": 1, "max_ns": 13268000, "max_ref": _ref("wait", f, 45, 4242)},
@@ -256,8 +295,18 @@ def test_wait_heatmap_golden(client, xfs, ext4):
 
 
 def _event_summary(e):
-    return (e["ref"]["line"], e["ref"]["pid"], e["t_ns"], e["latency_ns"], e["end_known"], e["comm"], e["lock"],
-            e["lock_key"], e["chain_id"], e["link"])
+    return (
+        e["ref"]["line"],
+        e["ref"]["pid"],
+        e["t_ns"],
+        e["latency_ns"],
+        e["end_known"],
+        e["comm"],
+        e["lock"],
+        e["lock_key"],
+        e["chain_id"],
+        e["link"],
+    )
 
 
 def test_wait_events_in_a_box_lead_to_their_chain(client, xfs):
@@ -273,8 +322,16 @@ def test_wait_events_in_a_box_lead_to_their_chain(client, xfs):
     ]
     assert all(e["ref"]["source_id"] == x and e["ref"]["kind"] == "wait" and e["wait"] is None for e in r["events"])
     # a box: [t0, t1] inclusive, lat_min <= latency < lat_max
-    r = client.get(url, params={"metric": "wait", "t0_ns": 358613964695000, "t1_ns": 358613968921000,
-                                "lat_min_ns": 316673836, "lat_max_ns": 320902000}).json()
+    r = client.get(
+        url,
+        params={
+            "metric": "wait",
+            "t0_ns": 358613964695000,
+            "t1_ns": 358613968921000,
+            "lat_min_ns": 316673836,
+            "lat_max_ns": 320902000,
+        },
+    ).json()
     assert r["count"] == 1 and [e["ref"]["line"] for e in r["events"]] == [94]
     r = client.get(url, params={"metric": "wait", "filter": "xfs_ilock", "lat_min_ns": 300_000_000, "limit": 1}).json()
     assert r["count"] == 2 and [e["ref"]["line"] for e in r["events"]] == [72]
@@ -296,8 +353,10 @@ def test_call_events_lead_to_the_wait_inside_them(client, ext4):
 def test_clock_offsets_place_and_filter_on_the_analysis_timeline(client, store, ext4):
     ids = _source_ids(client, ext4)
     url = f"/api/analyses/{ext4}/heatmap"
-    before = {m: client.get(url, params={"metric": m, **({"filter": "schedule"} if m == "func" else {})}).json()
-              for m in ("d2c", "func", "wait")}
+    before = {
+        m: client.get(url, params={"metric": m, **({"filter": "schedule"} if m == "func" else {})}).json()
+        for m in ("d2c", "func", "wait")
+    }
     events_before = client.get(f"{url}/events", params={"metric": "d2c"}).json()
     shift = {"blkparse": 2_500_000_000, "ftrace": -7_000_000}
     con = store.cursor()
@@ -323,8 +382,10 @@ def test_clock_offsets_place_and_filter_on_the_analysis_timeline(client, store, 
     h = client.get(url, params={"metric": "d2c", **aligned}).json()
     assert sum(c["count"] for c in h["cells"]) == 4
     # a wait at its aligned start, and only there
-    w = client.get(f"{url}/events", params={"metric": "wait", "t0_ns": 7341201620000 - 7_000_000,
-                                            "t1_ns": 7341201620000 - 7_000_000}).json()
+    w = client.get(
+        f"{url}/events",
+        params={"metric": "wait", "t0_ns": 7341201620000 - 7_000_000, "t1_ns": 7341201620000 - 7_000_000},
+    ).json()
     assert [(e["ref"]["line"], e["t_ns"]) for e in w["events"]] == [(45, 7341194620000)]
 
 
@@ -338,26 +399,47 @@ def test_metrics_to_pick_from(client, xfs, ext4, demo):
             {"func": "down_write", "calls": 1, "total_ns": 316673836, "max_ns": 316673836},
         ],
         "locks": [
-            {"lock_key": "xfs_ilock", "waits": 2, "total_ns": 637575836, "max_ns": 320902000,
-             "locks": ["xfs_ilock via down_read", "xfs_ilock via down_write"]},
-            {"lock_key": "xfs_buf_lock", "waits": 1, "total_ns": 342495000, "max_ns": 342495000,
-             "locks": ["xfs_buf_lock via down"]},
+            {
+                "lock_key": "xfs_ilock",
+                "waits": 2,
+                "total_ns": 637575836,
+                "max_ns": 320902000,
+                "locks": ["xfs_ilock via down_read", "xfs_ilock via down_write"],
+            },
+            {
+                "lock_key": "xfs_buf_lock",
+                "waits": 1,
+                "total_ns": 342495000,
+                "max_ns": 342495000,
+                "locks": ["xfs_buf_lock via down"],
+            },
         ],
     }
     m = client.get(f"/api/analyses/{ext4}/heatmap/metrics", params={"limit": 1}).json()
-    assert m["metrics"] == [{"metric": "i2d", "count": 4}, {"metric": "d2c", "count": 4}, {"metric": "q2c", "count": 4},
-                            {"metric": "func", "count": 92}, {"metric": "wait", "count": 3}]  # jbd2's idle sleep: no
+    assert m["metrics"] == [
+        {"metric": "i2d", "count": 4},
+        {"metric": "d2c", "count": 4},
+        {"metric": "q2c", "count": 4},
+        {"metric": "func", "count": 92},
+        {"metric": "wait", "count": 3},
+    ]  # jbd2's idle sleep: no
     assert m["functions"] == [{"func": "schedule", "calls": 3, "total_ns": 37616874, "max_ns": 13480120}]
     assert [(k["lock_key"], k["waits"]) for k in m["locks"]] == [
-        ("wait_transaction_locked", 2), ("__wait_on_buffer", 1)]  # not kjournald2: jbd2 idle, waiting for work
+        ("wait_transaction_locked", 2),
+        ("__wait_on_buffer", 1),
+    ]  # not kjournald2: jbd2 idle, waiting for work
     m = client.get(f"/api/analyses/{demo}/heatmap/metrics").json()
-    assert m["metrics"] == [{"metric": "i2d", "count": 5000}, {"metric": "d2c", "count": 5000},
-                            {"metric": "q2c", "count": 5000}]
+    assert m["metrics"] == [
+        {"metric": "i2d", "count": 5000},
+        {"metric": "d2c", "count": 5000},
+        {"metric": "q2c", "count": 5000},
+    ]
     assert m["functions"] == [] and m["locks"] == []
 
 
 def test_edges_stay_strictly_increasing_when_the_range_is_narrow():
     from backend.queries.heatmaps import latency_edges
+
     assert latency_edges(1000, 1005, 200) == [1000, 1001, 1002, 1003, 1004, 1005]
     assert latency_edges(5000, 5000, 3) == [5000, 10772, 23208, 50000]  # one value: a decade above it
     assert latency_edges(10, 20, 2) == [1000, 3162, 10000]  # all under the 1 µs floor: bin 0
@@ -365,15 +447,18 @@ def test_edges_stay_strictly_increasing_when_the_range_is_narrow():
     assert len(e) == 41 and e[0] == 4463 and e[-1] == 15626265317
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"metric": "func"}, "metric=func needs filter=<function name>"),
-    ({"metric": "func", "filter": "  "}, "metric=func needs filter=<function name>"),
-    ({"metric": "i2d", "filter": "xfs_ilock"}, "filter does not apply to metric=i2d"),
-    ({"metric": "wait", "dev": "8,0"}, "dev does not apply to metric=wait"),
-    ({"metric": "func", "filter": "schedule", "dev": "8,0"}, "dev does not apply to metric=func"),
-    ({"metric": "lock"}, "metric: Input should be"),
-    ({"metric": "wait", "x_bins": 0}, "x_bins"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"metric": "func"}, "metric=func needs filter=<function name>"),
+        ({"metric": "func", "filter": "  "}, "metric=func needs filter=<function name>"),
+        ({"metric": "i2d", "filter": "xfs_ilock"}, "filter does not apply to metric=i2d"),
+        ({"metric": "wait", "dev": "8,0"}, "dev does not apply to metric=wait"),
+        ({"metric": "func", "filter": "schedule", "dev": "8,0"}, "dev does not apply to metric=func"),
+        ({"metric": "lock"}, "metric: Input should be"),
+        ({"metric": "wait", "x_bins": 0}, "x_bins"),
+    ],
+)
 def test_bad_parameters_are_422_with_a_message(client, xfs, params, message):
     for path in ("heatmap", "heatmap/events"):
         if "x_bins" in params and path != "heatmap":

@@ -5,6 +5,7 @@ Values were checked by hand against the files' lines (line numbers below are the
 are asserted on its own clock (timeline time minus the source's clock_offset_ns), so that everything but
 `test_aligned_to_the_blktrace` holds whatever offset the alignment finds.
 """
+
 from __future__ import annotations
 
 from backend.cli import DEMOS, load_demo
@@ -54,45 +55,99 @@ def test_stall_chain(client, store):
     # file_writer's write(): switched out D at line 8656 in xfs_ilock -> down_write (the iolock's down_write
     # returned, the ilock's sleeps), back on CPU at line 21110, woken at line 21099 by file_reader
     assert (writer["pid"], writer["comm"], writer["lock"], writer["relation"], writer["line"]) == (
-        3271, "file_writer", "xfs_ilock via down_write", "woken_by", 8656)
+        3271,
+        "file_writer",
+        "xfs_ilock via down_write",
+        "woken_by",
+        8656,
+    )
     assert own(writer) == (5247900332000, 5250204502000, 2304170000)
     assert not writer["inferred"] and writer["end_known"] and writer["also_waiting"] == []
-    assert writer["stack"] == ["sys_write", "vfs_write", "do_sync_write", "xfs_file_aio_write", "xfs_write",
-                               "xfs_ilock", "down_write", "rwsem_down_write_failed", "schedule"]
+    assert writer["stack"] == [
+        "sys_write",
+        "vfs_write",
+        "do_sync_write",
+        "xfs_file_aio_write",
+        "xfs_write",
+        "xfs_ilock",
+        "down_write",
+        "rwsem_down_write_failed",
+        "schedule",
+    ]
     assert "woken at line 21099 by file_reader (3274) from xfs_iunlock → up_read" in writer["evidence"]
 
     # file_reader (the first waiter, a reader): page fault -> readahead -> xfs_ilock_map_shared -> down_read,
     # line 8345 to line 21088, woken at line 21079 by xfsconvertd/0's xfs_iunlock -> up_write
     assert (reader["pid"], reader["comm"], reader["lock"], reader["relation"], reader["line"]) == (
-        3274, "file_reader", "xfs_ilock via down_read", "woken_by", 8345)
+        3274,
+        "file_reader",
+        "xfs_ilock via down_read",
+        "woken_by",
+        8345,
+    )
     assert own(reader) == (5247852697000, 5250204490000, 2351793000)
     assert reader["stack"][:2] == ["do_page_fault", "handle_mm_fault"]
-    assert reader["stack"][-6:] == ["xfs_iomap", "xfs_ilock_map_shared", "xfs_ilock", "down_read",
-                                    "rwsem_down_read_failed", "schedule"]
+    assert reader["stack"][-6:] == [
+        "xfs_iomap",
+        "xfs_ilock_map_shared",
+        "xfs_ilock",
+        "down_read",
+        "rwsem_down_read_failed",
+        "schedule",
+    ]
     assert "woken at line 21079 by xfsconvertd/0 (421) from xfs_iunlock → up_write" in reader["evidence"]
 
     # xfsconvertd/0: the unwritten-extent conversion, holding the ilock, sleeps for the bmap btree buffer
     # (line 1273) until xfslogd/0 runs the buffer's I/O completion (wake-up at line 21046, back at line 21055)
     assert (conv["pid"], conv["comm"], conv["lock"], conv["relation"], conv["line"]) == (
-        421, "xfsconvertd/0", "xfs_buf_lock via down", "io_completion", 1273)
+        421,
+        "xfsconvertd/0",
+        "xfs_buf_lock via down",
+        "io_completion",
+        1273,
+    )
     assert own(conv) == (5246482452000, 5250204319000, 3721867000)
     assert conv["stack"][:2] == ["xfs_end_bio_unwritten", "xfs_iomap_write_unwritten"]
     assert conv["stack"][-5:] == ["xfs_buf_lock", "down", "__down", "schedule_timeout", "schedule"]
     assert "woken at line 21046 by xfslogd/0 (419) in the I/O completion xfs_buf_iodone_work()" in conv["evidence"]
 
     assert (logd["pid"], logd["comm"], logd["lock"], logd["relation"], logd["line"]) == (
-        419, "xfslogd/0", None, None, 21046)
+        419,
+        "xfslogd/0",
+        None,
+        None,
+        21046,
+    )
     assert logd["start_ns"] - off == 5250204317000
-    assert logd["stack"] == ["xfs_buf_iodone_work", "xfs_buf_iodone_callbacks", "xfs_buf_ioend",
-                             "xfs_buf_iodone_work", "xfs_buf_unlock", "up", "try_to_wake_up"]
+    assert logd["stack"] == [
+        "xfs_buf_iodone_work",
+        "xfs_buf_iodone_callbacks",
+        "xfs_buf_ioend",
+        "xfs_buf_iodone_work",
+        "xfs_buf_unlock",
+        "up",
+        "try_to_wake_up",
+    ]
 
 
 def test_holders_and_marks(client, store):
     aid, src = _ingest(client, store)
     off = src["ftrace"]["clock_offset_ns"]
     waits = client.get(f"/api/analyses/{aid}/waits", params={"lock": "xfs_"}).json()
-    got = [(w["pid"], w["line"], w["state"], w["lock"], w["holder_pid"], w["holder_line"], w["holder_ns"] - off,
-            w["waker_pid"], w["wake_line"]) for w in waits]
+    got = [
+        (
+            w["pid"],
+            w["line"],
+            w["state"],
+            w["lock"],
+            w["holder_pid"],
+            w["holder_line"],
+            w["holder_ns"] - off,
+            w["waker_pid"],
+            w["wake_line"],
+        )
+        for w in waits
+    ]
     assert got == [
         # the buffer was locked by xfsaild's push (xfs_buf_lock returned at line 1213) for its write
         (421, 1273, "D", "xfs_buf_lock via down", 804, 1213, 5246480244532, 419, 21046),
@@ -103,8 +158,10 @@ def test_holders_and_marks(client, store):
     ]
     marks = client.get(f"/api/analyses/{aid}/marks").json()
     assert [(m["line"], m["t_ns"] - off, m["pid"], m["text"]) for m in marks] == [
-        (234, 5246400329000, 3271, "write start"), (261, 5246400349000, 3271, "write done"),
-        (8645, 5247900328000, 3271, "write start"), (21147, 5250204518000, 3271, "write done"),
+        (234, 5246400329000, 3271, "write start"),
+        (261, 5246400349000, 3271, "write done"),
+        (8645, 5247900328000, 3271, "write start"),
+        (21147, 5250204518000, 3271, "write done"),
     ]
 
 
@@ -114,8 +171,11 @@ def test_chains_in_a_time_range(client, store):
     every = client.get(url, params={"limit": 1000}).json()
     assert len(every) == 328 and [c["id"] for c in every] == list(range(1, 329))
     writer = every[0]["links"][0]  # chain #1: the app's write, 2.30 s in xfs_ilock
-    in_window = lambda t0, t1: [c["id"] for c in every  # noqa: E731  (the first link's wait overlaps [t0, t1])
-                                if c["links"][0]["end_ns"] >= t0 and c["links"][0]["start_ns"] <= t1]
+    in_window = lambda t0, t1: [
+        c["id"]
+        for c in every  # noqa: E731  (the first link's wait overlaps [t0, t1])
+        if c["links"][0]["end_ns"] >= t0 and c["links"][0]["start_ns"] <= t1
+    ]
 
     # up to 1 ns before the write began: not chain #1; the others keep their rank (#3, a database read, first)
     before = client.get(url, params={"limit": 1000, "t1_ns": writer["start_ns"] - 1}).json()
@@ -137,19 +197,38 @@ def test_starved_request_in_the_blktrace(client, store):
     slowest = client.get(f"/api/analyses/{aid}/requests", params={"order": "i2d", "limit": 2}).json()
     r = slowest[0]
     assert (r["line"], r["dev"], r["sector"], r["nsect"], r["rwbs"], r["pid"], r["comm"]) == (
-        4069, "8,0", 141698288, 8, "WM", 804, "xfsaild/sda1")
+        4069,
+        "8,0",
+        141698288,
+        8,
+        "WM",
+        804,
+        "xfsaild/sda1",
+    )
     assert (r["from_dev"], r["from_sector"]) == ("8,1", 141696240)
     assert (r["i_ns"] - off, r["d_ns"] - off, r["c_ns"] - off) == (9062188818, 12780580813, 12786197813)
     assert (r["i2d_ns"], r["d2c_ns"]) == (3718391995, 5617000)
     assert slowest[1]["i2d_ns"] == 43426813  # the next-slowest: another metadata write, 43 ms
     d = client.get(f"/api/analyses/{aid}/requests/{r['source_id']}/{r['line']}", params={"max_messages": 2000}).json()
     assert [(e["action"], e["line"], e["pid"]) for e in d["events"]] == [
-        ("A", 4069, 804), ("Q", 4070, 804), ("G", 4071, 804), ("I", 4072, 804), ("D", 7204, 187), ("C", 7205, None)]
+        ("A", 4069, 804),
+        ("Q", 4070, 804),
+        ("G", 4071, 804),
+        ("I", 4072, 804),
+        ("D", 7204, 187),
+        ("C", 7205, None),
+    ]
     # while it waited CFQ logged 215 preemptions of its async queue (7 lines each) by the database's sync queues
     first = [m["message"] for m in d["messages"][:7]]
-    assert first == ["cfq2210SN / insert_request", "cfq2210SN / add_to_rr", "cfq2210SN / preempt",
-                     "cfq498A / slice expired t=1", "cfq498A / resid=39", "/ served: vt=1954383378 min_vt=1954383378",
-                     "cfq498A / sl_used=1 disp=0 charge=0 iops=1 sect=0"]
+    assert first == [
+        "cfq2210SN / insert_request",
+        "cfq2210SN / add_to_rr",
+        "cfq2210SN / preempt",
+        "cfq498A / slice expired t=1",
+        "cfq498A / resid=39",
+        "/ served: vt=1954383378 min_vt=1954383378",
+        "cfq498A / sl_used=1 disp=0 charge=0 iops=1 sect=0",
+    ]
     blk = BLK.read_text().splitlines()[4068:7203]
     assert sum(" m   N " in line for line in blk) == 1509 and sum("/ preempt" in line for line in blk) == 215
 
@@ -186,7 +265,9 @@ def test_offcpu_totals_match_the_trace(client, store):
     try:
         rows = con.execute(
             "SELECT o.comm, o.pid, o.value_us, o.frames FROM offcpu_stacks o JOIN sources s ON s.id = o.source_id"
-            " WHERE s.analysis_id = ? ORDER BY o.value_us, o.line", [aid]).fetchall()
+            " WHERE s.analysis_id = ? ORDER BY o.value_us, o.line",
+            [aid],
+        ).fetchall()
     finally:
         con.close()
     assert len(rows) == 25
@@ -196,20 +277,29 @@ def test_offcpu_totals_match_the_trace(client, store):
     assert by[("file_reader", 3274, "down_read")] == 2351793
     assert by[("xfsconvertd/0", 421, "down")] == 3721866
     chain = client.get(f"/api/analyses/{aid}/chains", params={"limit": 1}).json()[0]["links"]
-    for link, key in zip(chain, (("file_writer", 3271, "down_write"), ("file_reader", 3274, "down_read"),
-                                 ("xfsconvertd/0", 421, "down"))):
+    for link, key in zip(
+        chain, (("file_writer", 3271, "down_write"), ("file_reader", 3274, "down_read"), ("xfsconvertd/0", 421, "down"))
+    ):
         assert abs(by[key] - link["duration_ns"] // 1000) <= 1
     writer = next(f for comm, pid, us, f in rows if us == 2304170)
     assert writer[:4] == ["__libc_start_main", "main", "log_append", "__write_nocancel"]  # root first
-    assert writer[-6:] == ["xfs_ilock", "down_write", "call_rwsem_down_write_failed", "rwsem_down_write_failed",
-                           "schedule", "finish_task_switch"]
+    assert writer[-6:] == [
+        "xfs_ilock",
+        "down_write",
+        "call_rwsem_down_write_failed",
+        "rwsem_down_write_failed",
+        "schedule",
+        "finish_task_switch",
+    ]
     # the database: its I/O and its idle time add up to the 24 s window, per backend
     pg = {}
     for comm, pid, us, frames in rows:
         if comm == "postgres":
             pg.setdefault(pid, []).append(us)
     assert {pid: sorted(v) for pid, v in pg.items()} == {
-        2210: [1078490, 3122855, 19603983], 2214: [1045124, 3175817, 19507602]}
+        2210: [1078490, 3122855, 19603983],
+        2214: [1045124, 3175817, 19507602],
+    }
 
 
 def test_aligned_to_the_blktrace(client, store):
@@ -219,7 +309,14 @@ def test_aligned_to_the_blktrace(client, store):
     conv, logd = client.get(f"/api/analyses/{aid}/chains", params={"limit": 1}).json()[0]["links"][2:]
     req = conv["request"]
     assert (req["source_id"], req["line"], req["dev"], req["sector"], req["nsect"], req["rwbs"], req["pid"]) == (
-        src["blkparse"]["id"], 4069, "8,0", 141698288, 8, "WM", 804)
+        src["blkparse"]["id"],
+        4069,
+        "8,0",
+        141698288,
+        8,
+        "WM",
+        804,
+    )
     assert req["d_ns"] - req["i_ns"] == 3718391995
     assert 0 < logd["start_ns"] - req["c_ns"] <= 100_000  # xfslogd woke xfsconvertd just after the completion
 
@@ -233,8 +330,11 @@ def test_it_is_the_first_demo(client, store):
     assert [a["name"] for a in listed] == [n for n, _ in DEMOS]  # newest first: the demos in their order
     (c,) = client.get(f"/api/analyses/{listed[0]['id']}/chains", params={"limit": 1}).json()
     assert [(link["comm"], link["relation"]) for link in c["links"]] == [
-        ("file_writer", "woken_by"), ("file_reader", "woken_by"), ("xfsconvertd/0", "io_completion"),
-        ("xfslogd/0", None)]
+        ("file_writer", "woken_by"),
+        ("file_reader", "woken_by"),
+        ("xfsconvertd/0", "io_completion"),
+        ("xfslogd/0", None),
+    ]
 
 
 def _marks(node) -> dict[str, str | None]:
@@ -252,10 +352,17 @@ def test_flame_lock_frames_lead_to_their_waits(client, store):
     aid, _ = _ingest(client, store)
     marks = _marks(client.get(f"/api/analyses/{aid}/flamegraph").json()["root"])
     assert {name: lock for name, lock in marks.items() if lock} == {
-        "xfs_ilock_map_shared": "xfs_ilock", "xfs_ilock": "xfs_ilock",
-        "down_read": "rwsem (read)", "rwsem_down_read_failed": "rwsem (read)",
-        "down_write": "rwsem (write)", "rwsem_down_write_failed": "rwsem (write)",
-        "xfs_buf_lock": "xfs_buf_lock", "down": "semaphore", "__down": "semaphore", "io_schedule": "I/O"}
+        "xfs_ilock_map_shared": "xfs_ilock",
+        "xfs_ilock": "xfs_ilock",
+        "down_read": "rwsem (read)",
+        "rwsem_down_read_failed": "rwsem (read)",
+        "down_write": "rwsem (write)",
+        "rwsem_down_write_failed": "rwsem (write)",
+        "xfs_buf_lock": "xfs_buf_lock",
+        "down": "semaphore",
+        "__down": "semaphore",
+        "io_schedule": "I/O",
+    }
     # the marks are entries of the lock table; the asm thunks, the callers, the scheduler are not locks
     assert set(filter(None, marks.values())) <= {p["name"] for p in client.get("/api/locks").json()}
     for name in ("call_rwsem_down_read_failed", "call_rwsem_down_write_failed", "xfs_iomap", "schedule"):
@@ -280,14 +387,17 @@ def test_flame_lock_frames_lead_to_their_waits(client, store):
     keys = sorted(set(filter(None, marks.values()))) + ["mutex"]
     got = client.get(f"/api/analyses/{aid}/waits/by-lock", params=[("lock_key", k) for k in keys]).json()
     listed = {k: client.get(f"/api/analyses/{aid}/waits", params={"lock_key": k, "limit": 1000}).json() for k in keys}
-    assert got == [{"lock_key": k, "waits": len(listed[k]), "total_ns": sum(w["duration_ns"] for w in listed[k])}
-                   for k in keys]
+    assert got == [
+        {"lock_key": k, "waits": len(listed[k]), "total_ns": sum(w["duration_ns"] for w in listed[k])} for k in keys
+    ]
     assert {g["lock_key"]: g["waits"] for g in got}["mutex"] == 0 and {g["lock_key"]: g["waits"] for g in got}[
-        "xfs_ilock"] == 2
+        "xfs_ilock"
+    ] == 2
     # in a window, as the link keeps the time range: the inode lock's reader began before its writer
     ilock = sorted(listed["xfs_ilock"], key=lambda w: w["start_ns"])
     window = {"t0_ns": ilock[0]["start_ns"], "t1_ns": ilock[1]["start_ns"] - 1}
     inside = client.get(f"/api/analyses/{aid}/waits", params={"lock_key": "xfs_ilock", **window}).json()
     assert [w["comm"] for w in inside] == ["file_reader"]
     assert client.get(f"/api/analyses/{aid}/waits/by-lock", params={"lock_key": "xfs_ilock", **window}).json() == [
-        {"lock_key": "xfs_ilock", "waits": 1, "total_ns": inside[0]["duration_ns"]}]
+        {"lock_key": "xfs_ilock", "waits": 1, "total_ns": inside[0]["duration_ns"]}
+    ]

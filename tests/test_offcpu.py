@@ -4,6 +4,7 @@ Golden numbers: record counts and totals were checked independently of the parse
 `grep -E '^\\s+[0-9]+\\s*$' | awk` (multi-line totals) and `grep -E '^[^ #;][^;]*(;[^;]*)+ [0-9]+$' | awk`
 (folded lines) on each file; the single records were read by hand at the lines named in each test.
 """
+
 from __future__ import annotations
 
 import io
@@ -47,6 +48,7 @@ def total(rows: list[dict]) -> int:
 
 # --------------------------------------------------------------------------------------- seed excerpt
 
+
 def test_seed_excerpt_bare_stack_is_one_incomplete_record():
     rows, report = parse_file(SEED)
     assert len(rows) == 1
@@ -65,12 +67,15 @@ def test_seed_excerpt_bare_stack_is_one_incomplete_record():
     assert r["kernel_frames"] == 22
     assert r["waker_frames"] is None and r["waker_comm"] is None
     assert report.skipped == 0
-    assert ("1 incomplete record(s): a stack with no total (µs) after it, e.g. an excerpt quoted by hand; "
-            "kept with value_us null and incomplete=true (first at line 1)") in report.notes
+    assert (
+        "1 incomplete record(s): a stack with no total (µs) after it, e.g. an excerpt quoted by hand; "
+        "kept with value_us null and incomplete=true (first at line 1)"
+    ) in report.notes
     assert offcpu.header_window_s(SEED.read_text().splitlines()) is None
 
 
 # --------------------------------------------------------------------------------------- offcputime
+
 
 def test_default_stacks_kernel_only():
     rows, report = parse_file(OFFCPU / "bcc-offcputime-K-default-stacks.txt")
@@ -106,8 +111,17 @@ def test_folded_kernel_only():
     # line 1: `bash;entry_SYSCALL_64_fastpath;sys_read;...;rwsem_down_read_failed;schedule 8`
     r = at(rows, 1)
     assert r["comm"] == "bash" and r["value_us"] == 8 and r["pid"] is None
-    assert r["frames"] == ["entry_SYSCALL_64_fastpath", "sys_read", "vfs_read", "__vfs_read", "tty_read",
-                           "n_tty_read", "call_rwsem_down_read_failed", "rwsem_down_read_failed", "schedule"]
+    assert r["frames"] == [
+        "entry_SYSCALL_64_fastpath",
+        "sys_read",
+        "vfs_read",
+        "__vfs_read",
+        "tty_read",
+        "n_tty_read",
+        "call_rwsem_down_read_failed",
+        "rwsem_down_read_failed",
+        "schedule",
+    ]
     assert r["kernel_frames"] is None  # no header, no annotation, no delimiter: unknown
     # line 7: `jbd2/xvda1-8;...` - the `-8` is part of the comm (not every comm has a -PID suffix)
     r = at(rows, 7)
@@ -151,8 +165,14 @@ def test_profile_doc_modern_layout():
     # lines 12-19: modern `-                cp (9036)` comm line
     r = at(rows, 12)
     assert r["comm"] == "cp" and r["pid"] == 9036 and r["value_us"] == 1
-    assert r["frames"] == ["[unknown]", "page_fault", "do_page_fault", "__do_page_fault", "handle_mm_fault",
-                           "filemap_map_pages"]
+    assert r["frames"] == [
+        "[unknown]",
+        "page_fault",
+        "do_page_fault",
+        "__do_page_fault",
+        "handle_mm_fault",
+        "filemap_map_pages",
+    ]
     assert r["kernel_frames"] is None  # `user + kernel stack`, no delimiter, no addresses
     # lines 201-206: -d, delimiter `--` kept as `-` between user and kernel frames
     r = at(rows, 201)
@@ -160,8 +180,17 @@ def test_profile_doc_modern_layout():
     assert r["kernel_frames"] == 3 and r["comm"] == "dd" and r["pid"] == 25036
     # line 351: folded with `_[k]` annotations (-adf)
     r = at(rows, 351)
-    assert r["frames"] == ["[unknown]", "read", "-", "entry_SYSCALL_64_fastpath", "SyS_read", "vfs_read",
-                           "rw_verify_area", "security_file_permission", "__fsnotify_parent"]
+    assert r["frames"] == [
+        "[unknown]",
+        "read",
+        "-",
+        "entry_SYSCALL_64_fastpath",
+        "SyS_read",
+        "vfs_read",
+        "rw_verify_area",
+        "security_file_permission",
+        "__fsnotify_parent",
+    ]
     assert r["kernel_frames"] == 6 and r["comm"] == "dd" and r["value_us"] == 1
     # line 348 `dd;[unknown] 1` in an annotated file: no kernel frame
     assert at(rows, 348)["kernel_frames"] == 0
@@ -176,6 +205,7 @@ def test_profile_doc_modern_layout():
 
 
 # --------------------------------------------------------------------------------------- offwaketime
+
 
 def test_offwaketime_doc_file():
     rows, report = parse_file(OFFWAKE / "bcc-offwaketime_example.txt")
@@ -195,8 +225,17 @@ def test_offwaketime_doc_file():
     r = at(rows, 223)
     assert r["comm"] == "run" and r["waker_comm"] == "run" and r["value_us"] == 117
     assert r["frames"][0] == "page_fault" and r["frames"][-1] == "schedule"
-    assert r["waker_frames"] == ["page_fault", "do_page_fault", "__do_page_fault", "handle_mm_fault", "unlock_page",
-                                 "__wake_up_bit", "__wake_up", "__wake_up_common", "wake_bit_function"]
+    assert r["waker_frames"] == [
+        "page_fault",
+        "do_page_fault",
+        "__do_page_fault",
+        "handle_mm_fault",
+        "unlock_page",
+        "__wake_up_bit",
+        "__wake_up",
+        "__wake_up_common",
+        "wake_bit_function",
+    ]
     # line 182: no waker stack and no waker comm (`...;preempt_schedule_common;-; 2`)
     r = at(rows, 182)
     assert r["comm"] == "supervise" and r["waker_comm"] is None and r["waker_frames"] == [] and r["value_us"] == 2
@@ -214,11 +253,20 @@ def test_wakeuptime_doc_file():
     # line 342, folded after `# ./wakeuptime -f 5`: `waker;waker stack root..leaf;target count`
     r = at(rows, 342)
     assert r["waker_comm"] == "rcuos/0" and r["comm"] == "rcu_sched" and r["value_us"] == 10
-    assert r["waker_frames"] == ["ddebug_tables", "ret_from_fork", "kthread", "rcu_nocb_kthread",
-                                 "rcu_gp_kthread_wake", "__wake_up", "__wake_up_common", "autoremove_wake_function"]
+    assert r["waker_frames"] == [
+        "ddebug_tables",
+        "ret_from_fork",
+        "kthread",
+        "rcu_nocb_kthread",
+        "rcu_gp_kthread_wake",
+        "__wake_up",
+        "__wake_up_common",
+        "autoremove_wake_function",
+    ]
 
 
 # --------------------------------------------------------------------------------------- folded variants
+
 
 def test_folded_stackcollapse_pid_tid_annotations_and_modern_offwake():
     data = (
@@ -234,7 +282,9 @@ def test_folded_stackcollapse_pid_tid_annotations_and_modern_offwake():
     assert "layout: multi-line stacks" in report.notes
     assert report.skipped == 2
     assert [(e.line, e.reason) for e in report.examples] == [
-        (4, "prose / not part of a stack record"), (5, "prose / not part of a stack record")]
+        (4, "prose / not part of a stack record"),
+        (5, "prose / not part of a stack record"),
+    ]
     r = at(rows, 1)
     assert (r["comm"], r["pid"], r["tid"]) == ("java", 4242, 4250)
     assert r["frames"] == ["start_thread", "run", "write", "-", "entry_SYSCALL_64", "ksys_write"]
@@ -249,16 +299,26 @@ def test_folded_stackcollapse_pid_tid_annotations_and_modern_offwake():
 
 def test_folded_bulk_skips_bad_lines_after_the_first_chunk(monkeypatch):
     monkeypatch.setattr(offcpu, "CHUNK", 40)  # the layout is decided on the first chunk only
-    data = (b"a;b;c 1\n" * 5 + b"# comment\n" + b"a;b 1.5\n" + b"x;y 12\n" + b"\n" + b"no count here\n"
-            + b"V8 WorkerThread;z 4\n")
+    data = (
+        b"a;b;c 1\n" * 5
+        + b"# comment\n"
+        + b"a;b 1.5\n"
+        + b"x;y 12\n"
+        + b"\n"
+        + b"no count here\n"
+        + b"V8 WorkerThread;z 4\n"
+    )
     rows, report = parse_bytes(data)
     assert "layout: folded stacks (one stack per line)" in report.notes
     assert [(e.line, e.reason) for e in report.examples] == [
         (6, "comment line"),
         (7, "not a folded stack line (expected 'frame;frame;... <integer count>')"),
-        (10, "not a folded stack line (expected 'frame;frame;... <integer count>')")]
+        (10, "not a folded stack line (expected 'frame;frame;... <integer count>')"),
+    ]
     assert [(r["line"], r["comm"], r["frames"], r["value_us"]) for r in rows[-2:]] == [
-        (8, "x", ["y"], 12), (11, "V8 WorkerThread", ["z"], 4)]
+        (8, "x", ["y"], 12),
+        (11, "V8 WorkerThread", ["z"], 4),
+    ]
 
 
 def test_folded_comm_pid_suffix_when_every_line_has_one():
@@ -302,14 +362,19 @@ def test_multiline_modern_with_addresses_and_delimiter(monkeypatch):
 
 
 def test_nothing_to_parse_is_refused():
-    with pytest.raises(ParseError, match=r"no usable event in the file \(expected bcc offcputime/offwaketime output or folded stacks\); first problem at line 1"):
+    with pytest.raises(
+        ParseError,
+        match=r"no usable event in the file \(expected bcc offcputime/offwaketime output or folded stacks\); first problem at line 1",
+    ):
         parse_bytes(b"hello world\nthis is prose\n")
 
 
 # --------------------------------------------------------------------------------------- sniffing
 
-@pytest.mark.parametrize("path", sorted(OFFCPU.glob("*.txt")) + sorted(OFFWAKE.glob("*.txt")) + [SEED],
-                         ids=lambda p: p.name)
+
+@pytest.mark.parametrize(
+    "path", sorted(OFFCPU.glob("*.txt")) + sorted(OFFWAKE.glob("*.txt")) + [SEED], ids=lambda p: p.name
+)
 def test_detect_picks_offcpu(path):
     head = path.read_bytes()[: detect.SNIFF_BYTES]
     assert detect.detect(head, path.name) is offcpu
@@ -341,38 +406,67 @@ ROWS = [
 
 def test_build_tree_exact():
     assert build_tree(ROWS, min_fraction=0) == {
-        "name": "all", "value": 100, "children": [
-            {"name": "main", "value": 99, "children": [
-                {"name": "read", "value": 69, "children": [
-                    {"name": "schedule", "value": 60, "children": []},
-                    {"name": "io", "value": 9, "children": []},
-                ]},
-                {"name": "write", "value": 30, "children": [{"name": "schedule", "value": 30, "children": []}]},
-            ]},
+        "name": "all",
+        "value": 100,
+        "children": [
+            {
+                "name": "main",
+                "value": 99,
+                "children": [
+                    {
+                        "name": "read",
+                        "value": 69,
+                        "children": [
+                            {"name": "schedule", "value": 60, "children": []},
+                            {"name": "io", "value": 9, "children": []},
+                        ],
+                    },
+                    {"name": "write", "value": 30, "children": [{"name": "schedule", "value": 30, "children": []}]},
+                ],
+            },
             {"name": "idle", "value": 1, "children": []},
-        ]}
+        ],
+    }
 
 
 def test_build_tree_other_invert_filter():
     # below 10% of 100: `io` (9) under read and `idle` (1) at the root are folded into "other"
     assert build_tree(ROWS, min_fraction=0.1) == {
-        "name": "all", "value": 100, "children": [
-            {"name": "main", "value": 99, "children": [
-                {"name": "read", "value": 69, "children": [
-                    {"name": "schedule", "value": 60, "children": []},
-                    {"name": "other", "value": 9, "children": []},
-                ]},
-                {"name": "write", "value": 30, "children": [{"name": "schedule", "value": 30, "children": []}]},
-            ]},
+        "name": "all",
+        "value": 100,
+        "children": [
+            {
+                "name": "main",
+                "value": 99,
+                "children": [
+                    {
+                        "name": "read",
+                        "value": 69,
+                        "children": [
+                            {"name": "schedule", "value": 60, "children": []},
+                            {"name": "other", "value": 9, "children": []},
+                        ],
+                    },
+                    {"name": "write", "value": 30, "children": [{"name": "schedule", "value": 30, "children": []}]},
+                ],
+            },
             {"name": "other", "value": 1, "children": []},
-        ]}
+        ],
+    }
     assert build_tree(ROWS, invert=True, filter="schedule", min_fraction=0) == {
-        "name": "all", "value": 90, "children": [
-            {"name": "schedule", "value": 90, "children": [
-                {"name": "read", "value": 60, "children": [{"name": "main", "value": 60, "children": []}]},
-                {"name": "write", "value": 30, "children": [{"name": "main", "value": 30, "children": []}]},
-            ]},
-        ]}
+        "name": "all",
+        "value": 90,
+        "children": [
+            {
+                "name": "schedule",
+                "value": 90,
+                "children": [
+                    {"name": "read", "value": 60, "children": [{"name": "main", "value": 60, "children": []}]},
+                    {"name": "write", "value": 30, "children": [{"name": "main", "value": 30, "children": []}]},
+                ],
+            },
+        ],
+    }
     assert build_tree([], min_fraction=0.1) == {"name": "all", "value": 0, "children": []}
 
 
@@ -380,13 +474,22 @@ def test_diff_trees_exact():
     a = [(["main", "read"], 10), (["main", "write"], 10)]
     b = [(["main", "read"], 25), (["main", "open"], 5)]
     assert diff_trees(a, b, min_fraction=0) == {
-        "name": "all", "value": 30, "delta": 10, "children": [
-            {"name": "main", "value": 30, "delta": 10, "children": [
-                {"name": "read", "value": 25, "delta": 15, "children": []},
-                {"name": "open", "value": 5, "delta": 5, "children": []},
-                {"name": "write", "value": 0, "delta": -10, "children": []},
-            ]},
-        ]}
+        "name": "all",
+        "value": 30,
+        "delta": 10,
+        "children": [
+            {
+                "name": "main",
+                "value": 30,
+                "delta": 10,
+                "children": [
+                    {"name": "read", "value": 25, "delta": 15, "children": []},
+                    {"name": "open", "value": 5, "delta": 5, "children": []},
+                    {"name": "write", "value": 0, "delta": -10, "children": []},
+                ],
+            },
+        ],
+    }
     # threshold 0.25 × max(20, 30) = 7.5: `open` (a 0, b 5) folds into "other"; `write` (a 10) stays
     assert diff_trees(a, b, min_fraction=0.25)["children"][0]["children"] == [
         {"name": "read", "value": 25, "delta": 15, "children": []},

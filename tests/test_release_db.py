@@ -33,8 +33,12 @@ def release_store(tmp_path):
 
 # fields added to answers since that release (each a deliberate API change, tested where it was made): the kept
 # answers are compared without them
-ADDED_SINCE = {"files",  # a source's files (0c17765: a blktrace per-CPU set is one source)
-               "min", "avg", "btt"}  # the dispatch summary's min and mean, and btt's figures (none for older files)
+ADDED_SINCE = {
+    "files",  # a source's files (0c17765: a blktrace per-CPU set is one source)
+    "min",
+    "avg",
+    "btt",
+}  # the dispatch summary's min and mean, and btt's figures (none for older files)
 
 
 def _without_added(body, kept):

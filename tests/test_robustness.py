@@ -2,6 +2,7 @@
 
 Nothing may crash, hang, answer 500, or leave a partial analysis behind.
 """
+
 from __future__ import annotations
 
 import io
@@ -13,8 +14,7 @@ from parsers import blkparse
 from parsers.common import ParseReport
 from tests.conftest import PUBLIC, SEED, table_counts
 
-CORPUS = [SEED / "cfq-dispatch-starvation.blkparse.txt",
-          *sorted((PUBLIC / "blkparse-text").glob("*.txt"))]
+CORPUS = [SEED / "cfq-dispatch-starvation.blkparse.txt", *sorted((PUBLIC / "blkparse-text").glob("*.txt"))]
 
 
 def mutate(line: bytes, rng: random.Random) -> bytes:
@@ -24,7 +24,7 @@ def mutate(line: bytes, rng: random.Random) -> bytes:
         for _ in range(rng.randrange(1, 4)):
             b[rng.randrange(len(b))] = rng.randrange(256)
     elif ops == 1 and b:  # truncate
-        del b[rng.randrange(len(b)):]
+        del b[rng.randrange(len(b)) :]
     elif ops == 2:  # duplicate a slice
         i = rng.randrange(len(b) + 1)
         b[i:i] = b[: rng.randrange(1, 40)] * rng.randrange(1, 50)
@@ -50,7 +50,10 @@ def test_mutated_traces_never_crash(seed):
     data = b"\n".join(mutate(ln, rng) if rng.random() < 0.5 else ln for ln in picked)
     report = ParseReport("fuzz")
     rows = 0
-    for _, batch in blkparse.parse(io.BytesIO(data), report, ):
+    for _, batch in blkparse.parse(
+        io.BytesIO(data),
+        report,
+    ):
         rows += batch.num_rows
     assert report.lines == 20000
     assert report.events + report.skipped <= report.lines
@@ -67,14 +70,21 @@ def test_long_lines_and_tiny_chunks():
     assert report.lines == 13 and report.events == 13 and report.skipped == 0
     assert [len(r["comm"]) for r in rows if r["line"] == 1] == [100_000]
     small = ParseReport("t")  # the same requests whatever the chunk size
-    assert sorted(map(str, (r for t, b in blkparse.parse(io.BytesIO(good), small, chunk_bytes=7) for r in b.to_pylist()))) \
-        == sorted(map(str, (r for t, b in blkparse.parse(io.BytesIO(good), ParseReport("u")) for r in b.to_pylist())))
+    assert sorted(
+        map(str, (r for t, b in blkparse.parse(io.BytesIO(good), small, chunk_bytes=7) for r in b.to_pylist()))
+    ) == sorted(map(str, (r for t, b in blkparse.parse(io.BytesIO(good), ParseReport("u")) for r in b.to_pylist())))
 
 
 BAD_REQUESTS = [
     ("post", "/api/analyses", {"content": b"garbage", "headers": {"content-type": "multipart/form-data; boundary=x"}}),
-    ("post", "/api/analyses", {"content": b"--x\r\nContent-Disposition: form-data; name=\"files\"; filename=\"a\"\r\n\r\n",
-                               "headers": {"content-type": "multipart/form-data; boundary=x"}}),
+    (
+        "post",
+        "/api/analyses",
+        {
+            "content": b'--x\r\nContent-Disposition: form-data; name="files"; filename="a"\r\n\r\n',
+            "headers": {"content-type": "multipart/form-data; boundary=x"},
+        },
+    ),
     ("post", "/api/analyses", {"content": b"{}", "headers": {"content-type": "application/json"}}),
     ("post", "/api/analyses", {"files": [("files", ("../../etc/passwd", b"\xff\xfe\x00garbage"))]}),
     ("post", "/api/analyses", {"files": [("files", ("\u202e\u0000evil.txt", b"not a trace at all\n"))]}),

@@ -1,4 +1,5 @@
 """Every response carries the headers that keep a trace's content from running as script or being framed."""
+
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
@@ -17,8 +18,14 @@ def _client(store, tmp_path) -> TestClient:
 
 def test_page_api_assets_and_errors_get_the_headers(store, tmp_path):
     with _client(store, tmp_path) as c:
-        for path, status in [("/", 200), ("/a/whatever", 200), ("/assets/app.js", 200), ("/api/analyses", 200),
-                             ("/api/analyses/nope", 404), ("/api/nothing-here", 404)]:
+        for path, status in [
+            ("/", 200),
+            ("/a/whatever", 200),
+            ("/assets/app.js", 200),
+            ("/api/analyses", 200),
+            ("/api/analyses/nope", 404),
+            ("/api/nothing-here", 404),
+        ]:
             r = c.get(path)
             assert r.status_code == status, path
             assert r.headers["content-security-policy"] == CSP, path

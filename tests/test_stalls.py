@@ -4,6 +4,7 @@ blktrace (samples/gen_ext4_jbd2.py).
 Golden files (tests/golden/stalls/*.json: the /waits and /chains answers) are rewritten with UPDATE_GOLDEN=1;
 the explicit assertions below are what was checked by hand against the trace lines.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,8 +45,16 @@ def test_xfs_seed_chain(client, store):
     # file_writer: down_write entered at .968921 (line 94), returned with 316673.836 us (line 117); no switch-out,
     # no wake-up in the excerpt: a wait inferred from the call
     assert (writer["pid"], writer["comm"], writer["lock"], writer["relation"]) == (
-        30495, "file_writer", "xfs_ilock via down_write", "held_by")
-    assert (writer["start_ns"], writer["end_ns"], writer["duration_ns"]) == (358613968921000, 358614285596000, 316673836)
+        30495,
+        "file_writer",
+        "xfs_ilock via down_write",
+        "held_by",
+    )
+    assert (writer["start_ns"], writer["end_ns"], writer["duration_ns"]) == (
+        358613968921000,
+        358614285596000,
+        316673836,
+    )
     assert writer["inferred"] and writer["line"] == 94
     assert "down_write() (line 94)" in writer["evidence"] and "no wake-up line" in writer["evidence"]
     # ... held by xfsconvertd: xfs_ilock returned at .942547 (lines 7-8), no xfs_iunlock anywhere
@@ -55,20 +64,37 @@ def test_xfs_seed_chain(client, store):
     # flush-8:0 waits on the same inode lock (down_read at line 72, never returns in the excerpt)
     (flush,) = writer["also_waiting"]
     assert (flush["pid"], flush["comm"], flush["lock"], flush["line"], flush["end_known"]) == (
-        505, "flush-8:0", "xfs_ilock via down_read", 72, False)
+        505,
+        "flush-8:0",
+        "xfs_ilock via down_read",
+        72,
+        False,
+    )
 
     # xfsconvertd: down() entered at .942886 (line 61), woken by xfslogd's sched_wakeup at .285381 (line 112)
     assert (convertd["pid"], convertd["comm"], convertd["lock"], convertd["relation"]) == (
-        251, "xfsconvertd/7", "xfs_buf_lock via down", "io_completion")
+        251,
+        "xfsconvertd/7",
+        "xfs_buf_lock via down",
+        "io_completion",
+    )
     assert (convertd["start_ns"], convertd["end_ns"], convertd["duration_ns"]) == (
-        358613942886000, 358614285381000, 342495000)
+        358613942886000,
+        358614285381000,
+        342495000,
+    )
     assert convertd["inferred"] and "ends at its wake-up (line 112)" in convertd["evidence"]
     assert "xfs_buf_iodone_work()" in convertd["evidence"]
     assert convertd["request"] is None  # no blktrace in this analysis
 
     # xfslogd ran the buffer's I/O completion: xfs_buf_iodone_work -> xfs_buf_unlock -> up
     assert (logd["pid"], logd["comm"], logd["lock"], logd["relation"], logd["line"]) == (
-        219, "xfslogd/7", None, None, 112)
+        219,
+        "xfslogd/7",
+        None,
+        None,
+        112,
+    )
     assert logd["stack"][-3:] == ["xfs_buf_iodone_work", "xfs_buf_unlock", "up"]
     assert "xfs_buf_iodone_work → xfs_buf_unlock → up" in logd["evidence"]
     _golden("xfs-unwritten-stall.chains.json", chains)
@@ -78,20 +104,38 @@ def test_xfs_seed_waits(client, store):
     aid = ingest_paths(store, XFS)["id"]
     # the stalls by duration; file_reader's short sleep (S, no lock known: an idle sleep) only with idle=true
     stalls = client.get(f"/api/analyses/{aid}/waits").json()
-    assert [(w["pid"], w["kind"], w["line"]) for w in stalls] == [(251, "call", 61), (505, "call", 72), (30495, "call", 94)]
+    assert [(w["pid"], w["kind"], w["line"]) for w in stalls] == [
+        (251, "call", 61),
+        (505, "call", 72),
+        (30495, "call", 94),
+    ]
     waits = client.get(f"/api/analyses/{aid}/waits", params={"idle": True}).json()
     assert [(w["pid"], w["kind"], w["line"]) for w in waits] == [
-        (251, "call", 61), (505, "call", 72), (30495, "call", 94), (31161, "sched", 95)]
+        (251, "call", 61),
+        (505, "call", 72),
+        (30495, "call", 94),
+        (31161, "sched", 95),
+    ]
     assert waits[:3] == stalls
     convertd = waits[0]
     assert (convertd["state"], convertd["waker_pid"], convertd["waker_comm"], convertd["wake_line"]) == (
-        None, 219, "xfslogd/7", 112)
+        None,
+        219,
+        "xfslogd/7",
+        112,
+    )
     assert {"xfs_buf_iodone_work", "xfs_buf_unlock", "up"} <= set(convertd["waker_stack"])
     writer = next(w for w in waits if w["pid"] == 30495)
     assert (writer["holder_pid"], writer["holder_line"], writer["holder_ns"]) == (251, 7, 358613942547000)
     assert writer["waker_pid"] is None
     reader = waits[-1]  # file_reader switched out (S) at line 95, never back: open to the end of the excerpt
-    assert (reader["state"], reader["end_known"], reader["end_ns"], reader["inferred"]) == ("S", False, 358614285597000, True)
+    assert (reader["state"], reader["end_known"], reader["end_ns"], reader["inferred"]) == (
+        "S",
+        False,
+        358614285597000,
+        True,
+    )
+
     # filters and order
     def q(**p):
         return [w["line"] for w in client.get(f"/api/analyses/{aid}/waits", params={"idle": True, **p}).json()]
@@ -112,7 +156,9 @@ def test_a_frame_with_a_unit_separator_stays_one_frame(client, store):
     text = XFS.read_text()
     assert text.count("xfs_iomap_write_unwritten") == 1  # on the stack of xfsconvertd's wait (line 61)
     plain = ingest_paths(store, XFS)["id"]
-    odd = ingest_bytes(store, **{"odd.txt": text.replace("xfs_iomap_write_unwritten", "xfs_iomap\x1fwrite").encode()})["id"]
+    odd = ingest_bytes(store, **{"odd.txt": text.replace("xfs_iomap_write_unwritten", "xfs_iomap\x1fwrite").encode()})[
+        "id"
+    ]
     a, b = (client.get(f"/api/analyses/{i}/waits").json()[0] for i in (plain, odd))
     assert (a["line"], b["line"]) == (61, 61)
     assert b["stack"] == [("xfs_iomap?write" if f == "xfs_iomap_write_unwritten" else f) for f in a["stack"]]
@@ -146,7 +192,12 @@ def test_ext4_jbd2_chain_to_block_request(client, store):
     pg, jbd2, irq = c["links"]
     # postgres switched out D at 7341.201620 (line 45) in start_this_handle, back at .214888 (line 127)
     assert (pg["pid"], pg["comm"], pg["lock"], pg["relation"], pg["inferred"]) == (
-        4242, "postgres", "wait_transaction_locked", "woken_by", False)
+        4242,
+        "postgres",
+        "wait_transaction_locked",
+        "woken_by",
+        False,
+    )
     assert c["duration_ns"] == pg["duration_ns"] == 7341214888000 - 7341201620000
     assert {"ext4_file_write_iter", "start_this_handle", "wait_transaction_locked"} <= set(pg["stack"])
     assert [(a["pid"], a["line"]) for a in pg["also_waiting"]] == [(4251, 61)]
@@ -156,7 +207,13 @@ def test_ext4_jbd2_chain_to_block_request(client, store):
     assert "jbd2_journal_commit_transaction" in jbd2["stack"] and jbd2["stack"][-2:] == ["io_schedule", "schedule"]
     req = jbd2["request"]
     assert (req["source_id"], req["dev"], req["sector"], req["nsect"], req["rwbs"], req["pid"]) == (
-        blk_source, "8,0", 1465352, 8, "WFS", 312)
+        blk_source,
+        "8,0",
+        1465352,
+        8,
+        "WFS",
+        312,
+    )
     assert (req["i_ns"], req["d_ns"], req["c_ns"]) == (7341201386440, 7341201502077, 7341214863402)
     assert req["c_ns"] <= irq["start_ns"] == 7341214873000  # completed 9.6 µs before the wake-up
     # (source_id, line) is the request's key for its detail: the Dispatch view opens it from the chain
@@ -237,29 +294,54 @@ def test_print_marks(client, store):
     aid = _ingest(store, _SEED / "xfs-unwritten-stall.trace-cmd-report.txt")["id"]
     marks = client.get(f"/api/analyses/{aid}/marks").json()
     assert [(m["line"], m["t_ns"], m["pid"], m["comm"], m["text"]) for m in marks] == [
-        (73, 358613968909000, 30495, "file_writer", "delay start")]  # line 73 of the excerpt
+        (73, 358613968909000, 30495, "file_writer", "delay start")
+    ]  # line 73 of the excerpt
     assert client.get(f"/api/analyses/{aid}/marks", params={"t1_ns": 358613968908999}).json() == []
 
 
 def test_scheduler_events_without_calls(client, store):
     # sched_switch/sched_wakeup only, no function_graph call (every stack is empty): this used to fail the ingest
-    body = (b"cpus=2\n"
-            b"     file_writer-30495 [001] 100.000100: sched_switch:   file_writer:30495 [120] D ==> swapper/1:0 [120]\n"
-            b"          <idle>-0     [001] 100.002100: sched_wakeup:   file_writer:30495 [120] success=1 CPU:001\n"
-            b"          <idle>-0     [001] 100.002200: sched_switch:   swapper/1:0 [120] R ==> file_writer:30495 [120]\n"
-            b"     flush-8:0-505   [000] 100.000500: sched_switch:   flush-8:0:505 [120] S ==> swapper/0:0 [120]\n")
+    body = (
+        b"cpus=2\n"
+        b"     file_writer-30495 [001] 100.000100: sched_switch:   file_writer:30495 [120] D ==> swapper/1:0 [120]\n"
+        b"          <idle>-0     [001] 100.002100: sched_wakeup:   file_writer:30495 [120] success=1 CPU:001\n"
+        b"          <idle>-0     [001] 100.002200: sched_switch:   swapper/1:0 [120] R ==> file_writer:30495 [120]\n"
+        b"     flush-8:0-505   [000] 100.000500: sched_switch:   flush-8:0:505 [120] S ==> swapper/0:0 [120]\n"
+    )
     aid = ingest_bytes(store, **{"sched.txt": body})["id"]
     waits = client.get(f"/api/analyses/{aid}/waits", params={"order": "start", "idle": True}).json()
     # file_writer: switched out in D at line 2, woken from the idle CPU at line 3, back on CPU at line 4;
     # flush-8:0: asleep (S) from line 5 until the trace ends (its last timestamp, line 4's)
-    assert [(w["line"], w["pid"], w["state"], w["start_ns"], w["end_ns"], w["end_line"], w["end_known"], w["waker_pid"],
-             w["wake_line"], w["stack"], w["waker_stack"], w["lock"]) for w in waits] == [
+    assert [
+        (
+            w["line"],
+            w["pid"],
+            w["state"],
+            w["start_ns"],
+            w["end_ns"],
+            w["end_line"],
+            w["end_known"],
+            w["waker_pid"],
+            w["wake_line"],
+            w["stack"],
+            w["waker_stack"],
+            w["lock"],
+        )
+        for w in waits
+    ] == [
         (2, 30495, "D", 100000100000, 100002200000, 4, True, 0, 3, [], [], None),
-        (5, 505, "S", 100000500000, 100002200000, None, False, None, None, [], None, None)]
+        (5, 505, "S", 100000500000, 100002200000, None, False, None, None, [], None, None),
+    ]
     (chain,) = client.get(f"/api/analyses/{aid}/chains").json()  # only the D wait starts one
     writer, idle = chain["links"]
     assert (writer["wait_line"], writer["relation"], idle["pid"], idle["comm"], idle["line"], idle["stack"]) == (
-        2, "woken_by", 0, "<idle>", 3, [])
+        2,
+        "woken_by",
+        0,
+        "<idle>",
+        3,
+        [],
+    )
     assert idle["evidence"] == "an interrupt on the idle CPU woke file_writer (30495) at line 3 from ?"
 
 
@@ -277,8 +359,12 @@ def _old_table(con, view: str, select: str, *tables: str) -> None:
 
 def _table_kinds(con, *names: str) -> dict[str, str]:
     """{name: 'VIEW' | 'BASE TABLE'} of those of the names the database has."""
-    return dict(con.execute("SELECT table_name, table_type FROM information_schema.tables"
-                            " WHERE list_contains(?, table_name)", [list(names)]).fetchall())
+    return dict(
+        con.execute(
+            "SELECT table_name, table_type FROM information_schema.tables WHERE list_contains(?, table_name)",
+            [list(names)],
+        ).fetchall()
+    )
 
 
 def test_file_with_stacks_stored_as_lists_is_rebuilt(tmp_path):
@@ -303,8 +389,13 @@ def test_file_with_stacks_stored_as_lists_is_rebuilt(tmp_path):
     assert any(r[4] for r in links)
     con = duckdb.connect(str(path))  # the old layout: tables of those names, the stacks as lists, no text columns
     con.execute("DROP VIEW stall_waits")
-    _old_table(con, "waits", "SELECT * EXCLUDE (stack_text, waker_stack_text, holder_stack_text),"
-               " list_transform(stack, lambda f: 7) AS stack_lines FROM waits", "wait_rows")
+    _old_table(
+        con,
+        "waits",
+        "SELECT * EXCLUDE (stack_text, waker_stack_text, holder_stack_text),"
+        " list_transform(stack, lambda f: 7) AS stack_lines FROM waits",
+        "wait_rows",
+    )
     con.execute("CREATE VIEW stall_waits AS SELECT * FROM waits")
     _old_table(con, "chain_links", "SELECT * EXCLUDE (stack_text) FROM chain_links", "chain_link_rows")
     con.close()
@@ -313,21 +404,36 @@ def test_file_with_stacks_stored_as_lists_is_rebuilt(tmp_path):
     try:
         con = s.cursor()
         assert _table_kinds(con, "waits", "wait_rows", "chain_links", "chain_link_rows") == {
-            "waits": "VIEW", "wait_rows": "BASE TABLE", "chain_links": "VIEW", "chain_link_rows": "BASE TABLE"}
-        assert {c for (c,) in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = 'wait_rows'"
-                                          " AND column_name LIKE '%stack%'").fetchall()} == {
-            "stack_text", "waker_stack_text", "holder_stack_text"}  # no stack_lines, no lists
+            "waits": "VIEW",
+            "wait_rows": "BASE TABLE",
+            "chain_links": "VIEW",
+            "chain_link_rows": "BASE TABLE",
+        }
+        assert {
+            c
+            for (c,) in con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE table_name = 'wait_rows' AND column_name LIKE '%stack%'"
+            ).fetchall()
+        } == {"stack_text", "waker_stack_text", "holder_stack_text"}  # no stack_lines, no lists
         assert con.execute(f"SELECT {cols} FROM waits ORDER BY line").fetchall() == before
         assert con.execute(f"SELECT {link_cols} FROM chain_links ORDER BY chain_id, pos").fetchall() == links
         con.begin()  # an empty stack reads as an empty list, a missing one as null
-        con.execute("INSERT INTO wait_rows (source_id, line, kind, pid, start_ns, end_ns, duration_ns, end_known,"
-                    " stack_text, inferred, evidence) VALUES (0, 1, 'sched', 1, 0, 1, 1, true, '', false, '')")
+        con.execute(
+            "INSERT INTO wait_rows (source_id, line, kind, pid, start_ns, end_ns, duration_ns, end_known,"
+            " stack_text, inferred, evidence) VALUES (0, 1, 'sched', 1, 0, 1, 1, true, '', false, '')"
+        )
         assert con.execute("SELECT stack, waker_stack, holder_stack FROM waits WHERE source_id = 0").fetchall() == [
-            ([], None, None)]
+            ([], None, None)
+        ]
         con.rollback()
         second = ingest_paths(s, XFS)["id"]
-        assert con.execute("SELECT count(*) FROM stall_waits w JOIN sources s ON s.id = w.source_id"
-                           " WHERE s.analysis_id = ?", [second]).fetchall()[0][0] > 0
+        assert (
+            con.execute(
+                "SELECT count(*) FROM stall_waits w JOIN sources s ON s.id = w.source_id WHERE s.analysis_id = ?",
+                [second],
+            ).fetchall()[0][0]
+            > 0
+        )
         con.close()
     finally:
         s.close()
@@ -359,7 +465,10 @@ def test_file_with_call_names_stored_as_text_is_rebuilt(tmp_path):
     try:
         con = s.cursor()
         assert _table_kinds(con, "fg_calls", "fg_call_rows", "fg_names") == {
-            "fg_calls": "VIEW", "fg_call_rows": "BASE TABLE", "fg_names": "BASE TABLE"}
+            "fg_calls": "VIEW",
+            "fg_call_rows": "BASE TABLE",
+            "fg_names": "BASE TABLE",
+        }
         assert con.execute("SELECT * FROM fg_calls ORDER BY source_id, line, exit_line").fetchall() == before
         names = [n for (n,) in con.execute("SELECT name FROM fg_names ORDER BY id").fetchall()]
         assert names == sorted(names) and "down_write" in names and "file_writer" in names  # ids in name order
@@ -367,7 +476,9 @@ def test_file_with_call_names_stored_as_text_is_rebuilt(tmp_path):
         second = ingest_paths(s, XFS)["id"]
         (chain, *_) = stalls.chains(con, second)
         assert [(link["pid"], link["lock"]) for link in chain["links"][:2]] == [
-            (30495, "xfs_ilock via down_write"), (251, "xfs_buf_lock via down")]
+            (30495, "xfs_ilock via down_write"),
+            (251, "xfs_buf_lock via down"),
+        ]
         con.close()
     finally:
         s.close()
@@ -406,7 +517,10 @@ def test_page_waits_are_named_by_their_caller(client, store):
     assert [(w["line"], w["comm"], w["lock"], w["primitive"]) for w in waits] == [
         (8, "fsync", "folio_wait_writeback via io_schedule", "page writeback"),
         (13, "reader", "__folio_lock_or_retry via io_schedule", "page lock"),
-        (22, "reader", "page bit via io_schedule", "page bit")]
-    by_lock = {k: [w["line"] for w in client.get(f"/api/analyses/{aid}/waits", params={"lock_key": k}).json()]
-               for k in ("page writeback", "page lock", "page bit", "folio_wait_bit_common")}
+        (22, "reader", "page bit via io_schedule", "page bit"),
+    ]
+    by_lock = {
+        k: [w["line"] for w in client.get(f"/api/analyses/{aid}/waits", params={"lock_key": k}).json()]
+        for k in ("page writeback", "page lock", "page bit", "folio_wait_bit_common")
+    }
     assert by_lock == {"page writeback": [8], "page lock": [13], "page bit": [22], "folio_wait_bit_common": [22]}

@@ -1,5 +1,6 @@
 """The timeline (backend/derive/timeline.py, backend/queries/timeline/): task states derived at ingest, lanes, per-pixel aggregation,
 arrows of the chains, and the bounds that keep a big analysis drawable."""
+
 from __future__ import annotations
 
 import bisect
@@ -26,9 +27,20 @@ def _lane(t, lane_id):
 
 def _items(t, lane):
     c = lane["segs"]
-    return [{"track": t["tracks"][c["track"][i]], "state": c["states"][c["state"][i]], "t0_ns": t["t0_ns"] + c["t0"][i],
-             "t1_ns": t["t0_ns"] + c["t1"][i], "n": c["n"][i], "max_ns": c["max"][i], "source_id": lane["source_id"],
-             "line": c["line"][i], "depth": c["depth"][i]} for i in range(len(c["t0"]))]
+    return [
+        {
+            "track": t["tracks"][c["track"][i]],
+            "state": c["states"][c["state"][i]],
+            "t0_ns": t["t0_ns"] + c["t0"][i],
+            "t1_ns": t["t0_ns"] + c["t1"][i],
+            "n": c["n"][i],
+            "max_ns": c["max"][i],
+            "source_id": lane["source_id"],
+            "line": c["line"][i],
+            "depth": c["depth"][i],
+        }
+        for i in range(len(c["t0"]))
+    ]
 
 
 def test_task_slices_from_the_scheduler(store):
@@ -37,13 +49,17 @@ def test_task_slices_from_the_scheduler(store):
     try:
         rows = con.execute(
             "SELECT state, start_ns, end_ns, line, end_known FROM task_slices t JOIN sources s ON s.id = t.source_id"
-            " WHERE s.analysis_id = ? AND pid = 4242 ORDER BY start_ns, line", [aid]).fetchall()
+            " WHERE s.analysis_id = ? AND pid = 4242 ORDER BY start_ns, line",
+            [aid],
+        ).fetchall()
     finally:
         con.close()
     # postgres: switched out D at line 45, woken at line 120, back on CPU at line 127 until the trace ends
-    assert rows == [("blocked", 7341201620000, 7341214885000, 45, True),
-                    ("runnable", 7341214885000, 7341214888000, 120, True),
-                    ("running", 7341214888000, 7341214904000, 127, False)]
+    assert rows == [
+        ("blocked", 7341201620000, 7341214885000, 45, True),
+        ("runnable", 7341214885000, 7341214888000, 120, True),
+        ("running", 7341214888000, 7341214904000, 127, False),
+    ]
 
 
 def test_ext4_timeline_lanes_segments_and_arrows(store, client):
@@ -60,14 +76,30 @@ def test_ext4_timeline_lanes_segments_and_arrows(store, client):
     pg = _lane(t, f"task:{ft['id']}:4242")
     wait = next(s for s in pg["segments"] if s["track"] == "wait")
     assert (wait["state"], wait["t0_ns"], wait["t1_ns"], wait["line"], wait["n"]) == (
-        "wait_transaction_locked", 7341201620000, 7341214888000, 45, 1)
+        "wait_transaction_locked",
+        7341201620000,
+        7341214888000,
+        45,
+        1,
+    )
     calls = [s for s in pg["segments"] if s["track"] == "call"]
     assert [c["state"] for c in calls[:2]] == ["ext4_file_write_iter", "ext4_buffered_write_iter"]
     assert all(c["max_ns"] >= t["bucket_ns"] for c in calls)
     dev = _lane(t, f"dev:{bp['id']}:8,0")
     service = [s for s in dev["segments"] if s["track"] == "service" and s["line"] == 6]
-    assert service == [{"track": "service", "state": "service", "t0_ns": 7341201502077, "t1_ns": 7341214863402,
-                        "n": 1, "max_ns": 13361325, "source_id": bp["id"], "line": 6, "depth": None}]
+    assert service == [
+        {
+            "track": "service",
+            "state": "service",
+            "t0_ns": 7341201502077,
+            "t1_ns": 7341214863402,
+            "n": 1,
+            "max_ns": 13361325,
+            "source_id": bp["id"],
+            "line": 6,
+            "depth": None,
+        }
+    ]
     assert dev["counter"]["max"] == 2 and dev["counter"]["points"][0] == [t["t0_ns"], 0]
     window = _lane(t, f"window:{oc['id']}")
     assert window["band"] == {"t0_ns": 7341200014221, "t1_ns": None}
@@ -82,8 +114,10 @@ def test_zoomed_window_and_lane_choice(store, client):
     aid = ingest_paths(store, EXT4, EXT4_BLK)["id"]
     ft = client.get(f"/api/analyses/{aid}").json()["sources"][0]
     lane = f"task:{ft['id']}:4251"
-    t = client.get(f"/api/analyses/{aid}/timeline",
-                   params={"t0_ns": 7341204000000, "t1_ns": 7341205000000, "width_px": 100, "lanes": lane}).json()
+    t = client.get(
+        f"/api/analyses/{aid}/timeline",
+        params={"t0_ns": 7341204000000, "t1_ns": 7341205000000, "width_px": 100, "lanes": lane},
+    ).json()
     assert [x["id"] for x in t["lanes"]] == [lane] and t["bucket_ns"] == 10000
     segs = _items(t, t["lanes"][0])
     assert all(7341204000000 <= s["t0_ns"] <= s["t1_ns"] <= 7341205000000 for s in segs)
@@ -102,8 +136,9 @@ def test_merging_bounds_the_items_per_lane(store, client):
     by_track = {k: [s for s in dev["segments"] if s["track"] == k] for k in ("queued", "service")}
     con = store.cursor()
     try:
-        with_dc = con.execute("SELECT count(*) FROM blk_requests WHERE source_id = ? AND d_ns IS NOT NULL"
-                              " AND c_ns >= d_ns", [sid]).fetchall()[0][0]
+        with_dc = con.execute(
+            "SELECT count(*) FROM blk_requests WHERE source_id = ? AND d_ns IS NOT NULL AND c_ns >= d_ns", [sid]
+        ).fetchall()[0][0]
     finally:
         con.close()
     assert sum(s["n"] for s in by_track["service"]) == with_dc == 5000  # every request with D and C, merged or not
@@ -131,8 +166,14 @@ def test_timeline_follows_a_clock_offset(store, client):
 def test_bad_timeline_requests(client, store):
     aid = ingest_paths(store, EXT4_BLK)["id"]
     assert client.get("/api/analyses/nope/timeline").status_code == 404
-    for params in ({"width_px": 0}, {"width_px": 5000}, {"t0_ns": 10, "t1_ns": 5}, {"max_lanes": 0},
-                   {"t0_ns": "x"}, {"lanes": "x" * 5000}):
+    for params in (
+        {"width_px": 0},
+        {"width_px": 5000},
+        {"t0_ns": 10, "t1_ns": 5},
+        {"max_lanes": 0},
+        {"t0_ns": "x"},
+        {"lanes": "x" * 5000},
+    ):
         r = client.get(f"/api/analyses/{aid}/timeline", params=params)
         assert r.status_code == 422, (params, r.text)
     empty = client.get(f"/api/analyses/{aid}/timeline", params={"t0_ns": 1, "t1_ns": 2}).json()
@@ -142,8 +183,11 @@ def test_bad_timeline_requests(client, store):
 def test_the_body_is_the_response_model(store, client):
     """The route sends the body as built, unvalidated: it must be exactly what the model would send."""
     aid = ingest_paths(store, EXT4, EXT4_BLK, OFFCPU)["id"]
-    for params in ({"width_px": 800}, {"t0_ns": 7341204000000, "t1_ns": 7341205000000, "width_px": 100},
-                   {"t0_ns": 1, "t1_ns": 2}):
+    for params in (
+        {"width_px": 800},
+        {"t0_ns": 7341204000000, "t1_ns": 7341205000000, "width_px": 100},
+        {"t0_ns": 1, "t1_ns": 2},
+    ):
         body = client.get(f"/api/analyses/{aid}/timeline", params=params).json()
         assert models.Timeline.model_validate(body).model_dump(mode="json") == body
 
@@ -159,21 +203,37 @@ def test_summary_and_raw_reads_draw_every_segment_once(store, client, monkeypatc
     aid = ingest_paths(store, path)["id"]
     con = store.cursor()
     try:
-        sid, fmt, off, w0 = con.execute("SELECT s.id, s.format, s.clock_offset_ns, m.w0_ns FROM sources s"
-                                        " JOIN tl_meta m ON m.source_id = s.id WHERE s.analysis_id = ?", [aid]).fetchone()
-        lanes = {lane: lane_id(kind, sid, dev if kind == "device" else pid) for lane, kind, pid, dev in
-                 con.execute("SELECT lane, kind, pid, dev FROM tl_lanes WHERE source_id = ?", [sid]).fetchall()}
+        sid, fmt, off, w0 = con.execute(
+            "SELECT s.id, s.format, s.clock_offset_ns, m.w0_ns FROM sources s"
+            " JOIN tl_meta m ON m.source_id = s.id WHERE s.analysis_id = ?",
+            [aid],
+        ).fetchone()
+        lanes = {
+            lane: lane_id(kind, sid, dev if kind == "device" else pid)
+            for lane, kind, pid, dev in con.execute(
+                "SELECT lane, kind, pid, dev FROM tl_lanes WHERE source_id = ?", [sid]
+            ).fetchall()
+        }
         if fmt == "ftrace":  # the depth-0 calls and the waits _segs reads, as summarize registers them
             con.register("_tl_roots", timeline.prepare(con, [(sid, None, None)])[sid]["roots"])
             con.register("_tl_waits", con.sql(f"SELECT {', '.join(waits.BRIEF)} FROM waits").to_arrow_table())
-        segs = {(lanes[lane], TRACKS[track]): (n, longest) for lane, track, n, longest in con.execute(
-            f"SELECT lane, track, count(*), max(e - s) FROM ({timeline._segs(fmt)}) WHERE track <> 2 GROUP BY ALL",
-            {"sid": sid}).fetchall()}
-        calls = con.execute("SELECT pid, duration_ns, line FROM fg_calls WHERE source_id = ? AND entry_ns IS NOT NULL"
-                            f" AND duration_ns IS NOT NULL AND depth BETWEEN 0 AND {MAX_CALL_DEPTH}",
-                            [sid]).fetchall()
-        events = con.execute("SELECT i_ns, CASE WHEN c_ns >= i_ns THEN c_ns END FROM blk_requests"
-                             " WHERE source_id = ? AND i_ns IS NOT NULL", [sid]).fetchall()
+        segs = {
+            (lanes[lane], TRACKS[track]): (n, longest)
+            for lane, track, n, longest in con.execute(
+                f"SELECT lane, track, count(*), max(e - s) FROM ({timeline._segs(fmt)}) WHERE track <> 2 GROUP BY ALL",
+                {"sid": sid},
+            ).fetchall()
+        }
+        calls = con.execute(
+            "SELECT pid, duration_ns, line FROM fg_calls WHERE source_id = ? AND entry_ns IS NOT NULL"
+            f" AND duration_ns IS NOT NULL AND depth BETWEEN 0 AND {MAX_CALL_DEPTH}",
+            [sid],
+        ).fetchall()
+        events = con.execute(
+            "SELECT i_ns, CASE WHEN c_ns >= i_ns THEN c_ns END FROM blk_requests"
+            " WHERE source_id = ? AND i_ns IS NOT NULL",
+            [sid],
+        ).fetchall()
     finally:
         con.close()
     inserted, completed = sorted(i for i, _ in events), sorted(c for _, c in events if c is not None)
@@ -194,11 +254,14 @@ def test_summary_and_raw_reads_draw_every_segment_once(store, client, monkeypatc
         for lane in t["lanes"]:
             if lane["kind"] == "task":
                 assert sorted(i["line"] for i in _items(t, lane) if i["track"] == "call") == sorted(
-                    line for pid, dur, line in calls if pid == lane["pid"] and dur >= lane["bucket_ns"])
+                    line for pid, dur, line in calls if pid == lane["pid"] and dur >= lane["bucket_ns"]
+                )
             if lane["kind"] == "device":
                 points, b = lane["counter"]["points"], t["bucket_ns"]
                 ends = [min(t["t1_ns"], t["t0_ns"] + (j + 1) * b) for j in range(-(-(t["t1_ns"] - t["t0_ns"]) // b))]
                 at = (lambda x: x - off) if raw else (lambda x: (x - off) // w0 * w0)
                 assert points[0] == [t["t0_ns"], in_flight(at(t["t0_ns"]) if raw else (t["t0_ns"] - off) // w0 * w0)]
-                assert [next(v for x, v in reversed(points) if x <= e) for e in ends] == [in_flight(at(e)) for e in ends]
+                assert [next(v for x, v in reversed(points) if x <= e) for e in ends] == [
+                    in_flight(at(e)) for e in ends
+                ]
                 assert len(points) > 10

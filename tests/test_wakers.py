@@ -4,6 +4,7 @@ The totals were checked with awk on the files: the multi-line records' totals (l
 offwaketime example) plus the folded lines that have a waker after their `-` separator
 (`grep -vE ';-; [0-9]+$'`), e.g. for cksum `grep '^cksum;' | grep -vE ';-; [0-9]+$' | awk '{s+=$NF}'`.
 """
+
 from __future__ import annotations
 
 from samples import gen_ext4_jbd2
@@ -14,11 +15,31 @@ WAKEUP = PUBLIC / "offwaketime" / "bcc-wakeuptime_example.txt"
 FOLDED = PUBLIC / "offcputime" / "bcc-offcputime-K-f-folded.txt"
 EXT4 = [SAMPLES / gen_ext4_jbd2.TRACE, SAMPLES / gen_ext4_jbd2.BLK, SAMPLES / gen_ext4_jbd2.OFFWAKE]
 
-CKSUM_READ = ["entry_SYSCALL_64_fastpath", "sys_read", "vfs_read", "__vfs_read", "generic_file_read_iter",
-              "__lock_page_killable", "__wait_on_bit_lock", "bit_wait_io", "__sched_text_start", "schedule_timeout",
-              "schedule"]
-BIO_END_WAKE = ["__blk_mq_complete_request", "blk_mq_end_request", "blk_update_request", "bio_endio", "mpage_end_io",
-                "unlock_page", "__wake_up_bit", "__wake_up", "__wake_up_common", "wake_bit_function"]
+CKSUM_READ = [
+    "entry_SYSCALL_64_fastpath",
+    "sys_read",
+    "vfs_read",
+    "__vfs_read",
+    "generic_file_read_iter",
+    "__lock_page_killable",
+    "__wait_on_bit_lock",
+    "bit_wait_io",
+    "__sched_text_start",
+    "schedule_timeout",
+    "schedule",
+]
+BIO_END_WAKE = [
+    "__blk_mq_complete_request",
+    "blk_mq_end_request",
+    "blk_update_request",
+    "bio_endio",
+    "mpage_end_io",
+    "unlock_page",
+    "__wake_up_bit",
+    "__wake_up",
+    "__wake_up_common",
+    "wake_bit_function",
+]
 
 
 def test_offwaketime_example_pairs(client, store):
@@ -77,7 +98,8 @@ def test_lock_filter(client, store):
         bit = client.get(url, params={"lock_key": key, "limit": 100}).json()
         assert (bit["total_us"], bit["records"]) == (70432, 6), key
         assert {(i["comm"], i["lock"], "end_page_writeback" in i["waker_frames"]) for i in bit["items"]} == {
-            ("supervise", "page bit via I/O", True)}
+            ("supervise", "page bit via I/O", True)
+        }
     # ... a label that names no lock of the table: exactly it
     by_label = client.get(url, params={"lock_key": "__wait_on_buffer via I/O", "limit": 100}).json()
     assert {i["lock"] for i in by_label["items"]} == {"__wait_on_buffer via I/O"}
@@ -132,14 +154,29 @@ def test_pid_match_and_sources_count(client, store):
     # as the chain's waker side asks: the link's lock_key (the lock-table entry its label names)
     assert (pg["lock"], pg["lock_key"], jbd2["lock_key"]) == ("wait_transaction_locked", "jbd2 handle", "buffer lock")
     w = client.get(url, params={"pid": pg["pid"], "comm": pg["comm"], "lock_key": pg["lock_key"]}).json()
-    assert (w["matched_by"], w["total_us"], w["records"]) == ("pid", 13265, 1)  # switch-out +1620 µs → wake-up +14885 µs
+    assert (w["matched_by"], w["total_us"], w["records"]) == (
+        "pid",
+        13265,
+        1,
+    )  # switch-out +1620 µs → wake-up +14885 µs
     (item,) = w["items"]
-    assert (item["pid"], item["waker_comm"], item["waker_pid"], item["lock"]) == (4242, "jbd2/sda1-8", 312, "wait_transaction_locked")
-    assert item["waker_frames"][-4:] == ["__wake_up", "__wake_up_common_lock", "__wake_up_common", "autoremove_wake_function"]
+    assert (item["pid"], item["waker_comm"], item["waker_pid"], item["lock"]) == (
+        4242,
+        "jbd2/sda1-8",
+        312,
+        "wait_transaction_locked",
+    )
+    assert item["waker_frames"][-4:] == [
+        "__wake_up",
+        "__wake_up_common_lock",
+        "__wake_up_common",
+        "autoremove_wake_function",
+    ]
     assert item["rows"] == [{"source_id": 3, "line": 32}]
     w = client.get(url, params={"pid": jbd2["pid"], "comm": jbd2["comm"], "lock_key": jbd2["lock_key"]}).json()
     assert [(i["waker_comm"], i["waker_pid"], i["value_us"], i["lock"]) for i in w["items"]] == [
-        ("swapper/3", 0, 13373, "__wait_on_buffer via I/O")]  # switch-out +1500 µs → the interrupt's wake-up +14873 µs
+        ("swapper/3", 0, 13373, "__wait_on_buffer via I/O")
+    ]  # switch-out +1500 µs → the interrupt's wake-up +14873 µs
     # the other backend: by comm, both records; by its pid, its own
     assert client.get(url, params={"comm": "postgres"}).json()["total_us"] == 13265 + 10858
     assert client.get(url, params={"pid": 4251, "comm": "postgres"}).json()["total_us"] == 10858
@@ -150,7 +187,12 @@ def test_pid_match_and_sources_count(client, store):
     other = ingest_paths(store, FOLDED)["id"]
     assert client.get(f"/api/analyses/{other}").json()["sources"][0]["waker_stacks"] == 0
     assert client.get(f"/api/analyses/{other}/wakers").json() == {
-        "matched_by": "all", "total_us": 0, "records": 0, "pairs": 0, "items": []}
+        "matched_by": "all",
+        "total_us": 0,
+        "records": 0,
+        "pairs": 0,
+        "items": [],
+    }
 
 
 def test_sample_offwaketime_is_what_the_generator_writes():
@@ -169,8 +211,17 @@ def test_errors(client, store):
     aid = ingest_paths(store, OFFWAKE)["id"]
     r = client.get("/api/analyses/no-such-id/wakers")
     assert r.status_code == 404 and "no analysis with id" in r.json()["detail"]
-    for params in ({"pid": "abc"}, {"pid": -1}, {"pid": 1 << 40}, {"limit": 0}, {"limit": 1001}, {"comm": ""},
-                   {"lock": "x" * 257}, {"lock_key": "x" * 257}, {"lock_key": ""}):
+    for params in (
+        {"pid": "abc"},
+        {"pid": -1},
+        {"pid": 1 << 40},
+        {"limit": 0},
+        {"limit": 1001},
+        {"comm": ""},
+        {"lock": "x" * 257},
+        {"lock_key": "x" * 257},
+        {"lock_key": ""},
+    ):
         r = client.get(f"/api/analyses/{aid}/wakers", params=params)
         assert r.status_code == 422, params
         assert r.json()["detail"].startswith("invalid request: "), params

@@ -2,6 +2,7 @@
 request; a request made while the warm-up computes what it needs waits for that computation and gets the same
 answer; an uploaded analysis is warmed once its response is sent, and an analysis again once a source's clock offset
 changed."""
+
 from __future__ import annotations
 
 import json
@@ -33,14 +34,23 @@ def test_start_fills_the_caches_of_the_newest_analyses(store, monkeypatch):
     new = ingest_paths(store, *INCIDENT)["id"]
     with TestClient(create_app(store)) as c:
         assert c.app.state.warmer.wait(120)
-        assert {"index i2d", "latency-over-time", "dispatch-summary", "timeline-summary", "heatmap-metrics",
-                "chains", "waits", "flamegraph"} <= kept(new)
+        assert {
+            "index i2d",
+            "latency-over-time",
+            "dispatch-summary",
+            "timeline-summary",
+            "heatmap-metrics",
+            "chains",
+            "waits",
+            "flamegraph",
+        } <= kept(new)
         assert kept(old) == set()  # beyond the newest NEWEST
         assert list(c.app.state.warmer.warmed[new]) == [name for name, _ in warm.STEPS]
         # what the first requests get is what they would have computed
         con = store.cursor()
-        assert c.get(f"/api/analyses/{new}/dispatch-summary").json() == json.loads(json.dumps(
-            blk.dispatch_sql(con, new, "process")))
+        assert c.get(f"/api/analyses/{new}/dispatch-summary").json() == json.loads(
+            json.dumps(blk.dispatch_sql(con, new, "process"))
+        )
         con.close()
 
 
@@ -97,14 +107,17 @@ def test_an_analysis_is_warmed_again_after_a_source_moved(store):
         warmer = c.app.state.warmer
         assert warmer.wait(120) and {"chains", "timeline-summary", "dispatch-summary"} <= kept(aid)
         ftrace = next(s for s in c.get(f"/api/analyses/{aid}").json()["sources"] if s["format"] == "ftrace")
-        r = c.patch(f"/api/analyses/{aid}/sources/{ftrace['id']}",
-                    json={"clock_offset_ns": ftrace["clock_offset_ns"] + 1_000_000})
+        r = c.patch(
+            f"/api/analyses/{aid}/sources/{ftrace['id']}",
+            json={"clock_offset_ns": ftrace["clock_offset_ns"] + 1_000_000},
+        )
         assert r.status_code == 200
         assert warmer.wait(120)
         assert {"chains", "timeline-summary", "dispatch-summary"} <= kept(aid)
         con = store.cursor()  # with the new offset
-        assert c.get(f"/api/analyses/{aid}/chains?limit=100").json() == json.loads(json.dumps(
-            stalls.first_chains(con, aid, 100), default=str))
+        assert c.get(f"/api/analyses/{aid}/chains?limit=100").json() == json.loads(
+            json.dumps(stalls.first_chains(con, aid, 100), default=str)
+        )
         con.close()
 
 
@@ -121,12 +134,18 @@ def test_the_first_requests_parameters_are_the_frontends():
         assert len(found) == 1, (path, pattern, found)
         return found[0]
 
-    got = {name: int(one("api/tabQueries.ts", rf"export const {name} = (\d+);"))
-           for name in ("HEATMAP_X_BINS", "HEATMAP_Y_BINS", "LATENCY_BUCKETS", "REQUESTS_LIMIT", "TIMELINE_WIDTH_PX")}
+    got = {
+        name: int(one("api/tabQueries.ts", rf"export const {name} = (\d+);"))
+        for name in ("HEATMAP_X_BINS", "HEATMAP_Y_BINS", "LATENCY_BUCKETS", "REQUESTS_LIMIT", "TIMELINE_WIDTH_PX")
+    }
     default_view = (src / "state/viewState.ts").read_text().split("DEFAULT_VIEW", 1)[1].split("};", 1)[0]
     got |= {k: re.search(rf"\b{k}: '?(\w+)'?,", default_view).group(1) for k in ("hm", "by", "tlN")}
     got["tlN"] = int(got["tlN"])
-    got["chains"] = int(one("api/queries.ts", r"/chains', \{ params: \{ path: \{ analysis_id: id \}, query: \{ limit: (\d+)"))
-    got["heatmap metrics"] = int(one("api/queries.ts", r"export function useHeatmapMetrics\(id: string, limit = (\d+)\)"))
+    got["chains"] = int(
+        one("api/queries.ts", r"/chains', \{ params: \{ path: \{ analysis_id: id \}, query: \{ limit: (\d+)")
+    )
+    got["heatmap metrics"] = int(
+        one("api/queries.ts", r"export function useHeatmapMetrics\(id: string, limit = (\d+)\)")
+    )
     got["waits"] = int(one("views/stalls/WaitsPanel.tsx", r"useWaits\(analysis\.id, \{[^}]*\}, (\d+),"))
     assert got == warm.FIRST

@@ -295,8 +295,15 @@ def dispatch_sql(con, analysis_id: str, by: str, t0=None, t1=None) -> list[dict]
         }
         for m in ("i2d", "d2c", "q2c"):
             q = row[f"{m}_ns_q"] or [None, None, None]
-            item[m] = {"n": row[f"{m}_ns_n"], "min": row[f"{m}_ns_min"], "avg": row[f"{m}_ns_avg"], "p50": q[0],
-                       "p95": q[1], "p99": q[2], "max": row[f"{m}_ns_max"]}
+            item[m] = {
+                "n": row[f"{m}_ns_n"],
+                "min": row[f"{m}_ns_min"],
+                "avg": row[f"{m}_ns_avg"],
+                "p50": q[0],
+                "p95": q[1],
+                "p99": q[2],
+                "max": row[f"{m}_ns_max"],
+            }
         item["btt"] = None
         out.append(item)
     return out
