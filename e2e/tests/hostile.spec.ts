@@ -102,6 +102,9 @@ async function paintedPoints(page: Page, canvasIndex: number): Promise<{ x: numb
 
 /** Moves the pointer over the painted items of every chart in view; returns how many points it hovered. */
 async function hoverCharts(page: Page): Promise<number> {
+  const containers = page.locator('[role="img"]:has(canvas)');
+  for (let i = 0; i < (await containers.count()); i++)
+    if (await containers.nth(i).isVisible()) await expect(containers.nth(i)).toHaveAttribute('data-ready', '1', { timeout: 20_000 });
   const charts = page.locator('[role="img"] canvas');
   let hovered = 0;
   for (let i = 0; i < (await charts.count()); i++) {
