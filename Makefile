@@ -11,7 +11,7 @@ STALLSCOPE_PORT ?= 8000
 export STALLSCOPE_DB STALLSCOPE_HOST STALLSCOPE_PORT
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run serve test test-py test-unit test-e2e build bench openapi chromium trace-cmd clean
+.PHONY: run serve test test-py test-unit test-e2e lint build bench openapi chromium trace-cmd clean
 
 run: $(VENV)/.installed frontend/dist/index.html trace-cmd
 	$(VENV)/bin/stallscope serve --demo
@@ -45,9 +45,22 @@ trace-cmd:
 
 test: $(VENV)/.installed node_modules/.installed build chromium trace-cmd
 	npm run lint:compose
+	$(MAKE) lint
 	$(PY) -m pytest
 	npm run test:unit
 	npm run test:e2e
+
+# Linters: ruff's checks and format for Python (pinned and configured in pyproject.toml), ESLint for the frontend
+# (frontend/eslint.config.js), and each C tokenizer compiled with setup.py's flags, its warnings as errors.
+lint: $(VENV)/.installed node_modules/.installed
+	$(VENV)/bin/ruff check backend tests parsers setup.py
+	$(VENV)/bin/ruff format --check backend tests parsers setup.py
+	npm run lint
+	@include=$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])'); \
+	for src in parsers/_*.c; do \
+		echo "cc -Wall -Wextra -Werror $$src"; \
+		$${CC:-cc} -c -o /dev/null -O2 -std=c11 -Wall -Wextra -Werror -pthread -fPIC -I"$$include" $$src || exit 1; \
+	done
 
 test-py: $(VENV)/.installed trace-cmd
 	$(PY) -m pytest

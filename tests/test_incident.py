@@ -171,11 +171,9 @@ def test_chains_in_a_time_range(client, store):
     every = client.get(url, params={"limit": 1000}).json()
     assert len(every) == 328 and [c["id"] for c in every] == list(range(1, 329))
     writer = every[0]["links"][0]  # chain #1: the app's write, 2.30 s in xfs_ilock
-    in_window = lambda t0, t1: [
-        c["id"]
-        for c in every  # noqa: E731  (the first link's wait overlaps [t0, t1])
-        if c["links"][0]["end_ns"] >= t0 and c["links"][0]["start_ns"] <= t1
-    ]
+
+    def in_window(t0, t1):  # the chains whose first link's wait overlaps [t0, t1]
+        return [c["id"] for c in every if c["links"][0]["end_ns"] >= t0 and c["links"][0]["start_ns"] <= t1]
 
     # up to 1 ns before the write began: not chain #1; the others keep their rank (#3, a database read, first)
     before = client.get(url, params={"limit": 1000, "t1_ns": writer["start_ns"] - 1}).json()
