@@ -632,6 +632,30 @@ static int attach_bio(Rebuilder *rb, out_t *o, int32_t bio) {
     return end_register(rb, t);
 }
 
+/* A D (or C) whose range goes past its request's end: the other open requests that lie within its range, inserted
+ * and not dispatched (dispatched and not completed), are dispatched (completed) by it too, as the block layer does
+ * when it merges requests without a trace event (and as btt counts them). Their starts are looked up sector by
+ * sector from the first request's end, at most COVER_PROBES sectors. Returns how many, or -1 on memory failure. */
+#define COVER_PROBES 65536
+static int cover(Rebuilder *rb, out_t *o, const ev_t *v, int64_t line, int32_t s, int64_t from) {
+    int64_t end = v->sector + v->nsect;
+    int is_d = v->act[0] == 'D', n = 0, slot = is_d ? S_D : S_C;
+    for (int64_t sec = from, probes = 0; sec < end && probes < COVER_PROBES; probes++) {
+        long f = map_find(&rb->start, rb->segs, v->major, v->minor, sec);
+        int32_t h = f >= 0 ? rb->start.slots[f] : -1;
+        seg_t *x = h >= 0 && h != s ? &rb->segs[h] : NULL;
+        if (!x || !x->head || x->nsect <= 0 || x->sector + x->nsect > end || x->t[slot] != NUL64 ||
+            (!is_d && x->t[S_D] == NUL64)) { sec++; continue; }
+        x->t[slot] = v->t; x->ln[slot] = line; x->cpu[slot] = v->cpu; x->sized = 1;
+        x->last_ph = (int8_t)(is_d ? PH_D : PH_C); x->last_act = v->act[0];
+        sec = x->sector + x->nsect;
+        n++;
+        if (is_d) { x->dpid = v->pid; end_unregister(rb, h); }
+        else { x->err = v->err; if (close_seg(rb, o, h)) return -1; }
+    }
+    return n;
+}
+
 /* folds one event into the open requests; returns -1 on memory failure */
 static int fold(Rebuilder *rb, out_t *o, const ev_t *v, int64_t line) {
     btt_event(&rb->btt, v->act, v->actn, v->major, v->minor, v->t, v->pid, v->sector, v->nsect, v->fmaj, v->fmin,
@@ -682,8 +706,14 @@ static int fold(Rebuilder *rb, out_t *o, const ev_t *v, int64_t line) {
         if (slot == S_D) g->dpid = v->pid;
     }
     if (ph >= PH_G && ph != PH_M && ph != PH_R) g->head = 1;
-    if (ph == PH_D || ph == PH_C) { /* the request's final size: from its dispatch/completion */
-        if (!g->sized || v->nsect > g->nsect) g->nsect = v->nsect;
+    int covered = 0; /* a D or C past the request's end: the requests it covers too (cover()) */
+    if ((ph == PH_D || ph == PH_C) && g->ln[ph == PH_D ? S_D : S_C] == line && g->head && g->nsect > 0 &&
+        v->sector + v->nsect > g->sector + g->nsect) {
+        if ((covered = cover(rb, o, v, line, s, g->sector + g->nsect)) < 0) return -1;
+        g = &rb->segs[s];
+    }
+    if (ph == PH_D || ph == PH_C) { /* the request's final size: from its dispatch/completion (unless it covers others) */
+        if (!covered && (!g->sized || v->nsect > g->nsect)) g->nsect = v->nsect;
         g->sized = 1;
     } else if (!g->sized && v->nsect > g->nsect) g->nsect = v->nsect;
     if (ph >= PH_Q && ph <= PH_D && ph != PH_M && ph < g->pid_ph) { g->pid = v->pid; g->pid_ph = (int8_t)ph; }

@@ -165,7 +165,8 @@ def summarize(store, path) -> dict:
         "SELECT action, sum(n)::BIGINT FROM ("
         " SELECT action, count(*) n FROM blk_events WHERE source_id = $sid GROUP BY 1"
         " UNION ALL SELECT unnest(['A', 'Q', 'G', 'I', 'D', 'C']),"
-        "  unnest([count(a_line), count(q_line), count(g_line), count(i_line), count(d_line), count(c_line)])"
+        "  unnest([count(a_line), count(q_line), count(g_line), count(i_line), count(DISTINCT d_line),"
+        "  count(DISTINCT c_line)])"  # a D or C whose range covers several requests is a phase of each
         "  FROM blk_requests WHERE source_id = $sid"
         " UNION ALL SELECT unnest(['A', 'Q', 'M', 'F']), unnest([count(a_line), count(q_line),"
         "  count(*) FILTER (WHERE NOT front), count(*) FILTER (WHERE front)]) FROM blk_bios WHERE source_id = $sid"
