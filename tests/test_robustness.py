@@ -66,8 +66,12 @@ def test_long_lines_and_tiny_chunks():
     long = b"  8,0 0 1 0.000000001 1 P N [" + b"x" * 100_000 + b"]\n"
     good = (SEED / "cfq-dispatch-starvation.blkparse.txt").read_bytes()
     report = ParseReport("t")
-    rows = [r for t, b in blkparse.parse(io.BytesIO(long + good), report, chunk_bytes=64) if t != "blk_btt"
-            for r in b.to_pylist()]
+    rows = [
+        r
+        for t, b in blkparse.parse(io.BytesIO(long + good), report, chunk_bytes=64)
+        if t != "blk_btt"
+        for r in b.to_pylist()
+    ]
     assert report.lines == 13 and report.events == 13 and report.skipped == 0
     assert [len(r["comm"]) for r in rows if r["line"] == 1] == [100_000]
     small = ParseReport("t")  # the same requests whatever the chunk size
