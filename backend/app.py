@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import secrets
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -10,15 +12,19 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
+from . import access as access_model
+from .access import Access, HostAndOrigin
 from .api import analyses, heatmaps, offcpu, requests, stalls, timeline
 from .api.deps import Board
 from .headers import SecurityHeaders
+from .limits import Limits, UploadSlots
 from .queries.run import QueryTimeout, TooManyRows
 from .store import Store
 from .warm import CountRequests, Warmer
 
 FRONTEND_DIST = Path(__file__).resolve().parent.parent / "frontend" / "dist"
 DEFAULT_MAX_UPLOAD = 2 << 30
+log = logging.getLogger("stallscope")
 
 
 def _validation_message(exc: RequestValidationError) -> str:
@@ -30,11 +36,25 @@ def _validation_message(exc: RequestValidationError) -> str:
 
 
 def create_app(
-    store: Store, *, max_upload_bytes: int = DEFAULT_MAX_UPLOAD, static_dir: Path = FRONTEND_DIST, warm: bool = True
+    store: Store,
+    *,
+    max_upload_bytes: int | None = None,
+    static_dir: Path = FRONTEND_DIST,
+    warm: bool = True,
+    access: Access | None = None,
+    limits: Limits | None = None,
 ) -> FastAPI:
     """warm: while the app runs (between its startup and shutdown), fill the caches of the newest analyses and of
-    each new one in the background (backend/warm.py)."""
+    each new one in the background (backend/warm.py). access (who may do what, backend/access.py) and limits (what
+    the server takes at once, backend/limits.py) default to the environment's settings."""
     warmer = Warmer(store) if warm else None
+    access = access or Access.from_env()
+    limits = limits or Limits.from_env(max_upload_bytes=max_upload_bytes)
+    con = store.cursor()
+    try:
+        access_model.create_keys_table(con)
+    finally:
+        con.close()
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):
@@ -52,17 +72,21 @@ def create_app(
     )
     app.state.store = store
     app.state.warmer = warmer
+    app.state.access = access
+    app.state.limits = limits
+    app.state.uploads = UploadSlots(limits)
     if warmer:
         app.add_middleware(CountRequests, warmer=warmer)
+    app.add_middleware(HostAndOrigin, access=access)  # before any route runs; its refusals get the headers below
     app.add_middleware(SecurityHeaders)  # added last: the outermost, so every response (errors too) gets them
-    app.state.max_upload_bytes = max_upload_bytes
+    app.state.max_upload_bytes = limits.max_upload_bytes
     app.state.progress = Board()
     for resource in (analyses, requests, timeline, stalls, heatmaps, offcpu):  # a router per resource
         app.include_router(resource.router)
 
     @app.exception_handler(HTTPException)
     async def http_error(_: Request, exc: HTTPException):
-        return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code)
+        return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError):
@@ -74,9 +98,12 @@ def create_app(
         return JSONResponse({"detail": str(exc)}, status_code=exc.status)
 
     @app.exception_handler(Exception)
-    async def unexpected(_: Request, exc: Exception):
-        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
-        return JSONResponse({"detail": f"internal error ({type(exc).__name__}): {first}"}, status_code=500)
+    async def unexpected(request: Request, exc: Exception):
+        """A defect: the answer names an id to quote, nothing of the internals (they go to the server's log)."""
+        ref = secrets.token_hex(6)
+        log.error("internal error %s on %s %s", ref, request.method, request.url.path, exc_info=exc)
+        return JSONResponse({"detail": f"internal error (reference {ref}): the server's log has the details"},
+                            status_code=500)
 
     @app.get("/api/{rest:path}", include_in_schema=False)
     def api_not_found(rest: str):

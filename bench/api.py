@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
 
     load0 = bench_inputs.loadavg()
     store = Store(DB)
-    with TestClient(create_app(store)) as client:  # started (lifespan): the warm-up runs
+    with TestClient(create_app(store), base_url="http://127.0.0.1") as client:  # started (lifespan): the warm-up runs
         t0 = time.perf_counter()
         client.app.state.warmer.wait()
         warm_up = {"seconds": time.perf_counter() - t0, "steps": client.app.state.warmer.warmed.get(aid)}

@@ -3,25 +3,38 @@ with its sources, and a source's placement on the analysis timeline. Thin: valid
 backend.queries, return JSON; no SQL here."""
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 import duckdb
 from fastapi import Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
+from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
+from .. import access
 from ..derive import align, chains
+from ..ingest import IngestError, InputFile
+from ..limits import RETRY_AFTER_S, Busy, Limits
 from ..queries import analyses, memo
-from ..store import IngestError, InputFile, Store
+from ..store import Store
 from . import models
 from .deps import (
+    FORBIDDEN,
     NOT_FOUND,
+    UNAUTHORIZED,
     AnalysisId,
     AnalysisRouter,
     Cursor,
+    EditAllowed,
+    PathInt64,
     ProgressBoard,
+    TokenRequired,
+    get_access,
     get_store,
+    has_token,
+    require_token,
 )
 
 router = AnalysisRouter(prefix="/api")
@@ -33,11 +46,17 @@ class TooLarge(Exception):
     pass
 
 
+class BodyTimeout(Exception):
+    pass
+
+
 @router.post(
     "/analyses",
     status_code=201,
     response_model=models.Created,
-    responses={400: {"model": models.ErrorBody}, 413: {"model": models.ErrorBody}, 422: {"model": models.ErrorBody}},
+    dependencies=[TokenRequired],
+    responses={400: {"model": models.ErrorBody}, **UNAUTHORIZED, 408: {"model": models.ErrorBody},
+               413: {"model": models.ErrorBody}, 422: {"model": models.ErrorBody}, 503: {"model": models.ErrorBody}},
 )
 async def create_analysis(
     request: Request,
@@ -45,33 +64,52 @@ async def create_analysis(
     board: ProgressBoard,
     progress: Annotated[str | None, Query(max_length=64, description="a token to poll /api/progress/{token}")] = None,
 ):
-    """Upload one or more trace files (multipart `files`, optional `name`): one analysis is created from them."""
-    limit = request.app.state.max_upload_bytes
+    """Upload one or more trace files (multipart `files`, optional `name`): one analysis is created from them. The
+    answer holds the analysis' edit key, given this once (needed to change or delete it on a shared server)."""
+    limits: Limits = request.app.state.limits
+    limit = limits.max_upload_bytes
     declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise HTTPException(413, f"upload of {int(declared)} bytes is larger than the limit of {limit} bytes")
-    prog = board.start(progress)
-    seen = 0
-    receive = request._receive
-
-    async def counting_receive():
-        nonlocal seen
-        message = await receive()
-        seen += len(message.get("body", b""))
-        prog.update(bytes_read=seen)
-        if seen > limit:
-            raise TooLarge()
-        return message
-
-    request._receive = counting_receive
+    declared = int(declared) if declared and declared.isdigit() and len(declared) < 20 else None
+    if declared is not None and declared > limit:
+        raise HTTPException(413, f"upload of {declared} bytes is larger than the limit of {limit} bytes")
     try:
-        form = await request.form(max_files=MAX_FILES, max_fields=16)
-    except TooLarge:
-        prog.update(phase="error", error="too large")
-        raise HTTPException(413, f"upload is larger than the limit of {limit} bytes")
-    except Exception as e:  # malformed multipart body
-        raise HTTPException(400, f"could not read the upload as multipart/form-data: {e}")
+        slot = request.app.state.uploads.take(declared)
+    except Busy as e:
+        raise HTTPException(503, str(e), headers={"Retry-After": str(RETRY_AFTER_S)})
+    form = None
     try:
+        prog = board.start(progress)
+        seen = 0
+        receive = request._receive
+
+        async def counting_receive():
+            nonlocal seen
+            try:
+                message = await asyncio.wait_for(receive(), limits.body_timeout_s)
+            except TimeoutError:
+                raise BodyTimeout() from None
+            got = len(message.get("body", b""))
+            seen += got
+            prog.update(bytes_read=seen)
+            if seen > limit:
+                raise TooLarge()
+            slot.count(got)
+            return message
+
+        request._receive = counting_receive
+        try:
+            form = await request.form(max_files=MAX_FILES, max_fields=16)
+        except TooLarge:
+            prog.update(phase="error", error="too large")
+            raise HTTPException(413, f"upload is larger than the limit of {limit} bytes")
+        except BodyTimeout:
+            prog.update(phase="error", error="timed out")
+            raise HTTPException(408, f"the upload sent nothing for {limits.body_timeout_s:g} s: it was dropped")
+        except Busy as e:
+            prog.update(phase="error", error="server busy")
+            raise HTTPException(503, str(e), headers={"Retry-After": str(RETRY_AFTER_S)})
+        except Exception as e:  # malformed multipart body
+            raise HTTPException(400, f"could not read the upload as multipart/form-data: {e}")
         uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
         if not uploads:
             raise HTTPException(422, "no file: send one or more files in multipart fields named 'files'")
@@ -93,12 +131,23 @@ async def create_analysis(
                          "files": [{"filename": f.filename, "error": f.message, "line": f.line, "offset": f.offset}
                                    for f in e.files]},
             )
+        edit_key = access.new_edit_key()
+        await run_in_threadpool(_keep_edit_key, store, created["id"], edit_key)
         if request.app.state.warmer:  # once this response is sent (warm.py)
             request.app.state.warmer.add(created["id"])
-        return created
+        return {**created, "edit_key": edit_key}
     finally:
-        await form.close()
+        if form is not None:
+            await form.close()
+        slot.release()
 
+
+def _keep_edit_key(store: Store, analysis_id: str, key: str) -> None:
+    con = store.cursor()
+    try:
+        access.keep_edit_key(con, analysis_id, key)
+    finally:
+        con.close()
 
 
 @router.get("/progress/{token}", response_model=models.IngestProgress, responses={404: {"model": models.ErrorBody}})
@@ -111,10 +160,22 @@ def get_progress(token: str, board: ProgressBoard):
 
 
 
-@router.get("/analyses", response_model=list[models.AnalysisItem])
-def list_analyses(con: Cursor):
-    """Every analysis, newest first."""
-    return analyses.analyses(con)
+@router.get("/analyses", response_model=list[models.AnalysisItem], responses=UNAUTHORIZED)
+def list_analyses(
+    con: Cursor,
+    request: Request,
+    id: Annotated[
+        list[Annotated[str, Field(max_length=64)]] | None,
+        Query(max_length=500, description="only these analyses (those this browser created): no token needed"),
+    ] = None,
+    token: Annotated[bool, Depends(has_token)] = False,
+):
+    """Every analysis, newest first; or, with `id=...&id=...`, those of them that exist. On a shared server
+    (STALLSCOPE_TOKEN set) the whole list needs the token: an analysis is read by whoever has its link, not found
+    by browsing."""
+    if id is None and get_access(request).shared and not token:
+        require_token(request, token)
+    return analyses.analyses(con, id)
 
 
 @router.get("/analyses/{analysis_id}", response_model=models.Analysis, responses=NOT_FOUND)
@@ -124,8 +185,10 @@ def get_analysis(analysis_id: AnalysisId, con: Cursor):
 
 
 @router.patch("/analyses/{analysis_id}/sources/{source_id}", response_model=models.SourceDetail,
-              responses={**NOT_FOUND, 409: {"model": models.ErrorBody}, 422: {"model": models.ErrorBody}})
-def place_source(analysis_id: AnalysisId, source_id: int, body: models.SourcePlacement, con: Cursor,
+              dependencies=[EditAllowed],
+              responses={**NOT_FOUND, **UNAUTHORIZED, **FORBIDDEN, 409: {"model": models.ErrorBody},
+                         422: {"model": models.ErrorBody}})
+def place_source(analysis_id: AnalysisId, source_id: PathInt64, body: models.SourcePlacement, con: Cursor,
                  request: Request):
     """Place a source on the analysis timeline: set its clock offset (ns), or give it the same span as another
     source. The chains are linked again to block requests with the new times. Kept in the analysis, for every

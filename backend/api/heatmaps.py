@@ -11,8 +11,9 @@ import pydantic_core
 from fastapi import HTTPException, Query, Response
 from pydantic import BaseModel, Field
 
+from ..limits import TIME_MAX, TIME_MIN
 from ..queries import heatmaps as heatmap_queries
-from .deps import NOT_FOUND, AnalysisId, AnalysisRouter, Cursor, TimeFilter
+from .deps import INT64, NOT_FOUND, AnalysisId, AnalysisRouter, Cursor, TimeFilter
 from .models import ErrorBody
 
 router = AnalysisRouter(prefix="/api")
@@ -34,7 +35,7 @@ FilterQuery = Annotated[
         description="func: the function name (exact, required); wait: a lock_key or lock label (none: all)",
     ),
 ]
-PidQuery = Annotated[int | None, Query(description="the task (block: the request's issuer)")]
+PidQuery = Annotated[int | None, Query(ge=-INT64, le=INT64, description="the task (block: the request's issuer)")]
 DevQuery = Annotated[str | None, Query(max_length=32, pattern=r"^\d+,\d+$", description="block metrics only")]
 BAD = {
     404: {"model": ErrorBody, "description": "no analysis with this id"},
@@ -197,10 +198,10 @@ def heatmap_events(
     filter: FilterQuery = None,
     pid: PidQuery = None,
     dev: DevQuery = None,
-    t0_ns: Annotated[int | None, Query(description="placed at or after (ns, analysis timeline)")] = None,
-    t1_ns: Annotated[int | None, Query(description="placed at or before (ns, analysis timeline)")] = None,
-    lat_min_ns: Annotated[int | None, Query(ge=0, description="latency at least this (ns)")] = None,
-    lat_max_ns: Annotated[int | None, Query(ge=0, description="latency below this (ns)")] = None,
+    t0_ns: Annotated[int | None, Query(ge=TIME_MIN, le=TIME_MAX, description="placed at or after (ns, analysis timeline)")] = None,
+    t1_ns: Annotated[int | None, Query(ge=TIME_MIN, le=TIME_MAX, description="placed at or before (ns, analysis timeline)")] = None,
+    lat_min_ns: Annotated[int | None, Query(ge=0, le=INT64, description="latency at least this (ns)")] = None,
+    lat_max_ns: Annotated[int | None, Query(ge=0, le=INT64, description="latency below this (ns)")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ):
     """The events inside a box of the heatmap (a time range × a latency range), slowest first, with their

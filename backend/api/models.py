@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ..limits import TIME_MAX, TIME_MIN
+
 
 class SkippedLine(BaseModel):
     line: int = Field(description="1-based line number in the file")
@@ -73,15 +75,22 @@ class SourcePlacement(BaseModel):
     """Where to put a source on the analysis timeline: an offset, or the same span as another source."""
 
     clock_offset_ns: int | None = Field(
-        None, ge=-(1 << 62), le=1 << 62, description="ns added to the source's own times"
+        None, ge=TIME_MIN, le=TIME_MAX, description="ns added to the source's own times (within ±2^62; the source's times"
+        " plus it must be too)"
     )
-    same_span_as: int | None = Field(None, description="id of a source of the same analysis whose span to take")
+    same_span_as: int | None = Field(
+        None, ge=-(1 << 63) + 1, le=(1 << 63) - 1, description="id of a source of the same analysis whose span to take"
+    )
 
 
 class Created(BaseModel):
     id: str
     url: str = Field(description="the analysis' link path, /a/<id>")
     sources: list[Source]
+    edit_key: str = Field(
+        description="given this once: changing or deleting the analysis on a shared server needs it (header"
+        " X-Edit-Key) or the server's token; the browser that uploaded keeps it"
+    )
 
 
 class AnalysisItem(BaseModel):

@@ -8,7 +8,7 @@ from fastapi import HTTPException, Query
 from pydantic import BaseModel, Field
 
 from ..queries import requests as request_queries
-from .deps import NOT_FOUND, AnalysisId, AnalysisRouter, Cursor, TimeFilter
+from .deps import NOT_FOUND, AnalysisId, AnalysisRouter, Cursor, OptionalInt64, PathInt64, TimeFilter
 from .models import ErrorBody
 
 router = AnalysisRouter(prefix="/api")
@@ -104,7 +104,7 @@ class DispatchGroup(BaseModel):
         None,
         description="btt's figures for this device or pid, as `btt -A` prints them (N, MIN, AVG, MAX), over the "
         "whole trace (null with a time window). btt counts per queued bio, not per request: merged bios each get a "
-        "D2C and Q2C; the halves of a split bio get a Q2G and G2I each and no I2D, D2C or Q2C",
+        "D2C and Q2C; the halves of a split bio get a Q2G and G2I each and no I2D, D2C or Q2C"
     )
 
 
@@ -135,7 +135,7 @@ def list_requests(
     con: Cursor,
     order: Literal["i2d", "d2c", "q2c", "time"] = "i2d",
     limit: Annotated[int, Query(ge=1, le=10000)] = 100,
-    pid: int | None = None,
+    pid: OptionalInt64 = None,
     dev: Annotated[str | None, Query(max_length=32, pattern=r"^\d+,\d+$")] = None,
     t0_ns: TimeFilter = None,
     t1_ns: TimeFilter = None,
@@ -151,8 +151,8 @@ def list_requests(
 )
 def get_request(
     analysis_id: AnalysisId,
-    source_id: int,
-    line: int,
+    source_id: PathInt64,
+    line: PathInt64,
     con: Cursor,
     max_messages: Annotated[
         int,
@@ -188,7 +188,7 @@ def latency_over_time(
     analysis_id: AnalysisId,
     con: Cursor,
     buckets: Annotated[int, Query(ge=1, le=5000)] = 400,
-    pid: int | None = None,
+    pid: OptionalInt64 = None,
     dev: Annotated[str | None, Query(max_length=32, pattern=r"^\d+,\d+$")] = None,
     t0_ns: TimeFilter = None,
     t1_ns: TimeFilter = None,

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from .. import locks
 from ..queries import stalls as stall_queries
-from .deps import NOT_FOUND, AnalysisId, AnalysisRouter, Cursor, TimeFilter
+from .deps import NOT_FOUND, AnalysisId, AnalysisRouter, Cursor, Int64, OptionalInt64, TimeFilter
 
 router = AnalysisRouter(prefix="/api")
 
@@ -150,7 +150,7 @@ def list_waits(
     con: Cursor,
     order: Literal["duration", "start"] = "duration",
     limit: Annotated[int, Query(ge=1, le=10000)] = 100,
-    pid: int | None = None,
+    pid: OptionalInt64 = None,
     lock: Annotated[str | None, Query(max_length=256, description="waits whose lock contains this")] = None,
     lock_key: Annotated[
         str | None,
@@ -225,12 +225,12 @@ def list_chains(
 def list_calls(
     analysis_id: AnalysisId,
     con: Cursor,
-    pid: int,
+    pid: Int64,
     t0_ns: TimeFilter = None,
     t1_ns: TimeFilter = None,
     max_depth: Annotated[int | None, Query(ge=-4096, le=4096)] = None,
     limit: Annotated[int, Query(ge=1, le=stall_queries.MAX_CALLS)] = 5000,
-    source_id: int | None = None,
+    source_id: OptionalInt64 = None,
 ):
     """One task's function_graph calls overlapping a window, by entry time, for a flame chart."""
     return stall_queries.calls(con, analysis_id, pid, t0_ns, t1_ns, max_depth, limit, source_id)
@@ -240,8 +240,8 @@ def list_calls(
 def list_marks(
     analysis_id: AnalysisId,
     con: Cursor,
-    t0_ns: int | None = None,
-    t1_ns: int | None = None,
+    t0_ns: TimeFilter = None,
+    t1_ns: TimeFilter = None,
     limit: Annotated[int, Query(ge=1, le=10000)] = 1000,
 ):
     """`print` (trace_marker) events, for markers on the time axis."""

@@ -30,6 +30,8 @@ from __future__ import annotations
 import json
 import re
 
+from ..limits import TIME_MAX, TIME_MIN
+
 DENSE_NS = 200_000  # width of the window in which the right clock differences pile up
 MATCH_NS = 100_000  # an event matches when its difference is this close to the offset
 MAX_PAIRS_PER_KEY = 16  # a (dev, sector, size, phase) seen more often than this is too ambiguous to use
@@ -256,6 +258,12 @@ def set_offset(
         offset, detail = offset_ns, "set by hand"
     else:
         raise ValueError("give clock_offset_ns or same_span_as")
+    lo, hi = s["t_min_ns"], s["t_max_ns"] if s["t_max_ns"] is not None else s["t_min_ns"]
+    if lo is not None and same_span_as is not None and s["format"] == "offcputime" and s["t_max_ns"] is None:
+        lo, hi = 0, other["t_max_ns"] - other["t_min_ns"]
+    if not TIME_MIN <= offset <= TIME_MAX or (lo is not None and not TIME_MIN <= lo + offset <= hi + offset <= TIME_MAX):
+        raise ValueError(f"an offset of {offset} ns would put the source's times outside ±2^62 ns; give one that keeps"
+                         f" them within [{TIME_MIN}, {TIME_MAX}]")
     result = {
         "method": "manual",
         "reference_source_id": same_span_as,

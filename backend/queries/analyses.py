@@ -23,12 +23,14 @@ def analysis(con, analysis_id: str) -> dict | None:
     return {"id": aid, "name": name, "created_at": _utc(created)}
 
 
-def analyses(con) -> list[dict]:
-    """Every analysis, newest first, with its number of sources."""
+def analyses(con, ids: list[str] | None = None) -> list[dict]:
+    """Every analysis (or those of `ids` that exist), newest first, with its number of sources."""
     rows = run(
         con,
         "SELECT a.id, a.name, a.created_at, count(s.id) FROM analyses a LEFT JOIN sources s"
-        " ON s.analysis_id = a.id GROUP BY ALL ORDER BY a.created_at DESC, a.id",
+        " ON s.analysis_id = a.id WHERE ?::VARCHAR[] IS NULL OR list_contains(?::VARCHAR[], a.id)"
+        " GROUP BY ALL ORDER BY a.created_at DESC, a.id",
+        [ids, ids],
     )
     return [{"id": r[0], "name": r[1], "created_at": _utc(r[2]), "source_count": r[3]} for r in rows]
 

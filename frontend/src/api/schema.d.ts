@@ -13,13 +13,16 @@ export interface paths {
         };
         /**
          * List Analyses
-         * @description Every analysis, newest first.
+         * @description Every analysis, newest first; or, with `id=...&id=...`, those of them that exist. On a shared server
+         *     (STALLSCOPE_TOKEN set) the whole list needs the token: an analysis is read by whoever has its link, not found
+         *     by browsing.
          */
         get: operations["list_analyses_api_analyses_get"];
         put?: never;
         /**
          * Create Analysis
-         * @description Upload one or more trace files (multipart `files`, optional `name`): one analysis is created from them.
+         * @description Upload one or more trace files (multipart `files`, optional `name`): one analysis is created from them. The
+         *     answer holds the analysis' edit key, given this once (needed to change or delete it on a shared server).
          */
         post: operations["create_analysis_api_analyses_post"];
         delete?: never;
@@ -772,6 +775,11 @@ export interface components {
         };
         /** Created */
         Created: {
+            /**
+             * Edit Key
+             * @description given this once: changing or deleting the analysis on a shared server needs it (header X-Edit-Key) or the server's token; the browser that uploaded keeps it
+             */
+            edit_key: string;
             /** Id */
             id: string;
             /** Sources */
@@ -1477,7 +1485,7 @@ export interface components {
         SourcePlacement: {
             /**
              * Clock Offset Ns
-             * @description ns added to the source's own times
+             * @description ns added to the source's own times (within ±2^62; the source's times plus it must be too)
              */
             clock_offset_ns?: number | null;
             /**
@@ -1904,7 +1912,10 @@ export type $defs = Record<string, never>;
 export interface operations {
     list_analyses_api_analyses_get: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these analyses (those this browser created): no token needed */
+                id?: string[] | null;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1918,6 +1929,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AnalysisItem"][];
+                };
+            };
+            /** @description this server needs its token (STALLSCOPE_TOKEN) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
         };
@@ -1952,6 +1981,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description this server needs its token (STALLSCOPE_TOKEN) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Request Entity Too Large */
             413: {
                 headers: {
@@ -1963,6 +2010,15 @@ export interface operations {
             };
             /** @description Unprocessable Entity */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2016,9 +2072,9 @@ export interface operations {
         parameters: {
             query: {
                 pid: number;
-                /** @description ns, on the analysis timeline */
+                /** @description ns, on the analysis timeline (within ±2^62) */
                 t0_ns?: number | null;
-                /** @description ns, on the analysis timeline */
+                /** @description ns, on the analysis timeline (within ±2^62) */
                 t1_ns?: number | null;
                 max_depth?: number | null;
                 limit?: number;
@@ -2065,9 +2121,9 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: number;
-                /** @description ns, on the analysis timeline */
+                /** @description ns, on the analysis timeline (within ±2^62) */
                 t0_ns?: number | null;
-                /** @description ns, on the analysis timeline */
+                /** @description ns, on the analysis timeline (within ±2^62) */
                 t1_ns?: number | null;
             };
             header?: never;
@@ -2111,9 +2167,9 @@ export interface operations {
         parameters: {
             query?: {
                 by?: "process" | "device";
-                /** @description ns, on the analysis timeline */
+                /** @description ns, on the analysis timeline (within ±2^62) */
                 t0_ns?: number | null;
-                /** @description ns, on the analysis timeline */
+                /** @description ns, on the analysis timeline (within ±2^62) */
                 t1_ns?: number | null;
             };
             header?: never;
@@ -2272,9 +2328,9 @@ export interface operations {
                 pid?: number | null;
                 /** @description block metrics only */
                 dev?: string | null;
-                /** @description ns, on the analysis timeline */
+                /** @description ns, on the analysis timeline (within ±2^62) */
                 t0_ns?: number | null;
-                /** @description ns, on the analysis timeline */
+                /** @description ns, on the analysis timeline (within ±2^62) */
                 t1_ns?: number | null;
             };
             header?: never;
@@ -2421,9 +2477,9 @@ export interface operations {
                 buckets?: number;
                 pid?: number | null;
                 dev?: string | null;
-                /** @description ns, on the analysis timeline */
+                /** @description ns, on the analysis timeline (within ±2^62) */
                 t0_ns?: number | null;
-                /** @description ns, on the analysis timeline */
+                /** @description ns, on the analysis timeline (within ±2^62) */
                 t1_ns?: number | null;
             };
             header?: never;
@@ -2466,7 +2522,9 @@ export interface operations {
     list_marks_api_analyses__analysis_id__marks_get: {
         parameters: {
             query?: {
+                /** @description ns, on the analysis timeline (within ±2^62) */
                 t0_ns?: number | null;
+                /** @description ns, on the analysis timeline (within ±2^62) */
                 t1_ns?: number | null;
                 limit?: number;
             };
@@ -2556,9 +2614,9 @@ export interface operations {
                 limit?: number;
                 pid?: number | null;
                 dev?: string | null;
-                /** @description ns, on the analysis timeline */
+                /** @description ns, on the analysis timeline (within ±2^62) */
                 t0_ns?: number | null;
-                /** @description ns, on the analysis timeline */
+                /** @description ns, on the analysis timeline (within ±2^62) */
                 t1_ns?: number | null;
             };
             header?: never;
@@ -2668,6 +2726,24 @@ export interface operations {
                     "application/json": components["schemas"]["SourceDetail"];
                 };
             };
+            /** @description this server needs its token (STALLSCOPE_TOKEN) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description neither the token nor this analysis' edit key was given */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -2700,9 +2776,9 @@ export interface operations {
     get_timeline_api_analyses__analysis_id__timeline_get: {
         parameters: {
             query?: {
-                /** @description ns, on the analysis timeline */
+                /** @description ns, on the analysis timeline (within ±2^62) */
                 t0_ns?: number | null;
-                /** @description ns, on the analysis timeline */
+                /** @description ns, on the analysis timeline (within ±2^62) */
                 t1_ns?: number | null;
                 /** @description pixels the window is drawn on */
                 width_px?: number;
@@ -2757,9 +2833,9 @@ export interface operations {
                 lock?: string | null;
                 /** @description waits on this lock, as flame graphs mark frames: the object or primitive of the wait's lock label is this lock of /api/locks, by any of its names (`semaphore` or `down`, not `down_read`; `xfs_ilock_map_shared` is `xfs_ilock`), else the label is exactly this */
                 lock_key?: string | null;
-                /** @description ns, on the analysis timeline */
+                /** @description ns, on the analysis timeline (within ±2^62) */
                 t0_ns?: number | null;
-                /** @description ns, on the analysis timeline */
+                /** @description ns, on the analysis timeline (within ±2^62) */
                 t1_ns?: number | null;
                 /** @description idle sleeps too: a task asleep interruptibly (S, I) on no known lock, e.g. a worker waiting for work; left out by default (they are not stalls) */
                 idle?: boolean;
@@ -2806,9 +2882,9 @@ export interface operations {
             query: {
                 /** @description locks, as /waits?lock_key= takes them (repeat the parameter: at most 100) */
                 lock_key: string[];
-                /** @description ns, on the analysis timeline */
+                /** @description ns, on the analysis timeline (within ±2^62) */
                 t0_ns?: number | null;
-                /** @description ns, on the analysis timeline */
+                /** @description ns, on the analysis timeline (within ±2^62) */
                 t1_ns?: number | null;
             };
             header?: never;

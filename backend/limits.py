@@ -1,0 +1,114 @@
+"""What one server takes at once: the settings that keep slow or many clients from holding it (docs/SECURITY.md).
+
+* uploads at once (STALLSCOPE_MAX_UPLOADS, 2): the next one is answered 503 with Retry-After before its body is read;
+* bytes spooled by the uploads in flight together (STALLSCOPE_SPOOL_LIMIT, 4 GiB): an upload that would pass it is
+  answered 503 with Retry-After (declared by its Content-Length: at once; else when its bytes pass it);
+* a request body that sends nothing for STALLSCOPE_BODY_TIMEOUT seconds (30) is answered 408 and its spool freed;
+* request headers not complete STALLSCOPE_HEADER_TIMEOUT seconds (10) after the connection opened (or after the
+  previous response on a kept-alive connection): the connection is closed (backend/server.py).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+RETRY_AFTER_S = 30
+# every time, window end and clock offset the API takes, and every time on an analysis timeline (a source's own time
+# plus its offset), lies in [TIME_MIN, TIME_MAX]: ±2^62 ns (±146 years), so that the difference of any two fits in
+# a signed 64-bit integer (DuckDB's BIGINT, numpy's int64)
+TIME_MIN, TIME_MAX = -(1 << 62), (1 << 62) - 1
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_upload_bytes: int = 2 << 30
+    max_uploads: int = 2
+    spool_bytes: int = 4 << 30
+    body_timeout_s: float = 30.0
+    header_timeout_s: float = 10.0
+
+    @classmethod
+    def from_env(cls, env: dict | None = None, **overrides) -> "Limits":
+        env = os.environ if env is None else env
+        d = cls()
+
+        def number(name: str, default, kind):
+            value = env.get(name)
+            if not value:
+                return default
+            try:
+                got = kind(value)
+            except ValueError:
+                raise ValueError(f"{name}={value!r} is not a number") from None
+            if got <= 0:
+                raise ValueError(f"{name}={value!r} must be more than 0")
+            return got
+
+        values = {
+            "max_upload_bytes": number("STALLSCOPE_MAX_UPLOAD", d.max_upload_bytes, int),
+            "max_uploads": number("STALLSCOPE_MAX_UPLOADS", d.max_uploads, int),
+            "spool_bytes": number("STALLSCOPE_SPOOL_LIMIT", d.spool_bytes, int),
+            "body_timeout_s": number("STALLSCOPE_BODY_TIMEOUT", d.body_timeout_s, float),
+            "header_timeout_s": number("STALLSCOPE_HEADER_TIMEOUT", d.header_timeout_s, float),
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+
+class Busy(Exception):
+    """No room for this upload now: answered 503 with Retry-After."""
+
+
+class UploadSlots:
+    """The uploads in flight and the bytes they have spooled (thread-safe: counted from the event loop, released from
+    wherever the upload ends)."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self._lock = threading.Lock()
+        self.uploads = 0
+        self.spooled = 0
+
+    def take(self, declared: int | None) -> "Slot":
+        """A slot for one upload (its declared size reserved), or Busy."""
+        with self._lock:
+            if self.uploads >= self.limits.max_uploads:
+                raise Busy(f"{self.uploads} uploads are being read or analysed, the most this server takes at once;"
+                           f" try again in {RETRY_AFTER_S} s")
+            reserve = declared or 0
+            if self.spooled + reserve > self.limits.spool_bytes:
+                raise Busy(f"the uploads in flight hold {self.spooled} bytes; this one would pass the server's"
+                           f" limit of {self.limits.spool_bytes} bytes; try again in {RETRY_AFTER_S} s")
+            self.uploads += 1
+            self.spooled += reserve
+        return Slot(self, reserve)
+
+
+class Slot:
+    def __init__(self, slots: UploadSlots, reserved: int):
+        self.slots, self.held, self.reserved, self.seen = slots, reserved, reserved, 0
+        self.closed = False
+
+    def count(self, n: int) -> None:
+        """n more bytes of body received: past the reservation they are added to the spooled total (Busy past it)."""
+        self.seen += n
+        extra = self.seen - self.held
+        if extra <= 0:
+            return
+        s = self.slots
+        with s._lock:
+            s.spooled += extra
+            self.held += extra
+            if s.spooled > s.limits.spool_bytes:
+                raise Busy(f"the uploads in flight passed the server's limit of {s.limits.spool_bytes} spooled bytes;"
+                           f" try again in {RETRY_AFTER_S} s")
+
+    def release(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        with self.slots._lock:
+            self.slots.uploads -= 1
+            self.slots.spooled -= self.held
