@@ -138,8 +138,9 @@ test('the demo incident: the worst stall from a heatmap cell, its chain down to 
   await expect(page).toHaveURL(/chain=1&link=1/);
   const detail = page.getByTestId('chain-detail');
   await expect(detail.getByRole('heading', { name: 'Chain #1' })).toBeVisible();
+  // the path ends at the block request, a link to it (issue 25: one click from the worst stall)
   await expect(detail.getByTestId('chain-path')).toHaveText(
-    'file_writer 3271 woken by file_reader 3274 woken by xfsconvertd/0 421 I/O completion xfslogd/0 419',
+    'file_writer 3271 woken by file_reader 3274 woken by xfsconvertd/0 421 I/O completion xfslogd/0 419 · block request 8,0 WM 141698288 + 8 (4 KiB) →',
   );
   await expect(detail.getByRole('img', { name: 'Wait chain waterfall' }).locator('canvas').first()).toBeVisible();
   const l1 = detail.getByTestId('link-1');

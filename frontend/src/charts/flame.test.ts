@@ -53,6 +53,11 @@ describe('flame graph layout', () => {
     expect(hue).toBeGreaterThanOrEqual(8);
     expect(hue).toBeLessThanOrEqual(50);
     expect(flameFill(lock, {}, 0)).toBe(LOCK_FILL);
+    // off-CPU's convention: cool frames (blues), the lock and match colours as they are
+    const cool = Number(/^hsl\((\d+)/.exec(flameFill(dd, { palette: 'cool' }, 0))![1]);
+    expect(cool).toBeGreaterThanOrEqual(190);
+    expect(cool).toBeLessThanOrEqual(235);
+    expect(flameFill(lock, { palette: 'cool' }, 0)).toBe(LOCK_FILL);
     expect(flameFill(lock, { highlight: 'BUF_LOCK' }, 0)).toBe(MATCH_FILL);
     expect(diffColor(10, 10)).toBe('rgb(255, 50, 50)');
     expect(diffColor(-10, 10)).toBe('rgb(50, 80, 255)');

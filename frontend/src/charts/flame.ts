@@ -3,7 +3,7 @@
 import type { FlameNode } from '../api/stallTypes';
 import { formatCount, formatNs } from '../lib/format';
 import { html, tooltipLines, type Html } from './html';
-import { fitLabel, warmColor, type RenderApi, type RenderParams } from './labels';
+import { coolColor, fitLabel, warmColor, type RenderApi, type RenderParams } from './labels';
 import { C, MONO, baseTextStyle, tooltipStyle } from './theme';
 import type { EChartsOption } from './types';
 
@@ -90,6 +90,8 @@ export type FlameOptions = {
   diff?: boolean;
   unit: string; // 'us' | 'stacks'
   total: number; // the graph's total (for %)
+  /** Frame colours: the off-CPU convention (cool) or the CPU flame graph's (warm, the default here). */
+  palette?: 'cool' | 'warm';
   /** Lock frames offer "Waits on this lock" (an ftrace source is loaded). */
   waitsLink?: (lock: string) => WaitsLink;
 };
@@ -105,12 +107,12 @@ export function waitsLinkHtml(w: WaitsLink): Html {
   return html`<a href="${w.href}" data-testid="tooltip-waits-link">${what} →</a>`;
 }
 
-export function flameFill(r: FlameRect, o: Pick<FlameOptions, 'highlight' | 'diff'>, maxAbs: number): string {
+export function flameFill(r: FlameRect, o: Pick<FlameOptions, 'highlight' | 'diff' | 'palette'>, maxAbs: number): string {
   if (o.diff) return r.depth === 0 ? ROOT_FILL : diffColor(r.delta, maxAbs);
   if (matches(r.name, o.highlight ?? null)) return MATCH_FILL;
   if (r.lock) return LOCK_FILL;
   if (r.depth === 0) return ROOT_FILL;
-  return warmColor(r.name);
+  return o.palette === 'cool' ? coolColor(r.name) : warmColor(r.name);
 }
 
 export function formatFlameValue(v: number, unit: string): string {
@@ -187,7 +189,7 @@ export function buildFlameOption(root: FlameNode, o: FlameOptions): EChartsOptio
           lines.push(html`<span style="color:${LOCK_FILL}">sleeping primitive: <b>${r.lock}</b></span>`);
           if (o.waitsLink) lines.push(waitsLinkHtml(o.waitsLink(r.lock)));
         }
-        lines.push(html`<i style="color:${C.muted}">click to zoom</i>`);
+        lines.push(html`<i style="color:${C.muted}">click to zoom and pin its details below</i>`);
         return tooltipLines(...lines);
       },
     },

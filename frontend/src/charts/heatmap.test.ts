@@ -16,6 +16,7 @@ import {
   timeRange,
   toData,
   xLabels,
+  binWords,
   yLabels,
   type Heatmap,
 } from './heatmap';
@@ -60,6 +61,13 @@ describe('buildHeatmapOption', () => {
     expect(opt.xAxis.name).toBe('time (s)');
     expect(xLabels(DEMO)).toEqual(['0.0', '5.4', '10.9', '16.3', '21.7', '27.2']);
     expect(opt.xAxis.data).toEqual(xLabels(DEMO));
+    // one request (the seed excerpt): a zero span cut in 1 ns bins was labelled "81.092496" fourteen times
+    const one = { ...DEMO, t0_ns: 81092496118, t1_ns: 81092496118, x_bins: 120, x_bin_ns: 1 };
+    const labels = xLabels(one);
+    expect(labels[0]).toBe('81.092496118');
+    expect(labels.filter((l) => l !== '')).toHaveLength(1);
+    expect(binWords(one)).toBeNull();
+    expect(binWords(DEMO)).not.toBeNull();
     expect(opt.yAxis.name).toBe('I2D (log scale)');
     expect(yLabels(DEMO)).toEqual(['4.46 µs', '193 µs', '8.35 ms', '361 ms']);
     expect(opt.yAxis.data).toEqual(yLabels(DEMO));

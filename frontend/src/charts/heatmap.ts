@@ -85,11 +85,23 @@ export function timeRange(data: Heatmap, x: number): [number, number] {
   return [t0 + x * bin, Math.min(t0 + (x + 1) * bin, (data.t1_ns ?? t0) + 1)];
 }
 
-/** The x axis labels: each time bin's start, in seconds. */
+/** The x axis labels: each time bin's start, in seconds, with the decimals its bin needs (neighbours differ); the
+ * bins past the data's end (a span shorter than the bins: one request) unlabelled. */
 export function xLabels(data: Heatmap): string[] {
-  const dec = secondDecimals((data.t1_ns ?? 0) - (data.t0_ns ?? 0));
+  const bin = data.x_bin_ns ?? 1;
+  const dec = Math.min(9, Math.max(secondDecimals((data.t1_ns ?? 0) - (data.t0_ns ?? 0)), Math.ceil(-Math.log10(bin / 1e9) - 1e-9)));
   const n = data.x_bin_ns === null ? 0 : data.x_bins;
-  return Array.from({ length: n }, (_, x) => (timeRange(data, x)[0] / 1e9).toFixed(dec));
+  const end = data.t1_ns ?? 0;
+  return Array.from({ length: n }, (_, x) => {
+    const t = timeRange(data, x)[0];
+    return x > 0 && t > end ? '' : (t / 1e9).toFixed(dec);
+  });
+}
+
+/** The time bin in words, for "requests per …": none when the data spans less than one bin (a single instant). */
+export function binWords(data: Pick<Heatmap, 'x_bin_ns' | 't0_ns' | 't1_ns'>): string | null {
+  if (!data.x_bin_ns || data.t0_ns === null || data.t1_ns === null || data.t1_ns - data.t0_ns < data.x_bin_ns) return null;
+  return formatNs(data.x_bin_ns);
 }
 
 /** The y axis labels: each latency bin's lower edge, with its unit ("4.46 µs", "15.6 s"); with more

@@ -27,6 +27,16 @@ export function warmColor(name: string): string {
   return `hsl(${hue}, ${sat}%, ${light}%)`;
 }
 
+/** The cool colour of a frame name, as off-CPU flame graphs are conventionally drawn (Brendan Gregg's "blue"
+ * palette: time off the CPU, not on it): hues between cyan and blue, light enough for dark text, stable per name. */
+export function coolColor(name: string): string {
+  const h = hashString(name);
+  const hue = 190 + (h % 46); // 190..235
+  const sat = 55 + ((h >>> 8) % 20); // 55..74 %
+  const light = 60 + ((h >>> 16) % 12); // 60..71 %
+  return `hsl(${hue}, ${sat}%, ${light}%)`;
+}
+
 /** The minimal part of the ECharts custom-series API the render functions use (so tests can fake it). */
 export type RenderApi = {
   value: (dim: number) => number;

@@ -10,6 +10,7 @@ import {
   timelineItems,
   timelineLayout,
   laneMatches,
+  labelFree,
   chainOfSegment,
   requestOfSegment,
   zoomWindow,
@@ -110,6 +111,20 @@ describe('timeline layout', () => {
     expect(timelineLayout(T, (id) => names[id], { query: '42' }).lanes.map((b) => b.lane.id)).toEqual(['task:1:42']);
     expect(timelineLayout(T, (id) => names[id], { query: '8,0' }).lanes.map((b) => b.lane.id)).toEqual(['dev:2:8,0']);
     expect(laneMatches(T.lanes[0], 'POSTGRES')).toBe(true);
+  });
+
+  it('labels only the slices no other slice of their row overlaps (requests in flight overlap)', () => {
+    const dev = lane({
+      id: 'dev:2:8,0', kind: 'device', source_id: 2, label: '8,0 (device)', pid: null, dev: '8,0',
+      segments: [
+        seg({ track: 'queued', state: 'queued', t0_ns: 0, t1_ns: 100, line: 1 }),
+        seg({ track: 'queued', state: 'queued', t0_ns: 50, t1_ns: 150, line: 2 }),
+        seg({ track: 'queued', state: 'queued', t0_ns: 200, t1_ns: 300, line: 3 }),
+        seg({ track: 'service', state: 'service', t0_ns: 60, t1_ns: 90, line: 4 }),
+      ],
+    });
+    const free = labelFree(timelineLayout({ lanes: [dev] }, () => 'b'));
+    expect(dev.segments.filter((x) => free.has(x)).map((x) => x.line)).toEqual([3, 4]);
   });
 
   it('draws the arrows of the selected chain only, unless all are asked for', () => {

@@ -251,7 +251,34 @@ export function itemOf(items: Item[], p: { seriesName?: string; value?: unknown 
 
 type Rendered = CustomSeriesRenderItemReturn;
 
+/** The segments that may carry a label: those no other segment of the same row (lane, track, call depth) overlaps.
+ * A device's requests in flight overlap one another: their labels were printed over each other. */
+export function labelFree(layout: Layout): Set<TimelineSegment> {
+  const free = new Set<TimelineSegment>();
+  for (const b of layout.lanes) {
+    const rows = new Map<string, TimelineSegment[]>();
+    for (const seg of b.lane.segments) {
+      if (seg.track === 'state') continue;
+      const k = `${seg.track}:${seg.depth ?? 0}`;
+      const r = rows.get(k) ?? [];
+      r.push(seg);
+      rows.set(k, r);
+    }
+    for (const r of rows.values()) {
+      r.sort((a, c) => a.t0_ns - c.t0_ns);
+      let maxEnd = -Infinity;
+      r.forEach((seg, i) => {
+        const next = r[i + 1];
+        if (seg.t0_ns >= maxEnd && (!next || next.t0_ns >= seg.t1_ns)) free.add(seg);
+        maxEnd = Math.max(maxEnd, seg.t1_ns);
+      });
+    }
+  }
+  return free;
+}
+
 export function buildTimelineOption(layout: Layout, items: Item[], o: TimelineOptions): EChartsOption {
+  const free = labelFree(layout);
   const render = (p: CustomSeriesRenderItemParams, api: CustomSeriesRenderItemAPI): Rendered => {
     const it = items[api.value(0) as number];
     const x = (ns: number) => api.coord([ns - o.origin, 0])[0];
@@ -271,7 +298,7 @@ export function buildTimelineOption(layout: Layout, items: Item[], o: TimelineOp
       const style = sel ? { fill, opacity: 1, stroke: '#ffffff', lineWidth: 2 } : { fill, opacity };
       // a label only where it fits (waits, calls and block phases wider than 40 px, elided to the rect): the others
       // are bare rects (no text to lay out), so labels never run over each other
-      const labelled = (it.seg.track === 'wait' || it.seg.track === 'call' || ((it.seg.track === 'queued' || it.seg.track === 'service') && h >= 10)) && w > 40;
+      const labelled = (it.seg.track === 'wait' || it.seg.track === 'call' || ((it.seg.track === 'queued' || it.seg.track === 'service') && h >= 10)) && w > 40 && free.has(it.seg);
       if (!labelled) return { type: 'rect', shape, style } as unknown as Rendered;
       return {
         type: 'rect',

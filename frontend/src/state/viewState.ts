@@ -41,6 +41,7 @@ export type ViewState = {
   fgInv: boolean;
   fgZoom: string[]; // frame names from below the root to the zoomed frame
   fgDiff: boolean;
+  fgWarm: boolean; // the warm (CPU) palette instead of off-CPU's cool one
   fgA: number | null; // diff: 'before' source (null: all of this analysis)
   fgB: number | null; // diff: 'after' source
   fgBAn: string | null; // diff: 'after' from another analysis
@@ -90,6 +91,7 @@ export const DEFAULT_VIEW: ViewState = {
   fgInv: false,
   fgZoom: [],
   fgDiff: false,
+  fgWarm: false,
   fgA: null,
   fgB: null,
   fgBAn: null,
@@ -223,6 +225,7 @@ export function decodeView(params: URLSearchParams): ViewState {
     fgInv: params.get('fg_inv') === '1',
     fgZoom: parseZoom(params.get('fg_zoom')),
     fgDiff: params.get('fg_diff') === '1',
+    fgWarm: params.get('fg_warm') === '1',
     fgA: parseIntParam(params.get('fg_a')),
     fgB: parseIntParam(params.get('fg_b')),
     fgBAn: params.get('fg_ban') || null,
@@ -271,6 +274,7 @@ export function encodeView(v: ViewState): URLSearchParams {
   if (v.fgInv) p.set('fg_inv', '1');
   if (v.fgZoom.length) p.set('fg_zoom', v.fgZoom.join(';'));
   if (v.fgDiff) p.set('fg_diff', '1');
+  if (v.fgWarm) p.set('fg_warm', '1');
   if (v.fgA !== null) p.set('fg_a', String(v.fgA));
   if (v.fgB !== null) p.set('fg_b', String(v.fgB));
   if (v.fgBAn !== null) p.set('fg_ban', v.fgBAn);

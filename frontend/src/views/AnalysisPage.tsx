@@ -40,7 +40,8 @@ export function AnalysisPage() {
         <span className="tabs-spacer" />
         <CopyLink />
       </nav>
-      <TimeRange />
+      {/* the time range filters what has timestamps: not an off-CPU flame graph (only its lock frames' waits) */}
+      {(tab !== 'offcpu' || a.sources.some((s) => s.format === 'ftrace')) && <TimeRange />}
       {tab === 'dispatch' && <DispatchView analysis={a} />}
       {tab === 'stalls' && <StallsView analysis={a} />}
       {tab === 'timeline' && <TimelineView analysis={a} />}
@@ -54,9 +55,11 @@ const TAB_LABEL: Record<Tab, string> = { stalls: 'Stalls', timeline: 'Timeline',
 const TAB_FORMAT: Partial<Record<Tab, string>> = { stalls: 'ftrace', dispatch: 'blkparse', offcpu: 'offcputime' };
 
 /** The tabs this analysis has data for, the default first: Stalls (ftrace, or offwaketime's wake-up pairs)
- * explains the most, then Dispatch (blkparse), Off-CPU (offcputime); Sources always. */
+ * explains the most, then Dispatch (blkparse), Off-CPU (offcputime); the Timeline when a source has events on a
+ * clock (offcputime dumps have none: a timeline of them was 1 ns wide); Sources always. */
 export function availableTabs(a: Pick<AnalysisDetail, 'sources'>): Tab[] {
   return TABS.filter((t) => {
+    if (t === 'timeline') return a.sources.some((s) => s.format !== 'offcputime');
     const f = TAB_FORMAT[t];
     return f === undefined || a.sources.some((s) => s.format === f) || (t === 'stalls' && hasWakerStacks(a.sources));
   });

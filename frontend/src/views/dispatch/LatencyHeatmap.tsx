@@ -1,9 +1,8 @@
 import { useCallback } from 'react';
 import { useHeatmap } from '../../api/queries';
 import { HEATMAP_X_BINS, HEATMAP_Y_BINS, latencyHeatmap } from '../../api/tabQueries';
-import type { HeatmapDatum } from '../../charts/heatmap';
+import { binWords, type HeatmapDatum } from '../../charts/heatmap';
 import { ErrorBox, Loading } from '../../components/Status';
-import { formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import type { Phase } from '../../state/viewState';
 import { HeatmapBody } from '../heatmap/HeatmapBody';
@@ -33,7 +32,7 @@ export function LatencyHeatmap({ analysisId }: { analysisId: string }) {
           ))}
         </div>
         <span className="muted">
-          requests per {q.data?.x_bin_ns ? formatNs(q.data.x_bin_ns) : ''} × latency bin · click a cell to open its
+          requests {q.data && binWords(q.data) ? `per ${binWords(q.data)} × latency bin` : 'per latency bin (all at one instant)'} · click a cell to open its
           slowest request · drag a box to list its requests · the slider (or shift + wheel) selects a time window
         </span>
       </div>

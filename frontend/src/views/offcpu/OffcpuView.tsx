@@ -8,6 +8,7 @@ import { ErrorBox, Loading } from '../../components/Status';
 import { formatCount, formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import { waitsOnLockLink } from '../../state/viewState';
+import { useReveal } from '../../lib/reveal';
 
 /** The button to the Stalls tab's waits on a lock, saying how many it lists (once counted); none when there are none. */
 function WaitsOnLock({ count, onOpen }: { count: { waits: number; total_ns: number } | undefined; onOpen: () => void }) {
@@ -40,6 +41,14 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
   const total = single.data && !view.fgDiff ? single.data.total : diff.data ? diff.data.total_b : 0;
 
   const layout = useMemo(() => (root ? layoutFlame(root, view.fgZoom) : null), [root, view.fgZoom]);
+  // stacks quoted without a µs total (offcputime without -f, a seed excerpt): the unit that has data
+  const hasMicros = tasks.data ? tasks.data.some((t) => t.value_us > 0) : true;
+  useEffect(() => {
+    if (!hasMicros && view.fgUnit === 'us') setView({ fgUnit: 'stacks' }, { replace: true });
+  }, [hasMicros, view.fgUnit, setView]);
+  // the frame clicked (zoomed on): its details pinned below the graph, brought into view
+  const focusKey = layout && layout.focusPath.length ? layout.focusPath.join(';') : null;
+  const frameRef = useReveal<HTMLDivElement>(focusKey);
   // How many waits each lock drawn has (what its "Waits on this lock" lists), when an ftrace source has waits.
   const lockNames = useMemo(() => [...new Set((layout?.rects ?? []).flatMap((r) => (r.lock ? [r.lock] : [])))].sort(), [layout]);
   const lockWaits = useLockWaits(analysis.id, lockNames, { t0: view.t0, t1: view.t1 }, hasFtrace);
@@ -62,9 +71,17 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
   const option = useMemo(
     () =>
       root
-        ? buildFlameOption(root, { zoomPath: view.fgZoom, highlight: view.fgQ, diff: view.fgDiff, unit: view.fgUnit, total, waitsLink })
+        ? buildFlameOption(root, {
+            zoomPath: view.fgZoom,
+            highlight: view.fgQ,
+            diff: view.fgDiff,
+            unit: view.fgUnit,
+            total,
+            waitsLink,
+            palette: view.fgWarm ? 'warm' : 'cool',
+          })
         : null,
-    [root, view.fgZoom, view.fgQ, view.fgDiff, view.fgUnit, total, waitsLink],
+    [root, view.fgZoom, view.fgQ, view.fgDiff, view.fgUnit, total, waitsLink, view.fgWarm],
   );
   const events = useMemo<Record<string, EChartHandler>>(
     () => ({
@@ -99,7 +116,12 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
       <section className="panel controls-panel">
         <div className="controls">
           <div className="segmented" role="group" aria-label="Unit">
-            <button aria-pressed={view.fgUnit === 'us'} onClick={() => setView({ fgUnit: 'us' })}>
+            <button
+              aria-pressed={view.fgUnit === 'us'}
+              onClick={() => setView({ fgUnit: 'us' })}
+              disabled={!hasMicros}
+              title={hasMicros ? undefined : 'these stacks carry no µs total: counted as stacks'}
+            >
               µs off CPU
             </button>
             <button aria-pressed={view.fgUnit === 'stacks'} onClick={() => setView({ fgUnit: 'stacks' })}>
@@ -140,6 +162,11 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
           <label className="control check">
             <input type="checkbox" checked={view.fgInv} onChange={(e) => setView({ fgInv: e.target.checked })} /> inverted (callers of a leaf)
           </label>
+          {!view.fgDiff && (
+            <label className="control check" title="Off-CPU flame graphs are drawn in cool colours by convention; the warm ones are CPU flame graphs'">
+              <input type="checkbox" checked={view.fgWarm} onChange={(e) => setView({ fgWarm: e.target.checked })} /> warm colours
+            </label>
+          )}
           <label className="control check">
             <input type="checkbox" checked={view.fgDiff} onChange={(e) => setView({ fgDiff: e.target.checked, fgZoom: [] })} /> compare
           </label>
@@ -225,7 +252,7 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
           </nav>
           <span className="muted">
             {q.data ? `${!view.fgDiff && single.data ? `${single.data.stacks} distinct stacks · ` : ''}total ${formatFlameValue(total, view.fgUnit)} · ` : ''}
-            click a frame to zoom · <span className="swatch lock" /> sleeping primitive
+            click a frame to zoom and pin its details · <span className="swatch lock" /> sleeping primitive
           </span>
         </div>
         {q.isPending && <Loading what="flame graph" />}
@@ -239,15 +266,32 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
         {option && layout && root && root.value > 0 && (
           <EChart option={option} onEvents={events} height={flameHeight(layout)} ariaLabel="Off-CPU flame graph" className="flame" />
         )}
-        {layout && layout.focus.lock && (
-          <p className="zoom-lock">
-            Zoomed on <b className="mono">{layout.focus.name}</b>, a sleeping primitive ({layout.focus.lock}).{' '}
-            {hasFtrace ? (
-              <WaitsOnLock count={counts.get(layout.focus.lock)} onOpen={() => setView({ tab: 'stalls', lockKey: layout.focus.lock })} />
-            ) : (
-              <span className="muted">Load an ftrace trace in this analysis to list the waits on it.</span>
+        {layout && focusKey && (
+          <div ref={frameRef} className="frame-detail" data-testid="frame-detail">
+            <b className="mono">{layout.focus.name}</b>{' '}
+            <span className="muted">
+              · {formatFlameValue(layout.focus.value, view.fgUnit)} · {percent(layout.focus.value, total)} of the total · depth {layout.focusPath.length}
+            </span>
+            {layout.focus.lock && (
+              <>
+                {' '}
+                · a sleeping primitive (<span className="mono">{layout.focus.lock}</span>){' '}
+                {hasFtrace ? (
+                  <WaitsOnLock count={counts.get(layout.focus.lock)} onOpen={() => setView({ tab: 'stalls', lockKey: layout.focus.lock })} />
+                ) : (
+                  <span className="muted">Load an ftrace trace in this analysis to list the waits on it.</span>
+                )}
+              </>
             )}
-          </p>
+            <span className="frame-actions">
+              <button className="btn small" onClick={() => setView({ fgQ: layout.focus.name })}>
+                Search this frame
+              </button>
+              <button className="btn small" onClick={() => setView({ fgZoom: layout.focusPath.slice(0, -1) })}>
+                Zoom out
+              </button>
+            </span>
+          </div>
         )}
       </section>
 

@@ -6,7 +6,7 @@ import { EChart, type EChartHandler } from '../../charts/EChart';
 import { buildChainOption, chainLayout, linkLabel, relationLabel } from '../../charts/chainWaterfall';
 import { formatAbsTime, formatNs, formatSector, taskLabel } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
-import { encodeView, updateView } from '../../state/viewState';
+import { encodeView, updateView, type ViewState } from '../../state/viewState';
 import { hasWakerStacks } from '../../lib/wakers';
 import { CallsPanel } from './CallsPanel';
 import { useReveal } from '../../lib/reveal';
@@ -34,6 +34,7 @@ export function ChainDetail({ analysis, chain, marks }: { analysis: AnalysisDeta
     [rows, chain.id, chain.links, setView],
   );
   const link = selectedLink !== null ? chain.links[selectedLink - 1] : null;
+  const request = chain.links.find((l) => l.request)?.request ?? null;
   // a chain chosen (in the list, or by a link from another tab) is brought into view; its link's calls, when one is
   const detail = useReveal<HTMLDivElement>(view.chain !== null && selectedLink === null ? String(chain.id) : null);
 
@@ -46,9 +47,20 @@ export function ChainDetail({ analysis, chain, marks }: { analysis: AnalysisDeta
             {chain.links.map((l, i) => (
               <span key={i}>
                 {i > 0 && <span className="rel"> {relationLabel(chain.links[i - 1].relation) || '→'} </span>}
-                {linkLabel(l)}
+                <button className="path-link" onClick={() => setView({ chain: chain.id, link: i + 1 })} aria-pressed={selectedLink === i + 1} title="Show this task's calls around its wait">
+                  {linkLabel(l)}
+                </button>
               </span>
             ))}
+            {request && (
+              <span>
+                <span className="rel"> · block request </span>
+                {/* the block request at the end of the chain, one click from the worst stall (it was a card far below) */}
+                <Link to={requestHref(view, request)} data-testid="chain-request" title="Open this block request in Dispatch">
+                  {request.dev} {request.rwbs} {formatSector(request.sector, request.nsect)} →
+                </Link>
+              </span>
+            )}
           </span>
           <span className="muted">
             first task stalled <b className="strong">{formatNs(chain.duration_ns)}</b> · click a row for its calls, the request for its detail
@@ -78,6 +90,11 @@ export function ChainDetail({ analysis, chain, marks }: { analysis: AnalysisDeta
   );
 }
 
+/** The request in Dispatch, keeping the rest of the view (the time range, this chain and link, the heatmap box). */
+function requestHref(view: ViewState, r: { source_id: number; line: number }): string {
+  return `?${encodeView(updateView(view, { tab: 'dispatch', req: { sourceId: r.source_id, line: r.line } })).toString()}`;
+}
+
 function LinkCard({
   link: l,
   pos,
@@ -97,10 +114,7 @@ function LinkCard({
   const rel = relationLabel(l.relation);
   const isWait = !!l.lock || (l.duration_ns ?? 0) > 0;
   const src = analysis.sources.find((s) => s.id === l.request?.source_id);
-  // The request in Dispatch, keeping the rest of the view (the time range, this chain and link, the heatmap box).
-  const requestHref = l.request
-    ? `?${encodeView(updateView(view, { tab: 'dispatch', req: { sourceId: l.request.source_id, line: l.request.line } })).toString()}`
-    : '';
+  const href = l.request ? requestHref(view, l.request) : '';
   return (
     <section className={`panel link-card${selected ? ' selected' : ''}`} data-testid={`link-${pos}`} aria-label={`Link ${pos}: ${linkLabel(l)}`}>
       <div className="panel-head">
@@ -140,7 +154,7 @@ function LinkCard({
       {l.request && (
         <p className="request-link">
           <span className="k">Block request</span>{' '}
-          <Link to={requestHref} data-testid="request-link">
+          <Link to={href} data-testid="request-link">
             {l.request.dev} {l.request.rwbs} {formatSector(l.request.sector, l.request.nsect)}
             {l.request.comm ? ` by ${l.request.comm}` : ''}
             {l.request.d_ns !== null && l.request.c_ns !== null ? ` · D2C ${formatNs(l.request.c_ns - l.request.d_ns)}` : ''} → open in Dispatch

@@ -3,7 +3,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import type { AnalysisDetail } from '../../api/types';
 import { useHeatmap, useHeatmapMetrics, type HeatmapQuery } from '../../api/queries';
-import { cellBox, type Heatmap, type HeatmapDatum } from '../../charts/heatmap';
+import { binWords, cellBox, type Heatmap, type HeatmapDatum } from '../../charts/heatmap';
 import { ErrorBox, Loading } from '../../components/Status';
 import { formatCount, formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
@@ -72,7 +72,7 @@ export function StallsHeatmap({ analysis }: { analysis: AnalysisDetail }) {
           />
         )}
         <span className="muted">
-          {noun} per {q.data?.x_bin_ns ? formatNs(q.data.x_bin_ns) : ''} × latency bin · click a cell or drag a box to
+          {noun} {q.data && binWords(q.data) ? `per ${binWords(q.data)} × latency bin` : 'per latency bin (all at one instant)'} · click a cell or drag a box to
           list its {noun}
         </span>
       </div>
