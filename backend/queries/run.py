@@ -100,16 +100,18 @@ def run(
     shape: str = "rows",
     max_rows: int = MAX_ROWS,
     seconds: float | None = None,
+    cut: bool = False,
 ):
     """The result of `sql` with its bound `params` (a dict for $name, a list for ?), as `shape`: "rows" (tuples),
     "dicts" (column name -> value), "arrow" (a pyarrow Table), "numpy" (column name -> array). Raises QueryTimeout
-    past `seconds` (QUERY_SECONDS), TooManyRows past `max_rows`."""
+    past `seconds` (QUERY_SECONDS), TooManyRows past `max_rows`; with `cut` (arrow only), returns the first
+    max_rows + 1 rows instead (more than max_rows: the result was cut)."""
     seconds = QUERY_SECONDS if seconds is None else seconds
     ticket = _watchdog.arm(con, seconds)
     interrupted = False
     try:
         if shape == "arrow":
-            reader = con.sql(sql, params=params).to_arrow_reader(ARROW_BATCH)
+            reader = con.sql(sql, params=params).to_arrow_reader(min(ARROW_BATCH, max_rows + 1))
             batches, n = [], 0
             for batch in reader:
                 batches.append(batch)
@@ -118,6 +120,8 @@ def run(
                     reader.close()  # the rest is never read: the connection is free again
                     break
             out = pa.Table.from_batches(batches, reader.schema)
+            if cut and n > max_rows:
+                return out.slice(0, max_rows + 1)
         else:
             cur = con.execute(sql, params) if params is not None else con.execute(sql)
             if shape == "numpy":

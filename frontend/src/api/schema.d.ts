@@ -278,6 +278,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/analyses/{analysis_id}/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run Query
+         * @description Runs one SELECT over the analysis' views (requests, waits, calls, chains, links, ... as GET /api/sql/views
+         *     lists them; times in ns on the analysis timeline) in a sandbox: no file, network or extension access, only this
+         *     analysis' rows, a time limit, a memory limit and a row cap.
+         */
+        post: operations["run_query_api_analyses__analysis_id__query_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/analyses/{analysis_id}/requests": {
         parameters: {
             query?: never;
@@ -455,6 +477,26 @@ export interface paths {
          * @description How far the upload that was sent with ?progress=token has got.
          */
         get: operations["get_progress_api_progress__token__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sql/views": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Views
+         * @description The views the SQL console reads, what each holds, and their columns.
+         */
+        get: operations["list_views_api_sql_views_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -773,6 +815,16 @@ export interface components {
              */
             wait_line: number | null;
         };
+        /** Column */
+        Column: {
+            /** Name */
+            name: string;
+            /**
+             * Type
+             * @description DuckDB's name of the type: BIGINT, VARCHAR, VARCHAR[], ...
+             */
+            type: string;
+        };
         /** Created */
         Created: {
             /**
@@ -865,6 +917,12 @@ export interface components {
         };
         /** FlameGraph */
         FlameGraph: {
+            /**
+             * Locks
+             * @description per lock, the stacks (kept by filter) on it, each counted once per lock whatever frames sit between its frames on that lock; by value descending
+             * @default []
+             */
+            locks: components["schemas"]["LockTotal"][];
             /**
              * Matched
              * @description with filter: the part of total in stacks with a matching frame
@@ -1219,6 +1277,19 @@ export interface components {
             /** What */
             what: string;
         };
+        /** LockTotal */
+        LockTotal: {
+            /**
+             * Lock
+             * @description a lock of /api/locks (as FlameNode.lock names it)
+             */
+            lock: string;
+            /**
+             * Value
+             * @description in the graph's unit, the stacks with a frame on this lock: each counted once
+             */
+            value: number;
+        };
         /** LockWaits */
         LockWaits: {
             /** Lock Key */
@@ -1294,6 +1365,36 @@ export interface components {
             p999_ns: number | null;
             /** P99 Ns */
             p99_ns: number | null;
+        };
+        /** QueryIn */
+        QueryIn: {
+            /**
+             * Max Rows
+             * @default 10000
+             */
+            max_rows: number;
+            /**
+             * Sql
+             * @description one SELECT over the views of GET /api/sql/views
+             */
+            sql: string;
+        };
+        /** QueryResult */
+        QueryResult: {
+            /** Columns */
+            columns: components["schemas"]["Column"][];
+            /** Elapsed Ms */
+            elapsed_ms: number;
+            /**
+             * Rows
+             * @description one array per row, values in the order of columns
+             */
+            rows: unknown[][];
+            /**
+             * Truncated
+             * @description the result had more rows than max_rows: the first max_rows are here
+             */
+            truncated: boolean;
         };
         /** RequestDetail */
         RequestDetail: {
@@ -1728,6 +1829,15 @@ export interface components {
             msg: string;
             /** Error Type */
             type: string;
+        };
+        /** ViewDoc */
+        ViewDoc: {
+            /** About */
+            about: string;
+            /** Columns */
+            columns: components["schemas"]["Column"][];
+            /** Name */
+            name: string;
         };
         /** Wait */
         Wait: {
@@ -2607,6 +2717,77 @@ export interface operations {
             };
         };
     };
+    run_query_api_analyses__analysis_id__query_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                analysis_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueryIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueryResult"];
+                };
+            };
+            /** @description not one SELECT, or DuckDB refused it (its message) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a file, network or extension access: not available here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no analysis with this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description interrupted at the time limit, or the console is busy */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     list_requests_api_analyses__analysis_id__requests_get: {
         parameters: {
             query?: {
@@ -3030,6 +3211,26 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    list_views_api_sql_views_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ViewDoc"][];
                 };
             };
         };

@@ -1,0 +1,92 @@
+"""Routes of the SQL console: one SELECT over an analysis' documented views, in a sandbox (backend/queries/sql.py),
+and the list of those views with their columns.
+
+The query is a POST (its text may be long) but changes nothing: the same-origin rule of state-changing requests
+(backend/access.py) applies to it as to any POST, and reading needs only the analysis' link, as every GET does.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from ..queries import sql as sql_queries
+from .deps import NOT_FOUND, AnalysisId, AnalysisRouter, Cursor
+from .models import ErrorBody
+
+_starting = threading.Lock()
+
+
+def console(request: Request) -> sql_queries.Console:
+    """The app's SQL console (made on first use, beside the database file; closed when the app stops)."""
+    state = request.app.state
+    with _starting:
+        if getattr(state, "sql_console", None) is None:
+            state.sql_console = sql_queries.Console(state.store.path)
+        return state.sql_console
+
+
+@asynccontextmanager
+async def _closing_console(app: FastAPI):
+    yield
+    with _starting:
+        found, app.state.sql_console = getattr(app.state, "sql_console", None), None
+    if found is not None:
+        found.close()
+
+
+router = AnalysisRouter(prefix="/api", lifespan=_closing_console)  # the app runs its lifespan with its own
+
+
+class QueryIn(BaseModel):
+    sql: Annotated[str, Field(max_length=100_000, description="one SELECT over the views of GET /api/sql/views")]
+    max_rows: Annotated[int, Field(ge=1, le=sql_queries.MAX_ROWS_LIMIT)] = sql_queries.MAX_ROWS
+
+
+class Column(BaseModel):
+    name: str
+    type: str = Field(description="DuckDB's name of the type: BIGINT, VARCHAR, VARCHAR[], ...")
+
+
+class QueryResult(BaseModel):
+    columns: list[Column]
+    rows: list[list[Any]] = Field(description="one array per row, values in the order of columns")
+    truncated: bool = Field(description="the result had more rows than max_rows: the first max_rows are here")
+    elapsed_ms: float
+
+
+class ViewDoc(BaseModel):
+    name: str
+    about: str
+    columns: list[Column]
+
+
+QUERY_ERRORS = {
+    400: {"model": ErrorBody, "description": "not one SELECT, or DuckDB refused it (its message)"},
+    403: {"model": ErrorBody, "description": "a file, network or extension access: not available here"},
+    503: {"model": ErrorBody, "description": "interrupted at the time limit, or the console is busy"},
+    **NOT_FOUND,
+}
+
+
+@router.post("/analyses/{analysis_id}/query", response_model=QueryResult, responses=QUERY_ERRORS)
+def run_query(analysis_id: AnalysisId, con: Cursor, body: QueryIn, request: Request):
+    """Runs one SELECT over the analysis' views (requests, waits, calls, chains, links, ... as GET /api/sql/views
+    lists them; times in ns on the analysis timeline) in a sandbox: no file, network or extension access, only this
+    analysis' rows, a time limit, a memory limit and a row cap."""
+    try:
+        result = console(request).query(con, analysis_id, body.sql, body.max_rows)
+    except sql_queries.SqlError as e:
+        raise HTTPException(e.status, str(e)) from e
+    return JSONResponse(result)
+
+
+@router.get("/sql/views", response_model=list[ViewDoc])
+def list_views(con: Cursor):
+    """The views the SQL console reads, what each holds, and their columns."""
+    return sql_queries.catalog(con)
