@@ -17,7 +17,7 @@ from .access import Access, HostAndOrigin
 from .api import analyses, heatmaps, offcpu, requests, sql, stalls, timeline
 from .api.deps import Board
 from .headers import SecurityHeaders
-from .limits import Limits, UploadSlots
+from .limits import BodyTimeout, Limits, ReadTimeouts, UploadSlots
 from .queries.run import QueryTimeout, TooManyRows
 from .store import Store
 from .warm import CountRequests, Warmer
@@ -77,6 +77,7 @@ def create_app(
     app.state.uploads = UploadSlots(limits)
     if warmer:
         app.add_middleware(CountRequests, warmer=warmer)
+    app.add_middleware(ReadTimeouts, limits=limits)
     app.add_middleware(HostAndOrigin, access=access)  # before any route runs; its refusals get the headers below
     app.add_middleware(SecurityHeaders)  # added last: the outermost, so every response (errors too) gets them
     app.state.max_upload_bytes = limits.max_upload_bytes
@@ -91,6 +92,10 @@ def create_app(
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError):
         return JSONResponse({"detail": _validation_message(exc)}, status_code=422)
+
+    @app.exception_handler(BodyTimeout)
+    async def body_timeout(_: Request, exc: BodyTimeout):
+        return JSONResponse({"detail": str(exc)}, status_code=408, headers={"Connection": "close"})
 
     @app.exception_handler(QueryTimeout)
     @app.exception_handler(TooManyRows)

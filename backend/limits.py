@@ -10,9 +10,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from dataclasses import dataclass
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 RETRY_AFTER_S = 30
 # every time, window end and clock offset the API takes, and every time on an analysis timeline (a source's own time
@@ -112,3 +115,40 @@ class Slot:
         with self.slots._lock:
             self.slots.uploads -= 1
             self.slots.spooled -= self.held
+
+
+class BodyTimeout(Exception):
+    """A request body sent nothing for body_timeout_s: answered 408 (app.py)."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        super().__init__(f"the request body sent nothing for {seconds:g} s: it was dropped")
+
+
+class ReadTimeouts:
+    """ASGI middleware: until a request's body is complete, each read of it waits at most body_timeout_s, else
+    BodyTimeout is raised in the route that reads it. (Reads after the body, a streaming response's wait for the
+    client to go, are left as they are.) Pure ASGI: bodies pass through as they come."""
+
+    def __init__(self, app: ASGIApp, limits: Limits):
+        self.app, self.timeout = app, limits.body_timeout_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        done = False
+
+        async def timed_receive() -> Message:
+            nonlocal done
+            if done:
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), self.timeout)
+            except TimeoutError:
+                raise BodyTimeout(self.timeout) from None
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                done = True
+            return message
+
+        await self.app(scope, timed_receive, send)

@@ -3,7 +3,6 @@ with its sources, and a source's placement on the analysis timeline. Thin: valid
 backend.queries, return JSON; no SQL here."""
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated
 
 import duckdb
@@ -16,7 +15,7 @@ from starlette.datastructures import UploadFile
 from .. import access
 from ..derive import align, chains
 from ..ingest import IngestError, InputFile
-from ..limits import RETRY_AFTER_S, Busy, Limits
+from ..limits import RETRY_AFTER_S, BodyTimeout, Busy, Limits
 from ..queries import analyses, memo
 from ..store import Store
 from . import models
@@ -43,10 +42,6 @@ MAX_FILES = 64
 
 
 class TooLarge(Exception):
-    pass
-
-
-class BodyTimeout(Exception):
     pass
 
 
@@ -84,10 +79,7 @@ async def create_analysis(
 
         async def counting_receive():
             nonlocal seen
-            try:
-                message = await asyncio.wait_for(receive(), limits.body_timeout_s)
-            except TimeoutError:
-                raise BodyTimeout() from None
+            message = await receive()  # at most limits.body_timeout_s each (limits.ReadTimeouts)
             got = len(message.get("body", b""))
             seen += got
             prog.update(bytes_read=seen)
@@ -104,7 +96,7 @@ async def create_analysis(
             raise HTTPException(413, f"upload is larger than the limit of {limit} bytes")
         except BodyTimeout:
             prog.update(phase="error", error="timed out")
-            raise HTTPException(408, f"the upload sent nothing for {limits.body_timeout_s:g} s: it was dropped")
+            raise
         except Busy as e:
             prog.update(phase="error", error="server busy")
             raise HTTPException(503, str(e), headers={"Retry-After": str(RETRY_AFTER_S)})

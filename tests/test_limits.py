@@ -1,0 +1,131 @@
+"""Slow and many clients (backend/limits.py, backend/server.py): uploads at once and their spooled bytes are capped
+(503 with Retry-After), a body that stalls is dropped (408), and a connection that sends its headers slowly is
+closed: 200 such connections were held for as long as they liked (issue 24)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+import uvicorn
+from fastapi.testclient import TestClient
+
+from backend.access import Access
+from backend.app import create_app
+from backend.limits import Busy, Limits, UploadSlots
+from backend.server import config
+from tests.conftest import SAMPLES
+
+SAMPLE = SAMPLES / "cfq-dispatch-starvation.blkparse.txt"
+
+
+def _app(store, **limits):
+    return create_app(store, warm=False, access=Access(allowed_hosts=("*",)), limits=Limits(**limits))
+
+
+def _upload(c: TestClient):
+    with open(SAMPLE, "rb") as f:
+        return c.post("/api/analyses", files=[("files", (SAMPLE.name, f))])
+
+
+def test_the_next_upload_past_the_cap_gets_503_with_retry_after(store):
+    app = _app(store, max_uploads=1)
+    with TestClient(app) as c:
+        held = app.state.uploads.take(None)  # an upload in flight
+        r = _upload(c)
+        assert r.status_code == 503 and r.headers["retry-after"] == "30", r.text
+        assert "at once" in r.json()["detail"]
+        held.release()
+        assert _upload(c).status_code == 201
+        assert (app.state.uploads.uploads, app.state.uploads.spooled) == (0, 0)  # released after it
+        bad = c.post("/api/analyses", files=[("files", ("x.txt", b"\x00\x01 not a trace"))])
+        assert bad.status_code == 422
+        assert (app.state.uploads.uploads, app.state.uploads.spooled) == (0, 0)  # and after a refused one
+
+
+def test_spooled_bytes_are_capped_across_uploads(store):
+    app = _app(store, spool_bytes=SAMPLE.stat().st_size + 4096)
+    with TestClient(app) as c:
+        held = app.state.uploads.take(4096)
+        r = _upload(c)  # its declared length would pass the cap with the 4096 bytes held
+        assert r.status_code == 503 and r.headers["retry-after"] == "30" and "limit" in r.json()["detail"]
+        held.release()
+        assert _upload(c).status_code == 201
+
+
+def test_bytes_past_the_declared_length_are_counted():
+    slots = UploadSlots(Limits(spool_bytes=1000, max_uploads=4))
+    a = slots.take(None)  # no Content-Length: counted as it comes
+    a.count(600)
+    b = slots.take(None)
+    with pytest.raises(Busy):
+        b.count(600)
+    a.release()
+    b.release()
+    a.release()  # twice: once counted
+    assert (slots.uploads, slots.spooled) == (0, 0)
+
+
+@pytest.fixture
+def live_server(store):
+    """The app served by backend.server's uvicorn on a free loopback port, with 1 s header and body timeouts."""
+    limits = Limits(header_timeout_s=1.0, body_timeout_s=1.0)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(config(_app(store, header_timeout_s=1.0, body_timeout_s=1.0), "127.0.0.1", port, limits))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    yield port
+    server.should_exit = True
+    thread.join(15)
+
+
+def _closed(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(4096) == b""
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except TimeoutError:
+        return False
+
+
+def test_connections_sending_headers_slowly_are_closed(live_server):
+    socks = []
+    for _ in range(50):
+        s = socket.create_connection(("127.0.0.1", live_server))
+        s.sendall(b"GET /api/analyses HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        socks.append(s)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 2.5:  # a header line every 0.25 s: each byte used to restart uvicorn's timer
+        for s in socks:
+            try:
+                s.sendall(b"X-Slow: 1\r\n")
+            except OSError:
+                pass
+        time.sleep(0.25)
+    # meanwhile a client that sends its request at once is answered
+    with socket.create_connection(("127.0.0.1", live_server), timeout=5) as ok:
+        ok.sendall(b"GET /api/analyses HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        assert ok.recv(4096).startswith(b"HTTP/1.1 200")
+    for s in socks:
+        s.settimeout(2)
+        assert _closed(s)
+        s.close()
+
+
+def test_a_body_that_stalls_gets_408(live_server):
+    with socket.create_connection(("127.0.0.1", live_server), timeout=10) as s:
+        s.sendall(b"POST /api/analyses HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary=b"
+                  b"\r\nContent-Length: 100000\r\n\r\n--b\r\nContent-Disposition: form-data; name=\"files\"; "
+                  b"filename=\"a.txt\"\r\n\r\n8,0 1 1 0.1 1 Q W 1 + 8 [a]\n")
+        t0 = time.monotonic()
+        answer = s.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 408"), answer
+        assert time.monotonic() - t0 < 5
