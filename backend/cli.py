@@ -1,6 +1,7 @@
 """The `stallscope` command: serve the web app, or ingest files into an analysis from the shell.
 
-Flags win over the environment: STALLSCOPE_DB, STALLSCOPE_HOST, STALLSCOPE_PORT, STALLSCOPE_MAX_UPLOAD.
+Flags win over the environment: STALLSCOPE_DB, STALLSCOPE_HOST, STALLSCOPE_PORT; the access model and limits come
+from STALLSCOPE_TOKEN, STALLSCOPE_ALLOWED_HOSTS, STALLSCOPE_MAX_UPLOAD(S), ... (docs/SECURITY.md).
 """
 
 from __future__ import annotations
@@ -32,17 +33,24 @@ def _human(n: int) -> str:
 
 
 def cmd_serve(args) -> int:
-    import uvicorn
-
-    from .app import DEFAULT_MAX_UPLOAD, create_app
+    from .access import Access
+    from .app import create_app
+    from .limits import Limits
+    from .server import serve
     from .store import Store
 
+    try:  # the access model and the limits of docs/SECURITY.md, from the environment
+        access, limits = Access.from_env(args.host), Limits.from_env()
+    except ValueError as e:
+        sys.exit(f"stallscope: {e}")
     store = Store(args.db)
     if args.demo:
         load_demo(store)
-    app = create_app(store, max_upload_bytes=_env_int("STALLSCOPE_MAX_UPLOAD", DEFAULT_MAX_UPLOAD))
-    print(f"stallscope: serving {args.db} at http://{args.host}:{args.port}", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    app = create_app(store, access=access, limits=limits)
+    mode = "shared: STALLSCOPE_TOKEN set" if access.shared else "local: no token needed"
+    print(f"stallscope: serving {args.db} at http://{args.host}:{args.port} ({mode}; hosts answered:"
+          f" {', '.join(access.allowed_hosts)})", file=sys.stderr, flush=True)
+    serve(app, args.host, args.port, limits)
     return 0
 
 
