@@ -1,7 +1,7 @@
 """The flame-graph endpoints on real off-CPU dumps."""
 from __future__ import annotations
 
-from tests.conftest import PUBLIC, SEED, ingest_paths
+from tests.conftest import PUBLIC, SAMPLES, SEED, ingest_paths
 
 FOLDED = PUBLIC / "offcputime" / "bcc-offcputime-K-f-folded.txt"
 SEED_STACK = SEED / "xfs-open-stall.offcputime.txt"
@@ -50,3 +50,23 @@ def test_diff_and_tasks(client, store):
     tasks = client.get(f"/api/analyses/{a}/offcpu-tasks", params={"limit": 2}).json()
     assert tasks[0] == {"comm": "supervise", "pid": None, "value_us": 40876660, "stacks": 2}
     assert client.get("/api/locks").json()[0]["name"] == "mutex"
+
+
+def _node_sum(node, lock, parent_lock=None):
+    """The frames on `lock` summed as the view did before: a frame counted unless its direct caller is on it."""
+    own = node["value"] if node.get("lock") == lock and parent_lock != lock else 0
+    return own + sum(_node_sum(c, lock, node.get("lock")) for c in node.get("children", []))
+
+
+def test_lock_totals_count_each_stack_once(client, store):
+    """rwsem (write) in the incident's offcputime: down_write → call_rwsem_down_write_failed → rwsem_down_write_failed
+    on one stack is one wait (summing its frames counted them twice: 4.61 s for a 2.30 s frame)."""
+    aid = ingest_paths(store, SAMPLES / "incident.offcputime.txt")["id"]
+    g = client.get(f"/api/analyses/{aid}/flamegraph").json()
+    w = {x["lock"]: x for x in g["locks"]}["rwsem (write)"]
+    assert w["value"] == find(g["root"], "down_write")["value"]  # every stack on it goes through down_write
+    assert _node_sum(g["root"], "rwsem (write)") == 2 * w["value"]  # the old sum: twice
+    assert [x["value"] for x in g["locks"]] == sorted((x["value"] for x in g["locks"]), reverse=True)
+    f = client.get(f"/api/analyses/{aid}/flamegraph", params={"filter": "xfs_write"}).json()  # the stacks kept only
+    assert {x["lock"]: x["value"] for x in f["locks"]}["rwsem (write)"] == w["value"]
+    assert all(x["value"] <= f["matched"] for x in f["locks"])

@@ -25,11 +25,21 @@ class FlameNode(BaseModel):
     children: list["FlameNode"] = []
 
 
+class LockTotal(BaseModel):
+    lock: str = Field(description="a lock of /api/locks (as FlameNode.lock names it)")
+    value: int = Field(description="in the graph's unit, the stacks with a frame on this lock: each counted once")
+
+
 class FlameGraph(BaseModel):
     unit: str = Field(description="us: µs off CPU; stacks: number of stack records (also those without a total)")
     total: int
     stacks: int = Field(description="distinct stacks merged")
     matched: int | None = Field(description="with filter: the part of total in stacks with a matching frame")
+    locks: list[LockTotal] = Field(
+        [],
+        description="per lock, the stacks (kept by filter) on it, each counted once per lock whatever frames sit"
+        " between its frames on that lock; by value descending",
+    )
     root: FlameNode
 
 

@@ -13,11 +13,13 @@ filter keeps only the stacks with a frame containing that substring (case-sensit
 diff_trees(a_rows, b_rows) -> the same shape for a differential flame graph: `value` is b's value, and
 each node has `delta` = b − a. Nodes only in a are kept with value 0 and a negative delta. A node is
 folded into "other" when both its a and b values are below min_fraction × max(total a, total b).
+
+lock_totals(rows, lock_of) -> per lock, the value of the stacks on it, each stack counted once per lock.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -188,3 +190,58 @@ def _emit_columns(
         return out
 
     return {"name": "all", "value": total, "children": children(0)}
+
+
+# ---- what each lock costs: each stack counted once per lock ------------------------------------------------------
+
+
+def lock_totals(rows: Rows, lock_of: Callable[[str], str | None], *, filter: str | None = None) -> list[dict]:
+    """[{lock, value}] by value descending: per lock (lock_of(frame): the lock a frame takes or sleeps on),
+    the value of the stacks with at least one frame on it. A stack counts once per lock, whatever frames sit
+    between its frames on that lock (down_write → call_rwsem_down_write_failed → rwsem_down_write_failed is one
+    wait on `rwsem (write)`). The reference of lock_totals_columns."""
+    value: dict[str, int] = {}
+    for frames, v in rows:
+        if v is None or (filter is not None and not any(filter in f for f in frames)):
+            continue
+        for lock in {lock_of(f) for f in frames} - {None}:
+            value[lock] = value.get(lock, 0) + v
+    return sorted(({"lock": k, "value": v} for k, v in value.items()), key=lambda x: (-x["value"], x["lock"]))
+
+
+def lock_totals_columns(
+    paths: pa.ListArray, values: np.ndarray, lock_of: Callable[[str], str | None], *, filter: str | None = None
+) -> list[dict]:
+    """lock_totals over columns (paths: list<string>, one per record; values: int64): each distinct frame name is
+    looked up once, the (record, lock) pairs made unique with numpy."""
+    paths = paths.combine_chunks() if isinstance(paths, pa.ChunkedArray) else paths
+    n = len(paths)
+    if not n:
+        return []
+    values = np.asarray(values, np.int64)
+    offsets = paths.offsets.to_numpy().astype(np.int64)
+    lens = np.diff(offsets)
+    flat = paths.values.slice(offsets[0], offsets[-1] - offsets[0])
+    rec = np.repeat(np.arange(n), lens)
+    counted = np.ones(n, bool)  # the records the filter keeps
+    if filter is not None:
+        hit = pc.match_substring(flat, filter).to_numpy(zero_copy_only=False) if len(flat) else np.zeros(0, bool)
+        counted = np.bincount(rec[hit], minlength=n) > 0
+    encoded = pc.dictionary_encode(flat)
+    names = encoded.dictionary.to_pylist()
+    found = [lock_of(f) if f is not None else None for f in names]
+    lock_names = sorted({x for x in found if x is not None})
+    if not lock_names:
+        return []
+    lock_id = np.array([lock_names.index(x) if x is not None else -1 for x in found], np.int64)
+    frame_lock = lock_id[encoded.indices.to_numpy().astype(np.int64)]
+    on = frame_lock >= 0
+    pairs = np.unique(rec[on] * len(lock_names) + frame_lock[on])  # each (record, lock) once
+    r, lk = pairs // len(lock_names), pairs % len(lock_names)
+    keep = counted[r]
+    r, lk = r[keep], lk[keep]
+    value = np.zeros(len(lock_names), np.int64)
+    np.add.at(value, lk, values[r])
+    stacks = np.bincount(lk, minlength=len(lock_names))
+    out = [{"lock": name, "value": int(value[i])} for i, name in enumerate(lock_names) if stacks[i]]
+    return sorted(out, key=lambda x: (-x["value"], x["lock"]))

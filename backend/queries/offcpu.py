@@ -83,6 +83,9 @@ def flamegraph(
         "total": total,
         "stacks": stacks,
         "matched": matched if filter else None,
+        "locks": flame.lock_totals_columns(
+            rec.column("paths"), rec.column("v").to_numpy(), locks.identity, filter=filter or None
+        ),
         "root": _mark_locks(tree),
     }
 
@@ -151,7 +154,14 @@ def flamegraph_rows(
     if filter:
         matched = sum(v for frames, v in rows if any(filter in f for f in frames))
     total = sum(v for _, v in rows)
-    return {"unit": unit, "total": total, "stacks": len(rows), "matched": matched, "root": _mark_locks(tree)}
+    return {
+        "unit": unit,
+        "total": total,
+        "stacks": len(rows),
+        "matched": matched,
+        "locks": flame.lock_totals(rows, locks.identity, filter=filter or None),
+        "root": _mark_locks(tree),
+    }
 
 
 def flamegraph_diff(

@@ -102,8 +102,12 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
     const lockAt = new Map<string, string | null>();
     for (const r of layout?.rects ?? []) lockAt.set(r.path.join(';'), r.lock);
     for (const r of layout?.rects ?? []) {
-      // Count a primitive once per stack: skip a frame whose caller waits on the same one (down → __down).
-      if (r.lock && lockAt.get(r.path.slice(0, -1).join(';')) !== r.lock) m.set(r.lock, (m.get(r.lock) ?? 0) + r.value);
+      // Count a primitive once per stack: skip a frame with any caller on the same one (down_write →
+      // call_rwsem_down_write_failed → rwsem_down_write_failed), as the server's FlameGraph.locks counts.
+      if (!r.lock) continue;
+      let outer = true;
+      for (let k = r.path.length - 1; k > 0 && outer; k--) outer = lockAt.get(r.path.slice(0, k).join(';')) !== r.lock;
+      if (outer) m.set(r.lock, (m.get(r.lock) ?? 0) + r.value);
     }
     return [...m.entries()].sort((a, b) => b[1] - a[1]);
   }, [layout]);
