@@ -68,9 +68,21 @@ def test_upload_then_read_everything(client):
             "comm": "xfsaild/sda1",
             "dev": None,
             "count": 1,
-            "i2d": {"n": 1, "p50": 15626265317, "p95": 15626265317, "p99": 15626265317, "max": 15626265317},
-            "d2c": {"n": 0, "p50": None, "p95": None, "p99": None, "max": None},
-            "q2c": {"n": 0, "p50": None, "p95": None, "p99": None, "max": None},
+            "i2d": {
+                "n": 1,
+                "min": 15626265317,
+                "avg": 15626265317.0,
+                "p50": 15626265317,
+                "p95": 15626265317,
+                "p99": 15626265317,
+                "max": 15626265317,
+            },
+            "d2c": {"n": 0, "min": None, "avg": None, "p50": None, "p95": None, "p99": None, "max": None},
+            "q2c": {"n": 0, "min": None, "avg": None, "p50": None, "p95": None, "p99": None, "max": None},
+            "btt": [  # btt's rows (per queued bio): the excerpt's one bio, Q G I D, no C
+                {"metric": m, "n": 1, "min_ns": v, "avg_ns": float(v), "max_ns": v, "total_ns": v}
+                for m, v in (("Q2G", 318), ("G2I", 22911), ("I2D", 15626265317))
+            ],
         }
     ]
     lot = client.get(f"/api/analyses/{aid}/latency-over-time", params={"buckets": 10}).json()
