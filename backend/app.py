@@ -13,11 +13,13 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from . import access as access_model
+from . import disk
 from .access import Access, HostAndOrigin
 from .api import analyses, heatmaps, offcpu, requests, sql, stalls, timeline
 from .api.deps import Board
 from .headers import SecurityHeaders
 from .limits import BodyTimeout, Limits, ReadTimeouts, UploadSlots
+from .queries import memo
 from .queries.run import QueryTimeout, TooManyRows
 from .store import Store
 from .warm import CountRequests, Warmer
@@ -48,6 +50,8 @@ def create_app(
     each new one in the background (backend/warm.py). access (who may do what, backend/access.py) and limits (what
     the server takes at once, backend/limits.py) default to the environment's settings."""
     warmer = Warmer(store) if warm else None
+    days = disk.retention_days()
+    retention = disk.Retention(store, days, on_delete=memo.forget) if days else None
     access = access or Access.from_env()
     limits = limits or Limits.from_env(max_upload_bytes=max_upload_bytes)
     con = store.cursor()
@@ -60,7 +64,11 @@ def create_app(
     async def lifespan(_: FastAPI):
         if warmer:
             warmer.start()
+        if retention:
+            retention.start()
         yield
+        if retention:
+            retention.stop()
         if warmer:
             warmer.stop()
 

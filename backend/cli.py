@@ -50,7 +50,10 @@ def cmd_serve(args) -> int:
     mode = "shared: STALLSCOPE_TOKEN set" if access.shared else "local: no token needed"
     print(f"stallscope: serving {args.db} at http://{args.host}:{args.port} ({mode}; hosts answered:"
           f" {', '.join(access.allowed_hosts)})", file=sys.stderr, flush=True)
-    serve(app, args.host, args.port, limits)
+    try:
+        serve(app, args.host, args.port, limits)
+    finally:
+        store.close()  # checkpoints, and removes DuckDB's spill files
     return 0
 
 

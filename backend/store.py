@@ -12,6 +12,7 @@ from pathlib import Path
 
 import duckdb
 
+from . import disk
 from .ingest.files import IngestError, InputFile, Progress
 from .ingest.memory import return_freed_blocks
 from .ingest.pipeline import discard_unfinished, ingest
@@ -35,16 +36,25 @@ class Store:
             "checkpoint_threshold": "1GB",
             "allocator_flush_threshold": "32MB",
         }
+        config["temp_directory"] = str(disk.spill_dir(path))  # spill files: removed at close (and here, left by a crash)
+        disk.remove_spill_files(path)
         return_freed_blocks()
+        self.config = config
         self.db = duckdb.connect(str(path), config=config)
         create_or_migrate(self.db)
         discard_unfinished(self.db)
+        self.db.execute("CHECKPOINT")
+        if disk.worth_compacting(self.db):  # rows deleted since (failed or killed ingests, DELETEs): give the space back
+            self.db.close()
+            disk.compact(path, config)
+            self.db = duckdb.connect(str(path), config=config)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         return self.db.cursor()
 
     def close(self) -> None:
         self.db.close()
+        disk.remove_spill_files(self.path)
 
     def ingest(self, files: list[InputFile], name: str | None = None, progress: Progress | None = None) -> dict:
         """Creates one analysis from the files (backend/ingest/pipeline.py). Raises IngestError (nothing written) if

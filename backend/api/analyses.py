@@ -7,12 +7,12 @@ from typing import Annotated
 
 import duckdb
 from fastapi import Depends, HTTPException, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from .. import access
+from .. import access, disk
 from ..derive import align, chains
 from ..ingest import IngestError, InputFile
 from ..limits import RETRY_AFTER_S, BodyTimeout, Busy, Limits
@@ -206,3 +206,13 @@ def place_source(analysis_id: AnalysisId, source_id: PathInt64, body: models.Sou
         raise HTTPException(409, f"the analysis was changed by another request at the same time; try again ({e})")
     return analyses.sources(con, analysis_id, source_id)[0]
 
+
+
+@router.delete("/analyses/{analysis_id}", status_code=204, response_class=Response, dependencies=[EditAllowed],
+               responses={**NOT_FOUND, **UNAUTHORIZED, **FORBIDDEN})
+def delete_analysis(analysis_id: AnalysisId, con: Cursor):
+    """Delete an analysis and all its rows; their space is reused by the next uploads, and given back to the system
+    when the server next starts (backend/disk.py). Needs its edit key or the token on a shared server."""
+    disk.delete_analysis(con, analysis_id)
+    memo.forget(analysis_id)
+    return Response(status_code=204)

@@ -45,7 +45,12 @@ export interface paths {
         get: operations["get_analysis_api_analyses__analysis_id__get"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete Analysis
+         * @description Delete an analysis and all its rows; their space is reused by the next uploads, and given back to the system
+         *     when the server next starts (backend/disk.py). Needs its edit key or the token on a shared server.
+         */
+        delete: operations["delete_analysis_api_analyses__analysis_id__delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2156,6 +2161,62 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Analysis"];
+                };
+            };
+            /** @description no analysis with this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    delete_analysis_api_analyses__analysis_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                analysis_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description this server needs its token (STALLSCOPE_TOKEN) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description neither the token nor this analysis' edit key was given */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description no analysis with this id */
