@@ -109,7 +109,8 @@ def parse(stream: BinaryIO, report: ParseReport, chunk_bytes: int | None = None)
         try:
             yield from funcgraph.parse(child, report, chunk_bytes or REPORT_CHUNK_BYTES)
         except ParseError as e:
-            failure = child.failure()  # the text parser's refusal of an empty report says less than trace-cmd
+            # a report that ended: trace-cmd's failure says more than the text parser's refusal of what it wrote
+            failure = child.failure() if child.ended else None
             if failure:
                 raise failure from None
             raise ParseError(f"{e.message} (in the output of `trace-cmd report`)", filename=e.filename,
@@ -248,9 +249,19 @@ class _Child:
                     except OSError:
                         pass
 
+    def _await_exit(self) -> None:
+        """Once its output has ended, the child is waited for (its stdout closes as it exits, a moment before its
+        status can be read); it is killed only if it lingers."""
+        if self.ended:
+            try:
+                self.proc.wait(timeout=STALL_SECONDS)
+            except subprocess.TimeoutExpired:
+                pass
+
     def stop(self) -> None:
         """Ends the child if it still runs, stops the pump and reaps the child."""
         self.closing.set()
+        self._await_exit()
         self._kill()
         while True:  # unblocks the pump's put, then lets it end
             try:
@@ -273,9 +284,11 @@ class _Child:
         if self.stalled:
             return ParseError(f"`trace-cmd report` wrote nothing for {STALL_SECONDS} s and was stopped (a damaged "
                               "file?)", filename=self.filename)
+        self._await_exit()
         rc = self.proc.poll()
         if rc is None or rc == 0:
             return None
+        self._errors.join(timeout=5)  # all it said
         said = self.stderr_text()
         if rc < 0:
             sig = signal.Signals(-rc).name

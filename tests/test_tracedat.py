@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 
 from backend.app import create_app
 from backend.store import IngestError, Store
+from bench import gen_tracedat
 from parsers import funcgraph, tracedat
 from parsers.common import ParseError, ParseReport
 from parsers.detect import detect
@@ -44,7 +45,14 @@ API_PATHS = ("", "/waits", "/waits?idle=true", "/chains", "/marks", "/timeline",
              "/heatmap/metrics", "/wakers")
 NOT_COMPARED = {"id", "analysis_id", "name", "created_at", "filename", "sha256", "bytes", "notes", "clock",
                 "alignment", "url", "files"}
-KINDS = {V7.name: "trace.dat v7 (zstd)", V6.name: "trace.dat v6", OWN.name: "trace.dat v7 (zstd)"}  # Sources tab
+GENERATED, ROUNDS = "generated-function-graph.dat", 50  # bench/gen_tracedat.py: what no kernel here can record
+EXPECTED[GENERATED] = (ROUNDS * (gen_tracedat.CALLS_PER_ROUND + 3),  # rows: calls, 2 switches and a waking a round
+                       # lines: the header, an event a line, but the writer's up_write entry and exit (the next record)
+                       # make one `up_write();` line
+                       1 + ROUNDS * (gen_tracedat.EVENTS_PER_ROUND - 1),
+                       "trace.dat v6, little-endian, 64-bit, 4 CPUs, decoded by trace-cmd report", "perf")
+KINDS = {V7.name: "trace.dat v7 (zstd)", V6.name: "trace.dat v6", OWN.name: "trace.dat v7 (zstd)",
+         GENERATED: "trace.dat v6"}  # Sources tab
 
 def test_every_shared_dat_has_a_golden():
     assert sorted(os.path.basename(p) for p in glob.glob(str(REPORTS / "trace-dat" / "*.dat"))) == \
@@ -53,10 +61,17 @@ def test_every_shared_dat_has_a_golden():
 
 @pytest.fixture(scope="module")
 def ingested(tmp_path_factory):
-    """One store holding each capture twice: its trace.dat and its DERIVED report, as separate analyses."""
-    store = Store(tmp_path_factory.mktemp("tracedat") / "t.duckdb")
-    got = {name: (ingest_paths(store, dat), ingest_paths(store, txt)) for name, (dat, txt) in CAPTURES.items()}
-    yield store, got
+    """One store holding each capture twice: its trace.dat and its DERIVED report, as separate analyses; and a
+    function_graph trace.dat made by bench/gen_tracedat.py with its `trace-cmd report` (rendered here)."""
+    tmp = tmp_path_factory.mktemp("tracedat")
+    store = Store(tmp / "t.duckdb")
+    made = tmp / GENERATED
+    gen_tracedat.write(made, ROUNDS)
+    with open(made.with_suffix(".txt"), "wb") as out:
+        subprocess.run(["trace-cmd", "report", "-i", str(made)], stdout=out, check=True)
+    captures = {**CAPTURES, GENERATED: (made, made.with_suffix(".txt"))}
+    got = {name: (ingest_paths(store, dat), ingest_paths(store, txt)) for name, (dat, txt) in captures.items()}
+    yield store, got, captures
     store.close()
 
 
@@ -70,11 +85,11 @@ def _rows(con, table: str, columns: list[str], key: str, got: dict) -> list[tupl
                        {v: values[v] for v in set(ids.values())}).fetchall()
 
 
-@pytest.mark.parametrize("name", sorted(CAPTURES))
+@pytest.mark.parametrize("name", sorted([*CAPTURES, GENERATED]))
 def test_golden_tables_equal_the_reports(ingested, name):
     """Every table and view with rows of a source or an analysis (the parser's, the derived waits, chains, task
     slices, timeline summaries...) holds the same rows for the trace.dat as for its DERIVED report."""
-    store, got = ingested
+    store, got, captures = ingested
     dat, txt = got[name]
     con = store.cursor()
     try:
@@ -101,7 +116,7 @@ def test_golden_tables_equal_the_reports(ingested, name):
         assert compared > events  # the events, and what is derived from them
         fmt, nbytes, clk = con.execute("SELECT format, bytes, clock FROM sources WHERE id = ?",
                                        [dat["sources"][0]["id"]]).fetchall()[0]
-        assert (fmt, nbytes, clk) == ("ftrace", CAPTURES[name][0].stat().st_size, clock)
+        assert (fmt, nbytes, clk) == ("ftrace", captures[name][0].stat().st_size, clock)
         assert any(n.startswith(note) for n in dat["sources"][0]["notes"]), dat["sources"][0]["notes"]
     finally:
         con.close()
@@ -120,9 +135,28 @@ def _same(value, sid: int):
     return value
 
 
-@pytest.mark.parametrize("name", sorted(CAPTURES))
+def test_generated_function_graph_gives_the_waits_it_holds(ingested):
+    """The made capture's story comes out of its trace.dat: each round the writer sleeps in down_write (rwsem, write)
+    until the holder's up_write wakes it, 39 us later; every call of the report is a call."""
+    store, got, _ = ingested
+    dat, _ = got[GENERATED]
+    con = store.cursor()
+    try:
+        sid = dat["sources"][0]["id"]
+        calls = con.execute("SELECT count(*), count(*) FILTER (WHERE partial) FROM fg_call_rows WHERE source_id = ?",
+                            [sid]).fetchall()[0]
+        assert calls == (ROUNDS * gen_tracedat.CALLS_PER_ROUND, 0)
+        waits = con.execute("SELECT pid, state, lock, primitive, waker_pid, duration_ns, count(*) FROM waits "
+                            "WHERE source_id = ? GROUP BY ALL", [sid]).fetchall()
+        assert waits == [(3334, "D", "down_write", "rwsem (write)", 754, 39000, ROUNDS)]
+        assert con.execute("SELECT count(*) FROM chains WHERE analysis_id = ?", [dat["id"]]).fetchall()[0][0] == ROUNDS
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("name", sorted([*CAPTURES, GENERATED]))
 def test_golden_api_answers_equal_the_reports(ingested, name):
-    store, got = ingested
+    store, got, captures = ingested
     dat, txt = got[name]
     sa, sb = dat["sources"][0]["id"], txt["sources"][0]["id"]
     with TestClient(create_app(store, max_upload_bytes=1 << 20)) as client:
@@ -235,7 +269,7 @@ def _v6_cases() -> list[tuple[str, bytes, str]]:
 
 @pytest.mark.parametrize("case", _v7_cases() + _v6_cases(), ids=lambda c: c[0])
 def test_damaged_file_refused_with_its_byte_offset(ingested, case):
-    store, _ = ingested
+    store, _, _ = ingested
     what, data, message = case
     before = table_counts(store)
     with pytest.raises(IngestError) as e:
@@ -385,7 +419,7 @@ def test_a_runaway_trace_cmd_is_stopped(tmp_path, monkeypatch):
 def test_trace_cmd_failing_after_its_rows_leaves_nothing(ingested, tmp_path, monkeypatch):
     """trace-cmd writes the whole report (its rows are streamed into the tables), then fails: the file is refused and
     the rows staged meanwhile are gone."""
-    store, _ = ingested
+    store, _, _ = ingested
     _, txt = CAPTURES[V6.name]
     monkeypatch.setattr(tracedat, "TRACE_CMD", _fake_trace_cmd(tmp_path, f"cat '{txt}'; echo 'bad page' >&2; exit 3"))
     before = table_counts(store)
