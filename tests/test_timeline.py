@@ -216,7 +216,7 @@ def test_summary_and_raw_reads_draw_every_segment_once(store, client, monkeypatc
         }
         if fmt == "ftrace":  # the depth-0 calls and the waits _segs reads, as summarize registers them
             con.register("_tl_roots", timeline.prepare(con, [(sid, None, None)])[sid]["roots"])
-            con.register("_tl_waits", con.sql(f"SELECT {', '.join(waits.BRIEF)} FROM waits").to_arrow_table())
+            con.register("_tl_waits", con.sql(f"SELECT {', '.join(waits.SUMMARY_COLUMNS)} FROM waits").to_arrow_table())
         segs = {
             (lanes[lane], TRACKS[track]): (n, longest)
             for lane, track, n, longest in con.execute(

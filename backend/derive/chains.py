@@ -182,7 +182,7 @@ def build_chains(by_source: dict[int, list[dict]]) -> list[dict]:
     return [_build_chain(h, ctx) for h, ctx in heads[:MAX_CHAINS]]
 
 
-def _wait_brief(w: dict) -> str:
+def _also_waiting_entry(w: dict) -> str:
     """A wait as an entry of a link's also_waiting (JSON)."""
     return json.dumps(
         {
@@ -209,7 +209,7 @@ class _Group:
 
     def __init__(self, members: list[dict]):
         self.members = members
-        self.briefs: dict[int, str] = {}
+        self.entries: dict[int, str] = {}
         self.starts = self.ends = None
         if len(members) >= self.ARRAYS:
             self.starts = np.fromiter((m["start_ns"] for m in members), np.int64, len(members))
@@ -217,7 +217,7 @@ class _Group:
 
     def overlapping(self, w: dict) -> str:
         """The other members that overlap w in time, in file order, as a JSON list."""
-        members, briefs, s, e = self.members, self.briefs, w["start_ns"], w["end_ns"]
+        members, entries, s, e = self.members, self.entries, w["start_ns"], w["end_ns"]
         if self.starts is None:
             hits = [i for i, m in enumerate(members) if m["start_ns"] < e and m["end_ns"] > s]
         else:
@@ -225,7 +225,9 @@ class _Group:
         return (
             "["
             + ", ".join(
-                briefs.get(i) or briefs.setdefault(i, _wait_brief(members[i])) for i in hits if members[i] is not w
+                entries.get(i) or entries.setdefault(i, _also_waiting_entry(members[i]))
+                for i in hits
+                if members[i] is not w
             )
             + "]"
         )

@@ -43,9 +43,9 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
 
     timeline.prepare(reader, [(source id, t_min_ns, t_max_ns)]) reads what the summaries need of the ftrace
     sources' staged rows alone, beside the waits' derivation. timeline.summarize(reader, the analysis' sources
-    [(id, format, t_min_ns, t_max_ns)], its waits (waits.BRIEF), what prepare returned) needs the waits' locks but
-    not their holders nor the chains: it starts once the locks are known, beside the holders' look-ups, the waits'
-    insert and the chains, in a transaction of its own that it commits first (it writes tables keyed by the
+    [(id, format, t_min_ns, t_max_ns)], its waits (waits.SUMMARY_COLUMNS), what prepare returned) needs the waits'
+    locks but not their holders nor the chains: it starts once the locks are known, beside the holders' look-ups, the
+    waits' insert and the chains, in a transaction of its own that it commits first (it writes tables keyed by the
     sources' staged ids: STAGED_TABLES). Without ftrace sources it runs on `con`, in the ingest's transaction."""
     rows = con.execute(
         "SELECT id, format, t_min_ns, t_max_ns, clock_offset_ns FROM sources WHERE analysis_id = ? ORDER BY id",
@@ -72,8 +72,8 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
                 holders' and their stacks' look-ups."""
                 nonlocal prepared, summarized
                 if summarized is None:
-                    brief = waits.wait_summary(itertools.chain(itertools.chain.from_iterable(derived.values()), last))
-                    summarized = pool.submit(_summarize_committed, reader, sources, brief, prepared)
+                    summary = waits.wait_summary(itertools.chain(itertools.chain.from_iterable(derived.values()), last))
+                    summarized = pool.submit(_summarize_committed, reader, sources, summary, prepared)
                     prepared = None  # held by that step only: freed once used, before the chains' peak
 
             for k, sid in enumerate(offs):
@@ -103,13 +103,13 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
             gc.enable()
 
 
-def _summarize_committed(cur, sources: list[tuple], brief: pa.Table, prepared: Future | None) -> None:
-    """timeline.summarize(cur, sources, brief, what `prepared` holds) in a transaction of its own, committed when it
+def _summarize_committed(cur, sources: list[tuple], summary: pa.Table, prepared: Future | None) -> None:
+    """timeline.summarize(cur, sources, summary, what `prepared` holds) in a transaction of its own, committed when it
     returns."""
     early_rows = prepared.result() if prepared else None
     cur.begin()
     try:
-        timeline.summarize(cur, sources, brief, early_rows)
+        timeline.summarize(cur, sources, summary, early_rows)
         cur.commit()
     except BaseException:
         cur.rollback()

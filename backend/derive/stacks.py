@@ -131,7 +131,7 @@ def _last_calls_sql(con, sid: int, req: dict) -> tuple[np.ndarray, np.ndarray, n
         pa.table(
             {
                 "k": np.arange(len(req["pid"][0])),
-                "ckey": _stack_key(req),
+                "stack_key": _stack_key(req),
                 **{c: pa.array(v, mask=~ok) for c, (v, ok) in cols.items()},
             }
         ),
@@ -140,9 +140,9 @@ def _last_calls_sql(con, sid: int, req: dict) -> tuple[np.ndarray, np.ndarray, n
     tops = con.execute(
         """
         SELECT r.k, coalesce(r.line, -1) AS at_line, coalesce(r.innermost, c.line) AS line FROM _stalls_req r
-        ASOF LEFT JOIN (SELECT pid, CASE WHEN pid = 0 THEN cpu ELSE -1 END AS ckey, line FROM fg_call_rows
+        ASOF LEFT JOIN (SELECT pid, CASE WHEN pid = 0 THEN cpu ELSE -1 END AS stack_key, line FROM fg_call_rows
                         WHERE source_id = $sid AND pid IS NOT NULL) c
-        ON r.pid = c.pid AND r.ckey = c.ckey AND c.line < r.line
+        ON r.pid = c.pid AND r.stack_key = c.stack_key AND c.line < r.line
         WHERE coalesce(r.innermost, c.line) IS NOT NULL ORDER BY r.k""",
         {"sid": sid},
     ).fetchnumpy()

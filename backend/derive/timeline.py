@@ -23,9 +23,9 @@ TOP_BUCKETS = 16  # the coarsest level still has at least this many buckets over
 
 
 def prepare(con, sources: list[tuple[int, int | None, int | None]]) -> dict[int, dict[str, pa.Table]]:
-    """What `summarize` needs of each ftrace source (id, t_min_ns, t_max_ns) that its staged rows alone give (stalls.derive
-    runs it beside the waits, through a cursor of its own): "slices", its rows of task_slices; "calls", its rows of
-    tl_calls; "roots", its depth-0 calls (for tl_lanes and the call track)."""
+    """What `summarize` needs of each ftrace source (id, t_min_ns, t_max_ns) that its staged rows alone give
+    (derive/pipeline.py runs it beside the waits, through a cursor of its own): "slices", its rows of task_slices;
+    "calls", its rows of tl_calls; "roots", its depth-0 calls (for tl_lanes and the call track)."""
     out = {}
     for sid, t_min, t_max in sources:
         p = {"sid": sid}
@@ -142,7 +142,7 @@ def _segs(fmt: str) -> str:
     return f"SELECT lane, track, {_BLK_STATE} AS state, s, e, line FROM ({_in_lanes(f'SELECT * FROM ({_BLK_SEGS})')})"
 
 
-def _fresh(fmt: str, level: str, width: str, top_width: int) -> str:
+def _short_segment_sums(fmt: str, level: str, width: str, top_width: int) -> str:
     """The segments shorter than top_width summed per (level, lane, track, state, bucket): level, the first level
     whose bucket is longer than the segment (a CASE on s and e); width, that level's bucket (a CASE on lvl). A block
     request's segments are summed per device and per process, then given their lanes (a request is in two lanes:
@@ -173,9 +173,9 @@ def summarize(
     prepared: dict[int, dict[str, pa.Table]] | None = None,
 ) -> None:
     """The timeline's summaries (see the module docstring) of each ftrace and blkparse source (id, format, t_min_ns,
-    t_max_ns), and each ftrace source's task slices, from its waits (stalls.BRIEF: needed when there is an ftrace
-    source) and what `prepare` read of it (else read now). stalls.derive runs it beside the waits' insert and the
-    chains, in a transaction of its own (STAGED_TABLES)."""
+    t_max_ns), and each ftrace source's task slices, from its waits (waits.SUMMARY_COLUMNS: needed when there is an
+    ftrace source) and what `prepare` read of it (else read now). derive/pipeline.py runs it beside the waits' insert
+    and the chains, in a transaction of its own (STAGED_TABLES)."""
     sources = [s for s in sources if s[1] in ("ftrace", "blkparse")]
     ftrace = [(sid, t_min, t_max) for sid, fmt, t_min, t_max in sources if fmt == "ftrace"]
     prepared = {**(prepared or {})}
@@ -241,10 +241,13 @@ def summarize(
         widths = [w0 * FAN**k for k in range(top + 1)]
         level = "CASE " + " ".join(f"WHEN e - s < {w} THEN {k}" for k, w in enumerate(widths)) + " END"
         width = "CASE lvl " + " ".join(f"WHEN {k} THEN {w}" for k, w in enumerate(widths)) + " END"
-        con.execute(f"CREATE OR REPLACE TEMP TABLE _tl_fresh AS {_fresh(fmt, level, width, widths[-1])}", {"sid": sid})
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE _tl_short_sums AS {_short_segment_sums(fmt, level, width, widths[-1])}",
+            {"sid": sid},
+        )
         # (level 0 has nothing below: its fresh rows are its bins as they are)
         con.execute(
-            "INSERT INTO tl_bins SELECT $sid, 0, lane, track, state, bucket, tot, n, mx, line FROM _tl_fresh"
+            "INSERT INTO tl_bins SELECT $sid, 0, lane, track, state, bucket, tot, n, mx, line FROM _tl_short_sums"
             " WHERE lvl = 0 ORDER BY lane, bucket",
             {"sid": sid},
         )
@@ -255,13 +258,13 @@ def summarize(
                 SELECT $sid, $k, lane, track, state, bucket, sum(tot), sum(n), max(mx), arg_max(line, mx) FROM (
                     SELECT lane, track, state, bucket // {FAN} AS bucket, tot, n, mx, line FROM tl_bins
                     WHERE source_id = $sid AND level = $k - 1
-                    UNION ALL SELECT lane, track, state, bucket, tot, n, mx, line FROM _tl_fresh WHERE lvl = $k
+                    UNION ALL SELECT lane, track, state, bucket, tot, n, mx, line FROM _tl_short_sums WHERE lvl = $k
                 ) GROUP BY lane, track, state, bucket
                 ORDER BY lane, bucket  -- a read of some lanes over a window skips the other row groups
                 """,
                 {"sid": sid, "k": k},
             )
-        con.execute("DROP TABLE _tl_fresh")
+        con.execute("DROP TABLE _tl_short_sums")
         # the segments a read at level >= 1 draws as they are: by level, then start (a read skips the rest)
         level = "CASE " + " ".join(f"WHEN e - s < {w} THEN {k}" for k, w in enumerate(widths)) + f" ELSE {top + 1} END"
         con.execute(

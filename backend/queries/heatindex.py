@@ -215,7 +215,7 @@ class Index:
         p: Part,
         a: int,
         b: int,
-        lo_own: int,
+        lo_source: int,
         x_bin: int,
         nx: int,
         T: np.ndarray,
@@ -226,7 +226,7 @@ class Index:
         bounds = np.empty(nx + 1, np.int64)
         bounds[0], bounds[-1] = a, b
         if nx > 1:
-            edges = lo_own + x_bin * np.arange(1, nx, dtype=np.int64)
+            edges = lo_source + x_bin * np.arange(1, nx, dtype=np.int64)
             bounds[1:-1] = np.clip(np.searchsorted(p.t, edges, "left"), a, b)
         s, e = bounds[:-1], bounds[1:]
         fb0 = (s + BLOCK - 1) >> LOG_BLOCK
