@@ -5,7 +5,8 @@
 Inputs: the two trace.dat samples of shared/ with their DERIVED `trace-cmd report` text, and a larger capture made
 from the v7 sample: `trace-cmd convert` to an uncompressed v6 file, whose ring-buffer pages are repeated `--copies`
 times per CPU (each copy's page timestamps moved past the previous copy's end, so the events stay in order),
-then converted back to v7 zstd; each rendered by `trace-cmd report` for its text. Each pair is ingested
+then converted back to v7 zstd; and a function_graph capture made by bench/gen_tracedat.py (`--fg-rounds`, 69
+events a round); each rendered by `trace-cmd report` for its text. Each pair is ingested
 alternately (.dat, text, .dat, ...) `--runs` times, each into a fresh database in this process: wall seconds from
 the first byte read to the committed analysis, input MB/s, events/s. Then the .dat path's parts alone: the layout
 walk (with every zstd chunk decompressed), `trace-cmd report` to /dev/null, and the text parser alone on the report.
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 
 from backend.store import InputFile, Store
+from bench import gen_tracedat
 from parsers import funcgraph
 from parsers.common import ParseReport
 from parsers.tracedat_layout import read_layout
@@ -65,8 +67,11 @@ def scaled_v6(src_v6: Path, copies: int, out: Path) -> None:
             f.write(body)
 
 
-def inputs(work: Path, copies: int) -> list[tuple[Path, Path]]:
+def inputs(work: Path, copies: int, fg_rounds: int) -> list[tuple[Path, Path]]:
     pairs = list(SAMPLES)
+    made = work / f"function-graph-{fg_rounds}.dat"  # bench/gen_tracedat.py: calls, switches, wake-ups
+    if not made.exists():
+        gen_tracedat.write(made, fg_rounds)
     v6 = work / "langraph-v6.dat"
     big6, big7 = work / f"langraph-x{copies}-v6.dat", work / f"langraph-x{copies}-v7-zstd.dat"
     if not big7.exists():
@@ -75,7 +80,7 @@ def inputs(work: Path, copies: int) -> list[tuple[Path, Path]]:
         scaled_v6(v6, copies, big6)
         subprocess.run(["trace-cmd", "convert", "-i", str(big6), "-o", str(big7), "--file-version", "7",
                         "--compression", "zstd"], check=True, capture_output=True)
-    for dat in (big6, big7):
+    for dat in (big6, big7, made):
         txt = dat.with_suffix(".txt")
         if not txt.exists():
             with open(txt, "wb") as f:
@@ -122,10 +127,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--copies", type=int, default=10)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--fg-rounds", type=int, default=20000)
     ap.add_argument("--out", type=Path, default=Path("bench-out/tracedat"))
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    pairs = inputs(args.out, args.copies)
+    pairs = inputs(args.out, args.copies, args.fg_rounds)
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "b.duckdb"
         print("| capture | input | bytes | events | median s (runs) | CPU s | MB/s | events/s |\n"

@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from backend.app import create_app
 from backend.store import IngestError, Store
 from bench import gen_tracedat
-from parsers import funcgraph, tracedat
+from parsers import funcgraph, tracecmd, tracedat
 from parsers.common import ParseError, ParseReport
 from parsers.detect import detect
 from parsers.tracedat_layout import BUFFER, HEADER_INFO, KALLSYMS, read_layout
@@ -305,23 +305,23 @@ def _fake_trace_cmd(tmp_path, body: str) -> str:
 
 
 def test_trace_cmd_missing_says_how_to_install_it(monkeypatch):
-    monkeypatch.setattr(tracedat, "TRACE_CMD", "/nonexistent/trace-cmd")
+    monkeypatch.setattr(tracecmd, "TRACE_CMD", "/nonexistent/trace-cmd")
     with pytest.raises(ParseError, match=r"c\.dat: trace-cmd is not installed on the server.*apt-get install trace-cmd"):
         _parse(V6)
 
 
 def test_trace_cmd_crash_and_failure_are_refusals(tmp_path, monkeypatch):
-    monkeypatch.setattr(tracedat, "TRACE_CMD", _fake_trace_cmd(tmp_path, 'echo "  failed to init data" >&2; kill -SEGV $$'))
+    monkeypatch.setattr(tracecmd, "TRACE_CMD", _fake_trace_cmd(tmp_path, 'echo "  failed to init data" >&2; kill -SEGV $$'))
     with pytest.raises(ParseError, match=r"`trace-cmd report` crashed \(SIGSEGV\).*failed to init data"):
         _parse(V6)
-    monkeypatch.setattr(tracedat, "TRACE_CMD", _fake_trace_cmd(tmp_path, 'echo "cpus=4"; echo "oops" >&2; exit 22'))
+    monkeypatch.setattr(tracecmd, "TRACE_CMD", _fake_trace_cmd(tmp_path, 'echo "cpus=4"; echo "oops" >&2; exit 22'))
     with pytest.raises(ParseError, match=r"could not read it \(exit status 22\): oops"):
         _parse(V6)
 
 
 def test_a_silent_trace_cmd_is_stopped(tmp_path, monkeypatch):
-    monkeypatch.setattr(tracedat, "STALL_SECONDS", 1)
-    monkeypatch.setattr(tracedat, "TRACE_CMD", _fake_trace_cmd(tmp_path, 'echo "cpus=4"; exec sleep 30'))
+    monkeypatch.setattr(tracecmd, "STALL_SECONDS", 1)
+    monkeypatch.setattr(tracecmd, "TRACE_CMD", _fake_trace_cmd(tmp_path, 'echo "cpus=4"; exec sleep 30'))
     with pytest.raises(ParseError, match=r"wrote nothing for 1 s and was stopped"):
         _parse(V6)
 
@@ -403,15 +403,15 @@ def test_converted_layouts_give_the_reports_rows(tmp_path, report_rows, version,
 
 
 def test_a_compression_trace_cmd_lacks_is_named(monkeypatch):
-    monkeypatch.setattr(tracedat, "_compressions", lambda command: ("zlib",))
+    monkeypatch.setattr(tracecmd, "compressions", lambda command: ("zlib",))
     with pytest.raises(ParseError, match=r"c\.dat, byte 18: the file is compressed with zstd, which this server's "
                                          r"trace-cmd cannot decompress \(it has: zlib\)"):
         _parse(V7)
 
 
 def test_a_runaway_trace_cmd_is_stopped(tmp_path, monkeypatch):
-    monkeypatch.setattr(tracedat, "OUTPUT_PER_DATA_BYTE", 0)  # 16 MiB of text at most
-    monkeypatch.setattr(tracedat, "TRACE_CMD", _fake_trace_cmd(tmp_path, "echo cpus=4; exec yes 'x-1 [000] 1.0: e: t'"))
+    monkeypatch.setattr(tracecmd, "OUTPUT_PER_DATA_BYTE", 0)  # 16 MiB of text at most
+    monkeypatch.setattr(tracecmd, "TRACE_CMD", _fake_trace_cmd(tmp_path, "echo cpus=4; exec yes 'x-1 [000] 1.0: e: t'"))
     with pytest.raises(ParseError, match=r"wrote more than 16,777,216 bytes of text for 307,200 bytes of trace data"):
         _parse(V6)
 
@@ -421,7 +421,7 @@ def test_trace_cmd_failing_after_its_rows_leaves_nothing(ingested, tmp_path, mon
     the rows staged meanwhile are gone."""
     store, _, _ = ingested
     _, txt = CAPTURES[V6.name]
-    monkeypatch.setattr(tracedat, "TRACE_CMD", _fake_trace_cmd(tmp_path, f"cat '{txt}'; echo 'bad page' >&2; exit 3"))
+    monkeypatch.setattr(tracecmd, "TRACE_CMD", _fake_trace_cmd(tmp_path, f"cat '{txt}'; echo 'bad page' >&2; exit 3"))
     before = table_counts(store)
     with pytest.raises(IngestError, match=r"capture\.dat: `trace-cmd report` could not read it \(exit status 3\): bad page"):
         ingest_bytes(store, **{"capture.dat": V6.read_bytes()})
