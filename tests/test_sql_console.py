@@ -26,8 +26,12 @@ def q(client, aid, sql, **kw):
 
 def test_a_question_no_view_asked_answered_as_the_api_would(client, two):
     a, _ = two
-    r = q(client, a, "SELECT pid, comm, count(*) AS n, max(duration_ns) AS longest FROM waits"
-                     " WHERE lock LIKE 'xfs_buf_lock%' AND NOT idle GROUP BY ALL ORDER BY longest DESC")
+    r = q(
+        client,
+        a,
+        "SELECT pid, comm, count(*) AS n, max(duration_ns) AS longest FROM waits"
+        " WHERE lock LIKE 'xfs_buf_lock%' AND NOT idle GROUP BY ALL ORDER BY longest DESC",
+    )
     assert r.status_code == 200, r.text
     body = r.json()
     assert [c["name"] for c in body["columns"]] == ["pid", "comm", "n", "longest"]
@@ -45,12 +49,17 @@ def test_a_question_no_view_asked_answered_as_the_api_would(client, two):
 def test_times_are_on_the_analysis_timeline_as_in_the_api(client, two):
     a, _ = two
     api = client.get(f"/api/analyses/{a}/requests", params={"order": "i2d", "limit": 3}).json()
-    rows = q(client, a, "SELECT source_id, line, q_ns, i_ns, d_ns, c_ns, i2d_ns FROM requests"
-                        " ORDER BY i2d_ns DESC NULLS LAST, source_id, line LIMIT 3").json()["rows"]
+    rows = q(
+        client,
+        a,
+        "SELECT source_id, line, q_ns, i_ns, d_ns, c_ns, i2d_ns FROM requests"
+        " ORDER BY i2d_ns DESC NULLS LAST, source_id, line LIMIT 3",
+    ).json()["rows"]
     assert rows == [[r[k] for k in ("source_id", "line", "q_ns", "i_ns", "d_ns", "c_ns", "i2d_ns")] for r in api]
     chain = client.get(f"/api/analyses/{a}/chains", params={"limit": 1}).json()[0]
-    links = q(client, a, "SELECT pid, lock, start_ns, duration_ns, relation FROM links WHERE chain_id = 1"
-                         " ORDER BY pos").json()["rows"]
+    links = q(
+        client, a, "SELECT pid, lock, start_ns, duration_ns, relation FROM links WHERE chain_id = 1 ORDER BY pos"
+    ).json()["rows"]
     assert links == [[lk[k] for k in ("pid", "lock", "start_ns", "duration_ns", "relation")] for lk in chain["links"]]
 
 
@@ -123,19 +132,30 @@ def test_sandbox_escapes_are_refused_with_a_clear_4xx(client, two, sql, expected
 
 def test_the_configuration_is_locked_and_nothing_was_written(client, two):
     a, _ = two
-    rows = q(client, a, "SELECT name, value FROM duckdb_settings() WHERE name IN ('enable_external_access',"
-                        " 'lock_configuration', 'threads', 'autoload_known_extensions', 'autoinstall_known_extensions',"
-                        " 'python_enable_replacements') ORDER BY name").json()["rows"]
-    assert dict(rows) == {"autoinstall_known_extensions": "false", "autoload_known_extensions": "false",
-                          "enable_external_access": "false", "lock_configuration": "true",
-                          "python_enable_replacements": "false", "threads": "1"}
+    rows = q(
+        client,
+        a,
+        "SELECT name, value FROM duckdb_settings() WHERE name IN ('enable_external_access',"
+        " 'lock_configuration', 'threads', 'autoload_known_extensions', 'autoinstall_known_extensions',"
+        " 'python_enable_replacements') ORDER BY name",
+    ).json()["rows"]
+    assert dict(rows) == {
+        "autoinstall_known_extensions": "false",
+        "autoload_known_extensions": "false",
+        "enable_external_access": "false",
+        "lock_configuration": "true",
+        "python_enable_replacements": "false",
+        "threads": "1",
+    }
     import os
+
     assert not os.path.exists("/tmp/stallscope-escape.csv")
 
 
 def test_a_long_query_is_interrupted_and_the_next_one_runs(client, two, monkeypatch):
     a, _ = two
     from backend.api.sql import console
+
     con = type("R", (), {"app": client.app})
     console(con).seconds = 0.5
     r = q(client, a, "SELECT count(*) FROM range(100000000000) x, range(100) y")
@@ -160,12 +180,15 @@ def test_the_memory_limit_stops_a_query_with_a_message(client, two):
 
 def test_values_of_every_kind_come_back_as_json(client, two):
     a, _ = two
-    r = q(client, a, "SELECT 1.5::DECIMAL(4,2) AS d, 'nan'::DOUBLE AS nan, DATE '2024-01-02' AS day,"
-                     " INTERVAL 3 SECOND AS i, '\\x00\\xff'::BLOB AS b, [1, 2] AS l, {'a': 1} AS s, NULL AS n,"
-                     " '<b>x</b>' AS html")
+    r = q(
+        client,
+        a,
+        "SELECT 1.5::DECIMAL(4,2) AS d, 'nan'::DOUBLE AS nan, DATE '2024-01-02' AS day,"
+        " INTERVAL 3 SECOND AS i, '\\x00\\xff'::BLOB AS b, [1, 2] AS l, {'a': 1} AS s, NULL AS n,"
+        " '<b>x</b>' AS html",
+    )
     body = r.json()
-    assert body["rows"] == [[1.5, None, "2024-01-02", 3_000_000_000, "00ff", [1, 2], {"a": 1}, None,
-                             "<b>x</b>"]]
+    assert body["rows"] == [[1.5, None, "2024-01-02", 3_000_000_000, "00ff", [1, 2], {"a": 1}, None, "<b>x</b>"]]
     assert [c["type"] for c in body["columns"]][:2] == ["DECIMAL", "DOUBLE"]
 
 
@@ -203,9 +226,15 @@ def test_the_sandbox_alone_refuses_what_the_statement_check_would(store, two):
     try:
         path = console.snapshot(con, a)
         cur = console._cursor(path)
-        for sql in ("COPY waits TO '/tmp/stallscope-escape.csv'", "ATTACH '/tmp/x.duckdb'",
-                    "SET enable_external_access = true", "CREATE TABLE t AS SELECT 1", "INSTALL httpfs",
-                    "LOAD httpfs", "SELECT * FROM read_csv('/etc/passwd')"):
+        for sql in (
+            "COPY waits TO '/tmp/stallscope-escape.csv'",
+            "ATTACH '/tmp/x.duckdb'",
+            "SET enable_external_access = true",
+            "CREATE TABLE t AS SELECT 1",
+            "INSTALL httpfs",
+            "LOAD httpfs",
+            "SELECT * FROM read_csv('/etc/passwd')",
+        ):
             with pytest.raises(duckdb.Error):
                 cur.execute(sql)
         cur.close()

@@ -1,0 +1,89 @@
+"""Exports: every row of a documented view (views.py) of an analysis, as Parquet or CSV, streamed.
+
+The rows are read from DuckDB in record batches of BATCH rows (a streaming result: DuckDB does not hold the whole
+view) and each is written out at once, so memory stays at a batch or two whatever the view's size; no row cap.
+Parquet: one row group per batch, zstd. CSV: a header line, RFC 4180 quoting; a list column (a stack) is its items
+joined by LIST_SEP.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from . import views
+
+BATCH = 64 * 1024
+FORMATS = {"parquet": "application/vnd.apache.parquet", "csv": "text/csv; charset=utf-8"}
+LIST_SEP = ";"
+
+
+class _Sink:
+    """A file-like object the writers write into; `take()` hands over what was written since the last take."""
+
+    def __init__(self):
+        self.parts: list[bytes] = []
+        self.closed = False
+        self.pos = 0
+
+    def write(self, data) -> int:
+        b = bytes(data)
+        self.parts.append(b)
+        self.pos += len(b)
+        return len(b)
+
+    def tell(self) -> int:
+        return self.pos
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+    def take(self) -> bytes:
+        out, self.parts = b"".join(self.parts), []
+        return out
+
+
+def _flat(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The batch with its list columns as text (items joined by LIST_SEP), for CSV."""
+    cols, fields = [], []
+    for field, col in zip(batch.schema, batch.columns):
+        if pa.types.is_list(field.type) or pa.types.is_large_list(field.type):
+            col = pc.binary_join(col.cast(pa.list_(pa.string())), LIST_SEP)
+            field = pa.field(field.name, pa.string())
+        cols.append(col)
+        fields.append(field)
+    return pa.RecordBatch.from_arrays(cols, schema=pa.schema(fields))
+
+
+def stream(con: duckdb.DuckDBPyConnection, analysis_id: str, view_name: str, fmt: str) -> Iterator[bytes]:
+    """The bytes of the view's export, batch after batch. `con` is a cursor of its own: it is closed at the end (or
+    when the reader of the stream stops early)."""
+    view = views.BY_NAME[view_name]
+    sink = _Sink()
+    try:
+        reader = con.sql(f"SELECT * FROM ({views.select(view)})", params={"aid": analysis_id}).to_arrow_reader(BATCH)
+        schema = reader.schema
+        if fmt == "csv":
+            schema = _flat(pa.RecordBatch.from_pylist([], schema)).schema
+            writer = pacsv.CSVWriter(sink, schema)
+            for batch in reader:
+                writer.write_batch(_flat(batch))
+                if sink.parts:
+                    yield sink.take()
+        else:
+            writer = pq.ParquetWriter(sink, schema, compression="zstd")
+            for batch in reader:
+                writer.write_batch(batch)
+                yield sink.take()
+        writer.close()
+        yield sink.take()
+    finally:
+        con.close()

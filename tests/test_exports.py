@@ -1,0 +1,190 @@
+"""Exports of every view (Parquet, CSV: every row, as the views hold them), the Perfetto JSON trace (every wait,
+request and chain link once, in a well-formed trace-event file), and a chain's bug-report text."""
+
+from __future__ import annotations
+
+import collections
+import io
+import json
+
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+
+from backend.queries import export as export_queries
+from backend.queries import views
+from tests.conftest import SAMPLES, ingest_paths
+
+INCIDENT = ["incident.blkparse.txt", "incident.trace-cmd-report.txt", "incident.offcputime.txt"]
+EXT4 = ["ext4-jbd2-commit.trace-cmd-report.txt", "ext4-jbd2-commit.blkparse.txt", "ext4-jbd2-commit.offwaketime.txt"]
+
+
+@pytest.fixture
+def two(store):
+    a = ingest_paths(store, *(SAMPLES / n for n in INCIDENT), name="incident: a <b>bad</b> name")["id"]
+    b = ingest_paths(store, *(SAMPLES / n for n in EXT4))["id"]
+    return a, b
+
+
+def _view_rows(store, aid, view):
+    con = store.cursor()
+    try:
+        return con.sql(f"SELECT * FROM ({views.select(view)})", params={"aid": aid}).to_arrow_table()
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("view", [v.name for v in views.VIEWS])
+def test_every_view_exports_every_row_as_parquet_and_csv(client, store, two, view):
+    a, _ = two
+    want = _view_rows(store, a, views.BY_NAME[view])
+    r = client.get(f"/api/analyses/{a}/export/{view}.parquet")
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"] == "application/vnd.apache.parquet"
+    assert r.headers["content-disposition"] == f'attachment; filename="incident-a-b-bad-b-name-{view}.parquet"'
+    got = pq.read_table(io.BytesIO(r.content))
+    assert got.schema.names == want.schema.names
+    keys = [(f.name, "ascending") for f in want.schema if not str(f.type).startswith("list")]
+    assert got.sort_by(keys).to_pylist() == want.sort_by(keys).to_pylist()
+    c = client.get(f"/api/analyses/{a}/export/{view}.csv")
+    assert c.status_code == 200 and c.headers["content-type"].startswith("text/csv")
+    lines = c.content.decode().splitlines()
+    assert lines[0].split(",") == [f'"{n}"' for n in want.schema.names]
+    assert pacsv.read_csv(io.BytesIO(c.content)).num_rows == want.num_rows
+
+
+def test_csv_joins_a_stack_and_reads_back(client, two):
+    a, _ = two
+    got = pacsv.read_csv(io.BytesIO(client.get(f"/api/analyses/{a}/export/waits.csv").content)).to_pylist()
+    api = client.get(f"/api/analyses/{a}/waits", params={"limit": 1, "idle": True}).json()[0]
+    row = next(w for w in got if (w["source_id"], w["line"]) == (api["source_id"], api["line"]))
+    assert row["stack"] == export_queries.LIST_SEP.join(api["stack"])
+    assert row["duration_ns"] == api["duration_ns"] and row["start_ns"] == api["start_ns"]
+
+
+def test_exports_of_one_analysis_hold_none_of_another(client, two):
+    a, b = two
+    sa = {
+        r["id"]
+        for r in pq.read_table(io.BytesIO(client.get(f"/api/analyses/{a}/export/sources.parquet").content)).to_pylist()
+    }
+    sb = {s["id"] for s in client.get(f"/api/analyses/{b}").json()["sources"]}
+    assert sa and not sa & sb
+    calls = pq.read_table(io.BytesIO(client.get(f"/api/analyses/{a}/export/calls.parquet").content))
+    assert set(calls.column("source_id").to_pylist()) <= sa
+
+
+def test_an_unknown_view_or_format_is_404_saying_what_exists(client, two):
+    a, _ = two
+    for bad in ("analyses.csv", "waits.xlsx", "waits", "../waits.csv", "WAITS.csv"):
+        r = client.get(f"/api/analyses/{a}/export/{bad}")
+        assert r.status_code == 404, bad
+    assert "requests, bios" in client.get(f"/api/analyses/{a}/export/nope.csv").json()["detail"]
+    assert client.get("/api/analyses/nope/export/waits.csv").status_code == 404
+
+
+def test_a_large_view_streams_in_batches(store, two, monkeypatch):
+    a, _ = two
+    monkeypatch.setattr(export_queries, "BATCH", 1000)
+    chunks = list(export_queries.stream(store.cursor(), a, "calls", "parquet"))
+    assert len(chunks) > 10  # a row group per 1000 calls, each written out as it comes
+    assert pq.read_table(io.BytesIO(b"".join(chunks))).num_rows == 11245
+    assert max(len(c) for c in chunks) < 64 * 1024
+
+
+# ---- Perfetto --------------------------------------------------------------------------------------------------------
+
+
+def test_perfetto_trace_holds_every_wait_request_and_chain_link_once(client, store, two):
+    a, _ = two
+    r = client.get(f"/api/analyses/{a}/export/perfetto.json")
+    assert r.status_code == 200 and r.headers["content-disposition"].endswith('perfetto.json"')
+    trace = json.loads(r.content)
+    ev = trace["traceEvents"]
+    for e in ev:  # the trace-event format: each event's required fields, of their types
+        assert e["ph"] in {"X", "B", "b", "e", "s", "f", "M"}
+        assert isinstance(e["pid"], int) and isinstance(e["tid"], int) and isinstance(e["name"], str)
+        if e["ph"] != "M":
+            assert isinstance(e["ts"], (int, float))
+        if e["ph"] == "X":
+            assert e["dur"] >= 0
+    con = store.cursor()
+    try:
+        waits = con.execute(f"SELECT source_id, line FROM ({views.select(views.BY_NAME['waits'])})",
+                            {"aid": a}).fetchall()  # fmt: skip
+        reqs = con.execute(f"SELECT source_id, line FROM ({views.select(views.BY_NAME['requests'])})",
+                           {"aid": a}).fetchall()  # fmt: skip
+        deps = con.execute("SELECT count(*) FROM chain_links WHERE analysis_id = ? AND relation IS NOT NULL",
+                           [a]).fetchall()[0][0]  # fmt: skip
+    finally:
+        con.close()
+    got_waits = collections.Counter((e["args"]["source_id"], e["args"]["line"]) for e in ev if e.get("cat") == "wait")
+    assert got_waits == collections.Counter(waits)
+    outer = [e for e in ev if e["ph"] == "b" and e["cat"] == "block" and "args" in e]
+    assert collections.Counter(e["id2"]["local"] for e in outer) == collections.Counter(f"{s}:{n}" for s, n in reqs)
+    begins = collections.Counter((e["id2"]["local"], e["name"]) for e in ev if e["ph"] == "b")
+    ends = collections.Counter((e["id2"]["local"], e["name"]) for e in ev if e["ph"] == "e")
+    assert begins == ends  # every async slice closed
+    starts = [e for e in ev if e["ph"] == "s"]
+    finishes = {e["id"]: e for e in ev if e["ph"] == "f"}
+    assert len(starts) == deps == trace["metadata"]["flows"]
+    assert {e["id"] for e in starts} == set(finishes)
+    # chain 1: file_writer <- file_reader <- xfsconvertd/0 <- xfslogd/0, each a flow into the waiter's wait
+    flows = sorted((e for e in starts if e["id"].startswith("1.")), key=lambda e: e["id"])
+    assert [(e["pid"], finishes[e["id"]]["pid"]) for e in flows] == [(3274, 3271), (421, 3274), (419, 421)]
+    names = {e["pid"]: e["args"]["name"] for e in ev if e["name"] == "process_name"}
+    assert names[3271] == "file_writer (3271)" and "block 8,0" in names.values()
+    assert trace["metadata"]["waits"] == len(waits) and trace["metadata"]["requests"] == len(reqs)
+
+
+def test_perfetto_slices_nest_on_every_thread(client, two):
+    """Perfetto drops slices that overlap without nesting: on each thread, X slices nest or follow each other."""
+    a, _ = two
+    ev = json.loads(client.get(f"/api/analyses/{a}/export/perfetto.json").content)["traceEvents"]
+    by_thread = collections.defaultdict(list)
+    for e in ev:
+        if e["ph"] == "X" and e["cat"] in ("wait", "chain"):
+            by_thread[(e["pid"], e["tid"])].append((e["ts"], e["ts"] + e["dur"]))
+    for spans in by_thread.values():
+        spans.sort(key=lambda s: (s[0], -s[1]))
+        open_ends: list[float] = []
+        for start, end in spans:
+            while open_ends and open_ends[-1] <= start + 1e-9:
+                open_ends.pop()
+            assert not open_ends or end <= open_ends[-1] + 1e-9, (start, end, open_ends[-1])
+            open_ends.append(end)
+
+
+# ---- the bug-report text ---------------------------------------------------------------------------------------------
+
+
+def test_a_chain_reads_as_a_bug_report(client, two):
+    a, _ = two
+    r = client.get(f"/api/analyses/{a}/chains/1/report.txt")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+    text = r.text
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert text.isascii() and all(ch == "\n" or 32 <= ord(ch) < 127 for ch in text)
+    assert text.splitlines()[0] == "Stall: file_writer (pid 3271) blocked 2.304 s on xfs_ilock via down_write"
+    for expected in (
+        "file_writer (pid 3271) waited 2.304 s on xfs_ilock via down_write, woken by",
+        "-> xfsconvertd/0 (pid 421) waited 3.722 s on xfs_buf_lock via down,",
+        "block request 8,0 WM 141698288 + 8 of xfsaild/sda1 (pid 804): I2D",
+        "[2] incident.trace-cmd-report.txt (ftrace)",
+        "evidence (incident.trace-cmd-report.txt): switched out (D) at line 8656,",
+        "      D  12.780580813 s (+3.718 s)  line 7204  dispatched to the device",
+        "      C  12.786197813 s (+5.617 ms)  line 7205  completed",
+        "      phases: Q2G 651 ns, G2I 5.785 us, I2D 3.718 s, D2C 5.617 ms, Q2C 3.724 s",
+        "    stack (innermost first):\n      schedule\n      rwsem_down_write_failed\n      down_write\n      xfs_ilock",
+    ):
+        assert expected in text, expected
+    assert client.get(f"/api/analyses/{a}/chains/100000/report.txt").status_code == 404
+    assert client.get(f"/api/analyses/{a}/chains/0/report.txt").status_code == 422
+
+
+def test_report_text_is_ascii_whatever_the_trace_names(store):
+    from backend.queries.report import ascii_text, duration
+
+    assert ascii_text("kworker/0:1H\x1b[31m→µs é <b>") == "kworker/0:1H?[31m->us e <b>"
+    assert [duration(n) for n in (512, 6400, 5_617_000, 2_304_170_000, 123_456_000_000)] == [
+        "512 ns", "6.400 us", "5.617 ms", "2.304 s", "123.5 s"]  # fmt: skip
