@@ -15,7 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from . import access as access_model
 from . import disk
 from .access import Access, HostAndOrigin
-from .api import analyses, export, heatmaps, offcpu, requests, sql, stalls, timeline
+from .api import analyses, capabilities, heatmaps, offcpu, requests, sql, stalls, timeline
 from .api.deps import Board
 from .headers import SecurityHeaders
 from .limits import BodyTimeout, Limits, ReadTimeouts, UploadSlots
@@ -90,7 +90,7 @@ def create_app(
     app.add_middleware(SecurityHeaders)  # added last: the outermost, so every response (errors too) gets them
     app.state.max_upload_bytes = limits.max_upload_bytes
     app.state.progress = Board()
-    for resource in (analyses, requests, timeline, stalls, heatmaps, offcpu, sql, export):  # a router per resource
+    for resource in (analyses, requests, timeline, stalls, heatmaps, offcpu, sql, capabilities):  # a router per resource
         app.include_router(resource.router)
 
     @app.exception_handler(HTTPException)

@@ -17,7 +17,10 @@ Waits (table `waits`, key (source_id, line)):
   inside `xfs_ilock`) during which the task was never switched out in the trace, and which either
   lasted >= MIN_CALL_SLEEP_NS (the call's own duration is the wait; ends at its exit), or is still open
   and is followed by a wake-up of the task (ends at the wake-up), or is still open and the task shows
-  nothing more until the end of the trace (open wait). Call waits are always `inferred`.
+  nothing more until the end of the trace (open wait). Call waits are always `inferred`. A trace without any
+  sched_switch (function_graph alone) also takes the scheduler's sleeping entry points (SLEEPING_CALLS:
+  schedule, schedule_timeout, io_schedule, ...). Calls whose task the trace does not name (no funcgraph-proc
+  column: kept per CPU) make no wait: a wait is a task's.
 * waker: the first `sched_waking`/`sched_wakeup` (success not false) of the task after the wait began and
   before it ended; the waker is the task on whose behalf that line was written (for the idle task, pid 0,
   per CPU). `waker_stack` = the waker's calls open at the wake line.
@@ -47,9 +50,22 @@ import numpy as np
 import pyarrow as pa
 
 from .. import locks
-from .frames import duration_text, task_text, time_text
+from .frames import base_name, duration_text, task_text, time_text
 from .stacks import event_stacks, stacks_at, with_frames
 
+# the scheduler's entry points a task sleeps in: a long call of one is a wait when the trace has no sched_switch
+SLEEPING_CALLS = frozenset(
+    {
+        "schedule",
+        "schedule_timeout",
+        "schedule_hrtimeout",
+        "schedule_hrtimeout_range",
+        "schedule_hrtimeout_range_clock",
+        "schedule_preempt_disabled",
+        "io_schedule",
+        "io_schedule_timeout",
+    }
+)
 MIN_CALL_SLEEP_NS = 1_000_000  # a lock call this long with no switch-out in the trace is taken as a sleep
 MAX_HOLDER_SCAN = 10_000  # acquire calls looked at, backwards, per wait
 WAIT_ROWS = 16384  # waits inserted per statement
@@ -112,10 +128,20 @@ def derive_waits(
     if trace_end is None:
         return [], iter(())
     lockfn = _lock_function_ids(funcs)
+    # without scheduler events, a long call of the scheduler's sleeping entry points is a sleep too (its task may be
+    # unknown: function_graph without funcgraph-proc keeps calls per CPU)
+    no_sched = not con.execute("SELECT count(*) FROM sched_switch WHERE source_id = $sid", p).fetchall()[0][0]
+    candidates = {f: (h[2], h[1]) for f, h in lockfn.items()}
+    if no_sched:
+        candidates.update((f, (i, "sleep")) for i, f in enumerate(funcs) if base_name(f) in SLEEPING_CALLS)
     register_table(
         con,
         "_stalls_fn",
-        {"func_id": [h[2] for h in lockfn.values()], "func": list(lockfn), "role": [h[1] for h in lockfn.values()]},
+        {
+            "func_id": [h[0] for h in candidates.values()],
+            "func": list(candidates),
+            "role": [h[1] for h in candidates.values()],
+        },
         {"func_id": pa.int32(), "func": pa.string(), "role": pa.string()},
     )
     con.execute(
@@ -168,7 +194,7 @@ def derive_waits(
     )  # in file order: what follows (also_waiting lists, ...) must not depend on threads
 
     # call waits: long (or open) calls of sleeping primitives with no switch-out of the task inside them
-    if lockfn:
+    if candidates:
         kept = fetch_dicts(
             con.execute(
                 """

@@ -76,6 +76,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/analyses/{analysis_id}/capabilities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Capture Capabilities
+         * @description What this capture can tell: which views have data, what is missing for the others and the capture command
+         *     that would add it next time, and where events were lost.
+         */
+        get: operations["capture_capabilities_api_analyses__analysis_id__capabilities_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/analyses/{analysis_id}/chains": {
         parameters: {
             query?: never;
@@ -98,27 +119,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/analyses/{analysis_id}/chains/{rank}/report.txt": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Chain Report
-         * @description A chain of waits as plain ASCII text of at most 80 columns, for a bug report: the tasks, pids, locks and
-         *     durations, each link's stack and evidence (trace line numbers), the block request with its phases.
-         */
-        get: operations["chain_report_api_analyses__analysis_id__chains__rank__report_txt_get"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/analyses/{analysis_id}/dispatch-summary": {
         parameters: {
             query?: never;
@@ -132,48 +132,6 @@ export interface paths {
          *     and btt's figures (per queued bio, whole trace).
          */
         get: operations["dispatch_summary_api_analyses__analysis_id__dispatch_summary_get"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/analyses/{analysis_id}/export/perfetto.json": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Export Perfetto
-         * @description The analysis as a Chrome JSON trace for ui.perfetto.dev or trace_processor: tasks as threads with their
-         *     calls and waits as slices, block requests as async slices per device with their phases, chains as flows.
-         */
-        get: operations["export_perfetto_api_analyses__analysis_id__export_perfetto_json_get"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/analyses/{analysis_id}/export/{filename}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Export View
-         * @description Every row of a view of the analysis (requests, waits, calls, ... as GET /api/sql/views lists them), streamed:
-         *     no row limit. CSV: a list column's items joined by ';'.
-         */
-        get: operations["export_view_api_analyses__analysis_id__export__filename__get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -819,6 +777,56 @@ export interface components {
              */
             truncated: boolean;
         };
+        /** Capabilities */
+        Capabilities: {
+            events: components["schemas"]["CaptureEvents"];
+            /**
+             * Lost
+             * @description where the capture lost events (buffer overruns), in file order
+             */
+            lost: components["schemas"]["LostRange"][];
+            /** Missing */
+            missing: components["schemas"]["MissingCapability"][];
+            /** Views */
+            views: components["schemas"]["ViewCapability"][];
+        };
+        /** CaptureEvents */
+        CaptureEvents: {
+            /** Block Requests */
+            block_requests: number;
+            /**
+             * Call Times
+             * @description timestamps of calls (entries and exits)
+             */
+            call_times: number;
+            /** Calls */
+            calls: number;
+            /** Calls With Task */
+            calls_with_task: number;
+            /** Chains */
+            chains: number;
+            /** Ftrace Block Events */
+            ftrace_block_events: number;
+            /** Inferred Waits */
+            inferred_waits: number;
+            /** Offcpu Stacks */
+            offcpu_stacks: number;
+            /** Offwake Stacks */
+            offwake_stacks: number;
+            /** Sched Switch */
+            sched_switch: number;
+            /** Sched Wakeup */
+            sched_wakeup: number;
+            /**
+             * Stack Events
+             * @description kernel_stack / user_stack events (-T, the stacktrace trigger)
+             */
+            stack_events: number;
+            /** Waits */
+            waits: number;
+            /** Waits With Stack */
+            waits_with_stack: number;
+        };
         /** Chain */
         Chain: {
             /**
@@ -1373,6 +1381,32 @@ export interface components {
              */
             waits: number;
         };
+        /** LostRange */
+        LostRange: {
+            /** Cpu */
+            cpu: number | null;
+            /** Filename */
+            filename: string;
+            /**
+             * Line
+             * @description the marker's line (null: the overrun is known from the header)
+             */
+            line: number | null;
+            /** Source Id */
+            source_id: number;
+            /**
+             * T0 Ns
+             * @description aligned: the CPU's last event before the loss (null: unknown)
+             */
+            t0_ns: number | null;
+            /**
+             * T1 Ns
+             * @description aligned: its first event after it
+             */
+            t1_ns: number | null;
+            /** What */
+            what: string;
+        };
         /** Mark */
         Mark: {
             /** Comm */
@@ -1405,6 +1439,24 @@ export interface components {
              * @enum {string}
              */
             metric: "i2d" | "d2c" | "q2c" | "func" | "wait";
+        };
+        /** MissingCapability */
+        MissingCapability: {
+            /**
+             * Capture
+             * @description the capture command (or setting) that adds it next time
+             */
+            capture: string;
+            /**
+             * What
+             * @description what the analysis cannot show
+             */
+            what: string;
+            /**
+             * Why
+             * @description what the capture lacks for it
+             */
+            why: string;
         };
         /** OffcpuTask */
         OffcpuTask: {
@@ -1898,6 +1950,21 @@ export interface components {
             /** Error Type */
             type: string;
         };
+        /** ViewCapability */
+        ViewCapability: {
+            /**
+             * State
+             * @description data: the view has something to show; empty: it has nothing (summary says why)
+             */
+            state: string;
+            /** Summary */
+            summary: string;
+            /**
+             * Tab
+             * @description stalls | timeline | dispatch | offcpu | sources
+             */
+            tab: string;
+        };
         /** ViewDoc */
         ViewDoc: {
             /** About */
@@ -2351,6 +2418,46 @@ export interface operations {
             };
         };
     };
+    capture_capabilities_api_analyses__analysis_id__capabilities_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                analysis_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Capabilities"];
+                };
+            };
+            /** @description no analysis with this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     list_chains_api_analyses__analysis_id__chains_get: {
         parameters: {
             query?: {
@@ -2397,47 +2504,6 @@ export interface operations {
             };
         };
     };
-    chain_report_api_analyses__analysis_id__chains__rank__report_txt_get: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                analysis_id: string;
-                rank: number;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/plain": string;
-                };
-            };
-            /** @description no analysis with this id, or no chain of this rank */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/plain": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
-        };
-    };
     dispatch_summary_api_analyses__analysis_id__dispatch_summary_get: {
         parameters: {
             query?: {
@@ -2465,89 +2531,6 @@ export interface operations {
                 };
             };
             /** @description no analysis with this id */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
-        };
-    };
-    export_perfetto_api_analyses__analysis_id__export_perfetto_json_get: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                analysis_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Chrome JSON trace events */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": unknown;
-                };
-            };
-            /** @description no analysis with this id */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
-        };
-    };
-    export_view_api_analyses__analysis_id__export__filename__get: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                analysis_id: string;
-                /** @description VIEW.parquet or VIEW.csv, VIEW one of GET /api/sql/views */
-                filename: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description every row of the view */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.apache.parquet": unknown;
-                    "text/csv; charset=utf-8": unknown;
-                };
-            };
-            /** @description no analysis with this id, or no such view */
             404: {
                 headers: {
                     [name: string]: unknown;

@@ -7,6 +7,7 @@ import { ErrorBox, Loading } from '../components/Status';
 import { formatAbsTime, formatCount, formatDate, formatNs, formatBytes, formatName } from '../lib/format';
 import { useViewState } from '../state/useViewState';
 import { hasWakerStacks } from '../lib/wakers';
+import { CaptureCapabilities } from './CaptureCapabilities';
 import { DispatchView, OffcpuView, SourcesView, StallsView, TimelineView } from './tabViews';
 import { TABS, type Tab } from '../state/viewState';
 
@@ -31,6 +32,7 @@ export function AnalysisPage() {
   return (
     <div className="analysis">
       <AnalysisHeader a={a} />
+      <CaptureCapabilities analysisId={a.id} />
       <nav className="tabs" role="tablist">
         {tabs.map((t) => (
           <button key={t} role="tab" aria-selected={tab === t} className="tab" onClick={() => setView({ tab: t })}>

@@ -1,0 +1,280 @@
+"""What an analysis' capture can tell: which views have data, what the capture lacks for the others, and the capture
+command that would add it next time; where the trace lost events (buffer overruns), on the analysis' timeline.
+
+Read from the staged and derived rows (counts, a few small aggregates) and the sources' notes; kept per analysis
+(memo: rows never change after ingest, the lost ranges follow the clock offsets).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from . import memo
+from .run import run
+
+# what each view reads, in the order the page shows its tabs
+TABS = ("stalls", "timeline", "dispatch", "offcpu", "sources")
+
+SCHED = "-e sched_switch -e sched_wakeup"
+FUNCGRAPH = "-p function_graph"
+RECORD = "trace-cmd record"
+
+_OVERRUN_HEADERS = (  # tracefs headers: events in the buffer / events written (the rest were overwritten)
+    re.compile(r"entries-in-buffer/entries-written:\s*(\d+)/(\d+)"),
+    re.compile(r"latency:.*?#(\d+)/(\d+)"),
+)
+
+
+def _count_rows(con, analysis_id: str) -> dict:
+    """Per kind of row, how many the analysis has."""
+    sql = """
+    WITH s AS (SELECT id FROM sources WHERE analysis_id = $aid)
+    SELECT
+      (SELECT count(*) FROM fg_call_rows WHERE source_id IN (SELECT id FROM s)),
+      (SELECT count(pid) FROM fg_call_rows WHERE source_id IN (SELECT id FROM s)),
+      (SELECT count(entry_ns) + count(exit_ns) FROM fg_call_rows WHERE source_id IN (SELECT id FROM s)),
+      (SELECT count(*) FROM sched_switch WHERE source_id IN (SELECT id FROM s)),
+      (SELECT count(*) FROM sched_wakeup WHERE source_id IN (SELECT id FROM s)),
+      (SELECT count(*) FILTER (event IN ('kernel_stack', 'user_stack')) FROM trace_events
+       WHERE source_id IN (SELECT id FROM s)),
+      (SELECT count(*) FILTER (event LIKE 'block_rq_%') FROM trace_events WHERE source_id IN (SELECT id FROM s)),
+      (SELECT count(*) FROM blk_requests WHERE source_id IN (SELECT id FROM s)),
+      (SELECT count(*) FROM offcpu_stacks WHERE source_id IN (SELECT id FROM s)),
+      (SELECT count(*) FILTER (kind = 'offwake') FROM offcpu_stacks WHERE source_id IN (SELECT id FROM s)),
+      (SELECT count(*) FROM wait_rows WHERE source_id IN (SELECT id FROM s)),
+      (SELECT count(*) FILTER (inferred AND kind = 'call') FROM wait_rows WHERE source_id IN (SELECT id FROM s)),
+      (SELECT count(*) FILTER (stack_text IS NOT NULL AND stack_text <> '') FROM wait_rows
+       WHERE source_id IN (SELECT id FROM s)),
+      (SELECT count(*) FROM chains WHERE analysis_id = $aid)
+    """
+    names = (
+        "calls",
+        "calls_with_task",
+        "call_times",
+        "sched_switch",
+        "sched_wakeup",
+        "stack_events",
+        "ftrace_block_events",
+        "block_requests",
+        "offcpu_stacks",
+        "offwake_stacks",
+        "waits",
+        "inferred_waits",
+        "waits_with_stack",
+        "chains",
+    )
+    return dict(zip(names, run(con, sql, {"aid": analysis_id})[0]))
+
+
+def _lost_ranges(con, analysis_id: str) -> list[dict]:
+    """The `[LOST n EVENTS]` / `CPU:n [n EVENTS DROPPED]` markers of ftrace sources, each with the time range it
+    sits in on its CPU (the CPU's last event before it, its first after; aligned), in file order; at most 200."""
+    sql = """
+    WITH s AS (SELECT id, filename, clock_offset_ns AS off FROM sources WHERE analysis_id = $aid AND format = 'ftrace'),
+    lost AS (
+        SELECT e.source_id, e.line, e.cpu, e.text FROM trace_events e JOIN s ON s.id = e.source_id
+        WHERE e.event = 'lost_events' ORDER BY e.source_id, e.line LIMIT 200
+    ),
+    t AS (  -- timestamped lines of the sources with markers
+        SELECT source_id, line, cpu, t_ns FROM sched_switch WHERE source_id IN (SELECT source_id FROM lost)
+        UNION ALL SELECT source_id, line, cpu, t_ns FROM sched_wakeup WHERE source_id IN (SELECT source_id FROM lost)
+        UNION ALL SELECT source_id, line, cpu, t_ns FROM trace_events
+        WHERE source_id IN (SELECT source_id FROM lost) AND t_ns IS NOT NULL
+        UNION ALL SELECT source_id, line, cpu, entry_ns FROM fg_call_rows
+        WHERE source_id IN (SELECT source_id FROM lost) AND entry_ns IS NOT NULL
+        UNION ALL SELECT source_id, exit_line, cpu, exit_ns FROM fg_call_rows
+        WHERE source_id IN (SELECT source_id FROM lost) AND exit_ns IS NOT NULL
+    )
+    SELECT l.source_id, s.filename, l.line, l.cpu, l.text,
+           (SELECT max(t_ns) FROM t WHERE t.source_id = l.source_id AND t.line < l.line
+                AND (l.cpu IS NULL OR t.cpu = l.cpu)) + s.off AS t0,
+           (SELECT min(t_ns) FROM t WHERE t.source_id = l.source_id AND t.line > l.line
+                AND (l.cpu IS NULL OR t.cpu = l.cpu)) + s.off AS t1
+    FROM lost l JOIN s ON s.id = l.source_id ORDER BY l.source_id, l.line
+    """
+    out = []
+    for sid, filename, line, cpu, text, t0, t1 in run(con, sql, {"aid": analysis_id}):
+        out.append(
+            {
+                "source_id": sid,
+                "filename": filename,
+                "line": line,
+                "cpu": cpu,
+                "t0_ns": t0,
+                "t1_ns": t1,
+                "what": f"{text} (line {line})",
+            }
+        )
+    return out
+
+
+def _overruns(sources: list[dict]) -> list[dict]:
+    """Sources whose tracefs header says events were overwritten (entries in the buffer < entries written): the
+    oldest events of the capture are missing, before its first line."""
+    out = []
+    for s in sources:
+        for note in s["notes"]:
+            for pattern in _OVERRUN_HEADERS:
+                m = pattern.search(note)
+                if m and int(m.group(1)) < int(m.group(2)):
+                    kept, written = int(m.group(1)), int(m.group(2))
+                    out.append(
+                        {
+                            "source_id": s["id"],
+                            "filename": s["filename"],
+                            "line": None,
+                            "cpu": None,
+                            "t0_ns": None,
+                            "t1_ns": s["t_min_ns"],
+                            "what": f"the buffer overran: {written - kept} of {written} events written were "
+                            f"overwritten (header: {m.group(0)}); the capture's oldest events are missing, before "
+                            "its first line",
+                        }
+                    )
+                    break
+    return out
+
+
+def _view(tab: str, state: str, summary: str) -> dict:
+    return {"tab": tab, "state": state, "summary": summary}
+
+
+def capabilities(con, analysis_id: str) -> dict:
+    """See the module's docstring: {views, missing, lost, events}."""
+    return memo.get(
+        (analysis_id, "capabilities", memo.offsets(con, analysis_id)), lambda: _capabilities(con, analysis_id)
+    )
+
+
+def _capabilities(con, analysis_id: str) -> dict:
+    rows = run(
+        con,
+        "SELECT id, filename, format, notes, t_min_ns + clock_offset_ns FROM sources WHERE analysis_id = ? ORDER BY id",
+        [analysis_id],
+    )
+    sources = [
+        {"id": r[0], "filename": r[1], "format": r[2], "notes": json.loads(r[3]) if r[3] else [], "t_min_ns": r[4]}
+        for r in rows
+    ]
+    formats = {s["format"] for s in sources}
+    n = _count_rows(con, analysis_id)
+    ftrace = "ftrace" in formats
+    has_blk = n["block_requests"] > 0
+    views, missing = [], []
+
+    def lack(what: str, why: str, capture: str) -> None:
+        missing.append({"what": what, "why": why, "capture": capture})
+
+    # Stalls: waits (scheduler events, or inferred from long calls), their stacks, wakers; or offwaketime's pairs
+    if n["waits"]:
+        how = []
+        if n["waits"] - n["inferred_waits"]:
+            how.append(f"{n['waits'] - n['inferred_waits']} from scheduler events")
+        if n["inferred_waits"]:
+            how.append(f"{n['inferred_waits']} inferred from long sleeping calls")
+        stacked = f"{n['waits_with_stack']} with a stack" if n["waits_with_stack"] else "no stacks"
+        views.append(
+            _view("stalls", "data", f"{n['waits']} wait{'s' if n['waits'] != 1 else ''} ({', '.join(how)}), {stacked}")
+        )
+    elif n["offwake_stacks"]:
+        views.append(
+            _view(
+                "stalls", "data", f"{n['offwake_stacks']} wake-up pairs from offwaketime (no waits: no ftrace capture)"
+            )
+        )
+    elif ftrace:
+        views.append(
+            _view(
+                "stalls",
+                "empty",
+                "no task waited: the capture has no sleep in scheduler events and no long call of a sleeping function",
+            )
+        )
+    else:
+        views.append(_view("stalls", "empty", "no ftrace capture: no waits"))
+
+    # Timeline: tasks (scheduler events, calls), block devices, processes
+    lanes = []
+    if n["sched_switch"]:
+        lanes.append("tasks running / runnable / blocked")
+    if n["calls_with_task"]:
+        lanes.append("calls per task")
+    if has_blk:
+        lanes.append("block requests per device")
+    if lanes:
+        views.append(_view("timeline", "data", ", ".join(lanes)))
+    elif n["calls"]:
+        views.append(_view("timeline", "empty", "the calls name no task (no funcgraph-proc column): no task lane"))
+    elif formats - {"offcputime"}:
+        views.append(_view("timeline", "empty", "no event on a clock"))
+
+    # Dispatch: block requests
+    if has_blk:
+        views.append(_view("dispatch", "data", f"{n['block_requests']} block requests (I→D, D→C)"))
+    # Off-CPU: offcputime stacks
+    if n["offcpu_stacks"]:
+        views.append(_view("offcpu", "data", f"{n['offcpu_stacks']} off-CPU stack records"))
+    views.append(_view("sources", "data", f"{len(sources)} source{'s' if len(sources) != 1 else ''}"))
+
+    # what is missing, and how to capture it next time
+    if ftrace:
+        if not n["sched_switch"]:
+            lack(
+                "waits, who woke whom, runnable delay",
+                "no sched_switch / sched_wakeup events: "
+                + (
+                    "waits are inferred from long calls of sleeping functions only"
+                    if n["calls"]
+                    else "the capture shows no sleep"
+                ),
+                f"{RECORD} {FUNCGRAPH if n['calls'] else ''} {SCHED} -T".replace("  ", " "),
+            )
+        elif not n["sched_wakeup"]:
+            lack("who woke whom", "sched_switch without sched_wakeup/sched_waking events", f"{RECORD} {SCHED} -T")
+        if n["waits"] and not n["waits_with_stack"]:
+            lack(
+                "the stacks of waits, and so their locks",
+                "no function_graph calls and no stack-trace events",
+                f"{RECORD} {SCHED} -T",
+            )
+        if not n["calls"]:
+            lack(
+                "function durations, calls around a wait, inferred lock holders",
+                "no function_graph calls",
+                f"{RECORD} {FUNCGRAPH} {SCHED} -T",
+            )
+        elif not n["calls_with_task"]:
+            lack(
+                "calls per task",
+                "function_graph lines without the task column (funcgraph-proc off): calls are kept per CPU",
+                "echo 1 > /sys/kernel/tracing/options/funcgraph-proc (or trace-cmd record, whose report always names "
+                "the task)",
+            )
+        if n["calls"] and not n["call_times"]:
+            lack(
+                "times of calls (timeline, heatmaps over time)",
+                "function_graph lines without timestamps (funcgraph-abstime off)",
+                "echo 1 > /sys/kernel/tracing/options/funcgraph-abstime",
+            )
+    else:
+        lack(
+            "waits: which task stalled, on which lock, who held it",
+            "no ftrace capture",
+            f"{RECORD} {FUNCGRAPH} {SCHED} -e block -T",
+        )
+    if not has_blk:
+        lack(
+            "block requests: time in the I/O scheduler (I→D) and the device (D→C)",
+            "no blktrace capture"
+            + (" (the ftrace capture's block events are not requests)" if n["ftrace_block_events"] else ""),
+            "blktrace -d /dev/sdX -o - | blkparse -i - > trace.blkparse.txt",
+        )
+    if not n["offcpu_stacks"]:
+        lack(
+            "off-CPU flame graphs",
+            "no offcputime capture",
+            "offcputime -K -f 30 > offcpu.folded.txt",
+        )
+    lost = _overruns(sources) + _lost_ranges(con, analysis_id)
+    return {"views": views, "missing": missing, "lost": lost, "events": n}
