@@ -34,25 +34,26 @@ SHARED_CAPTURES = {  # each .dat in shared and its DERIVED `trace-cmd report -i`
     V6.name: (V6, REPORTS / "derived-elainecole-report-sched_switch.txt"),
 }
 CAPTURES = {**SHARED_CAPTURES, OWN.name: (OWN, OWN.with_suffix(".report.txt"))}
+GENERATED, ROUNDS = "generated-function-graph.dat", 50  # bench/gen_tracedat.py: what no kernel here can record
 EXPECTED = {  # hand-checked: events, report lines, the note naming the file's form, the clock the file names
     V7.name: (41400, 335333, "trace.dat v7, zstd-compressed (6 sections, 82 chunks of trace data), little-endian, "
                              "64-bit, 4 CPUs, decoded by trace-cmd report", "perf"),
     V6.name: (4427, 4428, "trace.dat v6, little-endian, 32-bit, 4 CPUs, decoded by trace-cmd report", None),
     OWN.name: (69, 489, "trace.dat v7, zstd-compressed (6 sections, 2 chunks of trace data), little-endian, 64-bit, "
                         "2 CPUs, decoded by trace-cmd report", "local"),
+    GENERATED: (ROUNDS * (gen_tracedat.CALLS_PER_ROUND + 3),  # rows: the calls, 2 switches and a waking a round
+                # lines: the header and an event a line, but the writer's up_write entry and exit (the next record)
+                # make one `up_write();` line
+                1 + ROUNDS * (gen_tracedat.EVENTS_PER_ROUND - 1),
+                "trace.dat v6, little-endian, 64-bit, 4 CPUs, decoded by trace-cmd report", "perf"),
 }
 API_PATHS = ("", "/waits", "/waits?idle=true", "/chains", "/marks", "/timeline", "/flamegraph",
              "/heatmap/metrics", "/wakers")
 NOT_COMPARED = {"id", "analysis_id", "name", "created_at", "filename", "sha256", "bytes", "notes", "clock",
                 "alignment", "url", "files"}
-GENERATED, ROUNDS = "generated-function-graph.dat", 50  # bench/gen_tracedat.py: what no kernel here can record
-EXPECTED[GENERATED] = (ROUNDS * (gen_tracedat.CALLS_PER_ROUND + 3),  # rows: calls, 2 switches and a waking a round
-                       # lines: the header, an event a line, but the writer's up_write entry and exit (the next record)
-                       # make one `up_write();` line
-                       1 + ROUNDS * (gen_tracedat.EVENTS_PER_ROUND - 1),
-                       "trace.dat v6, little-endian, 64-bit, 4 CPUs, decoded by trace-cmd report", "perf")
 KINDS = {V7.name: "trace.dat v7 (zstd)", V6.name: "trace.dat v6", OWN.name: "trace.dat v7 (zstd)",
          GENERATED: "trace.dat v6"}  # Sources tab
+
 
 def test_every_shared_dat_has_a_golden():
     assert sorted(os.path.basename(p) for p in glob.glob(str(REPORTS / "trace-dat" / "*.dat"))) == \
