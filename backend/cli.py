@@ -13,6 +13,8 @@ import sys
 import threading
 from pathlib import Path
 
+from .cli_ask import add_commands as add_ask_commands
+
 DEFAULT_DB = "data/stallscope.duckdb"
 
 
@@ -209,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ingest.add_argument("files", nargs="+", metavar="FILE")
     ingest.set_defaults(func=cmd_ingest)
+    add_ask_commands(sub, os.environ.get("STALLSCOPE_DB", DEFAULT_DB), db_help)  # sql, views, report
 
     args = parser.parse_args(argv)
     return args.func(args)

@@ -241,3 +241,49 @@ def test_the_sandbox_alone_refuses_what_the_statement_check_would(store, two):
     finally:
         con.close()
         console.close()
+
+
+def test_deleting_an_analysis_deletes_its_copy(client, store, two):
+    a, b = two
+    assert q(client, a, "SELECT 1").status_code == 200
+    assert q(client, b, "SELECT 1").status_code == 200
+    copies = sql_queries.copies_dir(store.path)
+    assert len(list(copies.glob(f"{a}.*.duckdb"))) == 1
+    assert client.delete(f"/api/analyses/{a}").status_code == 204
+    assert not list(copies.glob(f"{a}.*.duckdb")) and len(list(copies.glob(f"{b}.*.duckdb"))) == 1
+    assert q(client, a, "SELECT 1").status_code == 404
+
+
+def test_the_command_line_runs_sql_and_prints_a_report(store, two, capsys):
+    from backend import cli
+
+    a, _ = two
+    path = str(store.path)
+    store.close()
+    assert (
+        cli.main(
+            [
+                "sql",
+                "--db",
+                path,
+                "--format",
+                "csv",
+                a,
+                "SELECT comm, count(*) AS n FROM waits WHERE lock LIKE 'xfs_ilock%' GROUP BY 1 ORDER BY 1",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "comm,n" and len(out) > 1
+    assert cli.main(["sql", "--db", path, a, "COPY waits TO '/tmp/x.csv'"]) == 1
+    assert "only a SELECT" in capsys.readouterr().err
+    assert cli.main(["sql", "--db", path, a, "SELECT pid, lock FROM waits ORDER BY duration_ns DESC LIMIT 2"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split() == ["pid", "lock"] and set(table[1]) <= {"-", " "} and len(table) == 4
+    assert cli.main(["report", "--db", path, a, "1"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("Stall: file_writer (pid 3271) blocked 2.304 s")
+    assert cli.main(["report", "--db", path, "nope"]) == 2
+    assert cli.main(["views", "--db", path]) == 0
+    assert "waits: " in capsys.readouterr().out

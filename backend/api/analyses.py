@@ -35,6 +35,7 @@ from .deps import (
     has_token,
     require_token,
 )
+from .sql import forget_copies
 
 router = AnalysisRouter(prefix="/api")
 
@@ -210,9 +211,10 @@ def place_source(analysis_id: AnalysisId, source_id: PathInt64, body: models.Sou
 
 @router.delete("/analyses/{analysis_id}", status_code=204, response_class=Response, dependencies=[EditAllowed],
                responses={**NOT_FOUND, **UNAUTHORIZED, **FORBIDDEN})
-def delete_analysis(analysis_id: AnalysisId, con: Cursor):
+def delete_analysis(analysis_id: AnalysisId, con: Cursor, request: Request):
     """Delete an analysis and all its rows; their space is reused by the next uploads, and given back to the system
     when the server next starts (backend/disk.py). Needs its edit key or the token on a shared server."""
     disk.delete_analysis(con, analysis_id)
     memo.forget(analysis_id)
+    forget_copies(request, analysis_id)  # the SQL console's copy of its rows
     return Response(status_code=204)

@@ -31,6 +31,17 @@ def console(request: Request) -> sql_queries.Console:
         return state.sql_console
 
 
+def forget_copies(request: Request, analysis_id: str) -> None:
+    """The console's copies of a deleted analysis: closed and deleted."""
+    state = request.app.state
+    with _starting:
+        found = getattr(state, "sql_console", None)
+    if found is not None:
+        found.forget(analysis_id)
+    else:
+        sql_queries.delete_copies(state.store.path, analysis_id)
+
+
 @asynccontextmanager
 async def _closing_console(app: FastAPI):
     yield

@@ -99,12 +99,25 @@ def _lower_priority() -> None:
         pass
 
 
+def copies_dir(db_path: str | Path) -> Path:
+    """Where the SQL console keeps its copies of analyses: `<db stem>.sql/` beside the database file."""
+    db_path = Path(db_path)
+    return db_path.with_name(db_path.stem + ".sql")
+
+
+def delete_copies(db_path: str | Path, analysis_id: str) -> None:
+    """Deletes the copies of an analysis (when it is deleted)."""
+    for old in copies_dir(db_path).glob(f"{analysis_id}.*.duckdb"):
+        old.unlink(missing_ok=True)
+        Path(f"{old}.wal").unlink(missing_ok=True)
+
+
 class Console:
-    """The SQL console of one database file: its analysis copies (in `<db stem>.sql/` beside it), the workers."""
+    """The SQL console of one database file: its analysis copies (copies_dir), the workers."""
 
     def __init__(self, db_path: str | Path, memory_limit: str = SQL_MEMORY, seconds: float = SQL_SECONDS):
-        db_path = Path(db_path)
-        self.dir = db_path.with_name(db_path.stem + ".sql")
+        self.db_path = Path(db_path)
+        self.dir = copies_dir(db_path)
         self.dir.mkdir(parents=True, exist_ok=True)
         for stale in self.dir.glob(".building-*"):  # a copy whose making was cut short
             stale.unlink(missing_ok=True)
@@ -186,10 +199,10 @@ class Console:
             Path(f"{old}.wal").unlink(missing_ok=True)
 
     def forget(self, analysis_id: str) -> None:
-        """Deletes the copies of an analysis (when it is deleted)."""
+        """Closes and deletes the copies of an analysis (when it is deleted)."""
         for old in self.dir.glob(f"{analysis_id}.*.duckdb"):
             self._closed(old)
-            old.unlink(missing_ok=True)
+        delete_copies(self.db_path, analysis_id)
 
     # ---- queries ----------------------------------------------------------------------------------------------
 
