@@ -125,8 +125,9 @@ def create_keys_table(con) -> None:
 
 
 def keep_edit_key(con, analysis_id: str, key: str) -> None:
-    con.execute("INSERT OR REPLACE INTO edit_keys (analysis_id, key_sha256) VALUES (?, ?)",
-                [analysis_id, key_digest(key)])
+    con.execute(
+        "INSERT OR REPLACE INTO edit_keys (analysis_id, key_sha256) VALUES (?, ?)", [analysis_id, key_digest(key)]
+    )
 
 
 def edit_key_ok(con, analysis_id: str, key: str | None) -> bool:
@@ -153,8 +154,12 @@ class HostAndOrigin:
             headers.setdefault(k.decode("latin-1").lower(), v.decode("latin-1"))
         host = headers.get("host")
         if not self.access.host_allowed(host):
-            await _refuse(send, 400, f"this server does not answer to the host name {host!r}: add it to "
-                                     "STALLSCOPE_ALLOWED_HOSTS if it is this server's")
+            await _refuse(
+                send,
+                400,
+                f"this server does not answer to the host name {host!r}: add it to "
+                "STALLSCOPE_ALLOWED_HOSTS if it is this server's",
+            )
             return
         origin = headers.get("origin")
         if scope.get("method", "GET") not in SAFE_METHODS:
@@ -169,6 +174,11 @@ class HostAndOrigin:
 
 async def _refuse(send: Send, status: int, detail: str) -> None:
     body = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

@@ -50,8 +50,12 @@ def cmd_serve(args) -> int:
         load_demo(store)
     app = create_app(store, access=access, limits=limits)
     mode = "shared: STALLSCOPE_TOKEN set" if access.shared else "local: no token needed"
-    print(f"stallscope: serving {args.db} at http://{args.host}:{args.port} ({mode}; hosts answered:"
-          f" {', '.join(access.allowed_hosts)})", file=sys.stderr, flush=True)
+    print(
+        f"stallscope: serving {args.db} at http://{args.host}:{args.port} ({mode}; hosts answered:"
+        f" {', '.join(access.allowed_hosts)})",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         serve(app, args.host, args.port, limits)
     finally:

@@ -35,8 +35,10 @@ def remove_spill_files(path: Path) -> None:
 
 def space(con) -> dict:
     """The file's size and the part of it in free blocks (bytes)."""
-    row = con.execute("SELECT block_size, total_blocks, free_blocks FROM pragma_database_size()"
-                      " WHERE database_name = current_database()").fetchall()
+    row = con.execute(
+        "SELECT block_size, total_blocks, free_blocks FROM pragma_database_size()"
+        " WHERE database_name = current_database()"
+    ).fetchall()
     block, total, free = row[0] if row else (0, 0, 0)
     return {"block_bytes": block, "total_bytes": block * total, "free_bytes": block * free}
 
@@ -57,7 +59,7 @@ def compact(path: Path, config: dict) -> bool:
         for p in (new, Path(f"{new}.wal")):
             p.unlink(missing_ok=True)
         con.execute(f"ATTACH '{_quoted(new)}' AS compacted")
-        con.execute(f"COPY FROM DATABASE \"{_name(con)}\" TO compacted")
+        con.execute(f'COPY FROM DATABASE "{_name(con)}" TO compacted')
         con.execute("DETACH compacted")
     finally:
         con.close()
@@ -75,10 +77,15 @@ def _name(con) -> str:
 
 
 def _tables_with(con, column: str) -> list[str]:
-    return [r[0] for r in con.execute(
-        "SELECT c.table_name FROM duckdb_columns() c JOIN duckdb_tables() t USING (database_name, schema_name,"
-        " table_name) WHERE c.database_name = current_database() AND c.schema_name = 'main' AND c.column_name = ?"
-        " ORDER BY 1", [column]).fetchall()]
+    return [
+        r[0]
+        for r in con.execute(
+            "SELECT c.table_name FROM duckdb_columns() c JOIN duckdb_tables() t USING (database_name, schema_name,"
+            " table_name) WHERE c.database_name = current_database() AND c.schema_name = 'main' AND c.column_name = ?"
+            " ORDER BY 1",
+            [column],
+        ).fetchall()
+    ]
 
 
 def delete_analysis(con, analysis_id: str) -> bool:
@@ -113,8 +120,10 @@ def delete_analysis(con, analysis_id: str) -> bool:
 def expired(con, days: float) -> list[str]:
     """Analyses created more than `days` days ago."""
     before = datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(days=days)
-    return [r[0] for r in con.execute("SELECT id FROM analyses WHERE created_at < ? ORDER BY created_at",
-                                      [before]).fetchall()]
+    return [
+        r[0]
+        for r in con.execute("SELECT id FROM analyses WHERE created_at < ? ORDER BY created_at", [before]).fetchall()
+    ]
 
 
 def retention_days(env: dict | None = None) -> float | None:

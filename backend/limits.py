@@ -78,12 +78,16 @@ class UploadSlots:
         """A slot for one upload (its declared size reserved), or Busy."""
         with self._lock:
             if self.uploads >= self.limits.max_uploads:
-                raise Busy(f"{self.uploads} uploads are being read or analysed, the most this server takes at once;"
-                           f" try again in {RETRY_AFTER_S} s")
+                raise Busy(
+                    f"{self.uploads} uploads are being read or analysed, the most this server takes at once;"
+                    f" try again in {RETRY_AFTER_S} s"
+                )
             reserve = declared or 0
             if self.spooled + reserve > self.limits.spool_bytes:
-                raise Busy(f"the uploads in flight hold {self.spooled} bytes; this one would pass the server's"
-                           f" limit of {self.limits.spool_bytes} bytes; try again in {RETRY_AFTER_S} s")
+                raise Busy(
+                    f"the uploads in flight hold {self.spooled} bytes; this one would pass the server's"
+                    f" limit of {self.limits.spool_bytes} bytes; try again in {RETRY_AFTER_S} s"
+                )
             self.uploads += 1
             self.spooled += reserve
         return Slot(self, reserve)
@@ -105,8 +109,10 @@ class Slot:
             s.spooled += extra
             self.held += extra
             if s.spooled > s.limits.spool_bytes:
-                raise Busy(f"the uploads in flight passed the server's limit of {s.limits.spool_bytes} spooled bytes;"
-                           f" try again in {RETRY_AFTER_S} s")
+                raise Busy(
+                    f"the uploads in flight passed the server's limit of {s.limits.spool_bytes} spooled bytes;"
+                    f" try again in {RETRY_AFTER_S} s"
+                )
 
     def release(self) -> None:
         if self.closed:

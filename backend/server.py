@@ -64,8 +64,16 @@ def protocol(limits: Limits) -> type[H11Protocol]:
 
 
 def config(app, host: str, port: int, limits: Limits) -> uvicorn.Config:
-    return uvicorn.Config(app, host=host, port=port, log_level="warning", http=protocol(limits),
-                          timeout_keep_alive=5, limit_concurrency=MAX_CONNECTIONS, timeout_graceful_shutdown=10)
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        http=protocol(limits),
+        timeout_keep_alive=5,
+        limit_concurrency=MAX_CONNECTIONS,
+        timeout_graceful_shutdown=10,
+    )
 
 
 def serve(app, host: str, port: int, limits: Limits) -> None:

@@ -36,7 +36,9 @@ class Store:
             "checkpoint_threshold": "1GB",
             "allocator_flush_threshold": "32MB",
         }
-        config["temp_directory"] = str(disk.spill_dir(path))  # spill files: removed at close (and here, left by a crash)
+        config["temp_directory"] = str(
+            disk.spill_dir(path)
+        )  # spill files: removed at close (and here, left by a crash)
         disk.remove_spill_files(path)
         return_freed_blocks()
         self.config = config
@@ -44,7 +46,9 @@ class Store:
         create_or_migrate(self.db)
         discard_unfinished(self.db)
         self.db.execute("CHECKPOINT")
-        if disk.worth_compacting(self.db):  # rows deleted since (failed or killed ingests, DELETEs): give the space back
+        if disk.worth_compacting(
+            self.db
+        ):  # rows deleted since (failed or killed ingests, DELETEs): give the space back
             self.db.close()
             disk.compact(path, config)
             self.db = duckdb.connect(str(path), config=config)

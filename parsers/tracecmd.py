@@ -7,6 +7,7 @@ trace-cmd decodes while the text parser parses; it is killed when it writes noth
 than OUTPUT_PER_DATA_BYTE bytes of text per byte of trace data. Its exit status and what it said on stderr become
 the refusal's message.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -30,9 +31,11 @@ MEMORY_BYTES = 2 << 30  # its address space
 PIPE_PIECES = 32  # of up to 1 MiB: the report read ahead of the parser
 OUTPUT_PER_DATA_BYTE = 64  # bytes of report text at most per byte of trace data (as stored and decompressed)
 _TEMP_PREFIX = "/tmp/trace_cpu_data"  # where libtracecmd decompresses v7 trace data (unlinked only on a clean exit)
-INSTALL_HINT = ("trace-cmd is not installed on the server, and reading a trace.dat needs it: install it (Debian/Ubuntu: "
-                "`apt-get install trace-cmd`; `make run` and the Docker image do), or upload the output of "
-                "`trace-cmd report -i <file>` instead")
+INSTALL_HINT = (
+    "trace-cmd is not installed on the server, and reading a trace.dat needs it: install it (Debian/Ubuntu: "
+    "`apt-get install trace-cmd`; `make run` and the Docker image do), or upload the output of "
+    "`trace-cmd report -i <file>` instead"
+)
 
 
 class Report:
@@ -51,9 +54,14 @@ class Report:
         self.version = version(TRACE_CMD)
         try:
             self.proc = subprocess.Popen(
-                [*_unbuffered(), TRACE_CMD, "report", "-i", path], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, cwd=tmp, start_new_session=True,
-                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "LC_ALL": "C"})
+                [*_unbuffered(), TRACE_CMD, "report", "-i", path],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=tmp,
+                start_new_session=True,
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "LC_ALL": "C"},
+            )
         except FileNotFoundError:
             raise ParseError(INSTALL_HINT, filename=filename) from None
         self._limit(layout, size)
@@ -75,8 +83,12 @@ class Report:
         file when they take effect. Its temporary files are the decompressed trace data: at most that size."""
         pid = self.proc.pid
         cpu = CPU_SECONDS_BASE + CPU_SECONDS_PER_MB * (size + layout.uncompressed_bytes) // (1 << 20)
-        limits = [(resource.RLIMIT_CPU, cpu), (resource.RLIMIT_AS, MEMORY_BYTES), (resource.RLIMIT_CORE, 0),
-                  (resource.RLIMIT_FSIZE, layout.uncompressed_bytes + (16 << 20))]
+        limits = [
+            (resource.RLIMIT_CPU, cpu),
+            (resource.RLIMIT_AS, MEMORY_BYTES),
+            (resource.RLIMIT_CORE, 0),
+            (resource.RLIMIT_FSIZE, layout.uncompressed_bytes + (16 << 20)),
+        ]
         for which, value in limits:
             try:
                 resource.prlimit(pid, which, (value, value))
@@ -180,12 +192,16 @@ class Report:
     def failure(self) -> ParseError | None:
         """The error that refuses the file when trace-cmd failed (None when it ended well)."""
         if self.overflow:
-            return ParseError(f"`trace-cmd report` wrote more than {self.max_text:,} bytes of text for "
-                              f"{self.layout.trace_bytes:,} bytes of trace data and was stopped (a damaged file?)",
-                              filename=self.filename)
+            return ParseError(
+                f"`trace-cmd report` wrote more than {self.max_text:,} bytes of text for "
+                f"{self.layout.trace_bytes:,} bytes of trace data and was stopped (a damaged file?)",
+                filename=self.filename,
+            )
         if self.stalled:
-            return ParseError(f"`trace-cmd report` wrote nothing for {STALL_SECONDS} s and was stopped (a damaged "
-                              "file?)", filename=self.filename)
+            return ParseError(
+                f"`trace-cmd report` wrote nothing for {STALL_SECONDS} s and was stopped (a damaged file?)",
+                filename=self.filename,
+            )
         self._await_exit()
         rc = self.proc.poll()
         if rc is None or rc == 0:
@@ -194,12 +210,20 @@ class Report:
         said = self.stderr_text()
         if rc < 0:
             sig = signal.Signals(-rc).name
-            why = {"SIGXCPU": "used up its CPU time limit", "SIGXFSZ": "wrote more temporary data than the file holds",
-                   "SIGKILL": "was stopped"}.get(sig, f"crashed ({sig})")
-            return ParseError(f"`trace-cmd report` {why} while decoding the trace data (a damaged file?)"
-                              + (f": {said}" if said else ""), filename=self.filename)
-        return ParseError(f"`trace-cmd report` could not read it (exit status {rc})" + (f": {said}" if said else ""),
-                          filename=self.filename)
+            why = {
+                "SIGXCPU": "used up its CPU time limit",
+                "SIGXFSZ": "wrote more temporary data than the file holds",
+                "SIGKILL": "was stopped",
+            }.get(sig, f"crashed ({sig})")
+            return ParseError(
+                f"`trace-cmd report` {why} while decoding the trace data (a damaged file?)"
+                + (f": {said}" if said else ""),
+                filename=self.filename,
+            )
+        return ParseError(
+            f"`trace-cmd report` could not read it (exit status {rc})" + (f": {said}" if said else ""),
+            filename=self.filename,
+        )
 
     def stderr_text(self, limit: int = 400) -> str:
         text = " / ".join(ln.strip() for ln in self.err.decode("utf-8", "replace").splitlines() if ln.strip())

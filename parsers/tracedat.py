@@ -21,6 +21,7 @@ nothing for STALL_SECONDS or far more text than its trace data can hold. trace-c
 trace-cmd says little about a damaged file (a v7 file cut short gives an empty report and exit status 0), so
 tracedat_layout walks the whole file first and refuses it with the byte offset of the first problem.
 """
+
 from __future__ import annotations
 
 import os
@@ -61,8 +62,12 @@ def recognise(head: bytes, filename: str) -> bool:
         raise ParseError("the file ends inside the trace.dat magic (truncated?)", filename=filename, offset=len(head))
     binary = b"\0" in head[:4096]
     if (binary and filename.lower().endswith(".dat")) or head[:3] == MAGIC[:3] or head[3:10] == MAGIC[3:]:
-        raise ParseError(f"not a trace-cmd trace.dat: the magic is {head[:10]!r}, expected {MAGIC!r} (a damaged file, "
-                         "or not written by trace-cmd)", filename=filename, offset=0)
+        raise ParseError(
+            f"not a trace-cmd trace.dat: the magic is {head[:10]!r}, expected {MAGIC!r} (a damaged file, "
+            "or not written by trace-cmd)",
+            filename=filename,
+            offset=0,
+        )
     return False
 
 
@@ -71,7 +76,9 @@ def sniff(head: list[str]) -> float:
     return 0.0
 
 
-def parse(stream: BinaryIO, report: ParseReport, chunk_bytes: int | None = None) -> Iterator[tuple[str, pa.RecordBatch]]:
+def parse(
+    stream: BinaryIO, report: ParseReport, chunk_bytes: int | None = None
+) -> Iterator[tuple[str, pa.RecordBatch]]:
     with tempfile.TemporaryDirectory(prefix="stallscope-tracedat-") as tmp:
         path = os.path.join(tmp, "trace.dat")
         size = _copy(stream, path)  # trace-cmd seeks: an upload in memory (or any stream) becomes a file
@@ -83,9 +90,12 @@ def parse(stream: BinaryIO, report: ParseReport, chunk_bytes: int | None = None)
         except RuntimeError as e:  # libzstd missing
             raise ParseError(str(e), filename=report.filename) from None
         if layout.compression != "none" and layout.compression not in tracecmd.compressions(tracecmd.TRACE_CMD):
-            raise ParseError(f"the file is compressed with {layout.compression}, which this server's trace-cmd cannot "
-                             f"decompress (it has: {', '.join(tracecmd.compressions(tracecmd.TRACE_CMD)) or 'none'})",
-                             filename=report.filename, offset=layout.compression_at)
+            raise ParseError(
+                f"the file is compressed with {layout.compression}, which this server's trace-cmd cannot "
+                f"decompress (it has: {', '.join(tracecmd.compressions(tracecmd.TRACE_CMD)) or 'none'})",
+                filename=report.filename,
+                offset=layout.compression_at,
+            )
         if any(b.latency for b in layout.buffers):
             report.note("the file holds latency-tracer text: its lines are read as the ftrace text they are")
         child = tracecmd.Report(path, tmp, layout, size, report.filename)
@@ -96,8 +106,9 @@ def parse(stream: BinaryIO, report: ParseReport, chunk_bytes: int | None = None)
             failure = child.failure() if child.ended else None
             if failure:
                 raise failure from None
-            raise ParseError(f"{e.message} (in the output of `trace-cmd report`)", filename=e.filename,
-                             line=e.line) from None
+            raise ParseError(
+                f"{e.message} (in the output of `trace-cmd report`)", filename=e.filename, line=e.line
+            ) from None
         finally:
             child.stop()
         failure = child.failure()
@@ -117,8 +128,10 @@ def _copy(stream: BinaryIO, path: str) -> int:
 
 
 def _notes(report: ParseReport, layout: Layout, size: int, child: tracecmd.Report) -> None:
-    report.note(f"{layout.describe()}, decoded by trace-cmd report {child.version} ({child.text_bytes:,} bytes of "
-                f"text, {report.lines:,} lines; line numbers are the report's)")
+    report.note(
+        f"{layout.describe()}, decoded by trace-cmd report {child.version} ({child.text_bytes:,} bytes of "
+        f"text, {report.lines:,} lines; line numbers are the report's)"
+    )
     clocks = layout.option_text(TRACECLOCK)
     named = [b.clock for b in layout.buffers if b.clock]
     if clocks and "[" in clocks[0]:
@@ -127,8 +140,11 @@ def _notes(report: ParseReport, layout: Layout, size: int, child: tracecmd.Repor
         report.note(f"trace clock: [{named[0]}] (the file's buffer option)")
     else:
         report.note("the file names no trace clock (trace-cmd records with 'local' unless told otherwise)")
-    applied = [f"{name} {text}" for option, name in ((DATE, "date offset"), (OFFSET, "timestamp offset"))
-               for text in layout.option_text(option)]
+    applied = [
+        f"{name} {text}"
+        for option, name in ((DATE, "date offset"), (OFFSET, "timestamp offset"))
+        for text in layout.option_text(option)
+    ]
     if TSC2NSEC in layout.options:
         applied.append("TSC-to-ns multiplier and shift")
     if TIME_SHIFT in layout.options:
@@ -137,9 +153,11 @@ def _notes(report: ParseReport, layout: Layout, size: int, child: tracecmd.Repor
         report.note("times corrected by trace-cmd as the file says: " + ", ".join(applied))
     instances = [b.name for b in layout.buffers if b.name]
     if instances:
-        report.note(f"buffer instances {', '.join(map(repr, instances))}: trace-cmd report prefixes each of their events "
-                    "with the instance's name, so the task of such an event is named '<instance>:   <comm>' (as when "
-                    "its report is uploaded)")
+        report.note(
+            f"buffer instances {', '.join(map(repr, instances))}: trace-cmd report prefixes each of their events "
+            "with the instance's name, so the task of such an event is named '<instance>:   <comm>' (as when "
+            "its report is uploaded)"
+        )
     for text in layout.option_text(UNAME)[:1]:
         report.note(f"recorded on: {text}")
     for text in layout.option_text(VERSION)[:1]:

@@ -10,6 +10,13 @@ import pytest
 @pytest.fixture(autouse=True)
 def local_server_settings(monkeypatch):
     monkeypatch.setenv("STALLSCOPE_ALLOWED_HOSTS", "testserver,localhost,127.0.0.1,::1")
-    for name in ("STALLSCOPE_TOKEN", "STALLSCOPE_ALLOWED_ORIGINS", "STALLSCOPE_MAX_UPLOADS", "STALLSCOPE_SPOOL_LIMIT",
-                 "STALLSCOPE_BODY_TIMEOUT", "STALLSCOPE_HEADER_TIMEOUT", "STALLSCOPE_MAX_UPLOAD"):
+    for name in (
+        "STALLSCOPE_TOKEN",
+        "STALLSCOPE_ALLOWED_ORIGINS",
+        "STALLSCOPE_MAX_UPLOADS",
+        "STALLSCOPE_SPOOL_LIMIT",
+        "STALLSCOPE_BODY_TIMEOUT",
+        "STALLSCOPE_HEADER_TIMEOUT",
+        "STALLSCOPE_MAX_UPLOAD",
+    ):
         monkeypatch.delenv(name, raising=False)

@@ -3,6 +3,7 @@
 Values asserted here were checked by hand against the trace lines named in each test.
 Golden summaries (tests/golden/blkparse/*.json) are rewritten with UPDATE_GOLDEN=1.
 """
+
 from __future__ import annotations
 
 import io
@@ -39,10 +40,22 @@ def test_seed_excerpt_events():
     assert [e["line"] for e in out["blk_events"]] == [5, 6, 7, 8, 9, 10, 11]  # the m lines
     m = out["blk_events"][3]
     assert (m["action"], m["rwbs"], m["cpu"], m["t_ns"], m["message"]) == (
-        "m", "N", 1, 81117914398, "cfq767A / slice expired t=1")
+        "m",
+        "N",
+        1,
+        81117914398,
+        "cfq767A / slice expired t=1",
+    )
     (r,) = out["blk_requests"]
     assert (r["a_line"], r["from_dev"], r["from_sector"], r["i_line"], r["i_ns"], r["i_cpu"], r["comm"]) == (
-        1, "8,1", 141696240, 4, 81092496118, 11, "xfsaild/sda1")
+        1,
+        "8,1",
+        141696240,
+        4,
+        81092496118,
+        11,
+        "xfsaild/sda1",
+    )
     assert (r["d_line"], r["d_ns"], r["d_cpu"], r["d_pid"]) == (12, 96718761435, 0, 0)
     assert r["d_ns"] - r["i_ns"] == 15626265317  # I->D, which blk_requests computes when read (i2d_ns)
 
@@ -50,11 +63,41 @@ def test_seed_excerpt_events():
 def test_seed_excerpt_request(store):
     created = ingest_paths(store, SEED / "cfq-dispatch-starvation.blkparse.txt")
     con = store.cursor()
-    rows = con.execute("SELECT line, dev, sector, nsect, rwbs, pid, comm, q_ns, g_ns, i_ns, d_ns, c_ns, q2g_ns,"
-                       " g2i_ns, i2d_ns, d2c_ns, from_dev, from_sector, a_line, q_line, g_line, i_line, d_line,"
-                       " c_line, d_cpu, d_pid FROM blk_requests").fetchall()
-    assert rows == [(1, "8,0", 141698288, 8, "WM", 804, "xfsaild/sda1", 81092472889, 81092473207, 81092496118,
-                     96718761435, None, 318, 22911, 15626265317, None, "8,1", 141696240, 1, 2, 3, 4, 12, None, 0, 0)]
+    rows = con.execute(
+        "SELECT line, dev, sector, nsect, rwbs, pid, comm, q_ns, g_ns, i_ns, d_ns, c_ns, q2g_ns,"
+        " g2i_ns, i2d_ns, d2c_ns, from_dev, from_sector, a_line, q_line, g_line, i_line, d_line,"
+        " c_line, d_cpu, d_pid FROM blk_requests"
+    ).fetchall()
+    assert rows == [
+        (
+            1,
+            "8,0",
+            141698288,
+            8,
+            "WM",
+            804,
+            "xfsaild/sda1",
+            81092472889,
+            81092473207,
+            81092496118,
+            96718761435,
+            None,
+            318,
+            22911,
+            15626265317,
+            None,
+            "8,1",
+            141696240,
+            1,
+            2,
+            3,
+            4,
+            12,
+            None,
+            0,
+            0,
+        )
+    ]
     assert con.execute("SELECT count(*) FROM blk_events WHERE action = 'm'").fetchall()[0][0] == 7
     assert created["sources"][0]["format"] == "blkparse"
 
@@ -63,13 +106,31 @@ def test_seed_excerpt_request(store):
     "line, expect",
     [
         ("  8,0    1        5     5.000000001  4321 1,0  m   N cfq1/ text", {"action": "m", "message": "cfq1/ text"}),
-        ("259,0    3        5     0.000001000     0  U   N [kworker/3:1H] 1", {"action": "U", "depth": 1, "comm": "kworker/3:1H"}),
-        ("  8,16   0       10     0.1  14252  X  RA 605 / 613 [(null)]", {"action": "X", "sector": 605, "split_sector": 613, "t_ns": 100000000}),
-        ("  8,0    0        1     1.000000000   697  P   N [V8 WorkerThread]", {"comm": "V8 WorkerThread", "sector": None}),
-        ("  8,0    0        2     1.000000000     0  C  FN 0 [0]", {"action": "C", "rwbs": "FN", "sector": 0, "nsect": None, "error": 0}),
+        (
+            "259,0    3        5     0.000001000     0  U   N [kworker/3:1H] 1",
+            {"action": "U", "depth": 1, "comm": "kworker/3:1H"},
+        ),
+        (
+            "  8,16   0       10     0.1  14252  X  RA 605 / 613 [(null)]",
+            {"action": "X", "sector": 605, "split_sector": 613, "t_ns": 100000000},
+        ),
+        (
+            "  8,0    0        1     1.000000000   697  P   N [V8 WorkerThread]",
+            {"comm": "V8 WorkerThread", "sector": None},
+        ),
+        (
+            "  8,0    0        2     1.000000000     0  C  FN 0 [0]",
+            {"action": "C", "rwbs": "FN", "sector": 0, "nsect": None, "error": 0},
+        ),
         ("  8,0    0        3     1.000000000     0  R   W 100 + 8 ( 1234) [5]", {"error": 5, "elapsed_ns": 1234}),
-        ("  8,0    0        4     1.000000000    12  Q FWS [jbd2/sda1-8]", {"sector": None, "comm": "jbd2/sda1-8", "rwbs": "FWS"}),
-        ("  8,0    0        5     1.000000000    12  D   R 36 (12 34 00) [scsi_id]", {"sector": None, "comm": "scsi_id"}),
+        (
+            "  8,0    0        4     1.000000000    12  Q FWS [jbd2/sda1-8]",
+            {"sector": None, "comm": "jbd2/sda1-8", "rwbs": "FWS"},
+        ),
+        (
+            "  8,0    0        5     1.000000000    12  D   R 36 (12 34 00) [scsi_id]",
+            {"sector": None, "comm": "scsi_id"},
+        ),
         ("8,0 0 6 2.5 1 UT N [dd] 3", {"t_ns": 2500000000, "depth": 3, "action": "UT"}),
     ],
 )
@@ -95,16 +156,21 @@ def test_summary_block_and_headers_are_skipped_not_counted():
 
 
 def test_corrupt_lines_are_listed_with_numbers():
-    text = ("  8,0    0        1     0.000000000   697  P   N [kjournald]\n"
-            "  8,0    0        X     0.000000100   697  G   W 223490 + 8 [kjournald]\n"
-            "hello world\n"
-            "  8,0    0        3     0.000000200   697  I   W 223490 + abc [kjournald]\n"
-            "  8,0    0        4     0.000000300   697  D   W 223490 + 8 [kjourn")
+    text = (
+        "  8,0    0        1     0.000000000   697  P   N [kjournald]\n"
+        "  8,0    0        X     0.000000100   697  G   W 223490 + 8 [kjournald]\n"
+        "hello world\n"
+        "  8,0    0        3     0.000000200   697  I   W 223490 + abc [kjournald]\n"
+        "  8,0    0        4     0.000000300   697  D   W 223490 + 8 [kjourn"
+    )
     rows, report = parse_text(text)
     assert [r["line"] for r in rows] == [1]
     assert [(e.line, e.reason.split(" (")[0]) for e in report.examples] == [
-        (2, "bad sequence field"), (3, "not a blkparse event line"), (4, "bad length after '+'"),
-        (5, "unterminated '(...)' or '[...]'")]
+        (2, "bad sequence field"),
+        (3, "not a blkparse event line"),
+        (4, "bad length after '+'"),
+        (5, "unterminated '(...)' or '[...]'"),
+    ]
     assert report.lines == 5 and report.skipped == 4
 
 
@@ -142,18 +208,36 @@ def test_each_field_at_its_limits():
         dev, cpu, t, rest = ("8,0", "0", a, b) if 7 > n or n > 9 else (a, b, f"0.00000000{n}", "B   W 100 + 8 [a]")
         lines.append(f"  {dev:>5} {cpu:>4} {n:8d}  {t}  697  {rest}")
     rows, report = parse_text("\n".join(lines) + "\n")
-    got = [(r["line"], r["t_ns"], r["action"], r["rwbs"], r["sector"], r["nsect"], r["comm"], r["depth"], r["message"])
-           for r in rows]
+    got = [
+        (r["line"], r["t_ns"], r["action"], r["rwbs"], r["sector"], r["nsect"], r["comm"], r["depth"], r["message"])
+        for r in rows
+    ]
     assert got == [
-        (1, 1, "B", "W", 100, 8, "a b]", None, None), (2, 5_000_000_000, "P", "N", None, None, "k", None, None),
-        (3, 500_000_000, "P", "N", None, None, "k", None, None), (4, 4, "U", "N", None, None, "k", 3, None),
-        (5, 5, "m", "N", None, None, None, None, "cfq697 insert"), (6, 6, "B", "W", 100, 8, "a", None, None),
-        (21, 21, "B", "W", 100, 8, None, None, None), (22, 22, "B", "W", None, None, None, None, None)]
+        (1, 1, "B", "W", 100, 8, "a b]", None, None),
+        (2, 5_000_000_000, "P", "N", None, None, "k", None, None),
+        (3, 500_000_000, "P", "N", None, None, "k", None, None),
+        (4, 4, "U", "N", None, None, "k", 3, None),
+        (5, 5, "m", "N", None, None, None, None, "cfq697 insert"),
+        (6, 6, "B", "W", 100, 8, "a", None, None),
+        (21, 21, "B", "W", 100, 8, None, None, None),
+        (22, 22, "B", "W", None, None, None, None, None),
+    ]
     assert [(e.line, e.reason.split(" (")[0]) for e in report.examples] == [
-        (7, "bad device field"), (8, "bad device field"), (9, "bad CPU field"), (10, "bad timestamp"),
-        (11, "bad timestamp"), (12, "bad timestamp"), (13, "bad action field"), (14, "bad action field"),
-        (15, "bad RWBS field"), (16, "bad RWBS field"), (17, "bad sector field"), (18, "bad sector field"),
-        (19, "bad length after '+'"), (20, "unexpected text after the event's fields")]
+        (7, "bad device field"),
+        (8, "bad device field"),
+        (9, "bad CPU field"),
+        (10, "bad timestamp"),
+        (11, "bad timestamp"),
+        (12, "bad timestamp"),
+        (13, "bad action field"),
+        (14, "bad action field"),
+        (15, "bad RWBS field"),
+        (16, "bad RWBS field"),
+        (17, "bad sector field"),
+        (18, "bad sector field"),
+        (19, "bad length after '+'"),
+        (20, "unexpected text after the event's fields"),
+    ]
 
 
 def summarize(store, path) -> dict:
@@ -161,25 +245,50 @@ def summarize(store, path) -> dict:
     src = created["sources"][0]
     con = store.cursor()
     sid = src["id"]
-    actions = dict(con.execute(  # every parsed line is in exactly one place: phases, bios or leftover events
-        "SELECT action, sum(n)::BIGINT FROM ("
-        " SELECT action, count(*) n FROM blk_events WHERE source_id = $sid GROUP BY 1"
-        " UNION ALL SELECT unnest(['A', 'Q', 'G', 'I', 'D', 'C']),"
-        "  unnest([count(a_line), count(q_line), count(g_line), count(i_line), count(DISTINCT d_line),"
-        "  count(DISTINCT c_line)])"  # a D or C whose range covers several requests is a phase of each
-        "  FROM blk_requests WHERE source_id = $sid"
-        " UNION ALL SELECT unnest(['A', 'Q', 'M', 'F']), unnest([count(a_line), count(q_line),"
-        "  count(*) FILTER (WHERE NOT front), count(*) FILTER (WHERE front)]) FROM blk_bios WHERE source_id = $sid"
-        ") WHERE n > 0 GROUP BY 1 ORDER BY 1", {"sid": sid}).fetchall())
+    actions = dict(
+        con.execute(  # every parsed line is in exactly one place: phases, bios or leftover events
+            "SELECT action, sum(n)::BIGINT FROM ("
+            " SELECT action, count(*) n FROM blk_events WHERE source_id = $sid GROUP BY 1"
+            " UNION ALL SELECT unnest(['A', 'Q', 'G', 'I', 'D', 'C']),"
+            "  unnest([count(a_line), count(q_line), count(g_line), count(i_line), count(DISTINCT d_line),"
+            "  count(DISTINCT c_line)])"  # a D or C whose range covers several requests is a phase of each
+            "  FROM blk_requests WHERE source_id = $sid"
+            " UNION ALL SELECT unnest(['A', 'Q', 'M', 'F']), unnest([count(a_line), count(q_line),"
+            "  count(*) FILTER (WHERE NOT front), count(*) FILTER (WHERE front)]) FROM blk_bios WHERE source_id = $sid"
+            ") WHERE n > 0 GROUP BY 1 ORDER BY 1",
+            {"sid": sid},
+        ).fetchall()
+    )
     assert sum(actions.values()) == src["events"]
     req = con.execute(
         "SELECT count(*), count(q_ns), count(i2d_ns), count(d2c_ns), count(q2c_ns), sum(merged_bios)::BIGINT,"
         " sum(requeues)::BIGINT, count(*) FILTER (WHERE error <> 0), max(i2d_ns), max(d2c_ns), max(q2c_ns),"
-        " quantile_disc(d2c_ns, 0.5), count(DISTINCT dev) FROM blk_requests WHERE source_id = ?", [sid]).fetchall()[0]
-    keys = ["requests", "with_q", "with_i2d", "with_d2c", "with_q2c", "merged_bios", "requeues", "errors",
-            "max_i2d_ns", "max_d2c_ns", "max_q2c_ns", "p50_d2c_ns", "devices"]
-    return {"lines": src["lines"], "events": src["events"], "skipped": src["skipped_lines"], "notes": src["notes"],
-            "actions": actions, **dict(zip(keys, req))}
+        " quantile_disc(d2c_ns, 0.5), count(DISTINCT dev) FROM blk_requests WHERE source_id = ?",
+        [sid],
+    ).fetchall()[0]
+    keys = [
+        "requests",
+        "with_q",
+        "with_i2d",
+        "with_d2c",
+        "with_q2c",
+        "merged_bios",
+        "requeues",
+        "errors",
+        "max_i2d_ns",
+        "max_d2c_ns",
+        "max_q2c_ns",
+        "p50_d2c_ns",
+        "devices",
+    ]
+    return {
+        "lines": src["lines"],
+        "events": src["events"],
+        "skipped": src["skipped_lines"],
+        "notes": src["notes"],
+        "actions": actions,
+        **dict(zip(keys, req)),
+    }
 
 
 @pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.name)
@@ -195,16 +304,27 @@ def test_public_samples_golden(store, path):
 
 def test_hand_checked_requests(store):
     """Requests checked line by line against the sample files."""
-    aid = ingest_paths(store, *(PUBLIC / "blkparse-text" / n for n in (
-        "derived-liuzel01-sda-lvm.blkparse.txt", "oxdeadmeat-nvme0n1-dmcrypt.blkparse.txt",
-        "derived-isotopp-keks-8cpu-sdd4-zfs.blkparse.txt", "derived-romeus-loop0-dump-x0y1.blkparse.txt")))["id"]
+    aid = ingest_paths(
+        store,
+        *(
+            PUBLIC / "blkparse-text" / n
+            for n in (
+                "derived-liuzel01-sda-lvm.blkparse.txt",
+                "oxdeadmeat-nvme0n1-dmcrypt.blkparse.txt",
+                "derived-isotopp-keks-8cpu-sdd4-zfs.blkparse.txt",
+                "derived-romeus-loop0-dump-x0y1.blkparse.txt",
+            )
+        ),
+    )["id"]
     con = store.cursor()
 
     def req(name, line):
         rows = con.execute(
             "SELECT r.dev, r.sector, r.nsect, r.q_ns, r.g_ns, r.i_ns, r.d_ns, r.c_ns, r.i2d_ns, r.d2c_ns,"
             " r.merged_bios, r.from_dev, r.source_id FROM blk_requests r JOIN sources s ON s.id = r.source_id"
-            " WHERE s.filename = ? AND r.line = ?", [name, line]).fetchall()
+            " WHERE s.filename = ? AND r.line = ?",
+            [name, line],
+        ).fetchall()
         if not rows:
             return rows
         detail = request_detail(con, aid, rows[0][-1], line)
@@ -212,15 +332,33 @@ def test_hand_checked_requests(store):
 
     # liuzel01 lines 2-6 (A<-8,2 Q G I D) and 13 (C): LVM remap onto the disk
     assert req("derived-liuzel01-sda-lvm.blkparse.txt", 2) == [
-        ("8,0", 24803160, 160, 252703, 324803, 383404, 418904, 4057032, 35500, 3638128, 0, "8,2", [2, 3, 4, 5, 6, 13])]
+        ("8,0", 24803160, 160, 252703, 324803, 383404, 418904, 4057032, 35500, 3638128, 0, "8,2", [2, 3, 4, 5, 6, 13])
+    ]
     # liuzel01 lines 489-491 (A Q G), 493-495 (A Q M: a back-merged bio), 565 I, 582 D, 598 C (+ 16 sectors)
     assert req("derived-liuzel01-sda-lvm.blkparse.txt", 489)[0][2] == 16
     assert req("derived-liuzel01-sda-lvm.blkparse.txt", 489)[0][10:] == (
-        1, "8,2", [489, 490, 491, 493, 494, 495, 565, 582, 598])
+        1,
+        "8,2",
+        [489, 490, 491, 493, 494, 495, 565, 582, 598],
+    )
     # oxdeadmeat lines 4-6 (A Q G), 9-11 (A Q M of 763360920), 12 D and 13 C of 763360912 + 16
     assert req("oxdeadmeat-nvme0n1-dmcrypt.blkparse.txt", 4) == [
-        ("259,0", 763360912, 16, 299, 5301, None, 9435, 23558761, None, 23549326, 1, "259,3",
-         [4, 5, 6, 9, 10, 11, 12, 13])]
+        (
+            "259,0",
+            763360912,
+            16,
+            299,
+            5301,
+            None,
+            9435,
+            23558761,
+            None,
+            23549326,
+            1,
+            "259,3",
+            [4, 5, 6, 9, 10, 11, 12, 13],
+        )
+    ]
     # isotopp: D (line 1) then C (line 3) on another CPU; line 2's D never completes, line 4 re-dispatches it
     assert req("derived-isotopp-keks-8cpu-sdd4-zfs.blkparse.txt", 1)[0][6:10] == (0, 843237, None, 843237)
     assert req("derived-isotopp-keks-8cpu-sdd4-zfs.blkparse.txt", 2)[0][6:8] == (12680, None)
@@ -234,11 +372,13 @@ def test_chunk_tokenized_in_two_threads_same_as_in_one():
     report are the same as with chunks tokenized by one. Here the tail begins inside a summary block: whether its
     first lines are skipped (not events) or ignored (summary) depends on a line its thread never sees."""
     lines = (SAMPLES / "demo-cfq-starvation.blkparse.txt").read_text().splitlines(keepends=True)
-    head, rest = lines[: len(lines) * 3 // 10], lines[len(lines) * 3 // 10:]
+    head, rest = lines[: len(lines) * 3 // 10], lines[len(lines) * 3 // 10 :]
     size = sum(map(len, lines))
     bad = ["hello world\n"] * (size // 20 // 12)  # ~5 % of the bytes: skipped, listed
-    summary = ["CPU0 (sda):\n"] + [" Reads Queued:           0,        0KiB\t Writes Queued:       1,        4KiB\n",
-                                   "kjournald (697)\n"] * (size // 5 // 95)  # ~20 %: ignored
+    summary = ["CPU0 (sda):\n"] + [
+        " Reads Queued:           0,        0KiB\t Writes Queued:       1,        4KiB\n",
+        "kjournald (697)\n",
+    ] * (size // 5 // 95)  # ~20 %: ignored
     text = "".join(head + bad + summary + rest).encode()
     split_at = text.index(b"\n", len(text) * 2 // 5) + 1  # where _blkparse.c cuts a chunk
     first, last = len(head + bad) + 1, len(head + bad + summary)
@@ -271,19 +411,24 @@ def test_file_with_stored_phase_durations_is_rebuilt_with_them_computed(tmp_path
     con.execute("CREATE TABLE stored AS SELECT * FROM blk_requests")
     con.execute("DROP TABLE blk_requests")
     con.execute("ALTER TABLE stored RENAME TO blk_requests")
-    assert con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'blk_requests'"
-                       " AND column_default IS NOT NULL").fetchall() == [(0,)]
+    assert con.execute(
+        "SELECT count(*) FROM duckdb_columns() WHERE table_name = 'blk_requests' AND column_default IS NOT NULL"
+    ).fetchall() == [(0,)]
     con.close()
 
     s = Store(path)
     try:
         ingest_paths(s, SEED / "cfq-dispatch-starvation.blkparse.txt")
         con = s.cursor()
-        assert sorted(n for (n,) in con.execute(
-            "SELECT column_name FROM duckdb_columns() WHERE table_name = 'blk_requests' AND column_default IS NOT NULL"
-        ).fetchall()) == ["d2c_ns", "g2i_ns", "i2d_ns", "q2c_ns", "q2g_ns"]
-        assert con.execute("SELECT source_id, q2g_ns, g2i_ns, i2d_ns, d2c_ns FROM blk_requests ORDER BY source_id"
-                           ).fetchall() == [(1, 318, 22911, 15626265317, None), (2, 318, 22911, 15626265317, None)]
+        assert sorted(
+            n
+            for (n,) in con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE table_name = 'blk_requests' AND column_default IS NOT NULL"
+            ).fetchall()
+        ) == ["d2c_ns", "g2i_ns", "i2d_ns", "q2c_ns", "q2g_ns"]
+        assert con.execute(
+            "SELECT source_id, q2g_ns, g2i_ns, i2d_ns, d2c_ns FROM blk_requests ORDER BY source_id"
+        ).fetchall() == [(1, 318, 22911, 15626265317, None), (2, 318, 22911, 15626265317, None)]
     finally:
         s.close()
 
@@ -298,21 +443,33 @@ def test_facts_equal_a_scan_of_the_requests(top, monkeypatch):
     for path in [SEED / "cfq-dispatch-starvation.blkparse.txt", *SAMPLE_FILES]:
         report = ParseReport(path.name)
         with open(path, "rb") as f:
-            rows = [r for table, batch in blkparse.parse(f, report) if table == "blk_requests" for r in batch.to_pylist()]
+            rows = [
+                r for table, batch in blkparse.parse(f, report) if table == "blk_requests" for r in batch.to_pylist()
+            ]
         times = [r[f"{p}_ns"] for r in rows for p in "aqgidc" if r[f"{p}_ns"] is not None]
 
         def back(r):
-            return any(r[f"{a}_ns"] is not None and r[f"{b}_ns"] is not None and r[f"{b}_ns"] < r[f"{a}_ns"]
-                       for a, b in ("qg", "gi", "id", "dc"))
+            return any(
+                r[f"{a}_ns"] is not None and r[f"{b}_ns"] is not None and r[f"{b}_ns"] < r[f"{a}_ns"]
+                for a, b in ("qg", "gi", "id", "dc")
+            )
 
         def slowest(a, b):
             nonlocal kept_some
-            lat = [(r[f"{b}_ns"] - r[f"{a}_ns"], r["line"]) for r in rows
-                   if r[f"{a}_ns"] is not None and r[f"{b}_ns"] is not None and r[f"{b}_ns"] >= r[f"{a}_ns"]]
+            lat = [
+                (r[f"{b}_ns"] - r[f"{a}_ns"], r["line"])
+                for r in rows
+                if r[f"{a}_ns"] is not None and r[f"{b}_ns"] is not None and r[f"{b}_ns"] >= r[f"{a}_ns"]
+            ]
             kept_some = kept_some or len(lat) > top
             return [line for _, line in sorted(lat, key=lambda x: (-x[0], x[1]))[:top]]
 
-        assert report.facts == {"lo": min(times, default=None), "hi": max(times, default=None),
-                                "backwards": sum(map(back, rows)), "i2d": slowest("i", "d"),
-                                "d2c": slowest("d", "c"), "q2c": slowest("q", "c")}, path.name
+        assert report.facts == {
+            "lo": min(times, default=None),
+            "hi": max(times, default=None),
+            "backwards": sum(map(back, rows)),
+            "i2d": slowest("i", "d"),
+            "d2c": slowest("d", "c"),
+            "q2c": slowest("q", "c"),
+        }, path.name
     assert kept_some or top == 1000

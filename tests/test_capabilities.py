@@ -1,6 +1,7 @@
 """What a capture can tell (GET /analyses/{id}/capabilities): the views with data, what is missing and the command
 that adds it, lost events; and waits inferred from long sleeping calls in a function_graph capture without scheduler
 events."""
+
 from __future__ import annotations
 
 from tests.conftest import PUBLIC, SAMPLES, ingest_bytes, ingest_paths
@@ -22,7 +23,8 @@ def test_function_graph_without_task_column(client, store):
     assert "no funcgraph-proc column" in views["timeline"]["summary"]
     missing = {m["what"]: m for m in c["missing"]}
     assert missing["waits, who woke whom, runnable delay"]["capture"] == (
-        "trace-cmd record -p function_graph -e sched_switch -e sched_wakeup -T")
+        "trace-cmd record -p function_graph -e sched_switch -e sched_wakeup -T"
+    )
     assert "funcgraph-proc" in missing["calls per task"]["capture"]
     assert c["events"]["calls"] > 0 and c["events"]["calls_with_task"] == 0 and c["lost"] == []
 
@@ -31,8 +33,11 @@ def test_scheduler_events_only(client, store):
     aid = ingest_paths(store, PUBLIC / "trace-cmd-report" / "derived-elainecole-report-sched_switch.txt")["id"]
     c = caps(client, aid)
     views = {v["tab"]: v for v in c["views"]}
-    assert views["stalls"] == {"tab": "stalls", "state": "data",
-                               "summary": "2585 waits (2585 from scheduler events), no stacks"}
+    assert views["stalls"] == {
+        "tab": "stalls",
+        "state": "data",
+        "summary": "2585 waits (2585 from scheduler events), no stacks",
+    }
     assert {m["what"] for m in c["missing"]} >= {"who woke whom", "the stacks of waits, and so their locks"}
     assert {m["capture"] for m in c["missing"]} >= {"trace-cmd record -e sched_switch -e sched_wakeup -T"}
 
@@ -42,10 +47,12 @@ def test_overrun_and_lost_markers(client, store):
     (lost,) = caps(client, aid)["lost"]
     assert lost["what"].startswith("the buffer overran: 116725 of 572368 events written were overwritten")
     assert lost["t0_ns"] is None and lost["t1_ns"] is not None
-    text = (b"cpus=2\n"
-            b"  a-1  [000] 1.000000: sched_switch: a:1 [120] S ==> b:2 [120]\n"
-            b"CPU:0 [12 EVENTS DROPPED]\n"
-            b"  b-2  [000] 1.500000: sched_switch: b:2 [120] S ==> a:1 [120]\n")
+    text = (
+        b"cpus=2\n"
+        b"  a-1  [000] 1.000000: sched_switch: a:1 [120] S ==> b:2 [120]\n"
+        b"CPU:0 [12 EVENTS DROPPED]\n"
+        b"  b-2  [000] 1.500000: sched_switch: b:2 [120] S ==> a:1 [120]\n"
+    )
     aid = ingest_bytes(store, **{"t.txt": text})["id"]
     (lost,) = caps(client, aid)["lost"]
     assert (lost["cpu"], lost["line"], lost["t1_ns"] - lost["t0_ns"]) == (0, 3, 500_000_000)
@@ -53,11 +60,20 @@ def test_overrun_and_lost_markers(client, store):
 
 
 def test_every_view_of_the_demo(client, store):
-    aid = ingest_paths(store, SAMPLES / "incident.trace-cmd-report.txt", SAMPLES / "incident.blkparse.txt",
-                       SAMPLES / "incident.offcputime.txt")["id"]
+    aid = ingest_paths(
+        store,
+        SAMPLES / "incident.trace-cmd-report.txt",
+        SAMPLES / "incident.blkparse.txt",
+        SAMPLES / "incident.offcputime.txt",
+    )["id"]
     c = caps(client, aid)
-    assert {v["tab"] for v in c["views"] if v["state"] == "data"} == {"stalls", "timeline", "dispatch", "offcpu",
-                                                                      "sources"}
+    assert {v["tab"] for v in c["views"] if v["state"] == "data"} == {
+        "stalls",
+        "timeline",
+        "dispatch",
+        "offcpu",
+        "sources",
+    }
     assert not [m for m in c["missing"] if "block requests" in m["what"] or "off-CPU" in m["what"]]
 
 

@@ -14,8 +14,7 @@ from backend.app import create_app
 from backend.store import Store
 from tests.conftest import SAMPLES, ingest_paths
 
-INCIDENT = [SAMPLES / n for n in ("incident.blkparse.txt", "incident.trace-cmd-report.txt",
-                                  "incident.offcputime.txt")]
+INCIDENT = [SAMPLES / n for n in ("incident.blkparse.txt", "incident.trace-cmd-report.txt", "incident.offcputime.txt")]
 TOKEN = "t0ken-of-the-team-server-0123456789"
 
 
@@ -24,8 +23,9 @@ def _rows_of_sources(store: Store, source_ids: list[int]) -> dict[str, int]:
     try:
         found = {}
         for table in disk._tables_with(con, "source_id"):
-            n = con.execute(f'SELECT count(*) FROM "{table}" WHERE list_contains(?, source_id)',
-                            [source_ids]).fetchall()[0][0]
+            n = con.execute(
+                f'SELECT count(*) FROM "{table}" WHERE list_contains(?, source_id)', [source_ids]
+            ).fetchall()[0][0]
             if n:
                 found[table] = n
         return found
@@ -63,8 +63,10 @@ def test_delete_on_a_shared_server_needs_the_edit_key_or_the_token(store):
     with TestClient(create_app(store, warm=False, access=Access(token=TOKEN, allowed_hosts=("*",)))) as c:
         auth = {"Authorization": f"Bearer {TOKEN}"}
         path = SAMPLES / "cfq-dispatch-starvation.blkparse.txt"
-        created = [c.post("/api/analyses", files=[("files", (path.name, path.read_bytes()))], headers=auth).json()
-                   for _ in range(2)]
+        created = [
+            c.post("/api/analyses", files=[("files", (path.name, path.read_bytes()))], headers=auth).json()
+            for _ in range(2)
+        ]
         a, b = created
         assert c.delete(f"/api/analyses/{a['id']}").status_code == 401
         assert c.delete(f"/api/analyses/{a['id']}", headers={"X-Edit-Key": b["edit_key"]}).status_code == 403

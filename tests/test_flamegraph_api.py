@@ -1,4 +1,5 @@
 """The flame-graph endpoints on real off-CPU dumps."""
+
 from __future__ import annotations
 
 from tests.conftest import PUBLIC, SAMPLES, SEED, ingest_paths

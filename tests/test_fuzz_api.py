@@ -40,16 +40,19 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", _APP)
 
 @pytest.fixture(scope="module")
 def fuzzed():
-    analyses = [ingest_paths(_STORE, *(SAMPLES / n for n in INCIDENT)),
-                ingest_paths(_STORE, *(SAMPLES / n for n in WAKERS))]
+    analyses = [
+        ingest_paths(_STORE, *(SAMPLES / n for n in INCIDENT)),
+        ingest_paths(_STORE, *(SAMPLES / n for n in WAKERS)),
+    ]
     yield _APP, analyses
     _STORE.close()
     shutil.rmtree(_DIR, ignore_errors=True)
 
 
 @schema.parametrize()
-@settings(max_examples=FUZZ_EXAMPLES, derandomize=True, deadline=None, database=None,
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=FUZZ_EXAMPLES, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
 def test_no_request_gets_a_server_error(case, fuzzed):
     _, analyses = fuzzed
     params = case.path_parameters or {}
@@ -73,19 +76,41 @@ def client(fuzzed):
 
 def _reads(created: dict) -> list[str]:
     a = f"/api/analyses/{created['id']}"
-    return [a, f"{a}/timeline", f"{a}/latency-over-time", f"{a}/requests", f"{a}/dispatch-summary",
-            f"{a}/heatmap?metric=i2d", f"{a}/heatmap?metric=wait", f"{a}/heatmap/events?metric=q2c", f"{a}/chains",
-            f"{a}/waits", f"{a}/calls?pid=1", f"{a}/marks", f"{a}/flamegraph", f"{a}/wakers", f"{a}/offcpu-tasks"]
+    return [
+        a,
+        f"{a}/timeline",
+        f"{a}/latency-over-time",
+        f"{a}/requests",
+        f"{a}/dispatch-summary",
+        f"{a}/heatmap?metric=i2d",
+        f"{a}/heatmap?metric=wait",
+        f"{a}/heatmap/events?metric=q2c",
+        f"{a}/chains",
+        f"{a}/waits",
+        f"{a}/calls?pid=1",
+        f"{a}/marks",
+        f"{a}/flamegraph",
+        f"{a}/wakers",
+        f"{a}/offcpu-tasks",
+    ]
 
 
-@pytest.mark.parametrize("query", [
-    "timeline?t1_ns=9223372036854775808", "timeline?t0_ns=-9223372036854775809&t1_ns=0",
-    "latency-over-time?t0_ns=-9223372036854775808", "latency-over-time?t1_ns=9223372036854775807",
-    f"requests?t0_ns={-LIMIT - 1}", f"heatmap?metric=i2d&t1_ns={LIMIT + 1}",
-    "requests?pid=9223372036854775808", "calls?pid=-9223372036854775809",
-    "requests/1/9223372036854775808", "requests/99999999999999999999/1",
-    "heatmap/events?metric=i2d&lat_min_ns=9223372036854775808",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "timeline?t1_ns=9223372036854775808",
+        "timeline?t0_ns=-9223372036854775809&t1_ns=0",
+        "latency-over-time?t0_ns=-9223372036854775808",
+        "latency-over-time?t1_ns=9223372036854775807",
+        f"requests?t0_ns={-LIMIT - 1}",
+        f"heatmap?metric=i2d&t1_ns={LIMIT + 1}",
+        "requests?pid=9223372036854775808",
+        "calls?pid=-9223372036854775809",
+        "requests/1/9223372036854775808",
+        "requests/99999999999999999999/1",
+        "heatmap/events?metric=i2d&lat_min_ns=9223372036854775808",
+    ],
+)
 def test_times_and_numbers_past_their_range_are_422(client, fuzzed, query):
     r = client.get(f"/api/analyses/{fuzzed[1][0]['id']}/{query}")
     assert r.status_code == 422, (query, r.text)
@@ -113,8 +138,9 @@ def test_extreme_clock_offsets_leave_every_read_working(client, fuzzed, offset):
 @pytest.mark.parametrize("offset", [LIMIT + 1, -LIMIT - 1, 1 << 63, -(1 << 64)])
 def test_offsets_past_the_limit_are_422(client, fuzzed, offset):
     created = fuzzed[1][0]
-    r = client.patch(f"/api/analyses/{created['id']}/sources/{created['sources'][0]['id']}",
-                     json={"clock_offset_ns": offset})
+    r = client.patch(
+        f"/api/analyses/{created['id']}/sources/{created['sources'][0]['id']}", json={"clock_offset_ns": offset}
+    )
     assert r.status_code == 422, r.text
 
 
@@ -129,4 +155,6 @@ def test_a_defect_answers_an_id_and_no_internals(fuzzed, monkeypatch):
         r = c.get("/api/analyses")
     assert r.status_code == 500
     detail = r.json()["detail"]
-    assert "reference" in detail and "Binder" not in detail and "wait_rows" not in detail and "RuntimeError" not in detail
+    assert (
+        "reference" in detail and "Binder" not in detail and "wait_rows" not in detail and "RuntimeError" not in detail
+    )

@@ -122,9 +122,11 @@ def test_connections_sending_headers_slowly_are_closed(live_server):
 
 def test_a_body_that_stalls_gets_408(live_server):
     with socket.create_connection(("127.0.0.1", live_server), timeout=10) as s:
-        s.sendall(b"POST /api/analyses HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary=b"
-                  b"\r\nContent-Length: 100000\r\n\r\n--b\r\nContent-Disposition: form-data; name=\"files\"; "
-                  b"filename=\"a.txt\"\r\n\r\n8,0 1 1 0.1 1 Q W 1 + 8 [a]\n")
+        s.sendall(
+            b"POST /api/analyses HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary=b"
+            b'\r\nContent-Length: 100000\r\n\r\n--b\r\nContent-Disposition: form-data; name="files"; '
+            b'filename="a.txt"\r\n\r\n8,0 1 1 0.1 1 Q W 1 + 8 [a]\n'
+        )
         t0 = time.monotonic()
         answer = s.recv(4096)
         assert answer.startswith(b"HTTP/1.1 408"), answer

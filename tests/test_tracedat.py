@@ -1,6 +1,7 @@
 """trace-cmd's trace.dat uploaded as it is: golden tests against the DERIVED `trace-cmd report` text of the same
 captures (every table the ftrace format fills and derives, and the API's answers), damaged files refused with the
 byte offset and nothing kept, and a fuzz of the reader."""
+
 from __future__ import annotations
 
 import glob
@@ -36,28 +37,67 @@ SHARED_CAPTURES = {  # each .dat in shared and its DERIVED `trace-cmd report -i`
 CAPTURES = {**SHARED_CAPTURES, OWN.name: (OWN, OWN.with_suffix(".report.txt"))}
 GENERATED, ROUNDS = "generated-function-graph.dat", 50  # bench/gen_tracedat.py: what no kernel here can record
 EXPECTED = {  # hand-checked: events, report lines, the note naming the file's form, the clock the file names
-    V7.name: (41400, 335333, "trace.dat v7, zstd-compressed (6 sections, 82 chunks of trace data), little-endian, "
-                             "64-bit, 4 CPUs, decoded by trace-cmd report", "perf"),
+    V7.name: (
+        41400,
+        335333,
+        "trace.dat v7, zstd-compressed (6 sections, 82 chunks of trace data), little-endian, "
+        "64-bit, 4 CPUs, decoded by trace-cmd report",
+        "perf",
+    ),
     V6.name: (4427, 4428, "trace.dat v6, little-endian, 32-bit, 4 CPUs, decoded by trace-cmd report", None),
-    OWN.name: (69, 489, "trace.dat v7, zstd-compressed (6 sections, 2 chunks of trace data), little-endian, 64-bit, "
-                        "2 CPUs, decoded by trace-cmd report", "local"),
-    GENERATED: (ROUNDS * (gen_tracedat.CALLS_PER_ROUND + 3),  # rows: the calls, 2 switches and a waking a round
-                # lines: the header and an event a line, but the writer's up_write entry and exit (the next record)
-                # make one `up_write();` line
-                1 + ROUNDS * (gen_tracedat.EVENTS_PER_ROUND - 1),
-                "trace.dat v6, little-endian, 64-bit, 4 CPUs, decoded by trace-cmd report", "perf"),
+    OWN.name: (
+        69,
+        489,
+        "trace.dat v7, zstd-compressed (6 sections, 2 chunks of trace data), little-endian, 64-bit, "
+        "2 CPUs, decoded by trace-cmd report",
+        "local",
+    ),
+    GENERATED: (
+        ROUNDS * (gen_tracedat.CALLS_PER_ROUND + 3),  # rows: the calls, 2 switches and a waking a round
+        # lines: the header and an event a line, but the writer's up_write entry and exit (the next record)
+        # make one `up_write();` line
+        1 + ROUNDS * (gen_tracedat.EVENTS_PER_ROUND - 1),
+        "trace.dat v6, little-endian, 64-bit, 4 CPUs, decoded by trace-cmd report",
+        "perf",
+    ),
 }
-API_PATHS = ("", "/waits", "/waits?idle=true", "/chains", "/marks", "/timeline", "/flamegraph",
-             "/heatmap/metrics", "/wakers")
-NOT_COMPARED = {"id", "analysis_id", "name", "created_at", "filename", "sha256", "bytes", "notes", "clock",
-                "alignment", "url", "files"}
-KINDS = {V7.name: "trace.dat v7 (zstd)", V6.name: "trace.dat v6", OWN.name: "trace.dat v7 (zstd)",
-         GENERATED: "trace.dat v6"}  # Sources tab
+API_PATHS = (
+    "",
+    "/waits",
+    "/waits?idle=true",
+    "/chains",
+    "/marks",
+    "/timeline",
+    "/flamegraph",
+    "/heatmap/metrics",
+    "/wakers",
+)
+NOT_COMPARED = {
+    "id",
+    "analysis_id",
+    "name",
+    "created_at",
+    "filename",
+    "sha256",
+    "bytes",
+    "notes",
+    "clock",
+    "alignment",
+    "url",
+    "files",
+}
+KINDS = {
+    V7.name: "trace.dat v7 (zstd)",
+    V6.name: "trace.dat v6",
+    OWN.name: "trace.dat v7 (zstd)",
+    GENERATED: "trace.dat v6",
+}  # Sources tab
 
 
 def test_every_shared_dat_has_a_golden():
-    assert sorted(os.path.basename(p) for p in glob.glob(str(REPORTS / "trace-dat" / "*.dat"))) == \
-        sorted(SHARED_CAPTURES)
+    assert sorted(os.path.basename(p) for p in glob.glob(str(REPORTS / "trace-dat" / "*.dat"))) == sorted(
+        SHARED_CAPTURES
+    )
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +122,10 @@ def _rows(con, table: str, columns: list[str], key: str, got: dict) -> list[tupl
     ids = {c: "s" if c.endswith("source_id") else "a" for c in columns if c.endswith("source_id") or c == "analysis_id"}
     shown = [f'"{c}"' for c in columns if c not in ids] + [f'("{c}" IS NOT DISTINCT FROM ${v})' for c, v in ids.items()]
     values = {"s": got["sources"][0]["id"], "a": got["id"]}
-    return con.execute(f"SELECT {', '.join(shown)} FROM {table} WHERE {key} = ${ids[key]} ORDER BY ALL",
-                       {v: values[v] for v in set(ids.values())}).fetchall()
+    return con.execute(
+        f"SELECT {', '.join(shown)} FROM {table} WHERE {key} = ${ids[key]} ORDER BY ALL",
+        {v: values[v] for v in set(ids.values())},
+    ).fetchall()
 
 
 @pytest.mark.parametrize("name", sorted([*CAPTURES, GENERATED]))
@@ -95,8 +137,9 @@ def test_golden_tables_equal_the_reports(ingested, name):
     con = store.cursor()
     try:
         columns: dict[str, list[str]] = {}
-        for table, column in con.execute("SELECT table_name, column_name FROM information_schema.columns "
-                                         "ORDER BY table_name, ordinal_position").fetchall():
+        for table, column in con.execute(
+            "SELECT table_name, column_name FROM information_schema.columns ORDER BY table_name, ordinal_position"
+        ).fetchall():
             columns.setdefault(table, []).append(column)
         compared = 0
         for table, cols in sorted(columns.items()):
@@ -109,14 +152,17 @@ def test_golden_tables_equal_the_reports(ingested, name):
             assert a == b, f"{table}: the trace.dat's rows differ from the report's"
             compared += len(a)
         keep = "lines, events, skipped_lines, skipped_examples, t_min_ns, t_max_ns, format, clock_offset_ns"
-        src = [con.execute(f"SELECT {keep} FROM sources WHERE id = ?", [s["sources"][0]["id"]]).fetchall()
-               for s in (dat, txt)]
+        src = [
+            con.execute(f"SELECT {keep} FROM sources WHERE id = ?", [s["sources"][0]["id"]]).fetchall()
+            for s in (dat, txt)
+        ]
         assert src[0] == src[1]
         events, lines, note, clock = EXPECTED[name]
         assert (dat["sources"][0]["events"], dat["sources"][0]["lines"]) == (events, lines)
         assert compared > events  # the events, and what is derived from them
-        fmt, nbytes, clk = con.execute("SELECT format, bytes, clock FROM sources WHERE id = ?",
-                                       [dat["sources"][0]["id"]]).fetchall()[0]
+        fmt, nbytes, clk = con.execute(
+            "SELECT format, bytes, clock FROM sources WHERE id = ?", [dat["sources"][0]["id"]]
+        ).fetchall()[0]
         assert (fmt, nbytes, clk) == ("ftrace", captures[name][0].stat().st_size, clock)
         assert any(n.startswith(note) for n in dat["sources"][0]["notes"]), dat["sources"][0]["notes"]
     finally:
@@ -127,8 +173,11 @@ def _same(value, sid: int):
     """An API answer without what names the upload rather than the capture (ids, file names, notes, clock); lane
     keys name their source ('task:<source id>:<pid>')."""
     if isinstance(value, dict):
-        return {_same(k, sid): _same(v, sid) for k, v in value.items()
-                if k not in NOT_COMPARED and not k.endswith("source_id")}
+        return {
+            _same(k, sid): _same(v, sid)
+            for k, v in value.items()
+            if k not in NOT_COMPARED and not k.endswith("source_id")
+        }
     if isinstance(value, list):
         return [_same(v, sid) for v in value]
     if isinstance(value, str):
@@ -144,11 +193,15 @@ def test_generated_function_graph_gives_the_waits_it_holds(ingested):
     con = store.cursor()
     try:
         sid = dat["sources"][0]["id"]
-        calls = con.execute("SELECT count(*), count(*) FILTER (WHERE partial) FROM fg_call_rows WHERE source_id = ?",
-                            [sid]).fetchall()[0]
+        calls = con.execute(
+            "SELECT count(*), count(*) FILTER (WHERE partial) FROM fg_call_rows WHERE source_id = ?", [sid]
+        ).fetchall()[0]
         assert calls == (ROUNDS * gen_tracedat.CALLS_PER_ROUND, 0)
-        waits = con.execute("SELECT pid, state, lock, primitive, waker_pid, duration_ns, count(*) FROM waits "
-                            "WHERE source_id = ? GROUP BY ALL", [sid]).fetchall()
+        waits = con.execute(
+            "SELECT pid, state, lock, primitive, waker_pid, duration_ns, count(*) FROM waits "
+            "WHERE source_id = ? GROUP BY ALL",
+            [sid],
+        ).fetchall()
         assert waits == [(3334, "D", "down_write", "rwsem (write)", 754, 39000, ROUNDS)]
         assert con.execute("SELECT count(*) FROM chains WHERE analysis_id = ?", [dat["id"]]).fetchall()[0][0] == ROUNDS
     finally:
@@ -193,6 +246,7 @@ def test_upload_through_the_api_in_memory_and_spooled(tmp_path):
 
 # ---- damaged files: a message naming the file and the byte, nothing kept --------------------------------------
 
+
 def _options(data: bytes, at: int) -> dict[int, int]:
     """Where each option of the (uncompressed) v7 options sections, the first at `at`, starts: id -> offset."""
     found = {}
@@ -219,38 +273,81 @@ def _v7_cases() -> list[tuple[str, bytes, str]]:
         ("cut in the magic", data[:8], r"byte 8: the file ends inside the trace.dat magic"),
         ("cut in the version", data[:11], r"byte 10: the file version: no terminating NUL"),
         ("cut in the options offset", data[:33], r"byte 29: the offset of the first options section: needs 8 bytes"),
-        ("cut before the options", data[:1_000_000], rf"byte {options_at}: the options section is said to start here, "
-                                                      r"past the end of the file \(1000000 bytes\): truncated"),
+        (
+            "cut before the options",
+            data[:1_000_000],
+            rf"byte {options_at}: the options section is said to start here, "
+            r"past the end of the file \(1000000 bytes\): truncated",
+        ),
         # the last options section (with the BUFFER option) follows the trace data: a cut there loses it first
-        ("cut in CPU 2's data", data[: cpu[2][0] + 100], rf"byte {len(data) - 255}: the options section is said to "
-                                                          rf"start here, past the end of the file \({cpu[2][0] + 100} "),
+        (
+            "cut in CPU 2's data",
+            data[: cpu[2][0] + 100],
+            rf"byte {len(data) - 255}: the options section is said to "
+            rf"start here, past the end of the file \({cpu[2][0] + 100} ",
+        ),
         ("corrupt magic", b"\x17\x09" + data[2:], r"byte 0: not a trace-cmd trace.dat: the magic is"),
         ("unknown version", data[:10] + b"8" + data[11:], r"byte 10: unknown trace.dat file version '8'"),
         ("unknown compression", data[:18] + b"lz4\0" + data[22:], r"byte 18: unknown compression algorithm 'lz4'"),
-        ("section id overwritten", data[:kallsyms] + b"\x63\x00" + data[kallsyms + 2:],
-         rf"byte {kallsyms}: expected the kallsyms section \(id 19\), found a section with id 99"),
-        ("zstd section corrupt", data[:kallsyms + 24] + b"XXXX" + data[kallsyms + 28:],
-         rf"byte {kallsyms + 24}: the kallsyms section does not decompress with zstd: "),
-        ("zstd chunk corrupt", data[:cpu[1][0] + 12] + b"XXXX" + data[cpu[1][0] + 16:],
-         rf"byte {cpu[1][0] + 12}: chunk 1 of CPU 1's trace data does not decompress with zstd"),
-        ("chunk not whole pages", data[:cpu[1][0] + 8] + struct.pack("<I", 4097) + data[cpu[1][0] + 12:],
-         rf"byte {cpu[1][0] + 8}: chunk 1 of CPU 1's trace data is said to hold 4097 bytes, not a whole number of "
-         r"4096-byte pages"),
-        ("chunk count too large", data[:cpu[1][0]] + struct.pack("<I", 1 << 30) + data[cpu[1][0] + 4:],
-         rf"byte {cpu[1][0]}: CPU 1's trace data is said to hold 1073741824 chunks"),
+        (
+            "section id overwritten",
+            data[:kallsyms] + b"\x63\x00" + data[kallsyms + 2 :],
+            rf"byte {kallsyms}: expected the kallsyms section \(id 19\), found a section with id 99",
+        ),
+        (
+            "zstd section corrupt",
+            data[: kallsyms + 24] + b"XXXX" + data[kallsyms + 28 :],
+            rf"byte {kallsyms + 24}: the kallsyms section does not decompress with zstd: ",
+        ),
+        (
+            "zstd chunk corrupt",
+            data[: cpu[1][0] + 12] + b"XXXX" + data[cpu[1][0] + 16 :],
+            rf"byte {cpu[1][0] + 12}: chunk 1 of CPU 1's trace data does not decompress with zstd",
+        ),
+        (
+            "chunk not whole pages",
+            data[: cpu[1][0] + 8] + struct.pack("<I", 4097) + data[cpu[1][0] + 12 :],
+            rf"byte {cpu[1][0] + 8}: chunk 1 of CPU 1's trace data is said to hold 4097 bytes, not a whole number of "
+            r"4096-byte pages",
+        ),
+        (
+            "chunk count too large",
+            data[: cpu[1][0]] + struct.pack("<I", 1 << 30) + data[cpu[1][0] + 4 :],
+            rf"byte {cpu[1][0]}: CPU 1's trace data is said to hold 1073741824 chunks",
+        ),
     ]
     header_option = _options(data, options_at)[HEADER_INFO]  # the HEADER_INFO option made an unknown one
-    cases.append(("header info section missing", data[:header_option] + b"\xc8\x00" + data[header_option + 2:],
-                  r"byte 29: the file has no header info section"))
+    cases.append(
+        (
+            "header info section missing",
+            data[:header_option] + b"\xc8\x00" + data[header_option + 2 :],
+            r"byte 29: the file has no header info section",
+        )
+    )
     buffer_option = _options(data, options_at)[BUFFER]  # the buffer's data said to start past the end
-    cases.append(("buffer past the end", data[:buffer_option + 6] + struct.pack("<Q", len(data) + 5)
-                  + data[buffer_option + 14:], rf"byte {len(data) + 5}: the trace data section is said to start here"))
+    cases.append(
+        (
+            "buffer past the end",
+            data[: buffer_option + 6] + struct.pack("<Q", len(data) + 5) + data[buffer_option + 14 :],
+            rf"byte {len(data) + 5}: the trace data section is said to start here",
+        )
+    )
     size_at = buffer_option + 6 + 8 + 1 + 5 + 8 + 3 * 20 + 12  # CPU 3's size: past the end of the file
-    cases.append(("CPU data past the end", data[:size_at] + struct.pack("<Q", 1 << 20) + data[size_at + 8:],
-                  rf"byte {size_at - 12}: CPU 3's trace data of buffer 'top' is said to lie at bytes {cpu[3][0]}-"))
+    cases.append(
+        (
+            "CPU data past the end",
+            data[:size_at] + struct.pack("<Q", 1 << 20) + data[size_at + 8 :],
+            rf"byte {size_at - 12}: CPU 3's trace data of buffer 'top' is said to lie at bytes {cpu[3][0]}-",
+        )
+    )
     last = cpu[3][0] + 4 + cpu[3][1] - 100  # CPU 3's last chunk cut short (the section after it kept)
-    cases.append(("cut in the last chunk", data[:last] + bytes(100) + data[last + 100:],
-                  r"byte \d+: chunk 48 of CPU 3's trace data does not decompress with zstd"))
+    cases.append(
+        (
+            "cut in the last chunk",
+            data[:last] + bytes(100) + data[last + 100 :],
+            r"byte \d+: chunk 48 of CPU 3's trace data does not decompress with zstd",
+        )
+    )
     return cases
 
 
@@ -258,12 +355,23 @@ def _v6_cases() -> list[tuple[str, bytes, str]]:
     data = V6.read_bytes()
     event_tag = data.index(b"header_event\0")
     return [
-        ("v6 cut in the kallsyms", data[:100_000], r"byte \d+: the kallsyms \(\d+ bytes from byte \d+\): needs 1 bytes"),
+        (
+            "v6 cut in the kallsyms",
+            data[:100_000],
+            r"byte \d+: the kallsyms \(\d+ bytes from byte \d+\): needs 1 bytes",
+        ),
         ("v6 cut in the event formats", data[:5000], r"byte \d+: (the size of )?ftrace event formats #\d+"),
-        ("v6 cut in CPU 2's data", data[:2_900_000], r"byte \d+: CPU 2's trace data is said to lie at bytes "
-                                                      r"2859008-2953216, past the end of the file \(2900000 bytes\)"),
-        ("v6 header_event missing", data[:event_tag] + b"header_evenX" + data[event_tag + 12:],
-         rf"byte {event_tag}: expected 'header_event' \(the header info\)"),
+        (
+            "v6 cut in CPU 2's data",
+            data[:2_900_000],
+            r"byte \d+: CPU 2's trace data is said to lie at bytes "
+            r"2859008-2953216, past the end of the file \(2900000 bytes\)",
+        ),
+        (
+            "v6 header_event missing",
+            data[:event_tag] + b"header_evenX" + data[event_tag + 12 :],
+            rf"byte {event_tag}: expected 'header_event' \(the header info\)",
+        ),
         ("v6 unknown version", data[:10] + b"5" + data[11:], r"byte 10: unknown trace.dat file version '5'"),
     ]
 
@@ -284,11 +392,14 @@ def test_detect_recognises_the_magic_and_refuses_a_damaged_one():
     assert detect(head, "anything.bin") is tracedat
     with pytest.raises(ParseError, match=r"x\.dat, byte 0: not a trace-cmd trace.dat"):
         detect(b"\x00\x01" + head[2:], "x.dat")
-    with pytest.raises(ParseError, match="this is a binary file of an unknown kind"):  # an unrelated binary file is not a trace.dat
+    with pytest.raises(
+        ParseError, match="this is a binary file of an unknown kind"
+    ):  # an unrelated binary file is not a trace.dat
         detect(b"\x7fELF\x02\x01\x01\x00" + bytes(100), "a.out")
 
 
 # ---- trace-cmd missing, crashing, hanging --------------------------------------------------------------------
+
 
 def _parse(path_or_bytes, filename: str = "c.dat") -> ParseReport:
     data = path_or_bytes if isinstance(path_or_bytes, bytes) else path_or_bytes.read_bytes()
@@ -307,12 +418,16 @@ def _fake_trace_cmd(tmp_path, body: str) -> str:
 
 def test_trace_cmd_missing_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(tracecmd, "TRACE_CMD", "/nonexistent/trace-cmd")
-    with pytest.raises(ParseError, match=r"c\.dat: trace-cmd is not installed on the server.*apt-get install trace-cmd"):
+    with pytest.raises(
+        ParseError, match=r"c\.dat: trace-cmd is not installed on the server.*apt-get install trace-cmd"
+    ):
         _parse(V6)
 
 
 def test_trace_cmd_crash_and_failure_are_refusals(tmp_path, monkeypatch):
-    monkeypatch.setattr(tracecmd, "TRACE_CMD", _fake_trace_cmd(tmp_path, 'echo "  failed to init data" >&2; kill -SEGV $$'))
+    monkeypatch.setattr(
+        tracecmd, "TRACE_CMD", _fake_trace_cmd(tmp_path, 'echo "  failed to init data" >&2; kill -SEGV $$')
+    )
     with pytest.raises(ParseError, match=r"`trace-cmd report` crashed \(SIGSEGV\).*failed to init data"):
         _parse(V6)
     monkeypatch.setattr(tracecmd, "TRACE_CMD", _fake_trace_cmd(tmp_path, 'echo "cpus=4"; echo "oops" >&2; exit 22'))
@@ -328,6 +443,7 @@ def test_a_silent_trace_cmd_is_stopped(tmp_path, monkeypatch):
 
 
 # ---- fuzz ----------------------------------------------------------------------------------------------------
+
 
 def _mutations(data: bytes, layout, rng: random.Random, n: int):
     """Damaged copies: bytes flipped in the metadata or in the trace data, runs overwritten, cuts anywhere."""
@@ -345,7 +461,7 @@ def _mutations(data: bytes, layout, rng: random.Random, n: int):
             at = rng.randrange(0, len(buf))
             buf[at : at + 64] = rng.randbytes(min(64, len(buf) - at))
         else:
-            del buf[rng.randrange(10, len(buf)):]
+            del buf[rng.randrange(10, len(buf)) :]
         yield bytes(buf)
 
 
@@ -375,6 +491,7 @@ def test_fuzzed_files_are_read_or_refused_never_worse(path, n):
 
 # ---- the same capture in the other layouts trace-cmd writes ---------------------------------------------------
 
+
 def _tables(batches) -> dict:
     by: dict[str, list] = {}
     for name, batch in batches:
@@ -393,8 +510,22 @@ def test_converted_layouts_give_the_reports_rows(tmp_path, report_rows, version,
     """`trace-cmd convert` of the v7 sample to v6, v7 uncompressed and v7 zstd of this trace-cmd's own chunking:
     every one gives the DERIVED report's rows."""
     out = tmp_path / "c.dat"
-    subprocess.run(["trace-cmd", "convert", "-i", str(V7), "-o", str(out), "--file-version", version,
-                    "--compression", compression], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "trace-cmd",
+            "convert",
+            "-i",
+            str(V7),
+            "-o",
+            str(out),
+            "--file-version",
+            version,
+            "--compression",
+            compression,
+        ],
+        check=True,
+        capture_output=True,
+    )
     report = ParseReport(out.name)
     rows = _tables(tracedat.parse(io.BytesIO(out.read_bytes()), report))
     assert rows.keys() == report_rows.keys()
@@ -405,8 +536,11 @@ def test_converted_layouts_give_the_reports_rows(tmp_path, report_rows, version,
 
 def test_a_compression_trace_cmd_lacks_is_named(monkeypatch):
     monkeypatch.setattr(tracecmd, "compressions", lambda command: ("zlib",))
-    with pytest.raises(ParseError, match=r"c\.dat, byte 18: the file is compressed with zstd, which this server's "
-                                         r"trace-cmd cannot decompress \(it has: zlib\)"):
+    with pytest.raises(
+        ParseError,
+        match=r"c\.dat, byte 18: the file is compressed with zstd, which this server's "
+        r"trace-cmd cannot decompress \(it has: zlib\)",
+    ):
         _parse(V7)
 
 
@@ -424,6 +558,8 @@ def test_trace_cmd_failing_after_its_rows_leaves_nothing(ingested, tmp_path, mon
     _, txt = CAPTURES[V6.name]
     monkeypatch.setattr(tracecmd, "TRACE_CMD", _fake_trace_cmd(tmp_path, f"cat '{txt}'; echo 'bad page' >&2; exit 3"))
     before = table_counts(store)
-    with pytest.raises(IngestError, match=r"capture\.dat: `trace-cmd report` could not read it \(exit status 3\): bad page"):
+    with pytest.raises(
+        IngestError, match=r"capture\.dat: `trace-cmd report` could not read it \(exit status 3\): bad page"
+    ):
         ingest_bytes(store, **{"capture.dat": V6.read_bytes()})
     assert table_counts(store) == before

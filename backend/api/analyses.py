@@ -1,6 +1,7 @@
 """Routes of analyses: upload (one analysis from one or more trace files) and its progress, the list, one analysis
 with its sources, and a source's placement on the analysis timeline. Thin: validate, call the store or
 backend.queries, return JSON; no SQL here."""
+
 from __future__ import annotations
 
 from typing import Annotated
@@ -51,8 +52,14 @@ class TooLarge(Exception):
     status_code=201,
     response_model=models.Created,
     dependencies=[TokenRequired],
-    responses={400: {"model": models.ErrorBody}, **UNAUTHORIZED, 408: {"model": models.ErrorBody},
-               413: {"model": models.ErrorBody}, 422: {"model": models.ErrorBody}, 503: {"model": models.ErrorBody}},
+    responses={
+        400: {"model": models.ErrorBody},
+        **UNAUTHORIZED,
+        408: {"model": models.ErrorBody},
+        413: {"model": models.ErrorBody},
+        422: {"model": models.ErrorBody},
+        503: {"model": models.ErrorBody},
+    },
 )
 async def create_analysis(
     request: Request,
@@ -120,9 +127,13 @@ async def create_analysis(
             prog.update(phase="error", error=e.detail)
             return JSONResponse(
                 status_code=422,
-                content={"detail": e.detail,
-                         "files": [{"filename": f.filename, "error": f.message, "line": f.line, "offset": f.offset}
-                                   for f in e.files]},
+                content={
+                    "detail": e.detail,
+                    "files": [
+                        {"filename": f.filename, "error": f.message, "line": f.line, "offset": f.offset}
+                        for f in e.files
+                    ],
+                },
             )
         edit_key = access.new_edit_key()
         await run_in_threadpool(_keep_edit_key, store, created["id"], edit_key)
@@ -152,7 +163,6 @@ def get_progress(token: str, board: ProgressBoard):
     return prog.as_dict()
 
 
-
 @router.get("/analyses", response_model=list[models.AnalysisItem], responses=UNAUTHORIZED)
 def list_analyses(
     con: Cursor,
@@ -177,12 +187,21 @@ def get_analysis(analysis_id: AnalysisId, con: Cursor):
     return analyses.with_span(con, analyses.analysis(con, analysis_id))
 
 
-@router.patch("/analyses/{analysis_id}/sources/{source_id}", response_model=models.SourceDetail,
-              dependencies=[EditAllowed],
-              responses={**NOT_FOUND, **UNAUTHORIZED, **FORBIDDEN, 409: {"model": models.ErrorBody},
-                         422: {"model": models.ErrorBody}})
-def place_source(analysis_id: AnalysisId, source_id: PathInt64, body: models.SourcePlacement, con: Cursor,
-                 request: Request):
+@router.patch(
+    "/analyses/{analysis_id}/sources/{source_id}",
+    response_model=models.SourceDetail,
+    dependencies=[EditAllowed],
+    responses={
+        **NOT_FOUND,
+        **UNAUTHORIZED,
+        **FORBIDDEN,
+        409: {"model": models.ErrorBody},
+        422: {"model": models.ErrorBody},
+    },
+)
+def place_source(
+    analysis_id: AnalysisId, source_id: PathInt64, body: models.SourcePlacement, con: Cursor, request: Request
+):
     """Place a source on the analysis timeline: set its clock offset (ns), or give it the same span as another
     source. The chains are linked again to block requests with the new times. Kept in the analysis, for every
     link to it."""
@@ -208,9 +227,13 @@ def place_source(analysis_id: AnalysisId, source_id: PathInt64, body: models.Sou
     return analyses.sources(con, analysis_id, source_id)[0]
 
 
-
-@router.delete("/analyses/{analysis_id}", status_code=204, response_class=Response, dependencies=[EditAllowed],
-               responses={**NOT_FOUND, **UNAUTHORIZED, **FORBIDDEN})
+@router.delete(
+    "/analyses/{analysis_id}",
+    status_code=204,
+    response_class=Response,
+    dependencies=[EditAllowed],
+    responses={**NOT_FOUND, **UNAUTHORIZED, **FORBIDDEN},
+)
 def delete_analysis(analysis_id: AnalysisId, con: Cursor, request: Request):
     """Delete an analysis and all its rows; their space is reused by the next uploads, and given back to the system
     when the server next starts (backend/disk.py). Needs its edit key or the token on a shared server."""

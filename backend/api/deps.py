@@ -75,8 +75,9 @@ PathInt64 = Annotated[int, Path(ge=-INT64, le=INT64)]
 # ---- access (backend/access.py) ----------------------------------------------------------------------------------
 
 _bearer = HTTPBearer(auto_error=False, description="STALLSCOPE_TOKEN, on a server that sets one")
-_edit_key = APIKeyHeader(name=access.EDIT_KEY_HEADER, auto_error=False,
-                         description="the edit key returned when the analysis was created")
+_edit_key = APIKeyHeader(
+    name=access.EDIT_KEY_HEADER, auto_error=False, description="the edit key returned when the analysis was created"
+)
 UNAUTHORIZED = {401: {"model": ErrorBody, "description": "this server needs its token (STALLSCOPE_TOKEN)"}}
 FORBIDDEN = {403: {"model": ErrorBody, "description": "neither the token nor this analysis' edit key was given"}}
 
@@ -93,8 +94,12 @@ def has_token(request: Request, _: Annotated[HTTPAuthorizationCredentials | None
 def require_token(request: Request, token: Annotated[bool, Depends(has_token)]) -> None:
     """On a shared server (STALLSCOPE_TOKEN set): the token, else 401."""
     if get_access(request).shared and not token:
-        raise HTTPException(401, "this server needs its token: send `Authorization: Bearer <token>` (the home page's"
-                                 " Sign in keeps it in this browser)", headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(
+            401,
+            "this server needs its token: send `Authorization: Bearer <token>` (the home page's"
+            " Sign in keeps it in this browser)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
 
 
 def require_edit(
@@ -110,9 +115,12 @@ def require_edit(
     if key and access.edit_key_ok(con, analysis_id, key):
         return
     if not key:
-        raise HTTPException(401, f"changing an analysis needs its edit key (header {access.EDIT_KEY_HEADER}, kept by"
-                                 " the browser that uploaded it) or the server's token",
-                            headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(
+            401,
+            f"changing an analysis needs its edit key (header {access.EDIT_KEY_HEADER}, kept by"
+            " the browser that uploaded it) or the server's token",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
     raise HTTPException(403, "this edit key is not the one of this analysis")
 
 

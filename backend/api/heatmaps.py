@@ -198,8 +198,12 @@ def heatmap_events(
     filter: FilterQuery = None,
     pid: PidQuery = None,
     dev: DevQuery = None,
-    t0_ns: Annotated[int | None, Query(ge=TIME_MIN, le=TIME_MAX, description="placed at or after (ns, analysis timeline)")] = None,
-    t1_ns: Annotated[int | None, Query(ge=TIME_MIN, le=TIME_MAX, description="placed at or before (ns, analysis timeline)")] = None,
+    t0_ns: Annotated[
+        int | None, Query(ge=TIME_MIN, le=TIME_MAX, description="placed at or after (ns, analysis timeline)")
+    ] = None,
+    t1_ns: Annotated[
+        int | None, Query(ge=TIME_MIN, le=TIME_MAX, description="placed at or before (ns, analysis timeline)")
+    ] = None,
     lat_min_ns: Annotated[int | None, Query(ge=0, le=INT64, description="latency at least this (ns)")] = None,
     lat_max_ns: Annotated[int | None, Query(ge=0, le=INT64, description="latency below this (ns)")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,

@@ -261,9 +261,13 @@ def set_offset(
     lo, hi = s["t_min_ns"], s["t_max_ns"] if s["t_max_ns"] is not None else s["t_min_ns"]
     if lo is not None and same_span_as is not None and s["format"] == "offcputime" and s["t_max_ns"] is None:
         lo, hi = 0, other["t_max_ns"] - other["t_min_ns"]
-    if not TIME_MIN <= offset <= TIME_MAX or (lo is not None and not TIME_MIN <= lo + offset <= hi + offset <= TIME_MAX):
-        raise ValueError(f"an offset of {offset} ns would put the source's times outside ±2^62 ns; give one that keeps"
-                         f" them within [{TIME_MIN}, {TIME_MAX}]")
+    if not TIME_MIN <= offset <= TIME_MAX or (
+        lo is not None and not TIME_MIN <= lo + offset <= hi + offset <= TIME_MAX
+    ):
+        raise ValueError(
+            f"an offset of {offset} ns would put the source's times outside ±2^62 ns; give one that keeps"
+            f" them within [{TIME_MIN}, {TIME_MAX}]"
+        )
     result = {
         "method": "manual",
         "reference_source_id": same_span_as,
