@@ -382,6 +382,7 @@ def test_failure_after_the_summaries_were_committed_leaves_nothing(store, monkey
             "tl_lanes",
             "tl_bins",
             "tl_meta",
+            "cpu_slices",
         )
     )
 

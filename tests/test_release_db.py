@@ -37,11 +37,18 @@ ADDED_SINCE = {
     "files",  # a source's files (0c17765: a blktrace per-CPU set is one source)
     "min",
     "avg",
-    "btt",
-}  # the dispatch summary's min and mean, and btt's figures (none for older files)
+    "btt",  # the dispatch summary's min and mean, and btt's figures (none for older files)
+    "locks",  # a flame graph's per-lock totals (8043f6d)
+}
 
 
 def _without_added(body, kept):
+    if isinstance(body, dict) and isinstance(kept, dict) and "lanes" in body and "total_lanes" in body:
+        # a timeline's CPU tracks (derive/cpus.py; migration 3 makes them for the kept ftrace sources): ranked after
+        # the devices and windows, so the kept lanes keep their order around them
+        cpus = [lane for lane in body["lanes"] if lane["kind"] == "cpu"]
+        body = {**body, "lanes": [lane for lane in body["lanes"] if lane["kind"] != "cpu"]}
+        body["total_lanes"] -= len(cpus)
     if isinstance(body, dict) and isinstance(kept, dict):
         return {k: _without_added(v, kept.get(k)) for k, v in body.items() if k in kept or k not in ADDED_SINCE}
     if isinstance(body, list) and isinstance(kept, list) and len(body) == len(kept):

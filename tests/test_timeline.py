@@ -8,8 +8,8 @@ import bisect
 import pytest
 
 from backend.api import timeline as models
-from backend.derive import timeline, waits
-from backend.queries.timeline.lanes import lane_id
+from backend.derive import cpus, timeline, waits
+from backend.queries.timeline.lanes import lane_id, lane_key
 from backend.schema.tables import MAX_CALL_DEPTH, TRACKS
 from tests.conftest import SAMPLES, ingest_paths
 
@@ -62,6 +62,39 @@ def test_task_slices_from_the_scheduler(store):
     ]
 
 
+def test_cpu_tracks_from_the_scheduler_switches(store, client):
+    """A CPU runs each switch's next task until the following switch on that CPU (else the trace's end); idle (pid 0)
+    is kept in cpu_slices and not drawn. Zoomed in (raw rows) each slice is drawn as it is, named by its comm."""
+    aid = ingest_paths(store, EXT4)["id"]
+    (ft,) = client.get(f"/api/analyses/{aid}").json()["sources"]
+    con = store.cursor()
+    try:
+        slices = con.execute(
+            "SELECT cpu, pid, comm, start_ns, end_ns, line, end_known FROM cpu_slices ORDER BY cpu, start_ns"
+        ).fetchall()
+    finally:
+        con.close()
+    assert slices == [
+        (1, 0, "swapper/1", 7341201620000, 7341214888000, 45, True),
+        (1, 4242, "postgres", 7341214888000, 7341214908000, 127, False),
+        (2, 0, "swapper/2", 7341204028000, 7341214890000, 61, True),
+        (2, 4251, "postgres", 7341214890000, 7341214908000, 130, False),
+        (3, 0, "swapper/3", 7341201500000, 7341214878000, 30, True),
+        (3, 312, "jbd2/sda1-8", 7341214878000, 7341214904000, 105, True),
+        (3, 0, "swapper/3", 7341214904000, 7341214908000, 160, False),
+    ]
+    t = client.get(f"/api/analyses/{aid}/timeline", params={"width_px": 4000, "max_lanes": 200}).json()
+    assert t["bucket_ns"] < 20000
+    cpu3 = _lane(t, f"cpu:{ft['id']}:3")
+    assert (cpu3["kind"], cpu3["label"], cpu3["dev"], cpu3["pid"]) == ("cpu", "CPU 3", "3", None)
+    assert [(s["track"], s["state"], s["t0_ns"], s["t1_ns"], s["line"]) for s in cpu3["segments"]] == [
+        ("state", "jbd2/sda1-8", 7341214878000, 7341214904000, 105)
+    ]
+    assert [i for i in (x["id"] for x in t["lanes"]) if i.startswith("cpu:")] == [
+        f"cpu:{ft['id']}:{n}" for n in (1, 2, 3)
+    ]
+
+
 def test_ext4_timeline_lanes_segments_and_arrows(store, client):
     aid = ingest_paths(store, EXT4, EXT4_BLK, OFFCPU)["id"]
     ft, bp, oc = client.get(f"/api/analyses/{aid}").json()["sources"]
@@ -72,7 +105,10 @@ def test_ext4_timeline_lanes_segments_and_arrows(store, client):
     # the chain's tasks first (postgres, jbd2, the interrupt), then the device, the dump's window, the rest
     assert ids[:3] == [f"task:{ft['id']}:4242", f"task:{ft['id']}:312", f"task:{ft['id']}:0"]
     assert f"dev:{bp['id']}:8,0" in ids and f"window:{oc['id']}" in ids and f"proc:{bp['id']}:312" in ids
-    assert t["total_lanes"] == len(ids) == 9
+    # then one track per CPU that ran a task (derive/cpus.py), in CPU order
+    assert [i for i in ids if i.startswith("cpu:")] == [f"cpu:{ft['id']}:{n}" for n in (1, 2, 3)]
+    assert ids.index(f"cpu:{ft['id']}:1") == ids.index(f"window:{oc['id']}") + 1
+    assert t["total_lanes"] == len(ids) == 12
     pg = _lane(t, f"task:{ft['id']}:4242")
     wait = next(s for s in pg["segments"] if s["track"] == "wait")
     assert (wait["state"], wait["t0_ns"], wait["t1_ns"], wait["line"], wait["n"]) == (
@@ -125,7 +161,7 @@ def test_zoomed_window_and_lane_choice(store, client):
     assert (wait["t0_ns"], wait["t1_ns"], wait["max_ns"]) == (7341204028000, 7341205000000, 10862000)  # clipped
     assert t["arrows"] == []  # the other end of the chain's arrows is not a lane asked for
     r = client.get(f"/api/analyses/{aid}/timeline", params={"max_lanes": 2}).json()
-    assert len(r["lanes"]) == 2 and r["total_lanes"] == 8
+    assert len(r["lanes"]) == 2 and r["total_lanes"] == 8 + 3  # + its 3 CPUs
 
 
 def test_merging_bounds_the_items_per_lane(store, client):
@@ -209,7 +245,7 @@ def test_summary_and_raw_reads_draw_every_segment_once(store, client, monkeypatc
             [aid],
         ).fetchone()
         lanes = {
-            lane: lane_id(kind, sid, dev if kind == "device" else pid)
+            lane: lane_id(kind, sid, lane_key(kind, pid, dev))
             for lane, kind, pid, dev in con.execute(
                 "SELECT lane, kind, pid, dev FROM tl_lanes WHERE source_id = ?", [sid]
             ).fetchall()
@@ -220,7 +256,8 @@ def test_summary_and_raw_reads_draw_every_segment_once(store, client, monkeypatc
         segs = {
             (lanes[lane], TRACKS[track]): (n, longest)
             for lane, track, n, longest in con.execute(
-                f"SELECT lane, track, count(*), max(e - s) FROM ({timeline._segs(fmt)}) WHERE track <> 2 GROUP BY ALL",
+                f"SELECT lane, track, count(*), max(e - s) FROM ({timeline._segs(fmt)}"
+                f"{' UNION ALL ' + cpus.segments_sql() if fmt == 'ftrace' else ''}) WHERE track <> 2 GROUP BY ALL",
                 {"sid": sid},
             ).fetchall()
         }

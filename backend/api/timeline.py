@@ -23,7 +23,7 @@ class TimelineSegments(BaseModel):
         description="the names `state` indexes: running | runnable | blocked, a lock, a function, queued | service"
     )
     track: list[int] = Field(
-        description="index into TRACKS: 0 state (task scheduler state), 1 wait (a wait, state = "
+        description="index into TRACKS: 0 state (task scheduler state; on a CPU lane, the task running), 1 wait (a wait, state = "
         "its lock), 2 call (a function), 3 queued (block I→D), 4 service (block D→C)"
     )
     state: list[int] = Field(description="index into states")
@@ -48,8 +48,12 @@ class TimelineBand(BaseModel):
 
 
 class TimelineLane(BaseModel):
-    id: str = Field(description="task:<source>:<pid> | dev:<source>:<dev> | proc:<source>:<pid> | window:<source>")
-    kind: Literal["task", "device", "process", "window"]
+    id: str = Field(
+        description="task:<source>:<pid> | dev:<source>:<dev> | proc:<source>:<pid> | cpu:<source>:<cpu> | window:<source>"
+    )
+    kind: Literal["task", "device", "process", "cpu", "window"] = Field(
+        description="cpu: what ran on one CPU (track 0, state = the task's comm; idle is not drawn), dev = its number"
+    )
     source_id: int
     label: str
     group: str | None

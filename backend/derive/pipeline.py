@@ -13,7 +13,8 @@ transaction:
        ------------------------------------+------------------------------------------+-------------------------------
        per ftrace source: waits.derive_waits | call index of that source (numpy)       |
                                            | timeline.prepare (staged rows only)      |
-       ... its locks known --------------->| timeline.summarize, own transaction      |
+       ... its locks known --------------->| timeline.summarize, then cpus.summarize, |
+                                           |   own transaction                        |
        holders, stacks                     |   (writes STAGED_TABLES, commits)         |
        chains.build_chains (Python)        |                                          | waits.insert_waits
        chains.match_requests, insert_chains|                                          |
@@ -32,7 +33,7 @@ from typing import Callable
 
 import pyarrow as pa
 
-from . import align, blk, chains, stacks, timeline, waits
+from . import align, blk, chains, cpus, stacks, timeline, waits
 
 DERIVE_SOURCE: dict[str, list[Callable]] = {"blkparse": [blk.derive], "ftrace": [waits.span]}
 
@@ -55,7 +56,7 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
     spans = [(sid, t_min, t_max) for sid, fmt, t_min, t_max, _ in rows if fmt == "ftrace"]
     offs = {sid: off for sid, fmt, _, _, off in rows if fmt == "ftrace"}
     if not offs:
-        timeline.summarize(con, sources, None, None)
+        timeline.summarize(con, sources, None, None)  # (cpus.summarize: ftrace sources only)
         return
     gc_was = gc.isenabled()
     gc.disable()  # many small lists and dicts, no cycles: the collector would only rescan them
@@ -110,6 +111,7 @@ def _summarize_committed(cur, sources: list[tuple], summary: pa.Table, prepared:
     cur.begin()
     try:
         timeline.summarize(cur, sources, summary, early_rows)
+        cpus.summarize(cur, sources)  # each CPU's tasks, as lanes numbered after the source's others
         cur.commit()
     except BaseException:
         cur.rollback()

@@ -11,6 +11,8 @@ they are right on any layout of version 0:
   chain_links as tables -> wait_rows / chain_link_rows behind views).
 * 2: `add_source_columns`: sources' clock, alignment and files (each added by a release of version 0 or 1 that
   wrote them with `ADD COLUMN IF NOT EXISTS` at every start: a file may have any of them).
+* 3: `add_cpu_tracks`: each ftrace source's cpu_slices and its timeline's cpu lanes (derive/cpus.py), made from its
+  sched_switch rows as an ingest makes them: the file's timelines gain their CPU tracks.
 The parsers' tables are rebuilt by schema/create.py when a column became generated (`rebuild`).
 """
 
@@ -20,7 +22,7 @@ from typing import Callable
 
 from parsers import funcgraph
 
-from .tables import CHAIN_LINKS_COLUMNS, WAITS_COLUMNS
+from .tables import CHAIN_LINKS_COLUMNS, TIMELINE_SCHEMA, WAITS_COLUMNS
 
 
 def stored_columns(con, table: str) -> list[str]:
@@ -114,14 +116,39 @@ def add_source_columns(con) -> None:
         con.execute(f"ALTER TABLE sources ADD COLUMN IF NOT EXISTS {column} {kind}")
 
 
+def add_cpu_tracks(con) -> None:
+    """cpu_slices and the cpu lanes (derive/cpus.py) of every ftrace source that has timeline summaries and no cpu
+    lanes yet, in one transaction."""
+    from ..derive import cpus  # the derive step itself, so a migrated file's tracks are a new ingest's
+
+    con.execute(TIMELINE_SCHEMA)  # the timeline's tables as far as the file lacks them (cpu_slices)
+    if not stored_columns(con, "sources"):
+        return
+    rows = con.execute(
+        "SELECT id, format, t_min_ns, t_max_ns FROM sources s WHERE format = 'ftrace'"
+        " AND EXISTS (SELECT 1 FROM tl_meta m WHERE m.source_id = s.id)"
+        " AND NOT EXISTS (SELECT 1 FROM tl_lanes l WHERE l.source_id = s.id AND l.kind = 'cpu') ORDER BY id"
+    ).fetchall()
+    if not rows:
+        return
+    con.begin()
+    try:
+        con.execute("DELETE FROM cpu_slices WHERE source_id IN (SELECT unnest(?))", [[r[0] for r in rows]])
+        cpus.summarize(con, rows)
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
+
+
 def _to_version_1(con) -> None:
     migrate_calls(con)
     migrate_waits_and_links(con)
 
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # (the version a step makes, the step), in order
-STEPS: list[tuple[int, Callable]] = [(1, _to_version_1), (2, add_source_columns)]
+STEPS: list[tuple[int, Callable]] = [(1, _to_version_1), (2, add_source_columns), (3, add_cpu_tracks)]
 
 
 class NewerSchema(Exception):

@@ -188,8 +188,8 @@ CREATE TABLE IF NOT EXISTS task_slices (
 -- the timeline's precomputed summaries (derive/timeline.py), in each source's own clock
 CREATE TABLE IF NOT EXISTS tl_meta (source_id INTEGER NOT NULL, w0_ns BIGINT NOT NULL, top_level INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS tl_lanes (
-    source_id INTEGER NOT NULL, lane INTEGER NOT NULL, kind VARCHAR NOT NULL,  -- task | device | process
-    pid BIGINT, dev VARCHAR, comm VARCHAR
+    source_id INTEGER NOT NULL, lane INTEGER NOT NULL, kind VARCHAR NOT NULL,  -- task | device | process | cpu
+    pid BIGINT, dev VARCHAR, comm VARCHAR  -- a cpu lane: dev is the CPU's number
 );
 CREATE TABLE IF NOT EXISTS tl_bins (
     source_id INTEGER NOT NULL, level TINYINT NOT NULL, lane INTEGER NOT NULL, track TINYINT NOT NULL,
@@ -203,6 +203,16 @@ CREATE TABLE IF NOT EXISTS tl_long (  -- segments at least a level-1 bucket long
 CREATE TABLE IF NOT EXISTS tl_depth (  -- requests in flight per device lane at the end of each level-0 bucket
     source_id INTEGER NOT NULL, lane INTEGER NOT NULL, bucket BIGINT NOT NULL, inflight BIGINT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS cpu_slices (  -- what ran on each CPU (derive/cpus.py), from each sched_switch
+    source_id INTEGER NOT NULL,
+    cpu INTEGER NOT NULL,
+    pid BIGINT NOT NULL,             -- the switch's next task; 0: idle
+    comm VARCHAR,
+    start_ns BIGINT NOT NULL,        -- the switch (the source's own clock)
+    end_ns BIGINT NOT NULL,          -- the next switch on that CPU, else the source's end
+    line BIGINT NOT NULL,            -- the sched_switch line
+    end_known BOOLEAN NOT NULL       -- false: still running when the trace ends
+);
 CREATE TABLE IF NOT EXISTS tl_calls (  -- calls of depth <= MAX_CALL_DEPTH at least w0_ns long
     source_id INTEGER NOT NULL, pid BIGINT, depth INTEGER NOT NULL, func VARCHAR, entry_ns BIGINT NOT NULL,
     end_ns BIGINT NOT NULL, duration_ns BIGINT NOT NULL, line BIGINT NOT NULL
@@ -210,7 +220,7 @@ CREATE TABLE IF NOT EXISTS tl_calls (  -- calls of depth <= MAX_CALL_DEPTH at le
 """
 # summarize's tables, each keyed by source_id: it may write and commit them before the analysis (its sources rows)
 # is committed, in a transaction of its own; until then no read joins them, and a failed ingest deletes them
-STAGED_TABLES = ("task_slices", "tl_meta", "tl_lanes", "tl_bins", "tl_long", "tl_depth", "tl_calls")
+STAGED_TABLES = ("task_slices", "tl_meta", "tl_lanes", "tl_bins", "tl_long", "tl_depth", "tl_calls", "cpu_slices")
 
 
 SCHEMA = BLK_SCHEMA + STALLS_SCHEMA + TIMELINE_SCHEMA

@@ -1,4 +1,4 @@
-"""Which lanes a timeline response holds, most telling first (chains' tasks, devices, windows, then tasks and
+"""Which lanes a timeline response holds, most telling first (chains' tasks, devices, windows, CPUs, then tasks and
 processes ranked from a coarse level), the chains' arrows across them and the print markers."""
 
 from __future__ import annotations
@@ -73,7 +73,12 @@ def chain_links(con, analysis_id: str, sources: list[dict], p: dict) -> list[dic
 
 
 def lane_id(kind: str, sid: int, key) -> str:
-    return f"{ {'task': 'task', 'device': 'dev', 'process': 'proc'}[kind] }:{sid}:{key}"
+    return f"{ {'task': 'task', 'device': 'dev', 'process': 'proc', 'cpu': 'cpu'}[kind] }:{sid}:{key}"
+
+
+def lane_key(kind: str, pid, dev):
+    """What names a lane of its kind within its source: a device's or a CPU's dev, else the pid."""
+    return dev if kind in ("device", "cpu") else pid
 
 
 def _lane_scores(rd: dict, s: dict, names: dict[str, int]) -> dict[int, dict]:
@@ -115,10 +120,11 @@ def _lane_scores(rd: dict, s: dict, names: dict[str, int]) -> dict[int, dict]:
         np.add.at(out, lane[mask], values[mask])
         return out.tolist()
 
-    blocked, run, calls = (
+    blocked, run, calls, busy = (
         per_lane(track == 1, tot),
         per_lane((track == 0) & (state == running), tot),
         per_lane(track == 2, n),
+        per_lane(track == 0, tot),  # a CPU lane's track 0: the tasks that ran there (never idle)
     )
     queued, requests = per_lane(track == 3, n), per_lane(track == 4, n)
     blk = (track == 3) | (track == 4)
@@ -133,6 +139,7 @@ def _lane_scores(rd: dict, s: dict, names: dict[str, int]) -> dict[int, dict]:
             "queued": queued[ln],
             "requests": requests[ln],
             "worst": worst[ln] if worst[ln] >= 0 else None,
+            "busy": busy[ln],
         }
         for ln in distinct(lane).tolist()
     }
@@ -172,14 +179,14 @@ def candidate_lanes(
     registry = {sid: reg for sid, reg in registry.items() if sid in reads}
     scores = {s["id"]: _lane_scores(reads[s["id"]], s, names) for s in sources if s["id"] in reads}
     task_lane = {
-        (sid, kind, pid if kind != "device" else dev): lane
+        (sid, kind, lane_key(kind, pid, dev)): lane
         for sid, reg in registry.items()
         for lane, (kind, pid, dev, comm) in reg.items()
     }
 
     def lane_dict(sid, kind, pid, dev, label, group, why):
         return {
-            "id": lane_id(kind, sid, dev if kind == "device" else pid),
+            "id": lane_id(kind, sid, lane_key(kind, pid, dev)),
             "kind": kind,
             "source_id": sid,
             "label": label,
@@ -187,7 +194,7 @@ def candidate_lanes(
             "pid": pid,
             "dev": dev,
             "why": why,
-            "_lane": task_lane.get((sid, kind, dev if kind == "device" else pid)),
+            "_lane": task_lane.get((sid, kind, lane_key(kind, pid, dev))),
         }
 
     for link in chains:
@@ -203,7 +210,7 @@ def candidate_lanes(
                     f"chain #{link['chain_id']}",
                 )
             )
-    ranked = {name: [] for name in ("device", "blocked", "running", "calls", "process")}
+    ranked = {name: [] for name in ("device", "cpu", "blocked", "running", "calls", "process")}
     for s in sources:
         if s["format"] == "offcputime":
             start = s["t_min_ns"] + s["clock_offset_ns"]
@@ -238,6 +245,15 @@ def candidate_lanes(
                         ),
                     )
                 )
+            elif kind == "cpu":
+                ranked["cpu"].append(
+                    (
+                        (s["id"], int(dev)),
+                        lane_dict(
+                            s["id"], kind, None, dev, f"CPU {dev}", "CPUs", f"tasks ran ≈{sc['busy']} ns in the window"
+                        ),
+                    )
+                )
             elif kind == "process":
                 worst = sc["worst"]
                 ranked["process"].append(
@@ -266,7 +282,7 @@ def candidate_lanes(
                         ranked[key].append(
                             ((-sc[key], s["id"], pid), lane_dict(s["id"], kind, pid, None, label, None, why))
                         )
-    for key in ("device", "window", "blocked", "running", "calls", "process"):
+    for key in ("device", "window", "cpu", "blocked", "running", "calls", "process"):
         for _, lane in sorted(ranked.get(key, []), key=lambda x: x[0]):
             add(lane)
     return lanes

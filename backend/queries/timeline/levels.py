@@ -14,6 +14,7 @@ from ...schema.tables import BLK_PHASES, FAN, MAX_CALL_DEPTH
 from .. import memo
 from ..run import run
 from .columns import distinct, empty_columns, group, longest_per_group, take
+from .lanes import lane_key
 
 MAX_CALLS = 2000  # calls per lane (the longest), before coarsening
 RANK_BUCKETS = 512  # lanes are ranked from the finest level with at most this many buckets in the window
@@ -187,7 +188,7 @@ def _raw(con, s: dict, q: dict, lanes: dict[int, tuple], names: dict[str, int], 
     (d = 1) and completions (-1) per device lane from the start of the window's level-0 bucket (`events`: lane, t,
     d), as tl_depth counts them: the requests in flight within a pixel."""
     events = empty_columns(("lane", "t", "d"))
-    table = {(kind, dev if kind == "device" else pid): ln for ln, (kind, pid, dev, _) in lanes.items()}
+    table = {(kind, lane_key(kind, pid, dev)): ln for ln, (kind, pid, dev, _) in lanes.items()}
 
     def lane_of(kind: str, keys: np.ndarray, values: list | None = None) -> np.ndarray:
         """The lane of each key (a pid; for a device, an index into `values`); -1: none."""
@@ -212,7 +213,23 @@ def _raw(con, s: dict, q: dict, lanes: dict[int, tuple], names: dict[str, int], 
               AND end_ns >= $lo AND duration_ns < $lo - $slo"""
         rows = _fetch(con, sql, q, names)
         rows["lane"] = lane_of("task", rows.pop("pid"))
-        return take(rows, rows["lane"] >= 0), events
+        rows = take(rows, rows["lane"] >= 0)
+        if any(kind == "cpu" for kind, *_ in lanes.values()):  # what ran on each CPU (derive/cpus.py)
+            cpu = _fetch(
+                con,
+                """
+                SELECT cpu, 0 AS track, coalesce(comm, '?') AS state, start_ns AS s, end_ns AS e, line FROM cpu_slices
+                WHERE source_id = $sid AND pid <> 0 AND start_ns BETWEEN $slo AND $hi AND end_ns >= $lo
+                  AND end_ns >= start_ns AND end_ns - start_ns < $lo - $slo""",
+                q,
+                names,
+            )
+            u = distinct(cpu["cpu"])
+            found = np.array([table.get(("cpu", str(c)), -1) for c in u.tolist()], np.int64)
+            cpu["lane"] = found[np.searchsorted(u, cpu.pop("cpu"))] if len(u) else cpu.pop("cpu")
+            cpu = take(cpu, cpu["lane"] >= 0)
+            rows = {c: np.concatenate([rows[c], cpu[c]]) for c in SEG_COLS}
+        return rows, events
     devs: dict[str, int] = {}
     cols = "coalesce(dev, '') AS dev, coalesce(pid, -1) AS pid, line, i_ns, d_ns, c_ns"
     r = _fetch(

@@ -7,6 +7,7 @@ import {
   nameColor,
   panWindow,
   segmentBand,
+  segmentColor,
   timelineItems,
   timelineLayout,
   laneMatches,
@@ -111,6 +112,28 @@ describe('timeline layout', () => {
     expect(timelineLayout(T, (id) => names[id], { query: '42' }).lanes.map((b) => b.lane.id)).toEqual(['task:1:42']);
     expect(timelineLayout(T, (id) => names[id], { query: '8,0' }).lanes.map((b) => b.lane.id)).toEqual(['dev:2:8,0']);
     expect(laneMatches(T.lanes[0], 'POSTGRES')).toBe(true);
+  });
+
+  it("draws a source's CPUs in a group of their own, each CPU's task over the whole lane in its task's colour", () => {
+    const cpu = lane({
+      id: 'cpu:1:3', kind: 'cpu', source_id: 1, label: 'CPU 3', group: 'CPUs', pid: null, dev: '3',
+      segments: [seg({ state: 'jbd2/sda1-8', t0_ns: 10, t1_ns: 60, line: 105 })],
+    });
+    const withCpu = timelineLayout({ lanes: [T.lanes[0], cpu, ...T.lanes.slice(1)] }, (id) => names[id]);
+    expect(withCpu.headers.map((h) => [h.key, h.label, h.lanes])).toEqual([
+      ['src:1', 'ftrace · a.txt', 1],
+      ['cpus:1', 'CPUs · ftrace · a.txt', 1],
+      ['src:2', 'blkparse · b.txt', 1],
+      ['src:3', 'offcputime · c.txt', 1],
+    ]);
+    const box = withCpu.byId.get('cpu:1:3')!;
+    expect(box.h).toBe(20);
+    expect(segmentBand(box, cpu.segments[0])).toEqual([2, 16]);
+    expect(segmentColor(cpu.segments[0], cpu)).toBe(nameColor('jbd2/sda1-8'));
+    expect(describeItem({ kind: 'segment', lane: cpu, seg: cpu.segments[0] })).toContain('jbd2/sda1-8 ran');
+    const folded = timelineLayout({ lanes: [T.lanes[0], cpu] }, (id) => names[id], { folded: ['cpus:1'] });
+    expect(folded.lanes.map((b) => b.lane.id)).toEqual(['task:1:42']);
+    expect(timelineLayout({ lanes: [T.lanes[0], cpu] }, (id) => names[id], { query: 'cpu 3' }).lanes.map((b) => b.lane.id)).toEqual(['cpu:1:3']);
   });
 
   it('labels only the slices no other slice of their row overlaps (requests in flight overlap)', () => {

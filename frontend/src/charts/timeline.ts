@@ -76,13 +76,14 @@ export type LaneBox = { lane: TimelineLane; y: number; h: number; callDepth: num
 /** A group's header: a source (or the pinned tracks), folded or not, with how many of its lanes are drawn. */
 export type Header = { label: string; y: number; key: string; folded: boolean; lanes: number; shown: number };
 export type Layout = { lanes: LaneBox[]; headers: Header[]; height: number; byId: Map<string, LaneBox> };
-/** The track tree's state: lanes pinned to the top, groups folded (by key: "src:<id>"), a search of the labels. */
+/** The track tree's state: lanes pinned to the top, groups folded (by key: "src:<id>", "cpus:<id>", "pinned"), a search of the labels. */
 export type TreeState = { pinned?: string[]; folded?: string[]; query?: string | null };
 
 function laneHeight(l: TimelineLane): { h: number; depth: number } {
   if (l.kind === 'window') return { h: 18, depth: 0 };
   if (l.kind === 'process') return { h: 26, depth: 0 };
   if (l.kind === 'device') return { h: 40, depth: 0 };
+  if (l.kind === 'cpu') return { h: 20, depth: 0 };
   const depth = Math.max(-1, ...l.segments.filter((s) => s.track === 'call').map((s) => s.depth ?? 0)) + 1;
   return { h: 30 + depth * CALL_H, depth };
 }
@@ -94,8 +95,15 @@ export function laneMatches(l: Pick<TimelineLane, 'label' | 'group' | 'dev' | 'p
   return [l.label, l.group ?? '', l.dev ?? '', l.pid === null ? '' : String(l.pid)].some((x) => x.toLowerCase().includes(q));
 }
 
-/** Lanes as a tree: the pinned ones first (in the order pinned), then grouped by source (in the order the server
- * ranked them) under a header that folds its group; each lane with its y and height in px. */
+/** The group a lane is drawn in (unless pinned): its source's CPUs ("cpus:<id>"), else its source ("src:<id>"). */
+function groupOf(l: TimelineLane, sourceName: (id: number) => string): { key: string; label: string } {
+  if (l.kind === 'cpu') return { key: `cpus:${l.source_id}`, label: `CPUs · ${sourceName(l.source_id)}` };
+  return { key: `src:${l.source_id}`, label: sourceName(l.source_id) };
+}
+
+/** Lanes as a tree: the pinned ones first (in the order pinned), then grouped by source, a source's CPUs in a group
+ * of their own (in the order the server ranked them), under a header that folds its group; each lane with its y and
+ * height in px. */
 export function timelineLayout(t: Pick<Timeline, 'lanes'>, sourceName: (id: number) => string, tree: TreeState = {}): Layout {
   const pinned = tree.pinned ?? [];
   const folded = new Set(tree.folded ?? []);
@@ -105,8 +113,8 @@ export function timelineLayout(t: Pick<Timeline, 'lanes'>, sourceName: (id: numb
   if (pins.length) groups.set('pinned', { label: 'Pinned', lanes: pins });
   for (const l of shown) {
     if (pinned.includes(l.id)) continue;
-    const key = `src:${l.source_id}`;
-    const g = groups.get(key) ?? { label: sourceName(l.source_id), lanes: [] };
+    const { key, label } = groupOf(l, sourceName);
+    const g = groups.get(key) ?? { label, lanes: [] };
     g.lanes.push(l);
     groups.set(key, g);
   }
@@ -163,6 +171,7 @@ export type TimelineOptions = {
 /** Segment geometry inside its lane: [top offset, height] in px. */
 export function segmentBand(box: LaneBox, seg: TimelineSegment): [number, number] {
   const h = box.h;
+  if (box.lane.kind === 'cpu') return [2, h - 4]; // the task running there: the whole lane
   switch (seg.track) {
     case 'state':
       return [h - 9, 7];
@@ -185,8 +194,8 @@ export function segmentLabel(seg: TimelineSegment): string {
   return seg.n > 1 ? `${seg.state} ×${seg.n}` : seg.state;
 }
 
-export function segmentColor(seg: TimelineSegment): string {
-  if (seg.track === 'wait' || seg.track === 'call') return nameColor(seg.state);
+export function segmentColor(seg: TimelineSegment, lane?: Pick<TimelineLane, 'kind'>): string {
+  if (seg.track === 'wait' || seg.track === 'call' || lane?.kind === 'cpu') return nameColor(seg.state); // a CPU's: its task
   return STATE_COLORS[seg.state] ?? C.q2c;
 }
 
@@ -212,7 +221,15 @@ export function describeItem(it: Item): string {
     case 'segment': {
       const s = it.seg;
       const what =
-        s.track === 'call' ? `call ${s.state}()` : s.track === 'wait' ? `wait in ${s.state}` : s.track === 'state' ? s.state : `${s.state} (${s.track === 'queued' ? 'I→D' : 'D→C'})`;
+        it.lane.kind === 'cpu'
+          ? `${s.state} ran${s.n > 1 ? ' (the task that ran most of it)' : ''}`
+          : s.track === 'call'
+            ? `call ${s.state}()`
+            : s.track === 'wait'
+              ? `wait in ${s.state}`
+              : s.track === 'state'
+                ? s.state
+                : `${s.state} (${s.track === 'queued' ? 'I→D' : 'D→C'})`;
       const merged = s.n > 1 ? `${formatCount(s.n)} merged, longest ${formatNs(s.max_ns)}` : `${formatNs(s.max_ns)}`;
       return tooltipLines(
         html`<b>${it.lane.label}</b>`,
@@ -292,13 +309,16 @@ export function buildTimelineOption(layout: Layout, items: Item[], o: TimelineOp
       const x1 = clipX(x(it.seg.t1_ns));
       const w = Math.max(1, x1 - x0);
       const shape = { x: x0, y: y(box.y + top), width: w, height: h };
-      const fill = segmentColor(it.seg);
+      const fill = segmentColor(it.seg, it.lane);
       const opacity = it.seg.track === 'state' && it.seg.state === 'blocked' ? 0.9 : 0.85;
       const sel = api.value(0) === o.selected;
       const style = sel ? { fill, opacity: 1, stroke: '#ffffff', lineWidth: 2 } : { fill, opacity };
       // a label only where it fits (waits, calls and block phases wider than 40 px, elided to the rect): the others
       // are bare rects (no text to lay out), so labels never run over each other
-      const labelled = (it.seg.track === 'wait' || it.seg.track === 'call' || ((it.seg.track === 'queued' || it.seg.track === 'service') && h >= 10)) && w > 40 && free.has(it.seg);
+      const labelled =
+        (it.seg.track === 'wait' || it.seg.track === 'call' || it.lane.kind === 'cpu' || ((it.seg.track === 'queued' || it.seg.track === 'service') && h >= 10)) &&
+        w > 40 &&
+        free.has(it.seg);
       if (!labelled) return { type: 'rect', shape, style } as unknown as Rendered;
       return {
         type: 'rect',

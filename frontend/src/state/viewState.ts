@@ -57,7 +57,7 @@ export type ViewState = {
   tlArrows: boolean; // every chain's arrows (default: the selected chain's only)
   tlMark: [number, number | null] | null; // a measurement: two instants (ns), or the first of them
   tlPin: string[]; // lanes pinned to the top of the timeline (their ids)
-  tlFold: string[]; // groups of lanes folded (their keys: "src:<id>", "pinned")
+  tlFold: string[]; // groups of lanes folded (their keys: "src:<id>", "cpus:<id>", "pinned")
   tlQ: string | null; // the lanes whose name, pid or device contains this
   // Heatmaps
   shm: StallsHeatmapMetric; // the Stalls heatmap: waits (by lock) or a function's duration

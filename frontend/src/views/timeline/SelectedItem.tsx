@@ -70,7 +70,7 @@ function SegmentDetail({ item }: { item: Extract<Item, { kind: 'segment' }> }) {
   const [, setView] = useViewState();
   const { lane, seg } = item;
   const req = requestOfSegment(seg);
-  const what = seg.track === 'call' ? `${seg.state}()` : seg.track === 'wait' ? `wait in ${seg.state}` : seg.track === 'queued' ? 'I→D (queued)' : seg.track === 'service' ? 'D→C (service)' : seg.state;
+  const what = lane.kind === 'cpu' ? `${seg.state} running` : seg.track === 'call' ? `${seg.state}()` : seg.track === 'wait' ? `wait in ${seg.state}` : seg.track === 'queued' ? 'I→D (queued)' : seg.track === 'service' ? 'D→C (service)' : seg.state;
   return (
     <div className="drawer-segment">
       <h3>
