@@ -212,7 +212,7 @@ def _ids(buf: bytes) -> pa.Array:
 
 def _names(cols: dict) -> pa.RecordBatch:
     """fg_names: every string the tokenizer interned, by id (only finish's result holds them). A stored stack is its
-    frames joined by the unit separator (backend/analysis/stalls.py STACK_SEP): in a name, one becomes '?', as
+    frames joined by the unit separator (backend/schema/tables.py STACK_SEP): in a name, one becomes '?', as
     bytes that are not UTF-8 do, so that a frame is never read back as two."""
     n = len(cols["dict_off"]) // 4 - 1
     names = pa.StringArray.from_buffers(n, pa.py_buffer(cols["dict_off"]), pa.py_buffer(cols["dict_data"]))
