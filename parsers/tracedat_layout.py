@@ -29,6 +29,8 @@ from typing import BinaryIO
 MAGIC = b"\x17\x08\x44tracing"
 VERSIONS = (6, 7)
 MAX_CHUNK = 128 << 20  # a compressed chunk or section said to hold more than this is damage, not data
+MAX_TRACE_CHUNK = 16 << 20  # a chunk of ring-buffer pages (trace-cmd writes ~10 pages a chunk)
+MAX_EXPANSION = 64  # compressed trace data decompresses to at most this many times the file's size (samples: 2-8x)
 
 # option ids (trace-cmd-private.h)
 DONE, DATE, CPUSTAT, BUFFER, TRACECLOCK, UNAME, HOOK, OFFSET, CPUCOUNT, VERSION = range(10)
@@ -490,10 +492,17 @@ class _Walker:
         at += 4
         for i in range(count):
             usize = self.file.num(at + 4, 4, f"chunk {i + 1} of {what}'s size")
-            if page and (usize == 0 or usize % page):
+            if page and (usize == 0 or usize % page or usize > MAX_TRACE_CHUNK):
                 raise LayoutError(
                     at + 4,
-                    f"chunk {i + 1} of {what} is said to hold {usize} bytes, not a whole number of {page}-byte pages",
+                    f"chunk {i + 1} of {what} is said to hold {usize} bytes, not a whole number of {page}-byte pages "
+                    f"up to {MAX_TRACE_CHUNK >> 20} MiB",
+                )
+            if layout.uncompressed_bytes + usize > MAX_EXPANSION * self.size + MAX_TRACE_CHUNK:
+                raise LayoutError(
+                    at + 4,
+                    f"the compressed trace data would decompress to more than {MAX_EXPANSION} times the file's size: "
+                    "not plausible (a damaged or hostile file)",
                 )
             layout.uncompressed_bytes += len(self.inflate(layout, at, end - at, f"chunk {i + 1} of {what}"))
             at += 8 + self.file.num(at, 4, "a chunk's size")

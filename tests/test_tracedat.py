@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 from backend.app import create_app
 from backend.store import IngestError, Store
 from bench import gen_tracedat
-from parsers import funcgraph, tracecmd, tracedat
+from parsers import funcgraph, tracecmd, tracedat, tracedat_layout
 from parsers.common import ParseError, ParseReport
 from parsers.detect import detect
 from parsers.tracedat_layout import BUFFER, HEADER_INFO, KALLSYMS, read_layout
@@ -308,7 +308,13 @@ def _v7_cases() -> list[tuple[str, bytes, str]]:
             "chunk not whole pages",
             data[: cpu[1][0] + 8] + struct.pack("<I", 4097) + data[cpu[1][0] + 12 :],
             rf"byte {cpu[1][0] + 8}: chunk 1 of CPU 1's trace data is said to hold 4097 bytes, not a whole number of "
-            r"4096-byte pages",
+            r"4096-byte pages up to 16 MiB",
+        ),
+        (
+            "chunk of 32 MiB",
+            data[: cpu[1][0] + 8] + struct.pack("<I", 32 << 20) + data[cpu[1][0] + 12 :],
+            rf"byte {cpu[1][0] + 8}: chunk 1 of CPU 1's trace data is said to hold 33554432 bytes, not a whole number "
+            r"of 4096-byte pages up to 16 MiB",
         ),
         (
             "chunk count too large",
@@ -563,3 +569,14 @@ def test_trace_cmd_failing_after_its_rows_leaves_nothing(ingested, tmp_path, mon
     ):
         ingest_bytes(store, **{"capture.dat": V6.read_bytes()})
     assert table_counts(store) == before
+
+
+def test_a_decompression_bomb_is_refused(monkeypatch):
+    """Compressed trace data that would decompress to far more than the file holds is refused before trace-cmd
+    writes it to its temporary files (the v7 sample's is 1.9x its file; here the bound is brought down to 1x)."""
+    monkeypatch.setattr(tracedat_layout, "MAX_EXPANSION", 1)
+    monkeypatch.setattr(tracedat_layout, "MAX_TRACE_CHUNK", 64 << 10)
+    with pytest.raises(
+        ParseError, match=r"c\.dat, byte \d+: the compressed trace data would decompress to more than 1 "
+    ):
+        _parse(V7)
