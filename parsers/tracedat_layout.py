@@ -418,7 +418,7 @@ class _Walker:
         csize, usize = f.num(at, 4, f"{what}'s compressed size"), f.num(at + 4, 4, f"{what}'s size")
         if csize + 8 > room:
             raise LayoutError(at, f"{what}: {csize} compressed bytes do not fit in its {room} bytes")
-        if usize > MAX_CHUNK:
+        if usize > min(MAX_CHUNK, MAX_EXPANSION * self.size + MAX_TRACE_CHUNK):
             raise LayoutError(at + 4, f"{what} is said to decompress to {usize} bytes: not plausible")
         try:
             return self.decompress(f.bytes(at + 8, csize, what), usize)
