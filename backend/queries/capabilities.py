@@ -198,12 +198,14 @@ def _capabilities(con, analysis_id: str) -> dict:
     lanes = []
     if n["sched_switch"]:
         lanes.append("tasks running / runnable / blocked")
-    if n["calls_with_task"]:
+    if n["calls_with_task"] and n["call_times"]:
         lanes.append("calls per task")
     if has_blk:
         lanes.append("block requests per device")
     if lanes:
         views.append(_view("timeline", "data", ", ".join(lanes)))
+    elif n["calls"] and not n["call_times"]:
+        views.append(_view("timeline", "empty", "the calls have no timestamps (funcgraph-abstime off): no time axis"))
     elif n["calls"]:
         views.append(_view("timeline", "empty", "the calls name no task (no funcgraph-proc column): no task lane"))
     elif formats - {"offcputime"}:
