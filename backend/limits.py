@@ -1,8 +1,11 @@
 """What one server takes at once: the settings that keep slow or many clients from holding it (docs/SECURITY.md).
 
 * uploads at once (STALLSCOPE_MAX_UPLOADS, 2): the next one is answered 503 with Retry-After before its body is read;
-* bytes spooled by the uploads in flight together (STALLSCOPE_SPOOL_LIMIT, 4 GiB): an upload that would pass it is
-  answered 503 with Retry-After (declared by its Content-Length: at once; else when its bytes pass it);
+* bytes spooled by the uploads in flight together (STALLSCOPE_SPOOL_LIMIT, 4 GiB): an upload whose files copied to
+  disk would pass it is answered 503 with Retry-After. Uploads are parsed as they arrive (backend/ingest/arrivals.py)
+  and spool nothing, except the files of a blktrace per-CPU set (a set needs all its files): those are counted as
+  they are copied;
+* an upload's size (STALLSCOPE_MAX_UPLOAD, 8 GiB): larger ones are answered 413 (declared: at once);
 * a request body that sends nothing for STALLSCOPE_BODY_TIMEOUT seconds (30) is answered 408 and its spool freed;
 * request headers not complete STALLSCOPE_HEADER_TIMEOUT seconds (10) after the connection opened (or after the
   previous response on a kept-alive connection): the connection is closed (backend/server.py).
@@ -26,7 +29,7 @@ TIME_MIN, TIME_MAX = -(1 << 62), (1 << 62) - 1
 
 @dataclass(frozen=True)
 class Limits:
-    max_upload_bytes: int = 2 << 30
+    max_upload_bytes: int = 8 << 30
     max_uploads: int = 2
     spool_bytes: int = 4 << 30
     body_timeout_s: float = 30.0
@@ -74,8 +77,8 @@ class UploadSlots:
         self.uploads = 0
         self.spooled = 0
 
-    def take(self, declared: int | None) -> "Slot":
-        """A slot for one upload (its declared size reserved), or Busy."""
+    def take(self, declared: int | None = None) -> "Slot":
+        """A slot for one upload (`declared` bytes of spool reserved), or Busy."""
         with self._lock:
             if self.uploads >= self.limits.max_uploads:
                 raise Busy(
@@ -99,7 +102,7 @@ class Slot:
         self.closed = False
 
     def count(self, n: int) -> None:
-        """n more bytes of body received: past the reservation they are added to the spooled total (Busy past it)."""
+        """n more bytes spooled: past the reservation they are added to the spooled total (Busy past it)."""
         self.seen += n
         extra = self.seen - self.held
         if extra <= 0:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Iterable
 
 import duckdb
 
@@ -60,7 +61,9 @@ class Store:
         self.db.close()
         disk.remove_spill_files(self.path)
 
-    def ingest(self, files: list[InputFile], name: str | None = None, progress: Progress | None = None) -> dict:
-        """Creates one analysis from the files (backend/ingest/pipeline.py). Raises IngestError (nothing written) if
-        any is refused."""
-        return ingest(self.db, files, name, progress)
+    def ingest(
+        self, files: Iterable[InputFile], name: str | None = None, progress: Progress | None = None, **how
+    ) -> dict:
+        """Creates one analysis from the files, a list or files that arrive (backend/ingest/pipeline.py: `how` is
+        bytes_total, spool). Raises IngestError (nothing written) if any is refused."""
+        return ingest(self.db, files, name, progress, **how)

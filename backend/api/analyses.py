@@ -4,6 +4,7 @@ backend.queries, return JSON; no SQL here."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 import duckdb
@@ -11,15 +12,16 @@ from fastapi import Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import Field
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import UploadFile
+from starlette.requests import ClientDisconnect
 
 from .. import access, disk
 from ..derive import align, chains
-from ..ingest import IngestError, InputFile
+from ..ingest import IngestError
+from ..ingest.arrivals import Arrivals, ReceiveAborted
 from ..limits import RETRY_AFTER_S, BodyTimeout, Busy, Limits
 from ..queries import analyses, memo
 from ..store import Store
-from . import models
+from . import models, upload_body
 from .deps import (
     FORBIDDEN,
     NOT_FOUND,
@@ -67,8 +69,9 @@ async def create_analysis(
     board: ProgressBoard,
     progress: Annotated[str | None, Query(max_length=64, description="a token to poll /api/progress/{token}")] = None,
 ):
-    """Upload one or more trace files (multipart `files`, optional `name`): one analysis is created from them. The
-    answer holds the analysis' edit key, given this once (needed to change or delete it on a shared server)."""
+    """Upload one or more trace files (multipart `files`, optional `name`): one analysis is created from them, each
+    file parsed as its bytes arrive. The answer holds the analysis' edit key, given this once (needed to change or
+    delete it on a shared server)."""
     limits: Limits = request.app.state.limits
     limit = limits.max_upload_bytes
     declared = request.headers.get("content-length")
@@ -76,53 +79,50 @@ async def create_analysis(
     if declared is not None and declared > limit:
         raise HTTPException(413, f"upload of {declared} bytes is larger than the limit of {limit} bytes")
     try:
-        slot = request.app.state.uploads.take(declared)
+        slot = request.app.state.uploads.take()
     except Busy as e:
         raise HTTPException(503, str(e), headers={"Retry-After": str(RETRY_AFTER_S)})
-    form = None
+    prog = board.start(progress)
+    arrivals = Arrivals()
+    # the ingest reads the files as they arrive, in a thread, while this reads the body (upload_body.py)
+    ingesting = asyncio.ensure_future(
+        run_in_threadpool(store.ingest, arrivals, None, prog, bytes_total=declared or 0, spool=slot.count)
+    )
     try:
-        prog = board.start(progress)
         seen = 0
         receive = request._receive
 
         async def counting_receive():
             nonlocal seen
             message = await receive()  # at most limits.body_timeout_s each (limits.ReadTimeouts)
-            got = len(message.get("body", b""))
-            seen += got
-            prog.update(bytes_read=seen)
+            seen += len(message.get("body", b""))
             if seen > limit:
                 raise TooLarge()
-            slot.count(got)
             return message
 
         request._receive = counting_receive
         try:
-            form = await request.form(max_files=MAX_FILES, max_fields=16)
-        except TooLarge:
-            prog.update(phase="error", error="too large")
-            raise HTTPException(413, f"upload is larger than the limit of {limit} bytes")
-        except BodyTimeout:
-            prog.update(phase="error", error="timed out")
+            await upload_body.read_parts(
+                request.stream(), request.headers.get("content-type"), arrivals, max_files=MAX_FILES, max_fields=16
+            )
+        except BaseException as e:  # the body is not complete: the ingest stops and writes nothing
+            arrivals.abort(ReceiveAborted(f"the upload was not received whole: {e!r}"))
+            await _ended(ingesting)
+            if isinstance(e, TooLarge):
+                prog.update(phase="error", error="too large")
+                raise HTTPException(413, f"upload is larger than the limit of {limit} bytes")
+            if isinstance(e, BodyTimeout):
+                prog.update(phase="error", error="timed out")
+            if isinstance(e, upload_body.MalformedBody):
+                prog.update(phase="error", error="malformed body")
+                raise HTTPException(400, f"could not read the upload as multipart/form-data: {e}")
+            if isinstance(e, ClientDisconnect):
+                prog.update(phase="error", error="the client went away")
+                raise HTTPException(400, "the upload was not received whole: the client went away")
             raise
-        except Busy as e:
-            prog.update(phase="error", error="server busy")
-            raise HTTPException(503, str(e), headers={"Retry-After": str(RETRY_AFTER_S)})
-        except Exception as e:  # malformed multipart body
-            raise HTTPException(400, f"could not read the upload as multipart/form-data: {e}")
-        uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
-        if not uploads:
-            raise HTTPException(422, "no file: send one or more files in multipart fields named 'files'")
-        name = form.get("name")
-        name = name.strip()[:200] if isinstance(name, str) and name.strip() else None
-        files = []
-        for u in uploads:
-            u.file.seek(0, 2)
-            size = u.file.tell()
-            u.file.seek(0)
-            files.append(InputFile(filename=(u.filename or "upload")[:255], stream=u.file, size=size))
+        arrivals.end()
         try:
-            created = await run_in_threadpool(store.ingest, files, name, prog)
+            created = await asyncio.shield(ingesting)
         except IngestError as e:
             prog.update(phase="error", error=e.detail)
             return JSONResponse(
@@ -135,15 +135,28 @@ async def create_analysis(
                     ],
                 },
             )
+        except Busy as e:  # the files copied to disk passed the server's limit (limits.py)
+            prog.update(phase="error", error="server busy")
+            raise HTTPException(503, str(e), headers={"Retry-After": str(RETRY_AFTER_S)})
         edit_key = access.new_edit_key()
         await run_in_threadpool(_keep_edit_key, store, created["id"], edit_key)
         if request.app.state.warmer:  # once this response is sent (warm.py)
             request.app.state.warmer.add(created["id"])
         return {**created, "edit_key": edit_key}
     finally:
-        if form is not None:
-            await form.close()
-        slot.release()
+        if ingesting.done():
+            slot.release()
+        else:  # this request was cancelled: the ingest ends (aborted) in its thread, then frees the slot
+            arrivals.abort(ReceiveAborted("the request was cancelled"))
+            ingesting.add_done_callback(lambda _: slot.release())
+
+
+async def _ended(ingesting: asyncio.Future) -> None:
+    """Waits for an aborted ingest to end (it deletes what it staged), whatever it raised."""
+    try:
+        await asyncio.shield(ingesting)
+    except BaseException:  # noqa: BLE001 - the abort's own consequence
+        pass
 
 
 def _keep_edit_key(store: Store, analysis_id: str, key: str) -> None:

@@ -18,9 +18,25 @@ from parsers.detect import SNIFF_BYTES, detect
 
 @dataclass
 class InputFile:
+    """A file to ingest: a seekable stream (the CLI's files, a spooled upload) of `size` bytes, or a stream read as it
+    arrives (arrivals.StreamedInput: size 0 until it is read, its SHA-256 computed as it passes)."""
+
     filename: str
-    stream: BinaryIO  # seekable
-    size: int
+    stream: BinaryIO
+    size: int = 0
+
+    @property
+    def streamed(self) -> bool:
+        return hasattr(self.stream, "digest")
+
+
+def read_head(f: InputFile) -> bytes:
+    """The file's first SNIFF_BYTES (what format detection reads), its stream left at its start."""
+    if f.streamed:
+        return f.stream.head(SNIFF_BYTES)
+    head = f.stream.read(SNIFF_BYTES)
+    f.stream.seek(0)
+    return head
 
 
 @dataclass
@@ -83,10 +99,8 @@ def detect_sources(files: list[InputFile]) -> list[tuple[ModuleType, list[int]]]
     IngestError naming every file that was refused."""
     parsers, errors = [], []
     for f in files:
-        head = f.stream.read(SNIFF_BYTES)
-        f.stream.seek(0)
         try:
-            parsers.append(detect(head, f.filename))
+            parsers.append(detect(read_head(f), f.filename))
         except ParseError as e:
             errors.append(e)
     if errors:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import queue
 import stat
 import threading
 from typing import BinaryIO
@@ -12,23 +13,35 @@ from .files import InputFile
 
 
 class FileHashes:
-    """The SHA-256 of each file, read a second time in a thread of its own at the lowest CPU priority (Linux's
-    SCHED_IDLE, else nice 19), from the start of the ingest: it takes the CPU time parsing, inserting and deriving
-    leave idle. (At nice 19 it still took some from them: blkparse's ingest, interleaved runs, median 6.25 -> 6.09 s
-    with SCHED_IDLE.) A file with a descriptor is read by position (os.pread: the parser's offset is untouched); any
-    other stream once parsing is done (`parsed`). hashlib and the reads release the GIL."""
+    """The SHA-256 of each file, in the order they are added. A file read as it arrives (a streamed upload) hashes
+    itself as its bytes pass (StreamedInput.digest). The others are read a second time in a thread of its own at the
+    lowest CPU priority (Linux's SCHED_IDLE, else nice 19), from the moment they are added: it takes the CPU time
+    parsing, inserting and deriving leave idle. (At nice 19 it still took some from them: blkparse's ingest,
+    interleaved runs, median 6.25 -> 6.09 s with SCHED_IDLE.) A file with a descriptor is read by position
+    (os.pread: the parser's offset is untouched); any other stream once parsing is done (`parsed`). hashlib and the
+    reads release the GIL."""
 
-    def __init__(self, files: list[InputFile]):
-        self.digests: list[str | None] = [None] * len(files)
+    def __init__(self, files: list[InputFile] | None = None):
+        self.files: list[InputFile] = []
+        self.digests: list[str | None] = []
         self.error: BaseException | None = None  # a read that failed: raised by result()
         self.stop = threading.Event()
         self.parsed = threading.Event()
-        # asked here, not in the worker: fileno() of an upload spooled in memory moves it to disk (not while it is read)
-        fds = [file_descriptor(f.stream) for f in files]
-        self._worker = threading.Thread(target=self._hash, args=(files, fds), name="sha256", daemon=True)
+        self._todo: queue.Queue = queue.Queue()  # (index, file, descriptor); None: no more
+        self._worker = threading.Thread(target=self._hash, name="sha256", daemon=True)
         self._worker.start()
+        for f in files or []:
+            self.add(f)
 
-    def _hash(self, files: list[InputFile], fds: list[int | None]) -> None:
+    def add(self, f: InputFile) -> None:
+        self.files.append(f)
+        self.digests.append(None)
+        if not f.streamed:
+            # asked here, not in the worker: fileno() of an upload spooled in memory moves it to disk (not while it
+            # is read)
+            self._todo.put((len(self.files) - 1, f, file_descriptor(f.stream)))
+
+    def _hash(self) -> None:
         try:  # this thread only
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
             os.sched_setscheduler(threading.get_native_id(), os.SCHED_IDLE, os.sched_param(0))
@@ -36,7 +49,8 @@ class FileHashes:
             pass
         buf = bytearray(1 << 20)
         try:
-            for i, (f, fd) in enumerate(zip(files, fds)):
+            while (item := self._todo.get()) is not None:
+                i, f, fd = item
                 sha = hashlib.sha256()
                 with memoryview(buf) as view:
                     if fd is not None:
@@ -55,14 +69,19 @@ class FileHashes:
 
     def result(self) -> list[str]:
         self.parsed.set()
+        self._todo.put(None)
         self._worker.join()
         if self.error is not None:
             raise self.error
+        for i, f in enumerate(self.files):
+            if f.streamed:
+                self.digests[i] = f.stream.digest()
         return self.digests
 
     def cancel(self) -> None:
         self.stop.set()
         self.parsed.set()
+        self._todo.put(None)
         self._worker.join()
 
 

@@ -24,16 +24,28 @@ from __future__ import annotations
 
 import json
 import secrets
+import tempfile
 from datetime import datetime, timezone
 from types import ModuleType
+from typing import Callable, Iterable
 
 import duckdb
 
 from parsers.common import ParseError, ParseReport
+from parsers.detect import detect
 
 from ..derive.pipeline import DERIVE_ANALYSIS, DERIVE_SOURCE
 from ..schema.tables import PARSER_TABLES, STAGED_TABLES
-from .files import CountingReader, IngestError, InputFile, Progress, detect_sources, source_name
+from .files import (
+    CountingReader,
+    IngestError,
+    InputFile,
+    Progress,
+    detect_sources,
+    group_sources,
+    read_head,
+    source_name,
+)
 from .hashes import FileHashes, source_digest
 from .memory import trim_heap
 from .streams import TableStreams
@@ -47,27 +59,71 @@ def new_id() -> str:
 
 
 def ingest(
-    db: duckdb.DuckDBPyConnection, files: list[InputFile], name: str | None = None, progress: Progress | None = None
+    db: duckdb.DuckDBPyConnection,
+    files: Iterable[InputFile],
+    name: str | None = None,
+    progress: Progress | None = None,
+    bytes_total: int = 0,
+    spool: Callable[[int], None] | None = None,
 ) -> dict:
     """Creates one analysis from the files in the database `db`. Raises IngestError (nothing written) if any is
-    refused."""
+    refused.
+
+    `files` is a list (all there: each is detected before any is parsed) or files that arrive while it runs (an
+    upload read as it comes, arrivals.Arrivals: each file is detected and parsed as it arrives, its name field read
+    at the end; `bytes_total` says how many bytes are expected, for the progress). A file of a format read as a set
+    (blktrace's per-CPU files: a set needs all its files) is kept until the end, copied to a temporary file if it
+    came as a stream (`spool(n)` is told of each n bytes so copied; it may refuse by raising), then staged with its
+    set."""
     progress = progress or Progress()
-    progress.update(phase="parsing", bytes_total=sum(f.size for f in files), bytes_read=0, events=0)
-    groups = detect_sources(files)
+    if isinstance(files, list):
+        detect_sources(files)  # every refusal at once, before anything is parsed
+        bytes_total = sum(f.size for f in files)
+    progress.update(phase="parsing", bytes_total=bytes_total, bytes_read=0, events=0)
 
     analysis_id = new_id()
-    name = name or ", ".join(source_name(p, [files[i].filename for i in g]) for p, g in groups)[:200]
     con = db.cursor()
     staged: list[int] = []  # source ids whose rows are written, not yet visible
-    hashes = FileHashes(files)
+    hashes = FileHashes()
+    arrived: list[InputFile] = []
+    spooled: list = []  # temporary files of streamed set members
     try:
-        parsed, done = [], 0
-        for parser, members in groups:
-            unit = [files[i] for i in members]
-            parsed.append(stage_source(db, con, unit, parser, progress, done, staged))
-            done += sum(f.size for f in unit)
+        parsed, sets, refused = [], [], []  # parsed: (first file's index, staged source)
+
+        for f in files:
+            i = len(arrived)
+            arrived.append(f)
+            hashes.add(f)
+            try:
+                parser = detect(read_head(f), f.filename)
+            except ParseError as e:
+                refused.append(e)
+            if refused:  # nothing will be written: the rest is only detected, so every refusal is reported
+                if f.streamed:
+                    f.stream.drain()
+                continue
+            if hasattr(parser, "group"):  # a set's member: staged with the others, at the end
+                if f.streamed:
+                    spooled.append(spool_file(f, spool))
+                sets.append((i, parser))
+                continue
+            parsed.append((i, stage_source(db, con, [f], parser, progress, staged)))
+        if refused:
+            raise IngestError(refused)
+        if sets:
+            members = [arrived[i] for i, _ in sets]
+            for parser, group in group_sources(members, [p for _, p in sets]):
+                unit = [members[k] for k in group]
+                parsed.append((sets[group[0]][0], stage_source(db, con, unit, parser, progress, staged)))
+        if not arrived:
+            raise IngestError(
+                [ParseError("no file: send one or more files in multipart fields named 'files'", filename="upload")]
+            )
+        parsed = [p for _, p in sorted(parsed, key=lambda p: p[0])]  # sources in the order of their first file
         hashes.parsed.set()
         trim_heap()  # what staging freed (Arrow batches, parser buffers) back to the OS before deriving
+        name = name or getattr(files, "name", None)
+        name = name or ", ".join(source_name(p[3], [f.filename for f in p[1]]) for p in parsed)[:200]
         # One transaction makes the analysis visible: derived tables, then its sources and itself.
         progress.update(phase="deriving")
         con.begin()
@@ -75,7 +131,7 @@ def ingest(
         for step in DERIVE_ANALYSIS:
             step(con, analysis_id)
         trim_heap()  # what the derivation freed (the waits' and chains' Python objects), before the commit's writes
-        digests = dict(zip((id(f) for f in files), hashes.result()))
+        digests = dict(zip((id(f) for f in arrived), hashes.result()))
         for (source_id, unit, *_), source in zip(parsed, sources):
             digest = source_digest(unit, [digests[id(f)] for f in unit])
             for entry, f in zip(source["files"], unit):
@@ -90,6 +146,8 @@ def ingest(
         )
         con.commit()
     except BaseException as e:
+        if hasattr(files, "close"):  # arrivals: the rest of the upload is dropped as it comes
+            files.close()
         hashes.cancel()
         try:
             con.rollback()
@@ -102,8 +160,50 @@ def ingest(
         raise
     finally:
         con.close()
+        for tmp in spooled:
+            tmp.close()
     progress.update(phase="done")
     return {"id": analysis_id, "url": f"/a/{analysis_id}", "sources": sources}
+
+
+def spool_file(f: InputFile, spool: Callable[[int], None] | None):
+    """Copies a streamed file to a temporary file (deleted when closed) and makes it the file's stream; returns the
+    temporary file. Its SHA-256 is still the stream's."""
+    tmp = tempfile.TemporaryFile(prefix="stallscope-upload-")
+    try:
+        buf = bytearray(1 << 20)
+        with memoryview(buf) as view:
+            while got := f.stream.readinto(view):
+                if spool is not None:
+                    spool(got)
+                tmp.write(view[:got])
+        f.size = tmp.tell()
+        tmp.seek(0)
+        digest = f.stream.digest
+        f.stream = SpooledStream(tmp, digest)
+    except BaseException:
+        tmp.close()
+        raise
+    return tmp
+
+
+class SpooledStream:
+    """A streamed file once copied to a temporary file: read from the copy, hashed as it passed (`digest`)."""
+
+    def __init__(self, file, digest: Callable[[], str]):
+        self.file, self.digest = file, digest
+
+    def readinto(self, b) -> int:
+        return self.file.readinto(b)
+
+    def read(self, size: int = -1) -> bytes:
+        return self.file.read(size)
+
+    def seek(self, *a) -> int:
+        return self.file.seek(*a)
+
+    def tell(self) -> int:
+        return self.file.tell()
 
 
 def stage_source(
@@ -112,14 +212,13 @@ def stage_source(
     unit: list[InputFile],
     parser: ModuleType,
     progress: Progress,
-    done: int,
     staged: list[int],
 ) -> tuple:
     """Parses a source's files (one, or a format's group: blktrace's per-CPU files) into its tables, each through
     one INSERT that reads the rows as the parser makes them (TableStreams): memory stays bounded whatever the files'
     size, and each table is written in whole row groups. The rows stay invisible until add_source links them
     to an analysis."""
-    done_events = progress.events
+    done_events, done = progress.events, progress.bytes_read
     source_id = con.execute("SELECT nextval('source_ids')").fetchall()[0][0]
     staged.append(source_id)
     names = [f.filename for f in unit]
