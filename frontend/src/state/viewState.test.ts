@@ -62,6 +62,7 @@ describe('view state <-> URL', () => {
       shf: 'xfs_ilock',
       hbox: { metric: 'func', t0: 358613968921000, t1: 358613975514750, latMin: 4645966, latMax: null },
       wait: { sourceId: 1, line: 94 },
+      sql: "SELECT pid, count(*) FROM waits WHERE lock LIKE 'xfs%' GROUP BY 1",
     };
     const qs = encodeView(v).toString();
     expect(qs).toBe(
@@ -69,7 +70,8 @@ describe('view state <-> URL', () => {
         '&chain=2&link=3&lock=xfs_buf_lock&lock_key=down&idle=1&fg_unit=stacks&fg_pid=30495&fg_comm=file_writer&fg_q=xfs_buf_lock&fg_inv=1' +
         '&fg_zoom=dd%3Bentry_SYSCALL_64_fastpath&fg_diff=1&fg_warm=1&fg_a=4&fg_b=5&fg_ban=L8VWhW46&v0=81000000000&v1=97000000000' +
         '&tl_n=80&tl_sel=2%3A45&tl_arrows=1&tl_mark=81100000000_81100000250&tl_pin=task%3A1%3A42%7Cdev%3A2%3A8%2C0&tl_fold=src%3A3&tl_q=postgres&wp=1%3A85&wp_comm=cksum&wp_lock=page+lock&shm=func&shf=xfs_ilock' +
-        '&hbox=func_358613968921000_358613975514750_4645966_&wait=1%3A94',
+        '&hbox=func_358613968921000_358613975514750_4645966_&wait=1%3A94' +
+        '&sql=SELECT+pid%2C+count%28*%29+FROM+waits+WHERE+lock+LIKE+%27xfs%25%27+GROUP+BY+1',
     );
     expect(decodeView(new URLSearchParams(qs))).toEqual(v);
   });

@@ -1,8 +1,8 @@
 // The view state IS the URL: every selection, filter and window lives in the search params,
 // so copying the address bar shares exactly what is on screen.
 
-export type Tab = 'dispatch' | 'stalls' | 'timeline' | 'offcpu' | 'sources';
-export const TABS: Tab[] = ['stalls', 'timeline', 'dispatch', 'offcpu', 'sources'];
+export type Tab = 'dispatch' | 'stalls' | 'timeline' | 'offcpu' | 'sources' | 'sql';
+export const TABS: Tab[] = ['stalls', 'timeline', 'dispatch', 'offcpu', 'sources', 'sql'];
 export type FlameUnit = 'us' | 'stacks';
 export type Grouping = 'process' | 'device';
 export type RequestOrder = 'i2d' | 'd2c' | 'q2c' | 'time';
@@ -64,6 +64,7 @@ export type ViewState = {
   shf: string | null; // its filter: the lock (null: all waits) or the function (null: the top one)
   hbox: HeatmapBox | null; // the brushed box, on the heatmap of its metric
   wait: RequestRef | null; // the selected wait: its source and line
+  sql: string | null; // the SQL console's query (views/sql/)
 };
 
 export const DEFAULT_SORT: Sort = { column: 'i2d.max', desc: true };
@@ -111,6 +112,7 @@ export const DEFAULT_VIEW: ViewState = {
   shf: null,
   hbox: null,
   wait: null,
+  sql: null,
 };
 
 const PHASES = ['i2d', 'd2c', 'q2c'];
@@ -244,6 +246,7 @@ export function decodeView(params: URLSearchParams): ViewState {
     shf: params.get('shf') || null,
     hbox: parseHeatmapBox(params.get('hbox')),
     wait: parseRequestRef(params.get('wait')),
+    sql: params.get('sql') || null,
   };
 }
 
@@ -296,6 +299,7 @@ export function encodeView(v: ViewState): URLSearchParams {
   if (v.shf !== null) p.set('shf', v.shf);
   if (v.hbox !== null) p.set('hbox', encodeHeatmapBox(v.hbox));
   if (v.wait !== null) p.set('wait', encodeRequestRef(v.wait));
+  if (v.sql !== null) p.set('sql', v.sql);
   return p;
 }
 

@@ -8,7 +8,7 @@ import { formatAbsTime, formatCount, formatDate, formatNs, formatBytes, formatNa
 import { useViewState } from '../state/useViewState';
 import { hasWakerStacks } from '../lib/wakers';
 import { CaptureCapabilities } from './CaptureCapabilities';
-import { DispatchView, OffcpuView, SourcesView, StallsView, TimelineView } from './tabViews';
+import { DispatchView, OffcpuView, SourcesView, SqlView, StallsView, TimelineView } from './tabViews';
 import { TABS, type Tab } from '../state/viewState';
 
 export function AnalysisPage() {
@@ -49,11 +49,12 @@ export function AnalysisPage() {
       {tab === 'timeline' && <TimelineView analysis={a} />}
       {tab === 'offcpu' && <OffcpuView analysis={a} />}
       {tab === 'sources' && <SourcesView a={a} />}
+      {tab === 'sql' && <SqlView analysis={a} />}
     </div>
   );
 }
 
-const TAB_LABEL: Record<Tab, string> = { stalls: 'Stalls', timeline: 'Timeline', dispatch: 'Dispatch', offcpu: 'Off-CPU', sources: 'Sources' };
+const TAB_LABEL: Record<Tab, string> = { stalls: 'Stalls', timeline: 'Timeline', dispatch: 'Dispatch', offcpu: 'Off-CPU', sources: 'Sources', sql: 'SQL' };
 const TAB_FORMAT: Partial<Record<Tab, string>> = { stalls: 'ftrace', dispatch: 'blkparse', offcpu: 'offcputime' };
 
 /** The tabs this analysis has data for, the default first: Stalls (ftrace, or offwaketime's wake-up pairs)
@@ -69,7 +70,7 @@ export function availableTabs(a: Pick<AnalysisDetail, 'sources'>): Tab[] {
 
 /** The tab an analysis opens on: the first view of its own data (Stalls, Dispatch, Off-CPU), else the timeline. */
 export function defaultTab(tabs: Tab[]): Tab {
-  return tabs.find((t) => t !== 'timeline' && t !== 'sources') ?? tabs[0];
+  return tabs.find((t) => t !== 'timeline' && t !== 'sources' && t !== 'sql') ?? tabs[0];
 }
 
 function AnalysisHeader({ a }: { a: AnalysisDetail }) {

@@ -43,6 +43,7 @@ const views = {
   dispatch: lazyView('dispatch', () => import('./dispatch/DispatchView').then((m) => m.DispatchView)),
   offcpu: lazyView('off-CPU', () => import('./offcpu/OffcpuView').then((m) => m.OffcpuView)),
   sources: lazyView('sources', () => import('./sources/SourcesView').then((m) => m.SourcesView)),
+  sql: lazyView('SQL', () => import('./sql/SqlView').then((m) => m.SqlView)),
 };
 const _everyTab: Record<Tab, { preload: () => void }> = views; // a tab without its view fails to compile
 void _everyTab;
@@ -57,3 +58,4 @@ export const TimelineView = views.timeline.View;
 export const DispatchView = views.dispatch.View;
 export const OffcpuView = views.offcpu.View;
 export const SourcesView = views.sources.View;
+export const SqlView = views.sql.View;

@@ -12,6 +12,7 @@ import { CallsPanel } from './CallsPanel';
 import { useReveal } from '../../lib/reveal';
 import { Stack } from './Stack';
 import { WakerSide } from './WakerSide';
+import { CopyChainText } from './CopyChainText';
 
 export function ChainDetail({ analysis, chain, marks }: { analysis: AnalysisDetail; chain: Chain; marks: Mark[] }) {
   const [view, setView] = useViewState();
@@ -43,6 +44,7 @@ export function ChainDetail({ analysis, chain, marks }: { analysis: AnalysisDeta
       <section className="panel">
         <div className="panel-head">
           <h2>Chain #{chain.id}</h2>
+          <CopyChainText analysisId={analysis.id} rank={chain.id} />
           <span className="chain-path mono" data-testid="chain-path">
             {chain.links.map((l, i) => (
               <span key={i}>

@@ -1,0 +1,77 @@
+import { expect, test } from '@playwright/test';
+import path from 'node:path';
+import { copyLinkAndOpenElsewhere } from './share';
+import { upload } from './upload';
+import { REPO } from './paths';
+
+const INCIDENT = ['incident.blkparse.txt', 'incident.trace-cmd-report.txt', 'incident.offcputime.txt'].map((n) =>
+  path.join(REPO, 'samples', n),
+);
+
+test('SQL: a question no view asks, a shared link, refusals, downloads, a chain as text', async ({ page, browser }) => {
+  await upload(page, INCIDENT, 'sql console');
+  await page.getByRole('tablist').getByRole('tab', { name: 'SQL' }).click();
+  await expect(page).toHaveURL(/[?&]tab=sql/);
+  await expect(page.getByTestId('sql-views')).toContainText('waits');
+
+  const editor = page.getByTestId('sql-editor');
+  await editor.fill(
+    "SELECT pid, comm, count(*) AS waits, max(duration_ns) AS longest_ns FROM waits WHERE lock LIKE 'xfs_ilock%' GROUP BY ALL ORDER BY longest_ns DESC",
+  );
+  await page.getByTestId('sql-run').click();
+  await expect(page).toHaveURL(/[?&]sql=SELECT/);
+  const table = page.getByTestId('sql-table');
+  await expect(table.locator('thead th')).toHaveText(['pid', 'comm', 'waits', 'longest_ns']);
+  await expect(table.locator('tbody tr').first()).toContainText('file_reader');
+  await expect(page.getByTestId('sql-summary')).toContainText('rows');
+
+  // sort by a column: the header toggles, the rows follow
+  await table.locator('thead th', { hasText: 'pid' }).click();
+  await expect(table.locator('thead th', { hasText: 'pid' })).toHaveAttribute('aria-sort', 'descending');
+  const pids = await table.locator('tbody tr td:first-child').allInnerTexts();
+  expect(pids.map(Number)).toEqual([...pids.map(Number)].sort((a, b) => b - a));
+
+  // the quick chart is drawn; the CSV downloads
+  await expect(page.getByRole('img', { name: "chart of the query's result" }).locator('canvas').first()).toBeVisible();
+  const [csv] = await Promise.all([page.waitForEvent('download'), page.getByTestId('sql-csv').click()]);
+  expect(csv.suggestedFilename()).toBe('query.csv');
+
+  // the link shares the query: another browser runs it and gets the same table
+  const { other } = await copyLinkAndOpenElsewhere(page, browser);
+  await expect(other.getByTestId('sql-table').locator('tbody tr').first()).toContainText(/file_(reader|writer)/);
+  await expect(other.getByTestId('sql-editor')).toHaveValue(/xfs_ilock/);
+  await other.context().close();
+
+  // refused: a file read, a write
+  await editor.fill("SELECT * FROM read_csv('/etc/passwd')");
+  await page.getByTestId('sql-run').click();
+  await expect(page.getByTestId('sql-result').getByRole('alert')).toContainText('no file, network or extension access');
+  await editor.fill("COPY waits TO '/tmp/x.csv'");
+  await page.getByTestId('sql-run').click();
+  await expect(page.getByTestId('sql-result').getByRole('alert')).toContainText('only a SELECT');
+
+  // an example fills the editor
+  await page.getByRole('button', { name: 'Requests by I2D bucket per process' }).click();
+  await expect(editor).toHaveValue(/i2d_bucket/);
+  await page.getByTestId('sql-run').click();
+  await expect(page.getByTestId('sql-table').locator('thead th')).toContainText(['comm', 'pid', 'i2d_bucket', 'requests']);
+
+  // downloads: a view as Parquet, the Perfetto trace
+  const downloads = page.getByTestId('downloads');
+  const perfetto = await page.request.get(await downloads.getByTestId('perfetto-link').getAttribute('href') as string);
+  expect(perfetto.ok()).toBe(true);
+  const trace = await perfetto.json();
+  expect(trace.metadata.waits).toBeGreaterThan(0);
+  const parquet = await page.request.get(await downloads.getByRole('link', { name: 'Parquet' }).first().getAttribute('href') as string);
+  expect((await parquet.body()).subarray(0, 4).toString()).toBe('PAR1');
+
+  // a chain as text for an email
+  await page.getByRole('tablist').getByRole('tab', { name: 'Stalls' }).click();
+  await page.getByTestId('chain-list').locator('tbody tr').first().click();
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+  await page.getByTestId('copy-chain-text').click();
+  await expect(page.getByTestId('copy-chain-text')).toHaveText('Copied');
+  const text = await page.evaluate(() => navigator.clipboard.readText());
+  expect(text.split('\n')[0]).toBe('Stall: file_writer (pid 3271) blocked 2.304 s on xfs_ilock via down_write');
+  expect(text.split('\n').every((l) => l.length <= 80)).toBe(true);
+});

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { bins, buildSqlChartOption, defaultChart, numericColumns, toCsv, type SqlColumn } from './sqlChart';
+
+const cols: SqlColumn[] = [
+  { name: 'comm', type: 'VARCHAR' },
+  { name: 'start_ns', type: 'BIGINT' },
+  { name: 'duration_ns', type: 'BIGINT' },
+  { name: 'stack', type: 'VARCHAR[]' },
+];
+
+describe('sqlChart', () => {
+  it('finds the numeric columns and picks a time series when a time column is there', () => {
+    expect(numericColumns(cols)).toEqual([1, 2]);
+    expect(defaultChart(cols)).toEqual({ kind: 'series', x: 1, y: 2 });
+    expect(defaultChart([cols[0], cols[2]])).toEqual({ kind: 'histogram', y: 1 });
+    expect(defaultChart([cols[0]])).toBeNull();
+  });
+
+  it('bins values into equal widths, every value counted once', () => {
+    const b = bins([0, 1, 2, 3, 4, 5, 6, 7, 8, 10], 5);
+    expect(b.map(([, , n]) => n)).toEqual([2, 2, 2, 2, 2]);
+    expect(b[0][0]).toBe(0);
+    expect(b[4][1]).toBe(10);
+    expect(bins([3, 3, 3])).toEqual([[3, 3, 3]]);
+    expect(bins([])).toEqual([]);
+  });
+
+  it('builds a histogram and a series; names from the trace are escaped in tooltips', () => {
+    const rows = [
+      ['<b>x</b>', 2e9, 5e6, []],
+      ['y', 1e9, 7e6, []],
+      ['z', null, 1e6, []],
+    ];
+    const h = buildSqlChartOption(cols, rows, { kind: 'histogram', y: 2 }) as any;
+    expect(h.series[0].data.reduce((a: number, b: number) => a + b, 0)).toBe(3);
+    const s = buildSqlChartOption(cols, rows, { kind: 'series', x: 1, y: 2 }) as any;
+    expect(s.series[0].data).toEqual([
+      [1, 7e6],
+      [2, 5e6],
+    ]);
+    const evil: SqlColumn[] = [{ name: '<img src=x onerror=alert(1)>_ns', type: 'BIGINT' }];
+    const e = buildSqlChartOption(evil, [[1], [2]], { kind: 'histogram', y: 0 }) as any;
+    expect(e.tooltip.formatter({ dataIndex: 0 })).not.toContain('<img');
+  });
+
+  it('writes CSV with quoting and lists as JSON', () => {
+    expect(toCsv(cols, [['a,"b"', 1, 2, ['x', 'y']]])).toBe(
+      'comm,start_ns,duration_ns,stack\r\n"a,""b""",1,2,"[""x"",""y""]"\r\n',
+    );
+  });
+});
