@@ -98,6 +98,10 @@ class AnalysisItem(BaseModel):
     name: str
     created_at: datetime
     source_count: int
+    bytes: int = Field(
+        description="bytes uploaded: of the files its sources were read from (the rows derived from them and kept"
+        " in the database are not counted: DuckDB does not size one analysis' rows)"
+    )
 
 
 class Analysis(BaseModel):

@@ -24,15 +24,18 @@ def analysis(con, analysis_id: str) -> dict | None:
 
 
 def analyses(con, ids: list[str] | None = None) -> list[dict]:
-    """Every analysis (or those of `ids` that exist), newest first, with its number of sources."""
+    """Every analysis (or those of `ids` that exist), newest first, with its number of sources and the bytes of the
+    files it was made from."""
     rows = run(
         con,
-        "SELECT a.id, a.name, a.created_at, count(s.id) FROM analyses a LEFT JOIN sources s"
+        "SELECT a.id, a.name, a.created_at, count(s.id), coalesce(sum(s.bytes), 0)::BIGINT FROM analyses a"
+        " LEFT JOIN sources s"
         " ON s.analysis_id = a.id WHERE ?::VARCHAR[] IS NULL OR list_contains(?::VARCHAR[], a.id)"
         " GROUP BY ALL ORDER BY a.created_at DESC, a.id",
         [ids, ids],
     )
-    return [{"id": r[0], "name": r[1], "created_at": _utc(r[2]), "source_count": r[3]} for r in rows]
+    return [{"id": r[0], "name": r[1], "created_at": _utc(r[2]), "source_count": r[3], "bytes": r[4]}
+            for r in rows]
 
 
 def newest(con, n: int) -> list[str]:

@@ -1,8 +1,19 @@
 import createClient from 'openapi-fetch';
 import type { paths } from './schema';
 import type { ApiErrorBody } from './types';
+import { getToken } from './access';
 
 export const api = createClient<paths>({ baseUrl: '' });
+
+// The server's token, once this browser has signed in (access.ts): listing every analysis, uploading, changing
+// and deleting need it on a shared server; reads ignore it.
+api.use({
+  onRequest({ request }) {
+    const token = getToken();
+    if (token && !request.headers.has('Authorization')) request.headers.set('Authorization', `Bearer ${token}`);
+    return request;
+  },
+});
 
 export class ApiError extends Error {
   readonly status: number;

@@ -1,16 +1,53 @@
 // TanStack Query hooks: the only place views get server state from.
 import { keepPreviousData, queryOptions, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { api, unwrap } from './client';
+import { ApiError, api, unwrap } from './client';
+import { editHeaders, forgetAnalysis, getToken, ownIds, setToken } from './access';
+import type { AnalysisSummary, ApiErrorBody } from './types';
 import { decodeTimeline, type Timeline } from '../charts/timeline';
 import type { Grouping, HeatmapBox, HeatmapMetric, RequestOrder, RequestRef } from '../state/viewState';
 
 export type Window = { t0: number | null; t1: number | null };
 const win = (w: Window) => (w.t0 !== null && w.t1 !== null ? { t0_ns: w.t0, t1_ns: w.t1 } : {});
 
+/** The home page's list. `all`: every analysis (a local server, or signed in with the token); `own`: a shared
+ * server without the token: only the analyses this browser created (their ids kept with their edit keys). A kept
+ * token that the server refuses is forgotten (`tokenRefused`). */
+export type AnalysesList = { mode: 'all' | 'own'; items: AnalysisSummary[]; signedIn: boolean; tokenRefused: boolean };
+
 export function useAnalyses() {
   return useQuery({
     queryKey: ['analyses'],
-    queryFn: ({ signal }) => unwrap(api.GET('/api/analyses', { signal })),
+    queryFn: async ({ signal }): Promise<AnalysesList> => {
+      const signedIn = getToken() !== null;
+      const all = await api.GET('/api/analyses', { signal });
+      if (all.response.ok && all.data) return { mode: 'all', items: all.data, signedIn, tokenRefused: false };
+      if (all.response.status !== 401) {
+        throw new ApiError(all.response.status, (all.error as ApiErrorBody) ?? null, `${all.response.status} could not list the analyses`);
+      }
+      if (signedIn) setToken(null);
+      const ids = ownIds();
+      const items = ids.length ? await unwrap(api.GET('/api/analyses', { params: { query: { id: ids } }, signal })) : [];
+      return { mode: 'own', items, signedIn: false, tokenRefused: signedIn };
+    },
+  });
+}
+
+/** DELETE an analysis (its edit key, or the token, on a shared server); this browser forgets its key. */
+export function useDeleteAnalysis() {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: async (id: string) => {
+      const { error, response } = await api.DELETE('/api/analyses/{analysis_id}', {
+        params: { path: { analysis_id: id } },
+        headers: editHeaders(id),
+      });
+      if (!response.ok) throw new ApiError(response.status, (error as ApiErrorBody) ?? null, `${response.status} could not delete`);
+    },
+    onSuccess: (_, id) => {
+      forgetAnalysis(id);
+      qc.removeQueries({ predicate: (query) => query.queryKey[1] === id });
+      return qc.invalidateQueries({ queryKey: ['analyses'] });
+    },
   });
 }
 
@@ -330,6 +367,7 @@ export function usePlaceSource(id: string) {
       unwrap(
         api.PATCH('/api/analyses/{analysis_id}/sources/{source_id}', {
           params: { path: { analysis_id: id, source_id: sourceId } },
+          headers: editHeaders(id),
           body: placement,
         }),
       ),

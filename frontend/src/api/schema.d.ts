@@ -626,6 +626,11 @@ export interface components {
         /** AnalysisItem */
         AnalysisItem: {
             /**
+             * Bytes
+             * @description bytes uploaded: of the files its sources were read from (the rows derived from them and kept in the database are not counted: DuckDB does not size one analysis' rows)
+             */
+            bytes: number;
+            /**
              * Created At
              * Format: date-time
              */
@@ -1847,15 +1852,14 @@ export interface components {
             group: string | null;
             /**
              * Id
-             * @description task:<source>:<pid> | dev:<source>:<dev> | proc:<source>:<pid> | cpu:<source>:<cpu> | window:<source>
+             * @description task:<source>:<pid> | dev:<source>:<dev> | proc:<source>:<pid> | window:<source>
              */
             id: string;
             /**
              * Kind
-             * @description cpu: what ran on one CPU (track 0, state = the task's comm; idle is not drawn), dev = its number
              * @enum {string}
              */
-            kind: "task" | "device" | "process" | "cpu" | "window";
+            kind: "task" | "device" | "process" | "window";
             /** Label */
             label: string;
             /** Pid */
@@ -1934,7 +1938,7 @@ export interface components {
             t1: number[];
             /**
              * Track
-             * @description index into TRACKS: 0 state (task scheduler state; on a CPU lane, the task running), 1 wait (a wait, state = its lock), 2 call (a function), 3 queued (block I→D), 4 service (block D→C)
+             * @description index into TRACKS: 0 state (task scheduler state), 1 wait (a wait, state = its lock), 2 call (a function), 3 queued (block I→D), 4 service (block D→C)
              */
             track: number[];
         };

@@ -1,6 +1,7 @@
 // The upload uses XMLHttpRequest (not fetch) to get upload progress; the server's parse progress
 // comes from polling /api/progress/{token}.
 import { api } from './client';
+import { tokenHeaders } from './access';
 import type { AnalysisCreated, ApiErrorBody, Progress } from './types';
 import { errorMessage } from './client';
 
@@ -36,6 +37,7 @@ export function uploadAnalysis(
     const xhr = new XMLHttpRequest();
     xhr.open('POST', `/api/analyses?progress=${encodeURIComponent(token)}`);
     xhr.responseType = 'text';
+    for (const [k, v] of Object.entries(tokenHeaders())) xhr.setRequestHeader(k, v);
     xhr.upload.onprogress = (e) => onProgress({ sent: e.loaded, total: e.lengthComputable ? e.total : 0 });
     xhr.onload = () => {
       let body: unknown;
@@ -50,7 +52,11 @@ export function uploadAnalysis(
       }
       const eb = (body ?? {}) as ApiErrorBody;
       const fallback =
-        xhr.status === 413 ? 'The upload is too large for this server.' : `Upload failed: ${xhr.status} ${xhr.statusText}`;
+        xhr.status === 413
+          ? 'The upload is too large for this server.'
+          : xhr.status === 401
+            ? 'This server needs its token to upload: sign in below.'
+            : `Upload failed: ${xhr.status} ${xhr.statusText}`;
       reject(new UploadError(xhr.status, errorMessage(eb, fallback), Array.isArray(eb.files) ? eb.files : []));
     };
     xhr.onerror = () => reject(new UploadError(0, 'Network error: the server could not be reached.'));

@@ -1,8 +1,9 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState, type DragEvent } from 'react';
 import { Link } from 'react-router';
-import { useAnalyses } from '../api/queries';
-import type { AnalysisCreated, Progress } from '../api/types';
+import { keepEditKey, setToken } from '../api/access';
+import { useAnalyses, useDeleteAnalysis } from '../api/queries';
+import type { AnalysisCreated, AnalysisSummary, Progress } from '../api/types';
 import { UploadError, fetchProgress, newProgressToken, uploadAnalysis, type UploadProgress } from '../api/upload';
 import { ErrorBox, Loading } from '../components/Status';
 import { formatBytes, formatCount, formatDate, formatName } from '../lib/format';
@@ -30,6 +31,7 @@ function UploadPanel() {
   const input = useRef<HTMLInputElement>(null);
   const abort = useRef<AbortController | null>(null);
   const qc = useQueryClient();
+  const list = useAnalyses();
 
   useEffect(() => () => abort.current?.abort(), []);
 
@@ -80,6 +82,7 @@ function UploadPanel() {
         ctl.signal,
       );
       polling = false;
+      keepEditKey(result.id, result.edit_key); // given this once: this browser may change or delete it
       setUp({ kind: 'done', result });
       setFiles([]);
       setName('');
@@ -92,6 +95,14 @@ function UploadPanel() {
   }
 
   const running = up.kind === 'running';
+  if (list.data?.mode === 'own' && !running) {
+    return (
+      <section className="panel upload-panel">
+        <h2>New analysis</h2>
+        <SignIn refused={list.data.tokenRefused} />
+      </section>
+    );
+  }
   return (
     <section className="panel upload-panel">
       <h2>New analysis</h2>
@@ -335,36 +346,141 @@ export function SkippedAndNotes({
   );
 }
 
+/** A shared server's sign-in: its token (STALLSCOPE_TOKEN), kept by this browser and sent with every request. */
+function SignIn({ refused }: { refused: boolean }) {
+  const [value, setValue] = useState('');
+  const qc = useQueryClient();
+  return (
+    <form
+      className="sign-in"
+      data-testid="sign-in"
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (!value.trim()) return;
+        setToken(value);
+        setValue('');
+        void qc.invalidateQueries({ queryKey: ['analyses'] });
+      }}
+    >
+      <p className="hint">
+        This server is shared: uploading and listing every analysis need its token. A link to an analysis opens without
+        it, and this browser can change or delete the analyses it uploaded.
+      </p>
+      {refused && (
+        <div className="status error" role="alert">
+          The server refused the token that this browser kept: sign in again.
+        </div>
+      )}
+      <div className="upload-row">
+        <label className="field">
+          <span>Token</span>
+          <input type="password" autoComplete="current-password" value={value} onChange={(e) => setValue(e.target.value)} />
+        </label>
+        <button type="submit" className="btn primary" disabled={!value.trim()}>
+          Sign in
+        </button>
+      </div>
+    </form>
+  );
+}
+
 function AnalysesList() {
   const q = useAnalyses();
+  const qc = useQueryClient();
+  const list = q.data;
   return (
     <section className="panel">
-      <h2>Analyses</h2>
+      <div className="title-row">
+        <h2>{list?.mode === 'own' ? 'Analyses created in this browser' : 'Analyses'}</h2>
+        {list?.signedIn && (
+          <button
+            type="button"
+            className="btn small"
+            onClick={() => {
+              setToken(null);
+              void qc.invalidateQueries({ queryKey: ['analyses'] });
+            }}
+          >
+            Sign out
+          </button>
+        )}
+      </div>
       {q.isPending && <Loading what="analyses" />}
       {q.isError && <ErrorBox title="Could not list the analyses." error={q.error} />}
-      {q.data && q.data.length === 0 && <p className="muted">No analyses yet: upload a trace above.</p>}
-      {q.data && q.data.length > 0 && (
+      {list && list.items.length === 0 && (
+        <p className="muted">{list.mode === 'own' ? 'None: sign in above to see every analysis.' : 'No analyses yet: upload a trace above.'}</p>
+      )}
+      {list && list.items.length > 0 && (
         <table className="grid" data-testid="analyses">
           <thead>
             <tr>
               <th>Name</th>
               <th>Created</th>
               <th className="num">Sources</th>
+              <th className="num" title="bytes of the files uploaded (not the rows kept in the database)">
+                Uploaded
+              </th>
+              <th aria-label="Actions" />
             </tr>
           </thead>
           <tbody>
-            {q.data.map((a) => (
-              <tr key={a.id}>
-                <td>
-                  <Link to={`/a/${a.id}`}>{a.name || a.id}</Link>
-                </td>
-                <td className="mono">{formatDate(a.created_at)}</td>
-                <td className="num">{a.source_count}</td>
-              </tr>
+            {list.items.map((a) => (
+              <AnalysisRow key={a.id} a={a} />
             ))}
           </tbody>
         </table>
       )}
     </section>
+  );
+}
+
+function AnalysisRow({ a }: { a: AnalysisSummary }) {
+  return (
+    <tr data-testid="analysis-row">
+      <td>
+        <Link to={`/a/${a.id}`}>{a.name || a.id}</Link>
+      </td>
+      <td className="mono">{formatDate(a.created_at)}</td>
+      <td className="num">{a.source_count}</td>
+      <td className="num">{formatBytes(a.bytes)}</td>
+      <td>
+        <DeleteAnalysis id={a.id} name={a.name || a.id} />
+      </td>
+    </tr>
+  );
+}
+
+/** Delete, after a confirmation; on a shared server the server checks this browser's edit key or the token. */
+export function DeleteAnalysis({ id, name, onDeleted }: { id: string; name: string; onDeleted?: () => void }) {
+  const [asking, setAsking] = useState(false);
+  const del = useDeleteAnalysis();
+  if (!asking) {
+    return (
+      <button type="button" className="btn small" aria-label={`Delete ${name}`} onClick={() => setAsking(true)}>
+        Delete
+      </button>
+    );
+  }
+  return (
+    <span className="confirm" role="group" aria-label={`Confirm deleting ${name}`}>
+      Delete <b>{name}</b> and all its data?{' '}
+      <button
+        type="button"
+        className="btn small danger"
+        disabled={del.isPending}
+        onClick={() => del.mutate(id, { onSuccess: () => onDeleted?.() })}
+      >
+        {del.isPending ? 'Deleting…' : 'Yes, delete'}
+      </button>{' '}
+      <button type="button" className="btn small" disabled={del.isPending} onClick={() => setAsking(false)}>
+        Cancel
+      </button>
+      {del.isError && (
+        <span className="error" role="alert">
+          {' '}
+          {del.error.message}
+        </span>
+      )}
+    </span>
   );
 }

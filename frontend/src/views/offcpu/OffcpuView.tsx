@@ -112,7 +112,7 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
     return [...m.entries()].sort((a, b) => b[1] - a[1]);
   }, [layout]);
 
-  const otherAnalyses = (analyses.data ?? []).filter((a) => a.id !== analysis.id);
+  const otherAnalyses = (analyses.data?.items ?? []).filter((a) => a.id !== analysis.id);
   const taskValue = view.fgPid !== null ? `p:${view.fgPid}` : view.fgComm !== null ? `c:${view.fgComm}` : '';
 
   return (

@@ -1,8 +1,9 @@
 import { useState } from 'react';
+import { useNavigate } from 'react-router';
 import type { AnalysisDetail, SourceDetail } from '../../api/types';
 import { usePlaceSource } from '../../api/queries';
-import { formatAbsTime, formatCount, formatNs, formatName } from '../../lib/format';
-import { SkippedAndNotes, SourceFiles } from '../HomePage';
+import { formatAbsTime, formatBytes, formatCount, formatNs, formatName } from '../../lib/format';
+import { DeleteAnalysis, SkippedAndNotes, SourceFiles } from '../HomePage';
 
 const METHOD: Record<string, string> = {
   reference: 'reference clock',
@@ -14,15 +15,25 @@ const METHOD: Record<string, string> = {
 
 /** Every source with what was parsed, and where its clock sits on the analysis timeline (editable). */
 export function SourcesView({ a }: { a: AnalysisDetail }) {
+  const navigate = useNavigate();
+  const uploaded = a.sources.reduce((n, s) => n + s.bytes, 0);
+  const files = a.sources.reduce((n, s) => n + Math.max(1, s.files.length), 0);
   return (
     <section className="panel">
       <h2>Sources</h2>
+      <p data-testid="analysis-size">
+        <span className="k">Size</span> <b>{formatBytes(uploaded)}</b> uploaded in {files} {files === 1 ? 'file' : 'files'}{' '}
+        <span className="muted">
+          (the files as read; the rows derived from them and kept by the server are not counted)
+        </span>
+      </p>
       <table className="grid">
         <thead>
           <tr>
             <th>File</th>
             <th>Format</th>
             <th>SHA-256</th>
+            <th className="num">Size</th>
             <th className="num">Lines</th>
             <th className="num">Events</th>
             <th className="num">Skipped lines</th>
@@ -51,6 +62,7 @@ export function SourcesView({ a }: { a: AnalysisDetail }) {
               >
                 {s.sha256.slice(0, 12)}…
               </td>
+              <td className="num">{formatBytes(s.bytes)}</td>
               <td className="num">{formatCount(s.lines)}</td>
               <td className="num">{formatCount(s.events)}</td>
               <td className="num">{formatCount(s.skipped_lines)}</td>
@@ -76,6 +88,12 @@ export function SourcesView({ a }: { a: AnalysisDetail }) {
         <SkippedAndNotes key={s.id} filename={s.filename} skipped={s.skipped_examples} notes={s.notes} total={s.skipped_lines} />
       ))}
       {a.sources.every((s) => s.skipped_lines === 0 && s.notes.length === 0) && <p className="muted">Every line of every source was parsed.</p>}
+      <h3>Delete</h3>
+      <p className="muted">
+        Deletes the analysis and every row derived from it, for everyone with its link. On a shared server it needs the
+        edit key this browser kept when it uploaded the analysis, or the server&apos;s token.
+      </p>
+      <DeleteAnalysis id={a.id} name={a.name || a.id} onDeleted={() => navigate('/')} />
     </section>
   );
 }
