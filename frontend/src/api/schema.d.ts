@@ -1852,14 +1852,15 @@ export interface components {
             group: string | null;
             /**
              * Id
-             * @description task:<source>:<pid> | dev:<source>:<dev> | proc:<source>:<pid> | window:<source>
+             * @description task:<source>:<pid> | dev:<source>:<dev> | proc:<source>:<pid> | cpu:<source>:<cpu> | window:<source>
              */
             id: string;
             /**
              * Kind
+             * @description cpu: what ran on one CPU (track 0, state = the task's comm; idle is not drawn), dev = its number
              * @enum {string}
              */
-            kind: "task" | "device" | "process" | "window";
+            kind: "task" | "device" | "process" | "cpu" | "window";
             /** Label */
             label: string;
             /** Pid */
@@ -1938,7 +1939,7 @@ export interface components {
             t1: number[];
             /**
              * Track
-             * @description index into TRACKS: 0 state (task scheduler state), 1 wait (a wait, state = its lock), 2 call (a function), 3 queued (block I→D), 4 service (block D→C)
+             * @description index into TRACKS: 0 state (task scheduler state; on a CPU lane, the task running), 1 wait (a wait, state = its lock), 2 call (a function), 3 queued (block I→D), 4 service (block D→C)
              */
             track: number[];
         };
