@@ -6,6 +6,8 @@ Every file is written once into bench-out/ by a seeded generator (same sizes, sa
     BENCH_FUNCGRAPH_LINES  trace-cmd report lines with function_graph (default 10,000,000: 1.28 GiB)
     BENCH_OFFCPU_RECORDS   bcc offcputime records (default 100,000: ~20 k distinct kernel stacks, 3.2 M lines)
     BENCH_SERVER_REQUESTS  blkparse requests of the file uploaded to the server (default 2,850,000: 1.02 GiB)
+    BENCH_SERVER_GIB       the server part's upload sizes, GiB (default "1,2.5,5"): per size a blkparse file of
+                           bench/gen_blkparse.py (remaps, LVM, NVMe, BFQ messages...) and a function_graph report
 """
 from __future__ import annotations
 
@@ -22,6 +24,9 @@ REQUESTS = int(os.environ.get("BENCH_REQUESTS", "2000000"))
 FG_LINES = int(os.environ.get("BENCH_FUNCGRAPH_LINES", "10000000"))
 OFFCPU_RECORDS = int(os.environ.get("BENCH_OFFCPU_RECORDS", "100000"))
 SERVER_REQUESTS = int(os.environ.get("BENCH_SERVER_REQUESTS", "2850000"))
+SERVER_GIB = [float(g) for g in os.environ.get("BENCH_SERVER_GIB", "1,2.5,5").split(",") if g.strip()]
+BLK_REAL_REQUESTS_PER_GIB = 2_045_000  # bench/gen_blkparse.py: ~525 bytes per request
+FG_LINES_PER_UNIT = 10_000_000  # bench/gen_funcgraph.py: 1.28 GiB per 10 M lines (the issue's 1.3 GiB capture)
 
 
 def generate(path: Path, cmd: list[str]) -> Path:
@@ -40,6 +45,20 @@ def generate(path: Path, cmd: list[str]) -> Path:
 def blkparse(requests: int = REQUESTS) -> Path:
     p = OUT / f"blkparse-{requests}.txt"
     return generate(p, ["-m", "samples.gen_blkparse", "--requests", str(requests), "--out", str(p)])
+
+
+def blkparse_real(requests: int) -> Path:
+    """blkparse text as real disks write it (bench/gen_blkparse.py)."""
+    p = OUT / f"blkparse-real-{requests}.txt"
+    return generate(p, ["bench/gen_blkparse.py", str(p), "--requests", str(requests)])
+
+
+def requests_for_gib(gib: float) -> int:
+    return int(gib * BLK_REAL_REQUESTS_PER_GIB)
+
+
+def fg_lines_for_gib(gib: float) -> int:
+    return int(gib * FG_LINES_PER_UNIT)
 
 
 def funcgraph(lines: int = FG_LINES) -> Path:
