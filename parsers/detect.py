@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import blkparse, blktrace, funcgraph, offcpu, tracedat
+from . import blkparse, blktrace, funcgraph, offcpu, perf, tracedat
 from .common import ParseError, head_lines
 
-PARSERS: list[ModuleType] = [blkparse, offcpu, funcgraph]
-BY_FORMAT = {p.FORMAT: p for p in PARSERS}
+PARSERS: list[ModuleType] = [blkparse, offcpu, funcgraph, perf]  # perf script text: ftrace's tables (FORMAT ftrace)
+BY_FORMAT = {p.FORMAT: p for p in reversed(PARSERS)}  # a format's first parser
 THRESHOLD = 0.3
 SNIFF_BYTES = 64 << 10
 
@@ -29,7 +29,7 @@ def detect(head: bytes, filename: str) -> ModuleType:
         raise ParseError(
             f"this is a binary file of an unknown kind (its first bytes: {head[:8].hex(' ')}); Stallscope reads blktrace "
             "binary files (per-CPU NAME.blktrace.N, blkparse -d dumps), trace-cmd's trace.dat and text traces "
-            "(blkparse output, ftrace/trace-cmd report text, bcc offcputime output)",
+            "(blkparse output, ftrace/trace-cmd report text, perf script text, bcc offcputime output)",
             filename=filename,
             offset=0,
         )
@@ -39,7 +39,7 @@ def detect(head: bytes, filename: str) -> ModuleType:
     if best < THRESHOLD:
         first = next((ln for ln in lines if ln.strip()), "")[:120]
         raise ParseError(
-            f"unknown format: none of {', '.join(BY_FORMAT)} matches the first lines (line 1: {first!r})",
+            f"unknown format: none of {', '.join(BY_FORMAT)}, perf script matches the first lines (line 1: {first!r})",
             filename=filename,
             line=1,
         )

@@ -15,11 +15,23 @@ from parsers.common import ParseReport
 
 from ..schema.tables import REQUEST_COLUMNS, TOP_METRICS
 
+# the sources (alias s) whose block requests an analysis shows: its blktraces (blkparse), else the ftrace-format
+# sources that rebuilt requests from block tracepoints (perf script text: parsers/perf.py), which would count a
+# blktrace's requests a second time
+REQUEST_SOURCES = (
+    "(s.format = 'blkparse' OR s.format = 'ftrace'"
+    " AND NOT EXISTS (SELECT 1 FROM sources b WHERE b.analysis_id = s.analysis_id AND b.format = 'blkparse')"
+    " AND EXISTS (SELECT 1 FROM blk_requests q WHERE q.source_id = s.id))"
+)
+
 
 def derive(con, source_id: int, report: ParseReport) -> tuple[int | None, int | None]:
     """Notes what the trace lacked; keeps the slowest requests per metric (blk_top); returns the source's time
     span (ns). The parser found the slowest, the span and the phases going backwards as it emitted the requests
-    (report.facts): no scan of them here, only a join to copy the slowest."""
+    (report.facts): no scan of them here, only a join to copy the slowest. A source of another format that rebuilt
+    no requests (its report has no such facts) is left as it is (None)."""
+    if "backwards" not in report.facts:
+        return None
     sid = {"sid": source_id}
     orphans = con.execute("SELECT count(*) FROM blk_bios WHERE source_id = $sid AND req_line IS NULL", sid).fetchall()[
         0

@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..schema.tables import STACK_SEP
+from .blk import REQUEST_SOURCES
 from .frames import duration_text, io_completion_in, is_idle_task, is_io_completion, path_mark, task_text, waker_path
 from .waits import fetch_dicts, register_table
 
@@ -323,7 +324,7 @@ def match_requests(con, analysis_id: str, chains: list[dict]) -> None:
     if not todo:
         return
     blk = con.execute(
-        "SELECT count(*) FROM sources WHERE analysis_id = ? AND format = 'blkparse'", [analysis_id]
+        f"SELECT count(*) FROM sources s WHERE s.analysis_id = ? AND {REQUEST_SOURCES}", [analysis_id]
     ).fetchall()[0][0]
     if not blk:
         return
@@ -339,12 +340,12 @@ def match_requests(con, analysis_id: str, chains: list[dict]) -> None:
     )
     rows = fetch_dicts(
         con.execute(
-            """
+            f"""
         WITH r AS (
             SELECT r.source_id, r.line, r.dev, r.sector, r.nsect, r.rwbs, r.pid, r.comm, r.q_ns, r.i_ns, r.d_ns, r.c_ns,
                    r.c_ns + s.clock_offset_ns AS c_at
             FROM blk_requests r JOIN sources s ON s.id = r.source_id
-            WHERE s.analysis_id = $aid AND s.format = 'blkparse' AND r.c_ns IS NOT NULL
+            WHERE s.analysis_id = $aid AND {REQUEST_SOURCES} AND r.c_ns IS NOT NULL
         )
         SELECT l.k, r.* EXCLUDE (c_at), r.c_at - l.wake AS delta
         FROM _stalls_io l JOIN r ON r.c_at BETWEEN l.wake - $win AND l.wake + $slack

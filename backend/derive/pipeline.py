@@ -4,7 +4,7 @@ backend/ingest/pipeline.py stages each file's rows (the parsers' tables, keyed b
 transaction:
 
 1. per source, as it is added (DERIVE_SOURCE[format]: fn(con, source_id, report) -> its time span, or None):
-   blkparse: `blk.derive` (blk_top, notes); ftrace: `waits.span`;
+   blkparse: `blk.derive` (blk_top, notes); ftrace: `blk.derive` when it rebuilt requests (perf), `waits.span`;
 2. per analysis, once every source is in (DERIVE_ANALYSIS: fn(con, analysis_id)), in order:
    `align.derive` (each source's clock offset: chains compare times across sources), then
    `waits_chains_and_timeline`, which runs three threads of work:
@@ -35,7 +35,8 @@ import pyarrow as pa
 
 from . import align, blk, chains, cpus, stacks, timeline, waits
 
-DERIVE_SOURCE: dict[str, list[Callable]] = {"blkparse": [blk.derive], "ftrace": [waits.span]}
+# (an ftrace-format source may hold block requests too: perf script text rebuilds them from block tracepoints)
+DERIVE_SOURCE: dict[str, list[Callable]] = {"blkparse": [blk.derive], "ftrace": [blk.derive, waits.span]}
 
 
 def waits_chains_and_timeline(con, analysis_id: str) -> None:

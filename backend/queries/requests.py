@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from ..derive.blk import REQUEST_SOURCES
 from ..schema.tables import REQUEST_COLUMNS, TOP, TOP_METRICS
 from . import memo
 from .run import run
@@ -38,10 +39,10 @@ def _filters(**values) -> tuple[str, dict]:
 
 
 def _blk_sources(con, analysis_id: str) -> list[tuple[int, int]]:
-    """(id, clock_offset_ns) of the analysis' blkparse sources."""
+    """(id, clock_offset_ns) of the analysis' sources of block requests (blkparse; else perf's: REQUEST_SOURCES)."""
     return run(
         con,
-        "SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ? AND format = 'blkparse' ORDER BY id",
+        f"SELECT s.id, s.clock_offset_ns FROM sources s WHERE s.analysis_id = ? AND {REQUEST_SOURCES} ORDER BY s.id",
         [analysis_id],
     )
 
@@ -268,8 +269,8 @@ def _holds_all(con, analysis_id: str, t0, t1) -> bool:
         return True
     spans = run(
         con,
-        "SELECT t_min_ns + clock_offset_ns, t_max_ns + clock_offset_ns FROM sources"
-        " WHERE analysis_id = ? AND format = 'blkparse'",
+        "SELECT s.t_min_ns + s.clock_offset_ns, s.t_max_ns + s.clock_offset_ns FROM sources s"
+        f" WHERE s.analysis_id = ? AND {REQUEST_SOURCES}",
         [analysis_id],
     )
     return all(lo is not None and (t0 is None or t0 <= lo) and (t1 is None or hi <= t1) for lo, hi in spans)
