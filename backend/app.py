@@ -21,6 +21,7 @@ from .headers import SecurityHeaders
 from .limits import BodyTimeout, Limits, ReadTimeouts, UploadSlots
 from .queries import memo
 from .queries.run import QueryTimeout, TooManyRows
+from .readcache import ResponseCache
 from .store import Store
 from .warm import CountRequests, Warmer
 
@@ -85,6 +86,7 @@ def create_app(
     app.state.uploads = UploadSlots(limits)
     if warmer:
         app.add_middleware(CountRequests, warmer=warmer)
+    app.add_middleware(ResponseCache)  # outside CountRequests: a body sent again does not hold the warm-up back
     app.add_middleware(ReadTimeouts, limits=limits)
     app.add_middleware(HostAndOrigin, access=access)  # before any route runs; its refusals get the headers below
     app.add_middleware(SecurityHeaders)  # added last: the outermost, so every response (errors too) gets them

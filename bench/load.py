@@ -1,13 +1,15 @@
 """Reads under ingest load (issue 24): 6 uploaders and 30 readers for 60 s against `stallscope serve` on 127.0.0.1.
 
-    python -m bench.load [--seconds 60] [--uploaders 6] [--readers 30] [--repo PATH]
+    python -m bench.load [--seconds 60] [--uploaders 6] [--readers 30] [--repo PATH] [--rounds N]
 
 A fresh server (its own database under bench-out/) gets the incident demo (three sources) as the readers' analysis.
 Then, for --seconds, each uploader POSTs samples/incident.trace-cmd-report.txt + incident.blkparse.txt again and
 again (a 503 waits for its Retry-After, capped at 1 s), while each reader GETs the analysis page's routes in turn
 (the analysis, timeline, requests, dispatch summary, latency over time, heatmap, chains). Reported: GET p50/p95/max,
 GETs done, uploads done and refused. --repo runs the server of another checkout (e.g. a worktree of 15aff2a, with
-its C extensions built) to measure it in the same run. Only loopback addresses are used; every loop ends by time.
+its C extensions built) to measure it in the same run; --rounds N alternates the servers N times (this one first in
+odd rounds, last in even ones). Before each measurement the CPU check of bench.run (SHA-256 MB/s) and the load
+average are recorded: the machine is shared. `make bench` runs it as its part `load`. Only loopback addresses are used; every loop ends by time.
 Results: stdout (markdown) and bench-out/load.json.
 """
 
@@ -24,6 +26,7 @@ import time
 import uuid
 from pathlib import Path
 
+from bench import inputs
 from bench.inputs import OUT
 from bench.server import free_port
 
@@ -74,10 +77,11 @@ def serve(repo: Path, db: Path, port: int, log: Path) -> subprocess.Popen:
 
 
 def measure(repo: Path, seconds: float, uploaders: int, readers: int) -> dict:
-    db = OUT / "load.duckdb"
+    db = (OUT / "load.duckdb").resolve()  # the server runs in its own checkout
     for p in (db, Path(f"{db}.wal")):
         p.unlink(missing_ok=True)
     port = free_port()
+    check = inputs.cpu_check()
     proc = serve(repo, db, port, OUT / "load.log")
     try:
         status, created, _ = post(port, *multipart([SAMPLES / n for n in DEMO]))
@@ -134,16 +138,18 @@ def measure(repo: Path, seconds: float, uploaders: int, readers: int) -> dict:
                                                        capture_output=True, text=True).stdout.strip(),
             "seconds": seconds, "uploaders": uploaders, "readers": readers, "gets": len(lat),
             "get_p50_ms": q(0.5), "get_p95_ms": q(0.95), "get_max_ms": q(1.0) if lat else None,
-            "get_errors": len(errors), "uploads": ups}
+            "get_errors": len(errors), "uploads": ups, "cpu_check_mb_s": check, "load_average": inputs.loadavg()}
 
 
 def table(results: list[dict]) -> str:
-    rows = ["| server | GETs | GET p50 | GET p95 | GET max | uploads done / 503 / failed |", "|---|---:|---:|---:|---:|---|"]
+    rows = ["| server | GETs | GET p50 | GET p95 | GET max | uploads done / 503 / failed | CPU check | load |",
+            "|---|---:|---:|---:|---:|---|---:|---:|"]
     for r in results:
         u = r["uploads"]
         rows.append(f"| {r['commit']} ({r['repo']}) | {r['gets']} | {r['get_p50_ms']:.0f} ms | "
                     f"**{r['get_p95_ms']:.0f} ms** | {r['get_max_ms']:.0f} ms | {u['done']} / {u['refused']} / "
-                    f"{u['failed']} |")
+                    f"{u['failed']} | {r.get('cpu_check_mb_s', float('nan')):.0f} MB/s | "
+                    f"{r.get('load_average', float('nan')):.1f} |")
     return "\n".join(rows)
 
 
@@ -153,9 +159,12 @@ def main() -> None:
     ap.add_argument("--uploaders", type=int, default=6)
     ap.add_argument("--readers", type=int, default=30)
     ap.add_argument("--repo", action="append", type=Path, help="another checkout's server, measured too")
+    ap.add_argument("--rounds", type=int, default=1, help="measure the servers this many times, alternating")
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
-    results = [measure(repo, args.seconds, args.uploaders, args.readers) for repo in [REPO, *(args.repo or [])]]
+    repos = [REPO, *(args.repo or [])]
+    results = [measure(repo, args.seconds, args.uploaders, args.readers)
+               for k in range(args.rounds) for repo in (repos if k % 2 == 0 else repos[::-1])]
     (OUT / "load.json").write_text(json.dumps(results, indent=1))
     print(f"\n## Reads under ingest: {args.uploaders} uploaders, {args.readers} readers, {args.seconds:g} s\n")
     print(table(results), flush=True)

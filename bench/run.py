@@ -1,6 +1,6 @@
 """`make bench`: the benchmark of a 10 M-event analysis, in four parts, each in processes of its own.
 
-    python -m bench.run [--parts ingest,api,server,page] [--reuse]
+    python -m bench.run [--parts ingest,api,server,page,load] [--reuse]
 
 1. ingest (here): each generated input (bench.inputs: blkparse, 2 M requests = 10.46 M lines; a trace-cmd
    report of 10 M function_graph/sched lines; a bcc offcputime dump of 100 k records) is ingested
@@ -16,6 +16,8 @@
 3. server (bench.server): peak RSS of `stallscope serve` while it ingests uploads of >= 1 GiB.
    bench-out/server.json.
 4. page (bench.page): the analysis page ready in headless Chromium (Playwright). bench-out/page.json.
+5. load (bench.load): GET latency of an analysis page's routes from 30 readers while 6 uploaders POST traces,
+   60 s against `stallscope serve`. bench-out/load.json.
 
 Every part prints its markdown table; at the end all of them are printed again together, with the machine
 and the load average seen during each part (the runs share the cores with whatever else runs), and
@@ -37,7 +39,7 @@ from pathlib import Path
 from bench import baselines, inputs
 from bench.inputs import OUT
 
-PARTS = ("ingest", "binary", "api", "server", "page")
+PARTS = ("ingest", "binary", "api", "server", "page", "load")
 INGEST_RUNS = int(os.environ.get("BENCH_INGEST_RUNS", "3"))
 PART_TIMEOUT_S = 3 * 3600
 # the parser issues' targets: lines/s (None: none set) and peak memory of an ingest
@@ -255,6 +257,10 @@ def summary(parts: list[str], loads: dict, started: str, m: dict, code: dict) ->
     if page:
         out += [f"## Analysis page ready in headless Chromium ({page['browser']}, {page['runs']} cold loads per "
                 f"tab){load('page')}", "", page_mod.table(page), ""]
+    if (load_result := read("load")):
+        from bench import load as load_mod
+        out += [f"## Reads under ingest: 6 uploaders, 30 readers, 60 s{load('load')}", "",
+                load_mod.table(load_result), ""]
     return "\n".join(out)
 
 

@@ -34,8 +34,7 @@ def analyses(con, ids: list[str] | None = None) -> list[dict]:
         " GROUP BY ALL ORDER BY a.created_at DESC, a.id",
         [ids, ids],
     )
-    return [{"id": r[0], "name": r[1], "created_at": _utc(r[2]), "source_count": r[3], "bytes": r[4]}
-            for r in rows]
+    return [{"id": r[0], "name": r[1], "created_at": _utc(r[2]), "source_count": r[3], "bytes": r[4]} for r in rows]
 
 
 def newest(con, n: int) -> list[str]:

@@ -30,6 +30,8 @@ _items: OrderedDict[tuple, tuple[bool, object, int]] = OrderedDict()  # key -> (
 _bytes = 0
 _lock = threading.Lock()
 _computing: dict[tuple, threading.Lock] = {}
+_generations: dict[str, int] = {}  # analysis id -> how many times it was forgotten (a changed or deleted analysis)
+_epoch = 0  # how many times everything was forgotten
 
 
 def offsets(con, analysis_id: str) -> tuple[tuple[int, int], ...]:
@@ -82,9 +84,20 @@ def used() -> float:
     return _bytes / MAX_BYTES
 
 
+def generation(analysis_id: str) -> tuple[int, int]:
+    """Changes each time the analysis (or everything) is forgotten: a result computed under one generation is of
+    the analysis' rows as they were then (backend/readcache.py keeps response bodies under it)."""
+    with _lock:
+        return _epoch, _generations.get(analysis_id, 0)
+
+
 def forget(analysis_id: str | None = None) -> None:
     """Drops what is kept of an analysis (all: None)."""
-    global _bytes
+    global _bytes, _epoch
     with _lock:
+        if analysis_id is None:
+            _epoch += 1
+        else:
+            _generations[analysis_id] = _generations.get(analysis_id, 0) + 1
         for key in [k for k in _items if analysis_id is None or k[0] == analysis_id]:
             _bytes -= _items.pop(key)[2]
