@@ -19,9 +19,15 @@ def test_function_graph_without_task_column(client, store):
     aid = ingest_paths(store, FG / "perf-tools-funcgraph-Htp-abstime-header.txt")["id"]
     c = caps(client, aid)
     views = {v["tab"]: v for v in c["views"]}
-    assert views["stalls"]["state"] == "empty" and views["timeline"]["state"] == "empty"
-    assert "no funcgraph-proc column" in views["timeline"]["summary"]
+    # calls per CPU (derive/cpu_tasks.py): waits inferred from its long schedule() calls, a lane per CPU
+    assert views["stalls"] == {
+        "tab": "stalls",
+        "state": "data",
+        "summary": "5 waits (5 inferred from long sleeping calls), 5 with a stack",
+    }
+    assert views["timeline"]["summary"] == "calls per CPU (task unknown)"
     missing = {m["what"]: m for m in c["missing"]}
+    assert "995 calls are kept per CPU, as 'CPU n (task unknown)'" in missing["calls per task"]["why"]
     assert missing["waits, who woke whom, runnable delay"]["capture"] == (
         "trace-cmd record -p function_graph -e sched_switch -e sched_wakeup -T"
     )

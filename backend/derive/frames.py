@@ -114,7 +114,8 @@ def time_text(ns: int | None) -> str:
 
 
 def task_text(comm, pid) -> str:
-    return f"{comm or '?'} ({pid})"
+    """ "comm (pid)"; a CPU's pseudo-task (pid < 0, cpu_tasks.py) by its name alone: "CPU n (task unknown)"."""
+    return comm if pid is not None and pid < 0 and comm else f"{comm or '?'} ({pid})"
 
 
 @functools.lru_cache(maxsize=65536)

@@ -20,7 +20,8 @@ Waits (table `waits`, key (source_id, line)):
   nothing more until the end of the trace (open wait). Call waits are always `inferred`. A trace without any
   sched_switch (function_graph alone) also takes the scheduler's sleeping entry points (SLEEPING_CALLS:
   schedule, schedule_timeout, io_schedule, ...). Calls whose task the trace does not name (no funcgraph-proc
-  column: kept per CPU) make no wait: a wait is a task's.
+  column, no context-switch marker) are their CPU's pseudo-task's (cpu_tasks.py: pid -1 - cpu, "CPU n (task
+  unknown)"), and so are its waits: the evidence says the task is unknown.
 * waker: the first `sched_waking`/`sched_wakeup` (success not false) of the task after the wait began and
   before it ended; the waker is the task on whose behalf that line was written (for the idle task, pid 0,
   per CPU). `waker_stack` = the waker's calls open at the wake line.
@@ -199,7 +200,8 @@ def derive_waits(
             con.execute(
                 """
             WITH c AS (
-                SELECT c.line, c.pid, n.name AS comm, c.cpu, f.func, c.entry_ns, c.exit_ns, c.duration_ns, c.exit_line
+                SELECT c.line, c.pid, n.name AS comm, c.cpu, f.func, c.entry_ns, c.exit_ns, c.duration_ns, c.exit_line,
+                       c.partial AND c.exit_line = c.line AS exit_only
                 FROM fg_call_rows c JOIN _stalls_fn f USING (func_id)
                 LEFT JOIN fg_names n ON n.source_id = c.source_id AND n.id = c.comm_id
                 WHERE c.source_id = $sid AND f.role <> 'release' AND c.pid IS NOT NULL AND c.entry_ns IS NOT NULL
@@ -228,9 +230,17 @@ def derive_waits(
                 {**p, "min": MIN_CALL_SLEEP_NS, "latest": trace_end - MIN_CALL_SLEEP_NS},
             )
         )
-        for i, c in enumerate(kept):  # innermost: drop a call that holds the next candidate of its task
+        # innermost: drop a call that holds the next candidate of its task. A call whose entry the trace missed (its
+        # exit line only: it began before the first line) holds the ones that returned before it: in line order each
+        # call spans (its entry line, or -1 without one) .. (its exit line, or the end); outer calls first
+        kept.sort(key=lambda c: (c["pid"], -1 if c["exit_only"] else c["line"], -(c["exit_line"] or 1 << 62)))
+        for i, c in enumerate(kept):
             nxt = kept[i + 1] if i + 1 < len(kept) else None
-            if nxt and nxt["pid"] == c["pid"] and (c["exit_line"] is None or nxt["line"] < c["exit_line"]):
+            if (
+                nxt
+                and nxt["pid"] == c["pid"]
+                and (c["exit_line"] is None or (nxt["exit_line"] or 1 << 62) <= c["exit_line"])
+            ):
                 continue
             what = f"{c['func']}() (line {c['line']})"
             w = {
@@ -282,6 +292,11 @@ def derive_waits(
                     wake_cpu=c["wake_cpu"],
                     waker_pid=c["waker_pid"],
                     waker_comm=c["waker_comm"],
+                )
+            if c["pid"] < 0:  # a CPU's pseudo-task (cpu_tasks.py)
+                w["evidence"] = (
+                    f"the task is unknown (the lines name none: funcgraph-proc off), this is CPU {c['cpu']}'s call; "
+                    + w["evidence"]
                 )
             waits.append(w)
         del kept

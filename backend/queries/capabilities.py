@@ -32,7 +32,8 @@ def _count_rows(con, analysis_id: str) -> dict:
     WITH s AS (SELECT id FROM sources WHERE analysis_id = $aid)
     SELECT
       (SELECT count(*) FROM fg_call_rows WHERE source_id IN (SELECT id FROM s)),
-      (SELECT count(pid) FROM fg_call_rows WHERE source_id IN (SELECT id FROM s)),
+      (SELECT count(*) FILTER (pid >= 0) FROM fg_call_rows WHERE source_id IN (SELECT id FROM s)),
+      (SELECT count(*) FILTER (pid < 0) FROM fg_call_rows WHERE source_id IN (SELECT id FROM s)),
       (SELECT count(entry_ns) + count(exit_ns) FROM fg_call_rows WHERE source_id IN (SELECT id FROM s)),
       (SELECT count(*) FROM sched_switch WHERE source_id IN (SELECT id FROM s)),
       (SELECT count(*) FROM sched_wakeup WHERE source_id IN (SELECT id FROM s)),
@@ -51,6 +52,7 @@ def _count_rows(con, analysis_id: str) -> dict:
     names = (
         "calls",
         "calls_with_task",
+        "calls_per_cpu",  # of a CPU's pseudo-task (derive/cpu_tasks.py): the lines name no task
         "call_times",
         "sched_switch",
         "sched_wakeup",
@@ -200,6 +202,8 @@ def _capabilities(con, analysis_id: str) -> dict:
         lanes.append("tasks running / runnable / blocked")
     if n["calls_with_task"] and n["call_times"]:
         lanes.append("calls per task")
+    if n["calls_per_cpu"] and n["call_times"]:
+        lanes.append("calls per CPU (task unknown)")
     if has_blk:
         lanes.append("block requests per device")
     if lanes:
@@ -246,10 +250,16 @@ def _capabilities(con, analysis_id: str) -> dict:
                 "no function_graph calls",
                 f"{RECORD} {FUNCGRAPH} {SCHED} -T",
             )
-        elif not n["calls_with_task"]:
+        elif n["calls_per_cpu"]:
             lack(
                 "calls per task",
-                "function_graph lines without the task column (funcgraph-proc off): calls are kept per CPU",
+                "function_graph lines without the task column (funcgraph-proc off)"
+                + (
+                    ", before their CPU's first context-switch marker (or on a CPU without one)"
+                    if n["calls_with_task"]
+                    else ""
+                )
+                + f": {n['calls_per_cpu']} calls are kept per CPU, as 'CPU n (task unknown)'",
                 "echo 1 > /sys/kernel/tracing/options/funcgraph-proc (or trace-cmd record, whose report always names "
                 "the task)",
             )
@@ -279,4 +289,5 @@ def _capabilities(con, analysis_id: str) -> dict:
             "offcputime -K -f 30 > offcpu.folded.txt",
         )
     lost = _overruns(sources) + _lost_ranges(con, analysis_id)
-    return {"views": views, "missing": missing, "lost": lost, "events": n}
+    events = {k: v for k, v in n.items() if k != "calls_per_cpu"}  # (said in `missing`: not an API field)
+    return {"views": views, "missing": missing, "lost": lost, "events": events}

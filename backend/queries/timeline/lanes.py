@@ -271,7 +271,7 @@ def candidate_lanes(
                     )
                 )
             else:
-                label = f"{comm or '?'} ({pid})"
+                label = comm if pid is not None and pid < 0 else f"{comm or '?'} ({pid})"  # "CPU n (task unknown)"
                 for key in ("blocked", "running", "calls"):
                     if sc[key] > 0:
                         why = {
