@@ -11,6 +11,7 @@ const INCIDENT = ['blkparse', 'trace-cmd-report', 'offcputime'].map((k) => path.
 const HADOOP = path.join(SHARED, 'samples-public/blkparse-text/derived-zzunny97-hadoop-sdb-cpu0-1.blkparse.txt');
 const SEED_OFFCPU = path.join(REPO, 'samples/xfs-open-stall.offcputime.txt');
 const CFQ_DEMO = path.join(REPO, 'samples/demo-cfq-starvation.blkparse.txt');
+const SCHED_SWITCH = path.join(SHARED, 'samples-public/trace-cmd-report/derived-elainecole-report-sched_switch.txt');
 
 type Created = { id: string };
 const made = new Map<string, string>();
@@ -171,17 +172,52 @@ test('timeline ruler: distinct labels at every zoom; Shift+drag measures; the tr
   await expect(tree.locator('.timeline-label')).toHaveCount(1);
   await expect(tree.locator('.timeline-label')).toHaveText('xfslogd/0 (419)');
   await page.getByLabel('Find tracks').fill('');
-  await expect(tree.locator('.timeline-label').first()).toHaveText('file_writer (3271)');
+  await expect(tree.locator('[data-lane^="task:"]').first()).toHaveText('file_writer (3271)');
   await tree.getByRole('button', { name: 'Pin xfslogd/0 (419) to the top' }).click();
   await expect(tree.locator('.timeline-header').first()).toContainText('Pinned');
   await expect(tree.locator('.timeline-label').first()).toHaveText('xfslogd/0 (419)');
-  await tree.locator('.timeline-header', { hasText: 'ftrace' }).click();
+  await tree.locator('.timeline-header', { hasText: 'ftrace' }).filter({ hasNotText: 'CPUs' }).click();
   await expect(page).toHaveURL(/tl_fold=src/);
   await expect(tree.locator('[data-lane^="task:"]')).toHaveCount(1); // the pinned one
   await page.screenshot({ path: path.join(SCREENSHOTS, 'nav-timeline-tree.png') });
   // every chain's arrows, on a toggle
   await view.getByTestId('all-arrows').check();
   await expect(view.locator('.timeline-foot')).toContainText(/\d+ chain arrows/);
+});
+
+test('CPU tracks: what ran on each CPU of a real capture, a group of their own that folds and is searched', async ({ page, request }) => {
+  // trace-cmd report of sched_switch on a 4-CPU desktop (shared/samples-public/trace-cmd-report/SOURCES.md)
+  const id = await analysis(request, 'nav sched_switch', [SCHED_SWITCH]);
+  await page.goto(`/a/${id}?tab=timeline`);
+  const view = page.getByTestId('timeline-view');
+  const tree = view.getByTestId('track-tree');
+  const cpus = tree.locator('.timeline-header', { hasText: 'CPUs' });
+  await expect(cpus).toContainText('(4)');
+  await expect(tree.locator('[data-lane^="cpu:"]')).toHaveText(['CPU 0', 'CPU 1', 'CPU 2', 'CPU 3']);
+  // the CPUs on top, as in Perfetto and KernelShark, then the source's task lanes
+  await expect(tree.locator('.timeline-header').first()).toContainText('CPUs');
+  await expect(tree.locator('.timeline-label').first()).toHaveText('CPU 0');
+  // each slice is the task that ran: a click on CPU 0's lane opens it in the drawer, named by its comm
+  const lane = (await tree.locator('[data-lane$=":0"][data-lane^="cpu:"]').boundingBox())!;
+  const plot = (await view.locator('.timeline-plot').boundingBox())!;
+  await expect(view.locator('[aria-label="Analysis timeline"]')).toHaveAttribute('data-ready', '1');
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'timeline-cpu-tracks.png') });
+  let opened = false;
+  for (const f of [0.5, 0.3, 0.7, 0.1, 0.9]) {
+    await page.mouse.click(plot.x + plot.width * f, lane.y + lane.height / 2);
+    if (await page.getByTestId('timeline-selected').locator('h3', { hasText: /^CPU 0: .+ running$/ }).isVisible()) {
+      opened = true;
+      break;
+    }
+  }
+  expect(opened).toBe(true);
+  // the group folds (in the URL) and the search finds a CPU by name
+  await cpus.click();
+  await expect(page).toHaveURL(/tl_fold=cpus%3A\d+|tl_fold=cpus:\d+/);
+  await expect(tree.locator('[data-lane^="cpu:"]')).toHaveCount(0);
+  await cpus.click();
+  await page.getByLabel('Find tracks').fill('cpu 2');
+  await expect(tree.locator('.timeline-label')).toHaveText(['CPU 2']);
 });
 
 test('long tables: the first 20 rows, show all, a filter; the unnamed processes of a real capture as one row', async ({ page, request }) => {

@@ -12,11 +12,12 @@ test('timeline: lanes of both sources, W/A/S/D, drag to select a range, shared l
   await page.getByRole('tablist').getByRole('tab', { name: 'Timeline' }).click();
   await expect(page).toHaveURL(/tab=timeline/);
   const view = page.getByTestId('timeline-view');
-  // the chain's tasks come first, then the block device of the blktrace
+  // the CPUs of the ftrace capture on top, then the chain's tasks, then the block device of the blktrace
   const labels = view.locator('.timeline-label');
-  await expect(labels.first()).toHaveText('postgres (4242)');
+  await expect(labels.first()).toHaveText('CPU 1');
+  await expect(view.locator('[data-lane^="task:"]').first()).toHaveText('postgres (4242)');
   await expect(view.locator('[data-lane^="dev:"]')).toContainText('8,0 (device)');
-  await expect(view).toContainText('8 of 8 lanes');
+  await expect(view).toContainText('11 of 11 lanes'); // with the ftrace capture's 3 CPUs
   await expect(view.getByTestId('timeline-window')).toContainText('7341.200000 s → 7341.215920 s (15.92 ms)');
   await page.screenshot({ path: path.join(SCREENSHOTS, 'timeline-ext4.png'), fullPage: true });
 

@@ -114,15 +114,15 @@ describe('timeline layout', () => {
     expect(laneMatches(T.lanes[0], 'POSTGRES')).toBe(true);
   });
 
-  it("draws a source's CPUs in a group of their own, each CPU's task over the whole lane in its task's colour", () => {
+  it("draws a source's CPUs in a group of their own on top, each CPU's task over the whole lane in its colour", () => {
     const cpu = lane({
       id: 'cpu:1:3', kind: 'cpu', source_id: 1, label: 'CPU 3', group: 'CPUs', pid: null, dev: '3',
       segments: [seg({ state: 'jbd2/sda1-8', t0_ns: 10, t1_ns: 60, line: 105 })],
     });
     const withCpu = timelineLayout({ lanes: [T.lanes[0], cpu, ...T.lanes.slice(1)] }, (id) => names[id]);
     expect(withCpu.headers.map((h) => [h.key, h.label, h.lanes])).toEqual([
+      ['cpus:1', 'CPUs · ftrace · a.txt', 1], // on top, as in Perfetto
       ['src:1', 'ftrace · a.txt', 1],
-      ['cpus:1', 'CPUs · ftrace · a.txt', 1],
       ['src:2', 'blkparse · b.txt', 1],
       ['src:3', 'offcputime · c.txt', 1],
     ]);

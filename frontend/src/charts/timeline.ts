@@ -101,9 +101,9 @@ function groupOf(l: TimelineLane, sourceName: (id: number) => string): { key: st
   return { key: `src:${l.source_id}`, label: sourceName(l.source_id) };
 }
 
-/** Lanes as a tree: the pinned ones first (in the order pinned), then grouped by source, a source's CPUs in a group
- * of their own (in the order the server ranked them), under a header that folds its group; each lane with its y and
- * height in px. */
+/** Lanes as a tree: the pinned ones first (in the order pinned), then each source's CPUs in a group of their own,
+ * then the other lanes grouped by source (in the order the server ranked them), each group under a header that folds
+ * it; each lane with its y and height in px. */
 export function timelineLayout(t: Pick<Timeline, 'lanes'>, sourceName: (id: number) => string, tree: TreeState = {}): Layout {
   const pinned = tree.pinned ?? [];
   const folded = new Set(tree.folded ?? []);
@@ -111,7 +111,9 @@ export function timelineLayout(t: Pick<Timeline, 'lanes'>, sourceName: (id: numb
   const groups = new Map<string, { label: string; lanes: TimelineLane[] }>();
   const pins = pinned.map((id) => shown.find((l) => l.id === id)).filter((l): l is TimelineLane => !!l);
   if (pins.length) groups.set('pinned', { label: 'Pinned', lanes: pins });
-  for (const l of shown) {
+  // the CPUs on top, as in Perfetto and KernelShark, then the sources' groups in the order of their first lane
+  const cpusFirst = [...shown.filter((l) => l.kind === 'cpu'), ...shown.filter((l) => l.kind !== 'cpu')];
+  for (const l of cpusFirst) {
     if (pinned.includes(l.id)) continue;
     const { key, label } = groupOf(l, sourceName);
     const g = groups.get(key) ?? { label, lanes: [] };
