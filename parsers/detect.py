@@ -11,7 +11,7 @@ from . import blkparse, blktrace, funcgraph, offcpu, perf, tracedat
 from .common import ParseError, head_lines
 
 PARSERS: list[ModuleType] = [blkparse, offcpu, funcgraph, perf]  # perf script text: ftrace's tables (FORMAT ftrace)
-BY_FORMAT = {p.FORMAT: p for p in reversed(PARSERS)}  # a format's first parser
+BY_FORMAT = {p.FORMAT: p for p in PARSERS if p is not perf}  # (perf script text is read as the ftrace format)
 THRESHOLD = 0.3
 SNIFF_BYTES = 64 << 10
 
@@ -39,7 +39,7 @@ def detect(head: bytes, filename: str) -> ModuleType:
     if best < THRESHOLD:
         first = next((ln for ln in lines if ln.strip()), "")[:120]
         raise ParseError(
-            f"unknown format: none of {', '.join(BY_FORMAT)}, perf script matches the first lines (line 1: {first!r})",
+            f"unknown format: none of {', '.join(BY_FORMAT)} matches the first lines (line 1: {first!r})",
             filename=filename,
             line=1,
         )
