@@ -656,12 +656,48 @@ static int cover(Rebuilder *rb, out_t *o, const ev_t *v, int64_t line, int32_t s
     return n;
 }
 
+/* A split (X `sector / split_sector`): the block layer cuts the queued bio at split_sector and the two halves go
+ * their ways (G I D C each) from the one Q. The bio open at `sector` (the parent, queued, not yet past G) keeps the
+ * first half; the second half is a request of its own at split_sector, queued when the parent was (its A and Q: time,
+ * line, CPU), by the same task, its line the X's. The X event names the parent (req_line). A split of no open queued
+ * bio, or onto a sector where a request is already open, is kept as an event only. */
+static int split(Rebuilder *rb, out_t *o, const ev_t *v, int64_t line) {
+    if (v->sector == NUL64 || v->ssec == NUL64 || !rb->start.cap) return emit_event(o, v, line, NUL64);
+    long f = map_find(&rb->start, rb->segs, v->major, v->minor, v->sector);
+    if (f < 0) return emit_event(o, v, line, NUL64);
+    int32_t p = rb->start.slots[f];
+    seg_t *g = &rb->segs[p];
+    int64_t parent_line = g->line, end = g->sector + g->nsect;
+    if (g->t[S_Q] == NUL64 || g->head || g->merged || v->ssec <= g->sector || v->ssec >= end)
+        return emit_event(o, v, line, parent_line);
+    if (rb->start.used * 2 >= rb->start.cap && map_grow(&rb->start, rb->segs)) return -1;
+    if (map_find(&rb->start, rb->segs, v->major, v->minor, v->ssec) >= 0) return emit_event(o, v, line, parent_line);
+    int32_t s = new_seg(rb);
+    if (s < 0) return -1;
+    g = &rb->segs[p]; /* (new_seg may move the segments) */
+    seg_t *h = &rb->segs[s];
+    ev_t half = *v;
+    half.sector = v->ssec; half.nsect = end - v->ssec;
+    seg_start(h, &half, line);
+    h->t_first = g->t_first;
+    for (int k = S_A; k <= S_Q; k++) { h->t[k] = g->t[k]; h->ln[k] = g->ln[k]; h->cpu[k] = g->cpu[k]; }
+    h->fmaj = g->fmaj; h->fmin = g->fmin; h->fsec = g->fsec; h->apid = g->apid;
+    h->pid = g->pid; h->pid_ph = g->pid_ph;
+    memcpy(h->comm, g->comm, g->commn); h->commn = g->commn; h->comm_ph = g->comm_ph;
+    memcpy(h->rwbs, g->rwbs, g->rwbsn); h->rwbsn = g->rwbsn; h->rwbs_ph = g->rwbs_ph;
+    h->last_ph = g->last_ph; h->last_act = g->last_act;
+    if (map_put(&rb->start, rb->segs, s) >= 0) return -1;
+    g->nsect = v->ssec - g->sector; /* the parent keeps the first half */
+    return emit_event(o, v, line, parent_line);
+}
+
 /* folds one event into the open requests; returns -1 on memory failure */
 static int fold(Rebuilder *rb, out_t *o, const ev_t *v, int64_t line) {
     btt_event(&rb->btt, v->act, v->actn, v->major, v->minor, v->t, v->pid, v->sector, v->nsect, v->fmaj, v->fmin,
               v->fsec);
     if (rb->btt.failed) return -1;
     int ph = phase_of(v);
+    if (ph == PH_OTHER && v->actn == 1 && v->act[0] == 'X') return split(rb, o, v, line);
     if (ph == PH_OTHER) return emit_event(o, v, line, NUL64);
     if (rb->start.used * 2 >= rb->start.cap && map_grow(&rb->start, rb->segs)) return -1;
     long f = map_find(&rb->start, rb->segs, v->major, v->minor, v->sector);

@@ -250,8 +250,9 @@ def summarize(store, path) -> dict:
             "SELECT action, sum(n)::BIGINT FROM ("
             " SELECT action, count(*) n FROM blk_events WHERE source_id = $sid GROUP BY 1"
             " UNION ALL SELECT unnest(['A', 'Q', 'G', 'I', 'D', 'C']),"
-            "  unnest([count(a_line), count(q_line), count(g_line), count(i_line), count(DISTINCT d_line),"
-            "  count(DISTINCT c_line)])"  # a D or C whose range covers several requests is a phase of each
+            "  unnest([count(DISTINCT a_line), count(DISTINCT q_line), count(g_line), count(i_line),"
+            "  count(DISTINCT d_line), count(DISTINCT c_line)])"  # a D or C whose range covers several requests is a
+            # phase of each; the halves of a split share their Q (and A)
             "  FROM blk_requests WHERE source_id = $sid"
             " UNION ALL SELECT unnest(['A', 'Q', 'M', 'F']), unnest([count(a_line), count(q_line),"
             "  count(*) FILTER (WHERE NOT front), count(*) FILTER (WHERE front)]) FROM blk_bios WHERE source_id = $sid"
@@ -473,3 +474,20 @@ def test_facts_equal_a_scan_of_the_requests(top, monkeypatch):
             "q2c": slowest("q", "c"),
         }, path.name
     assert kept_some or top == 1000
+
+
+def test_split_halves_share_their_queue(store):
+    """hadoop lines 107 (Q 572828880 + 1792), 108 (X at 572830312), 109/113/114 (G I D of the first 1432 sectors),
+    111/117/118 (G I D of the other 360): the second half is a request of its own, queued by the one Q (its line is
+    the X's), and the X names the bio it split."""
+    ingest_paths(store, PUBLIC / "blkparse-text" / "derived-zzunny97-hadoop-sdb-cpu0-1.blkparse.txt")
+    con = store.cursor()
+    rows = con.execute(
+        "SELECT line, sector, nsect, q_line, g_line, i_line, d_line, q_ns, i2d_ns FROM blk_requests"
+        " WHERE sector IN (572828880, 572830312) ORDER BY sector"
+    ).fetchall()
+    assert rows == [
+        (107, 572828880, 1432, 107, 109, 113, 114, 2500650346, 2098),
+        (108, 572830312, 360, 107, 111, 117, 118, 2500650346, 938),
+    ]
+    assert con.execute("SELECT action, req_line FROM blk_events WHERE line = 108").fetchall() == [("X", 107)]
