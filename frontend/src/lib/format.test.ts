@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatNsShort, formatMsTick, formatAbsTime, formatBytes, formatCount, formatNs, formatRelNs, formatSector, pickTimeUnit, formatAxisNumber } from './format';
+import { formatNsShort, formatMsTick, formatAbsTime, formatBytes, formatCount, formatNs, formatRelNs, formatSector, pickTimeUnit, formatAxisNumber, taskLabel } from './format';
 
 describe('formatNs', () => {
   it('picks an adaptive unit', () => {
@@ -66,5 +66,11 @@ describe('other formats', () => {
     expect(formatAxisNumber(100)).toBe('100');
     expect(formatAxisNumber(10000)).toBe('1e4');
     expect(formatAxisNumber(0)).toBe('0');
+  });
+
+  it('names a task by comm and pid, a CPU\'s pseudo-task by its name alone', () => {
+    expect(taskLabel('vmstat', 2854)).toBe('vmstat 2854');
+    expect(taskLabel('CPU 0 (task unknown)', -1)).toBe('CPU 0 (task unknown)');
+    expect(taskLabel(null, -3)).toBe('CPU 2 (task unknown)');
   });
 });

@@ -115,9 +115,12 @@ export function formatName(s: { format: string; waker_stacks?: number }): string
   return s.format === 'offcputime' && (s.waker_stacks ?? 0) > 0 ? 'offwaketime' : s.format;
 }
 
-/** A task as "comm pid"; the idle task (pid 0) is "<idle> 0" wherever it comes from (ftrace calls it <idle>, bcc
+/** A task as "comm pid"; a CPU's pseudo-task by its name alone; the idle task (pid 0) is "<idle> 0" wherever it comes from (ftrace calls it <idle>, bcc
  * swapper/N: that name, which says the CPU, follows in brackets). */
 export function taskLabel(comm: string | null | undefined, pid: number | null | undefined): string {
+  // a CPU's calls whose task the trace does not name (function_graph without funcgraph-proc): a pseudo-task with a
+  // negative id, never a pid, named "CPU n (task unknown)" (backend/derive/cpu_tasks.py)
+  if (pid !== null && pid !== undefined && pid < 0) return comm ?? `CPU ${-1 - pid} (task unknown)`;
   if (pid === 0) return comm && comm !== '<idle>' && comm.startsWith('swapper') ? `<idle> 0 (${comm})` : '<idle> 0';
   return `${comm ?? '?'}${pid === null || pid === undefined ? '' : ` ${pid}`}`;
 }

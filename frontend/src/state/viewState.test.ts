@@ -30,6 +30,7 @@ describe('view state <-> URL', () => {
       sort: { column: 'd2c.p99', desc: false },
       order: 'q2c',
       hm: 'd2c',
+      btt: true,
       chain: 2,
       link: 3,
       lock: 'xfs_buf_lock',
@@ -191,5 +192,13 @@ describe('view state <-> URL', () => {
     expect(updateView(s, { shm: 'wait' })).toMatchObject({ shm: 'wait', shf: null, hbox: null });
     expect(updateView(s, { hm: 'q2c' }).hbox).toEqual(s.hbox);
     expect(updateView(s, { t0: 1, t1: 2 }).hbox).toEqual(s.hbox);
+  });
+
+  it('leaves the Stalls heatmap metric automatic until one is chosen', () => {
+    expect(decodeView(new URLSearchParams('')).shm).toBeNull(); // waits when there are any, else function durations
+    expect(decodeView(new URLSearchParams('shm=wait')).shm).toBe('wait');
+    expect(encodeView(decodeView(new URLSearchParams('shm=wait'))).toString()).toBe('shm=wait');
+    const s = decodeView(new URLSearchParams('hbox=func_1_2__'));
+    expect(updateView(s, { shm: 'wait' }).hbox).toBeNull(); // a box on the automatic metric's heatmap
   });
 });

@@ -27,6 +27,7 @@ export type ViewState = {
   sort: Sort;
   order: RequestOrder;
   hm: Phase; // latency heatmap metric
+  btt: boolean; // the dispatch summary shows btt's figures (per queued bio, as `btt -A` prints them)
   // Stalls
   chain: number | null; // chain id
   link: number | null; // 1-based position of the link in the chain
@@ -60,7 +61,7 @@ export type ViewState = {
   tlFold: string[]; // groups of lanes folded (their keys: "src:<id>", "cpus:<id>", "pinned")
   tlQ: string | null; // the lanes whose name, pid or device contains this
   // Heatmaps
-  shm: StallsHeatmapMetric; // the Stalls heatmap: waits (by lock) or a function's duration
+  shm: StallsHeatmapMetric | null; // the Stalls heatmap: waits (by lock) or a function's duration; null: waits when the capture has any, else function durations
   shf: string | null; // its filter: the lock (null: all waits) or the function (null: the top one)
   hbox: HeatmapBox | null; // the brushed box, on the heatmap of its metric
   wait: RequestRef | null; // the selected wait: its source and line
@@ -80,6 +81,7 @@ export const DEFAULT_VIEW: ViewState = {
   sort: DEFAULT_SORT,
   order: 'i2d',
   hm: 'i2d',
+  btt: false,
   chain: null,
   link: null,
   lock: null,
@@ -108,7 +110,7 @@ export const DEFAULT_VIEW: ViewState = {
   tlPin: [],
   tlFold: [],
   tlQ: null,
-  shm: 'wait',
+  shm: null,
   shf: null,
   hbox: null,
   wait: null,
@@ -215,6 +217,7 @@ export function decodeView(params: URLSearchParams): ViewState {
     sort: parseSort(params.get('sort')),
     order: order === 'd2c' || order === 'q2c' || order === 'time' ? order : 'i2d',
     hm: hm === 'd2c' || hm === 'q2c' ? hm : 'i2d',
+    btt: params.get('btt') === '1',
     chain: parseIntParam(params.get('chain')),
     link: parsePositive(params.get('link')),
     lock: params.get('lock') || null,
@@ -242,7 +245,7 @@ export function decodeView(params: URLSearchParams): ViewState {
     tlPin: parseList(params.get('tl_pin')),
     tlFold: parseList(params.get('tl_fold')),
     tlQ: params.get('tl_q') || null,
-    shm: params.get('shm') === 'func' ? 'func' : 'wait',
+    shm: params.get('shm') === 'func' ? 'func' : params.get('shm') === 'wait' ? 'wait' : null,
     shf: params.get('shf') || null,
     hbox: parseHeatmapBox(params.get('hbox')),
     wait: parseRequestRef(params.get('wait')),
@@ -264,6 +267,7 @@ export function encodeView(v: ViewState): URLSearchParams {
   if (v.sort.column !== DEFAULT_SORT.column || v.sort.desc !== DEFAULT_SORT.desc) p.set('sort', encodeSort(v.sort));
   if (v.order !== DEFAULT_VIEW.order) p.set('order', v.order);
   if (v.hm !== DEFAULT_VIEW.hm) p.set('hm', v.hm);
+  if (v.btt) p.set('btt', '1');
   if (v.req !== null) p.set('req', encodeRequestRef(v.req));
   if (v.chain !== null) p.set('chain', String(v.chain));
   if (v.link !== null) p.set('link', String(v.link));
@@ -295,7 +299,7 @@ export function encodeView(v: ViewState): URLSearchParams {
   if (v.wp !== null) p.set('wp', encodeRequestRef(v.wp));
   if (v.wpComm !== null) p.set('wp_comm', v.wpComm);
   if (v.wpLock !== null) p.set('wp_lock', v.wpLock);
-  if (v.shm !== DEFAULT_VIEW.shm) p.set('shm', v.shm);
+  if (v.shm !== null) p.set('shm', v.shm);
   if (v.shf !== null) p.set('shf', v.shf);
   if (v.hbox !== null) p.set('hbox', encodeHeatmapBox(v.hbox));
   if (v.wait !== null) p.set('wait', encodeRequestRef(v.wait));
@@ -336,7 +340,7 @@ export function updateView(v: ViewState, patch: Partial<ViewState>): ViewState {
   const dispatchRedrawn = patch.hm !== undefined && patch.hm !== v.hm && v.hbox?.metric === v.hm;
   const stallsRedrawn =
     ((patch.shm !== undefined && patch.shm !== v.shm) || (patch.shf !== undefined && patch.shf !== v.shf)) &&
-    v.hbox?.metric === v.shm;
+    (v.hbox?.metric === 'wait' || v.hbox?.metric === 'func'); // a box on the Stalls heatmap (shm may be automatic)
   if ((dispatchRedrawn || stallsRedrawn) && patch.hbox === undefined) next.hbox = null;
   return next;
 }

@@ -18,8 +18,11 @@ const METRICS: { key: StallsHeatmapMetric; label: string; title: string }[] = [
 export function StallsHeatmap({ analysis }: { analysis: AnalysisDetail }) {
   const [view, setView] = useViewState();
   const choices = useHeatmapMetrics(analysis.id);
-  const metric = view.shm;
   const functions = choices.data?.functions ?? [];
+  // the metric chosen, else waits when the capture has any, else function durations (a function_graph capture
+  // without waits: its calls' durations are what it can show)
+  const has = (m: string) => choices.data?.metrics.some((x) => x.metric === m) ?? false;
+  const metric: StallsHeatmapMetric = view.shm ?? (choices.data && !has('wait') && has('func') ? 'func' : 'wait');
   // function duration: the chosen function, else the one with the most time in calls
   const filter = metric === 'func' ? (view.shf ?? functions[0]?.func ?? null) : view.shf;
   const query: HeatmapQuery = { metric, filter, pid: null, dev: null, t0: view.t0, t1: view.t1 };
@@ -44,7 +47,10 @@ export function StallsHeatmap({ analysis }: { analysis: AnalysisDetail }) {
         <h2>Latency heatmap</h2>
         <div className="segmented" role="group" aria-label="Stalls heatmap metric">
           {METRICS.map((m) => (
-            <button key={m.key} title={m.title} aria-pressed={metric === m.key} onClick={() => setView({ shm: m.key })}>
+            <button key={m.key} title={m.title} aria-pressed={metric === m.key} onClick={() => {
+                if (m.key !== metric) setView({ shm: m.key });
+              }}
+            >
               {m.label}
             </button>
           ))}
