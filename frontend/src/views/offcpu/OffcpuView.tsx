@@ -96,21 +96,9 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
     [layout, setView],
   );
 
-  // Lock frames in view, by lock, with their total value.
-  const locks = useMemo(() => {
-    const m = new Map<string, number>();
-    const lockAt = new Map<string, string | null>();
-    for (const r of layout?.rects ?? []) lockAt.set(r.path.join(';'), r.lock);
-    for (const r of layout?.rects ?? []) {
-      // Count a primitive once per stack: skip a frame with any caller on the same one (down_write →
-      // call_rwsem_down_write_failed → rwsem_down_write_failed), as the server's FlameGraph.locks counts.
-      if (!r.lock) continue;
-      let outer = true;
-      for (let k = r.path.length - 1; k > 0 && outer; k--) outer = lockAt.get(r.path.slice(0, k).join(';')) !== r.lock;
-      if (outer) m.set(r.lock, (m.get(r.lock) ?? 0) + r.value);
-    }
-    return [...m.entries()].sort((a, b) => b[1] - a[1]);
-  }, [layout]);
+  // The sleeping primitives of the graph's stacks, by lock, with their total value: the server's FlameGraph.locks (one
+  // rule counts them: a stack once per lock, whatever frames on that lock it holds). Not for a difference graph.
+  const locks: [string, number][] = !view.fgDiff && single.data ? single.data.locks.map((l) => [l.lock, l.value]) : [];
 
   const otherAnalyses = (analyses.data?.items ?? []).filter((a) => a.id !== analysis.id);
   const taskValue = view.fgPid !== null ? `p:${view.fgPid}` : view.fgComm !== null ? `c:${view.fgComm}` : '';
@@ -302,8 +290,11 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
       {locks.length > 0 && (
         <section className="panel">
           <div className="panel-head">
-            <h2>Sleeping primitives in view</h2>
-            <span className="muted">frames the chains' lock table knows{hasFtrace ? ' · one click lists the waits on it' : ''}</span>
+            <h2>Sleeping primitives</h2>
+            <span className="muted">
+              stacks{view.fgQ ? ' matching the search' : ''} with a frame the chains' lock table knows, each counted once per lock
+              {hasFtrace ? ' · one click lists the waits on it' : ''}
+            </span>
           </div>
           <table className="grid compact" data-testid="lock-frames">
             <thead>
