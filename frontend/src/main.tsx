@@ -3,6 +3,7 @@
 // app (React, the router, the pages: ./App) and the charts' library load and compile beside them, instead of
 // one after the other (the whole app, then the analysis, then the view's code, then the view's requests).
 import { QueryClient } from '@tanstack/react-query';
+import { analysisQuery } from './api/queries';
 import { analysisPageOf, prefetchAnalysisPage } from './api/tabQueries';
 import { preloadTab } from './views/tabViews';
 import './styles.css';
@@ -15,6 +16,19 @@ const page = analysisPageOf(window.location.pathname, window.location.search);
 if (page) {
   prefetchAnalysisPage(queryClient, page.id, page.view);
   if (page.view.tab !== null) preloadTab(page.view.tab);
+  else {
+    // the analysis' default tab depends on its sources: its code and first requests start once the analysis is
+    // there (and the page's module, in the app's chunk), not once the page has drawn that tab's view
+    const { id, view } = page;
+    void Promise.all([queryClient.fetchQuery(analysisQuery(id)), import('./views/AnalysisPage')]).then(
+      ([analysis, { availableTabs, defaultTab }]) => {
+        const tab = defaultTab(availableTabs(analysis));
+        preloadTab(tab);
+        prefetchAnalysisPage(queryClient, id, { ...view, tab });
+      },
+      () => {}, // the page shows the error
+    );
+  }
 }
 
 void import('./App').then(({ renderApp }) => renderApp(queryClient));

@@ -140,22 +140,23 @@ export function useRequestDetail(id: string, ref: RequestRef | null, maxMessages
 // ---- Stalls (ftrace) ----
 
 /** The chains whose first wait overlaps the window (each keeps its rank as id). */
-export function useChains(id: string, w: Window, enabled = true) {
-  return useQuery({
+export const chainsQuery = (id: string, w: Window) =>
+  queryOptions({
     queryKey: ['chains', id, w.t0, w.t1],
-    enabled,
     queryFn: ({ signal }) =>
       unwrap(api.GET('/api/analyses/{analysis_id}/chains', { params: { path: { analysis_id: id }, query: { limit: 100, ...win(w) } }, signal })),
-    placeholderData: keepPreviousData,
   });
+
+export function useChains(id: string, w: Window, enabled = true) {
+  return useQuery({ ...chainsQuery(id, w), enabled, placeholderData: keepPreviousData });
 }
 
 /** The waits' lock filter: `lock` contains the text (typed), `lockKey` is the lock's object or primitive exactly. */
 export type LockFilter = { lock: string | null; lockKey: string | null };
 
 /** The waits that are stalls; with `idle`, idle sleeps too (asleep interruptibly on no known lock). */
-export function useWaits(id: string, f: LockFilter, limit = 100, w: Window = { t0: null, t1: null }, idle = false) {
-  return useQuery({
+export const waitsQuery = (id: string, f: LockFilter, limit = 100, w: Window = { t0: null, t1: null }, idle = false) =>
+  queryOptions({
     queryKey: ['waits', id, f.lock, f.lockKey, limit, w.t0, w.t1, idle],
     queryFn: ({ signal }) =>
       unwrap(
@@ -174,8 +175,10 @@ export function useWaits(id: string, f: LockFilter, limit = 100, w: Window = { t
           signal,
         }),
       ),
-    placeholderData: keepPreviousData,
   });
+
+export function useWaits(id: string, f: LockFilter, limit = 100, w: Window = { t0: null, t1: null }, idle = false) {
+  return useQuery({ ...waitsQuery(id, f, limit, w, idle), placeholderData: keepPreviousData });
 }
 
 export type CallsWindow = { pid: number; sourceId: number; t0: number; t1: number };
@@ -194,12 +197,14 @@ export function useCalls(id: string, w: CallsWindow | null) {
   });
 }
 
-export function useMarks(id: string, enabled = true) {
-  return useQuery({
+export const marksQuery = (id: string) =>
+  queryOptions({
     queryKey: ['marks', id],
-    enabled,
     queryFn: ({ signal }) => unwrap(api.GET('/api/analyses/{analysis_id}/marks', { params: { path: { analysis_id: id } }, signal })),
   });
+
+export function useMarks(id: string, enabled = true) {
+  return useQuery({ ...marksQuery(id), enabled });
 }
 
 // ---- Off-CPU flame graph ----
@@ -212,10 +217,9 @@ export type FlameQuery = {
   invert: boolean;
 };
 
-export function useFlamegraph(id: string, f: FlameQuery, enabled = true) {
-  return useQuery({
+export const flamegraphQuery = (id: string, f: FlameQuery) =>
+  queryOptions({
     queryKey: ['flamegraph', id, f.unit, f.pid, f.comm, f.filter, f.invert],
-    enabled,
     queryFn: ({ signal }) =>
       unwrap(
         api.GET('/api/analyses/{analysis_id}/flamegraph', {
@@ -232,8 +236,10 @@ export function useFlamegraph(id: string, f: FlameQuery, enabled = true) {
           signal,
         }),
       ),
-    placeholderData: keepPreviousData,
   });
+
+export function useFlamegraph(id: string, f: FlameQuery, enabled = true) {
+  return useQuery({ ...flamegraphQuery(id, f), enabled, placeholderData: keepPreviousData });
 }
 
 export type DiffQuery = { unit: 'us' | 'stacks'; filter: string | null; invert: boolean; a: number | null; b: number | null; bAnalysis: string | null };
@@ -263,12 +269,15 @@ export function useFlameDiff(id: string, d: DiffQuery, enabled = true) {
   });
 }
 
-export function useOffcpuTasks(id: string) {
-  return useQuery({
+export const offcpuTasksQuery = (id: string) =>
+  queryOptions({
     queryKey: ['offcpu-tasks', id],
     queryFn: ({ signal }) =>
       unwrap(api.GET('/api/analyses/{analysis_id}/offcpu-tasks', { params: { path: { analysis_id: id }, query: { limit: 200 } }, signal })),
   });
+
+export function useOffcpuTasks(id: string) {
+  return useQuery(offcpuTasksQuery(id));
 }
 
 export type HeatmapQuery = RequestFilter & { metric: HeatmapMetric; filter: string | null };
@@ -326,12 +335,15 @@ export function useHeatmapEvents(id: string, q: HeatmapQuery, box: HeatmapBox | 
   });
 }
 
-export function useHeatmapMetrics(id: string, limit = 100) {
-  return useQuery({
+export const heatmapMetricsQuery = (id: string, limit = 100) =>
+  queryOptions({
     queryKey: ['heatmap-metrics', id, limit],
     queryFn: ({ signal }) =>
       unwrap(api.GET('/api/analyses/{analysis_id}/heatmap/metrics', { params: { path: { analysis_id: id }, query: { limit } }, signal })),
   });
+
+export function useHeatmapMetrics(id: string, limit = 100) {
+  return useQuery(heatmapMetricsQuery(id, limit));
 }
 
 /** The timeline's window (null: the whole analysis, the server's default) drawn on widthPx pixels. */

@@ -24,7 +24,20 @@ describe('the queries a page starts from its address', () => {
       ['dispatch-summary', 'A', 'device', 1, 2],
       ['requests', 'A', 'q2c', 100, 42, null, 1, 2],
     ]);
-    // the default tab depends on the analysis' sources: nothing before it is known
+    // Stalls: the chains, the waits, the markers, the heatmap's choices and its waits heatmap, all at once
+    expect(keys('?tab=stalls&t0=1&t1=2&lock=xfs')).toEqual([
+      ['chains', 'A', 1, 2],
+      ['waits', 'A', 'xfs', null, 100, 1, 2, false],
+      ['marks', 'A'],
+      ['heatmap-metrics', 'A', 100],
+      ['heatmap', 'A', 'wait', null, 120, 40, null, null, 1, 2],
+    ]);
+    expect(keys('?tab=stalls&shm=func').map((k) => k[0])).toEqual(['chains', 'waits', 'marks', 'heatmap-metrics']); // (the function: from the choices)
+    expect(keys('?tab=offcpu&fg_unit=stacks')).toEqual([
+      ['offcpu-tasks', 'A'],
+      ['flamegraph', 'A', 'stacks', null, null, null, false],
+    ]);
+    // the default tab depends on the analysis' sources: nothing before it is known (main.tsx asks once it is)
     expect(keys('')).toEqual([]);
     expect(keys('?tab=sources')).toEqual([]);
   });

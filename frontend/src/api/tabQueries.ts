@@ -5,11 +5,17 @@ import type { FetchQueryOptions, QueryClient } from '@tanstack/react-query';
 import { decodeView, type ViewState } from '../state/viewState';
 import {
   analysisQuery,
+  chainsQuery,
   dispatchSummaryQuery,
+  flamegraphQuery,
+  heatmapMetricsQuery,
   heatmapQuery,
   latencyOverTimeQuery,
+  marksQuery,
+  offcpuTasksQuery,
   requestsQuery,
   timelineQuery,
+  waitsQuery,
   type HeatmapQuery,
   type RequestFilter,
   type TimelineQuery,
@@ -41,10 +47,31 @@ export const timelineWindow = (v: ViewState, widthPx = TIMELINE_WIDTH_PX): Timel
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyQuery = FetchQueryOptions<any, any, any, any>;
 
+/** Stalls' waits heatmap, as StallsHeatmap asks it first (its metric chosen automatically asks for waits until
+ * the metrics say the capture has none); null: a function's durations, which wait for the metrics. */
+export const stallsHeatmap = (v: ViewState): HeatmapQuery | null =>
+  v.shm === 'func' ? null : { metric: 'wait', filter: v.shf, pid: null, dev: null, t0: v.t0, t1: v.t1 };
+
 /** The queries the tab of this view state draws first (none when the tab is the analysis' default: it depends on
- * the analysis' sources). */
+ * the analysis' sources, and main.tsx asks again once the analysis is there). */
 export function firstQueries(id: string, v: ViewState): AnyQuery[] {
+  const range = { t0: v.t0, t1: v.t1 };
   switch (v.tab) {
+    case 'stalls': {
+      const hm = stallsHeatmap(v);
+      return [
+        chainsQuery(id, range),
+        waitsQuery(id, { lock: v.lock, lockKey: v.lockKey }, 100, range, v.idle),
+        marksQuery(id),
+        heatmapMetricsQuery(id),
+        ...(hm ? [heatmapQuery(id, hm, HEATMAP_X_BINS, HEATMAP_Y_BINS)] : []),
+      ];
+    }
+    case 'offcpu':
+      return [
+        offcpuTasksQuery(id),
+        ...(v.fgDiff ? [] : [flamegraphQuery(id, { unit: v.fgUnit, pid: v.fgPid, comm: v.fgComm, filter: v.fgQ, invert: v.fgInv })]),
+      ];
     case 'timeline':
       return [timelineQuery(id, timelineWindow(v))];
     case 'dispatch':
