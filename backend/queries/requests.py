@@ -244,7 +244,7 @@ def btt_rows(con, analysis_id: str, by: str) -> dict:
         con,
         f"SELECT {key} AS key, b.metric, sum(b.n)::BIGINT AS n, min(b.min_ns) AS min_ns, max(b.max_ns) AS max_ns,"
         " sum(b.total_ns)::BIGINT AS total_ns FROM blk_btt b JOIN sources s ON s.id = b.source_id"
-        f" WHERE s.analysis_id = ? AND {key} IS NOT NULL GROUP BY ALL",
+        f" WHERE s.analysis_id = ? AND {REQUEST_SOURCES} AND {key} IS NOT NULL GROUP BY ALL",
         [analysis_id],
         shape="dicts",
     )
