@@ -1,7 +1,9 @@
 import { expect, test, type Page } from '@playwright/test';
+import fs from 'node:fs';
 import path from 'node:path';
 import { copyLinkAndOpenElsewhere } from './share';
-import { SCREENSHOTS, SEED_CFQ } from './paths';
+import { REPO, SCREENSHOTS, SEED_CFQ, SHARED } from './paths';
+import { upload } from './upload';
 
 async function uploadSeed(page: Page, name: string) {
   await page.goto('/');
@@ -106,4 +108,34 @@ test('a file in an unknown format gets a clear per-file error', async ({ page })
 test('an unknown analysis id says so', async ({ page }) => {
   await page.goto('/a/does-not-exist');
   await expect(page.getByRole('alert')).toContainText('No such analysis.');
+});
+
+/** btt -A's Per Device figures of one metric for a device (MIN, AVG, MAX, N as printed), read from its report. */
+function bttReport(file: string, metric: string, dev: string): string[] {
+  const text = fs.readFileSync(file, 'utf8');
+  const lines = text.slice(text.indexOf('==================== Per Device')).split('\n');
+  const head = lines.findIndex((l) => l.trim().startsWith(`${metric} `) && l.includes('MIN'));
+  const [maj, min] = dev.split(',');
+  const row = lines.slice(head + 2).find((l) => l.replace(/\s+/g, '').startsWith(`(${maj},${min})`));
+  if (!row) throw new Error(`no ${metric} row for ${dev} in ${file}`);
+  return row.slice(row.indexOf(')') + 1).trim().split(/\s+/);
+}
+
+test("btt's way shows btt's own figures for a real sample", async ({ page }) => {
+  const sample = 'derived-liuzel01-sda-lvm.blkparse.txt';
+  await upload(page, [path.join(SHARED, 'samples-public/blkparse-text', sample)], 'btt way');
+  await page.getByRole('button', { name: 'per device' }).click();
+  const table = page.getByTestId('summary-table');
+  const row = table.locator('tbody tr', { hasText: '8,0' }).first();
+  await expect(table.getByRole('columnheader', { name: 'avg' }).first()).toBeVisible(); // per request: min, avg too
+  await page.getByRole('button', { name: "btt's way" }).click();
+  await expect(page).toHaveURL(/btt=1/);
+  await expect(page.getByTestId('btt-note')).toContainText('per queued bio');
+  const cells = await row.locator('td').allInnerTexts(); // device, requests, then N MIN AVG MAX per I2D D2C Q2C
+  ['I2D', 'D2C', 'Q2C'].forEach((metric, k) => {
+    const [bMin, bAvg, bMax, bN] = bttReport(path.join(REPO, 'tests/golden/btt', `${sample}.btt.avg`), metric, '8,0');
+    expect(cells.slice(2 + 4 * k, 6 + 4 * k)).toEqual([bN, bMin, bAvg, bMax]);
+  });
+  await page.reload();
+  await expect(page.getByRole('button', { name: "btt's way" })).toHaveAttribute('aria-pressed', 'true');
 });

@@ -6,10 +6,13 @@ import { formatCount, formatNs } from '../../lib/format';
 import { UNNAMED_KEY, filterSummary, groupUnnamed, isRowSelected, rowLabel } from '../../lib/summary';
 import { ShowAll, TableFilter, useRowLimit } from '../../components/LongTable';
 import { useViewState } from '../../state/useViewState';
+import { bttAverage, bttFor, bttSeconds } from '../../lib/btt';
 import type { Phase, SortColumn, Stat } from '../../state/viewState';
 
 const PHASES: Phase[] = ['i2d', 'd2c', 'q2c'];
 const STATS: Stat[] = ['p50', 'p95', 'p99', 'max'];
+const BTT_NOTE =
+  "btt's figures, as `btt -A` prints them (seconds): btt counts per queued bio, not per request — a request that took merged bios counts one D2C and Q2C per bio, the halves of a split bio have no I2D, D2C or Q2C of their own — over the whole trace";
 
 export function SummaryTable({ analysisId }: { analysisId: string }) {
   const [view, setView] = useViewState();
@@ -22,6 +25,7 @@ export function SummaryTable({ analysisId }: { analysisId: string }) {
   );
   const [openGroup, setOpenGroup] = useState(false);
   const [limit, setAll] = useRowLimit(`${view.by}:${text}`);
+  const COLS = view.btt ? 4 : 2 + STATS.length; // columns per phase: btt's N MIN AVG MAX, else min avg and STATS
   const rows = grouped.rows;
 
   function sortBy(column: SortColumn) {
@@ -60,9 +64,23 @@ export function SummaryTable({ analysisId }: { analysisId: string }) {
             per device
           </button>
         </div>
+        <div className="segmented" role="group" aria-label="Figures">
+          <button aria-pressed={!view.btt} onClick={() => setView({ btt: false }, { replace: true })} title="each request counted once">
+            per request
+          </button>
+          <button aria-pressed={view.btt} onClick={() => setView({ btt: true }, { replace: true })} title={BTT_NOTE}>
+            btt's way
+          </button>
+        </div>
         <TableFilter value={text} onChange={setText} label={view.by === 'device' ? 'Filter devices' : 'Filter processes'} />
         <span className="muted">click a row to filter the chart and the requests</span>
       </div>
+      {view.btt && (
+        <p className="muted" data-testid="btt-note">
+          {BTT_NOTE}
+          {view.t0 !== null || view.t1 !== null ? ': clear the time selection to see them.' : '.'}
+        </p>
+      )}
       {q.isPending && <Loading what="dispatch summary" />}
       {q.isError && <ErrorBox title="Could not load the dispatch summary." error={q.error} />}
       {q.data && (
@@ -71,20 +89,36 @@ export function SummaryTable({ analysisId }: { analysisId: string }) {
             <thead>
               <tr className="group-row">
                 <th colSpan={2} />
-                <th colSpan={4} className="group i2d">
+                <th colSpan={COLS} className="group i2d">
                   I2D <span className="muted">insert → dispatch</span>
                 </th>
-                <th colSpan={4} className="group d2c">
+                <th colSpan={COLS} className="group d2c">
                   D2C <span className="muted">dispatch → complete</span>
                 </th>
-                <th colSpan={4} className="group q2c">
+                <th colSpan={COLS} className="group q2c">
                   Q2C <span className="muted">queue → complete</span>
                 </th>
               </tr>
               <tr>
                 {th('key', view.by === 'device' ? 'Device' : 'Process', '')}
                 {th('count', 'Requests')}
-                {PHASES.flatMap((p) => STATS.map((s) => th(`${p}.${s}`, s)))}
+                {PHASES.flatMap((p) =>
+                  view.btt
+                    ? ['N', 'MIN', 'AVG', 'MAX'].map((c) => (
+                        <th key={`${p}.btt.${c}`} className="num" title={BTT_NOTE}>
+                          {c}
+                        </th>
+                      ))
+                    : [
+                        <th key={`${p}.min`} className="num">
+                          min
+                        </th>,
+                        <th key={`${p}.avg`} className="num">
+                          avg
+                        </th>,
+                        ...STATS.map((s) => th(`${p}.${s}`, s)),
+                      ],
+                )}
               </tr>
             </thead>
             <tbody>
@@ -98,7 +132,7 @@ export function SummaryTable({ analysisId }: { analysisId: string }) {
               )}
               {rows.length === 0 && (
                 <tr>
-                  <td colSpan={14} className="muted">
+                  <td colSpan={2 + 3 * COLS} className="muted">
                     No requests in this selection.
                   </td>
                 </tr>
@@ -125,14 +159,39 @@ export function SummaryTable({ analysisId }: { analysisId: string }) {
       >
         <td className="mono">{group ? r.comm : rowLabel(r, view.by)}</td>
         <td className="num">{formatCount(r.count)}</td>
-        {PHASES.flatMap((p) =>
-          STATS.map((s) => (
-            <td key={`${p}.${s}`} className={`num${s === 'max' ? ' strong' : ''}${view.sort.column === `${p}.${s}` ? ' sorted' : ''}`}>
-              {group && s !== 'max' && r[p][s] !== null ? '≤ ' : ''}
-              {formatNs(r[p][s])}
-            </td>
-          )),
-        )}
+        {PHASES.flatMap((p) => {
+          if (view.btt) {
+            const b = group ? null : bttFor(r, p);
+            return [
+              <td key={`${p}.btt.n`} className="num">
+                {b ? String(b.n) : '—'}
+              </td>,
+              <td key={`${p}.btt.min`} className="num mono">
+                {b ? bttSeconds(b.min_ns) : '—'}
+              </td>,
+              <td key={`${p}.btt.avg`} className="num mono">
+                {b ? bttAverage(b.total_ns, b.n) : '—'}
+              </td>,
+              <td key={`${p}.btt.max`} className="num mono strong">
+                {b ? bttSeconds(b.max_ns) : '—'}
+              </td>,
+            ];
+          }
+          return [
+            <td key={`${p}.min`} className="num">
+              {group ? '' : formatNs(r[p].min)}
+            </td>,
+            <td key={`${p}.avg`} className="num">
+              {group ? '' : formatNs(r[p].avg)}
+            </td>,
+            ...STATS.map((s) => (
+              <td key={`${p}.${s}`} className={`num${s === 'max' ? ' strong' : ''}${view.sort.column === `${p}.${s}` ? ' sorted' : ''}`}>
+                {group && s !== 'max' && r[p][s] !== null ? '≤ ' : ''}
+                {formatNs(r[p][s])}
+              </td>
+            )),
+          ];
+        })}
       </tr>
     );
   }
