@@ -158,3 +158,41 @@ def test_mutated_captures_never_crash(seed):
     assert report.events + report.skipped <= report.lines
     assert report.events > 1000 and report.skipped > 100  # both paths were exercised
     assert all(e.reason for e in report.examples)
+
+
+def test_aligned_with_a_blktrace_of_the_same_capture(store):
+    """The fixture's block events written as the blkparse text a blktrace of the capture would give (its clock starting
+    at 0): the perf source is placed on it by its block events, and Dispatch shows the blktrace's requests only."""
+    import re
+
+    ev = re.compile(
+        r"^\s*(\S+)\s+(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d+):\s+block:block_rq_(\w+): (\d+),(\d+) (\S+) .*?(\d+) \+ (\d+)"
+    )
+    t0, out = None, []
+    for k, ln in enumerate(G.read_text().splitlines()):
+        m = ev.match(ln)
+        if not m:
+            continue
+        comm, pid, cpu, s, us, what, maj, mn, rwbs, sector, n = m.groups()
+        t = int(s) * 1_000_000_000 + int(us.ljust(9, "0"))
+        t0 = t if t0 is None else t0
+        act = {"insert": "I", "issue": "D", "complete": "C"}[what]
+        rel = t - t0 + 1_000  # blktrace's clock: from its own start
+        tail = "[0]" if act == "C" else f"[{comm}]"
+        out.append(
+            f"{maj},{mn} {cpu} {k + 1} {rel // 10**9}.{rel % 10**9:09d} {pid} {act} {rwbs} {sector} + {n} {tail}"
+        )
+    blk = ("\n".join(out) + "\n").encode()
+    ingest_bytes(store, **{"vda.blkparse.txt": blk, "capture.perf-script.txt": G.read_bytes()})
+    con = store.cursor()
+    rows = con.execute("SELECT format, clock_offset_ns, alignment FROM sources ORDER BY id").fetchall()
+    assert [r[0] for r in rows] == ["blkparse", "ftrace"]
+    assert rows[1][1] == -(t0 - 1_000) and '"block_events"' in rows[1][2]
+    aid = con.execute("SELECT id FROM analyses").fetchall()[0][0]
+    from backend.queries import requests
+
+    (dev,) = requests.dispatch_sql(con, aid, "device")
+    blk_count = con.execute(
+        "SELECT count(*) FROM blk_requests r JOIN sources s ON s.id = r.source_id WHERE s.format = 'blkparse'"
+    ).fetchall()[0][0]
+    assert dev["count"] == blk_count  # not the perf source's requests a second time
