@@ -196,3 +196,27 @@ def test_aligned_with_a_blktrace_of_the_same_capture(store):
         "SELECT count(*) FROM blk_requests r JOIN sources s ON s.id = r.source_id WHERE s.format = 'blkparse'"
     ).fetchall()[0][0]
     assert dev["count"] == blk_count  # not the perf source's requests a second time
+
+
+def test_libtraceevent_plugin_form():
+    """Older perf prints sched_switch / sched_wakeup through libtraceevent's plugin (`comm:pid [prio] S ==> ...`,
+    `comm:pid [prio] success=1 CPU:001`), as `perf sched script` of a 3.x-4.x kernel does."""
+    text = (
+        b"            worker  4100 [001] 5000.000100:       sched:sched_switch: worker:4100 [120] D ==> swapper/1:0 [120]\n"
+        b"           swapper     0 [001] 5000.000900:       sched:sched_wakeup: worker:4100 [120] success=1 CPU:001\n"
+        b"           swapper     0 [001] 5000.000950:       sched:sched_switch: swapper/1:0 [120] R ==> worker:4100 [120]\n"
+    )
+    assert perf.sniff(text.decode().splitlines()) == 1.0
+    report, rows = _parse(text)
+    assert rows == {"sched_switch": 2, "sched_wakeup": 1} and report.skipped == 0
+    batches = dict(perf.parse(io.BytesIO(text), ParseReport("t")))
+    sw = batches["sched_switch"].to_pylist()[0]
+    assert (sw["prev_comm"], sw["prev_pid"], sw["prev_state"], sw["next_pid"], sw["t_ns"]) == (
+        "worker",
+        4100,
+        "D",
+        0,
+        5_000_000_100_000,
+    )
+    wk = batches["sched_wakeup"].to_pylist()[0]
+    assert (wk["pid"], wk["comm"], wk["target_cpu"], wk["success"], wk["waker_pid"]) == (4100, "worker", 1, True, 0)
