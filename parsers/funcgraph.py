@@ -113,12 +113,14 @@ TRACE_EVENTS = pa.schema(
         ("text", pa.string()),
     ]
 )
+TASK_TGIDS = pa.schema([("pid", pa.int64()), ("tgid", pa.int64())])
 TABLES = {
     "fg_call_rows": FG_CALLS,
     "fg_names": FG_NAMES,
     "sched_switch": SCHED_SWITCH,
     "sched_wakeup": SCHED_WAKEUP,
     "trace_events": TRACE_EVENTS,
+    "task_tgids": TASK_TGIDS,
 }
 CALL_COLUMNS = (
     "source_id",
@@ -304,6 +306,16 @@ def _batches(cols: dict) -> Iterator[tuple[str, pa.RecordBatch]]:
 
 
 _CLOCK = re.compile(r"clock", re.I)
+# an event line's task with its thread group, as the record-tgid option prints it: "comm-pid (tgid) [cpu]"
+_TGID = re.compile(rb"-(\d+) +\( *(\d+)\) +\[\d+\]")
+
+
+def _tgid_batch(tgids: dict[int, int]) -> pa.RecordBatch:
+    """task_tgids: each task's thread group (its process), as the line prefixes said it (the last one)."""
+    pids = np.fromiter(tgids.keys(), np.int64, len(tgids))
+    return pa.RecordBatch.from_arrays(
+        [pa.array(pids), pa.array(np.fromiter(tgids.values(), np.int64, len(tgids)))], schema=TASK_TGIDS
+    )
 
 
 def _header_notes(report: ParseReport, chunk, cols: dict) -> None:
@@ -347,7 +359,13 @@ def parse(
             report.events += batch.num_rows
             yield name, batch
 
+    tgids: dict[int, int] | None = {}  # None: the first chunk had no "(tgid)" (not recorded with record-tgid)
     for chunk in chunks_of_lines(stream, report, chunk_bytes):
+        if tgids is not None:
+            for pid, tgid in _TGID.findall(chunk):
+                tgids[int(pid)] = int(tgid)
+            if not tgids:
+                tgids = None
         cols = _funcgraph.tokenize(state, chunk, report.lines + 1)
         report.lines += cols["lines"]  # counted by the tokenizer, not by a second scan for newlines
         yield from take(cols, chunk)
@@ -370,6 +388,8 @@ def parse(
     yield from take(final)
     if len(final["dict_off"]) > 4:  # the names the calls use (and the tasks' of context-switch markers): not events
         yield "fg_names", _names(final)
+    if tgids:  # not events either
+        yield "task_tgids", _tgid_batch(tgids)
     forms = []
     if final["n_fgtext"]:
         forms.append(f"tracefs function_graph text ({final['n_fgtext']} lines)")

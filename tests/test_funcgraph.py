@@ -40,6 +40,8 @@ def parse_bytes(data: bytes, chunk_bytes: int | None = None) -> tuple[dict[str, 
         assert batch.schema.equals(funcgraph.TABLES[table])
         batch.validate(full=True)
         out[table] += batch.to_pylist()
+    if not out["task_tgids"]:  # only a record-tgid capture has it
+        del out["task_tgids"]
     names = {r["id"]: r["name"] for r in out.pop("fg_names")}
     assert sorted(names) == list(range(len(names)))  # ids 0..n-1: a call's func_id indexes the source's names
     # the calls as the fg_calls view shows them: with their names
@@ -49,7 +51,7 @@ def parse_bytes(data: bytes, chunk_bytes: int | None = None) -> tuple[dict[str, 
         for r in out.pop("fg_call_rows")
     ]
     for rows in out.values():
-        rows.sort(key=lambda r: (r["line"], r.get("exit_line") or 0))
+        rows.sort(key=lambda r: (r["line"] if "line" in r else r["pid"], r.get("exit_line") or 0))  # task_tgids: by pid
     return out, report
 
 
@@ -281,9 +283,13 @@ SAMPLE_CHECKS = {
     "packt-lkd-pingreport-condensed-latency-overrun.txt": dict(lines=3481, skipped=1),
     # 320 lines, 4 header + 4 lines of one ctx block: 312 graph lines, none skipped
     "pengdonglin137-funcgraph-args-retaddr-retval-6x.txt": dict(lines=320, skipped=0),
-    # 13900 event lines: 1742 sched_switch (grep -c), 1832 sched_wakeup/waking/wakeup_new, the rest other events
+    # 13900 event lines: 1742 sched_switch (grep -c), 1832 sched_wakeup/waking/wakeup_new, the rest other events; the
+    # tasks of the "comm-pid (tgid) [cpu]" prefixes: 38 (grep -oE -- '-[0-9]+ +\( *[0-9]+\) +\[' | sort -u; idle's
+    # "(-------)" has none)
     "langraph-tracefs-events-record-tgid.log": dict(
-        lines=13900, skipped=0, rows={"sched_switch": 1742, "sched_wakeup": 1832, "trace_events": 10326, "fg_calls": 0}
+        lines=13900,
+        skipped=0,
+        rows={"sched_switch": 1742, "sched_wakeup": 1832, "trace_events": 10326, "fg_calls": 0, "task_tgids": 38},
     ),
     # 150 lines - 11 header = 139 events: 82 sched_switch + 57 sched_wakeup (grep -c)
     "tracecompass-tracefs-nop-events-android-sched.txt": dict(
@@ -323,6 +329,18 @@ def test_sample_hand_checked_counts(path):
                 assert gold["rows"][table] == n, (table, gold["rows"])
         else:
             assert gold[key] == want, key
+
+
+def test_record_tgid_thread_groups():
+    """The record-tgid prefix "comm-pid (tgid)" gives each task's process: kernelshark's threads are in its group,
+    a single-threaded task is its own; a file without the prefix has no task_tgids."""
+    out, _ = parse_file(PUBLIC / "ftrace-funcgraph" / "langraph-tracefs-events-record-tgid.log")
+    tgid = {r["pid"]: r["tgid"] for r in out["task_tgids"]}
+    assert tgid[154961] == 154961 and tgid[154962] == tgid[154977] == 154961  # kernelshark and two of its threads
+    assert tgid[148213] == 148213  # bash
+    assert sum(1 for p, g in tgid.items() if g == 154961 and p != g) >= 10
+    out, _ = parse_file(PUBLIC / "trace-cmd-report" / "derived-elainecole-report-sched_switch.txt")
+    assert "task_tgids" not in out
 
 
 def test_sample_spot_values():

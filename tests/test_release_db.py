@@ -40,6 +40,7 @@ ADDED_SINCE = {
     "btt",  # the dispatch summary's min and mean, and btt's figures (none for older files)
     "locks",  # a flame graph's per-lock totals (8043f6d)
     "bytes",  # an analysis' uploaded bytes in the list (2b2903b; a source's bytes were always there)
+    "tgid",  # a timeline task lane's thread group (none for older files: they have no task_tgids)
 }
 
 

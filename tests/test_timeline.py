@@ -95,6 +95,22 @@ def test_cpu_tracks_from_the_scheduler_switches(store, client):
     ]
 
 
+def test_task_lanes_carry_their_process_when_the_capture_recorded_it(store, client):
+    """record-tgid: each task lane says its thread group (the frontend nests threads under their process); a capture
+    without it has none."""
+    from tests.conftest import PUBLIC
+
+    aid = ingest_paths(store, PUBLIC / "ftrace-funcgraph" / "langraph-tracefs-events-record-tgid.log")["id"]
+    t = client.get(f"/api/analyses/{aid}/timeline", params={"max_lanes": 200}).json()
+    tgid = {lane["pid"]: lane["tgid"] for lane in t["lanes"] if lane["kind"] == "task"}
+    assert tgid[154961] == tgid[154962] == 154961  # kernelshark and one of its threads
+    assert any(p == g != 154961 for p, g in tgid.items())  # a single-threaded process: its own group
+    assert all(lane["tgid"] is None for lane in t["lanes"] if lane["kind"] != "task")
+    aid = ingest_paths(store, EXT4)["id"]
+    t = client.get(f"/api/analyses/{aid}/timeline").json()
+    assert {lane["tgid"] for lane in t["lanes"]} == {None}
+
+
 def test_ext4_timeline_lanes_segments_and_arrows(store, client):
     aid = ingest_paths(store, EXT4, EXT4_BLK, OFFCPU)["id"]
     ft, bp, oc = client.get(f"/api/analyses/{aid}").json()["sources"]

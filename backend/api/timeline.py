@@ -60,6 +60,9 @@ class TimelineLane(BaseModel):
     pid: int | None
     dev: str | None
     why: str = Field(description="why this lane is shown (its rank)")
+    tgid: int | None = Field(
+        None, description="a task's thread group (its process' pid), when the capture recorded it (record-tgid)"
+    )
     segs: TimelineSegments | None = Field(None, description="the lane's items (none for a window)")
     bucket_ns: int | None = Field(
         None,

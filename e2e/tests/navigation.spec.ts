@@ -12,6 +12,7 @@ const HADOOP = path.join(SHARED, 'samples-public/blkparse-text/derived-zzunny97-
 const SEED_OFFCPU = path.join(REPO, 'samples/xfs-open-stall.offcputime.txt');
 const CFQ_DEMO = path.join(REPO, 'samples/demo-cfq-starvation.blkparse.txt');
 const SCHED_SWITCH = path.join(SHARED, 'samples-public/trace-cmd-report/derived-elainecole-report-sched_switch.txt');
+const RECORD_TGID = path.join(SHARED, 'samples-public/ftrace-funcgraph/langraph-tracefs-events-record-tgid.log');
 
 type Created = { id: string };
 const made = new Map<string, string>();
@@ -218,6 +219,25 @@ test('CPU tracks: what ran on each CPU of a real capture, a group of their own t
   await cpus.click();
   await page.getByLabel('Find tracks').fill('cpu 2');
   await expect(tree.locator('.timeline-label')).toHaveText(['CPU 2']);
+});
+
+test("a process' threads nest under it (record-tgid): fold it, find it by its pid", async ({ page, request }) => {
+  // tracefs events with record-tgid: kernelshark (154961) and its threads (shared/samples-public/ftrace-funcgraph)
+  const id = await analysis(request, 'nav record-tgid', [RECORD_TGID]);
+  await page.goto(`/a/${id}?tab=timeline&tl_n=200`);
+  const tree = page.getByTestId('timeline-view').getByTestId('track-tree');
+  const proc = tree.locator('.timeline-header.nested', { hasText: 'kernelshark (154961)' });
+  await expect(proc).toContainText(/· \d+ threads/);
+  const threads = Number((await proc.textContent())!.match(/· (\d+) threads/)![1]);
+  expect(threads).toBeGreaterThanOrEqual(2);
+  await expect(tree.locator('.timeline-label.nested')).not.toHaveCount(0);
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'timeline-threads-nested.png') });
+  await proc.click();
+  await expect(page).toHaveURL(/tl_fold=proc/);
+  await expect(proc).toHaveAttribute('aria-expanded', 'false');
+  await proc.click();
+  await page.getByLabel('Find tracks').fill('154961');
+  await expect(tree.locator('.timeline-label')).toHaveCount(threads);
 });
 
 test('long tables: the first 20 rows, show all, a filter; the unnamed processes of a real capture as one row', async ({ page, request }) => {

@@ -48,7 +48,7 @@ from ...schema.tables import TRACKS
 from .. import memo
 from ..run import run
 from .items import MAX_ITEMS, fit_items
-from .lanes import arrows, candidate_lanes, chain_links, lane_registry, marks
+from .lanes import arrows, candidate_lanes, chain_links, lane_registry, marks, task_tgids
 from .levels import lane_inputs, read_source
 
 
@@ -119,7 +119,7 @@ def timeline(
         for s in sources
         if s["w0_ns"] is not None
     }
-    candidates = candidate_lanes(p, sources, chains, registry, reads, names)
+    candidates = candidate_lanes(p, sources, chains, registry, reads, names, task_tgids(con, analysis_id))
     out["total_lanes"] = len(candidates)
     if lanes:
         wanted = set(lanes)

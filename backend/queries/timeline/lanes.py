@@ -162,8 +162,32 @@ def lane_registry(con, analysis_id: str) -> dict[int, dict[int, tuple]]:
     return memo.shared((analysis_id, "timeline-lanes"), build, lambda reg: 200 * sum(len(x) for x in reg.values()))
 
 
+def task_tgids(con, analysis_id: str) -> dict[tuple[int, int], int]:
+    """(source, pid) -> the task's thread group (its process' pid), where the capture recorded it (the ftrace
+    record-tgid option: task_tgids); kept per analysis (memo.py)."""
+
+    def build():
+        return {
+            (sid, pid): tgid
+            for sid, pid, tgid in run(
+                con,
+                "SELECT t.source_id, t.pid, t.tgid FROM task_tgids t JOIN sources s ON s.id = t.source_id"
+                " WHERE s.analysis_id = ?",
+                [analysis_id],
+            )
+        }
+
+    return memo.shared((analysis_id, "timeline-tgids"), build, lambda d: 100 * len(d))
+
+
 def candidate_lanes(
-    p: dict, sources: list[dict], chains: list[dict], registry: dict, reads: dict, names: dict[str, int]
+    p: dict,
+    sources: list[dict],
+    chains: list[dict],
+    registry: dict,
+    reads: dict,
+    names: dict[str, int],
+    tgids: dict[tuple[int, int], int] | None = None,
 ) -> list[dict]:
     """Every lane with something in the window, most telling first: the tasks of the chains (by chain rank), the
     block devices, the offcputime windows, then tasks by time blocked, by time running, by calls, and processes
@@ -194,6 +218,7 @@ def candidate_lanes(
             "pid": pid,
             "dev": dev,
             "why": why,
+            "tgid": (tgids or {}).get((sid, pid)) if kind == "task" else None,
             "_lane": task_lane.get((sid, kind, lane_key(kind, pid, dev))),
         }
 
@@ -227,6 +252,7 @@ def candidate_lanes(
                         "pid": None,
                         "dev": None,
                         "why": "offcputime dump",
+                        "tgid": None,
                         "band": {"t0_ns": start, "t1_ns": end},
                     },
                 )

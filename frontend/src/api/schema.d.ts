@@ -21,8 +21,9 @@ export interface paths {
         put?: never;
         /**
          * Create Analysis
-         * @description Upload one or more trace files (multipart `files`, optional `name`): one analysis is created from them. The
-         *     answer holds the analysis' edit key, given this once (needed to change or delete it on a shared server).
+         * @description Upload one or more trace files (multipart `files`, optional `name`): one analysis is created from them, each
+         *     file parsed as its bytes arrive. The answer holds the analysis' edit key, given this once (needed to change or
+         *     delete it on a shared server).
          */
         post: operations["create_analysis_api_analyses_post"];
         delete?: never;
@@ -1869,6 +1870,11 @@ export interface components {
             segs?: components["schemas"]["TimelineSegments"] | null;
             /** Source Id */
             source_id: number;
+            /**
+             * Tgid
+             * @description a task's thread group (its process' pid), when the capture recorded it (record-tgid)
+             */
+            tgid?: number | null;
             /**
              * Why
              * @description why this lane is shown (its rank)

@@ -136,6 +136,26 @@ describe('timeline layout', () => {
     expect(timelineLayout({ lanes: [T.lanes[0], cpu] }, (id) => names[id], { query: 'cpu 3' }).lanes.map((b) => b.lane.id)).toEqual(['cpu:1:3']);
   });
 
+  it("nests a process' threads under it (foldable, searched by its pid); a process of one thread stays flat", () => {
+    const t = (pid: number, tgid: number | null, label: string) => lane({ id: `task:1:${pid}`, pid, tgid, label: `${label} (${pid})` });
+    const lanes = [t(154962, 154961, 'kshark:thr'), t(148213, 148213, 'bash'), t(154961, 154961, 'kernelshark'), t(77, null, 'kworker/0:2')];
+    const nested = timelineLayout({ lanes }, (id) => names[id]);
+    expect(nested.headers.map((h) => [h.key, h.label, h.nested ?? false])).toEqual([
+      ['src:1', 'ftrace · a.txt', false],
+      ['proc:1:154961', 'kernelshark (154961) · 2 threads', true],
+    ]);
+    expect(nested.lanes.map((b) => [b.lane.pid, b.nested ?? false])).toEqual([
+      [154962, true],
+      [154961, true],
+      [148213, false],
+      [77, false],
+    ]);
+    const folded = timelineLayout({ lanes }, (id) => names[id], { folded: ['proc:1:154961'] });
+    expect(folded.lanes.map((b) => b.lane.pid)).toEqual([148213, 77]);
+    expect(folded.headers[1]).toMatchObject({ folded: true, lanes: 2, shown: 0 });
+    expect(timelineLayout({ lanes }, (id) => names[id], { query: '154961' }).lanes.map((b) => b.lane.pid)).toEqual([154962, 154961]);
+  });
+
   it('labels only the slices no other slice of their row overlaps (requests in flight overlap)', () => {
     const dev = lane({
       id: 'dev:2:8,0', kind: 'device', source_id: 2, label: '8,0 (device)', pid: null, dev: '8,0',

@@ -72,11 +72,14 @@ export function nameColor(name: string): string {
   return `hsl(${h % 360}, 55%, 58%)`;
 }
 
-export type LaneBox = { lane: TimelineLane; y: number; h: number; callDepth: number; pinned: boolean };
-/** A group's header: a source (or the pinned tracks), folded or not, with how many of its lanes are drawn. */
-export type Header = { label: string; y: number; key: string; folded: boolean; lanes: number; shown: number };
+/** A lane where it is drawn; `nested`: a thread under its process' header. */
+export type LaneBox = { lane: TimelineLane; y: number; h: number; callDepth: number; pinned: boolean; nested?: boolean };
+/** A group's header: a source (or the pinned tracks, a source's CPUs), folded or not, with how many of its lanes
+ * are drawn; `nested`: a process' header inside its source's group ("proc:<source>:<tgid>"), over its threads. */
+export type Header = { label: string; y: number; key: string; folded: boolean; lanes: number; shown: number; nested?: boolean };
 export type Layout = { lanes: LaneBox[]; headers: Header[]; height: number; byId: Map<string, LaneBox> };
-/** The track tree's state: lanes pinned to the top, groups folded (by key: "src:<id>", "cpus:<id>", "pinned"), a search of the labels. */
+/** The track tree's state: lanes pinned to the top, groups folded (by key: "src:<id>", "cpus:<id>", "pinned",
+ * "proc:<id>:<tgid>"), a search of the labels. */
 export type TreeState = { pinned?: string[]; folded?: string[]; query?: string | null };
 
 function laneHeight(l: TimelineLane): { h: number; depth: number } {
@@ -88,11 +91,33 @@ function laneHeight(l: TimelineLane): { h: number; depth: number } {
   return { h: 30 + depth * CALL_H, depth };
 }
 
-/** Does a lane match a search: its label (name and pid), its device or its group, case-insensitively. */
-export function laneMatches(l: Pick<TimelineLane, 'label' | 'group' | 'dev' | 'pid'>, query: string): boolean {
+/** Does a lane match a search: its label (name and pid), its device, its group or its process' pid (tgid),
+ * case-insensitively. */
+export function laneMatches(l: Pick<TimelineLane, 'label' | 'group' | 'dev' | 'pid'> & { tgid?: number | null }, query: string): boolean {
   const q = query.trim().toLowerCase();
   if (!q) return true;
-  return [l.label, l.group ?? '', l.dev ?? '', l.pid === null ? '' : String(l.pid)].some((x) => x.toLowerCase().includes(q));
+  return [l.label, l.group ?? '', l.dev ?? '', l.pid === null ? '' : String(l.pid), l.tgid == null ? '' : String(l.tgid)].some((x) =>
+    x.toLowerCase().includes(q),
+  );
+}
+
+/** A group's lanes with the threads of each process of several threads (same tgid) together under that process,
+ * at the place of its first-ranked thread; a process of one thread (or a lane without tgid) stays as it is. */
+function nestThreads(lanes: TimelineLane[]): ({ lane: TimelineLane } | { tgid: number; label: string; threads: TimelineLane[] })[] {
+  const threads = new Map<number, TimelineLane[]>();
+  for (const l of lanes) if (l.kind === 'task' && l.tgid != null) threads.set(l.tgid, [...(threads.get(l.tgid) ?? []), l]);
+  const out: ({ lane: TimelineLane } | { tgid: number; label: string; threads: TimelineLane[] })[] = [];
+  const done = new Set<number>();
+  for (const l of lanes) {
+    const ts = l.kind === 'task' && l.tgid != null ? threads.get(l.tgid)! : null;
+    if (!ts || ts.length < 2) out.push({ lane: l });
+    else if (!done.has(l.tgid!)) {
+      done.add(l.tgid!);
+      const main = ts.find((x) => x.pid === l.tgid) ?? ts[0];
+      out.push({ tgid: l.tgid!, label: `${main.label.replace(/ \(\d+\)$/, '')} (${l.tgid}) · ${ts.length} threads`, threads: ts });
+    }
+  }
+  return out;
 }
 
 /** The group a lane is drawn in (unless pinned): its source's CPUs ("cpus:<id>"), else its source ("src:<id>"). */
@@ -128,10 +153,21 @@ export function timelineLayout(t: Pick<Timeline, 'lanes'>, sourceName: (id: numb
     headers.push({ label: g.label, y, key, folded: isFolded, lanes: g.lanes.length, shown: isFolded ? 0 : g.lanes.length });
     y += HEADER_H;
     if (isFolded) continue;
-    for (const lane of g.lanes) {
+    const place = (lane: TimelineLane, nested: boolean) => {
       const { h, depth } = laneHeight(lane);
-      lanes.push({ lane, y, h, callDepth: depth, pinned: key === 'pinned' });
+      lanes.push({ lane, y, h, callDepth: depth, pinned: key === 'pinned', ...(nested ? { nested } : {}) });
       y += h + 2;
+    };
+    for (const item of key === 'pinned' ? g.lanes.map((lane) => ({ lane })) : nestThreads(g.lanes)) {
+      if ('lane' in item) {
+        place(item.lane, false);
+        continue;
+      }
+      const procKey = `proc:${item.threads[0].source_id}:${item.tgid}`;
+      const procFolded = folded.has(procKey);
+      headers.push({ label: item.label, y, key: procKey, folded: procFolded, lanes: item.threads.length, shown: procFolded ? 0 : item.threads.length, nested: true });
+      y += HEADER_H;
+      if (!procFolded) for (const lane of item.threads) place(lane, true);
     }
   }
   return { lanes, headers, height: Math.max(y, 40), byId: new Map(lanes.map((b) => [b.lane.id, b])) };

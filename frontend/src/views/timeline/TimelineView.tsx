@@ -242,7 +242,7 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
               {layout.headers.map((h) => (
                 <button
                   key={`h${h.key}`}
-                  className={`timeline-header${h.folded ? ' folded' : ''}`}
+                  className={`timeline-header${h.folded ? ' folded' : ''}${h.nested ? ' nested' : ''}`}
                   style={{ top: RULER_H + GRID_TOP + h.y }}
                   onClick={() => toggleFold(h.key)}
                   aria-expanded={!h.folded}
@@ -254,7 +254,7 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
               {layout.lanes.map((b) => (
                 <div
                   key={b.lane.id}
-                  className={`timeline-label kind-${b.lane.kind}`}
+                  className={`timeline-label kind-${b.lane.kind}${b.nested ? ' nested' : ''}`}
                   style={{ top: RULER_H + GRID_TOP + b.y, height: b.h }}
                   title={`${b.lane.label}: ${b.lane.why}`}
                   data-lane={b.lane.id}
