@@ -335,7 +335,7 @@ def events(
 
 def _columns(spec: _Spec, at: str) -> str:
     return (
-        f"a.source_id, a.line, a.pid, {at} AS t_ns, a.{spec.value} AS latency_ns, a.{spec.at} AS _own"
+        f"a.source_id, a.line, a.pid, {at} AS t_ns, a.{spec.value} AS latency_ns, a.{spec.at} AS _start"
         f"{''.join(f', a.{c}' for c in spec.extra)}{_DETAIL[spec.kind]}"
     )
 
@@ -417,10 +417,10 @@ def _attach_waits_of_calls(con, analysis_id: str, rows: list[dict], out: list[di
     by_task = _waits_by_task(con, analysis_id)
     for r, e in zip(rows, out):
         found = by_task.get((r["source_id"], r["pid"]))
-        if found is None or r["_own"] is None or r["_end"] is None:
+        if found is None or r["_start"] is None or r["_end"] is None:
             continue
         starts, durs, lines, locks_, keys = found
-        a, b = np.searchsorted(starts, r["_own"], "left"), np.searchsorted(starts, r["_end"], "right")
+        a, b = np.searchsorted(starts, r["_start"], "left"), np.searchsorted(starts, r["_end"], "right")
         if a >= b:
             continue
         d = durs[a:b]
