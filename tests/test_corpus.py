@@ -45,8 +45,14 @@ UNITS = _units()
 
 
 def _top_wait(w: dict) -> dict:
-    return {"comm": w["comm"], "pid": w["pid"], "lock": w["lock"], "duration_ns": w["duration_ns"],
-            "stack_frames": len(w["stack"] or []), "inferred": w["inferred"]}
+    return {
+        "comm": w["comm"],
+        "pid": w["pid"],
+        "lock": w["lock"],
+        "duration_ns": w["duration_ns"],
+        "stack_frames": len(w["stack"] or []),
+        "inferred": w["inferred"],
+    }
 
 
 def _summary(con, aid: str) -> dict:
@@ -61,32 +67,58 @@ def _summary(con, aid: str) -> dict:
         elif name == "latency-over-time":
             continue  # the same requests as the heatmap and the dispatch summary
         elif name == "dispatch-summary":
-            out[name] = {"groups": len(r), "requests": sum(g["count"] for g in r),
-                         "top": [r[0]["key"], r[0]["count"]] if r else None}
+            out[name] = {
+                "groups": len(r),
+                "requests": sum(g["count"] for g in r),
+                "top": [r[0]["key"], r[0]["count"]] if r else None,
+            }
         elif name == "requests":
             out[name] = {"rows": len(r), "top": [r[0]["comm"], r[0]["i2d_ns"]] if r else None}
         elif name == "timeline":
-            out[name] = {"lanes": r["total_lanes"], "tracks": len(r["tracks"]), "arrows": len(r["arrows"]),
-                         "marks": len(r["marks"])}
+            out[name] = {
+                "lanes": r["total_lanes"],
+                "tracks": len(r["tracks"]),
+                "arrows": len(r["arrows"]),
+                "marks": len(r["marks"]),
+            }
         elif name == "heatmap-metrics":
-            out[name] = {"metrics": [m["metric"] for m in r["metrics"]], "functions": len(r["functions"]),
-                         "top_function": r["functions"][0]["func"] if r["functions"] else None,
-                         "locks": [x["lock_key"] for x in r["locks"]][:5]}
+            out[name] = {
+                "metrics": [m["metric"] for m in r["metrics"]],
+                "functions": len(r["functions"]),
+                "top_function": r["functions"][0]["func"] if r["functions"] else None,
+                "locks": [x["lock_key"] for x in r["locks"]][:5],
+            }
         elif name == "chains":
-            out[name] = {"rows": len(r), "top": {"duration_ns": r[0]["duration_ns"],
-                                                 "links": [[ln["comm"], ln["lock"]] for ln in r[0]["links"]][:4]}
-                         if r else None}
+            out[name] = {
+                "rows": len(r),
+                "top": {
+                    "duration_ns": r[0]["duration_ns"],
+                    "links": [[ln["comm"], ln["lock"]] for ln in r[0]["links"]][:4],
+                }
+                if r
+                else None,
+            }
         elif name == "waits":
-            out[name] = {"rows": len(r), "with_stack": sum(1 for w in r if w["stack"]),
-                         "top": _top_wait(r[0]) if r else None}
+            out[name] = {
+                "rows": len(r),
+                "with_stack": sum(1 for w in r if w["stack"]),
+                "top": _top_wait(r[0]) if r else None,
+            }
         elif name == "flamegraph":
             kids = r["root"].get("children") or []
-            out[name] = {"unit": r["unit"], "total": r["total"], "stacks": r["stacks"],
-                         "top": kids[0]["name"] if kids else None,
-                         "locks": [[x["lock"], x["value"]] for x in r["locks"]][:3]}
+            out[name] = {
+                "unit": r["unit"],
+                "total": r["total"],
+                "stacks": r["stacks"],
+                "top": kids[0]["name"] if kids else None,
+                "locks": [[x["lock"], x["value"]] for x in r["locks"]][:3],
+            }
     c = capabilities(con, aid)
-    out["capabilities"] = {"views": {v["tab"]: v["state"] for v in c["views"]},
-                           "missing": [m["what"] for m in c["missing"]], "lost": len(c["lost"])}
+    out["capabilities"] = {
+        "views": {v["tab"]: v["state"] for v in c["views"]},
+        "missing": [m["what"] for m in c["missing"]],
+        "lost": len(c["lost"]),
+    }
     return out
 
 
@@ -109,8 +141,9 @@ def corpus(tmp_path_factory) -> dict[str, dict]:
             con = store.cursor()
             try:
                 results[name] = {
-                    "sources": [[s["filename"], s["format"], s["events"], s["skipped_lines"]]
-                                for s in created["sources"]],
+                    "sources": [
+                        [s["filename"], s["format"], s["events"], s["skipped_lines"]] for s in created["sources"]
+                    ],
                     **_summary(con, created["id"]),
                 }
             finally:

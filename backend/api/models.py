@@ -75,8 +75,10 @@ class SourcePlacement(BaseModel):
     """Where to put a source on the analysis timeline: an offset, or the same span as another source."""
 
     clock_offset_ns: int | None = Field(
-        None, ge=TIME_MIN, le=TIME_MAX, description="ns added to the source's own times (within ±2^62; the source's times"
-        " plus it must be too)"
+        None,
+        ge=TIME_MIN,
+        le=TIME_MAX,
+        description="ns added to the source's own times (within ±2^62; the source's times plus it must be too)",
     )
     same_span_as: int | None = Field(
         None, ge=-(1 << 63) + 1, le=(1 << 63) - 1, description="id of a source of the same analysis whose span to take"

@@ -109,7 +109,7 @@ class StreamedInput:
                     piece = self._pieces[idx]
                     n = min(len(piece) - self._read_off, want - got)
                     with memoryview(piece) as src:
-                        out[got:got + n] = src[self._read_off:self._read_off + n]
+                        out[got : got + n] = src[self._read_off : self._read_off + n]
                     got += n
                     self._read_off += n
                     if self._read_off == len(piece):
@@ -176,8 +176,7 @@ class StreamedInput:
         try:
             while True:
                 with self._cond:
-                    while self._hashed_at - self._first >= len(self._pieces) and not self._ended \
-                            and not self._dropped:
+                    while self._hashed_at - self._first >= len(self._pieces) and not self._ended and not self._dropped:
                         self._cond.wait()
                     if self._dropped or self._error is not None:
                         return
