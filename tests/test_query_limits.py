@@ -64,10 +64,12 @@ def test_the_api_answers_a_read_stopped_by_its_limits_with_503_or_422(client, mo
     from backend.queries import analyses
 
     slow = "SELECT count(*) FROM range(100000000000) a, range(100) b"
-    monkeypatch.setattr(analyses, "analyses", lambda con: query.run(con, slow, seconds=0.2))
+    monkeypatch.setattr(analyses, "analyses", lambda con, *args, **kw: query.run(con, slow, seconds=0.2))
     r = client.get("/api/analyses")
     assert r.status_code == 503 and "narrow the time window" in r.json()["detail"]
-    monkeypatch.setattr(analyses, "analyses", lambda con: query.run(con, "SELECT * FROM range(3)", max_rows=2))
+    monkeypatch.setattr(
+        analyses, "analyses", lambda con, *args, **kw: query.run(con, "SELECT * FROM range(3)", max_rows=2)
+    )
     r = client.get("/api/analyses")
     assert (
         r.status_code == 422
