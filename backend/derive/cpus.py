@@ -10,7 +10,9 @@ schema/migrations.py runs it once for the sources of a file written before it ex
 
 from __future__ import annotations
 
-from ..schema.tables import FAN
+from functools import partial
+
+from .timeline import segment_sums, write_levels
 
 # each switch's next task, from the switch to the next one on that CPU (in file order: the CPU's ring buffer order)
 _SLICES = """
@@ -54,47 +56,5 @@ def summarize(con, sources: list[tuple[int, str, int | None, int | None]]) -> No
         first = con.execute("SELECT min(lane) FROM tl_lanes WHERE source_id = ? AND kind = 'cpu'", [sid]).fetchone()[0]
         if first is None:
             continue
-        _pyramid(con, sid, w0, top, first)
-
-
-def _pyramid(con, sid: int, w0: int, top: int, first_lane: int) -> None:
-    """The cpu lanes' (lane >= first_lane) rows of tl_bins and tl_long, as timeline.summarize makes a source's: each
-    slice shorter than the top level's bucket summed at the first level whose bucket is longer than it, each level
-    the one below merged FAN buckets at a time plus those; slices at least a level-1 bucket long kept as they are."""
-    widths = [w0 * FAN**k for k in range(top + 1)]
-    level = "CASE " + " ".join(f"WHEN e - s < {w} THEN {k}" for k, w in enumerate(widths)) + " END"
-    width = "CASE lvl " + " ".join(f"WHEN {k} THEN {w}" for k, w in enumerate(widths)) + " END"
-    p = {"sid": sid}
-    con.execute(
-        f"""
-        CREATE OR REPLACE TEMP TABLE _cpu_short_sums AS
-        SELECT lvl, lane, track, state, s // ({width}) AS bucket, sum(e - s) AS tot, count(*) AS n, max(e - s) AS mx,
-               arg_max(line, e - s) AS line
-        FROM (SELECT *, {level} AS lvl FROM ({_SEGS}) WHERE e - s < {widths[-1]})
-        GROUP BY ALL""",
-        p,
-    )
-    con.execute(
-        "INSERT INTO tl_bins SELECT $sid, 0, lane, track, state, bucket, tot, n, mx, line FROM _cpu_short_sums"
-        " WHERE lvl = 0 ORDER BY lane, bucket",
-        p,
-    )
-    for k in range(1, top + 1):
-        con.execute(
-            f"""
-            INSERT INTO tl_bins
-            SELECT $sid, $k, lane, track, state, bucket, sum(tot), sum(n), max(mx), arg_max(line, mx) FROM (
-                SELECT lane, track, state, bucket // {FAN} AS bucket, tot, n, mx, line FROM tl_bins
-                WHERE source_id = $sid AND level = $k - 1 AND lane >= $first
-                UNION ALL SELECT lane, track, state, bucket, tot, n, mx, line FROM _cpu_short_sums WHERE lvl = $k
-            ) GROUP BY lane, track, state, bucket
-            ORDER BY lane, bucket""",
-            {**p, "k": k, "first": first_lane},
-        )
-    con.execute("DROP TABLE _cpu_short_sums")
-    level = "CASE " + " ".join(f"WHEN e - s < {w} THEN {k}" for k, w in enumerate(widths)) + f" ELSE {top + 1} END"
-    con.execute(
-        f"INSERT INTO tl_long SELECT $sid, {level} AS lvl, lane, track, state, s, e, line"
-        f" FROM ({_SEGS}) WHERE e - s >= {w0 * FAN} ORDER BY lvl, s",
-        p,
-    )
+        # the cpu lanes' rows of tl_bins and tl_long, as timeline.summarize makes a source's
+        write_levels(con, sid, w0, top, _SEGS, partial(segment_sums, _SEGS), first_lane=first)

@@ -13,6 +13,9 @@ to be drawn at level 0 or wider (`tl_calls`). `prepare` reads what of that needs
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import pyarrow as pa
 
 from ..schema.tables import BLK_PHASES, FAN, MAX_CALL_DEPTH
@@ -149,11 +152,7 @@ def _short_segment_sums(fmt: str, level: str, width: str, top_width: int) -> str
     summing its segments once per lane kind and joining the sums took 0.36-0.47 s for 2 M requests, against
     0.54-0.56 s for joining first and summing per lane)."""
     if fmt == "ftrace":
-        return f"""
-            SELECT lvl, lane, track, state, s // ({width}) AS bucket, sum(e - s) AS tot, count(*) AS n, max(e - s) AS mx,
-                   arg_max(line, e - s) AS line
-            FROM (SELECT *, {level} AS lvl FROM ({_TASK_SEGS}) WHERE e - s < {top_width})
-            GROUP BY ALL"""
+        return segment_sums(_TASK_SEGS, level, width, top_width)
     sums = (
         f"SELECT lvl, {{key}}, track, s // ({width}) AS bucket, sum(d) AS tot, count(*) AS n, max(d) AS mx,"
         " arg_max(line, d) AS line FROM x WHERE {key} IS NOT NULL GROUP BY ALL"
@@ -161,6 +160,60 @@ def _short_segment_sums(fmt: str, level: str, width: str, top_width: int) -> str
     return f"""
         WITH x AS (SELECT {level} AS lvl, dev, pid, track, s, e - s AS d, line FROM ({_BLK_SEGS}) WHERE e - s < {top_width})
         SELECT lvl, lane, track, {_BLK_STATE} AS state, bucket, tot, n, mx, line FROM ({_in_lanes(sums)})"""
+
+
+def segment_sums(segs: str, level: str, width: str, top_width: int) -> str:
+    """The segments of `segs` (SQL of lane, track, state, s, e, line) shorter than top_width summed per (level, lane,
+    track, state, bucket), as _short_segment_sums has them."""
+    return f"""
+        SELECT lvl, lane, track, state, s // ({width}) AS bucket, sum(e - s) AS tot, count(*) AS n, max(e - s) AS mx,
+               arg_max(line, e - s) AS line
+        FROM (SELECT *, {level} AS lvl FROM ({segs}) WHERE e - s < {top_width})
+        GROUP BY ALL"""
+
+
+def write_levels(
+    con, sid: int, w0: int, top: int, segs: str, short_sums: Callable[[str, str, int], str], first_lane: int = 0
+) -> None:
+    """The rows of tl_bins and tl_long of a source's lanes from first_lane on, levels 0 to top (level 0's bucket
+    w0): segs, the SQL of their segments (lane, track, state, s, e, line; $sid); short_sums(level, width,
+    top_width), the SQL of those shorter than top_width summed per level (see _short_segment_sums).
+
+    One pass over the segments: each goes to the first level whose bucket is longer than it, bucketed there; then
+    each level is the one below merged FAN buckets at a time, plus the segments that start there. Segments at least
+    a level-1 bucket long are kept as they are in tl_long."""
+    widths = [w0 * FAN**k for k in range(top + 1)]
+    level = "CASE " + " ".join(f"WHEN e - s < {w} THEN {k}" for k, w in enumerate(widths)) + " END"
+    width = "CASE lvl " + " ".join(f"WHEN {k} THEN {w}" for k, w in enumerate(widths)) + " END"
+    p = {"sid": sid}
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _tl_short_sums AS {short_sums(level, width, widths[-1])}", p)
+    # (level 0 has nothing below: its fresh rows are its bins as they are)
+    con.execute(
+        "INSERT INTO tl_bins SELECT $sid, 0, lane, track, state, bucket, tot, n, mx, line FROM _tl_short_sums"
+        " WHERE lvl = 0 ORDER BY lane, bucket",
+        p,
+    )
+    for k in range(1, top + 1):
+        con.execute(
+            f"""
+            INSERT INTO tl_bins
+            SELECT $sid, $k, lane, track, state, bucket, sum(tot), sum(n), max(mx), arg_max(line, mx) FROM (
+                SELECT lane, track, state, bucket // {FAN} AS bucket, tot, n, mx, line FROM tl_bins
+                WHERE source_id = $sid AND level = $k - 1 AND lane >= $first
+                UNION ALL SELECT lane, track, state, bucket, tot, n, mx, line FROM _tl_short_sums WHERE lvl = $k
+            ) GROUP BY lane, track, state, bucket
+            ORDER BY lane, bucket  -- a read of some lanes over a window skips the other row groups
+            """,
+            {**p, "k": k, "first": first_lane},
+        )
+    con.execute("DROP TABLE _tl_short_sums")
+    # the segments a read at level >= 1 draws as they are: by level, then start (a read skips the rest)
+    level = "CASE " + " ".join(f"WHEN e - s < {w} THEN {k}" for k, w in enumerate(widths)) + f" ELSE {top + 1} END"
+    con.execute(
+        f"INSERT INTO tl_long SELECT $sid, {level} AS lvl, lane, track, state, s, e, line"
+        f" FROM ({segs}) WHERE e - s >= {w0 * FAN} ORDER BY lvl, s",
+        p,
+    )
 
 
 # ---- summaries at ingest -------------------------------------------------------------------------------------------
@@ -236,42 +289,7 @@ def summarize(
                 FROM g ORDER BY lane, bucket""",
                 p,
             )
-        # one pass over the segments: each goes to the first level whose bucket is longer than it, bucketed there;
-        # then each level is the one below merged FAN buckets at a time, plus the segments that start there
-        widths = [w0 * FAN**k for k in range(top + 1)]
-        level = "CASE " + " ".join(f"WHEN e - s < {w} THEN {k}" for k, w in enumerate(widths)) + " END"
-        width = "CASE lvl " + " ".join(f"WHEN {k} THEN {w}" for k, w in enumerate(widths)) + " END"
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE _tl_short_sums AS {_short_segment_sums(fmt, level, width, widths[-1])}",
-            {"sid": sid},
-        )
-        # (level 0 has nothing below: its fresh rows are its bins as they are)
-        con.execute(
-            "INSERT INTO tl_bins SELECT $sid, 0, lane, track, state, bucket, tot, n, mx, line FROM _tl_short_sums"
-            " WHERE lvl = 0 ORDER BY lane, bucket",
-            {"sid": sid},
-        )
-        for k in range(1, top + 1):
-            con.execute(
-                f"""
-                INSERT INTO tl_bins
-                SELECT $sid, $k, lane, track, state, bucket, sum(tot), sum(n), max(mx), arg_max(line, mx) FROM (
-                    SELECT lane, track, state, bucket // {FAN} AS bucket, tot, n, mx, line FROM tl_bins
-                    WHERE source_id = $sid AND level = $k - 1
-                    UNION ALL SELECT lane, track, state, bucket, tot, n, mx, line FROM _tl_short_sums WHERE lvl = $k
-                ) GROUP BY lane, track, state, bucket
-                ORDER BY lane, bucket  -- a read of some lanes over a window skips the other row groups
-                """,
-                {"sid": sid, "k": k},
-            )
-        con.execute("DROP TABLE _tl_short_sums")
-        # the segments a read at level >= 1 draws as they are: by level, then start (a read skips the rest)
-        level = "CASE " + " ".join(f"WHEN e - s < {w} THEN {k}" for k, w in enumerate(widths)) + f" ELSE {top + 1} END"
-        con.execute(
-            f"INSERT INTO tl_long SELECT $sid, {level} AS lvl, lane, track, state, s, e, line"
-            f" FROM ({_segs(fmt)}) WHERE e - s >= {w0 * FAN} ORDER BY lvl, s",
-            {"sid": sid},
-        )
+        write_levels(con, sid, w0, top, _segs(fmt), partial(_short_segment_sums, fmt))
         if fmt == "ftrace":
             con.unregister("_tl_roots")
     if waits is not None:
