@@ -81,34 +81,27 @@ def lane_key(kind: str, pid, dev):
     return dev if kind in ("device", "cpu") else pid
 
 
+def _segment_scores(segs: dict, q: dict) -> dict:
+    """Segments (lane, track, state, s, e columns) as rows of a lane's scores: each one record, its time in the
+    window [q["lo"], q["hi"]] and its whole length."""
+    return {
+        "lane": segs["lane"],
+        "track": segs["track"],
+        "state": segs["state"],
+        "tot": np.minimum(segs["e"], q["hi"]) - np.maximum(segs["s"], q["lo"]),
+        "n": np.ones(len(segs["s"]), np.int64),
+        "mx": segs["e"] - segs["s"],
+    }
+
+
 def _lane_scores(rd: dict, s: dict, names: dict[str, int]) -> dict[int, dict]:
     """Per lane of the source: what it holds in the window, from a level of at most RANK_BUCKETS buckets over it
     plus the segments at least one of its buckets long (clipped to the window)."""
     q, kr, w0 = rd["q"], rd["kr"], s["w0_ns"]
     long = take(rd["long"], rd["long"]["lvl"] > kr)
-    parts = [
-        rd["rank"],
-        {
-            "lane": long["lane"],
-            "track": long["track"],
-            "state": long["state"],
-            "tot": np.minimum(long["e"], q["hi"]) - np.maximum(long["s"], q["lo"]),
-            "n": np.ones(len(long["s"]), np.int64),
-            "mx": long["e"] - long["s"],
-        },
-    ]
+    parts = [rd["rank"], _segment_scores(long, q)]
     if kr == 0:  # the segments between a level-0 and a level-1 bucket long
-        raw = take(rd["raw"], rd["raw"]["e"] - rd["raw"]["s"] >= w0)
-        parts.append(
-            {
-                "lane": raw["lane"],
-                "track": raw["track"],
-                "state": raw["state"],
-                "tot": np.minimum(raw["e"], q["hi"]) - np.maximum(raw["s"], q["lo"]),
-                "n": np.ones(len(raw["s"]), np.int64),
-                "mx": raw["e"] - raw["s"],
-            }
-        )
+        parts.append(_segment_scores(take(rd["raw"], rd["raw"]["e"] - rd["raw"]["s"] >= w0), q))
     lane, track, state, tot, n, mx = (
         np.concatenate([x[c] for x in parts]) for c in ("lane", "track", "state", "tot", "n", "mx")
     )
