@@ -38,6 +38,16 @@ def _open(db: str):
     return Store(db)
 
 
+def _analysis_missing(con, args) -> bool:
+    """Whether args.analysis is not in the database args.db (said on stderr)."""
+    from .queries import analyses
+
+    if analyses.analysis(con, args.analysis) is not None:
+        return False
+    print(f"stallscope: no analysis with id {args.analysis!r} in {args.db}", file=sys.stderr)
+    return True
+
+
 def _table(columns: list[str], rows: list[list]) -> str:
     def cell(v) -> str:
         text = "NULL" if v is None else json.dumps(v) if isinstance(v, (list, dict)) else str(v)
@@ -50,15 +60,13 @@ def _table(columns: list[str], rows: list[list]) -> str:
 
 
 def cmd_sql(args) -> int:
-    from .queries import analyses
     from .queries.sql import Console, SqlError
 
     store = _open(args.db)
     console = Console(store.path)
     con = store.cursor()
     try:
-        if analyses.analysis(con, args.analysis) is None:
-            print(f"stallscope: no analysis with id {args.analysis!r} in {args.db}", file=sys.stderr)
+        if _analysis_missing(con, args):
             return 2
         try:
             result = console.query(con, args.analysis, args.query, max(1, args.max_rows))
@@ -99,13 +107,12 @@ def cmd_views(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .queries import analyses, report
+    from .queries import report
 
     store = _open(args.db)
     con = store.cursor()
     try:
-        if analyses.analysis(con, args.analysis) is None:
-            print(f"stallscope: no analysis with id {args.analysis!r} in {args.db}", file=sys.stderr)
+        if _analysis_missing(con, args):
             return 2
         text = report.chain_report(con, args.analysis, args.rank)
     finally:
