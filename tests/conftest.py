@@ -1,14 +1,22 @@
 from __future__ import annotations
 
+import contextlib
 import io
+import socket
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import uvicorn
 from fastapi.testclient import TestClient
 
 from backend.app import create_app
 from backend.ingest import InputFile
+from backend.limits import Limits
 from backend.schema import PARSER_TABLES, STAGED_TABLES
+from backend.server import config
 from backend.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,3 +63,24 @@ def table_counts(store: Store) -> dict[str, int]:
         }
     finally:
         con.close()
+
+
+@contextlib.contextmanager
+def served_on_loopback(app, limits: Limits) -> Iterator[int]:
+    """The port of `app` served by backend.server's uvicorn (its config with `limits`) on a free loopback port, in
+    a thread, until the block ends."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(config(app, "127.0.0.1", port, limits))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(15)

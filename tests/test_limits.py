@@ -5,18 +5,15 @@ closed: 200 such connections were held for as long as they liked (issue 24)."""
 from __future__ import annotations
 
 import socket
-import threading
 import time
 
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 
 from backend.access import Access
 from backend.app import create_app
 from backend.limits import Busy, Limits, UploadSlots
-from backend.server import config
-from tests.conftest import PUBLIC, SAMPLES
+from tests.conftest import PUBLIC, SAMPLES, served_on_loopback
 
 SAMPLE = SAMPLES / "cfq-dispatch-starvation.blkparse.txt"
 
@@ -77,19 +74,8 @@ def test_bytes_past_the_declared_length_are_counted():
 def live_server(store):
     """The app served by backend.server's uvicorn on a free loopback port, with 1 s header and body timeouts."""
     limits = Limits(header_timeout_s=1.0, body_timeout_s=1.0)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(config(_app(store, header_timeout_s=1.0, body_timeout_s=1.0), "127.0.0.1", port, limits))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.05)
-    yield port
-    server.should_exit = True
-    thread.join(15)
+    with served_on_loopback(_app(store, header_timeout_s=1.0, body_timeout_s=1.0), limits) as port:
+        yield port
 
 
 def _closed(sock: socket.socket) -> bool:

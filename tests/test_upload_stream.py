@@ -10,20 +10,17 @@ import hashlib
 import http.client
 import json
 import socket
-import threading
 import time
 
 import pytest
-import uvicorn
 
 from backend.access import Access
 from backend.app import create_app
 from backend.ingest import arrivals
 from backend.ingest.arrivals import StreamedInput
 from backend.limits import Limits
-from backend.server import config
 from parsers import blkparse
-from tests.conftest import SAMPLES, ingest_paths, table_counts
+from tests.conftest import SAMPLES, ingest_paths, served_on_loopback, table_counts
 
 DEMO = SAMPLES / "demo-cfq-starvation.blkparse.txt"  # 1.9 MB: 30 chunks of 64 KiB
 BOUNDARY = "b0undary"
@@ -36,19 +33,8 @@ def served(store, monkeypatch):
     monkeypatch.setattr(blkparse, "parse", functools.partial(blkparse.parse, chunk_bytes=64 << 10))
     monkeypatch.setattr(arrivals, "PIPE_BYTES", 256 << 10)
     app = create_app(store, warm=False, access=Access(allowed_hosts=("*",)), limits=Limits(body_timeout_s=5.0))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(config(app, "127.0.0.1", port, Limits()))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.05)
-    yield port, app
-    server.should_exit = True
-    thread.join(15)
+    with served_on_loopback(app, Limits()) as port:
+        yield port, app
 
 
 def part(name: str, filename: str | None = None) -> bytes:
