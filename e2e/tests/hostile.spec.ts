@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { REPO, SHARED } from './paths';
+import { upload } from './upload';
 
 // Every name field a trace or a user supplies holds markup: a function, a comm, a frame (and so a lock's
 // stack), a print marker's text, a file name, the analysis name. Nothing of it may become a DOM node or run.
@@ -131,14 +132,7 @@ test('hostile names in every field never become markup or script', async ({ page
     void d.dismiss();
   });
   const name = `${TEXT(7)} analysis`;
-  await page.goto('/');
-  await page.getByTestId('file-input').setInputFiles(hostileFiles());
-  await page.getByLabel('Name (optional)').fill(name);
-  await page.getByRole('button', { name: /^Analyse/ }).click();
-  const result = page.getByTestId('upload-result');
-  await expect(result).toBeVisible({ timeout: 30_000 });
-  await result.getByRole('link', { name: /Open analysis/ }).click();
-  await expect(page.getByRole('heading', { level: 1 })).toHaveText(name);
+  await upload(page, hostileFiles(), name);
   const analysis = new URL(page.url()).pathname;
 
   const tabs = await page.getByRole('tablist').getByRole('tab').allTextContents();
