@@ -15,7 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from . import access as access_model
 from . import disk
 from .access import Access, HostAndOrigin
-from .api import analyses, capabilities, heatmaps, offcpu, requests, sql, stalls, timeline
+from .api import analyses, capabilities, export, heatmaps, offcpu, requests, sql, stalls, timeline
 from .api.deps import Board
 from .headers import SecurityHeaders
 from .limits import BodyTimeout, Limits, ReadTimeouts, UploadSlots
@@ -24,6 +24,8 @@ from .queries.run import QueryTimeout, TooManyRows
 from .readcache import ResponseCache
 from .store import Store
 from .warm import CountRequests, Warmer
+
+ROUTERS = (analyses, requests, timeline, stalls, heatmaps, offcpu, sql, export, capabilities)  # a router per resource
 
 FRONTEND_DIST = Path(__file__).resolve().parent.parent / "frontend" / "dist"
 DEFAULT_MAX_UPLOAD = 2 << 30
@@ -92,7 +94,7 @@ def create_app(
     app.add_middleware(SecurityHeaders)  # added last: the outermost, so every response (errors too) gets them
     app.state.max_upload_bytes = limits.max_upload_bytes
     app.state.progress = Board()
-    for resource in (analyses, requests, timeline, stalls, heatmaps, offcpu, sql, capabilities):  # a router per resource
+    for resource in ROUTERS:
         app.include_router(resource.router)
 
     @app.exception_handler(HTTPException)
@@ -117,8 +119,9 @@ def create_app(
         """A defect: the answer names an id to quote, nothing of the internals (they go to the server's log)."""
         ref = secrets.token_hex(6)
         log.error("internal error %s on %s %s", ref, request.method, request.url.path, exc_info=exc)
-        return JSONResponse({"detail": f"internal error (reference {ref}): the server's log has the details"},
-                            status_code=500)
+        return JSONResponse(
+            {"detail": f"internal error (reference {ref}): the server's log has the details"}, status_code=500
+        )
 
     @app.get("/api/{rest:path}", include_in_schema=False)
     def api_not_found(rest: str):

@@ -104,7 +104,7 @@ class DispatchGroup(BaseModel):
         None,
         description="btt's figures for this device or pid, as `btt -A` prints them (N, MIN, AVG, MAX), over the "
         "whole trace (null with a time window). btt counts per queued bio, not per request: merged bios each get a "
-        "D2C and Q2C; the halves of a split bio get a Q2G and G2I each and no I2D, D2C or Q2C"
+        "D2C and Q2C; the halves of a split bio get a Q2G and G2I each and no I2D, D2C or Q2C",
     )
 
 

@@ -120,6 +120,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/analyses/{analysis_id}/chains/{rank}/report.txt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Chain Report
+         * @description A chain of waits as plain ASCII text of at most 80 columns, for a bug report: the tasks, pids, locks and
+         *     durations, each link's stack and evidence (trace line numbers), the block request with its phases.
+         */
+        get: operations["chain_report_api_analyses__analysis_id__chains__rank__report_txt_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/analyses/{analysis_id}/dispatch-summary": {
         parameters: {
             query?: never;
@@ -133,6 +154,48 @@ export interface paths {
          *     and btt's figures (per queued bio, whole trace).
          */
         get: operations["dispatch_summary_api_analyses__analysis_id__dispatch_summary_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/analyses/{analysis_id}/export/perfetto.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export Perfetto
+         * @description The analysis as a Chrome JSON trace for ui.perfetto.dev or trace_processor: tasks as threads with their
+         *     calls and waits as slices, block requests as async slices per device with their phases, chains as flows.
+         */
+        get: operations["export_perfetto_api_analyses__analysis_id__export_perfetto_json_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/analyses/{analysis_id}/export/{filename}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export View
+         * @description Every row of a view of the analysis (requests, waits, calls, ... as GET /api/sql/views lists them), streamed:
+         *     no row limit. CSV: a list column's items joined by ';'.
+         */
+        get: operations["export_view_api_analyses__analysis_id__export__filename__get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2516,6 +2579,47 @@ export interface operations {
             };
         };
     };
+    chain_report_api_analyses__analysis_id__chains__rank__report_txt_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                analysis_id: string;
+                rank: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description no analysis with this id, or no chain of this rank */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     dispatch_summary_api_analyses__analysis_id__dispatch_summary_get: {
         parameters: {
             query?: {
@@ -2543,6 +2647,89 @@ export interface operations {
                 };
             };
             /** @description no analysis with this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    export_perfetto_api_analyses__analysis_id__export_perfetto_json_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                analysis_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Chrome JSON trace events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description no analysis with this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    export_view_api_analyses__analysis_id__export__filename__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                analysis_id: string;
+                /** @description VIEW.parquet or VIEW.csv, VIEW one of GET /api/sql/views */
+                filename: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description every row of the view */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.apache.parquet": unknown;
+                    "text/csv; charset=utf-8": unknown;
+                };
+            };
+            /** @description no analysis with this id, or no such view */
             404: {
                 headers: {
                     [name: string]: unknown;
