@@ -165,6 +165,23 @@ def _percentiles(n: int, qs: list[int], vmax: int) -> dict:
     }
 
 
+def _x_bin_ns(lo: int, hi: int, x_bins: int) -> int:
+    """The time bins' width: ceil((hi - lo + 1) / x_bins) ns, at least 1."""
+    return max(1, -(-(hi - lo + 1) // x_bins))
+
+
+def _filled(empty: dict, edges: list[int], x_bin: int, cells: list[dict], percentiles: dict) -> dict:
+    """A heatmap with events: `empty` (what _empty says of its window) with its bins, cells and percentiles."""
+    return {
+        **empty,
+        "y_bins": len(edges) - 1,
+        "x_bin_ns": x_bin,
+        "y_edges_ns": edges,
+        "cells": cells,
+        "percentiles": percentiles,
+    }
+
+
 def heatmap(
     con,
     analysis_id: str,
@@ -196,20 +213,13 @@ def heatmap(
     if n == 0:
         return _empty(metric, filter, lo, hi, x_bins, y_bins)
     edges = latency_edges(vmin, vmax, y_bins)
-    x_bin = max(1, -(-(hi - lo + 1) // x_bins))
+    x_bin = _x_bin_ns(lo, hi, x_bins)
     kind = _SPECS[metric].kind
     cells = [
         {"x": x, "y": y, "count": c, "max_ns": m, "max_ref": {"kind": kind, "source_id": s, "line": ln, "pid": p}}
         for x, y, c, m, s, ln, p in idx.cells(wins, offsets, lo, x_bin, x_bins, edges)
     ]
-    return {
-        **_empty(metric, filter, lo, hi, x_bins, y_bins),
-        "y_bins": len(edges) - 1,
-        "x_bin_ns": x_bin,
-        "y_edges_ns": edges,
-        "cells": cells,
-        "percentiles": _percentiles(n, qs, vmax),
-    }
+    return _filled(_empty(metric, filter, lo, hi, x_bins, y_bins), edges, x_bin, cells, _percentiles(n, qs, vmax))
 
 
 def heatmap_sql(
@@ -248,7 +258,7 @@ def heatmap_sql(
     ny = len(edges) - 1
     lo_exp = math.log10(edges[0]) if edges[0] > 0 else 0.0
     step = (math.log10(edges[-1]) - lo_exp) / ny
-    x_bin = max(1, -(-(hi - lo + 1) // x_bins))
+    x_bin = _x_bin_ns(lo, hi, x_bins)
     rows = run(
         con,
         "SELECT x, y0 - (y0 > 0 AND v < $edges[y0 + 1])::INTEGER + (y0 < $ny - 1 AND v >= $edges[y0 + 2])::INTEGER AS y,"
@@ -263,14 +273,7 @@ def heatmap_sql(
     cells = [
         {"x": x, "y": y, "count": c, "max_ns": m, "max_ref": {"kind": spec.kind, **ref}} for x, y, c, m, ref in rows
     ]
-    return {
-        **empty,
-        "y_bins": ny,
-        "x_bin_ns": x_bin,
-        "y_edges_ns": edges,
-        "cells": cells,
-        "percentiles": _percentiles(n, qs, vmax),
-    }
+    return _filled(empty, edges, x_bin, cells, _percentiles(n, qs, vmax))
 
 
 _DETAIL = {  # what an event in a box shows beyond its ref, time and latency (see HeatmapEvent)
