@@ -56,8 +56,11 @@ SOURCE_ROW_TABLES = (*PARSER_TABLES, *STAGED_TABLES)  # the tables an ingest wri
 
 
 def new_id() -> str:
-    """An unguessable analysis id: 128 random bits, URL-safe."""
-    return secrets.token_urlsafe(16)
+    """An unguessable analysis id: 128 random bits, URL-safe, starting with a letter or digit (an id starting with
+    '-' read as an option on a command line: `stallscope sql ID …`)."""
+    while not (token := secrets.token_urlsafe(16))[0].isalnum():
+        pass
+    return token
 
 
 def ingest(
