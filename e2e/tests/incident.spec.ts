@@ -179,7 +179,13 @@ test('the demo incident: the worst stall from a heatmap cell, its chain down to 
   await expect(chip).toContainText(chipText); // the time range stays, shown once, above the tab's charts
   await expect(page.getByText(/^time range /)).toHaveCount(1);
   const latency = page.getByRole('img', { name: 'I2D and D2C latency over time' });
-  expect((await chip.boundingBox())!.y).toBeLessThan((await latency.boundingBox())!.y);
+  // above the charts in the page's order (the request detail is scrolled into view, so compare the document's
+  // order, not positions on the screen)
+  const chipFirst = await chip.evaluate(
+    (c, chart) => !!chart && !!(c.compareDocumentPosition(chart) & Node.DOCUMENT_POSITION_FOLLOWING),
+    await latency.elementHandle(),
+  );
+  expect(chipFirst).toBe(true);
   const rd = page.getByTestId('request-detail');
   await expect(rd).toContainText('incident.blkparse.txt line 4069');
   await expect(rd).toContainText('Device 8,0');
@@ -332,8 +338,12 @@ test("the flame graph's xfs_ilock_map_shared frame: its tooltip leads to the ino
   const flame = page.getByRole('img', { name: 'Off-CPU flame graph' });
   await expect(flame.locator('canvas').first()).toBeVisible();
   await counted;
+  // the graph may be taller than the window: bring the frame's row into view, then hover it
+  const rowY = (h: number) => ((depth + 0.5) * h) / chain.length;
+  const before = (await flame.boundingBox())!;
+  await page.evaluate((y) => window.scrollBy(0, y), before.y + rowY(before.height) - 300);
   const box = (await flame.boundingBox())!;
-  await page.mouse.move(box.x + box.width / 2, box.y + ((depth + 0.5) * box.height) / chain.length);
+  await page.mouse.move(box.x + box.width / 2, box.y + rowY(box.height));
   const link = page.getByTestId('tooltip-waits-link');
   await expect(link).toBeVisible();
   await expect(link.locator('xpath=..')).toContainText(`${q}`);
