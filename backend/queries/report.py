@@ -56,7 +56,8 @@ def _wrap(text: str, indent: str) -> list[str]:
     ) or [indent.rstrip()]
 
 
-def _fit(line: str) -> str:
+def _cut_to_width(line: str) -> str:
+    """The line as is when it fits the report's width (80 columns), else cut, ending in '...'."""
     return line if len(line) <= WIDTH else line[: WIDTH - 3] + "..."
 
 
@@ -81,14 +82,14 @@ def chain_report(con, analysis_id: str, rank: int) -> str | None:
     links = chain["links"]
     first = links[0]
     out = [
-        _fit(
+        _cut_to_width(
             f"Stall: {_task(first['comm'], first['pid'])} blocked {duration(chain['duration_ns'])}"
             f"{' on ' + ascii_text(first['lock']) if first['lock'] else ''}"
         ),  # fmt: skip
         "",
         *_wrap(f"Analysis: {analysis['name']} ({analysis_id}), chain #{rank} of its stall chains.", ""),
         "Sources (line numbers below are lines of these files):",
-        *(_fit(f"  [{sid}] {ascii_text(s['filename'])} ({s['format']})") for sid, s in sources.items()),
+        *(_cut_to_width(f"  [{sid}] {ascii_text(s['filename'])} ({s['format']})") for sid, s in sources.items()),
         "",
         "The chain:",
     ]
@@ -109,7 +110,7 @@ def chain_report(con, analysis_id: str, rank: int) -> str | None:
                          f"{duration(_gap(req, 'd_ns', 'c_ns'))}", prefix + "   ")  # fmt: skip
     for i, link in enumerate(links):
         out += ["", *_link_details(con, analysis_id, i + 1, link, sources)]
-    return "\n".join(_fit(line.rstrip()) for line in out) + "\n"
+    return "\n".join(_cut_to_width(line.rstrip()) for line in out) + "\n"
 
 
 def _gap(req: dict, a: str, b: str) -> int | None:
@@ -168,7 +169,9 @@ def _request_details(con, analysis_id: str, req: dict, sources: dict) -> list[st
         if e["action"] not in names:
             continue
         since = f" (+{duration(e['t_ns'] - prev)})" if prev is not None and e["t_ns"] is not None else ""
-        out.append(_fit(f"      {e['action']}  {at(e['t_ns'])}{since}  line {e['line']}  {names[e['action']]}"))
+        out.append(
+            _cut_to_width(f"      {e['action']}  {at(e['t_ns'])}{since}  line {e['line']}  {names[e['action']]}")
+        )
         if e["action"] in "QGIDC" and e["t_ns"] is not None:
             prev = e["t_ns"]
     phases = ", ".join(f"{k.upper()} {duration(r[f'{k}_ns'])}" for k in ("q2g", "g2i", "i2d", "d2c", "q2c")
