@@ -221,8 +221,7 @@ def rebuild(chunks: Iterator[memoryview], report: ParseReport) -> Iterator[tuple
         report.events += cols["parsed"]
         if report.events == 0 and report.skipped > 1000:
             raise ParseError(
-                f"no blkparse event in the first {report.skipped} lines; first problem at line "
-                f"{report.examples[0].line}: {report.examples[0].reason}",
+                f"no blkparse event in the first {report.skipped} lines{report.first_problem()}",
                 filename=report.filename,
             )
         yield from _batches(cols)

@@ -85,13 +85,16 @@ class ParseReport:
         if text not in self.notes:
             self.notes.append(text)
 
+    def first_problem(self) -> str:
+        """'; first problem at line N: reason' for the first skipped line, '' when no line was skipped: the tail of
+        the errors that refuse a file in which nothing could be used."""
+        first = self.examples[0] if self.examples else None
+        return f"; first problem at line {first.line}: {first.reason}" if first else ""
+
     def nothing_usable(self, expected: str = "") -> ParseError:
         """The error that refuses a file in which no line could be used, naming the first problem."""
-        first = self.examples[0] if self.examples else None
         return ParseError(
-            "no usable event in the file"
-            + (f" ({expected})" if expected else "")
-            + (f"; first problem at line {first.line}: {first.reason}" if first else ""),
+            "no usable event in the file" + (f" ({expected})" if expected else "") + self.first_problem(),
             filename=self.filename,
         )
 

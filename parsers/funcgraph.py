@@ -370,19 +370,17 @@ def parse(
         report.lines += cols["lines"]  # counted by the tokenizer, not by a second scan for newlines
         yield from take(cols, chunk)
         if rows == 0 and cols["n_fgtext"] == 0 and cols["n_evline"] == 0 and report.skipped > 1000:
-            ex = report.examples[0]
             raise ParseError(
-                f"no ftrace line in the first {report.skipped} lines; first problem at line {ex.line}: {ex.reason}",
+                f"no ftrace line in the first {report.skipped} lines{report.first_problem()}",
                 filename=report.filename,
             )
     final = _funcgraph.finish(state)
     if rows == 0 and final["nc"] + final["ns"] + final["nw"] + final["ne"] == 0:
         if report.examples:
-            ex = report.examples[0]
             raise ParseError(
-                f"no ftrace line in the file; first problem at line {ex.line}: {ex.reason}",
+                f"no ftrace line in the file{report.first_problem()}",
                 filename=report.filename,
-                line=ex.line,
+                line=report.examples[0].line,
             )
         raise ParseError("no ftrace event or function_graph line in the file", filename=report.filename)
     yield from take(final)

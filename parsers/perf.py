@@ -219,12 +219,10 @@ def parse(
         if counts["block"]:
             yield from _requests(rebuilder, b"\n".join(block) + b"\n", first)
         if report.events == 0 and report.skipped > 1000:
-            ex = report.examples[0]
             raise ParseError(
-                f"no perf script event in the first {report.skipped} lines; first problem at line {ex.line}: "
-                f"{ex.reason}",
+                f"no perf script event in the first {report.skipped} lines{report.first_problem()}",
                 filename=report.filename,
-                line=ex.line,
+                line=report.examples[0].line,
             )
     report.lines = line_no
     cols = _Columns()
@@ -232,14 +230,11 @@ def parse(
         chain.emit(cols)
     yield from _emit(cols, report)
     if report.events == 0:
-        if report.examples:
-            ex = report.examples[0]
-            raise ParseError(
-                f"no perf script event in the file; first problem at line {ex.line}: {ex.reason}",
-                filename=report.filename,
-                line=ex.line,
-            )
-        raise ParseError("no perf script event in the file", filename=report.filename)
+        raise ParseError(
+            f"no perf script event in the file{report.first_problem()}",
+            filename=report.filename,
+            line=report.examples[0].line if report.examples else None,
+        )
     yield from blkparse._batches(rebuilder.finish())  # (requests are not events of their own)
     if counts["block"]:
         report.facts = rebuilder.facts()
