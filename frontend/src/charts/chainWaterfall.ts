@@ -1,7 +1,7 @@
 // The waterfall of one wait chain: one row per task, its wait as a bar on a shared time axis,
 // arrows from the waker / holder up to the waiter, `print` markers as vertical lines.
 import type { Chain, ChainLink, Mark } from '../api/stallTypes';
-import { formatAbsTime, formatAxisNumber, formatNs, formatSector, pickTimeUnit, taskLabel } from '../lib/format';
+import { formatAbsTime, formatAxisNumber, formatNs, formatSector, formatWaitNs, pickTimeUnit, taskLabel } from '../lib/format';
 import { html, tooltipLines } from './html';
 import { fitLabel, type RenderApi, type RenderParams } from './labels';
 import { C, FONT, MONO, axisCommon, baseTextStyle, tooltipStyle } from './theme';
@@ -76,7 +76,7 @@ export function chainLayout(chain: Chain, marks: Mark[] = []): ChainLayout {
       end: endOf(l),
       text: instant
         ? `${prev ? relationLabel(prev.relation) : 'running'}: wakes ${prev ? linkLabel(prev) : ''}`.trim()
-        : `${l.lock ?? 'off CPU'} · ${formatNs(l.duration_ns)}${l.end_known ? '' : '+'}`,
+        : `${l.lock ?? 'off CPU'} · ${formatWaitNs(l.duration_ns, l.end_known)}`,
       inferred: l.inferred,
       endKnown: l.end_known !== false,
     };

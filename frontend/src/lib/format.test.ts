@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatNsShort, formatMsTick, formatAbsTime, formatBytes, formatCount, formatNs, formatRelNs, formatSector, pickTimeUnit, formatAxisNumber, taskLabel } from './format';
+import { formatNsShort, formatMsTick, formatAbsTime, formatBytes, formatCount, formatNs, formatRelNs, formatSector, pickTimeUnit, formatAxisNumber, taskLabel, formatWaitNs } from './format';
 
 describe('formatNs', () => {
   it('picks an adaptive unit', () => {
@@ -72,5 +72,13 @@ describe('other formats', () => {
     expect(taskLabel('vmstat', 2854)).toBe('vmstat 2854');
     expect(taskLabel('CPU 0 (task unknown)', -1)).toBe('CPU 0 (task unknown)');
     expect(taskLabel(null, -3)).toBe('CPU 2 (task unknown)');
+  });
+});
+
+describe('formatWaitNs', () => {
+  it('marks a wait whose end was not traced with +', () => {
+    expect(formatWaitNs(316673836, true)).toBe('316.7 ms');
+    expect(formatWaitNs(316673836, false)).toBe('316.7 ms+');
+    expect(formatWaitNs(null, true)).toBe('—');
   });
 });

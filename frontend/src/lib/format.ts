@@ -20,6 +20,11 @@ function fixed(v: number): string {
   return v.toFixed(Math.abs(v) < 100 ? 2 : 1);
 }
 
+/** A wait's duration: formatNs, then "+" when its end was not traced (it lasted at least that long). */
+export function formatWaitNs(ns: number | null | undefined, endKnown: boolean | null | undefined): string {
+  return `${formatNs(ns)}${endKnown ? '' : '+'}`;
+}
+
 /** A duration in ns with an adaptive unit: 15626265317 → "15.63 s", 318 → "318 ns". */
 export function formatNs(ns: number | null | undefined): string {
   if (ns === null || ns === undefined || Number.isNaN(ns)) return '—';

@@ -21,7 +21,7 @@ import {
   type HeatmapEvent,
 } from '../../charts/heatmap';
 import { ErrorBox, Loading } from '../../components/Status';
-import { formatAbsTime, formatCount, formatNs, formatSector } from '../../lib/format';
+import { formatAbsTime, formatCount, formatNs, formatSector, formatWaitNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import type { HeatmapBox, RequestRef } from '../../state/viewState';
 import { eventLink } from './eventLink';
@@ -193,8 +193,7 @@ function BoxEvents({ analysisId, query, box, kind }: { analysisId: string; query
                     title={link ? link.label : 'no wait began during this call'}
                   >
                     <td className="num strong">
-                      {formatNs(e.latency_ns)}
-                      {e.end_known ? '' : '+'}
+                      {formatWaitNs(e.latency_ns, e.end_known)}
                     </td>
                     <td className="num mono">{formatAbsTime(e.t_ns)}</td>
                     <td className="mono">

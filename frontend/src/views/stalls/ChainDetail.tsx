@@ -4,7 +4,7 @@ import type { AnalysisDetail } from '../../api/types';
 import type { Chain, ChainLink, Mark } from '../../api/stallTypes';
 import { EChart, type EChartHandler } from '../../charts/EChart';
 import { buildChainOption, chainLayout, linkLabel, relationLabel } from '../../charts/chainWaterfall';
-import { formatAbsTime, formatNs, formatSector, taskLabel } from '../../lib/format';
+import { formatAbsTime, formatNs, formatSector, formatWaitNs, taskLabel } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import { encodeView, updateView, type ViewState } from '../../state/viewState';
 import { hasWakerStacks } from '../../lib/wakers';
@@ -183,8 +183,7 @@ function LinkCard({
                   </td>
                   <td className="mono">{a.lock ?? '—'}</td>
                   <td className="num">
-                    {formatNs(a.duration_ns)}
-                    {a.end_known ? '' : '+'}
+                    {formatWaitNs(a.duration_ns, a.end_known)}
                   </td>
                   <td className="mono muted">line {a.line}</td>
                   <td>{a.inferred && <span className="badge inferred">inferred</span>}</td>

@@ -5,7 +5,7 @@ import { useChains, useWaits } from '../../api/queries';
 import { useReveal } from '../../lib/reveal';
 import { Stack } from './Stack';
 import { ErrorBox, Loading } from '../../components/Status';
-import { formatAbsTime, formatNs, taskLabel } from '../../lib/format';
+import { formatAbsTime, formatWaitNs, taskLabel } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 
 export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
@@ -93,8 +93,7 @@ export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
                       </td>
                       <td className="mono">{w.lock ?? '—'}</td>
                       <td className="num strong">
-                        {formatNs(w.duration_ns)}
-                        {w.end_known ? '' : '+'}
+                        {formatWaitNs(w.duration_ns, w.end_known)}
                       </td>
                       <td className="num mono">{formatAbsTime(w.start_ns)}</td>
                       <td className="mono">
