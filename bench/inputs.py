@@ -3,7 +3,8 @@
 Every file is written once into bench-out/ by a seeded generator (same sizes, same bytes) and reused after.
 
     BENCH_REQUESTS         blkparse requests (default 2,000,000: ~10.46 M events)
-    BENCH_FUNCGRAPH_LINES  trace-cmd report lines with function_graph (default 10,000,000: 1.28 GiB)
+    BENCH_FUNCGRAPH_LINES  trace-cmd report lines of a function_graph capture with `-T` stacks, interrupts, page
+                           faults and dropped events (default 16,000,000: 1.32 GiB, ~7.9 M events)
     BENCH_OFFCPU_RECORDS   bcc offcputime records (default 100,000: ~20 k distinct kernel stacks, 3.2 M lines)
     BENCH_SERVER_REQUESTS  blkparse requests of the file uploaded to the server (default 2,850,000: 1.02 GiB)
     BENCH_SERVER_GIB       the server part's upload sizes, GiB (default "1,2.5,5"): per size a blkparse file of
@@ -21,12 +22,12 @@ from pathlib import Path
 
 OUT = Path("bench-out")
 REQUESTS = int(os.environ.get("BENCH_REQUESTS", "2000000"))
-FG_LINES = int(os.environ.get("BENCH_FUNCGRAPH_LINES", "10000000"))
+FG_LINES = int(os.environ.get("BENCH_FUNCGRAPH_LINES", "16000000"))
 OFFCPU_RECORDS = int(os.environ.get("BENCH_OFFCPU_RECORDS", "100000"))
 SERVER_REQUESTS = int(os.environ.get("BENCH_SERVER_REQUESTS", "2850000"))
 SERVER_GIB = [float(g) for g in os.environ.get("BENCH_SERVER_GIB", "1,2.5,5").split(",") if g.strip()]
 BLK_REAL_REQUESTS_PER_GIB = 2_045_000  # bench/gen_blkparse.py: ~525 bytes per request
-FG_LINES_PER_UNIT = 10_000_000  # bench/gen_funcgraph.py: 1.28 GiB per 10 M lines (the issue's 1.3 GiB capture)
+FG_LINES_PER_GIB = 12_160_000  # bench/gen_funcgraph.py: ~88 bytes per line (a third of them -T stack frames)
 
 
 def generate(path: Path, cmd: list[str]) -> Path:
@@ -58,11 +59,13 @@ def requests_for_gib(gib: float) -> int:
 
 
 def fg_lines_for_gib(gib: float) -> int:
-    return int(gib * FG_LINES_PER_UNIT)
+    return int(gib * FG_LINES_PER_GIB)
 
 
 def funcgraph(lines: int = FG_LINES) -> Path:
-    p = OUT / f"funcgraph-{lines}.txt"
+    """A function_graph capture's report as real ones are (bench/gen_funcgraph.py; `-real-` since it writes
+    interrupts, page faults, `-T` stacks and drops: the older files without them are not reused)."""
+    p = OUT / f"funcgraph-real-{lines}.txt"
     return generate(p, ["bench/gen_funcgraph.py", str(p), "--lines", str(lines)])
 
 
