@@ -15,7 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from . import access as access_model
 from . import disk
 from .access import Access, HostAndOrigin
-from .api import analyses, capabilities, export, heatmaps, offcpu, requests, sql, stalls, timeline
+from .api import analyses, capabilities, compare, export, heatmaps, offcpu, requests, sql, stalls, timeline
 from .api.deps import Board
 from .headers import SecurityHeaders
 from .limits import BodyTimeout, Limits, ReadTimeouts, UploadSlots
@@ -25,7 +25,8 @@ from .readcache import ResponseCache
 from .store import Store
 from .warm import CountRequests, Warmer
 
-ROUTERS = (analyses, requests, timeline, stalls, heatmaps, offcpu, sql, export, capabilities)  # a router per resource
+# a router per resource
+ROUTERS = (analyses, requests, timeline, stalls, heatmaps, offcpu, sql, export, capabilities, compare)
 
 FRONTEND_DIST = Path(__file__).resolve().parent.parent / "frontend" / "dist"
 DEFAULT_MAX_UPLOAD = 2 << 30

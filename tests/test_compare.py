@@ -1,0 +1,235 @@
+"""Before/after (/api/compare) on real captures: two public blkparse captures, one capture split into two time
+ranges, and the waits of the XFS seed split at its first stall. Every side's figures are checked against the
+per-analysis routes and a count of our own; the whole answers are goldens (tests/golden/compare, rewritten with
+UPDATE_GOLDEN=1)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from backend.access import Access
+from backend.api.compare import Comparison
+from backend.app import create_app
+from backend.queries.compare import delta
+from tests.conftest import PUBLIC, SEED, ingest_paths
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "compare"
+LOOP = PUBLIC / "blkparse-text" / "derived-romeus-loop0-dump-x0y1.blkparse.txt"  # 1024 requests on 7,0 in 31 ms
+LVM = PUBLIC / "blkparse-text" / "derived-liuzel01-sda-lvm.blkparse.txt"  # 109 requests on 8,0 (LVM) in 110 s
+XFS = SEED / "xfs-unwritten-stall.trace-cmd-report.txt"
+XFS_SPLIT = 358613950000000  # after xfsconvertd's xfs_buf_lock wait, before the two xfs_ilock waits
+AT = {"i2d": "i_ns", "d2c": "d_ns"}
+
+
+def _golden(name: str, value: dict) -> None:
+    """The answer with its random analysis ids named by side, against the golden file."""
+    ids = {
+        value["a"]["analysis_id"]: "<a>",
+        value["b"]["analysis_id"]: "<b>" if value["b"]["analysis_id"] != value["a"]["analysis_id"] else "<a>",
+    }
+    value = json.loads(
+        json.dumps(value), object_hook=lambda d: {k: ids.get(v, v) if isinstance(v, str) else v for k, v in d.items()}
+    )
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    assert value == json.loads(path.read_text())
+
+
+@pytest.fixture
+def loop(store):
+    return ingest_paths(store, LOOP, name="loop0 blktst")["id"]
+
+
+@pytest.fixture
+def lvm(store):
+    return ingest_paths(store, LVM, name="sda lvm")["id"]
+
+
+@pytest.fixture
+def xfs(store):
+    return ingest_paths(store, XFS, name="xfs unwritten")["id"]
+
+
+def _compare(client, **params) -> dict:
+    r = client.get("/api/compare", params=params)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    Comparison.model_validate(body)  # the body is sent without validation: it must have the model's shape
+    return body
+
+
+def _by_metric(deltas: list[dict]) -> dict:
+    return {d["metric"]: d for d in deltas}
+
+
+def _reference_cells(store, aid: str, metric: str, lo: int, hi: int, x_bin: int, edges: list[int]) -> list[tuple]:
+    """(x, y, count, max) of the metric's requests placed in [lo, hi], binned with these edges, counted here."""
+    con = store.cursor()
+    try:
+        rows = con.execute(
+            f"SELECT r.{metric}_ns, r.{AT[metric]} + s.clock_offset_ns FROM blk_requests r"
+            f" JOIN sources s ON s.id = r.source_id WHERE s.analysis_id = ? AND r.{metric}_ns IS NOT NULL"
+            f" AND r.{AT[metric]} + s.clock_offset_ns BETWEEN ? AND ?",
+            [aid, lo, hi],
+        ).fetchall()
+    finally:
+        con.close()
+    cells: dict = {}
+    inner = np.asarray(edges[1:-1])
+    for v, t in rows:
+        key = ((t - lo) // x_bin, int(np.searchsorted(inner, v, "right")))
+        n, mx = cells.get(key, (0, 0))
+        cells[key] = (n + 1, max(mx, v))
+    return sorted((x, y, n, mx) for (x, y), (n, mx) in cells.items())
+
+
+def test_two_captures_side_by_side(client, store, loop, lvm):
+    body = _compare(client, a=loop, b=lvm, x_bins=8, y_bins=5)
+    assert (body["a"]["name"], body["b"]["name"], body["same_analysis"]) == ("loop0 blktst", "sda lvm", False)
+    assert (body["a"]["requests"], body["b"]["requests"]) == (1024, 109)
+    # each side's device figures are its own dispatch summary's
+    for side, aid in (("a", loop), ("b", lvm)):
+        own = client.get(f"/api/analyses/{aid}/dispatch-summary", params={"by": "device"}).json()
+        got = {r["key"]: r[side] for r in body["dispatch_by_device"]["rows"] if r[side]}
+        assert got == {g["dev"]: {"pids": [], **{k: g[k] for k in ("count", "i2d", "d2c", "q2c")}} for g in own}
+    # different devices: no row is on both sides, so no delta has both figures
+    rows = body["dispatch_by_device"]["rows"]
+    assert [(r["key"], r["a"] is not None, r["b"] is not None) for r in rows] == [
+        ("7,0", True, False),
+        ("8,0", False, True),
+    ]
+    assert all(d["abs"] is None and d["verdict"] is None for r in rows for d in r["deltas"])
+    # one scale: the same edges for both sides, spanning both; each side's cells are its requests counted here
+    for pair in body["heatmaps"]:
+        if pair["metric"] == "wait":
+            continue
+        edges, x_bin = pair["y_edges_ns"], pair["x_bin_ns"]
+        for side, aid in (("a", loop), ("b", lvm)):
+            s = pair[side]
+            got = [(c["x"], c["y"], c["count"], c["max_ns"]) for c in s["cells"]]
+            assert got == _reference_cells(store, aid, pair["metric"], s["t0_ns"], s["t1_ns"], x_bin, edges)
+            assert sum(c["count"] for c in s["cells"]) == s["percentiles"]["count"]
+        assert pair["max_count"] == max(c["count"] for s in "ab" for c in pair[s]["cells"])
+        # the latency deltas: the LVM disk is slower than the loop device in every percentile
+        d = _by_metric(pair["deltas"])
+        assert all(d[k]["verdict"] == "worse" for k in ("p50_ns", "p90_ns", "p99_ns", "max_ns"))
+        assert d["count"]["verdict"] is None and d["count"]["abs"] == 109 - 1024
+    assert [p["metric"] for p in body["heatmaps"]] == ["i2d", "d2c"]  # no waits on either side: no wait heatmap
+    _golden("loop-vs-lvm.json", body)
+
+
+def test_one_capture_in_two_ranges(client, store, loop):
+    whole = client.get(f"/api/analyses/{loop}").json()
+    t0, t1 = whole["t_min_ns"], whole["t_max_ns"]
+    mid = (t0 + t1) // 2
+    body = _compare(client, a=loop, a_to=mid, b_from=mid + 1, x_bins=6, y_bins=4)
+    assert body["same_analysis"] and body["b"]["analysis_id"] == loop
+    assert (body["a"]["from_ns"], body["a"]["to_ns"], body["b"]["from_ns"], body["b"]["to_ns"]) == (
+        None,
+        mid,
+        mid + 1,
+        None,
+    )
+    # the two halves hold every request once (a request belongs to the half it starts in)
+    assert body["a"]["requests"] + body["b"]["requests"] == 1024
+    for side, window in (("a", {"t1_ns": mid}), ("b", {"t0_ns": mid + 1})):
+        own = client.get(f"/api/analyses/{loop}/dispatch-summary", params={"by": "process", **window}).json()
+        got = {r["key"]: r[side]["count"] for r in body["dispatch_by_process"]["rows"] if r[side]}
+        want: dict = {}
+        for g in own:  # per process: every pid of a command name together
+            want[g["comm"]] = want.get(g["comm"], 0) + g["count"]
+        assert got == want
+    # the deltas are b − a and (b − a) / a of the figures shown
+    for r in body["dispatch_by_process"]["rows"]:
+        d = _by_metric(r["deltas"])
+        if r["a"] and r["b"]:
+            assert d["q2c.p99"]["abs"] == r["b"]["q2c"]["p99"] - r["a"]["q2c"]["p99"]
+            assert d["q2c.p99"]["rel"] == pytest.approx(d["q2c.p99"]["abs"] / r["a"]["q2c"]["p99"])
+    _golden("loop-halves.json", body)
+
+
+def test_waits_per_lock_in_two_ranges(client, xfs):
+    body = _compare(client, a=xfs, a_to=XFS_SPLIT, b_from=XFS_SPLIT + 1, x_bins=4, y_bins=3)
+    rows = {r["lock_key"]: r for r in body["locks"]["rows"]}
+    assert list(rows) == ["xfs_ilock", "xfs_buf_lock"]  # the larger total (either side) first
+    ilock, buf = rows["xfs_ilock"], rows["xfs_buf_lock"]
+    assert ilock["a"] is None and (ilock["b"]["waits"], ilock["b"]["total_ns"]) == (2, 637575836)
+    assert ilock["b"]["locks"] == ["xfs_ilock via down_read", "xfs_ilock via down_write"]
+    assert buf["b"] is None and (buf["a"]["waits"], buf["a"]["max_ns"]) == (1, 342495000)
+    # the waits /waits lists on each lock, by the half they start in (/waits keeps those overlapping a window:
+    # xfsconvertd's 342 ms wait on xfs_buf_lock began before the split and ends after it)
+    for side, lo, hi in (("a", None, XFS_SPLIT), ("b", XFS_SPLIT + 1, None)):
+        for key, r in rows.items():
+            waits = client.get(f"/api/analyses/{xfs}/waits", params={"lock_key": key, "limit": 1000}).json()
+            starts = [
+                w["start_ns"]
+                for w in waits
+                if (lo is None or w["start_ns"] >= lo) and (hi is None or w["start_ns"] <= hi)
+            ]
+            assert (r[side]["waits"] if r[side] else 0) == len(starts)
+            assert (r[side]["total_ns"] if r[side] else 0) == sum(
+                w["duration_ns"] for w in waits if w["start_ns"] in starts
+            )
+    # the wait heatmaps: one set of edges over both halves (the analysis' own heatmap has the same three waits)
+    (pair,) = body["heatmaps"]
+    assert pair["metric"] == "wait" and pair["y_edges_ns"] == [316673836, 325057008, 333662105, 342495000]
+    assert [(c["y"], c["count"]) for c in pair["a"]["cells"]] == [(2, 1)]
+    assert [(c["y"], c["count"]) for c in pair["b"]["cells"]] == [(0, 2)]
+    d = _by_metric(pair["deltas"])
+    assert (d["count"]["abs"], d["count"]["verdict"], d["max_ns"]["verdict"]) == (1, "worse", "better")
+    _golden("xfs-halves.json", body)
+
+
+def test_same_analysis_whole_is_all_same(client, xfs):
+    body = _compare(client, a=xfs)
+    verdicts = {d["verdict"] for r in body["locks"]["rows"] for d in r["deltas"]}
+    assert verdicts == {"same"}
+
+
+def test_delta_rules():
+    assert delta("p99", "ns", 100, 104)["verdict"] == "same"  # within 5 %
+    assert delta("p99", "ns", 100, 106) == {
+        "metric": "p99",
+        "unit": "ns",
+        "a": 100,
+        "b": 106,
+        "abs": 6,
+        "rel": 0.06,
+        "verdict": "worse",
+    }
+    assert delta("p99", "ns", 100, 50)["verdict"] == "better"
+    assert delta("count", "requests", 100, 50, None)["verdict"] is None
+    assert delta("p99", "ns", 0, 5)["rel"] is None and delta("p99", "ns", 0, 5)["verdict"] == "worse"
+    assert delta("p99", "ns", None, 5)["abs"] is None
+
+
+def test_unknown_ids_and_bad_ranges(client, loop):
+    r = client.get("/api/compare", params={"a": "nosuch"})
+    assert r.status_code == 404 and "'nosuch'" in r.json()["detail"]
+    r = client.get("/api/compare", params={"a": loop, "b": "gone"})
+    assert r.status_code == 404 and "'gone'" in r.json()["detail"]
+    r = client.get("/api/compare", params={"a": loop, "a_from": 500, "a_to": 400})
+    assert r.status_code == 422 and r.json()["detail"].startswith("a_to (400) must be after a_from (500)")
+    r = client.get("/api/compare", params={"a": loop, "b_from": 10**15})
+    assert r.status_code == 422 and "holds nothing of analysis" in r.json()["detail"]
+    assert "span [0, 30926276] ns" in r.json()["detail"]
+    r = client.get("/api/compare", params={"a": loop, "a_from": "soon"})
+    assert r.status_code == 422 and "a_from" in r.json()["detail"]
+    assert client.get("/api/compare").status_code == 422  # a is required
+
+
+def test_shared_server_reads_by_link(store, loop, lvm):
+    """On a shared server a comparison needs the two links, as reading each analysis does, not the token."""
+    app = create_app(store, warm=False, access=Access(token="t" * 24))
+    with TestClient(app, base_url="http://localhost") as c:
+        assert c.get("/api/analyses").status_code == 401
+        assert c.get("/api/compare", params={"a": loop, "b": lvm}).status_code == 200
+        assert c.get("/api/compare", params={"a": loop, "b": "x" * 22}).status_code == 404
