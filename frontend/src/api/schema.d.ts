@@ -535,6 +535,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/compare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Compare
+         * @description Side a (before) and side b (after): dispatch summary per device and per process, stall waits per lock,
+         *     I2D/D2C/wait heatmaps on one scale with their percentiles, each figure with its delta (b − a).
+         */
+        get: operations["compare_api_compare_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/locks": {
         parameters: {
             query?: never;
@@ -896,6 +917,15 @@ export interface components {
             /** Waits With Stack */
             waits_with_stack: number;
         };
+        /** CellRef */
+        CellRef: {
+            /** Line */
+            line: number;
+            /** Pid */
+            pid: number | null;
+            /** Source Id */
+            source_id: number;
+        };
         /** Chain */
         Chain: {
             /**
@@ -970,6 +1000,80 @@ export interface components {
              */
             type: string;
         };
+        /** CompareCell */
+        CompareCell: {
+            /** Count */
+            count: number;
+            /** Max Ns */
+            max_ns: number;
+            /** @description the event behind max_ns (a request or a wait of this side's analysis) */
+            max_ref: components["schemas"]["CellRef"];
+            /**
+             * X
+             * @description time bin: [t0_ns + x·x_bin_ns, t0_ns + (x+1)·x_bin_ns) of this side
+             */
+            x: number;
+            /**
+             * Y
+             * @description latency bin: [y_edges_ns[y], y_edges_ns[y+1]) (the same edges on both sides)
+             */
+            y: number;
+        };
+        /** CompareSide */
+        CompareSide: {
+            /** Analysis Id */
+            analysis_id: string;
+            /**
+             * From Ns
+             * @description the range asked (ns, analysis timeline, inclusive); null: open
+             */
+            from_ns: number | null;
+            /** Name */
+            name: string | null;
+            /**
+             * Offcpu Stacks
+             * @description off-CPU records of the analysis (they have no time: never ranged)
+             */
+            offcpu_stacks: number;
+            /** Offcpu Us */
+            offcpu_us: number;
+            /**
+             * Requests
+             * @description block requests starting in the range
+             */
+            requests: number;
+            /**
+             * Span Ns
+             * @description first and last time of the analysis' sources
+             */
+            span_ns: number[] | null;
+            /** To Ns */
+            to_ns: number | null;
+            /**
+             * Waits
+             * @description stall waits starting in the range
+             */
+            waits: number;
+        };
+        /** Comparison */
+        Comparison: {
+            a: components["schemas"]["CompareSide"];
+            b: components["schemas"]["CompareSide"];
+            dispatch_by_device: components["schemas"]["DispatchCompare"];
+            /** @description processes matched by command name */
+            dispatch_by_process: components["schemas"]["DispatchCompare"];
+            /**
+             * Heatmaps
+             * @description the metrics with events on either side
+             */
+            heatmaps: components["schemas"]["HeatmapPair"][];
+            locks: components["schemas"]["LockCompare"];
+            /**
+             * Same Analysis
+             * @description two ranges of one analysis
+             */
+            same_analysis: boolean;
+        };
         /** Created */
         Created: {
             /**
@@ -986,6 +1090,57 @@ export interface components {
              * @description the analysis' link path, /a/<id>
              */
             url: string;
+        };
+        /** Delta */
+        Delta: {
+            /**
+             * A
+             * @description side a's figure (before); null: side a has none
+             */
+            a: number | null;
+            /**
+             * Abs
+             * @description b − a, in unit
+             */
+            abs: number | null;
+            /**
+             * B
+             * @description side b's figure (after)
+             */
+            b: number | null;
+            /**
+             * Metric
+             * @description what is compared: count, i2d.p99, waits, total_ns, p50_ns, …
+             */
+            metric: string;
+            /**
+             * Rel
+             * @description (b − a) / a; null when a is 0 or missing
+             */
+            rel: number | null;
+            /**
+             * Unit
+             * @description ns, requests or waits
+             */
+            unit: string;
+            /**
+             * Verdict
+             * @description b against a: lower latency, fewer or shorter waits are better; same within 5 % of a; null for a figure that is neither better nor worse (a number of requests) or missing on a side
+             */
+            verdict: ("better" | "worse" | "same") | null;
+        };
+        /** DispatchCompare */
+        DispatchCompare: {
+            /**
+             * Rows
+             * @description most requests on either side first
+             */
+            rows: components["schemas"]["DispatchPair"][];
+            /**
+             * Total
+             * @description keys of either side (rows holds the first `limit`)
+             */
+            total: number;
         };
         /** DispatchGroup */
         DispatchGroup: {
@@ -1006,6 +1161,35 @@ export interface components {
             key: string;
             /** Pid */
             pid: number | null;
+            q2c: components["schemas"]["Stats"];
+        };
+        /** DispatchPair */
+        DispatchPair: {
+            /** @description null: side a has no request of this key in its range */
+            a: components["schemas"]["DispatchSide"] | null;
+            b: components["schemas"]["DispatchSide"] | null;
+            /**
+             * Deltas
+             * @description count, then {i2d,d2c,q2c}.{avg,p50,p95,p99,max} (ns)
+             */
+            deltas: components["schemas"]["Delta"][];
+            /**
+             * Key
+             * @description the device (maj,min) or the command name
+             */
+            key: string;
+        };
+        /** DispatchSide */
+        DispatchSide: {
+            /** Count */
+            count: number;
+            d2c: components["schemas"]["Stats"];
+            i2d: components["schemas"]["Stats"];
+            /**
+             * Pids
+             * @description per process: the pids of this command name on this side (per device: [])
+             */
+            pids: number[];
             q2c: components["schemas"]["Stats"];
         };
         /** ErrorBody */
@@ -1296,6 +1480,68 @@ export interface components {
              */
             metrics: components["schemas"]["MetricCount"][];
         };
+        /** HeatmapPair */
+        HeatmapPair: {
+            /** @description null: side a has no such event in its range */
+            a: components["schemas"]["HeatmapSide"] | null;
+            b: components["schemas"]["HeatmapSide"] | null;
+            /**
+             * Deltas
+             * @description count, p50_ns, p90_ns, p99_ns, max_ns
+             */
+            deltas: components["schemas"]["Delta"][];
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "request" | "wait";
+            /**
+             * Max Count
+             * @description the largest cell of either side: one colour scale
+             */
+            max_count: number;
+            /**
+             * Metric
+             * @enum {string}
+             */
+            metric: "i2d" | "d2c" | "wait";
+            /**
+             * X Bin Ns
+             * @description one time-bin width for both sides
+             */
+            x_bin_ns: number;
+            /**
+             * X Bins
+             * @description bins of the longer side
+             */
+            x_bins: number;
+            /** Y Bins */
+            y_bins: number;
+            /**
+             * Y Edges Ns
+             * @description latency bin edges over both sides' events (ns, equal steps in log10)
+             */
+            y_edges_ns: number[];
+        };
+        /** HeatmapSide */
+        HeatmapSide: {
+            /** Cells */
+            cells: components["schemas"]["CompareCell"][];
+            /** @description exact (quantile_disc) over the side's events */
+            percentiles: components["schemas"]["SidePercentiles"];
+            /**
+             * T0 Ns
+             * @description the side's start: x bins count from here
+             */
+            t0_ns: number;
+            /** T1 Ns */
+            t1_ns: number;
+            /**
+             * X Bins
+             * @description this side's bins (the shorter side has fewer)
+             */
+            x_bins: number;
+        };
         /** IngestProgress */
         IngestProgress: {
             /** Bytes Read */
@@ -1407,6 +1653,31 @@ export interface components {
             /** Waits */
             waits: number;
         };
+        /** LockCompare */
+        LockCompare: {
+            /**
+             * Rows
+             * @description largest total wait on either side first
+             */
+            rows: components["schemas"]["LockPair"][];
+            /** Total */
+            total: number;
+        };
+        /** LockPair */
+        LockPair: {
+            a: components["schemas"]["LockSide"] | null;
+            b: components["schemas"]["LockSide"] | null;
+            /**
+             * Deltas
+             * @description waits, total_ns, p50_ns, p90_ns, p99_ns, max_ns
+             */
+            deltas: components["schemas"]["Delta"][];
+            /**
+             * Lock Key
+             * @description the lock, as /waits?lock_key= takes it; null: waits on no known lock
+             */
+            lock_key: string | null;
+        };
         /** LockPrimitive */
         LockPrimitive: {
             /** Acquire */
@@ -1421,6 +1692,31 @@ export interface components {
             sleep: string[];
             /** What */
             what: string;
+        };
+        /** LockSide */
+        LockSide: {
+            /**
+             * Ends Known
+             * @description false: a wait was still open at the end of the trace (a lower bound)
+             */
+            ends_known: boolean;
+            /**
+             * Locks
+             * @description the lock labels of its waits (xfs_ilock via down_write, …)
+             */
+            locks: string[];
+            /** Max Ns */
+            max_ns: number;
+            /** P50 Ns */
+            p50_ns: number;
+            /** P90 Ns */
+            p90_ns: number;
+            /** P99 Ns */
+            p99_ns: number;
+            /** Total Ns */
+            total_ns: number;
+            /** Waits */
+            waits: number;
         };
         /** LockTotal */
         LockTotal: {
@@ -1626,6 +1922,23 @@ export interface components {
             message: string;
             /** T Ns */
             t_ns: number;
+        };
+        /** SidePercentiles */
+        SidePercentiles: {
+            /** Count */
+            count: number;
+            /** Max Ns */
+            max_ns: number | null;
+            /** P50 Ns */
+            p50_ns: number | null;
+            /** P90 Ns */
+            p90_ns: number | null;
+            /** P9999 Ns */
+            p9999_ns: number | null;
+            /** P999 Ns */
+            p999_ns: number | null;
+            /** P99 Ns */
+            p99_ns: number | null;
         };
         /** SkippedLine */
         SkippedLine: {
@@ -3581,6 +3894,61 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    compare_api_compare_get: {
+        parameters: {
+            query: {
+                /** @description an analysis id */
+                a: string;
+                /** @description the 'after' analysis (default: a, in b's range) */
+                b?: string | null;
+                /** @description ns, on the analysis timeline (within ±2^62) */
+                a_from?: number | null;
+                /** @description ns, on the analysis timeline (within ±2^62) */
+                a_to?: number | null;
+                /** @description ns, on the analysis timeline (within ±2^62) */
+                b_from?: number | null;
+                /** @description ns, on the analysis timeline (within ±2^62) */
+                b_to?: number | null;
+                x_bins?: number;
+                y_bins?: number;
+                /** @description rows per table at most */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Comparison"];
+                };
+            };
+            /** @description no analysis with one of these ids */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a range is reversed or holds nothing of its analysis */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
