@@ -103,8 +103,8 @@ class SidePercentiles(BaseModel):
 
 
 class HeatmapSide(BaseModel):
-    t0_ns: int = Field(description="the side's start: x bins count from here")
-    t1_ns: int
+    t0_ns: int = Field(description="the side's start (its from, or its first such event if later): x counts from here")
+    t1_ns: int = Field(description="its end (its to, or its last such event if earlier)")
     x_bins: int = Field(description="this side's bins (the shorter side has fewer)")
     cells: list[CompareCell]
     percentiles: SidePercentiles = Field(description="exact (quantile_disc) over the side's events")

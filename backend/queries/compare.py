@@ -237,14 +237,14 @@ def locks(con, a: Side, b: Side, limit: int) -> dict:
 
 def _heat_side(con, side: Side, metric: str):
     """(index, offsets, lo, hi, windows, (count, quantiles, min, max)) of the metric's events in the side's range
-    (open ends: the metric's own first and last placement), or None when it has none."""
+    cut to the metric's own first and last placement, or None when it has none."""
     idx = heatmaps._index(con, side.analysis_id, metric, None)
     offsets = heatmaps._offsets(con, side.analysis_id)
     first_last = idx.span(offsets)
     if first_last is None:
         return None
-    lo = side.t0 if side.t0 is not None else first_last[0]
-    hi = side.t1 if side.t1 is not None else first_last[1]
+    lo = max(side.t0, first_last[0]) if side.t0 is not None else first_last[0]  # a range past the events: no
+    hi = min(side.t1, first_last[1]) if side.t1 is not None else first_last[1]  # empty bins drawn before or after
     if hi < lo:
         return None
     wins = idx.window(offsets, lo, hi)
