@@ -1531,10 +1531,13 @@ export interface components {
             percentiles: components["schemas"]["SidePercentiles"];
             /**
              * T0 Ns
-             * @description the side's start: x bins count from here
+             * @description the side's start (its from, or its first such event if later): x counts from here
              */
             t0_ns: number;
-            /** T1 Ns */
+            /**
+             * T1 Ns
+             * @description its end (its to, or its last such event if earlier)
+             */
             t1_ns: number;
             /**
              * X Bins
