@@ -50,7 +50,9 @@ VS_DUCKDB_TARGETS = {"blkparse": 3.0, "ftrace": 2.0, "offcputime": None}
 
 
 def run_measured(cmd: list[str]) -> tuple[dict, float, int, float]:
-    """Runs cmd; returns its JSON output, wall seconds, that process' own peak RSS (KiB) and CPU seconds."""
+    """Runs cmd; returns its JSON output, wall seconds, that process' own peak RSS (KiB: the VmHWM it reports as
+    `vmhwm_kib`, bench/ingest.py; else wait4's ru_maxrss, which is at least this process' own peak when it started
+    the child) and CPU seconds."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     out = proc.stdout.read()
@@ -59,7 +61,8 @@ def run_measured(cmd: list[str]) -> tuple[dict, float, int, float]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed with exit code {proc.returncode}")
-    return json.loads(out), wall, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
+    result = json.loads(out)
+    return result, wall, result.get("vmhwm_kib") or usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 
 
 def ingest(path: Path, runs: int) -> dict:
