@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
-  buildTimelineOption,
+  GRID,
   decodeTimeline,
   describeItem,
-  itemOf,
+  sceneHit,
+  timelineScene,
   nameColor,
   panWindow,
   segmentBand,
@@ -205,62 +206,69 @@ describe('timeline layout', () => {
     expect(describeItem(items[6])).toContain('checkpoint start');
   });
 
-  it('builds a custom series for the items, a step line per counter, the selection and the print markers', () => {
+  it('draws the items as a scene: rects in draw order, a step line per counter, the selection, the print markers', () => {
     const items = timelineItems(T, layout);
-    const opt = buildTimelineOption(layout, items, { v0: 0, v1: 1000, selection: [200, 400], origin: 0 }) as any;
-    expect(opt.xAxis.min).toBe(0);
-    expect(opt.xAxis.max).toBe(1000);
-    expect(opt.yAxis).toMatchObject({ min: 0, max: layout.height, inverse: true });
-    expect(opt.series.map((s: any) => [s.type, s.name])).toEqual([
-      ['custom', 'timeline'],
-      ['line', '8,0 (device) in flight'],
-      ['custom', 'selection'],
-      ['custom', 'marks'],
-    ]);
-    // each datum is the item's index: the markers apart (drawn unclipped, their handle above the plot)
-    expect(opt.series[0].data).toEqual([[0], [1], [2], [3], [4], [5]]);
-    expect(opt.series[3].data).toEqual([[6]]);
-    expect(opt.series[0]).toMatchObject({ clip: true, progressive: 0 });
-    expect(opt.series[3]).toMatchObject({ clip: false, progressive: 0 });
+    // 1000 ns over a plot of 1000 px: 1 px per ns
+    const width = 1000 + GRID.left + GRID.right;
+    const s = timelineScene(layout, items, { v0: 0, v1: 1000, selection: [200, 400], origin: 0, tickStep: 250 }, width);
+    expect(s.plot).toEqual({ x: GRID.left, y: GRID.top, w: 1000, h: layout.height });
+    expect(s.height).toBe(layout.height + GRID.top + GRID.bottom);
+    expect(s.grid).toEqual([0, 250, 500, 750, 1000].map((t) => GRID.left + t));
+    expect(s.selection).toMatchObject({ x: GRID.left + 200, w: 200, y: GRID.top, h: layout.height });
+    // the band and the segments, each with the index of its item
+    expect(s.rects.map((r) => r.item)).toEqual([0, 1, 2, 3, 4]);
+    expect(s.arrows.map((a) => a.line.item)).toEqual([5]);
+    expect(s.marks.map((m) => m.line.item)).toEqual([6]);
+    // the marker: a line down the plot and a handle above it
+    expect(s.marks[0].line).toMatchObject({ x1: GRID.left + 120, y1: GRID.top, y2: GRID.top + layout.height });
+    expect(s.marks[0].head.points[2]).toEqual([GRID.left + 120, GRID.top]);
     const dev = layout.byId.get('dev:2:8,0')!;
     // in flight 0 at the bottom of the lane, the max 2 at its top (3 px margins)
-    expect(opt.series[1].data[0]).toEqual([0, dev.y + dev.h - 3, 0]);
-    expect(opt.series[1].data[1]).toEqual([500, dev.y + 3, 2]);
-    expect(opt.series[2].data).toEqual([[0]]);
-    // tooltips and clicks find the item behind the datum, in either series
-    expect(opt.series[3].tooltip.formatter({ value: [6] })).toContain('checkpoint start');
-    expect(itemOf(items, { seriesName: 'marks', value: [6] })).toBe(items[6]);
-    expect(itemOf(items, { seriesName: 'timeline', value: [4] })).toBe(items[4]);
-    expect(itemOf(items, { seriesName: 'selection', value: [0] })).toBeNull();
+    expect(s.steps[0].points[0]).toEqual([GRID.left, GRID.top + dev.y + dev.h - 3, 0]);
+    expect(s.steps[0].points[1]).toEqual([GRID.left + 500, GRID.top + dev.y + 3, 2]);
+    // a marker outside the window is not drawn
+    expect(timelineScene(layout, items, { v0: 500, v1: 1000, selection: null, origin: 0 }, width).marks).toEqual([]);
   });
 
-  it('draws a segment as a bare rect, with a label (elided to it) only when wider than 40 px', () => {
+  it('labels a slice (elided to it) only when wider than 40 px; outlines the selected one', () => {
     const items = timelineItems(T, layout);
-    const opt = buildTimelineOption(layout, items, { v0: 0, v1: 1000, selection: null, origin: 0 }) as any;
-    const coordSys = { x: 0, y: 0, width: 1000, height: layout.height };
-    const draw = (i: number, pxPerNs = 1) =>
-      opt.series[0].renderItem({ coordSys }, { value: () => i, coord: ([x, y]: number[]) => [x * pxPerNs, y] });
-    const service = draw(4); // the device's service segments, 580 px wide: their duration, how many merged
-    expect(service.textContent.style).toMatchObject({ text: 'D→C 580 ns ×3', overflow: 'truncate' });
-    const state = draw(4, 0.05); // 29 px: bare
-    expect(state).toEqual({ type: 'rect', shape: expect.any(Object), style: { fill: expect.any(String), opacity: 0.85 } });
-    const wait = draw(1); // 800 px wide
-    expect(wait.textContent.style).toMatchObject({ text: 'wait_transaction_locked', width: 794, overflow: 'truncate', ellipsis: '…' });
-    expect(draw(1, 0.05).textContent).toBeUndefined(); // 40 px: no label
-    // the selected item is outlined
-    const sel = (buildTimelineOption(layout, items, { v0: 0, v1: 1000, selection: null, origin: 0, selected: 1 }) as any).series[0].renderItem(
-      { coordSys },
-      { value: () => 1, coord: ([x, y]: number[]) => [x, y] },
-    );
-    expect(sel.style).toMatchObject({ stroke: '#ffffff', lineWidth: 2 });
-    // a marker outside the window is not drawn
-    const mark = (v0: number, v1: number) =>
-      (buildTimelineOption(layout, items, { v0, v1, selection: null, origin: 0 }) as any).series[3].renderItem(
-        { coordSys },
-        { value: () => 6, coord: ([x, y]: number[]) => [x, y] },
-      );
-    expect(mark(0, 1000).children).toHaveLength(2);
-    expect(mark(500, 1000)).toBeNull();
+    const at = (pxPerNs: number, selected: number | null = null) =>
+      timelineScene(layout, items, { v0: 0, v1: 1000, selection: null, origin: 0, selected }, 1000 * pxPerNs + GRID.left + GRID.right);
+    const wide = at(1);
+    // the device's service segments, 580 px wide: their duration, how many merged; the wait, 800 px
+    expect(wide.labels.map((l) => l.text)).toEqual(expect.arrayContaining(['D→C 580 ns ×3', 'wait_transaction_locked']));
+    expect(wide.labels.find((l) => l.text === 'wait_transaction_locked')!.w).toBe(794);
+    // at 0.05 px per ns: 29 px for the service, 40 px for the wait: bare rects (the calls, 43 and 40.25 px, keep theirs)
+    expect(at(0.05).labels.map((l) => l.text)).toEqual(['ext4_file_write_iter', 'start_this_handle']);
+    expect(wide.rects.find((r) => r.item === 1)).toMatchObject({ opacity: 0.85 });
+    expect(wide.rects.find((r) => r.item === 1)!.stroke).toBeUndefined();
+    expect(at(1, 1).rects.find((r) => r.item === 1)).toMatchObject({ stroke: '#ffffff', lineWidth: 2, opacity: 1 });
+  });
+
+  it('finds what is under the pointer for tooltips and clicks: markers, arrows, counters, then the topmost slice', () => {
+    const items = timelineItems(T, layout);
+    const s = timelineScene(layout, items, { v0: 0, v1: 1000, selection: null, origin: 0 }, 1000 + GRID.left + GRID.right);
+    const task = layout.byId.get('task:1:42')!;
+    const dev = layout.byId.get('dev:2:8,0')!;
+    // the wait (3 px under the lane's top, 16 px tall) at t = 500
+    const wait = sceneHit(s, items, GRID.left + 500, GRID.top + task.y + 10)!;
+    expect(wait.item).toBe(1);
+    expect(wait.html).toContain('wait in wait_transaction_locked');
+    // the marker's handle above the plot, and its line
+    expect(sceneHit(s, items, GRID.left + 121, GRID.top - 4)!.item).toBe(6);
+    // the counter's line: its value there
+    const c = sceneHit(s, items, GRID.left + 600, GRID.top + dev.y + 3)!;
+    expect(c.item).toBe(-1);
+    expect(c.html).toContain('2 requests in flight');
+    // the service slice under it, away from the line
+    expect(sceneHit(s, items, GRID.left + 600, GRID.top + dev.y + dev.h - 6)!.item).toBe(4);
+    // nothing: outside the plot, or between items
+    expect(sceneHit(s, items, 2, GRID.top + 5)).toBeNull();
+    expect(sceneHit(s, items, GRID.left + 990, GRID.top + task.y + 10)).toBeNull();
+    // a trace's names are escaped in the tooltip
+    const hostile = timelineItems({ ...T, marks: [{ ...T.marks[0], text: '<img src=x onerror=alert(1)>' }] }, layout);
+    const hs = timelineScene(layout, hostile, { v0: 0, v1: 1000, selection: null, origin: 0 }, 1000 + GRID.left + GRID.right);
+    expect(sceneHit(hs, hostile, GRID.left + 120, GRID.top - 4)!.html).toContain('&lt;img');
   });
 });
 

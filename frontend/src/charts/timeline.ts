@@ -1,12 +1,11 @@
-// The analysis timeline: lanes of segments from the server (already aggregated per pixel), drawn with one
-// ECharts custom series on a pixel-exact y axis (y = px from the top of the plot), so lanes can have heights
-// of their own. Pure: the layout and the option depend only on the data and the window.
-import type { CustomSeriesRenderItemAPI, CustomSeriesRenderItemParams, CustomSeriesRenderItemReturn } from 'echarts';
+// The analysis timeline: lanes of segments from the server (already aggregated per pixel), drawn on a 2D canvas
+// (views/timeline/TimelineCanvas.tsx paints timelineScene: no chart library on this tab's path), y in px from the top
+// of the plot, so lanes can have heights of their own. Pure: the layout and the scene depend only on the data, the
+// window and the width.
 import type { components } from '../api/schema';
 import { formatAbsTime, formatCount, formatNs } from '../lib/format';
 import { html, tooltipLines } from './html';
-import { C, axisCommon, baseTextStyle, tooltipStyle } from './theme';
-import type { EChartsOption } from './types';
+import { C } from './theme';
 
 /** The timeline as the API sends it: each lane's items as columns (compact: a response holds thousands). */
 export type TimelineWire = components['schemas']['Timeline'];
@@ -297,15 +296,6 @@ export function describeItem(it: Item): string {
   }
 }
 
-/** The item behind a click or tooltip on the timeline's series (each datum is [index in items]). */
-export function itemOf(items: Item[], p: { seriesName?: string; value?: unknown } | null | undefined): Item | null {
-  if (p?.seriesName !== 'timeline' && p?.seriesName !== 'marks') return null;
-  const i = Array.isArray(p.value) ? p.value[0] : undefined;
-  return typeof i === 'number' ? (items[i] ?? null) : null;
-}
-
-type Rendered = CustomSeriesRenderItemReturn;
-
 /** The segments that may carry a label: those no other segment of the same row (lane, track, call depth) overlaps.
  * A device's requests in flight overlap one another: their labels were printed over each other. */
 export function labelFree(layout: Layout): Set<TimelineSegment> {
@@ -332,180 +322,157 @@ export function labelFree(layout: Layout): Set<TimelineSegment> {
   return free;
 }
 
-export function buildTimelineOption(layout: Layout, items: Item[], o: TimelineOptions): EChartsOption {
+/** The plot's margins inside the canvas (px): the ruler above and the track tree on the left line up with them. */
+export const GRID = { left: 8, right: 16, top: 12, bottom: 4 };
+
+/** What the canvas draws, in CSS px from its top left: pure data, so the drawing is tested without a canvas. `item`: the
+ * index in items of what a shape shows (for tooltips and clicks), -1 for none. */
+export type SceneRect = { x: number; y: number; w: number; h: number; fill: string; opacity: number; item: number; stroke?: string; lineWidth?: number; dash?: number[] };
+export type SceneLabel = { x: number; y: number; w: number; text: string };
+export type SceneLine = { x1: number; y1: number; x2: number; y2: number; color: string; width: number; dash?: number[]; opacity?: number; item: number };
+export type ScenePolygon = { points: [number, number][]; fill: string; item: number };
+/** A device's requests in flight: a step line, each point [x, y, value]. */
+export type SceneStep = { lane: TimelineLane; points: [number, number, number][]; unit: string; name: string };
+export type Scene = {
+  width: number;
+  height: number;
+  plot: { x: number; y: number; w: number; h: number };
+  grid: number[]; // x of the vertical grid lines
+  selection: SceneRect | null; // under the lanes
+  rects: SceneRect[]; // bands and segments, in draw order (clipped to the plot)
+  labels: SceneLabel[]; // over the segments
+  arrows: { line: SceneLine; head: ScenePolygon }[]; // clipped to the plot
+  marks: { line: SceneLine; head: ScenePolygon }[]; // not clipped: the handle is above the plot
+  steps: SceneStep[];
+};
+
+/** The timeline drawn at `width` px (the canvas): each item as rects, lines and polygons, the labels that fit. A cold
+ * page drew ~2,000 items through ECharts' custom series (its chunk evaluated, an element per item: ~330 ms of main
+ * thread); here they are plain rects on a 2D canvas. */
+export function timelineScene(layout: Layout, items: Item[], o: TimelineOptions, width: number): Scene {
+  const plot = { x: GRID.left, y: GRID.top, w: Math.max(1, width - GRID.left - GRID.right), h: layout.height };
+  const span = Math.max(1, o.v1 - o.v0);
+  const x = (ns: number) => plot.x + ((ns - o.v0) / span) * plot.w;
+  const y = (py: number) => plot.y + py;
+  const clipX = (v: number) => Math.max(plot.x, Math.min(plot.x + plot.w, v));
   const free = labelFree(layout);
-  const render = (p: CustomSeriesRenderItemParams, api: CustomSeriesRenderItemAPI): Rendered => {
-    const it = items[api.value(0) as number];
-    const x = (ns: number) => api.coord([ns - o.origin, 0])[0];
-    const y = (py: number) => api.coord([0, py])[1];
-    const cs = p.coordSys as unknown as { x: number; width: number; y: number; height: number };
-    const clipX = (v: number) => Math.max(cs.x, Math.min(cs.x + cs.width, v));
+  const scene: Scene = { width, height: layout.height + GRID.top + GRID.bottom, plot, grid: [], selection: null, rects: [], labels: [], arrows: [], marks: [], steps: [] };
+  if (o.tickStep && o.tickStep > 0 && span / o.tickStep < 500) {
+    // the ruler's ticks: multiples of the step from the analysis start
+    for (let t = Math.ceil((o.v0 - o.origin) / o.tickStep) * o.tickStep; t <= o.v1 - o.origin; t += o.tickStep) scene.grid.push(x(t + o.origin));
+  }
+  if (o.selection) {
+    const [a, b] = o.selection;
+    scene.selection = { x: x(a), y: plot.y, w: Math.max(1, x(b) - x(a)), h: plot.h, fill: 'rgba(88,166,255,0.10)', opacity: 1, stroke: 'rgba(88,166,255,0.6)', lineWidth: 1, item: -1 };
+  }
+  items.forEach((it, i) => {
     if (it.kind === 'segment') {
-      const box = layout.byId.get(it.lane.id)!;
+      const box = layout.byId.get(it.lane.id);
+      if (!box) return;
       const [top, h] = segmentBand(box, it.seg);
       const x0 = clipX(x(it.seg.t0_ns));
       const x1 = clipX(x(it.seg.t1_ns));
+      if (x(it.seg.t1_ns) < plot.x || x(it.seg.t0_ns) > plot.x + plot.w) return; // outside the window
       const w = Math.max(1, x1 - x0);
-      const shape = { x: x0, y: y(box.y + top), width: w, height: h };
       const fill = segmentColor(it.seg, it.lane);
-      const opacity = it.seg.track === 'state' && it.seg.state === 'blocked' ? 0.9 : 0.85;
-      const sel = api.value(0) === o.selected;
-      const style = sel ? { fill, opacity: 1, stroke: '#ffffff', lineWidth: 2 } : { fill, opacity };
-      // a label only where it fits (waits, calls and block phases wider than 40 px, elided to the rect): the others
-      // are bare rects (no text to lay out), so labels never run over each other
+      const sel = i === o.selected;
+      const opacity = sel ? 1 : it.seg.track === 'state' && it.seg.state === 'blocked' ? 0.9 : 0.85;
+      scene.rects.push({ x: x0, y: y(box.y + top), w, h, fill, opacity, item: i, ...(sel ? { stroke: '#ffffff', lineWidth: 2 } : {}) });
+      // a label only where it fits (waits, calls and block phases wider than 40 px, elided to the rect), and only on a
+      // slice no other slice of its row overlaps: labels never run over each other
       const labelled =
         (it.seg.track === 'wait' || it.seg.track === 'call' || it.lane.kind === 'cpu' || ((it.seg.track === 'queued' || it.seg.track === 'service') && h >= 10)) &&
         w > 40 &&
         free.has(it.seg);
-      if (!labelled) return { type: 'rect', shape, style } as unknown as Rendered;
-      return {
-        type: 'rect',
-        shape,
-        style,
-        textContent: { silent: true, style: { text: segmentLabel(it.seg), fill: '#0d1117', fontSize: 10, width: w - 6, overflow: 'truncate', ellipsis: '…' } },
-        textConfig: { position: 'insideLeft' },
-      } as unknown as Rendered;
-    }
-    if (it.kind === 'band') {
-      const box = layout.byId.get(it.lane.id)!;
+      if (labelled) scene.labels.push({ x: x0 + 5, y: y(box.y + top) + h / 2, w: w - 6, text: segmentLabel(it.seg) });
+    } else if (it.kind === 'band') {
+      const box = layout.byId.get(it.lane.id);
+      if (!box) return;
       const b = it.lane.band!;
       const x0 = clipX(x(b.t0_ns));
-      const x1 = b.t1_ns === null ? cs.x + cs.width : clipX(x(b.t1_ns));
-      return {
-        type: 'rect',
-        shape: { x: x0, y: y(box.y + 2), width: Math.max(1, x1 - x0), height: box.h - 4 },
-        style: { fill: 'rgba(185,156,240,0.35)', stroke: '#b99cf0', lineWidth: 1, lineDash: b.t1_ns === null ? [4, 3] : undefined },
-      } as unknown as Rendered;
-    }
-    if (it.kind === 'arrow') {
+      const x1 = b.t1_ns === null ? plot.x + plot.w : clipX(x(b.t1_ns));
+      scene.rects.push({
+        x: x0,
+        y: y(box.y + 2),
+        w: Math.max(1, x1 - x0),
+        h: box.h - 4,
+        fill: 'rgba(185,156,240,0.35)',
+        opacity: 1,
+        stroke: '#b99cf0',
+        lineWidth: 1,
+        ...(b.t1_ns === null ? { dash: [4, 3] } : {}),
+        item: i,
+      });
+    } else if (it.kind === 'arrow') {
       const a = it.arrow;
-      const f = layout.byId.get(a.from_lane)!;
-      const tt = layout.byId.get(a.to_lane)!;
+      const f = layout.byId.get(a.from_lane);
+      const tt = layout.byId.get(a.to_lane);
+      if (!f || !tt) return;
       const x0 = x(a.from_ns);
       const x1 = x(a.to_ns);
       const y0 = y(f.y + f.h / 2);
       const y1 = y(tt.y + (tt.y > f.y ? 3 : tt.h - 3));
       const color = RELATION_COLORS[a.relation] ?? C.text;
       const dir = y1 > y0 ? 1 : -1;
-      return {
-        type: 'group',
-        children: [
-          { type: 'line', shape: { x1: x0, y1: y0, x2: x1, y2: y1 }, style: { stroke: color, lineWidth: 1.6 } },
-          { type: 'polygon', shape: { points: [[x1, y1], [x1 - 4, y1 - 7 * dir], [x1 + 4, y1 - 7 * dir]] }, style: { fill: color } },
-        ],
-      } as unknown as Rendered;
+      scene.arrows.push({
+        line: { x1: x0, y1: y0, x2: x1, y2: y1, color, width: 1.6, item: i },
+        head: { points: [[x1, y1], [x1 - 4, y1 - 7 * dir], [x1 + 4, y1 - 7 * dir]], fill: color, item: i },
+      });
+    } else if (it.kind === 'mark') {
+      // print markers: a dashed line down the plot and a handle above it; those outside the window are not drawn
+      if (it.mark.t_ns < o.v0 || it.mark.t_ns > o.v1) return;
+      const xm = x(it.mark.t_ns);
+      scene.marks.push({
+        line: { x1: xm, y1: plot.y, x2: xm, y2: plot.y + plot.h, color: C.message, width: 1, dash: [3, 3], opacity: 0.8, item: i },
+        head: { points: [[xm - 4, plot.y - 8], [xm + 4, plot.y - 8], [xm, plot.y]], fill: C.message, item: i },
+      });
     }
-    return null as unknown as Rendered;
-  };
-  // print markers: a dashed line down the plot and a handle above it (outside the plot: their series is not
-  // clipped, so the markers outside the window are not drawn at all)
-  const renderMark = (p: CustomSeriesRenderItemParams, api: CustomSeriesRenderItemAPI): Rendered => {
-    const it = items[api.value(0) as number];
-    if (it.kind !== 'mark' || it.mark.t_ns < o.v0 || it.mark.t_ns > o.v1) return null as unknown as Rendered;
-    const xm = api.coord([it.mark.t_ns - o.origin, 0])[0];
-    const cs = p.coordSys as unknown as { x: number; width: number; y: number; height: number };
-    return {
-      type: 'group',
-      children: [
-        { type: 'line', shape: { x1: xm, y1: cs.y, x2: xm, y2: cs.y + cs.height }, style: { stroke: C.message, lineWidth: 1, lineDash: [3, 3], opacity: 0.8 } },
-        { type: 'polygon', shape: { points: [[xm - 4, cs.y - 8], [xm + 4, cs.y - 8], [xm, cs.y]] }, style: { fill: C.message } },
-      ],
-    } as unknown as Rendered;
-  };
-
-  const drawn: number[][] = [];
-  const marks: number[][] = [];
-  items.forEach((it, i) => (it.kind === 'mark' ? marks : drawn).push([i]));
-  const tooltip = { formatter: (p: { value: number[] }) => describeItem(items[p.value[0]]) };
-  const counters = layout.lanes.filter((b) => b.lane.counter);
-  return {
-    backgroundColor: 'transparent',
-    animation: false,
-    textStyle: baseTextStyle,
-    grid: { left: 8, right: 16, top: 12, bottom: 4 }, // the chart is layout.height + 16 px tall: 1 y unit = 1 px
-    tooltip: { ...tooltipStyle, trigger: 'item', confine: true },
-    xAxis: {
-      type: 'value',
-      min: o.v0 - o.origin,
-      max: o.v1 - o.origin,
-      ...axisCommon,
-      ...(o.tickStep ? { interval: o.tickStep } : { splitNumber: 8 }),
-      axisLabel: { show: false }, // the ruler above the chart labels the ticks (distinct, as precise as the zoom)
-      axisTick: { show: false },
-    },
-    yAxis: { type: 'value', min: 0, max: layout.height, inverse: true, show: false },
-    series: [
-      {
-        type: 'custom',
-        name: 'timeline',
-        renderItem: render,
-        clip: true,
-        // drawn in one pass: progressively (ECharts' default above 3000 items) it took a frame per 400 items,
-        // repainting each time, and drew them unclipped
-        progressive: 0,
-        data: drawn,
-        encode: { x: [], y: [] },
-        tooltip,
-        z: 2,
-      },
-      ...counters.map((b) => counterSeries(b, o, layout)),
-      selectionSeries(o, layout),
-      {
-        type: 'custom',
-        name: 'marks',
-        renderItem: renderMark,
-        clip: false,
-        progressive: 0,
-        data: marks,
-        encode: { x: [], y: [] },
-        tooltip,
-        z: 2, // under the segments' labels, over the segments (after them)
-      },
-    ],
-  } as EChartsOption;
+  });
+  for (const b of layout.lanes) {
+    const c = b.lane.counter;
+    if (!c) continue;
+    const scale = c.max > 0 ? (b.h - 6) / c.max : 0;
+    scene.steps.push({ lane: b.lane, unit: c.unit, name: c.name, points: c.points.map(([t, v]) => [x(t), y(b.y + b.h - 3 - v * scale), v]) });
+  }
+  return scene;
 }
 
-/** Requests in flight, as a step line across the device lane (scaled to its height). */
-function counterSeries(b: LaneBox, o: TimelineOptions, _layout: Layout) {
-  const c = b.lane.counter!;
-  const scale = c.max > 0 ? (b.h - 6) / c.max : 0;
-  return {
-    type: 'line' as const,
-    name: `${b.lane.label} ${c.name}`,
-    step: 'end' as const,
-    symbol: 'none',
-    lineStyle: { color: '#e6edf3', width: 1, opacity: 0.7 },
-    data: c.points.map(([t, v]) => [t - o.origin, b.y + b.h - 3 - v * scale, v]),
-    tooltip: {
-      formatter: (p: { value: number[] }) =>
-        tooltipLines(html`${b.lane.label}: ${p.value[2]} ${c.unit} ${c.name}`, html`at ${formatAbsTime(p.value[0] + o.origin)}`),
-    },
-    z: 3,
-  };
-}
-
-/** The analysis-wide time range, shaded. */
-function selectionSeries(o: TimelineOptions, layout: Layout) {
-  const s = o.selection;
-  return {
-    type: 'custom' as const,
-    name: 'selection',
-    silent: true,
-    data: s ? [[0]] : [],
-    encode: { x: [], y: [] },
-    renderItem: (_p: CustomSeriesRenderItemParams, api: CustomSeriesRenderItemAPI) => {
-      const x0 = api.coord([s![0] - o.origin, 0])[0];
-      const x1 = api.coord([s![1] - o.origin, 0])[0];
-      const y0 = api.coord([0, 0])[1];
-      const y1 = api.coord([0, layout.height])[1];
+/** What is under the point (x, y) of the canvas: the item's index (-1: a counter's value, described in `html`), and the
+ * tooltip's HTML (escaped: charts/html.ts). Marks first, then arrows, the counters' lines, the topmost slice. */
+export function sceneHit(scene: Scene, items: Item[], px: number, py: number): { item: number; html: string } | null {
+  const at = (item: number) => ({ item, html: describeItem(items[item]) });
+  for (const m of scene.marks) {
+    const [hx, hy] = m.head.points[2];
+    if (Math.abs(px - hx) <= 3 && py >= hy - 9 && py <= m.line.y2) return at(m.line.item);
+  }
+  const inPlot = px >= scene.plot.x && px <= scene.plot.x + scene.plot.w && py >= scene.plot.y && py <= scene.plot.y + scene.plot.h;
+  if (!inPlot) return null;
+  for (const a of scene.arrows) if (nearSegment(a.line, px, py, 4)) return at(a.line.item);
+  for (const s of scene.steps) {
+    let k = -1;
+    for (let i = 0; i < s.points.length && s.points[i][0] <= px; i++) k = i;
+    if (k >= 0 && Math.abs(s.points[k][1] - py) <= 3) {
       return {
-        type: 'rect',
-        shape: { x: x0, y: y0, width: Math.max(1, x1 - x0), height: y1 - y0 },
-        style: { fill: 'rgba(88,166,255,0.10)', stroke: 'rgba(88,166,255,0.6)', lineWidth: 1 },
-      } as unknown as CustomSeriesRenderItemReturn;
-    },
-    z: 1,
-  };
+        item: -1,
+        html: tooltipLines(html`${s.lane.label}: ${s.points[k][2]} ${s.unit} ${s.name}`, html`at ${formatAbsTime(s.lane.counter!.points[k][0])}`),
+      };
+    }
+  }
+  for (let i = scene.rects.length - 1; i >= 0; i--) {
+    const r = scene.rects[i];
+    if (px >= r.x - 0.5 && px <= r.x + r.w + 0.5 && py >= r.y && py <= r.y + r.h) return at(r.item);
+  }
+  return null;
+}
+
+function nearSegment(l: SceneLine, px: number, py: number, tol: number): boolean {
+  const dx = l.x2 - l.x1;
+  const dy = l.y2 - l.y1;
+  const len2 = dx * dx + dy * dy;
+  const t = len2 > 0 ? Math.max(0, Math.min(1, ((px - l.x1) * dx + (py - l.y1) * dy) / len2)) : 0;
+  const ex = l.x1 + t * dx - px;
+  const ey = l.y1 + t * dy - py;
+  return ex * ex + ey * ey <= tol * tol;
 }
 
 /** Zoom the window [v0, v1] by `factor` (<1 in, >1 out) around `at`, kept inside [lo, hi]. */

@@ -2,8 +2,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import type { AnalysisDetail } from '../../api/types';
 import { useTimeline } from '../../api/queries';
 import { TIMELINE_WIDTH_PX, timelineWindow } from '../../api/tabQueries';
-import { EChart, type EChartHandler } from '../../charts/EChart';
-import { buildTimelineOption, chainOfSegment, itemOf, panWindow, timelineItems, timelineLayout, zoomWindow, type Item } from '../../charts/timeline';
+import { GRID, chainOfSegment, panWindow, timelineItems, timelineLayout, zoomWindow, type Item, type TimelineOptions } from '../../charts/timeline';
 import { niceStep } from '../../charts/timeAxis';
 import { formatInstant } from '../../charts/timeAxis';
 import { ErrorBox, Loading } from '../../components/Status';
@@ -11,11 +10,12 @@ import { formatCount, formatName, formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import { Cursor, Measure, RULER_H, Ruler, type Geometry } from './Ruler';
 import { Legend, SelectedItem } from './SelectedItem';
+import { TimelineCanvas } from './TimelineCanvas';
 
-const GRID_LEFT = 8; // keep in sync with buildTimelineOption's grid
-const GRID_RIGHT = 16;
-const GRID_TOP = 12;
-const GRID_BOTTOM = 4;
+const GRID_LEFT = GRID.left;
+const GRID_RIGHT = GRID.right;
+const GRID_TOP = GRID.top;
+const GRID_BOTTOM = GRID.bottom;
 const LABELS_W = 240;
 
 /** The analysis on one time axis, as Perfetto's and KernelShark's: a track tree (groups fold, lanes pin to the top,
@@ -51,13 +51,12 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
   // analysis is asked without a window (the server's default: the request main.tsx started from the URL), unless
   // the analysis spans no time (its window is then [lo, lo + 1], which the server would not default to)
   const spans = analysis.t_min_ns !== null && analysis.t_max_ns !== null && analysis.t_max_ns > analysis.t_min_ns;
-  const want: [number | null, number | null] = view.v0 !== null || !spans ? [v0, v1] : [null, null];
-  const [asked, setAsked] = useState(want);
+  const [want0, want1] = view.v0 !== null || !spans ? [v0, v1] : [null, null];
+  const [asked, setAsked] = useState<[number | null, number | null]>([want0, want1]);
   useEffect(() => {
-    const t = setTimeout(() => setAsked((a) => (a[0] === want[0] && a[1] === want[1] ? a : want)), 120); // same: no render
+    const t = setTimeout(() => setAsked((a) => (a[0] === want0 && a[1] === want1 ? a : [want0, want1])), 120); // same: no render
     return () => clearTimeout(t);
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [want[0], want[1]]);
+  }, [want0, want1]);
   const q = useTimeline(analysis.id, { ...timelineWindow(view, width), v0: asked[0], v1: asked[1] });
 
   const names = useMemo(() => new Map(analysis.sources.map((s) => [s.id, `${formatName(s)} · ${s.filename}`])), [analysis.sources]);
@@ -80,12 +79,12 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
     const i = items.findIndex((it) => it.kind === 'segment' && it.seg === selected.seg);
     return i >= 0 ? i : null;
   }, [items, selected]);
-  const selection: [number, number] | null = view.t0 !== null && view.t1 !== null ? [view.t0, view.t1] : null;
+  const { t0: sel0, t1: sel1 } = view;
+  const selection: [number, number] | null = sel0 !== null && sel1 !== null ? [sel0, sel1] : null;
   const tickStep = niceStep(v1 - v0, Math.max(2, Math.floor(plotPx / 130)));
-  const option = useMemo(
-    () => (layout ? buildTimelineOption(layout, items, { v0, v1, selection, origin: lo, tickStep, selected: selIndex }) : null),
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-    [layout, items, v0, v1, selection?.[0], selection?.[1], lo, tickStep, selIndex],
+  const options = useMemo<TimelineOptions>(
+    () => ({ v0, v1, selection: sel0 !== null && sel1 !== null ? [sel0, sel1] : null, origin: lo, tickStep, selected: selIndex }),
+    [v0, v1, sel0, sel1, lo, tickStep, selIndex],
   );
 
   const setWindow = useCallback(
@@ -104,9 +103,12 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
   // the span the keys M and F act on: the selected slice, else the analysis-wide time range
   const focus: [number, number] | null =
     selected?.kind === 'segment' ? [selected.seg.t0_ns, Math.max(selected.seg.t1_ns, selected.seg.t0_ns + 1)] : selected?.kind === 'mark' ? [selected.mark.t_ns, selected.mark.t_ns + 1] : selection;
+  const [focus0, focus1] = focus ?? [null, null];
 
   // keyboard as in Perfetto: W/S zoom around the centre, A/D pan, M measure the selection, F fit it, Esc clear
+  const { tlMark, tlSel, chain: viewChain } = view;
   useEffect(() => {
+    const focus: [number, number] | null = focus0 !== null && focus1 !== null ? [focus0, focus1] : null;
     const onKey = (e: KeyboardEvent) => {
       const t = e.target as HTMLElement | null;
       if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' || t.isContentEditable)) return;
@@ -119,13 +121,13 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
       else if (k === 'd') setWindow(panWindow(v0, v1, 0.2, lo, hi));
       else if (k === 'm' && focus) setView({ tlMark: focus }, { replace: true });
       else if (k === 'f' && focus) setWindow(fitWindow(focus, lo, hi));
-      else if (k === 'escape' && (view.tlMark || view.tlSel || view.chain !== null)) setView({ tlMark: null, tlSel: null, chain: null });
+      else if (k === 'escape' && (tlMark || tlSel || viewChain !== null)) setView({ tlMark: null, tlSel: null, chain: null });
       else return;
       e.preventDefault();
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
-  }, [v0, v1, lo, hi, setWindow, setView, focus?.[0], focus?.[1], view.tlMark, view.tlSel, view.chain]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [v0, v1, lo, hi, setWindow, setView, focus0, focus1, tlMark, tlSel, viewChain]);
 
   // wheel: zoom around the pointer (a native listener: React's is passive and cannot preventDefault)
   useEffect(() => {
@@ -164,20 +166,17 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
     setDrag(null);
   };
 
-  const events = useMemo<Record<string, EChartHandler>>(
-    () => ({
-      click: (p) => {
-        const it = itemOf(items, p);
-        if (!it) return;
-        if (it.kind === 'segment') {
-          const c = q.data ? chainOfSegment(q.data.arrows, it.lane, it.seg) : null;
-          setView({ tlSel: { sourceId: it.seg.source_id, line: it.seg.line }, chain: c });
-        } else if (it.kind === 'arrow') setView({ chain: it.arrow.chain_id, tlSel: null });
-        else if (it.kind === 'mark') setView({ tlSel: { sourceId: it.mark.source_id, line: it.mark.line } });
-        else if (it.kind === 'band') setView({ tab: 'offcpu' });
-      },
-    }),
-    [items, setView, q.data],
+  const arrowsOfWindow = q.data?.arrows;
+  const pick = useCallback(
+    (it: Item) => {
+      if (it.kind === 'segment') {
+        const c = arrowsOfWindow ? chainOfSegment(arrowsOfWindow, it.lane, it.seg) : null;
+        setView({ tlSel: { sourceId: it.seg.source_id, line: it.seg.line }, chain: c });
+      } else if (it.kind === 'arrow') setView({ chain: it.arrow.chain_id, tlSel: null });
+      else if (it.kind === 'mark') setView({ tlSel: { sourceId: it.mark.source_id, line: it.mark.line } });
+      else if (it.kind === 'band') setView({ tab: 'offcpu' });
+    },
+    [setView, arrowsOfWindow],
   );
 
   const togglePin = (id: string) => setView({ tlPin: view.tlPin.includes(id) ? view.tlPin.filter((x) => x !== id) : [...view.tlPin, id] });
@@ -236,7 +235,7 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
         </div>
         {q.isPending && <Loading what="timeline" />}
         {q.isError && <ErrorBox title="Could not load the timeline." error={q.error} />}
-        {t && layout && option && (
+        {t && layout && (
           <div className="timeline-body">
             <div className="timeline-labels" style={{ width: LABELS_W, height: chartH + RULER_H }} data-testid="track-tree">
               {layout.headers.map((h) => (
@@ -277,7 +276,7 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
               style={{ position: 'relative' }}
             >
               <Ruler g={g} origin={lo} />
-              <EChart option={option} onEvents={events} height={chartH} ariaLabel="Analysis timeline" className="timeline-chart" />
+              <TimelineCanvas layout={layout} items={items} options={options} onPick={pick} ariaLabel="Analysis timeline" />
               {mark && <Measure g={g} mark={mark} />}
               <Cursor box={box} g={g} />
               {drag && Math.abs(drag.to - drag.from) > 0 && (
@@ -323,10 +322,14 @@ export function fitWindow([a, b]: [number, number], lo: number, hi: number): [nu
 function LaneSearch({ value, onChange }: { value: string | null; onChange: (v: string | null) => void }) {
   const [draft, setDraft] = useState(value ?? '');
   useEffect(() => setDraft(value ?? ''), [value]);
+  const changed = useRef(onChange); // the latest handler, called when the typing pauses
   useEffect(() => {
-    const t = setTimeout(() => (draft.trim() || null) !== value && onChange(draft.trim() || null), 200);
+    changed.current = onChange;
+  }, [onChange]);
+  useEffect(() => {
+    const t = setTimeout(() => (draft.trim() || null) !== value && changed.current(draft.trim() || null), 200);
     return () => clearTimeout(t);
-  }, [draft]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [draft, value]);
   return (
     <input
       className="text-input table-filter"
