@@ -312,9 +312,10 @@ static inline __attribute__((always_inline)) const char *digits_ws(const char *p
     return q && (q == e || is_ws(*q)) ? q : NULL;
 }
 
-/* The line in one pass, for the forms of nearly every line (a request's event: `maj,min cpu seq s.ns pid act rwbs
- * [sector [+ n]] [[comm]]`); any other form, or anything unexpected, is left to parse_line_full (which reads it again
- * from the start): the outcome is the same either way. */
+/* The line in one pass, for the forms a real capture is made of: a request's event `maj,min cpu seq s.ns pid act rwbs
+ * [sector [+ n] [/ split] [<- (maj,min) from]] [[comm] [depth]]` (remaps, splits, plugs and unplugs) and a scheduler
+ * message `... m rwbs text`; any other form (a cgroup before the action, `(elapsed)`, passthrough), or anything
+ * unexpected, is left to parse_line_full (which reads it again from the start): the outcome is the same either way. */
 static int parse_line(ev_t *v, const char *p, const char *e, int *in_summary) {
     const char *b = p, *be = e, *q;
     int64_t x, y;
@@ -339,7 +340,7 @@ static int parse_line(ev_t *v, const char *p, const char *e, int *in_summary) {
     v->act = p;
     while (p < e && p - v->act < 3 && ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z'))) p++;
     v->actn = (size_t)(p - v->act);
-    if (v->actn == 0 || v->actn > 2 || p >= e || !is_ws(*p) || (v->actn == 1 && v->act[0] == 'm')) goto full;
+    if (v->actn == 0 || v->actn > 2 || p >= e || !is_ws(*p)) goto full;
     /* RWBS: 1-6 capitals */
     p = skip_ws(p, e);
     v->rwbs = p;
@@ -350,6 +351,11 @@ static int parse_line(ev_t *v, const char *p, const char *e, int *in_summary) {
     v->sector = v->nsect = v->elapsed = v->err = v->fsec = v->ssec = v->depth = NUL64;
     v->fmaj = v->fmin = -1;
     v->comm = v->msg = NULL; v->commn = v->msgn = 0;
+    if (v->actn == 1 && v->act[0] == 'm') { /* a scheduler's message: the rest of the line */
+        v->msg = p; v->msgn = (size_t)(e - p);
+        *in_summary = 0;
+        return 0;
+    }
     if (p < e && is_digit(*p)) {
         if (!(q = digits_ws(p, e, &v->sector))) goto full;
         p = skip_ws(q, e);
@@ -357,10 +363,34 @@ static int parse_line(ev_t *v, const char *p, const char *e, int *in_summary) {
             if (!(q = digits_ws(skip_ws(p + 1, e), e, &v->nsect))) goto full;
             p = skip_ws(q, e);
         }
+        if (p < e && *p == '/') { /* a split: `/ split_sector` */
+            if (!(q = digits_ws(skip_ws(p + 1, e), e, &v->ssec))) goto full;
+            p = skip_ws(q, e);
+        }
+        if (e - p >= 2 && p[0] == '<' && p[1] == '-') { /* a remap: `<- (maj,min) from_sector` */
+            p = skip_ws(p + 2, e);
+            if (p >= e || *p != '(' || !(q = digits(p + 1, e, &x)) || x > 0xfff || q >= e || *q != ',') goto full;
+            if (!(p = digits(q + 1, e, &y)) || y > 0xfffff || p >= e || *p != ')') goto full;
+            v->fmaj = (int32_t)x; v->fmin = (int32_t)y;
+            if (!(q = digits_ws(skip_ws(p + 1, e), e, &v->fsec))) goto full;
+            p = skip_ws(q, e);
+        }
     }
-    if (p < e && *p == '[') { /* a comm may contain ']' or spaces: the last ']', which must end the line */
-        if (e[-1] != ']') goto full;
-        const char *a = p + 1, *z = e - 1; /* z >= a: *p is '[', e[-1] is ']' */
+    if (p < e && *p == '[') { /* a comm may contain ']' or spaces: the last ']', which ends the line or is followed
+                               * by an unplug's depth */
+        const char *z = e - 1; /* the last ']' */
+        if (*z != ']') { /* `[comm] depth` */
+            const char *d = e;
+            while (d > p && is_digit(d[-1])) d--;
+            if (d == e || e - d > 18) goto full;
+            z = d;
+            while (z > p && is_ws(z[-1])) z--;
+            if (z[-1] != ']') goto full;
+            z--; /* > p: *p is '[' */
+            v->depth = 0;
+            for (const char *k = d; k < e; k++) v->depth = v->depth * 10 + (*k - '0');
+        }
+        const char *a = p + 1; /* z >= a: *p is '[', *z is ']' */
         int is_cr = v->actn == 1 && (v->act[0] == 'C' || v->act[0] == 'R');
         if (!is_cr || parse_i64(a, z, &v->err)) { v->comm = a; v->commn = (size_t)(z - a); }
         p = e;
