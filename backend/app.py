@@ -134,6 +134,7 @@ def create_app(
 
     @app.get("/", include_in_schema=False)
     @app.get("/a/{analysis_id}", include_in_schema=False)
+    @app.get("/compare", include_in_schema=False)
     def spa(analysis_id: str | None = None):
         if not index.is_file():
             raise HTTPException(503, "the web UI is not built: run `make build` (or `npm run build`) first")

@@ -244,3 +244,14 @@ def test_widest_ranges_and_bins(client, loop, xfs):
         own = client.get(f"/api/analyses/{loop}/heatmap", params={"metric": "i2d"}).json()
         assert (i2d["a"]["t0_ns"], i2d["a"]["t1_ns"]) == (own["t0_ns"], own["t1_ns"]) and i2d["b"] is None and len(i2d["y_edges_ns"]) == 2
         assert sum(c["count"] for c in i2d["a"]["cells"]) == 1024
+
+
+def test_the_compare_page_is_served(store, tmp_path):
+    """/compare?… (a shared link) is the web UI's page, with the security headers every page has."""
+    dist = tmp_path / "dist"
+    (dist / "assets").mkdir(parents=True)
+    (dist / "index.html").write_text("<!doctype html><title>Stallscope</title>")
+    with TestClient(create_app(store, static_dir=dist, warm=False)) as c:
+        r = c.get("/compare", params={"a": "x", "b": "y", "a_from": 5})
+        assert r.status_code == 200 and "<title>Stallscope</title>" in r.text
+        assert r.headers["x-frame-options"] == "DENY" and "script-src 'self'" in r.headers["content-security-policy"]

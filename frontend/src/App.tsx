@@ -1,5 +1,5 @@
 // The React app: its router and pages. Loaded by main.tsx once the page's requests have started.
-import { StrictMode } from 'react';
+import { StrictMode, Suspense, lazy } from 'react';
 import { createRoot } from 'react-dom/client';
 import { QueryClientProvider, type QueryClient } from '@tanstack/react-query';
 import { BrowserRouter, Route, Routes } from 'react-router';
@@ -7,6 +7,10 @@ import { Layout } from './views/Layout';
 import { HomePage } from './views/HomePage';
 import { AnalysisPage } from './views/AnalysisPage';
 import { NotFound } from './views/NotFound';
+import { Loading } from './components/Status';
+
+// the Compare page draws charts: a chunk of its own, with the charts' library, loaded when it is opened
+const ComparePage = lazy(() => import('./views/compare/ComparePage').then((m) => ({ default: m.ComparePage })));
 
 export function renderApp(queryClient: QueryClient): void {
   createRoot(document.getElementById('root')!).render(
@@ -17,6 +21,14 @@ export function renderApp(queryClient: QueryClient): void {
             <Route element={<Layout />}>
               <Route index element={<HomePage />} />
               <Route path="a/:id" element={<AnalysisPage />} />
+              <Route
+                path="compare"
+                element={
+                  <Suspense fallback={<Loading what="comparison" />}>
+                    <ComparePage />
+                  </Suspense>
+                }
+              />
               <Route path="*" element={<NotFound />} />
             </Route>
           </Routes>

@@ -40,6 +40,9 @@ export function AnalysisPage() {
           </button>
         ))}
         <span className="tabs-spacer" />
+        <Link className="btn small" to={`/compare?a=${encodeURIComponent(a.id)}`} data-testid="compare-link">
+          Compare with…
+        </Link>
         <CopyLink />
       </nav>
       {/* the time range filters what has timestamps: not an off-CPU flame graph (only its lock frames' waits) */}

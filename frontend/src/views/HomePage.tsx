@@ -7,6 +7,7 @@ import type { AnalysisCreated, AnalysisSummary, Progress } from '../api/types';
 import { UploadError, fetchProgress, newProgressToken, uploadAnalysis, type UploadProgress } from '../api/upload';
 import { ErrorBox, Loading } from '../components/Status';
 import { formatBytes, formatCount, formatDate, formatName } from '../lib/format';
+import { CompareWith } from './compare/CompareWith';
 
 type Upload =
   | { kind: 'idle' }
@@ -443,8 +444,8 @@ function AnalysisRow({ a }: { a: AnalysisSummary }) {
       <td className="mono">{formatDate(a.created_at)}</td>
       <td className="num">{a.source_count}</td>
       <td className="num">{formatBytes(a.bytes)}</td>
-      <td>
-        <DeleteAnalysis id={a.id} name={a.name || a.id} />
+      <td className="row-actions">
+        <CompareWith id={a.id} name={a.name || a.id} /> <DeleteAnalysis id={a.id} name={a.name || a.id} />
       </td>
     </tr>
   );
