@@ -177,7 +177,9 @@ def test_zoomed_window_and_lane_choice(store, client):
     assert (wait["t0_ns"], wait["t1_ns"], wait["max_ns"]) == (7341204028000, 7341205000000, 10862000)  # clipped
     assert t["arrows"] == []  # the other end of the chain's arrows is not a lane asked for
     r = client.get(f"/api/analyses/{aid}/timeline", params={"max_lanes": 2}).json()
-    assert len(r["lanes"]) == 2 and r["total_lanes"] == 8 + 3  # + its 3 CPUs
+    # max_lanes counts the tasks and processes: its 3 CPUs and its device come beside them
+    kinds = [x["kind"] for x in r["lanes"]]
+    assert (kinds.count("cpu"), kinds.count("device"), len(kinds)) == (3, 1, 6) and r["total_lanes"] == 8 + 3
 
 
 def test_merging_bounds_the_items_per_lane(store, client):
@@ -318,3 +320,35 @@ def test_summary_and_raw_reads_draw_every_segment_once(store, client, monkeypatc
                     in_flight(at(e)) for e in ends
                 ]
                 assert len(points) > 10
+
+
+def test_cpu_tracks_devices_and_windows_are_in_the_first_view_beside_the_lane_budget(store, client):
+    """A real 4-CPU desktop capture (sched_switch only) has more tasks than a first view's lanes: every CPU track is in
+    it all the same, and max_lanes counts the other lanes, in their rank order."""
+    from tests.conftest import PUBLIC
+
+    aid = ingest_paths(store, PUBLIC / "trace-cmd-report" / "derived-elainecole-report-sched_switch.txt")["id"]
+    (src,) = client.get(f"/api/analyses/{aid}").json()["sources"]
+    t = client.get(f"/api/analyses/{aid}/timeline", params={"max_lanes": 5}).json()
+    kinds = [lane["kind"] for lane in t["lanes"]]
+    assert kinds.count("cpu") == 4 and kinds.count("task") == 5
+    assert [lane["id"] for lane in t["lanes"] if lane["kind"] == "cpu"] == [f"cpu:{src['id']}:{n}" for n in range(4)]
+    assert t["total_lanes"] > 9  # the tasks not returned: the UI says so and asks for more
+    wide = client.get(f"/api/analyses/{aid}/timeline", params={"max_lanes": 200}).json()
+    tasks = [lane["id"] for lane in wide["lanes"] if lane["kind"] == "task"]
+    assert [lane["id"] for lane in t["lanes"] if lane["kind"] == "task"] == tasks[:5]
+
+
+def test_thread_groups_inferred_from_the_process_events():
+    """Without record-tgid: an exec'd task leads its group; task_newtask (in its creator's context) puts a CLONE_THREAD
+    child in its creator's group, any other child in its own; tasks nothing is said of have none."""
+    from backend.queries.timeline.lanes import infer_tgids
+
+    events = [
+        (1, 100, "task_newtask", "pid=101 comm=java clone_flags=3d0f00 oom_score_adj=0"),  # a thread of java (100)
+        (1, 101, "task_newtask", "pid=102 comm=java clone_flags=3d0f00 oom_score_adj=0"),  # its thread's thread: 100's
+        (1, 1, "task_newtask", "pid=200 comm=bash clone_flags=1200011 oom_score_adj=0"),  # fork: a process
+        (1, 200, "sched_process_exec", "filename=/usr/bin/ls pid=200 old_pid=200"),
+        (2, 100, "task_newtask", "pid=300 comm=x clone_flags=nothex oom_score_adj=0"),  # unreadable: nothing said
+    ]
+    assert infer_tgids(events) == {(1, 100): 100, (1, 101): 100, (1, 102): 100, (1, 200): 200}

@@ -18,7 +18,8 @@ start falls in) — for a task, the state (or the lock) that took most of the bu
 lanes, per track — and runs of consecutive buckets with the same state become one item with its count,
 its longest segment and the line of that segment (the event behind it).
 
-A response holds at most MAX_ITEMS items: when the lanes asked for would hold more, the densest lanes are
+A response holds every CPU track, block device and offcputime window (within bounds) and the `max_lanes` most
+telling of the other lanes (`budget`). It holds at most MAX_ITEMS items: when the lanes asked for would hold more, the densest lanes are
 drawn with wider buckets (the lane's `bucket_ns` doubled, and again), the same rule applied with a
 coarser bucket. So a response stays small and quick to draw, whatever the trace's size.
 
@@ -82,6 +83,26 @@ def _span(sources: list[dict]) -> tuple[int | None, int | None]:
     return (min(lo) if lo else None, max(hi) if hi else None)
 
 
+MAX_CPU_LANES = 256  # a response's CPU tracks at most (a machine's CPUs; more are asked for with lanes=)
+MAX_OTHER_TRACKS = 64  # block devices and dump windows at most, beside the CPUs
+
+
+def budget(candidates: list[dict], max_lanes: int) -> list[dict]:
+    """The lanes of a response, in their rank order: every CPU track (up to MAX_CPU_LANES) and every block device and
+    offcputime window (up to MAX_OTHER_TRACKS) — the tracks a Perfetto or KernelShark user looks for first, few and
+    thin — beside the first `max_lanes` of the other lanes (tasks, then processes issuing I/O, most telling first).
+    Before, CPUs were ranked after the chains' tasks and devices and could fall outside the 40 lanes of a first view."""
+    kept = {"cpu": 0, "track": 0, "other": 0}
+    out = []
+    for c in candidates:
+        kind = "cpu" if c["kind"] == "cpu" else "track" if c["kind"] in ("device", "window") else "other"
+        limit = {"cpu": MAX_CPU_LANES, "track": MAX_OTHER_TRACKS, "other": max_lanes}[kind]
+        if kept[kind] < limit:
+            kept[kind] += 1
+            out.append(c)
+    return out
+
+
 def span(con, analysis_id: str) -> tuple[int | None, int | None]:
     return _span(_sources(con, analysis_id))
 
@@ -125,7 +146,7 @@ def timeline(
         wanted = set(lanes)
         chosen = [c for c in candidates if c["id"] in wanted]
     else:
-        chosen = candidates[:max_lanes]
+        chosen = budget(candidates, max_lanes)
     by_source = defaultdict(list)
     for i, c in enumerate(chosen):
         c.update(segs=None, bucket_ns=None, counter=None, band=c.get("band"), _index=i)

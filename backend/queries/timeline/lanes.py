@@ -155,12 +155,19 @@ def lane_registry(con, analysis_id: str) -> dict[int, dict[int, tuple]]:
     return memo.shared((analysis_id, "timeline-lanes"), build, lambda reg: 200 * sum(len(x) for x in reg.values()))
 
 
+CLONE_THREAD = 0x10000  # a task_newtask's clone_flags: the new task is a thread of its creator's process
+
+
 def task_tgids(con, analysis_id: str) -> dict[tuple[int, int], int]:
-    """(source, pid) -> the task's thread group (its process' pid), where the capture recorded it (the ftrace
-    record-tgid option: task_tgids); kept per analysis (memo.py)."""
+    """(source, pid) -> the task's thread group (its process' pid); kept per analysis (memo.py). Where the capture
+    recorded it (the ftrace record-tgid option: task_tgids), as recorded; else inferred from the process events the
+    trace holds: `sched_process_exec` makes its task a process of its own (an exec'd task leads its group), and
+    `task_newtask` (emitted by the creator) puts the new task in its creator's group when its clone_flags have
+    CLONE_THREAD, else in a group of its own; a creator of threads whose own group is not known leads it. Tasks the
+    trace says nothing about have none (the frontend groups them as threads of an unknown process)."""
 
     def build():
-        return {
+        recorded = {
             (sid, pid): tgid
             for sid, pid, tgid in run(
                 con,
@@ -169,8 +176,56 @@ def task_tgids(con, analysis_id: str) -> dict[tuple[int, int], int]:
                 [analysis_id],
             )
         }
+        return {**infer_tgids(_process_events(con, analysis_id)), **recorded}
 
     return memo.shared((analysis_id, "timeline-tgids"), build, lambda d: 100 * len(d))
+
+
+def _process_events(con, analysis_id: str) -> list[tuple]:
+    """(source, pid, event, text) of the events that say which process a task belongs to, in trace order."""
+    return run(
+        con,
+        "SELECT e.source_id, e.pid, e.event, e.text FROM trace_events e JOIN sources s ON s.id = e.source_id"
+        " WHERE s.analysis_id = ? AND e.event IN ('task_newtask', 'sched_process_exec') ORDER BY e.source_id, e.line",
+        [analysis_id],
+    )
+
+
+def _fields(text: str | None) -> dict[str, str]:
+    """An event's `key=value` fields (values without spaces: the ones read here are numbers)."""
+    out = {}
+    for tok in (text or "").split():
+        k, eq, v = tok.partition("=")
+        if eq:
+            out[k] = v
+    return out
+
+
+def _int(v: str | None, base: int = 10) -> int | None:
+    try:
+        return int(v, base) if v is not None else None
+    except ValueError:
+        return None
+
+
+def infer_tgids(events: list[tuple]) -> dict[tuple[int, int], int]:
+    """Thread groups from (source, pid, event, text) process events in trace order (see task_tgids)."""
+    tgid: dict[tuple[int, int], int] = {}
+    for sid, pid, event, text in events:
+        f = _fields(text)
+        if event == "sched_process_exec":
+            p = _int(f.get("pid")) if f.get("pid") is not None else pid
+            if p is not None:
+                tgid[(sid, p)] = p
+        elif event == "task_newtask" and pid is not None:
+            child, flags = _int(f.get("pid")), _int(f.get("clone_flags"), 16)
+            if child is None or flags is None:
+                continue
+            if flags & CLONE_THREAD:
+                tgid[(sid, child)] = tgid.setdefault((sid, pid), pid)
+            else:
+                tgid[(sid, child)] = child
+    return tgid
 
 
 def candidate_lanes(
