@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import heatmaps, requests
+from . import heatmaps, memo, requests
 from .run import run
 
 SAME_WITHIN = 0.05  # |b − a| below 5 % of a: the same (timer and scheduling noise of a re-run)
@@ -112,8 +112,19 @@ def _paired(a_rows: dict, b_rows: dict, order) -> list[tuple]:
 # ---- dispatch ----------------------------------------------------------------------------------------------------
 
 
+def _whole_or_range(con, side: Side, what: str, compute):
+    """compute() over the side; kept (memo.py) for a whole analysis: its figures hold no time."""
+    if side.t0 is None and side.t1 is None:
+        return memo.get((side.analysis_id, what), compute)
+    return compute()
+
+
 def _process_groups(con, side: Side) -> list[dict]:
     """The dispatch summary's figures per command name (every pid of that name together) over the side's range."""
+    return _whole_or_range(con, side, "compare-process", lambda: _process_rows(con, side))
+
+
+def _process_rows(con, side: Side) -> list[dict]:
     scope, params = requests._scope(requests._blk_sources(con, side.analysis_id), side.t0, side.t1)
     rows = run(
         con,
@@ -183,6 +194,11 @@ def dispatch(con, a: Side, b: Side, by: str, limit: int) -> dict:
 def _lock_groups(con, side: Side) -> dict:
     """Per lock_key (None: waits on no known lock), the side's stall waits starting in its range: how many, their
     total, exact p50/p90/p99 and max duration, the lock labels seen."""
+    rows = _whole_or_range(con, side, "compare-locks", lambda: _lock_rows(con, side))
+    return {r["lock_key"]: {k: v for k, v in r.items() if k != "lock_key"} for r in rows}
+
+
+def _lock_rows(con, side: Side) -> list[dict]:
     where, params = "", {"aid": side.analysis_id}
     if side.t0 is not None:
         where += " AND w.start_ns + s.clock_offset_ns >= $t0"
@@ -198,8 +214,9 @@ def _lock_groups(con, side: Side) -> dict:
         f" WHERE s.analysis_id = $aid AND w.duration_ns IS NOT NULL{where} GROUP BY 1",
         params,
     )
-    return {
-        key: {
+    return [
+        {
+            "lock_key": key,
             "waits": n,
             "total_ns": total,
             "p50_ns": q[0],
@@ -210,7 +227,7 @@ def _lock_groups(con, side: Side) -> dict:
             "ends_known": known,
         }
         for key, n, total, q, mx, labels, known in rows
-    }
+    ]
 
 
 def locks(con, a: Side, b: Side, limit: int) -> dict:

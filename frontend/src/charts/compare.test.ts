@@ -102,5 +102,7 @@ describe('deltas', () => {
     expect(formatRel(-0.5)).toBe('−50 %');
     expect(formatRel(0.004)).toBe('+0.4 %');
     expect(formatRel(9.99)).toBe('+999 %');
+    expect(formatRel(24139000 / 15626265317 - 1)).toBe('÷647');
+    expect(formatRel(-1)).toBe('−100 %');
   });
 });

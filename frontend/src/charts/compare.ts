@@ -128,10 +128,11 @@ export function formatFigure(value: number | null | undefined, unit: string): st
 }
 
 /** The relative change, signed, with the precision its size needs: "+183 %", "−4.2 %"; from +1000 % on, the
- * ratio b / a: "42.7×". */
+ * ratio b / a: "42.7×"; below −90 %, a / b: "÷647" (−99.8 %), down to "−100 %" (b is 0). */
 export function formatRel(rel: number | null): string {
   if (rel === null) return '';
   if (rel >= 10) return `${Number((1 + rel).toPrecision(3))}×`;
+  if (rel < -0.9 && rel > -1) return `÷${Number((1 / (1 + rel)).toPrecision(3))}`;
   const sign = rel > 0 ? '+' : rel < 0 ? '−' : '±';
   const pct = Math.abs(rel) * 100;
   return `${sign}${pct >= 10 ? pct.toFixed(0) : pct.toFixed(1)} %`;
