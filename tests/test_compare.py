@@ -242,7 +242,11 @@ def test_widest_ranges_and_bins(client, loop, xfs):
         body = _compare(client, a=loop, b=xfs, a_from=lo, a_to=hi, b_from=lo, b_to=hi, x_bins=x_bins, y_bins=1)
         i2d = next(p for p in body["heatmaps"] if p["metric"] == "i2d")
         own = client.get(f"/api/analyses/{loop}/heatmap", params={"metric": "i2d"}).json()
-        assert (i2d["a"]["t0_ns"], i2d["a"]["t1_ns"]) == (own["t0_ns"], own["t1_ns"]) and i2d["b"] is None and len(i2d["y_edges_ns"]) == 2
+        assert (
+            (i2d["a"]["t0_ns"], i2d["a"]["t1_ns"]) == (own["t0_ns"], own["t1_ns"])
+            and i2d["b"] is None
+            and len(i2d["y_edges_ns"]) == 2
+        )
         assert sum(c["count"] for c in i2d["a"]["cells"]) == 1024
 
 
