@@ -721,6 +721,26 @@ static int split(Rebuilder *rb, out_t *o, const ev_t *v, int64_t line) {
     return emit_event(o, v, line, parent_line);
 }
 
+/* A remap from (fmaj,fmin) fsec: the remap before it in a stack (dm -> partition -> disk) was the A that put the
+ * bio at fsec, printed on the source device (`8,2 A <- (253,0)` then `8,0 A <- (8,2)`) or on this one (`259,0 A
+ * <- (253,3)` then `259,0 A <- (259,3)`). That A only passed through: no Q follows it on its key, so it is emitted
+ * now (as finish() would, the same event) instead of being held until the trace ends — one per LVM or dm-crypt
+ * bio, which grew the parser's memory with the file (~0.25 byte per byte of such a capture). Returns -1 on memory
+ * failure. */
+static int passed_through(Rebuilder *rb, out_t *o, const ev_t *v) {
+    int32_t maj[2] = {v->fmaj, v->major}, mn[2] = {v->fmin, v->minor};
+    for (int k = 0; k < 2; k++) {
+        if (k == 1 && maj[1] == maj[0] && mn[1] == mn[0]) break;
+        if (maj[k] == v->major && mn[k] == v->minor && v->fsec == v->sector) continue; /* its own key */
+        long f = map_find(&rb->start, rb->segs, maj[k], mn[k], v->fsec);
+        if (f < 0) continue;
+        int32_t s = rb->start.slots[f];
+        const seg_t *g = &rb->segs[s];
+        if (g->last_act == 'A' && g->t[S_Q] == NUL64 && !g->head && !g->merged && close_seg(rb, o, s)) return -1;
+    }
+    return 0;
+}
+
 /* folds one event into the open requests; returns -1 on memory failure */
 static int fold(Rebuilder *rb, out_t *o, const ev_t *v, int64_t line) {
     btt_event(&rb->btt, v->act, v->actn, v->major, v->minor, v->t, v->pid, v->sector, v->nsect, v->fmaj, v->fmin,
@@ -730,6 +750,7 @@ static int fold(Rebuilder *rb, out_t *o, const ev_t *v, int64_t line) {
     if (ph == PH_OTHER && v->actn == 1 && v->act[0] == 'X') return split(rb, o, v, line);
     if (ph == PH_OTHER) return emit_event(o, v, line, NUL64);
     if (rb->start.used * 2 >= rb->start.cap && map_grow(&rb->start, rb->segs)) return -1;
+    if (ph == PH_A && v->fmaj >= 0 && v->fsec != NUL64 && passed_through(rb, o, v)) return -1;
     long f = map_find(&rb->start, rb->segs, v->major, v->minor, v->sector);
     char act = v->act[0];
     int32_t s;
