@@ -312,3 +312,30 @@ test('a request row opens its detail in view; every row of the waits table is a 
   await detail.getByRole('button', { name: 'Show on the timeline' }).click();
   await expect(page.getByTestId('timeline-selected')).toBeVisible();
 });
+
+test('a first view keeps every CPU track, says which lanes are hidden and finds a hidden one', async ({ page, request }) => {
+  // the 4-CPU desktop capture has more tasks than 5 lanes: its CPUs are drawn all the same
+  const id = await analysis(request, 'nav sched_switch', [SCHED_SWITCH]);
+  await page.goto(`/a/${id}?tab=timeline&tl_n=5`);
+  const view = page.getByTestId('timeline-view');
+  const tree = view.getByTestId('track-tree');
+  await expect(tree.locator('[data-lane^="cpu:"]')).toHaveText(['CPU 0', 'CPU 1', 'CPU 2', 'CPU 3']);
+  await expect(tree.locator('[data-lane^="task:"]')).toHaveCount(5);
+  // no record-tgid, no process events: the tasks are grouped as threads of an unknown process, which says how to know
+  const unknown = tree.locator('.timeline-header.nested', { hasText: 'threads (process unknown)' });
+  await expect(unknown).toHaveAttribute('title', /record-tgid/);
+  const hidden = view.getByTestId('hidden-lanes');
+  await expect(hidden).toContainText(/\d+ task and process lanes? hidden/);
+  await expect(hidden).toContainText('every CPU, device and dump window is shown');
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'timeline-hidden-lanes.png') });
+  // a task ranked out of the first 5: the search asks the server for the lanes it ranks, and finds it
+  const all = (await (await request.get(`/api/analyses/${id}/timeline?max_lanes=200`)).json()) as { lanes: { kind: string; pid: number | null; label: string }[] };
+  const last = all.lanes.filter((l) => l.kind === 'task').pop()!;
+  await expect(tree.locator(`[data-lane$=":${last.pid}"][data-lane^="task:"]`)).toHaveCount(0);
+  await page.getByLabel('Find tracks').fill(String(last.pid));
+  await expect(tree.locator(`[data-lane$=":${last.pid}"][data-lane^="task:"]`)).toHaveText(last.label);
+  // "Show more" asks for 40 more lanes
+  await page.getByLabel('Find tracks').fill('');
+  await hidden.getByRole('button', { name: /Show \d+ more/ }).click();
+  await expect(page).toHaveURL(/tl_n=45/);
+});

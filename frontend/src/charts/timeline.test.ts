@@ -87,15 +87,25 @@ describe('timeline layout', () => {
 
   it('groups lanes by source under a header, each with its height (calls add rows)', () => {
     const taskH = 30 + 3 * 15; // depths 0..2, 15 px a call row: its 10 px label fits
+    // the task's process is not known (no tgid): it is under "threads (process unknown)", which says how to record it
     expect(layout.headers.map((h) => [h.label, h.y, h.key, h.lanes])).toEqual([
       ['ftrace · a.txt', 0, 'src:1', 1],
-      ['blkparse · b.txt', 18 + taskH + 2, 'src:2', 1],
-      ['offcputime · c.txt', 18 + taskH + 2 + 18 + 40 + 2, 'src:3', 1],
+      ['threads (process unknown)', 18, 'noproc:1', 1],
+      ['blkparse · b.txt', 36 + taskH + 2, 'src:2', 1],
+      ['offcputime · c.txt', 36 + taskH + 2 + 18 + 40 + 2, 'src:3', 1],
     ]);
+    expect(layout.headers[1].title).toContain('record-tgid');
     const task = layout.byId.get('task:1:42')!;
-    expect([task.y, task.h, task.callDepth]).toEqual([18, taskH, 3]);
+    expect([task.y, task.h, task.callDepth, task.nested]).toEqual([36, taskH, 3, true]);
     expect(layout.byId.get('dev:2:8,0')!.h).toBe(40);
-    expect(layout.height).toBe(18 + taskH + 2 + 18 + 40 + 2 + 18 + 18 + 2);
+    expect(layout.height).toBe(36 + taskH + 2 + 18 + 40 + 2 + 18 + 18 + 2);
+  });
+
+  it('orders the groups as Perfetto and KernelShark do: CPUs, tasks, block devices, dump windows', () => {
+    // the server ranked the device and the dump window first (a chain's device, say)
+    const cpu = lane({ id: 'cpu:1:0', kind: 'cpu', source_id: 1, label: 'CPU 0', pid: null, dev: '0' });
+    const l = timelineLayout({ lanes: [T.lanes[2], T.lanes[1], T.lanes[0], cpu] }, (id) => names[id]);
+    expect(l.headers.filter((h) => !h.nested).map((h) => h.key)).toEqual(['cpus:1', 'src:1', 'src:2', 'src:3']);
   });
 
   it('is a tree: pinned lanes on top, folded groups drawn as their header only, a search by name, pid or device', () => {
@@ -121,7 +131,7 @@ describe('timeline layout', () => {
       segments: [seg({ state: 'jbd2/sda1-8', t0_ns: 10, t1_ns: 60, line: 105 })],
     });
     const withCpu = timelineLayout({ lanes: [T.lanes[0], cpu, ...T.lanes.slice(1)] }, (id) => names[id]);
-    expect(withCpu.headers.map((h) => [h.key, h.label, h.lanes])).toEqual([
+    expect(withCpu.headers.filter((h) => !h.nested).map((h) => [h.key, h.label, h.lanes])).toEqual([
       ['cpus:1', 'CPUs · ftrace · a.txt', 1], // on top, as in Perfetto
       ['src:1', 'ftrace · a.txt', 1],
       ['src:2', 'blkparse · b.txt', 1],
@@ -139,20 +149,22 @@ describe('timeline layout', () => {
 
   it("nests a process' threads under it (foldable, searched by its pid); a process of one thread stays flat", () => {
     const t = (pid: number, tgid: number | null, label: string) => lane({ id: `task:1:${pid}`, pid, tgid, label: `${label} (${pid})` });
-    const lanes = [t(154962, 154961, 'kshark:thr'), t(148213, 148213, 'bash'), t(154961, 154961, 'kernelshark'), t(77, null, 'kworker/0:2')];
+    const lanes = [t(154962, 154961, 'kshark:thr'), t(148213, 148213, 'bash'), t(154961, 154961, 'kernelshark'), t(77, null, 'kworker/0:2'), t(0, null, '<idle>')];
     const nested = timelineLayout({ lanes }, (id) => names[id]);
     expect(nested.headers.map((h) => [h.key, h.label, h.nested ?? false])).toEqual([
       ['src:1', 'ftrace · a.txt', false],
       ['proc:1:154961', 'kernelshark (154961) · 2 threads', true],
+      ['noproc:1', 'threads (process unknown)', true], // its process not said; the idle task stays flat
     ]);
     expect(nested.lanes.map((b) => [b.lane.pid, b.nested ?? false])).toEqual([
       [154962, true],
       [154961, true],
       [148213, false],
-      [77, false],
+      [77, true],
+      [0, false],
     ]);
-    const folded = timelineLayout({ lanes }, (id) => names[id], { folded: ['proc:1:154961'] });
-    expect(folded.lanes.map((b) => b.lane.pid)).toEqual([148213, 77]);
+    const folded = timelineLayout({ lanes }, (id) => names[id], { folded: ['proc:1:154961', 'noproc:1'] });
+    expect(folded.lanes.map((b) => b.lane.pid)).toEqual([148213, 0]);
     expect(folded.headers[1]).toMatchObject({ folded: true, lanes: 2, shown: 0 });
     expect(timelineLayout({ lanes }, (id) => names[id], { query: '154961' }).lanes.map((b) => b.lane.pid)).toEqual([154962, 154961]);
   });

@@ -75,10 +75,10 @@ export function nameColor(name: string): string {
 export type LaneBox = { lane: TimelineLane; y: number; h: number; callDepth: number; pinned: boolean; nested?: boolean };
 /** A group's header: a source (or the pinned tracks, a source's CPUs), folded or not, with how many of its lanes
  * are drawn; `nested`: a process' header inside its source's group ("proc:<source>:<tgid>"), over its threads. */
-export type Header = { label: string; y: number; key: string; folded: boolean; lanes: number; shown: number; nested?: boolean };
+export type Header = { label: string; y: number; key: string; folded: boolean; lanes: number; shown: number; nested?: boolean; title?: string };
 export type Layout = { lanes: LaneBox[]; headers: Header[]; height: number; byId: Map<string, LaneBox> };
 /** The track tree's state: lanes pinned to the top, groups folded (by key: "src:<id>", "cpus:<id>", "pinned",
- * "proc:<id>:<tgid>"), a search of the labels. */
+ * "proc:<id>:<tgid>", "noproc:<id>"), a search of the labels. */
 export type TreeState = { pinned?: string[]; folded?: string[]; query?: string | null };
 
 function laneHeight(l: TimelineLane): { h: number; depth: number } {
@@ -100,23 +100,53 @@ export function laneMatches(l: Pick<TimelineLane, 'label' | 'group' | 'dev' | 'p
   );
 }
 
+/** A nested group of a source's tasks: a process' threads (same tgid), or the threads whose process the capture does
+ * not say (tgid null: no record-tgid, no process events; key "noproc"). */
+type Nest = { tgid: number | null; label: string; title: string; threads: TimelineLane[] };
+
+/** Says a thread's process is unknown: a task lane of a real task (not the idle task, not a CPU's pseudo-task). */
+const noProcess = (l: TimelineLane) => l.kind === 'task' && l.tgid == null && l.pid !== null && l.pid > 0;
+
 /** A group's lanes with the threads of each process of several threads (same tgid) together under that process,
- * at the place of its first-ranked thread; a process of one thread (or a lane without tgid) stays as it is. */
-function nestThreads(lanes: TimelineLane[]): ({ lane: TimelineLane } | { tgid: number; label: string; threads: TimelineLane[] })[] {
+ * at the place of its first-ranked thread, and the threads of unknown process together under "threads (process
+ * unknown)", at the place of the first of them; a process of one thread stays as it is. */
+function nestThreads(lanes: TimelineLane[]): ({ lane: TimelineLane } | Nest)[] {
   const threads = new Map<number, TimelineLane[]>();
   for (const l of lanes) if (l.kind === 'task' && l.tgid != null) threads.set(l.tgid, [...(threads.get(l.tgid) ?? []), l]);
-  const out: ({ lane: TimelineLane } | { tgid: number; label: string; threads: TimelineLane[] })[] = [];
+  const unknown = lanes.filter(noProcess);
+  const out: ({ lane: TimelineLane } | Nest)[] = [];
   const done = new Set<number>();
   for (const l of lanes) {
+    if (noProcess(l)) {
+      if (l === unknown[0])
+        out.push({
+          tgid: null,
+          label: 'threads (process unknown)',
+          title: 'The capture does not say which process these threads belong to: record with trace-cmd record -O record-tgid (or echo 1 > options/record-tgid), or with the task_newtask and sched_process_exec events',
+          threads: unknown,
+        });
+      continue;
+    }
     const ts = l.kind === 'task' && l.tgid != null ? threads.get(l.tgid)! : null;
     if (!ts || ts.length < 2) out.push({ lane: l });
     else if (!done.has(l.tgid!)) {
       done.add(l.tgid!);
       const main = ts.find((x) => x.pid === l.tgid) ?? ts[0];
-      out.push({ tgid: l.tgid!, label: `${main.label.replace(/ \(\d+\)$/, '')} (${l.tgid}) · ${ts.length} threads`, threads: ts });
+      const label = `${main.label.replace(/ \(\d+\)$/, '')} (${l.tgid}) · ${ts.length} threads`;
+      out.push({ tgid: l.tgid!, label, title: `process ${l.tgid}: fold or unfold its threads`, threads: ts });
     }
   }
   return out;
+}
+
+/** Where a source's group is drawn, as in Perfetto and KernelShark: the CPUs on top, then the tasks (processes and
+ * their threads), the block devices (and the processes issuing their requests), the offcputime windows. */
+function groupRank(key: string, lanes: TimelineLane[]): number {
+  if (key === 'pinned') return 0;
+  if (key.startsWith('cpus:')) return 1;
+  if (lanes.some((l) => l.kind === 'task')) return 2;
+  if (lanes.some((l) => l.kind === 'device' || l.kind === 'process')) return 3;
+  return 4;
 }
 
 /** The group a lane is drawn in (unless pinned): its source's CPUs ("cpus:<id>"), else its source ("src:<id>"). */
@@ -126,8 +156,9 @@ function groupOf(l: TimelineLane, sourceName: (id: number) => string): { key: st
 }
 
 /** Lanes as a tree: the pinned ones first (in the order pinned), then each source's CPUs in a group of their own,
- * then the other lanes grouped by source (in the order the server ranked them), each group under a header that folds
- * it; each lane with its y and height in px. */
+ * then the other lanes grouped by source (tasks' sources, then block devices', then offcputime windows'; in a group,
+ * in the order the server ranked them, threads nested under their process), each group under a header that folds it;
+ * each lane with its y and height in px. */
 export function timelineLayout(t: Pick<Timeline, 'lanes'>, sourceName: (id: number) => string, tree: TreeState = {}): Layout {
   const pinned = tree.pinned ?? [];
   const folded = new Set(tree.folded ?? []);
@@ -135,19 +166,21 @@ export function timelineLayout(t: Pick<Timeline, 'lanes'>, sourceName: (id: numb
   const groups = new Map<string, { label: string; lanes: TimelineLane[] }>();
   const pins = pinned.map((id) => shown.find((l) => l.id === id)).filter((l): l is TimelineLane => !!l);
   if (pins.length) groups.set('pinned', { label: 'Pinned', lanes: pins });
-  // the CPUs on top, as in Perfetto and KernelShark, then the sources' groups in the order of their first lane
-  const cpusFirst = [...shown.filter((l) => l.kind === 'cpu'), ...shown.filter((l) => l.kind !== 'cpu')];
-  for (const l of cpusFirst) {
+  for (const l of shown) {
     if (pinned.includes(l.id)) continue;
     const { key, label } = groupOf(l, sourceName);
     const g = groups.get(key) ?? { label, lanes: [] };
     g.lanes.push(l);
     groups.set(key, g);
   }
+  // the groups in the order Perfetto and KernelShark users expect (groupRank), sources of one kind in the order of
+  // their first lane (the server's rank)
+  const ordered = [...groups].map(([key, g], i) => ({ key, g, rank: groupRank(key, g.lanes), i }));
+  ordered.sort((a, b) => a.rank - b.rank || a.i - b.i);
   const lanes: LaneBox[] = [];
   const headers: Header[] = [];
   let y = 0;
-  for (const [key, g] of groups) {
+  for (const { key, g } of ordered) {
     const isFolded = folded.has(key);
     headers.push({ label: g.label, y, key, folded: isFolded, lanes: g.lanes.length, shown: isFolded ? 0 : g.lanes.length });
     y += HEADER_H;
@@ -162,9 +195,9 @@ export function timelineLayout(t: Pick<Timeline, 'lanes'>, sourceName: (id: numb
         place(item.lane, false);
         continue;
       }
-      const procKey = `proc:${item.threads[0].source_id}:${item.tgid}`;
+      const procKey = item.tgid === null ? `noproc:${item.threads[0].source_id}` : `proc:${item.threads[0].source_id}:${item.tgid}`;
       const procFolded = folded.has(procKey);
-      headers.push({ label: item.label, y, key: procKey, folded: procFolded, lanes: item.threads.length, shown: procFolded ? 0 : item.threads.length, nested: true });
+      headers.push({ label: item.label, title: item.title, y, key: procKey, folded: procFolded, lanes: item.threads.length, shown: procFolded ? 0 : item.threads.length, nested: true });
       y += HEADER_H;
       if (!procFolded) for (const lane of item.threads) place(lane, true);
     }

@@ -2,7 +2,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import type { AnalysisDetail } from '../../api/types';
 import { useTimeline } from '../../api/queries';
 import { TIMELINE_WIDTH_PX, timelineWindow } from '../../api/tabQueries';
-import { GRID, chainOfSegment, panWindow, timelineItems, timelineLayout, zoomWindow, type Item, type TimelineOptions } from '../../charts/timeline';
+import { GRID, chainOfSegment, panWindow, timelineItems, timelineLayout, zoomWindow, type Item, type Timeline, type TimelineOptions } from '../../charts/timeline';
 import { niceStep } from '../../charts/timeAxis';
 import { formatInstant } from '../../charts/timeAxis';
 import { ErrorBox, Loading } from '../../components/Status';
@@ -17,6 +17,7 @@ const GRID_RIGHT = GRID.right;
 const GRID_TOP = GRID.top;
 const GRID_BOTTOM = GRID.bottom;
 const LABELS_W = 240;
+const MAX_LANES = 200; // the route's max_lanes at most
 
 /** The analysis on one time axis, as Perfetto's and KernelShark's: a track tree (groups fold, lanes pin to the top,
  * a search), wheel or W/S zoom, A/D pan, drag to select a time range (every view of the analysis follows it),
@@ -57,7 +58,10 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
     const t = setTimeout(() => setAsked((a) => (a[0] === want0 && a[1] === want1 ? a : [want0, want1])), 120); // same: no render
     return () => clearTimeout(t);
   }, [want0, want1]);
-  const q = useTimeline(analysis.id, { ...timelineWindow(view, width), v0: asked[0], v1: asked[1] });
+  // a search looks among the lanes the route ranks (up to its 200), not only the first view's: a lane it finds may
+  // have been ranked out of the first 40
+  const ask = timelineWindow(view, width);
+  const q = useTimeline(analysis.id, { ...ask, v0: asked[0], v1: asked[1], maxLanes: view.tlQ ? MAX_LANES : ask.maxLanes });
 
   const names = useMemo(() => new Map(analysis.sources.map((s) => [s.id, `${formatName(s)} · ${s.filename}`])), [analysis.sources]);
   const layout = useMemo(
@@ -245,7 +249,7 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
                   style={{ top: RULER_H + GRID_TOP + h.y }}
                   onClick={() => toggleFold(h.key)}
                   aria-expanded={!h.folded}
-                  title={h.folded ? 'Unfold' : 'Fold'}
+                  title={h.title ?? (h.folded ? 'Unfold' : 'Fold')}
                 >
                   {h.folded ? '▸' : '▾'} {h.label} <span className="muted">({h.lanes})</span>
                 </button>
@@ -295,13 +299,13 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
         )}
         {t && (
           <div className="timeline-foot muted">
-            {formatCount(layout?.lanes.length ?? 0)} of {formatCount(t.total_lanes)} lanes with something in this window
-            {view.tlQ ? ` match “${view.tlQ}”` : ''}
-            {t.total_lanes > t.lanes.length && (
-              <button className="btn small" onClick={() => setView({ tlN: Math.min(200, view.tlN + 40) })}>
-                Show {Math.min(40, t.total_lanes - t.lanes.length)} more
-              </button>
-            )}
+            <HiddenLanes
+              timeline={t}
+              drawn={layout?.lanes.length ?? 0}
+              query={view.tlQ}
+              canAsk={view.tlN < MAX_LANES && !view.tlQ}
+              onMore={() => setView({ tlN: Math.min(MAX_LANES, view.tlN + 40) })}
+            />
             {' · '}
             {view.tlArrows ? `${formatCount(t.arrows.length)} chain arrows` : `chain arrows: ${chain !== null ? `chain #${chain}'s` : 'click a wait or tick “every chain’s arrows”'}`} ·{' '}
             {formatCount(t.marks.length)} print markers
@@ -310,6 +314,33 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
       </section>
       {layout && t && <SelectedItem item={selected} chain={chain} arrows={t.arrows} layout={layout} />}
     </div>
+  );
+}
+
+/** What the footer says of the lanes not drawn: which (the CPUs, block devices and dump windows are always in a
+ * response, so the tasks and processes ranked lower in this window) and how to bring them in. */
+function HiddenLanes({ timeline: t, drawn, query, canAsk, onMore }: { timeline: Timeline; drawn: number; query: string | null; canAsk: boolean; onMore: () => void }) {
+  const hidden = t.total_lanes - t.lanes.length;
+  return (
+    <span data-testid="hidden-lanes">
+      {formatCount(drawn)} of {formatCount(t.total_lanes)} lanes with something in this window{query ? ` match “${query}”` : ''}
+      {hidden > 0 && (
+        <>
+          {' · '}
+          <b>
+            {formatCount(hidden)} task and process lane{hidden === 1 ? '' : 's'} hidden
+          </b>{' '}
+          (ranked after these by time blocked, running and in calls in this window; every CPU, device and dump window is
+          shown):{' '}
+          {canAsk && (
+            <button className="btn small" onClick={onMore}>
+              Show {formatCount(Math.min(40, hidden))} more
+            </button>
+          )}{' '}
+          {query ? 'zoom in to rank the window’s lanes again' : 'or find one by name or pid above'}
+        </>
+      )}
+    </span>
   );
 }
 
