@@ -56,7 +56,8 @@ async def read_parts(
         events.append(("begin", options.get(b"name"), options.get(b"filename")))
 
     def on_part_data(data, start, end):
-        events.append(("data", data[start:end]))
+        # a view, not a copy: `data` is the body's piece (or the boundary's bytes), immutable, and a piece is ~256 KiB
+        events.append(("data", memoryview(data)[start:end]))
 
     def on_part_end():
         events.append(("end",))
