@@ -10,15 +10,24 @@ disk in 1 MiB chunks, then to the sink again. Drop to view: from the first byte 
 VmRSS is sampled every 20 ms and its progress polled; at the end VmHWM (the kernel's own peak) is read (target <= 1
 GiB whatever the size). Also the database's size (the disk an upload uses) and the CPU check. The servers are
 stopped at the end, whatever happens. Results: stdout (markdown) and bench-out/server.json.
+
+    python -m bench.server --ab base=/tmp/wt-base new=. [--rounds 3]
+
+compares checkouts (git worktrees with their C extensions built; the first is the reference) in one run: each round
+every upload is measured with each checkout's server in turn, the order turning every round; the table gives each
+one's ratio, drop to view and server CPU time, and its drop to view over the reference's in the same round
+(bench-out/server-ab.json).
 """
 from __future__ import annotations
 
+import argparse
 import http.client
 import json
 import os
 import secrets
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -56,14 +65,16 @@ def _status_kib(pid: int, field: str) -> int | None:
 
 
 @contextmanager
-def serve(db: Path, port: int, log: Path, cmd: list[str] | None = None):
-    """`stallscope serve --db db --port port` on 127.0.0.1 (or `cmd`); yields the process once /api/analyses
+def serve(db: Path, port: int, log: Path, cmd: list[str] | None = None, code: Path | None = None):
+    """`stallscope serve --db db --port port` on 127.0.0.1 (or `cmd`; with `code`, a checkout of this repository,
+    that checkout's server: `python -m backend.cli serve` in its directory); yields the process once /api/analyses
     answers. Always stopped (SIGINT, then SIGKILL after 30 s) on the way out."""
     exe = Path(sys.executable).with_name("stallscope")
-    cmd = cmd or [str(exe), "serve", "--db", str(db), "--host", "127.0.0.1", "--port", str(port)]
+    args = ["serve", "--db", str(db.resolve()), "--host", "127.0.0.1", "--port", str(port)]
+    cmd = cmd or ([sys.executable, "-m", "backend.cli", *args] if code else [str(exe), *args])
     logf = open(log, "w")
-    proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env={**os.environ, "STALLSCOPE_MAX_UPLOAD":
-                                                                              str(8 << 30)})
+    proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, cwd=code,
+                            env={**os.environ, "STALLSCOPE_MAX_UPLOAD": str(8 << 30)})
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
@@ -192,9 +203,16 @@ def viewable(port: int, analysis_id: str) -> None:
         raise SystemExit(f"GET /api/analyses/{analysis_id} -> HTTP {r.status}")
 
 
-def measure(path: Path) -> dict:
-    """One file: the bare transfer, the upload to a fresh server (drop to view, peak memory), the bare transfer
-    again; the ratio is taken against the faster bare transfer."""
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(path: Path, code: Path | None = None) -> dict:
+    """One file: the bare transfer, the upload to a fresh server (drop to view, peak memory, the server's CPU time),
+    the bare transfer again; the ratio is taken against the faster bare transfer. `code`: the checkout whose server
+    runs (serve())."""
     bare = [bare_transfer(path)]
     for p in (DB, Path(str(DB) + ".wal")):
         p.unlink(missing_ok=True)
@@ -204,11 +222,12 @@ def measure(path: Path) -> dict:
     check, steal = inputs.cpu_check(), inputs.steal_seconds()
     print(f"uploading {path} ({path.stat().st_size / 2**30:.2f} GiB) to a fresh server on 127.0.0.1:{port}...",
           file=sys.stderr, flush=True)
-    with serve(DB, port, OUT / "server.log") as proc:
+    with serve(DB, port, OUT / "server.log", code=code) as proc:
         idle_kib = _status_kib(proc.pid, "VmRSS") or 0
         inputs.cached(path)
         sampler = Sampler(proc.pid, port, token)
         sampler.start()
+        cpu0 = cpu_seconds(proc.pid)
         try:
             t0 = time.perf_counter()
             status, body, sent_s, total_s = upload(port, path, token)
@@ -218,6 +237,7 @@ def measure(path: Path) -> dict:
         finally:
             sampler.stop.set()
             sampler.join(10)
+        cpu_s = cpu_seconds(proc.pid) - cpu0
         hwm_kib = _status_kib(proc.pid, "VmHWM") or 0
         after_kib = _status_kib(proc.pid, "VmRSS") or 0
         db_bytes = sum(p.stat().st_size for p in (DB, Path(str(DB) + ".wal")) if p.exists())
@@ -236,7 +256,7 @@ def measure(path: Path) -> dict:
         "idle_rss_mib": idle_kib / 1024, "vmhwm_mib": hwm_kib / 1024, "sampled_max_rss_mib": sampler.max_rss_kib / 1024,
         "rss_after_mib": after_kib / 1024, "samples": sampler.samples, "peak_mib": peak / 2**20,
         "pass": peak <= TARGET_PEAK_BYTES, "load_before": load0, "load_after": inputs.loadavg(),
-        "cpu_check_mb_s": check, "steal_seconds": steal, "db_bytes": db_bytes,
+        "cpu_check_mb_s": check, "steal_seconds": steal, "db_bytes": db_bytes, "server_cpu_seconds": cpu_s,
     }
 
 
@@ -268,8 +288,64 @@ def server_files() -> list[Path]:
     return files
 
 
-def main() -> int:
+def ab(checkouts: dict[str, Path], rounds: int) -> dict:
+    """Checkouts compared in one run: each round, for each upload, measure() with each checkout's server, the
+    checkouts' order turning by one every round (none always first after a pause or last in a busy minute)."""
+    names = list(checkouts)
+    runs = []
+    for k in range(rounds):
+        order = names[k % len(names):] + names[: k % len(names)]
+        for f in server_files():
+            for name in order:
+                print(f"round {k + 1} of {rounds}: {f.name} with {name}...", file=sys.stderr, flush=True)
+                runs.append({"checkout": name, "round": k, **measure(f, checkouts[name])})
+    return {"machine": inputs.machine(), "checkouts": {n: str(p) for n, p in checkouts.items()}, "rounds": rounds,
+            "runs": runs}
+
+
+def ab_table(result: dict) -> str:
+    """Per upload and checkout: the medians of the ratio, of drop to view and of the server's CPU time; then each
+    checkout's median of its per-round ratios to the reference's (the first checkout) on the same file."""
+    names = list(result["checkouts"])
+    ref = names[0]
+    rows = ["| file | checkout | drop to view / bare transfer, median (each round) | drop to view s, median | "
+            f"server CPU s, median | × {ref}'s drop to view (per round, median) | peak RSS max | load |",
+            "|---|---|---:|---:|---:|---:|---:|---|"]
+    files = list(dict.fromkeys(r["file"] for r in result["runs"]))
+    for f in files:
+        for name in names:
+            mine = [r for r in result["runs"] if r["file"] == f and r["checkout"] == name]
+            refs = {r["round"]: r for r in result["runs"] if r["file"] == f and r["checkout"] == ref}
+            per_round = [r["view_seconds"] / refs[r["round"]]["view_seconds"] for r in mine if r["round"] in refs]
+            rows.append(
+                f"| {f} | {name} | **{statistics.median(r['ratio'] for r in mine):.2f}×** "
+                f"({', '.join(format(r['ratio'], '.2f') for r in mine)}) | "
+                f"{statistics.median(r['view_seconds'] for r in mine):.2f} | "
+                f"{statistics.median(r['server_cpu_seconds'] for r in mine):.2f} | "
+                f"{statistics.median(per_round):.2f} | {max(r['peak_mib'] for r in mine):.0f} MiB | "
+                f"{min(r['load_before'] for r in mine):.1f}–{max(r['load_after'] for r in mine):.1f} |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ab", nargs="+", metavar="NAME=CHECKOUT",
+                    help="compare checkouts of this repository (worktrees with their C extensions built; the first "
+                         "is the reference), interleaved in one run")
+    ap.add_argument("--rounds", type=int, default=3, help="--ab: rounds")
+    a = ap.parse_args(argv)
     OUT.mkdir(exist_ok=True)
+    if a.ab:
+        checkouts = {n: Path(p).resolve() for n, p in (x.split("=", 1) for x in a.ab)}
+        try:
+            result = ab(checkouts, a.rounds)
+        finally:
+            for p in (DB, Path(str(DB) + ".wal")):
+                p.unlink(missing_ok=True)
+        (OUT / "server-ab.json").write_text(json.dumps(result, indent=1))
+        print("\n## Upload A/B: drop to view, interleaved checkouts\n")
+        print(ab_table(result))
+        return 0
     runs = []
     try:
         for f in server_files():
