@@ -12,7 +12,7 @@ from fastapi.responses import PlainTextResponse, StreamingResponse
 from ..queries import analyses as analysis_queries
 from ..queries import export as export_queries
 from ..queries import perfetto, report, views
-from .deps import NOT_FOUND, AnalysisId, AnalysisRouter, Cursor
+from .deps import INT64, NOT_FOUND, AnalysisId, AnalysisRouter, Cursor
 from .models import ErrorBody
 
 router = AnalysisRouter(prefix="/api")
@@ -76,7 +76,7 @@ def export_view(
     response_class=PlainTextResponse,
     responses={404: {"model": ErrorBody, "description": "no analysis with this id, or no chain of this rank"}},
 )
-def chain_report(analysis_id: AnalysisId, con: Cursor, rank: Annotated[int, Path(ge=1)]):
+def chain_report(analysis_id: AnalysisId, con: Cursor, rank: Annotated[int, Path(ge=1, le=INT64)]):
     """A chain of waits as plain ASCII text of at most 80 columns, for a bug report: the tasks, pids, locks and
     durations, each link's stack and evidence (trace line numbers), the block request with its phases."""
     text = report.chain_report(con, analysis_id, rank)

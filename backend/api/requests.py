@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from fastapi import HTTPException, Query
 from pydantic import BaseModel, Field
 
+from ..queries import paging
 from ..queries import requests as request_queries
 from .deps import NOT_FOUND, AnalysisId, AnalysisRouter, Cursor, OptionalInt64, PathInt64, TimeFilter
 from .models import ErrorBody
@@ -142,6 +143,50 @@ def list_requests(
 ):
     """Block requests rebuilt from the trace, slowest first for i2d/d2c/q2c, or in time order."""
     return request_queries.requests(con, analysis_id, order, limit, pid, dev, t0_ns, t1_ns)
+
+
+class RequestPage(BaseModel):
+    items: list[BlockRequest]
+    next_cursor: str | None = Field(
+        description="pass it as `cursor`, with the same order and filters, for the next page; null: this is the last"
+    )
+
+
+PageCursor = Annotated[
+    str | None,
+    Query(
+        max_length=paging.MAX_CURSOR_CHARS,
+        description="the next_cursor of the previous page (same order and filters); none: the first page",
+    ),
+]
+
+
+def bad_cursor(e: paging.BadCursor) -> HTTPException:
+    return HTTPException(422, str(e))
+
+
+@router.get(
+    "/analyses/{analysis_id}/requests/page",
+    response_model=RequestPage,
+    responses={**NOT_FOUND, 422: {"model": ErrorBody, "description": "a cursor this list did not make"}},
+)
+def page_requests(
+    analysis_id: AnalysisId,
+    con: Cursor,
+    order: Literal["i2d", "d2c", "q2c", "time"] = "i2d",
+    limit: Annotated[int, Query(ge=1, le=request_queries.PAGE_LIMIT)] = 500,
+    cursor: PageCursor = None,
+    pid: OptionalInt64 = None,
+    dev: Annotated[str | None, Query(max_length=32, pattern=r"^\d+,\d+$")] = None,
+    t0_ns: TimeFilter = None,
+    t1_ns: TimeFilter = None,
+):
+    """The list of /requests a page at a time, every request exactly once over the pages: keyset paging on the
+    order's key and the request's (source_id, line), so pages neither repeat nor skip a row."""
+    try:
+        return request_queries.requests_page(con, analysis_id, order, limit, cursor, pid, dev, t0_ns, t1_ns)
+    except paging.BadCursor as e:
+        raise bad_cursor(e) from None
 
 
 @router.get(

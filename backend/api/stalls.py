@@ -12,8 +12,11 @@ from fastapi import Query
 from pydantic import BaseModel, Field
 
 from .. import locks
+from ..queries import paging
 from ..queries import stalls as stall_queries
 from .deps import NOT_FOUND, AnalysisId, AnalysisRouter, Cursor, Int64, OptionalInt64, TimeFilter
+from .models import ErrorBody
+from .requests import PageCursor, bad_cursor
 
 router = AnalysisRouter(prefix="/api")
 
@@ -141,7 +144,10 @@ class Mark(BaseModel):
 class Calls(BaseModel):
     pid: int
     calls: list[Call]
-    truncated: bool = Field(description="more calls matched than the limit")
+    truncated: bool = Field(description="more calls matched than the limit: next_cursor asks for them")
+    next_cursor: str | None = Field(
+        None, description="pass it as `cursor`, with the same parameters, for the next calls; null: no more"
+    )
 
 
 @router.get("/analyses/{analysis_id}/waits", response_model=list[Wait], responses=NOT_FOUND)
@@ -177,6 +183,39 @@ def list_waits(
     if pid is None and lock is None and lock_key is None and t0_ns is None and t1_ns is None:  # the first list
         return stall_queries.first_waits(con, analysis_id, order, limit, idle)
     return stall_queries.waits(con, analysis_id, order, limit, pid, lock, t0_ns, t1_ns, lock_key, idle)
+
+
+class WaitPage(BaseModel):
+    items: list[Wait]
+    next_cursor: str | None = Field(
+        description="pass it as `cursor`, with the same order and filters, for the next page; null: this is the last"
+    )
+
+
+@router.get(
+    "/analyses/{analysis_id}/waits/page",
+    response_model=WaitPage,
+    responses={**NOT_FOUND, 422: {"model": ErrorBody, "description": "a cursor this list did not make"}},
+)
+def page_waits(
+    analysis_id: AnalysisId,
+    con: Cursor,
+    order: Literal["duration", "start"] = "duration",
+    limit: Annotated[int, Query(ge=1, le=stall_queries.PAGE_LIMIT)] = 500,
+    cursor: PageCursor = None,
+    pid: OptionalInt64 = None,
+    lock: Annotated[str | None, Query(max_length=256, description="waits whose lock contains this")] = None,
+    lock_key: Annotated[str | None, Query(max_length=256, description="waits on this lock, as /waits takes it")] = None,
+    t0_ns: TimeFilter = None,
+    t1_ns: TimeFilter = None,
+    idle: Annotated[bool, Query(description="idle sleeps too, as /waits takes it")] = False,
+):
+    """The list of /waits a page at a time, every wait exactly once over the pages: keyset paging on the order's
+    key and the wait's (source_id, line), so pages neither repeat nor skip a row."""
+    try:
+        return stall_queries.waits_page(con, analysis_id, order, limit, cursor, pid, lock, t0_ns, t1_ns, lock_key, idle)
+    except paging.BadCursor as e:
+        raise bad_cursor(e) from None
 
 
 class LockWaits(BaseModel):
@@ -231,9 +270,14 @@ def list_calls(
     max_depth: Annotated[int | None, Query(ge=-4096, le=4096)] = None,
     limit: Annotated[int, Query(ge=1, le=stall_queries.MAX_CALLS)] = 5000,
     source_id: OptionalInt64 = None,
+    cursor: PageCursor = None,
 ):
-    """One task's function_graph calls overlapping a window, by entry time, for a flame chart."""
-    return stall_queries.calls(con, analysis_id, pid, t0_ns, t1_ns, max_depth, limit, source_id)
+    """One task's function_graph calls overlapping a window, by entry time, for a flame chart: `limit` at a time,
+    the next ones by `cursor` (each call exactly once over the pages)."""
+    try:
+        return stall_queries.calls(con, analysis_id, pid, t0_ns, t1_ns, max_depth, limit, source_id, cursor)
+    except paging.BadCursor as e:
+        raise bad_cursor(e) from None
 
 
 @router.get("/analyses/{analysis_id}/marks", response_model=list[Mark], responses=NOT_FOUND)

@@ -9,7 +9,7 @@ import json
 
 from ..derive.blk import REQUEST_SOURCES
 from ..schema.tables import REQUEST_COLUMNS, TOP, TOP_METRICS
-from . import memo
+from . import memo, paging
 from .run import run
 
 ORDER = {
@@ -104,6 +104,55 @@ def requests(con, analysis_id: str, order: str, limit: int, pid=None, dev=None, 
         {**params, **given, "limit": limit},
         shape="dicts",
     )
+
+
+PAGE_LIMIT = 5000  # rows of a page at most
+
+
+def _request_keys(order: str, off: str) -> list[paging.SortKey]:
+    """The requests' ORDER BY as keyset columns: the order's, then the request's id (source_id, line)."""
+    ids = [paging.SortKey("r.source_id", nullable=False), paging.SortKey("r.line", nullable=False)]
+    if order == "time":
+        return [paging.SortKey(f"r.t_ns + {off}"), *ids]
+    return [paging.SortKey(f"r.{order}_ns", desc=True), *ids]
+
+
+def requests_page(
+    con, analysis_id: str, order: str, limit: int, cursor: str | None = None, pid=None, dev=None, t0=None, t1=None
+) -> dict:
+    """A page of the list in the same order as `requests` (and `requests_sql`), each row once over all the pages:
+    {items, next_cursor}; `cursor` (a page's next_cursor) starts after its last row. BadCursor for a cursor this
+    list, analysis, order and filters did not make."""
+    filters = {"order": order, "pid": pid, "dev": dev, "t0": t0, "t1": t1}
+    sources = _blk_sources(con, analysis_id)
+    off, off_params = _offset(sources)
+    keys = _request_keys(order, off)
+    start = paging.decode(cursor, "requests", analysis_id, filters, len(keys)) if cursor is not None else None
+    key_of = lambda r: [r["_key"], r["source_id"], r["line"]]  # noqa: E731
+    unfiltered = pid is None and dev is None and t0 is None and t1 is None
+    if start is None and unfiltered and order in TOP_METRICS and limit + 1 <= TOP:
+        # the first page of an unfiltered slowest list: `requests` reads the slowest kept at ingest (blk_top)
+        rows = requests(con, analysis_id, order, limit + 1)
+        key = lambda r: [r[f"{order}_ns"], r["source_id"], r["line"]]  # noqa: E731
+        return paging.page(rows, limit, key, "requests", analysis_id, filters)
+    scope, params = _scope(sources, t0, t1)
+    params.update(off_params)
+    where, given = _filters(pid=pid, dev=dev)
+    if start is not None:
+        cond, key_params = paging.after(keys, start)
+        where += f" AND {cond}"
+        params.update(key_params)
+    rows = run(
+        con,
+        f"SELECT {_aligned_by(REQUEST_COLUMNS, off)}, {keys[0].expr} AS _key FROM blk_requests r WHERE {scope}{where}"
+        f" ORDER BY {paging.order_by(keys)} LIMIT $limit",
+        {**params, **given, "limit": limit + 1},
+        shape="dicts",
+    )
+    out = paging.page(rows, limit, key_of, "requests", analysis_id, filters)
+    for r in out["items"]:
+        del r["_key"]
+    return out
 
 
 def requests_sql(con, analysis_id: str, order: str, limit: int, pid=None, dev=None, t0=None, t1=None) -> list[dict]:

@@ -7,7 +7,7 @@ import json
 from collections import defaultdict
 
 from .. import locks
-from . import memo
+from . import memo, paging
 from .run import run
 
 WAIT_COLUMNS = [
@@ -67,17 +67,19 @@ def waits(
     t1=None,
     lock_key=None,
     idle: bool = False,
+    after: tuple[str, dict] = ("TRUE", {}),
 ) -> list[dict]:
     """Waits by duration or start; lock: the label contains it (free text); lock_key: the label's object or primitive
     is that lock of locks.py, by any of its names (`xfs_buf_lock via down` is on xfs_buf_lock, semaphore and down,
     not on down_read; xfs_ilock_map_shared is xfs_ilock), else the label is it exactly; idle: idle sleeps too (see
-    `stall_waits`)."""
+    `stall_waits`); after: a keyset condition on the rows (paging) and its parameters."""
     given = {
         k: v for k, v in {"pid": pid, "lock": lock, "t0": t0, "t1": t1, "lock_key": lock_key}.items() if v is not None
     }
-    where = "".join(f" AND {_WAIT_FILTERS[k]}" for k in given)
+    where = "".join(f" AND {_WAIT_FILTERS[k]}" for k in given) + f" AND {after[0]}"
     if lock_key is not None:
         given["lock_names"] = locks.label_names(lock_key)
+    given.update(after[1])
     # times on the analysis timeline: the source's own + its clock offset
     cols = ", ".join(f"w.{c} + s.clock_offset_ns AS {c}" if c in _WAIT_TIMES else f"w.{c}" for c in WAIT_COLUMNS)
     return run(
@@ -88,6 +90,47 @@ def waits(
         {"aid": analysis_id, "limit": limit, **given},
         shape="dicts",
     )
+
+
+PAGE_LIMIT = 5000  # waits of a page at most
+_WAIT_KEYS = {
+    "duration": [paging.SortKey("w.duration_ns", desc=True, nullable=False)],
+    "start": [paging.SortKey("w.start_ns + s.clock_offset_ns", nullable=False)],
+}
+_WAIT_ID = [paging.SortKey("w.source_id", nullable=False), paging.SortKey("w.line", nullable=False)]
+
+
+def waits_page(
+    con,
+    analysis_id: str,
+    order: str = "duration",
+    limit: int = 100,
+    cursor: str | None = None,
+    pid=None,
+    lock=None,
+    t0=None,
+    t1=None,
+    lock_key=None,
+    idle: bool = False,
+) -> dict:
+    """A page of `waits` (same filters, same order), each wait once over all the pages: {items, next_cursor};
+    `cursor` (a page's next_cursor) starts after its last row. BadCursor for a cursor this list, analysis, order
+    and filters did not make."""
+    filters = {"order": order, "pid": pid, "lock": lock, "t0": t0, "t1": t1, "lock_key": lock_key, "idle": idle}
+    keys = [*_WAIT_KEYS[order], *_WAIT_ID]
+    start = paging.decode(cursor, "waits", analysis_id, filters, len(keys)) if cursor is not None else None
+    time_key = "duration_ns" if order == "duration" else "start_ns"
+    key_of = lambda w: [w[time_key], w["source_id"], w["line"]]  # noqa: E731
+    unfiltered = pid is None and lock is None and lock_key is None and t0 is None and t1 is None
+    if start is None and unfiltered:  # the Stalls tab's first list (warmed, kept: first_waits), and whether more follow
+        rows = first_waits(con, analysis_id, order, limit, idle)
+        if len(rows) == limit:
+            more = waits(con, analysis_id, order, 1, idle=idle, after=paging.after(keys, key_of(rows[-1])))
+            rows = rows + more
+    else:
+        after = paging.after(keys, start) if start is not None else ("TRUE", {})
+        rows = waits(con, analysis_id, order, limit + 1, pid, lock, t0, t1, lock_key, idle, after=after)
+    return paging.page(rows, limit, key_of, "waits", analysis_id, filters)
 
 
 def first_waits(con, analysis_id: str, order: str = "duration", limit: int = 100, idle: bool = False) -> list[dict]:
@@ -170,9 +213,22 @@ def chains(con, analysis_id: str, limit: int = 50, t0=None, t1=None) -> list[dic
 MAX_CALLS = 20_000
 
 
-def calls(con, analysis_id: str, pid: int, t0=None, t1=None, max_depth=None, limit: int = 5000, source_id=None) -> dict:
-    """One task's calls overlapping [t0, t1], for a flame chart (by entry time); at most `limit` (capped)."""
+_CALL_KEYS = [
+    paging.SortKey("c.entry_ns + s.clock_offset_ns", nulls_last=False),
+    paging.SortKey("c.line", nullable=False),
+    paging.SortKey("c.source_id", nullable=False),
+]
+
+
+def calls(
+    con, analysis_id: str, pid: int, t0=None, t1=None, max_depth=None, limit: int = 5000, source_id=None, cursor=None
+) -> dict:
+    """One task's calls overlapping [t0, t1], for a flame chart (by entry time); at most `limit` (capped) a page:
+    `next_cursor` (null at the end) asks for the next, after the last call of this one (BadCursor for a cursor
+    this list, analysis, task and filters did not make)."""
     limit = min(limit, MAX_CALLS)
+    filters = {"pid": pid, "t0": t0, "t1": t1, "depth": max_depth, "source": source_id}
+    start = paging.decode(cursor, "calls", analysis_id, filters, len(_CALL_KEYS)) if cursor is not None else None
     given = {k: v for k, v in {"t0": t0, "t1": t1, "depth": max_depth, "source": source_id}.items() if v is not None}
     flt = {
         "t0": "(c.exit_ns IS NULL OR c.exit_ns + s.clock_offset_ns >= $t0)",
@@ -181,18 +237,22 @@ def calls(con, analysis_id: str, pid: int, t0=None, t1=None, max_depth=None, lim
         "source": "c.source_id = $source",
     }
     where = "".join(f" AND {flt[k]}" for k in given)
+    if start is not None:
+        cond, key_params = paging.after(_CALL_KEYS, start)
+        where += f" AND {cond}"
+        given.update(key_params)
     rows = run(
         con,  # times on the analysis timeline
         "SELECT c.source_id, c.line, c.func, c.depth, c.entry_ns + s.clock_offset_ns AS entry_ns,"
         " c.exit_ns + s.clock_offset_ns AS exit_ns, c.duration_ns, c.partial, c.comm, c.cpu"
         " FROM fg_calls c JOIN sources s ON s.id = c.source_id"
         f" WHERE s.analysis_id = $aid AND c.pid = $pid{where}"
-        " ORDER BY c.entry_ns + s.clock_offset_ns NULLS FIRST, c.line LIMIT $lim",
+        f" ORDER BY {paging.order_by(_CALL_KEYS)} LIMIT $lim",
         {"aid": analysis_id, "pid": pid, "lim": limit + 1, **given},
         shape="dicts",
     )
-    truncated = len(rows) > limit
-    return {"pid": pid, "calls": rows[:limit], "truncated": truncated}
+    out = paging.page(rows, limit, lambda c: [c["entry_ns"], c["line"], c["source_id"]], "calls", analysis_id, filters)
+    return {"pid": pid, "calls": out["items"], "truncated": len(rows) > limit, "next_cursor": out["next_cursor"]}
 
 
 def marks(con, analysis_id: str, t0: int | None, t1: int | None, limit: int) -> list[dict]:

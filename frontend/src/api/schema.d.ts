@@ -66,7 +66,8 @@ export interface paths {
         };
         /**
          * List Calls
-         * @description One task's function_graph calls overlapping a window, by entry time, for a flame chart.
+         * @description One task's function_graph calls overlapping a window, by entry time, for a flame chart: `limit` at a time,
+         *     the next ones by `cursor` (each call exactly once over the pages).
          */
         get: operations["list_calls_api_analyses__analysis_id__calls_get"];
         put?: never;
@@ -410,6 +411,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/analyses/{analysis_id}/requests/page": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Page Requests
+         * @description The list of /requests a page at a time, every request exactly once over the pages: keyset paging on the
+         *     order's key and the request's (source_id, line), so pages neither repeat nor skip a row.
+         */
+        get: operations["page_requests_api_analyses__analysis_id__requests_page_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/analyses/{analysis_id}/requests/{source_id}/{line}": {
         parameters: {
             query?: never;
@@ -507,6 +529,27 @@ export interface paths {
          *     link to /waits?lock_key= with the same window will list.
          */
         get: operations["waits_by_lock_api_analyses__analysis_id__waits_by_lock_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/analyses/{analysis_id}/waits/page": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Page Waits
+         * @description The list of /waits a page at a time, every wait exactly once over the pages: keyset paging on the order's
+         *     key and the wait's (source_id, line), so pages neither repeat nor skip a row.
+         */
+        get: operations["page_waits_api_analyses__analysis_id__waits_page_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -859,11 +902,16 @@ export interface components {
         Calls: {
             /** Calls */
             calls: components["schemas"]["Call"][];
+            /**
+             * Next Cursor
+             * @description pass it as `cursor`, with the same parameters, for the next calls; null: no more
+             */
+            next_cursor?: string | null;
             /** Pid */
             pid: number;
             /**
              * Truncated
-             * @description more calls matched than the limit
+             * @description more calls matched than the limit: next_cursor asks for them
              */
             truncated: boolean;
         };
@@ -1905,6 +1953,16 @@ export interface components {
             messages_truncated: boolean;
             request: components["schemas"]["BlockRequest"];
         };
+        /** RequestPage */
+        RequestPage: {
+            /** Items */
+            items: components["schemas"]["BlockRequest"][];
+            /**
+             * Next Cursor
+             * @description pass it as `cursor`, with the same order and filters, for the next page; null: this is the last
+             */
+            next_cursor: string | null;
+        };
         /** RowRef */
         RowRef: {
             /**
@@ -2458,6 +2516,16 @@ export interface components {
              */
             waker_stack: string[] | null;
         };
+        /** WaitPage */
+        WaitPage: {
+            /** Items */
+            items: components["schemas"]["Wait"][];
+            /**
+             * Next Cursor
+             * @description pass it as `cursor`, with the same order and filters, for the next page; null: this is the last
+             */
+            next_cursor: string | null;
+        };
         /** WakerPair */
         WakerPair: {
             /**
@@ -2771,6 +2839,8 @@ export interface operations {
                 max_depth?: number | null;
                 limit?: number;
                 source_id?: number | null;
+                /** @description the next_cursor of the previous page (same order and filters); none: the first page */
+                cursor?: string | null;
             };
             header?: never;
             path: {
@@ -3583,6 +3653,57 @@ export interface operations {
             };
         };
     };
+    page_requests_api_analyses__analysis_id__requests_page_get: {
+        parameters: {
+            query?: {
+                order?: "i2d" | "d2c" | "q2c" | "time";
+                limit?: number;
+                /** @description the next_cursor of the previous page (same order and filters); none: the first page */
+                cursor?: string | null;
+                pid?: number | null;
+                dev?: string | null;
+                /** @description ns, on the analysis timeline (within ±2^62) */
+                t0_ns?: number | null;
+                /** @description ns, on the analysis timeline (within ±2^62) */
+                t1_ns?: number | null;
+            };
+            header?: never;
+            path: {
+                analysis_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequestPage"];
+                };
+            };
+            /** @description no analysis with this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a cursor this list did not make */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     get_request_api_analyses__analysis_id__requests__source_id___line__get: {
         parameters: {
             query?: {
@@ -3847,6 +3968,62 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    page_waits_api_analyses__analysis_id__waits_page_get: {
+        parameters: {
+            query?: {
+                order?: "duration" | "start";
+                limit?: number;
+                /** @description the next_cursor of the previous page (same order and filters); none: the first page */
+                cursor?: string | null;
+                pid?: number | null;
+                /** @description waits whose lock contains this */
+                lock?: string | null;
+                /** @description waits on this lock, as /waits takes it */
+                lock_key?: string | null;
+                /** @description ns, on the analysis timeline (within ±2^62) */
+                t0_ns?: number | null;
+                /** @description ns, on the analysis timeline (within ±2^62) */
+                t1_ns?: number | null;
+                /** @description idle sleeps too, as /waits takes it */
+                idle?: boolean;
+            };
+            header?: never;
+            path: {
+                analysis_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WaitPage"];
+                };
+            };
+            /** @description no analysis with this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a cursor this list did not make */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
