@@ -104,10 +104,17 @@ def test_perfetto_trace_holds_every_wait_request_and_chain_link_once(client, sto
     for e in ev:  # the trace-event format: each event's required fields, of their types
         assert e["ph"] in {"X", "B", "b", "e", "s", "f", "M"}
         assert isinstance(e["pid"], int) and isinstance(e["tid"], int) and isinstance(e["name"], str)
+        assert isinstance(e.get("args", {}), dict)
         if e["ph"] != "M":
-            assert isinstance(e["ts"], (int, float))
+            assert isinstance(e["ts"], (int, float)) and isinstance(e["cat"], str)
+        else:
+            assert e["name"] in {"process_name", "thread_name", "thread_sort_index", "process_sort_index"}
         if e["ph"] == "X":
-            assert e["dur"] >= 0
+            assert isinstance(e["dur"], (int, float)) and e["dur"] >= 0
+        if e["ph"] in "be":
+            assert isinstance(e["id2"]["local"], str)
+        if e["ph"] in "sf":
+            assert isinstance(e["id"], str) and (e["ph"] == "s" or e["bp"] == "e")
     con = store.cursor()
     try:
         waits = con.execute(f"SELECT source_id, line FROM ({views.select(views.BY_NAME['waits'])})",
@@ -153,6 +160,74 @@ def test_perfetto_slices_nest_on_every_thread(client, two):
                 open_ends.pop()
             assert not open_ends or end <= open_ends[-1] + 1e-9, (start, end, open_ends[-1])
             open_ends.append(end)
+
+
+def test_perfetto_trace_holds_every_call_and_the_request_phases(client, store, two):
+    """Every call once (a return-less call open until the end, B), each wait's stack and lock in its args, and a
+    request of the incident's chain 1 with its phases on its device's track, in exact µs."""
+    a, _ = two
+    trace = json.loads(client.get(f"/api/analyses/{a}/export/perfetto.json").content)
+    ev = trace["traceEvents"]
+    con = store.cursor()
+    try:
+        calls = con.execute(
+            f"SELECT source_id, line, exit_ns IS NULL FROM ({views.select(views.BY_NAME['calls'])})"
+            " WHERE entry_ns IS NOT NULL AND pid IS NOT NULL",
+            {"aid": a},
+        ).fetchall()
+        waits = {
+            (s, n): (stack, lock)
+            for s, n, stack, lock in con.execute(
+                f"SELECT source_id, line, stack, lock FROM ({views.select(views.BY_NAME['waits'])})", {"aid": a}
+            ).fetchall()
+        }
+    finally:
+        con.close()
+    got = collections.Counter(
+        (e["args"]["source_id"], e["args"]["line"], e["ph"] == "B") for e in ev if e.get("cat") == "call"
+    )
+    assert got == collections.Counter(calls) and len(calls) == 11245 == trace["metadata"]["calls"]
+    for e in ev:
+        if e.get("cat") == "wait":
+            stack, lock = waits[(e["args"]["source_id"], e["args"]["line"])]
+            assert e["args"]["stack"] == stack and e["args"]["lock"] == lock
+            assert e["name"] == (lock or f"off CPU ({e['args']['state'] or '?'})")
+    # chain 1's block request (the report text's): WM 141698288 + 8 of xfsaild/sda1, I2D 3.718 s, D2C 5.617 ms
+    req = [e for e in ev if e.get("cat") == "block" and e["name"] == "WM 141698288+8 xfsaild/sda1"]
+    assert [e["ph"] for e in req] == ["b", "e"]
+    rid = req[0]["id2"]["local"]
+    phases = {(e["name"], e["ph"]): e["ts"] for e in ev if e.get("id2", {}).get("local") == rid}
+    args = req[0]["args"]
+    assert (
+        phases[("I2D (scheduler)", "b")] == args["i_ns"] / 1000
+        and phases[("I2D (scheduler)", "e")] == args["d_ns"] / 1000
+    )
+    assert phases[("D2C (device)", "e")] == args["c_ns"] / 1000 == req[1]["ts"]
+    assert args["i2d_ns"] == 3_718_391_995 and round(args["d2c_ns"] / 1e6, 3) == 5.617
+    devices = {e["pid"] for e in ev if e.get("cat") == "block"}
+    names = {e["pid"]: e["args"]["name"] for e in ev if e["name"] == "process_name"}
+    assert sorted(names[p] for p in devices) == ["block 8,0"] and trace["metadata"]["devices"] == 1
+
+
+def test_perfetto_trace_streams_a_batch_at_a_time(store, two, monkeypatch):
+    from backend.queries import perfetto
+
+    a, _ = two
+    whole = b"".join(perfetto.stream(store.cursor(), a, "x"))
+    monkeypatch.setattr(perfetto, "BATCH", 500)
+    chunks = list(perfetto.stream(store.cursor(), a, "x"))
+    assert b"".join(chunks) == whole  # the same text, in more, smaller pieces
+    assert len(chunks) > 30 and max(len(c) for c in chunks) < 1 << 20  # 500 rows each (a wait: ~1 KB)
+    trace = json.loads(whole)
+    assert len(trace["traceEvents"]) == 24149  # the incident's tasks, waits, calls, requests and flows
+
+
+def test_perfetto_trace_of_an_analysis_without_events_is_well_formed(client, store):
+    from tests.conftest import ingest_bytes
+
+    a = ingest_bytes(store, **{"one.offcputime.txt": (SAMPLES / "xfs-open-stall.offcputime.txt").read_bytes()})["id"]
+    trace = json.loads(client.get(f"/api/analyses/{a}/export/perfetto.json").content)
+    assert trace["traceEvents"] == [] and trace["metadata"]["waits"] == 0
 
 
 # ---- the bug-report text ---------------------------------------------------------------------------------------------

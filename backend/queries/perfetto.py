@@ -9,8 +9,13 @@
   from D to C; args: the request's phase times, lines, pid and comm.
 * Each chain link that depends on the next is a flow (s -> f) from a 1 ns "wakes <task>" slice on the next
   link's waits track (at the wake-up, else the wait's end) to the end of the waiting link's wait slice.
-Times are the analysis timeline's, in µs with ns precision (ts, dur); the trace's `metadata` counts what is in it.
-Memory: the rows are read in record batches and written out as they come.
+Times are the analysis timeline's, in µs with ns precision (ts, dur: exact decimals); the trace's `metadata` counts
+what is in it.
+
+How: DuckDB renders each event's JSON text (`to_json` of a struct: its escaping, its numbers) in one SELECT per kind of
+event, a row per task, wait, call, request or flow (a request's up to six events joined in its row), read in record
+batches that Arrow joins into one string each: no Python object per event. Memory: a batch at a time (DuckDB streams
+the scans; nothing is sorted but the chain links), whatever the size of the analysis.
 """
 
 from __future__ import annotations
@@ -19,155 +24,175 @@ import json
 from typing import Iterator
 
 import duckdb
+import numpy as np
+import pyarrow as pa
 
 from . import views
 
 WAITS_TID = 1 << 22  # pid_max is at most 2^22: a task's waits track never takes another task's id
 DEVICE_PID = 1 << 23  # block devices' "processes" from here on
-BATCH = 32 * 1024
-CHUNK = 256 * 1024  # bytes written out at a time
-
-
-def _us(ns: int) -> float:
-    return round(ns / 1000, 3)
-
-
-def _dumps(event: dict) -> str:
-    return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
-
-
-def _rows(con: duckdb.DuckDBPyConnection, sql: str, analysis_id: str) -> Iterator[dict]:
-    reader = con.sql(sql, params={"aid": analysis_id}).to_arrow_reader(BATCH)
-    for batch in reader:
-        yield from batch.to_pylist()
+BATCH = 16 * 1024  # rows read at a time
+SEP = ",\n"
 
 
 def _view(name: str) -> str:
     return f"({views.select(views.BY_NAME[name])})"
 
 
-def events(con: duckdb.DuckDBPyConnection, analysis_id: str, counts: dict) -> Iterator[dict]:
-    """Every trace event of the analysis; `counts` is filled as they are made."""
-    counts.update(tasks=0, waits=0, calls=0, calls_without_entry=0, requests=0, devices=0, flows=0)
-    tasks = f"""
-        SELECT pid, any_value(comm ORDER BY n DESC) AS comm FROM (
-            SELECT pid, comm, count(*) AS n FROM {_view("waits")} GROUP BY ALL
-            UNION ALL SELECT pid, comm, count(*) FROM {_view("calls")} GROUP BY ALL
-            UNION ALL SELECT pid, comm, count(*) FROM {_view("tasks")} GROUP BY ALL
-        ) WHERE pid IS NOT NULL GROUP BY pid ORDER BY pid"""
-    for t in _rows(con, tasks, analysis_id):
-        counts["tasks"] += 1
-        name = f"{t['comm'] or '?'} ({t['pid']})"
-        yield {"ph": "M", "name": "process_name", "pid": t["pid"], "tid": t["pid"], "args": {"name": name}}
-        yield {"ph": "M", "name": "thread_name", "pid": t["pid"], "tid": t["pid"], "args": {"name": t["comm"] or "?"}}
-        yield {
-            "ph": "M",
-            "name": "thread_name",
-            "pid": t["pid"],
-            "tid": t["pid"] + WAITS_TID,
-            "args": {"name": "waits"},
-        }
-        yield {"ph": "M", "name": "thread_sort_index", "pid": t["pid"], "tid": t["pid"] + WAITS_TID, "args": {"sort_index": 1}}  # fmt: skip
+def _us(ns: str) -> str:
+    """The µs of a time in ns, as an exact decimal (JSON number with 3 decimals)."""
+    return f"(({ns})::DECIMAL(19, 0) * 0.001)"
 
-    waits = (
-        "SELECT source_id, line, pid, comm, start_ns, duration_ns, end_known, state, lock, stack, inferred, evidence,"
-        f" waker_pid, waker_comm, holder_pid, holder_comm, idle FROM {_view('waits')}"
+
+def _task(pid: str, comm: str) -> str:
+    """'comm (pid)', as the API's lists name a task ('None' where a waker or holder has no comm)."""
+    return f"coalesce({comm}, 'None') || ' (' || {pid} || ')'"
+
+
+TASKS = f"""
+SELECT concat_ws(',\n',
+    to_json({{ph: 'M', name: 'process_name', pid: pid, tid: pid, args: {{name: coalesce(comm, '?') || ' (' || pid || ')'}}}}),
+    to_json({{ph: 'M', name: 'thread_name', pid: pid, tid: pid, args: {{name: coalesce(comm, '?')}}}}),
+    to_json({{ph: 'M', name: 'thread_name', pid: pid, tid: pid + {WAITS_TID}, args: {{name: 'waits'}}}}),
+    to_json({{ph: 'M', name: 'thread_sort_index', pid: pid, tid: pid + {WAITS_TID}, args: {{sort_index: 1}}}})
+) FROM (
+    SELECT pid, any_value(comm ORDER BY n DESC) AS comm FROM (
+        SELECT pid, comm, count(*) AS n FROM {_view("waits")} GROUP BY ALL
+        UNION ALL SELECT pid, comm, count(*) FROM {_view("calls")} GROUP BY ALL
+        UNION ALL SELECT pid, comm, count(*) FROM {_view("tasks")} GROUP BY ALL
+    ) WHERE pid IS NOT NULL GROUP BY pid
+)"""
+
+WAITS = f"""
+SELECT to_json({{
+    ph: 'X', cat: 'wait', name: coalesce(lock, 'off CPU (' || coalesce(state, '?') || ')'),
+    pid: pid, tid: pid + {WAITS_TID}, ts: {_us("start_ns")}, dur: {_us("duration_ns")},
+    args: {{source_id: source_id, line: line, state: state, lock: lock, stack: stack, end_known: end_known,
+           inferred: inferred, idle: idle,
+           waker: CASE WHEN waker_pid IS NOT NULL THEN {_task("waker_pid", "waker_comm")} END,
+           holder: CASE WHEN holder_pid IS NOT NULL THEN {_task("holder_pid", "holder_comm")} END,
+           evidence: evidence}}
+}}) FROM {_view("waits")}"""
+
+_CALL_ARGS = "args: {source_id: source_id, line: line, depth: depth}"
+CALLS = f"""
+SELECT CASE WHEN exit_ns IS NULL  -- no return in the trace: open until its end
+    THEN to_json({{cat: 'call', name: coalesce(func, '?'), pid: pid, tid: pid, ts: {_us("entry_ns")}, {_CALL_ARGS},
+                  ph: 'B'}})
+    ELSE to_json({{cat: 'call', name: coalesce(func, '?'), pid: pid, tid: pid, ts: {_us("entry_ns")}, {_CALL_ARGS},
+                  ph: 'X', dur: {_us("greatest(0, exit_ns - entry_ns)")}}})
+END FROM {_view("calls")} WHERE entry_ns IS NOT NULL AND pid IS NOT NULL"""
+
+CALLS_WITHOUT_ENTRY = f"SELECT count(*) FROM {_view('calls')} WHERE entry_ns IS NULL OR pid IS NULL"
+
+DEVICES = f"SELECT DISTINCT dev FROM {_view('requests')} ORDER BY dev"
+
+_REQUEST_ARGS = (
+    "source_id: source_id, line: line, dev: dev, sector: sector, nsect: nsect, rwbs: rwbs, pid: pid, comm: comm,"
+    " q_ns: q_ns, i_ns: i_ns, d_ns: d_ns, c_ns: c_ns, i2d_ns: i2d_ns, d2c_ns: d2c_ns, q2c_ns: q2c_ns, q_line: q_line,"
+    " i_line: i_line, d_line: d_line, c_line: c_line, error: error"
+)
+
+
+def _async(ph: str, name: str, ts: str, args: str = "") -> str:
+    return (
+        f"to_json({{cat: 'block', pid: dev_pid, tid: dev_pid, id2: {{local: rid}}, ph: '{ph}', name: {name},"
+        f" ts: {_us(ts)}{', args: {' + args + '}' if args else ''}}})"
     )
-    for w in _rows(con, waits, analysis_id):
-        counts["waits"] += 1
-        yield {
-            "ph": "X", "cat": "wait", "name": w["lock"] or f"off CPU ({w['state'] or '?'})",
-            "pid": w["pid"], "tid": w["pid"] + WAITS_TID, "ts": _us(w["start_ns"]), "dur": _us(w["duration_ns"]),
-            "args": {"source_id": w["source_id"], "line": w["line"], "state": w["state"], "lock": w["lock"],
-                     "stack": w["stack"], "end_known": w["end_known"], "inferred": w["inferred"], "idle": w["idle"],
-                     "waker": f"{w['waker_comm']} ({w['waker_pid']})" if w["waker_pid"] is not None else None,
-                     "holder": f"{w['holder_comm']} ({w['holder_pid']})" if w["holder_pid"] is not None else None,
-                     "evidence": w["evidence"]},
-        }  # fmt: skip
 
-    calls = f"SELECT source_id, line, pid, func, depth, entry_ns, exit_ns, partial FROM {_view('calls')}"
-    for c in _rows(con, calls, analysis_id):
-        if c["entry_ns"] is None or c["pid"] is None:
-            counts["calls_without_entry"] += 1
-            continue
-        counts["calls"] += 1
-        event = {"cat": "call", "name": c["func"] or "?", "pid": c["pid"], "tid": c["pid"], "ts": _us(c["entry_ns"]),
-                 "args": {"source_id": c["source_id"], "line": c["line"], "depth": c["depth"]}}  # fmt: skip
-        if c["exit_ns"] is None:  # no return in the trace: open until its end
-            yield {**event, "ph": "B"}
-        else:
-            yield {**event, "ph": "X", "dur": _us(max(0, c["exit_ns"] - c["entry_ns"]))}
 
-    devices: dict[str, int] = {}
-    requests = (
-        "SELECT source_id, line, dev, sector, nsect, rwbs, pid, comm, a_ns, q_ns, g_ns, i_ns, d_ns, c_ns, i2d_ns,"
-        f" d2c_ns, q2c_ns, q_line, i_line, d_line, c_line, error FROM {_view('requests')}"
-    )
-    for r in _rows(con, requests, analysis_id):
-        dev_pid = devices.get(r["dev"])
-        if dev_pid is None:
-            dev_pid = devices[r["dev"]] = DEVICE_PID + len(devices)
-            counts["devices"] += 1
-            yield {"ph": "M", "name": "process_name", "pid": dev_pid, "tid": dev_pid, "args": {"name": f"block {r['dev']}"}}  # fmt: skip
-            yield {"ph": "M", "name": "process_sort_index", "pid": dev_pid, "tid": dev_pid, "args": {"sort_index": -1}}  # fmt: skip
-        times = [t for t in (r["a_ns"], r["q_ns"], r["g_ns"], r["i_ns"], r["d_ns"], r["c_ns"]) if t is not None]
-        if not times:
-            continue
-        counts["requests"] += 1
-        rid = f"{r['source_id']}:{r['line']}"
-        base = {"cat": "block", "pid": dev_pid, "tid": dev_pid, "id2": {"local": rid}}
-        size = f"+{r['nsect']}" if r["nsect"] is not None else ""
-        name = f"{r['rwbs'] or ''} {r['sector']}{size} {r['comm'] or ''}".strip()
-        start, end = min(times), max(max(times), min(times))
-        args = {k: r[k] for k in ("source_id", "line", "dev", "sector", "nsect", "rwbs", "pid", "comm", "q_ns", "i_ns",
-                                  "d_ns", "c_ns", "i2d_ns", "d2c_ns", "q2c_ns", "q_line", "i_line", "d_line", "c_line",
-                                  "error")}  # fmt: skip
-        yield {**base, "ph": "b", "name": name, "ts": _us(start), "args": args}
-        if r["i_ns"] is not None and r["d_ns"] is not None and r["d_ns"] >= r["i_ns"]:
-            yield {**base, "ph": "b", "name": "I2D (scheduler)", "ts": _us(r["i_ns"])}
-            yield {**base, "ph": "e", "name": "I2D (scheduler)", "ts": _us(r["d_ns"])}
-        if r["d_ns"] is not None and r["c_ns"] is not None and r["c_ns"] >= r["d_ns"]:
-            yield {**base, "ph": "b", "name": "D2C (device)", "ts": _us(r["d_ns"])}
-            yield {**base, "ph": "e", "name": "D2C (device)", "ts": _us(r["c_ns"])}
-        yield {**base, "ph": "e", "name": name, "ts": _us(end)}
+REQUESTS = f"""
+SELECT concat_ws(',\n',
+    {_async("b", "name", "t_start", _REQUEST_ARGS)},
+    CASE WHEN i_ns IS NOT NULL AND d_ns IS NOT NULL AND d_ns >= i_ns THEN
+        {_async("b", "'I2D (scheduler)'", "i_ns")} || ',\n' || {_async("e", "'I2D (scheduler)'", "d_ns")} END,
+    CASE WHEN d_ns IS NOT NULL AND c_ns IS NOT NULL AND c_ns >= d_ns THEN
+        {_async("b", "'D2C (device)'", "d_ns")} || ',\n' || {_async("e", "'D2C (device)'", "c_ns")} END,
+    {_async("e", "name", "t_end")}
+) FROM (
+    SELECT r.*, {DEVICE_PID} + list_position($devs, r.dev) - 1 AS dev_pid, r.source_id || ':' || r.line AS rid,
+        least(a_ns, q_ns, g_ns, i_ns, d_ns, c_ns) AS t_start, greatest(a_ns, q_ns, g_ns, i_ns, d_ns, c_ns) AS t_end,
+        trim(coalesce(rwbs, '') || ' ' || coalesce(sector::VARCHAR, 'None')
+             || coalesce('+' || nsect, '') || ' ' || coalesce(comm, '')) AS name
+    FROM {_view("requests")} r
+) WHERE t_start IS NOT NULL"""
 
-    links = (
-        "SELECT l.chain_id, l.pos, l.pid, l.comm, l.wait_line, l.start_ns, l.end_ns, l.relation,"
-        " w.wake_ns FROM (SELECT * FROM " + _view("links") + ") l LEFT JOIN " + _view("waits") +
-        " w ON w.source_id = l.source_id AND w.line = l.wait_line ORDER BY l.chain_id, l.pos"
-    )  # fmt: skip
-    prev = None
-    for link in _rows(con, links, analysis_id):
-        if prev is not None and prev["chain_id"] == link["chain_id"] and prev["relation"] and link["pid"] is not None:
-            counts["flows"] += 1
-            at = prev["wake_ns"] if prev["wake_ns"] is not None else prev["end_ns"]
-            fid = f"{prev['chain_id']}.{prev['pos']}"
-            label = f"wakes {prev['comm']} ({prev['pid']})" if prev["relation"] != "held_by" else (
-                f"holds the lock {prev['comm']} ({prev['pid']}) waits on")  # fmt: skip
-            src = {"pid": link["pid"], "tid": link["pid"] + WAITS_TID, "ts": _us(at)}
-            yield {**src, "ph": "X", "cat": "chain", "name": label, "dur": 0.001,
-                   "args": {"chain": prev["chain_id"], "link": prev["pos"] + 1, "relation": prev["relation"]}}  # fmt: skip
-            yield {**src, "ph": "s", "cat": "chain", "name": f"chain #{prev['chain_id']}", "id": fid}
-            yield {"ph": "f", "bp": "e", "cat": "chain", "name": f"chain #{prev['chain_id']}", "id": fid,
-                   "pid": prev["pid"], "tid": prev["pid"] + WAITS_TID, "ts": _us(max(prev["start_ns"], prev["end_ns"] - 1))}  # fmt: skip
-        prev = link
+# a link that depends on the next one (relation) and a next link with a task: a flow from the next link's task (at
+# the wake-up, else the link's wait end) into the end of this link's wait
+FLOWS = f"""
+SELECT concat_ws(',\n',
+    to_json({{pid: next_pid, tid: next_pid + {WAITS_TID}, ts: {_us("at_ns")}, ph: 'X', cat: 'chain', name: label,
+             dur: 0.001, args: {{chain: chain_id, link: pos + 1, relation: relation}}}}),
+    to_json({{pid: next_pid, tid: next_pid + {WAITS_TID}, ts: {_us("at_ns")}, ph: 's', cat: 'chain',
+             name: 'chain #' || chain_id, id: fid}}),
+    to_json({{ph: 'f', bp: 'e', cat: 'chain', name: 'chain #' || chain_id, id: fid, pid: pid, tid: pid + {WAITS_TID},
+             ts: {_us("greatest(start_ns, end_ns - 1)")}}})
+) FROM (
+    SELECT l.*, coalesce(w.wake_ns, l.end_ns) AS at_ns, l.chain_id || '.' || l.pos AS fid,
+        CASE WHEN l.relation <> 'held_by' THEN 'wakes ' || {_task("l.pid", "l.comm")}
+             ELSE 'holds the lock ' || {_task("l.pid", "l.comm")} || ' waits on' END AS label
+    FROM (
+        SELECT *, lead(pid) OVER (PARTITION BY chain_id ORDER BY pos) AS next_pid
+        FROM {_view("links")}
+    ) l LEFT JOIN {_view("waits")} w ON w.source_id = l.source_id AND w.line = l.wait_line
+    WHERE l.relation IS NOT NULL AND l.next_pid IS NOT NULL
+)"""
+
+
+def _chunks(con: duckdb.DuckDBPyConnection, sql: str, params: dict) -> Iterator[tuple[int, bytes]]:
+    """Per record batch of the query's rows (one text of events each, or NULL: none): how many rows had events, and
+    their texts, each after SEP, as one piece of bytes (the batch's character data: no Python object per row)."""
+    reader = con.sql(f"SELECT '{SEP}' || j FROM ({sql}) t(j)", params=params).to_arrow_reader(BATCH)
+    for batch in reader:
+        column = batch.column(0)
+        if isinstance(column, pa.ChunkedArray):
+            column = column.combine_chunks()
+        n = len(column) - column.null_count
+        if n:
+            _, offsets, data = column.buffers()
+            width = 8 if pa.types.is_large_string(column.type) else 4
+            at = np.frombuffer(offsets, dtype=np.int64 if width == 8 else np.int32)
+            yield n, data[int(at[column.offset]) : int(at[column.offset + len(column)])].to_pybytes()
+
+
+def _device_events(devices: list[str]) -> Iterator[str]:
+    for i, dev in enumerate(devices):
+        pid = DEVICE_PID + i
+        yield _dumps({"ph": "M", "name": "process_name", "pid": pid, "tid": pid, "args": {"name": f"block {dev}"}})
+        yield _dumps({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": pid, "args": {"sort_index": -1}})
+
+
+def _dumps(value) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def stream(con: duckdb.DuckDBPyConnection, analysis_id: str, name: str) -> Iterator[bytes]:
-    """The JSON text, in chunks of about CHUNK bytes. `con` is a cursor of its own, closed at the end."""
-    counts: dict = {}
+    """The JSON text, a record batch of events at a time. `con` is a cursor of its own, closed at the end."""
+    counts = dict(tasks=0, waits=0, calls=0, calls_without_entry=0, requests=0, devices=0, flows=0)
     try:
-        parts, size, first = ['{"displayTimeUnit":"ns","traceEvents":[\n'], 0, True
-        for event in events(con, analysis_id, counts):
-            text = _dumps(event)
-            parts.append(text if first else ",\n" + text)
-            first = False
-            size += len(text)
-            if size >= CHUNK:
-                yield "".join(parts).encode()
-                parts, size = [], 0
+        aid = {"aid": analysis_id}
+        devices = [d for (d,) in con.execute(DEVICES, aid).fetchall()]
+        counts["devices"] = len(devices)
+        head = b'{"displayTimeUnit":"ns","traceEvents":[\n'
+        for kind, sql, params in (
+            ("tasks", TASKS, aid),
+            ("waits", WAITS, aid),
+            ("calls", CALLS, aid),
+            ("requests", REQUESTS, {**aid, "devs": devices}),
+            ("flows", FLOWS, aid),
+        ):
+            if kind == "requests" and devices:
+                text = "".join(SEP + e for e in _device_events(devices)).encode()
+                yield head + text[len(SEP) :] if head else text
+                head = b""
+            for n, text in _chunks(con, sql, params):
+                counts[kind] += n
+                yield head + text[len(SEP) :] if head else text  # the first event without its separator
+                head = b""
+        if head:
+            yield head
+        counts["calls_without_entry"] = con.execute(CALLS_WITHOUT_ENTRY, aid).fetchall()[0][0]
         meta = {"source": "stallscope", "analysis": name, "analysis_id": analysis_id, **counts}
-        parts.append(f'\n],"metadata":{_dumps(meta)}}}\n')
-        yield "".join(parts).encode()
+        yield f'\n],"metadata":{_dumps(meta)}}}\n'.encode()
     finally:
         con.close()
