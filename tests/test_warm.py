@@ -147,5 +147,5 @@ def test_the_first_requests_parameters_are_the_frontends():
     got["heatmap metrics"] = int(
         one("api/queries.ts", r"export function useHeatmapMetrics\(id: string, limit = (\d+)\)")
     )
-    got["waits"] = int(one("views/stalls/WaitsPanel.tsx", r"useWaits\(analysis\.id, \{[^}]*\}, (\d+),"))
+    got["waits"] = int(one("views/stalls/WaitsPanel.tsx", r"useWaitsPage\(analysis\.id, \{[^}]*\}, (\d+),"))
     assert got == warm.FIRST

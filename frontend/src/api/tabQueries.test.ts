@@ -22,17 +22,17 @@ describe('the queries a page starts from its address', () => {
       ['latency-over-time', 'A', 240, 42, null, 1, 2],
       ['heatmap', 'A', 'd2c', null, 120, 40, 42, null, 1, 2],
       ['dispatch-summary', 'A', 'device', 1, 2],
-      ['requests', 'A', 'q2c', 100, 42, null, 1, 2],
+      ['requests-page', 'A', 'q2c', 100, 42, null, 1, 2],
     ]);
     // Stalls: the chains, the waits, the markers, the heatmap's choices and its waits heatmap, all at once
     expect(keys('?tab=stalls&t0=1&t1=2&lock=xfs')).toEqual([
       ['chains', 'A', 1, 2],
-      ['waits', 'A', 'xfs', null, 100, 1, 2, false],
+      ['waits-page', 'A', 'xfs', null, 100, 1, 2, false],
       ['marks', 'A'],
       ['heatmap-metrics', 'A', 100],
       ['heatmap', 'A', 'wait', null, 120, 40, null, null, 1, 2],
     ]);
-    expect(keys('?tab=stalls&shm=func').map((k) => k[0])).toEqual(['chains', 'waits', 'marks', 'heatmap-metrics']); // (the function: from the choices)
+    expect(keys('?tab=stalls&shm=func').map((k) => k[0])).toEqual(['chains', 'waits-page', 'marks', 'heatmap-metrics']); // (the function: from the choices)
     expect(keys('?tab=offcpu&fg_unit=stacks')).toEqual([
       ['offcpu-tasks', 'A'],
       ['flamegraph', 'A', 'stacks', null, null, null, false],

@@ -13,15 +13,14 @@ import {
   latencyOverTimeQuery,
   marksQuery,
   offcpuTasksQuery,
-  requestsQuery,
   timelineQuery,
-  waitsQuery,
   type HeatmapQuery,
   type RequestFilter,
   type TimelineQuery,
 } from './queries';
+import { requestsPageQuery, waitsPageQuery } from './pagedQueries';
 
-/** Dispatch: buckets of the latency-over-time chart, rows of the requests table. */
+/** Dispatch: buckets of the latency-over-time chart, rows of the requests table's first page. */
 export const LATENCY_BUCKETS = 240;
 export const REQUESTS_LIMIT = 100;
 /** Every latency heatmap (Dispatch and Stalls): time bins × latency bins. */
@@ -61,7 +60,7 @@ export function firstQueries(id: string, v: ViewState): AnyQuery[] {
       const hm = stallsHeatmap(v);
       return [
         chainsQuery(id, range),
-        waitsQuery(id, { lock: v.lock, lockKey: v.lockKey }, 100, range, v.idle),
+        waitsPageQuery(id, { lock: v.lock, lockKey: v.lockKey }, 100, range, v.idle),
         marksQuery(id),
         heatmapMetricsQuery(id),
         ...(hm ? [heatmapQuery(id, hm, HEATMAP_X_BINS, HEATMAP_Y_BINS)] : []),
@@ -79,7 +78,7 @@ export function firstQueries(id: string, v: ViewState): AnyQuery[] {
         latencyOverTimeQuery(id, LATENCY_BUCKETS, blockFilter(v)),
         heatmapQuery(id, latencyHeatmap(v), HEATMAP_X_BINS, HEATMAP_Y_BINS),
         dispatchSummaryQuery(id, v.by, { t0: v.t0, t1: v.t1 }),
-        requestsQuery(id, v.order, REQUESTS_LIMIT, blockFilter(v)),
+        requestsPageQuery(id, v.order, REQUESTS_LIMIT, blockFilter(v)),
       ];
     default:
       return [];

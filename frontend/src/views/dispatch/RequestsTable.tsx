@@ -1,5 +1,7 @@
-import { useRequests } from '../../api/queries';
-import { REQUESTS_LIMIT as LIMIT, blockFilter } from '../../api/tabQueries';
+import { useCallback } from 'react';
+import { MORE_PAGE, PAGE_MAX, fetchRequestsPage, useRequestsPage } from '../../api/pagedQueries';
+import { REQUESTS_LIMIT, blockFilter } from '../../api/tabQueries';
+import { MoreRows, usePagedRows } from '../../components/LongTable';
 import type { AnalysisDetail, BlockRequest } from '../../api/types';
 import { ErrorBox, Loading } from '../../components/Status';
 import { formatAbsTime, formatNs, formatSector } from '../../lib/format';
@@ -16,7 +18,16 @@ const ORDERS: { value: RequestOrder; label: string }[] = [
 
 export function RequestsTable({ analysis }: { analysis: AnalysisDetail }) {
   const [view, setView] = useViewState();
-  const q = useRequests(analysis.id, view.order, LIMIT, blockFilter(view));
+  const filter = blockFilter(view);
+  const q = useRequestsPage(analysis.id, view.order, REQUESTS_LIMIT, filter);
+  const { pid, dev, t0, t1 } = filter;
+  const fetchPage = useCallback(
+    (cursor: string, all: boolean, signal: AbortSignal) =>
+      fetchRequestsPage(analysis.id, view.order, { pid, dev, t0, t1 }, all ? PAGE_MAX : MORE_PAGE, cursor, signal),
+    [analysis.id, view.order, pid, dev, t0, t1],
+  );
+  const paged = usePagedRows<BlockRequest>(q.data, fetchPage);
+  const rows = paged.rows;
   const isSel = (r: BlockRequest) => view.req !== null && view.req.sourceId === r.source_id && view.req.line === r.line;
   const hl = (o: RequestOrder) => (view.order === o ? ' sorted' : '');
 
@@ -33,7 +44,7 @@ export function RequestsTable({ analysis }: { analysis: AnalysisDetail }) {
         </div>
         {q.data && (
           <span className="muted">
-            {q.data.length === LIMIT ? `first ${LIMIT}` : `${q.data.length} request${q.data.length === 1 ? '' : 's'}`}
+            {paged.hasMore ? `first ${rows.length}` : `${rows.length} request${rows.length === 1 ? '' : 's'}`}
           </span>
         )}
       </div>
@@ -55,7 +66,7 @@ export function RequestsTable({ analysis }: { analysis: AnalysisDetail }) {
               </tr>
             </thead>
             <tbody>
-              {q.data.map((r) => {
+              {rows.map((r) => {
                 const sel = isSel(r);
                 return (
                   <tr
@@ -78,7 +89,7 @@ export function RequestsTable({ analysis }: { analysis: AnalysisDetail }) {
                   </tr>
                 );
               })}
-              {q.data.length === 0 && (
+              {rows.length === 0 && (
                 <tr>
                   <td colSpan={8} className="muted">
                     No requests in this selection.
@@ -89,6 +100,7 @@ export function RequestsTable({ analysis }: { analysis: AnalysisDetail }) {
           </table>
         </div>
       )}
+      {q.data && <MoreRows paged={paged} what="requests" />}
     </section>
   );
 }

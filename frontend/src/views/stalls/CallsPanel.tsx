@@ -1,6 +1,8 @@
-import { useMemo } from 'react';
-import { useCalls } from '../../api/queries';
+import { useCallback, useMemo } from 'react';
+import { useQuery } from '@tanstack/react-query';
+import { PAGE_MAX, fetchCalls } from '../../api/pagedQueries';
 import type { ChainLink } from '../../api/stallTypes';
+import { MoreRows, usePagedRows } from '../../components/LongTable';
 import { EChart } from '../../charts/EChart';
 import { buildCallsOption, callWindow } from '../../charts/callFlame';
 import { linkLabel } from '../../charts/chainWaterfall';
@@ -8,6 +10,9 @@ import { ErrorBox, Loading } from '../../components/Status';
 import { formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import { useReveal } from '../../lib/reveal';
+
+/** Calls of a page (the first, and each "show more"); "show all" asks four times PAGE_MAX at a time. */
+const CALLS = 5000;
 
 export function CallsPanel({ analysisId, link, pos }: { analysisId: string; link: ChainLink; pos: number }) {
   const [, setView] = useViewState();
@@ -17,13 +22,27 @@ export function CallsPanel({ analysisId, link, pos }: { analysisId: string; link
     () => (link.pid !== null ? { pid: link.pid, sourceId: link.source_id, ...callWindow(start, end) } : null),
     [link.pid, link.source_id, start, end],
   );
-  const q = useCalls(analysisId, w);
+  const q = useQuery({
+    queryKey: ['calls', analysisId, w?.pid, w?.sourceId, w?.t0, w?.t1, CALLS],
+    enabled: w !== null,
+    queryFn: ({ signal }) => fetchCalls(analysisId, w!, CALLS, null, signal),
+  });
+  const first = useMemo(() => (q.data ? { items: q.data.calls, next_cursor: q.data.next_cursor ?? null } : undefined), [q.data]);
+  const fetchPage = useCallback(
+    async (cursor: string, all: boolean, signal: AbortSignal) => {
+      const page = await fetchCalls(analysisId, w!, all ? PAGE_MAX * 4 : CALLS, cursor, signal);
+      return { items: page.calls, next_cursor: page.next_cursor ?? null };
+    },
+    [analysisId, w],
+  );
+  const paged = usePagedRows(first, fetchPage);
+  const calls = paged.rows;
   const option = useMemo(
-    () => (q.data ? buildCallsOption(q.data.calls, { t0: w!.t0, t1: w!.t1, waitStart: start, waitEnd: end, waitLine: link.wait_line ?? null }) : null),
-    [q.data, w, start, end, link.wait_line],
+    () => (q.data ? buildCallsOption(calls, { t0: w!.t0, t1: w!.t1, waitStart: start, waitEnd: end, waitLine: link.wait_line ?? null }) : null),
+    [q.data, calls, w, start, end, link.wait_line],
   );
   const panel = useReveal<HTMLElement>(`${link.source_id}:${link.line ?? link.wait_line}:${pos}`, !q.isPending); // the link clicked: its calls in view
-  const depth = q.data ? Math.max(0, ...q.data.calls.map((c) => c.depth)) + 1 : 1;
+  const depth = calls.reduce((d, c) => Math.max(d, c.depth + 1), 1);
   return (
     <section ref={panel} className="panel" data-testid="calls-panel" aria-label="Calls around the wait">
       <div className="panel-head">
@@ -39,9 +58,9 @@ export function CallsPanel({ analysisId, link, pos }: { analysisId: string; link
       </div>
       {q.isPending && <Loading what="calls" />}
       {q.isError && <ErrorBox title="Could not load the calls." error={q.error} />}
-      {q.data && q.data.calls.length === 0 && <p className="muted">No function_graph calls of this task in this window.</p>}
-      {q.data?.truncated && <p className="warn">More calls than the limit: only the first {q.data.calls.length} are drawn.</p>}
-      {option && q.data && q.data.calls.length > 0 && (
+      {q.data && calls.length === 0 && <p className="muted">No function_graph calls of this task in this window.</p>}
+      {q.data && <MoreRows paged={paged} what="calls drawn (by entry time)" />}
+      {option && q.data && calls.length > 0 && (
         <EChart option={option} height={Math.min(depth, 40) * 20 + 76} ariaLabel="Call flame chart" />
       )}
     </section>

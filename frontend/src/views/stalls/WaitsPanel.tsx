@@ -1,7 +1,9 @@
-import { Fragment, useMemo, useState } from 'react';
+import { Fragment, useCallback, useMemo, useState } from 'react';
 import type { AnalysisDetail } from '../../api/types';
 import type { Wait } from '../../api/stallTypes';
-import { useChains, useWaits } from '../../api/queries';
+import { useChains } from '../../api/queries';
+import { MORE_PAGE, PAGE_MAX, fetchWaitsPage, useWaitsPage } from '../../api/pagedQueries';
+import { MoreRows, usePagedRows } from '../../components/LongTable';
 import { useReveal } from '../../lib/reveal';
 import { Stack } from './Stack';
 import { ErrorBox, Loading } from '../../components/Status';
@@ -10,7 +12,15 @@ import { useViewState } from '../../state/useViewState';
 
 export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
   const [view, setView] = useViewState();
-  const q = useWaits(analysis.id, { lock: view.lock, lockKey: view.lockKey }, 100, { t0: view.t0, t1: view.t1 }, view.idle); // the analysis-wide time range
+  const { lock, lockKey, t0, t1, idle } = view; // the analysis-wide time range
+  const q = useWaitsPage(analysis.id, { lock, lockKey }, 100, { t0, t1 }, idle);
+  const fetchPage = useCallback(
+    (cursor: string, all: boolean, signal: AbortSignal) =>
+      fetchWaitsPage(analysis.id, { lock, lockKey }, { t0, t1 }, idle, all ? PAGE_MAX : MORE_PAGE, cursor, signal),
+    [analysis.id, lock, lockKey, t0, t1, idle],
+  );
+  const paged = usePagedRows<Wait>(q.data, fetchPage);
+  const waits = q.data ? paged.rows : undefined;
   const [draft, setDraft] = useState(view.lock ?? '');
   const filter = waitsFilterText(view.lock, view.lockKey);
   // the chain link each wait is (the chains the list beside shows: the same query, from the cache)
@@ -21,7 +31,7 @@ export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
     return m;
   }, [chains.data]);
   const selKey = view.wait ? `${view.wait.sourceId}:${view.wait.line}` : null;
-  const selected = q.data?.find((w) => `${w.source_id}:${w.line}` === selKey) ?? null;
+  const selected = waits?.find((w) => `${w.source_id}:${w.line}` === selKey) ?? null;
   const detail = useReveal<HTMLTableRowElement>(selected && !linkOf.has(selKey!) ? selKey : null);
   return (
     <section className="panel" data-testid="waits-panel">
@@ -52,14 +62,14 @@ export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
       </div>
       {q.isPending && <Loading what="waits" />}
       {q.isError && <ErrorBox title="Could not load the waits." error={q.error} />}
-      {q.data && q.data.length === 0 && (
+      {waits && waits.length === 0 && (
         <p className="muted">
           No {view.idle ? 'waits' : 'stalls'}
           {filter !== null ? ` ${filter}` : ''} in this {view.t0 !== null && view.t1 !== null ? 'time range' : 'trace'}
           {view.idle ? '.' : ' (idle sleeps left out).'}
         </p>
       )}
-      {q.data && q.data.length > 0 && (
+      {waits && waits.length > 0 && (
         <div className="table-scroll" style={{ maxHeight: 360 }}>
           <table className="grid compact" data-testid="waits-table">
             <thead>
@@ -74,7 +84,7 @@ export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
               </tr>
             </thead>
             <tbody>
-              {q.data.map((w) => {
+              {waits.map((w) => {
                 const key = `${w.source_id}:${w.line}`;
                 const sel = key === selKey;
                 const inChain = linkOf.get(key);
@@ -118,6 +128,7 @@ export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
           </table>
         </div>
       )}
+      {waits && <MoreRows paged={paged} what="waits" />}
     </section>
   );
 }
