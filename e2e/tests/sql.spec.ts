@@ -36,11 +36,34 @@ test('SQL: a question no view asks, a shared link, refusals, downloads, a chain 
   const [csv] = await Promise.all([page.waitForEvent('download'), page.getByTestId('sql-csv').click()]);
   expect(csv.suggestedFilename()).toBe('query.csv');
 
-  // the link shares the query: another browser runs it and gets the same table
+  // the sort and the chart are in the URL, by column names
+  await expect(page).toHaveURL(/[?&]sql_sort=pid&sql_desc=1/);
+  const kind = page.getByTestId('sql-chart-kind');
+  await kind.selectOption({ label: 'histogram of waits' });
+  await expect(page).toHaveURL(/[?&]sql_chart=histogram&sql_y=waits/);
+
+  // the link shares the query, its sort and its chart: another browser runs it and gets the same table, sorted the
+  // same, and the same chart
   const { other } = await copyLinkAndOpenElsewhere(page, browser);
-  await expect(other.getByTestId('sql-table').locator('tbody tr').first()).toContainText(/file_(reader|writer)/);
+  const otherTable = other.getByTestId('sql-table');
+  await expect(otherTable.locator('tbody tr').first()).toContainText(/file_(reader|writer)/);
   await expect(other.getByTestId('sql-editor')).toHaveValue(/xfs_ilock/);
+  await expect(otherTable.locator('thead th', { hasText: 'pid' })).toHaveAttribute('aria-sort', 'descending');
+  expect(await otherTable.locator('tbody tr td:first-child').allInnerTexts()).toEqual(pids);
+  await expect(other.getByTestId('sql-chart-kind').locator('option:checked')).toHaveText('histogram of waits');
+  await expect(other.getByRole('img', { name: "chart of the query's result" }).locator('canvas').first()).toBeVisible();
   await other.context().close();
+
+  // no chart, sorted the other way: kept too; another query drops both (its own columns)
+  await kind.selectOption({ label: 'none' });
+  await expect(page).toHaveURL(/[?&]sql_chart=none/);
+  await expect(page.getByRole('img', { name: "chart of the query's result" })).toHaveCount(0);
+  await table.locator('thead th', { hasText: 'pid' }).click();
+  await expect(page).toHaveURL(/[?&]sql_sort=pid(&|$)/);
+  await expect(page).not.toHaveURL(/sql_desc/);
+  await page.reload();
+  await expect(page.getByTestId('sql-table').locator('thead th', { hasText: 'pid' })).toHaveAttribute('aria-sort', 'ascending');
+  await expect(page.getByRole('img', { name: "chart of the query's result" })).toHaveCount(0);
 
   // refused: a file read, a write
   await editor.fill("SELECT * FROM read_csv('/etc/passwd')");

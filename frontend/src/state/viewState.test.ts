@@ -64,6 +64,8 @@ describe('view state <-> URL', () => {
       hbox: { metric: 'func', t0: 358613968921000, t1: 358613975514750, latMin: 4645966, latMax: null },
       wait: { sourceId: 1, line: 94 },
       sql: "SELECT pid, count(*) FROM waits WHERE lock LIKE 'xfs%' GROUP BY 1",
+      sqlChart: { kind: 'series', x: 'pid', y: 'count_star()' },
+      sqlSort: { col: 'count_star()', desc: true },
     };
     const qs = encodeView(v).toString();
     expect(qs).toBe(
@@ -72,9 +74,32 @@ describe('view state <-> URL', () => {
         '&fg_zoom=dd%3Bentry_SYSCALL_64_fastpath&fg_diff=1&fg_warm=1&fg_a=4&fg_b=5&fg_ban=L8VWhW46&v0=81000000000&v1=97000000000' +
         '&tl_n=80&tl_sel=2%3A45&tl_arrows=1&tl_mark=81100000000_81100000250&tl_pin=task%3A1%3A42%7Cdev%3A2%3A8%2C0&tl_fold=src%3A3&tl_q=postgres&wp=1%3A85&wp_comm=cksum&wp_lock=page+lock&shm=func&shf=xfs_ilock' +
         '&hbox=func_358613968921000_358613975514750_4645966_&wait=1%3A94' +
-        '&sql=SELECT+pid%2C+count%28*%29+FROM+waits+WHERE+lock+LIKE+%27xfs%25%27+GROUP+BY+1',
+        '&sql=SELECT+pid%2C+count%28*%29+FROM+waits+WHERE+lock+LIKE+%27xfs%25%27+GROUP+BY+1' +
+        '&sql_chart=series&sql_x=pid&sql_y=count_star%28%29&sql_sort=count_star%28%29&sql_desc=1',
     );
     expect(decodeView(new URLSearchParams(qs))).toEqual(v);
+  });
+
+  it("keeps the SQL console's chart and sort in the URL, by column names, and drops them for another query", () => {
+    const names = ['none', 'histogram', 'series'] as const;
+    for (const chart of [
+      { kind: names[0] },
+      { kind: names[1], y: 'duration_ns' },
+      { kind: names[2], x: 'start_ns', y: 'a:b|c d' },
+    ] as const) {
+      const v = { ...DEFAULT_VIEW, tab: 'sql' as const, sql: 'SELECT 1', sqlChart: chart, sqlSort: { col: 'x y', desc: false } };
+      const qs = encodeView(v).toString();
+      expect(decodeView(new URLSearchParams(qs))).toEqual(v);
+      expect(qs).not.toContain('sql_desc');
+    }
+    expect(decodeView(new URLSearchParams('sql=SELECT+1&sql_chart=series&sql_y=n')).sqlChart).toBeNull(); // no x
+    expect(decodeView(new URLSearchParams('sql=SELECT+1&sql_chart=pie&sql_y=n')).sqlChart).toBeNull();
+    expect(decodeView(new URLSearchParams('sql_sort=&sql_desc=1')).sqlSort).toBeNull();
+    const shown = { ...DEFAULT_VIEW, sql: 'SELECT 1 AS n', sqlChart: { kind: 'none' as const }, sqlSort: { col: 'n', desc: true } };
+    expect(updateView(shown, { sqlSort: { col: 'n', desc: false } }).sqlChart).toEqual({ kind: 'none' });
+    const other = updateView(shown, { sql: 'SELECT 2 AS m' });
+    expect([other.sqlChart, other.sqlSort]).toEqual([null, null]);
+    expect(updateView(shown, { sql: 'SELECT 1 AS n' }).sqlSort).toEqual({ col: 'n', desc: true }); // the same query again
   });
 
   it('decodes a measurement of one or two instants, and nothing malformed', () => {

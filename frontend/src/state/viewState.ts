@@ -13,6 +13,11 @@ export type Sort = { column: SortColumn; desc: boolean };
 export type RequestRef = { sourceId: number; line: number };
 export type HeatmapMetric = Phase | 'func' | 'wait';
 export type StallsHeatmapMetric = 'wait' | 'func';
+/** The SQL console's chart, by column names (a shared link names the same columns of the same query): none, a
+ * histogram of y, or y over x. */
+export type SqlChartRef = { kind: 'none' } | { kind: 'histogram'; y: string } | { kind: 'series'; x: string; y: string };
+/** The SQL console's result table sorted by a column (its name). */
+export type SqlSort = { col: string; desc: boolean };
 /** A brushed box of a heatmap: placed in [t0, t1] (ns, inclusive), latMin <= latency < latMax (null: open). */
 export type HeatmapBox = { metric: HeatmapMetric; t0: number; t1: number; latMin: number | null; latMax: number | null };
 
@@ -66,6 +71,8 @@ export type ViewState = {
   hbox: HeatmapBox | null; // the brushed box, on the heatmap of its metric
   wait: RequestRef | null; // the selected wait: its source and line
   sql: string | null; // the SQL console's query (views/sql/)
+  sqlChart: SqlChartRef | null; // its result's chart; null: the result's default (charts/sqlChart.defaultChart)
+  sqlSort: SqlSort | null; // its result table's sort; null: the rows as the query returned them
 };
 
 export const DEFAULT_SORT: Sort = { column: 'i2d.max', desc: true };
@@ -115,6 +122,8 @@ export const DEFAULT_VIEW: ViewState = {
   hbox: null,
   wait: null,
   sql: null,
+  sqlChart: null,
+  sqlSort: null,
 };
 
 const PHASES = ['i2d', 'd2c', 'q2c'];
@@ -189,6 +198,23 @@ export function parseMark(v: string | null): [number, number | null] | null {
   return a === null ? null : [a, b];
 }
 
+/** sql_chart=none | histogram (sql_y) | series (sql_x, sql_y): the SQL console's chart; malformed → null. */
+export function parseSqlChart(params: URLSearchParams): SqlChartRef | null {
+  const kind = params.get('sql_chart');
+  const x = params.get('sql_x');
+  const y = params.get('sql_y');
+  if (kind === 'none') return { kind };
+  if (kind === 'histogram' && y) return { kind, y };
+  if (kind === 'series' && x && y) return { kind, x, y };
+  return null;
+}
+
+function encodeSqlChart(p: URLSearchParams, c: SqlChartRef): void {
+  p.set('sql_chart', c.kind);
+  if (c.kind === 'series') p.set('sql_x', c.x);
+  if (c.kind !== 'none') p.set('sql_y', c.y);
+}
+
 /** The timeline's window: both ends, in order, or neither. */
 function decodeWindow(v0: number | null, v1: number | null): { v0: number | null; v1: number | null } {
   return v0 !== null && v1 !== null && v1 > v0 ? { v0, v1 } : { v0: null, v1: null };
@@ -250,6 +276,8 @@ export function decodeView(params: URLSearchParams): ViewState {
     hbox: parseHeatmapBox(params.get('hbox')),
     wait: parseRequestRef(params.get('wait')),
     sql: params.get('sql') || null,
+    sqlChart: parseSqlChart(params),
+    sqlSort: params.get('sql_sort') ? { col: params.get('sql_sort')!, desc: params.get('sql_desc') === '1' } : null,
   };
 }
 
@@ -304,6 +332,11 @@ export function encodeView(v: ViewState): URLSearchParams {
   if (v.hbox !== null) p.set('hbox', encodeHeatmapBox(v.hbox));
   if (v.wait !== null) p.set('wait', encodeRequestRef(v.wait));
   if (v.sql !== null) p.set('sql', v.sql);
+  if (v.sqlChart !== null) encodeSqlChart(p, v.sqlChart);
+  if (v.sqlSort !== null) {
+    p.set('sql_sort', v.sqlSort.col);
+    if (v.sqlSort.desc) p.set('sql_desc', '1');
+  }
   return p;
 }
 
@@ -342,5 +375,10 @@ export function updateView(v: ViewState, patch: Partial<ViewState>): ViewState {
     ((patch.shm !== undefined && patch.shm !== v.shm) || (patch.shf !== undefined && patch.shf !== v.shf)) &&
     (v.hbox?.metric === 'wait' || v.hbox?.metric === 'func'); // a box on the Stalls heatmap (shm may be automatic)
   if ((dispatchRedrawn || stallsRedrawn) && patch.hbox === undefined) next.hbox = null;
+  // Another SQL query: its result has other columns, so its own default chart and the rows as it returns them.
+  if (patch.sql !== undefined && patch.sql !== v.sql) {
+    if (patch.sqlChart === undefined) next.sqlChart = null;
+    if (patch.sqlSort === undefined) next.sqlSort = null;
+  }
   return next;
 }

@@ -2,16 +2,18 @@ import { useEffect, useMemo, useState } from 'react';
 import type { AnalysisDetail } from '../../api/types';
 import { SQL_MAX_ROWS, exportUrl, perfettoUrl, useSqlQuery, useSqlViews } from '../../api/sqlQueries';
 import { EChart } from '../../charts/EChart';
-import { buildSqlChartOption, defaultChart, numericColumns, toCsv, type SqlChart, type SqlColumn } from '../../charts/sqlChart';
+import { buildSqlChartOption, numericColumns, toCsv, type SqlChart, type SqlColumn } from '../../charts/sqlChart';
 import { ErrorBox, Loading } from '../../components/Status';
 import { formatCount } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import { EXAMPLES } from './examples';
+import { chartOf, chartRef, nextSort, sortOf } from './resultState';
 import './sql.css';
 
 const SHOWN = 1000; // rows drawn in the table (the CSV download has them all)
 
-/** The SQL console: one SELECT over the analysis' views, kept in the URL (?sql=) so that a link shares it. */
+/** The SQL console: one SELECT over the analysis' views, kept in the URL (?sql=) with its result's chart and sort
+ * (sql_chart, sql_x, sql_y, sql_sort, sql_desc), so that a link shares the same result, sorted and charted alike. */
 export function SqlView({ analysis }: { analysis: AnalysisDetail }) {
   const [view, setView] = useViewState();
   const [text, setText] = useState(view.sql ?? EXAMPLES[0].sql);
@@ -120,9 +122,10 @@ function compare(a: unknown, b: unknown): number {
 }
 
 function Result({ columns, rows, truncated, ms }: { columns: SqlColumn[]; rows: unknown[][]; truncated: boolean; ms: number }) {
-  const [sort, setSort] = useState<{ col: number; desc: boolean } | null>(null);
-  const [chart, setChart] = useState<SqlChart | null>(() => defaultChart(columns));
-  useEffect(() => setChart(defaultChart(columns)), [columns]);
+  const [view, setView] = useViewState();
+  const sort = useMemo(() => sortOf(view.sqlSort, columns), [view.sqlSort, columns]);
+  const chart = useMemo(() => chartOf(view.sqlChart, columns), [view.sqlChart, columns]);
+  const setChart = (c: SqlChart | null) => setView({ sqlChart: chartRef(c, columns) }, { replace: true });
   const sorted = useMemo(() => {
     if (sort === null) return rows;
     const out = [...rows];
@@ -196,7 +199,7 @@ function Result({ columns, rows, truncated, ms }: { columns: SqlColumn[]; rows: 
                   key={i}
                   className={nums.includes(i) ? 'num sortable' : 'sortable'}
                   aria-sort={sort?.col === i ? (sort.desc ? 'descending' : 'ascending') : 'none'}
-                  onClick={() => setSort((s) => ({ col: i, desc: s?.col === i ? !s.desc : nums.includes(i) }))}
+                  onClick={() => setView({ sqlSort: nextSort(view.sqlSort, columns, i) }, { replace: true })}
                   title={c.type}
                 >
                   {c.name}
