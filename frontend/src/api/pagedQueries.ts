@@ -82,3 +82,12 @@ export function fetchCalls(id: string, w: CallsWindow, limit: number, cursor: st
     }),
   );
 }
+
+/** The first `limit` calls of the task in the window (none asked while `w` is null). */
+export function useCallsPage(id: string, w: CallsWindow | null, limit: number) {
+  return useQuery({
+    queryKey: ['calls', id, w?.pid, w?.sourceId, w?.t0, w?.t1, limit],
+    enabled: w !== null,
+    queryFn: ({ signal }) => fetchCalls(id, w!, limit, null, signal),
+  });
+}

@@ -4,7 +4,7 @@ import { ApiError, api, unwrap } from './client';
 import { editHeaders, forgetAnalysis, getToken, ownIds, setToken } from './access';
 import type { AnalysisSummary, ApiErrorBody } from './types';
 import { decodeTimeline, type Timeline } from '../charts/timeline';
-import type { Grouping, HeatmapBox, HeatmapMetric, RequestOrder, RequestRef } from '../state/viewState';
+import type { Grouping, HeatmapBox, HeatmapMetric, RequestRef } from '../state/viewState';
 
 export type Window = { t0: number | null; t1: number | null };
 const win = (w: Window) => (w.t0 !== null && w.t1 !== null ? { t0_ns: w.t0, t1_ns: w.t1 } : {});
@@ -78,25 +78,6 @@ export function useDispatchSummary(id: string, by: Grouping, w: Window) {
 
 export type RequestFilter = Window & { pid: number | null; dev: string | null };
 
-export const requestsQuery = (id: string, order: RequestOrder, limit: number, f: RequestFilter) =>
-  queryOptions({
-    queryKey: ['requests', id, order, limit, f.pid, f.dev, f.t0, f.t1],
-    queryFn: ({ signal }) =>
-      unwrap(
-        api.GET('/api/analyses/{analysis_id}/requests', {
-          params: {
-            path: { analysis_id: id },
-            query: { order, limit, ...(f.pid !== null ? { pid: f.pid } : {}), ...(f.dev !== null ? { dev: f.dev } : {}), ...win(f) },
-          },
-          signal,
-        }),
-      ),
-  });
-
-export function useRequests(id: string, order: RequestOrder, limit: number, f: RequestFilter) {
-  return useQuery({ ...requestsQuery(id, order, limit, f), placeholderData: keepPreviousData });
-}
-
 export const latencyOverTimeQuery = (id: string, buckets: number, f: RequestFilter) =>
   queryOptions({
     queryKey: ['latency-over-time', id, buckets, f.pid, f.dev, f.t0, f.t1],
@@ -153,49 +134,6 @@ export function useChains(id: string, w: Window, enabled = true) {
 
 /** The waits' lock filter: `lock` contains the text (typed), `lockKey` is the lock's object or primitive exactly. */
 export type LockFilter = { lock: string | null; lockKey: string | null };
-
-/** The waits that are stalls; with `idle`, idle sleeps too (asleep interruptibly on no known lock). */
-export const waitsQuery = (id: string, f: LockFilter, limit = 100, w: Window = { t0: null, t1: null }, idle = false) =>
-  queryOptions({
-    queryKey: ['waits', id, f.lock, f.lockKey, limit, w.t0, w.t1, idle],
-    queryFn: ({ signal }) =>
-      unwrap(
-        api.GET('/api/analyses/{analysis_id}/waits', {
-          params: {
-            path: { analysis_id: id },
-            query: {
-              order: 'duration',
-              limit,
-              ...(f.lock !== null ? { lock: f.lock } : {}),
-              ...(f.lockKey !== null ? { lock_key: f.lockKey } : {}),
-              ...(idle ? { idle: true } : {}),
-              ...win(w),
-            },
-          },
-          signal,
-        }),
-      ),
-  });
-
-export function useWaits(id: string, f: LockFilter, limit = 100, w: Window = { t0: null, t1: null }, idle = false) {
-  return useQuery({ ...waitsQuery(id, f, limit, w, idle), placeholderData: keepPreviousData });
-}
-
-export type CallsWindow = { pid: number; sourceId: number; t0: number; t1: number };
-
-export function useCalls(id: string, w: CallsWindow | null) {
-  return useQuery({
-    queryKey: ['calls', id, w?.pid, w?.sourceId, w?.t0, w?.t1],
-    enabled: w !== null,
-    queryFn: ({ signal }) =>
-      unwrap(
-        api.GET('/api/analyses/{analysis_id}/calls', {
-          params: { path: { analysis_id: id }, query: { pid: w!.pid, source_id: w!.sourceId, t0_ns: w!.t0, t1_ns: w!.t1, limit: 5000 } },
-          signal,
-        }),
-      ),
-  });
-}
 
 export const marksQuery = (id: string) =>
   queryOptions({

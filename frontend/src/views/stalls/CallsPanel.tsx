@@ -1,6 +1,5 @@
 import { useCallback, useMemo } from 'react';
-import { useQuery } from '@tanstack/react-query';
-import { PAGE_MAX, fetchCalls } from '../../api/pagedQueries';
+import { PAGE_MAX, fetchCalls, useCallsPage } from '../../api/pagedQueries';
 import type { ChainLink } from '../../api/stallTypes';
 import { MoreRows, usePagedRows } from '../../components/LongTable';
 import { EChart } from '../../charts/EChart';
@@ -22,11 +21,7 @@ export function CallsPanel({ analysisId, link, pos }: { analysisId: string; link
     () => (link.pid !== null ? { pid: link.pid, sourceId: link.source_id, ...callWindow(start, end) } : null),
     [link.pid, link.source_id, start, end],
   );
-  const q = useQuery({
-    queryKey: ['calls', analysisId, w?.pid, w?.sourceId, w?.t0, w?.t1, CALLS],
-    enabled: w !== null,
-    queryFn: ({ signal }) => fetchCalls(analysisId, w!, CALLS, null, signal),
-  });
+  const q = useCallsPage(analysisId, w, CALLS);
   const first = useMemo(() => (q.data ? { items: q.data.calls, next_cursor: q.data.next_cursor ?? null } : undefined), [q.data]);
   const fetchPage = useCallback(
     async (cursor: string, all: boolean, signal: AbortSignal) => {
