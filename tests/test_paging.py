@@ -192,3 +192,32 @@ def test_a_cursor_the_list_did_not_make_is_a_422_saying_so(client, real):
     for bad_limit in (0, 5001):
         assert client.get(url, params={"limit": bad_limit}).status_code == 422
         assert client.get(f"/api/analyses/{a}/waits/page", params={"limit": bad_limit}).status_code == 422
+
+
+def test_a_cursor_kept_across_a_moved_clock_is_a_422(client, store, real):
+    """A time order's key is on the analysis timeline: after a source's clock offset changed, a cursor of it would
+    start at another row, so it is refused; a duration order's key does not move, so its cursor still holds."""
+    a, _ = real
+    sources = {s["format"]: s["id"] for s in client.get(f"/api/analyses/{a}").json()["sources"]}
+    by_time = client.get(f"/api/analyses/{a}/requests/page", params={"order": "time", "limit": 10}).json()
+    by_i2d = client.get(f"/api/analyses/{a}/requests/page", params={"order": "i2d", "limit": 10}).json()
+    waits = client.get(f"/api/analyses/{a}/waits/page", params={"order": "start", "limit": 10, "idle": True}).json()
+    r = client.patch(f"/api/analyses/{a}/sources/{sources['blkparse']}", json={"clock_offset_ns": 123_456_789})
+    assert r.status_code == 200, r.text
+    again = client.get(
+        f"/api/analyses/{a}/requests/page", params={"order": "time", "limit": 10, "cursor": by_time["next_cursor"]}
+    )
+    assert again.status_code == 422 and "clock offset changed" in again.json()["detail"]
+    still = client.get(
+        f"/api/analyses/{a}/requests/page", params={"order": "i2d", "limit": 10, "cursor": by_i2d["next_cursor"]}
+    )
+    assert still.status_code == 200 and len(still.json()["items"]) == 10
+    w = client.get(
+        f"/api/analyses/{a}/waits/page",
+        params={"order": "start", "limit": 10, "idle": True, "cursor": waits["next_cursor"]},
+    )
+    assert w.status_code == 422
+    # and the walk over the moved clock is whole again
+    unpaged = client.get(f"/api/analyses/{a}/requests", params={"order": "time", "limit": 10000}).json()
+    paged, _ = _walk(client, f"/api/analyses/{a}/requests/page", {"order": "time", "limit": 300})
+    assert paged == unpaged

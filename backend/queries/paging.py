@@ -3,8 +3,9 @@ unique id, and the next page is the rows strictly after it in the same ORDER BY,
 whatever the sort and filters (rows never change after ingest; a PATCHed clock offset moves every time alike).
 
 A cursor is URL-safe base64 of a JSON array [VERSION, list, fingerprint, key...]: `list` names the route, the
-fingerprint is a hash of the analysis and every parameter that chose the rows or their order, so a cursor given to
-another list, analysis, sort or filter is refused (`BadCursor`) instead of answering rows of another list.
+fingerprint is a hash of the analysis and every parameter that chose the rows or their order (and, where the order
+is by a time on the analysis timeline, the sources' clock offsets), so a cursor given to another list, analysis, sort
+or filter, or kept across a PATCHed offset, is refused (`BadCursor`) instead of answering rows of another list.
 """
 
 from __future__ import annotations
@@ -67,8 +68,9 @@ def decode(cursor: str, list_name: str, analysis_id: str, params: dict, width: i
         raise BadCursor(f"this cursor is one of /{body[1]}, not of /{list_name}")
     if body[2] != _fingerprint(list_name, analysis_id, params):
         raise BadCursor(
-            f"this cursor was made for another analysis, sort or filter of /{list_name}: ask again with the"
-            " parameters of the page that gave it, or start over without a cursor"
+            f"this cursor was made for another analysis, sort or filter of /{list_name}, or before a source's"
+            " clock offset changed: ask again with the parameters of the page that gave it, or start over without"
+            " a cursor"
         )
     key = body[3:]
     if len(key) != width or not all(

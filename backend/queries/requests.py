@@ -123,8 +123,10 @@ def requests_page(
     """A page of the list in the same order as `requests` (and `requests_sql`), each row once over all the pages:
     {items, next_cursor}; `cursor` (a page's next_cursor) starts after its last row. BadCursor for a cursor this
     list, analysis, order and filters did not make."""
-    filters = {"order": order, "pid": pid, "dev": dev, "t0": t0, "t1": t1}
     sources = _blk_sources(con, analysis_id)
+    filters = {"order": order, "pid": pid, "dev": dev, "t0": t0, "t1": t1}
+    if order == "time":  # a key on the analysis timeline: moved by a source's clock offset
+        filters["clock"] = sources
     off, off_params = _offset(sources)
     keys = _request_keys(order, off)
     start = paging.decode(cursor, "requests", analysis_id, filters, len(keys)) if cursor is not None else None

@@ -117,6 +117,8 @@ def waits_page(
     `cursor` (a page's next_cursor) starts after its last row. BadCursor for a cursor this list, analysis, order
     and filters did not make."""
     filters = {"order": order, "pid": pid, "lock": lock, "t0": t0, "t1": t1, "lock_key": lock_key, "idle": idle}
+    if order == "start":  # a key on the analysis timeline: moved by a source's clock offset
+        filters["clock"] = memo.offsets(con, analysis_id)
     keys = [*_WAIT_KEYS[order], *_WAIT_ID]
     start = paging.decode(cursor, "waits", analysis_id, filters, len(keys)) if cursor is not None else None
     time_key = "duration_ns" if order == "duration" else "start_ns"
@@ -228,6 +230,7 @@ def calls(
     this list, analysis, task and filters did not make)."""
     limit = min(limit, MAX_CALLS)
     filters = {"pid": pid, "t0": t0, "t1": t1, "depth": max_depth, "source": source_id}
+    filters["clock"] = memo.offsets(con, analysis_id)  # the key (entry) is on the analysis timeline: moved by them
     start = paging.decode(cursor, "calls", analysis_id, filters, len(_CALL_KEYS)) if cursor is not None else None
     given = {k: v for k, v in {"t0": t0, "t1": t1, "depth": max_depth, "source": source_id}.items() if v is not None}
     flt = {
