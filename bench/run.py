@@ -13,7 +13,9 @@
    run, alternately: bytes/s, events/s and their ratio. bench-out/binary.json.
 2. api (bench.api): p50/p95/max latency and JSON size of the UI's routes on one analysis of all three
    inputs. bench-out/api.json. --reuse keeps its database if it was built from the same files.
-3. server (bench.server): peak RSS of `stallscope serve` while it ingests uploads of >= 1 GiB.
+3. server (bench.server): uploads of 1, 2.5 and 5 GiB of each format (BENCH_SERVER_GIB) to `stallscope serve`:
+   drop to view against the bare transfer, the server's peak RSS per size (its table by size: flat or not), the
+   database's size, and the routes of bench.api on the largest uploads' analyses (bench.bigapi).
    bench-out/server.json.
 4. page (bench.page): the analysis page ready in headless Chromium (Playwright). bench-out/page.json.
 5. load (bench.load): GET latency of an analysis page's routes from 30 readers while 6 uploaders POST traces,
@@ -256,7 +258,10 @@ def summary(parts: list[str], loads: dict, started: str, m: dict, code: dict) ->
         out += ["## DuckDB file size per million events", "", db_table(ing, api), ""]
     if srv:
         out += [f"## Upload: drop to view against the bare transfer, and server memory{load('server')}", "",
-                server_mod.table(srv), ""]
+                server_mod.table(srv), "", "### Peak memory by upload size (VmHWM; ≤ 1 GiB whatever the size)", "",
+                server_mod.peak_table(srv), ""]
+        if (views := srv.get("largest_views")) and views.get("text"):
+            out += ["### The largest uploads' views (bench/api.py's routes on their analyses)", "", views["text"], ""]
     if page:
         out += [f"## Analysis page ready in headless Chromium ({page['browser']}, {page['runs']} cold loads per "
                 f"tab){load('page')}", "", page_mod.table(page), ""]

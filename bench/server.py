@@ -346,20 +346,60 @@ def main(argv: list[str] | None = None) -> int:
         print("\n## Upload A/B: drop to view, interleaved checkouts\n")
         print(ab_table(result))
         return 0
-    runs = []
+    runs, kept = [], []
+    files = server_files()
     try:
-        for f in server_files():
+        for f in files:
             runs.append(measure(f))
             print(table({"runs": runs[-1:]}).split("\n\n")[0], file=sys.stderr, flush=True)
+            if f in files[-2:] and DB.exists():  # the largest uploads' analyses: their views are measured below
+                kept.append(OUT / f"server-largest-{runs[-1]['format']}.duckdb")
+                for src, dst in ((DB, kept[-1]), (Path(str(DB) + ".wal"), Path(str(kept[-1]) + ".wal"))):
+                    if src.exists():
+                        src.replace(dst)
+                    else:
+                        dst.unlink(missing_ok=True)
+        views = largest_views(kept)
     finally:
-        for p in (DB, Path(str(DB) + ".wal")):
+        for p in (DB, Path(str(DB) + ".wal"), *kept, *(Path(str(k) + ".wal") for k in kept)):
             p.unlink(missing_ok=True)
     result = {"machine": inputs.machine(), "target_peak_bytes": TARGET_PEAK_BYTES, "ratio_target": RATIO_TARGET,
-              "runs": runs}
+              "runs": runs, "largest_views": views}
     (OUT / "server.json").write_text(json.dumps(result, indent=1))
     print("\n## Upload: drop to view against the bare transfer, and server memory\n")
     print(table(result))
+    print("\n### Peak memory by upload size (the server's VmHWM; target ≤ 1 GiB whatever the size)\n")
+    print(peak_table(result))
+    print("\n### The largest uploads' views (bench/api.py's routes on their analyses)\n")
+    print(views["text"])
     return 0
+
+
+def largest_views(dbs: list[Path]) -> dict:
+    """bench/bigapi.py on the databases, in a process of its own: its tables, and its results."""
+    if not dbs:
+        return {"text": "(no analysis kept)", "results": []}
+    print(f"measuring the views of {', '.join(d.name for d in dbs)}...", file=sys.stderr, flush=True)
+    out = subprocess.run([sys.executable, "-m", "bench.bigapi", *map(str, dbs)], stdout=subprocess.PIPE, text=True,
+                         check=True).stdout.rstrip("\n").rsplit("\n", 1)
+    return {"text": out[0].strip(), "results": json.loads(out[1])}
+
+
+def peak_table(result: dict) -> str:
+    """A row per format, a column per upload size: peak RSS, and the database's size per GiB of input."""
+    runs = result["runs"]
+    sizes = sorted({round(r["bytes"] / 2**30, 2) for r in runs})
+    rows = ["| format | " + " | ".join(f"{g:g} GiB: peak RSS" for g in sizes) + " | flat (largest / smallest) | "
+            "database per GiB of input |", "|---|" + "---:|" * len(sizes) + "---:|---:|"]
+    for fmt in dict.fromkeys(r["format"] for r in runs):
+        mine = {round(r["bytes"] / 2**30, 2): r for r in runs if r["format"] == fmt}
+        cells = [f"**{mine[g]['peak_mib']:.0f} MiB** {'PASS' if mine[g]['pass'] else 'MISS'}" if g in mine else ""
+                 for g in sizes]
+        lo, hi = mine[min(mine)], mine[max(mine)]
+        per_gib = sum(r["db_bytes"] for r in mine.values()) / sum(r["bytes"] for r in mine.values())
+        rows.append(f"| {fmt} | {' | '.join(cells)} | {hi['peak_mib'] / lo['peak_mib']:.2f}× | "
+                    f"{per_gib:.2f} GiB |")
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":
