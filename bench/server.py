@@ -73,8 +73,9 @@ def serve(db: Path, port: int, log: Path, cmd: list[str] | None = None, code: Pa
     args = ["serve", "--db", str(db.resolve()), "--host", "127.0.0.1", "--port", str(port)]
     cmd = cmd or ([sys.executable, "-m", "backend.cli", *args] if code else [str(exe), *args])
     logf = open(log, "w")
-    proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, cwd=code,
-                            env={**os.environ, "STALLSCOPE_MAX_UPLOAD": str(8 << 30)})
+    # the default upload limit (STALLSCOPE_MAX_UPLOAD, 8 GiB) must take the 5 GiB uploads: it is not raised here
+    env = {k: v for k, v in os.environ.items() if k != "STALLSCOPE_MAX_UPLOAD"}
+    proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, cwd=code, env=env)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
