@@ -32,16 +32,19 @@ static const char *const BT_NAMES[BT_METRICS] = {"Q2Qdm", "Q2Adm", "Q2Cdm", "Q2Q
 
 typedef struct { int64_t n, min, max, total; } bt_avg_t;
 typedef struct { int32_t dev, used; int64_t pid; bt_avg_t a[BT_METRICS]; } bt_acc_t; /* pid -1: the device's own */
+/* a live Q: its place in the tree (what a descent reads: 32 bytes, two to a cache line) and, apart, its times */
 typedef struct {
-    int64_t start, end, t, g, i, m, d, s, pid;
+    int64_t start, end;
     int32_t left, right, parent;
     int8_t red;
 } bt_node_t;
+typedef struct { int64_t t, g, i, m, d, s, pid; } bt_q_t;
 typedef struct { int32_t major, minor, root; int8_t pre_culling, remapper; int64_t last_q; } bt_dev_t;
 
 typedef struct {
     bt_dev_t *devs; size_t ndevs, devcap;
     bt_node_t *nodes; size_t nnodes, nodecap;
+    bt_q_t *qs;  /* a node's times, at its index */
     int32_t *freel; size_t nfree, freecap;
     bt_acc_t *acc; size_t nacc, acccap;  /* open addressing on (dev, pid) */
     int32_t *found; size_t nfound, foundcap;
@@ -49,7 +52,7 @@ typedef struct {
 } btt_t;
 
 static void btt_free(btt_t *b) {
-    free(b->devs); free(b->nodes); free(b->freel); free(b->acc); free(b->found);
+    free(b->devs); free(b->nodes); free(b->qs); free(b->freel); free(b->acc); free(b->found);
     memset(b, 0, sizeof *b);
 }
 
@@ -236,7 +239,10 @@ static int32_t bt_new_node(btt_t *b) {
         size_t cap = b->nodecap ? b->nodecap * 2 : 1024;
         bt_node_t *n = realloc(b->nodes, cap * sizeof *n);
         if (!n) { b->failed = 1; return -1; }
-        b->nodes = n; b->nodecap = cap;
+        b->nodes = n;
+        bt_q_t *q = realloc(b->qs, cap * sizeof *q);
+        if (!q) { b->failed = 1; return -1; }
+        b->qs = q; b->nodecap = cap;
     }
     return (int32_t)b->nnodes++;
 }
@@ -263,7 +269,7 @@ static void btt_event(btt_t *b, const char *act, size_t actn, int32_t major, int
         if (f < 0 || fsec == BT_NONE) return;
         int32_t q = bt_find(b, b->devs[f].root, fsec);
         if (q >= 0)
-            bt_add(b, f, b->nodes[q].pid, b->devs[f].remapper ? BT_Q2ADM : BT_Q2A, bt_delta(b->nodes[q].t, t));
+            bt_add(b, f, b->qs[q].pid, b->devs[f].remapper ? BT_Q2ADM : BT_Q2A, bt_delta(b->qs[q].t, t));
         return;
     }
     if (!strchr("QGSIMFDC", a) || sector == BT_NONE || nsect == BT_NONE || nsect <= 0) return;
@@ -280,8 +286,9 @@ static void btt_event(btt_t *b, const char *act, size_t actn, int32_t major, int
         int fresh = n < 0;
         if (fresh && (n = bt_new_node(b)) < 0) return;
         d = &b->devs[k];
-        bt_node_t *q = &b->nodes[n];
-        q->start = sector; q->end = sector + nsect; q->t = t; q->pid = pid;
+        b->nodes[n].start = sector; b->nodes[n].end = sector + nsect;
+        bt_q_t *q = &b->qs[n];
+        q->t = t; q->pid = pid;
         q->g = q->i = q->m = q->d = BT_NONE; q->s = 0;
         if (fresh) bt_insert(b, &d->root, n);
         if (d->last_q != BT_NONE) bt_add(b, k, -1, d->remapper ? BT_Q2QDM : BT_Q2Q, t > d->last_q ? t - d->last_q : 1);
@@ -293,7 +300,7 @@ static void btt_event(btt_t *b, const char *act, size_t actn, int32_t major, int
         bt_within(b, d->root, sector, sector + nsect);
         for (size_t j = 0; j < b->nfound && !b->failed; j++) {
             int32_t n = b->found[j];
-            bt_node_t *q = &b->nodes[n];
+            bt_q_t *q = &b->qs[n];
             if (a == 'D') {
                 if (q->i != BT_NONE) bt_add(b, k, q->pid, BT_I2D, bt_delta(q->i, t));
                 else if (q->m != BT_NONE) bt_add(b, k, q->pid, BT_M2D, bt_delta(q->m, t));
@@ -309,7 +316,7 @@ static void btt_event(btt_t *b, const char *act, size_t actn, int32_t major, int
     }
     int32_t n = bt_find(b, d->root, sector);
     if (n < 0) return;
-    bt_node_t *q = &b->nodes[n];
+    bt_q_t *q = &b->qs[n];
     switch (a) {
     case 'G':
         q->g = t;
