@@ -222,6 +222,33 @@ def test_perfetto_trace_streams_a_batch_at_a_time(store, two, monkeypatch):
     assert len(trace["traceEvents"]) == 24149  # the incident's tasks, waits, calls, requests and flows
 
 
+def test_perfetto_trace_escapes_whatever_a_trace_names(client, store, two):
+    """Names are a trace's bytes: quotes, backslashes, control characters, markup and non-ASCII come back as they
+    were, in well-formed JSON (the JSON text is built in SQL: every string through to_json)."""
+    a, _ = two
+    hostile = 'x"y\\z\n\x01\t</script><b>é→'
+    con = store.cursor()
+    try:
+        con.execute(
+            "UPDATE wait_rows SET lock = $h, comm = $h, evidence = $h WHERE source_id IN"
+            " (SELECT id FROM sources WHERE analysis_id = $aid)",
+            {"h": hostile, "aid": a},
+        )
+        con.execute("UPDATE blk_requests SET comm = $h, rwbs = $h WHERE source_id IN"
+                    " (SELECT id FROM sources WHERE analysis_id = $aid)", {"h": hostile, "aid": a})  # fmt: skip
+    finally:
+        con.close()
+    from backend.queries import memo
+
+    memo.forget()
+    trace = json.loads(client.get(f"/api/analyses/{a}/export/perfetto.json").content)
+    waits = [e for e in trace["traceEvents"] if e.get("cat") == "wait"]
+    assert waits and all(e["name"] == e["args"]["lock"] == e["args"]["evidence"] == hostile for e in waits)
+    outer = [e for e in trace["traceEvents"] if e.get("cat") == "block" and "args" in e]
+    assert outer and all(e["args"]["comm"] == e["args"]["rwbs"] == hostile for e in outer)
+    assert all(e["name"].startswith(hostile) and e["name"].endswith(hostile) for e in outer)
+
+
 def test_perfetto_trace_of_an_analysis_without_events_is_well_formed(client, store):
     from tests.conftest import ingest_bytes
 

@@ -56,7 +56,7 @@ SELECT concat_ws(',\n',
     to_json({{ph: 'M', name: 'thread_name', pid: pid, tid: pid + {WAITS_TID}, args: {{name: 'waits'}}}}),
     to_json({{ph: 'M', name: 'thread_sort_index', pid: pid, tid: pid + {WAITS_TID}, args: {{sort_index: 1}}}})
 ) FROM (
-    SELECT pid, any_value(comm ORDER BY n DESC) AS comm FROM (
+    SELECT pid, any_value(comm ORDER BY n DESC, comm) AS comm FROM (  -- its most frequent name (ties: by name)
         SELECT pid, comm, count(*) AS n FROM {_view("waits")} GROUP BY ALL
         UNION ALL SELECT pid, comm, count(*) FROM {_view("calls")} GROUP BY ALL
         UNION ALL SELECT pid, comm, count(*) FROM {_view("tasks")} GROUP BY ALL
