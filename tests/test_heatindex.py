@@ -446,3 +446,17 @@ def test_latency_over_time_equals_the_query(store, client):
                         [p["max_source_id"], p["max_line"]],
                     ).fetchall()
                     assert v == [(p["max_ns"],)]
+
+
+def test_more_events_than_an_index_holds_are_binned_in_sql(store, monkeypatch):
+    """Past INDEX_MAX_EVENTS (a 5 GiB blkparse upload: ~24 M requests, whose index load passed the reads' row cap
+    and answered 422) the heatmap and its boxes are the SQL's, and no index is built."""
+    aid = ingest_paths(store, DEMO)["id"]
+    con = store.cursor()
+    monkeypatch.setattr(heatmap, "INDEX_MAX_EVENTS", 10)
+    heatindex.forget()
+    memo.forget()
+    args = (con, aid, "i2d", 120, 40)
+    assert heatmap.heatmap(*args) == heatmap.heatmap_sql(*args)
+    assert heatmap.events(con, aid, "i2d", limit=5) == heatmap.events(con, aid, "i2d", limit=5, live=True)
+    assert not heatindex._cache

@@ -39,6 +39,7 @@ BLOCK_METRICS = ("i2d", "d2c", "q2c")
 METRICS = (*BLOCK_METRICS, "func", "wait")
 FLOOR_NS = 1000  # the lowest edge is never below 1 µs
 QUANTILES = [0.5, 0.9, 0.99, 0.999, 0.9999]
+INDEX_MAX_EVENTS = 5_000_000  # events an in-memory index may hold (~40 bytes each); more: SQL (_indexable)
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,15 @@ def latency_edges(vmin: int, vmax: int, y_bins: int) -> list[int]:
 def _offsets(con, analysis_id: str) -> dict[int, int]:
     """Each source's clock offset: aligned time = own time + offset (read per call: a PATCH moves them)."""
     return dict(run(con, "SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ?", [analysis_id]))
+
+
+def _indexable(con, analysis_id: str, metric: str, filter: str | None, pid=None, dev=None) -> bool:
+    """Whether the metric's events with these filters fit an in-memory index (INDEX_MAX_EVENTS; counted once per
+    key: memo.py). More (a 5 GiB blkparse upload has ~24 M requests) are binned in SQL at each read instead: the
+    index would hold them all in the server's memory, and its load would pass the reads' row cap (a 422)."""
+    base, params = _base(metric, analysis_id, filter, pid, dev if _SPECS[metric].kind == "request" else None)
+    key = (analysis_id, "heatmap-events", metric, filter, pid, dev)
+    return memo.get(key, lambda: run(con, f"SELECT count(*){base}", params)[0][0]) <= INDEX_MAX_EVENTS
 
 
 def _index(con, analysis_id: str, metric: str, filter: str | None, pid=None, dev=None) -> heatindex.Index:
@@ -197,7 +207,7 @@ def heatmap(
 ) -> dict:
     """The heatmap, from the index (heatindex.py) unless live is asked (the SQL below: the reference the index
     is tested against)."""
-    if live:
+    if live or not _indexable(con, analysis_id, metric, filter, pid, dev):
         return heatmap_sql(con, analysis_id, metric, x_bins, y_bins, pid, dev, t0, t1, filter)
     idx = _index(con, analysis_id, metric, filter, pid, dev)
     offsets = _offsets(con, analysis_id)
@@ -302,7 +312,7 @@ def events(
     (ties in source, line order), at most `limit`, and how many match in all. From the index (which events,
     how many) and the event table (their details) unless live is asked."""
     spec = _SPECS[metric]
-    if live:
+    if live or not _indexable(con, analysis_id, metric, filter, pid, dev):
         total, rows = _box_sql(con, analysis_id, metric, filter, pid, dev, t0, t1, lat_min, lat_max, limit)
     else:
         idx = _index(con, analysis_id, metric, filter, pid, dev)
