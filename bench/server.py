@@ -381,8 +381,10 @@ def largest_views(dbs: list[Path]) -> dict:
     if not dbs:
         return {"text": "(no analysis kept)", "results": []}
     print(f"measuring the views of {', '.join(d.name for d in dbs)}...", file=sys.stderr, flush=True)
-    out = subprocess.run([sys.executable, "-m", "bench.bigapi", *map(str, dbs)], stdout=subprocess.PIPE, text=True,
-                         check=True).stdout.rstrip("\n").rsplit("\n", 1)
+    done = subprocess.run([sys.executable, "-m", "bench.bigapi", *map(str, dbs)], stdout=subprocess.PIPE, text=True)
+    if done.returncode:  # the uploads' figures are kept all the same; bench.bigapi said why on stderr
+        return {"text": f"**FAILED**: bench.bigapi exited with code {done.returncode} (see its output)", "results": []}
+    out = done.stdout.rstrip("\n").rsplit("\n", 1)
     return {"text": out[0].strip(), "results": json.loads(out[1])}
 
 
