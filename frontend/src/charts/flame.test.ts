@@ -75,6 +75,10 @@ describe('flame graph layout', () => {
     expect(g.children[0].shape).toMatchObject({ x: 0, y: 36, width: 399, height: 17 });
     expect(g.children[0].style).toMatchObject({ fill: LOCK_FILL, stroke: LOCK_STROKE, lineWidth: 1.5 });
     expect(g.children[1].style.text).toBe('xfs_buf_lock');
+    // drawn in one pass, not progressively; a frame too narrow for its label is a bare rect (no text element)
+    expect(s.progressive).toBe(0);
+    const narrow = s.renderItem({ dataIndex: 2, coordSys: { x: 0, y: 0, width: 20, height: 72 } }, { ...api, coord: ([x, y]: number[]) => [x * 20, y * 18] });
+    expect(narrow).toMatchObject({ type: 'rect', shape: { width: 7 } });
     expect(fitLabel('xfs_dir3_leaf_read.constprop.16', 80)).toBe('xfs_dir3_l…');
     expect(fitLabel('abc', 20)).toBe('');
   });
