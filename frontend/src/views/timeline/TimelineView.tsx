@@ -330,8 +330,8 @@ function HiddenLanes({ timeline: t, drawn, query, canAsk, onMore }: { timeline: 
           <b>
             {formatCount(hidden)} task and process lane{hidden === 1 ? '' : 's'} hidden
           </b>{' '}
-          (ranked after these by time blocked, running and in calls in this window; every CPU, device and dump window is
-          shown):{' '}
+          (ranked after these in this window: tasks by time blocked, running and in calls, processes issuing I/O by their
+          slowest phase; every CPU, device and dump window is shown):{' '}
           {canAsk && (
             <button className="btn small" onClick={onMore}>
               Show {formatCount(Math.min(40, hidden))} more
