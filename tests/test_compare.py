@@ -126,6 +126,31 @@ def test_two_captures_side_by_side(client, store, loop, lvm):
     _golden("loop-vs-lvm.json", body)
 
 
+def test_each_side_on_its_own_time_axis(client, store, loop, lvm):
+    """x_time=own: the 31 ms capture beside the 110 s one gets as many time bins as the long one, of its own width;
+    the latency edges stay those of the shared answer, the colour maximum the largest cell of either side."""
+    shared = {p["metric"]: p for p in _compare(client, a=loop, b=lvm, x_bins=8, y_bins=5)["heatmaps"]}
+    own = _compare(client, a=loop, b=lvm, x_bins=8, y_bins=5, x_time="own")
+    for pair in own["heatmaps"]:
+        base = shared[pair["metric"]]
+        assert (pair["x_time"], base["x_time"]) == ("own", "shared")
+        assert pair["y_edges_ns"] == base["y_edges_ns"] and pair["deltas"] == base["deltas"]
+        assert base["a"]["x_bins"] == 1 and base["a"]["x_bin_ns"] == base["b"]["x_bin_ns"] == base["x_bin_ns"]
+        for side, aid in (("a", loop), ("b", lvm)):
+            s = pair[side]
+            assert (s["t0_ns"], s["t1_ns"]) == (base[side]["t0_ns"], base[side]["t1_ns"])
+            assert s["x_bins"] == 8 and s["x_bin_ns"] == -(-(s["t1_ns"] - s["t0_ns"] + 1) // 8)
+            got = [(c["x"], c["y"], c["count"], c["max_ns"]) for c in s["cells"]]
+            want = _reference_cells(
+                store, aid, pair["metric"], s["t0_ns"], s["t1_ns"], s["x_bin_ns"], pair["y_edges_ns"]
+            )
+            assert got == want
+        assert pair["x_bin_ns"] == pair["b"]["x_bin_ns"]  # the longer side's
+        assert pair["max_count"] == max(c["count"] for s in "ab" for c in pair[s]["cells"])
+    r = client.get("/api/compare", params={"a": loop, "x_time": "mine"})
+    assert r.status_code == 422 and "x_time" in r.json()["detail"]
+
+
 def test_one_capture_in_two_ranges(client, store, loop):
     whole = client.get(f"/api/analyses/{loop}").json()
     t0, t1 = whole["t_min_ns"], whole["t_max_ns"]
@@ -186,6 +211,32 @@ def test_waits_per_lock_in_two_ranges(client, xfs):
     d = _by_metric(pair["deltas"])
     assert (d["count"]["abs"], d["count"]["verdict"], d["max_ns"]["verdict"]) == (1, "worse", "better")
     _golden("xfs-halves.json", body)
+
+
+def test_lock_rows_count_what_their_links_list(client, xfs):
+    """A lock row's waits are the list its link opens (the Stalls tab, the side's range, that lock, waits starting
+    in the range: compareState.sideLink fills an open end with the analysis' span), in /waits and in /waits/page."""
+    body = _compare(client, a=xfs, a_to=XFS_SPLIT, b_from=XFS_SPLIT + 1)
+    checked = 0
+    for side in "ab":
+        s = body[side]
+        t0 = s["from_ns"] if s["from_ns"] is not None else s["span_ns"][0]
+        t1 = s["to_ns"] if s["to_ns"] is not None else s["span_ns"][1]
+        for r in body["locks"]["rows"]:
+            link = {"lock_key": r["lock_key"], "t0_ns": t0, "t1_ns": t1, "starting": True}
+            listed = client.get(f"/api/analyses/{xfs}/waits", params={**link, "limit": 1000}).json()
+            paged = client.get(f"/api/analyses/{xfs}/waits/page", params={**link, "limit": 1000}).json()
+            assert paged["items"] == listed and paged["next_cursor"] is None
+            want = (r[side]["waits"], r[side]["total_ns"]) if r[side] else (0, 0)
+            assert (len(listed), sum(w["duration_ns"] for w in listed)) == want, (side, r["lock_key"])
+            checked += 1
+    assert checked == 4
+    # without `starting` the window keeps xfsconvertd's 342 ms xfs_buf_lock wait, begun before the split, in the
+    # after side's list too: the list a row of 0 waits would have opened
+    t1 = body["b"]["span_ns"][1]
+    overlapping = {"lock_key": "xfs_buf_lock", "t0_ns": XFS_SPLIT + 1, "t1_ns": t1}
+    assert len(client.get(f"/api/analyses/{xfs}/waits", params=overlapping).json()) == 1
+    assert client.get(f"/api/analyses/{xfs}/waits", params={**overlapping, "starting": True}).json() == []
 
 
 def test_same_analysis_whole_is_all_same(client, xfs):

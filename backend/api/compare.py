@@ -105,7 +105,8 @@ class SidePercentiles(BaseModel):
 class HeatmapSide(BaseModel):
     t0_ns: int = Field(description="the side's start (its from, or its first such event if later): x counts from here")
     t1_ns: int = Field(description="its end (its to, or its last such event if earlier)")
-    x_bins: int = Field(description="this side's bins (the shorter side has fewer)")
+    x_bin_ns: int = Field(description="its time-bin width: the pair's (x_time shared) or its own (x_time own)")
+    x_bins: int = Field(description="this side's bins (shared: the shorter side has fewer)")
     cells: list[CompareCell]
     percentiles: SidePercentiles = Field(description="exact (quantile_disc) over the side's events")
 
@@ -113,7 +114,10 @@ class HeatmapSide(BaseModel):
 class HeatmapPair(BaseModel):
     metric: Literal["i2d", "d2c", "wait"]
     kind: Literal["request", "wait"]
-    x_bin_ns: int = Field(description="one time-bin width for both sides")
+    x_time: Literal["shared", "own"] = Field(
+        description="shared: one time-bin width for both sides; own: each side's span in x_bins bins of its own width"
+    )
+    x_bin_ns: int = Field(description="the longer side's time-bin width (shared: both sides')")
     x_bins: int = Field(description="bins of the longer side")
     y_bins: int
     y_edges_ns: list[int] = Field(description="latency bin edges over both sides' events (ns, equal steps in log10)")
@@ -165,6 +169,13 @@ def compare(
     x_bins: Annotated[int, Query(ge=1, le=400)] = 80,
     y_bins: Annotated[int, Query(ge=1, le=100)] = 30,
     limit: Annotated[int, Query(ge=1, le=1000, description="rows per table at most")] = 200,
+    x_time: Annotated[
+        Literal["shared", "own"],
+        Query(
+            description="the heatmaps' time axis: one bin width for both sides (a shorter side fills part of it),"
+            " or each side's own (its span over the whole width); the latency edges and colours stay shared"
+        ),
+    ] = "shared",
 ):
     """Side a (before) and side b (after): dispatch summary per device and per process, stall waits per lock,
     I2D/D2C/wait heatmaps on one scale with their percentiles, each figure with its delta (b − a)."""
@@ -176,5 +187,5 @@ def compare(
             compare_queries.check_range(name, side, compare_queries.span(con, side.analysis_id))
     except compare_queries.BadRange as e:
         raise HTTPException(422, str(e)) from None
-    body = compare_queries.compare(con, *sides, tuple(f["name"] for f in found), x_bins, y_bins, limit)
+    body = compare_queries.compare(con, *sides, tuple(f["name"] for f in found), x_bins, y_bins, limit, x_time)
     return Response(pydantic_core.to_json(body), media_type="application/json")  # validated by the tests

@@ -150,6 +150,15 @@ class Calls(BaseModel):
     )
 
 
+Starting = Annotated[
+    bool,
+    Query(
+        description="with t0_ns: only the waits starting at or after t0_ns, not those begun before it and still"
+        " waiting (by default a window keeps every wait overlapping it); how /compare counts a range's waits"
+    ),
+]
+
+
 @router.get("/analyses/{analysis_id}/waits", response_model=list[Wait], responses=NOT_FOUND)
 def list_waits(
     analysis_id: AnalysisId,
@@ -178,11 +187,14 @@ def list_waits(
             " a worker waiting for work; left out by default (they are not stalls)"
         ),
     ] = False,
+    starting: Starting = False,
 ):
     """Intervals in which a task was off CPU while blocked, with their lock, waker and inferred holder."""
     if pid is None and lock is None and lock_key is None and t0_ns is None and t1_ns is None:  # the first list
         return stall_queries.first_waits(con, analysis_id, order, limit, idle)
-    return stall_queries.waits(con, analysis_id, order, limit, pid, lock, t0_ns, t1_ns, lock_key, idle)
+    return stall_queries.waits(
+        con, analysis_id, order, limit, pid, lock, t0_ns, t1_ns, lock_key, idle, starting=starting
+    )
 
 
 class WaitPage(BaseModel):
@@ -209,11 +221,14 @@ def page_waits(
     t0_ns: TimeFilter = None,
     t1_ns: TimeFilter = None,
     idle: Annotated[bool, Query(description="idle sleeps too, as /waits takes it")] = False,
+    starting: Starting = False,
 ):
     """The list of /waits a page at a time, every wait exactly once over the pages: keyset paging on the order's
     key and the wait's (source_id, line), so pages neither repeat nor skip a row."""
     try:
-        return stall_queries.waits_page(con, analysis_id, order, limit, cursor, pid, lock, t0_ns, t1_ns, lock_key, idle)
+        return stall_queries.waits_page(
+            con, analysis_id, order, limit, cursor, pid, lock, t0_ns, t1_ns, lock_key, idle, starting
+        )
     except paging.BadCursor as e:
         raise bad_cursor(e) from None
 

@@ -10,7 +10,8 @@ no time: they are compared whole (the diff flame graph, /flamegraph/diff).
   differ between captures; the pids of each side are listed);
 * locks: per lock_key, the stall waits (the Stalls view's, queries/stalls.py) starting in the range;
 * heatmaps: I2D, D2C and wait, counted from the heatmap index (queries/heatindex.py) with one set of latency edges
-  over both sides, one time-bin width (time since each side's start) and one colour maximum; their exact
+  over both sides, one colour maximum and one time-bin width (time since each side's start), or with x_time "own"
+  each side's own width (a short capture beside a long one is drawn over the whole width); their exact
   percentiles beside them.
 
 Every compared figure has a delta: a, b, b − a, (b − a) / a and a verdict for b: better / worse (lower latency,
@@ -271,6 +272,11 @@ def _heat_side(con, side: Side, metric: str):
     return idx, offsets, lo, hi, wins, stats
 
 
+def _bin_width(length: int, x_bins: int) -> int:
+    """The time-bin width that cuts `length` + 1 ns (an inclusive span) in at most x_bins bins."""
+    return max(1, -(-(length + 1) // x_bins))
+
+
 def _heat_cells(found, x_bin: int, edges: list[int]) -> dict:
     idx, offsets, lo, hi, wins, (n, qs, _, vmax) = found
     nx = max(1, -(-(hi - lo + 1) // x_bin))
@@ -278,13 +284,21 @@ def _heat_cells(found, x_bin: int, edges: list[int]) -> dict:
         {"x": x, "y": y, "count": c, "max_ns": m, "max_ref": {"source_id": s, "line": ln, "pid": p}}
         for x, y, c, m, s, ln, p in idx.cells(wins, offsets, lo, x_bin, nx, edges)
     ]
-    return {"t0_ns": lo, "t1_ns": hi, "x_bins": nx, "cells": cells, "percentiles": heatmaps._percentiles(n, qs, vmax)}
+    return {
+        "t0_ns": lo,
+        "t1_ns": hi,
+        "x_bin_ns": x_bin,
+        "x_bins": nx,
+        "cells": cells,
+        "percentiles": heatmaps._percentiles(n, qs, vmax),
+    }
 
 
-def heatmap_pair(con, a: Side, b: Side, metric: str, x_bins: int, y_bins: int) -> dict | None:
-    """Both sides' heatmaps of the metric on one scale: latency edges over both sides' min and max, one time-bin
-    width (the longer side in x_bins bins; x is time since the side's start), one colour maximum; their exact
-    percentiles and deltas. None when neither side has such events."""
+def heatmap_pair(con, a: Side, b: Side, metric: str, x_bins: int, y_bins: int, x_time: str = "shared") -> dict | None:
+    """Both sides' heatmaps of the metric on one scale: latency edges over both sides' min and max, one colour
+    maximum, and (x_time "shared") one time-bin width, the longer side in x_bins bins, or ("own") each side in
+    x_bins bins of its own width; x is time since the side's start. Their exact percentiles and deltas. None when
+    neither side has such events."""
     found = [_heat_side(con, s, metric) for s in (a, b)]
     there = [f for f in found if f is not None]
     if not there:
@@ -293,13 +307,17 @@ def heatmap_pair(con, a: Side, b: Side, metric: str, x_bins: int, y_bins: int) -
     vmax = max(f[5][3] for f in there)
     edges = heatmaps.latency_edges(vmin, vmax, y_bins)
     longest = max(f[3] - f[2] for f in there)
-    x_bin = max(1, -(-(longest + 1) // x_bins))
-    sides = [_heat_cells(f, x_bin, edges) if f is not None else None for f in found]
+    x_bin = _bin_width(longest, x_bins)
+    sides = [
+        None if f is None else _heat_cells(f, x_bin if x_time == "shared" else _bin_width(f[3] - f[2], x_bins), edges)
+        for f in found
+    ]
     empty = heatmaps._empty_percentiles()
     pa, pb = ((s or {"percentiles": empty})["percentiles"] for s in sides)
     return {
         "metric": metric,
         "kind": heatmaps.kind_of(metric),
+        "x_time": x_time,
         "x_bin_ns": x_bin,
         "x_bins": max(s["x_bins"] for s in sides if s),
         "y_bins": len(edges) - 1,
@@ -338,15 +356,15 @@ def side_summary(con, side: Side, name: str | None, dispatch_rows: list[dict], l
     }
 
 
-def compare(con, a: Side, b: Side, names: tuple, x_bins: int, y_bins: int, limit: int) -> dict:
-    """The whole comparison (the API's answer; check_range first)."""
+def compare(con, a: Side, b: Side, names: tuple, x_bins: int, y_bins: int, limit: int, x_time: str = "shared") -> dict:
+    """The whole comparison (the API's answer; check_range first); x_time: the heatmaps' time bins (heatmap_pair)."""
     by_device = dispatch(con, a, b, "device", 10_000)  # every device: the sides' request counts add them up
     by_process = dispatch(con, a, b, "process", limit)
     lock_rows = locks(con, a, b, 10_000)
     summary = [side_summary(con, s, n, by_device["rows"], lock_rows["rows"], k) for s, n, k in zip((a, b), names, "ab")]
     by_device["rows"] = by_device["rows"][:limit]
     lock_rows["rows"] = lock_rows["rows"][:limit]
-    pairs = [heatmap_pair(con, a, b, m, x_bins, y_bins) for m in HEATMAP_METRICS]
+    pairs = [heatmap_pair(con, a, b, m, x_bins, y_bins, x_time) for m in HEATMAP_METRICS]
     return {
         "a": summary[0],
         "b": summary[1],

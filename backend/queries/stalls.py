@@ -49,6 +49,7 @@ _WAIT_FILTERS = {
     "lock": "contains(w.lock, $lock)",
     "t0": "w.end_ns + s.clock_offset_ns >= $t0",
     "t1": "w.start_ns + s.clock_offset_ns <= $t1",
+    "t0_start": "w.start_ns + s.clock_offset_ns >= $t0",  # starting: waits begun before t0 left out
     # on a lock as flame graphs mark frames: the label's object or primitive is that lock of the table
     # (any of its names: $lock_names, locks.label_names), or the label is the key exactly
     "lock_key": "(w.lock = $lock_key OR list_contains($lock_names, split_part(w.lock, ' via ', 1))"
@@ -68,15 +69,18 @@ def waits(
     lock_key=None,
     idle: bool = False,
     after: tuple[str, dict] = ("TRUE", {}),
+    starting: bool = False,
 ) -> list[dict]:
     """Waits by duration or start; lock: the label contains it (free text); lock_key: the label's object or primitive
     is that lock of locks.py, by any of its names (`xfs_buf_lock via down` is on xfs_buf_lock, semaphore and down,
     not on down_read; xfs_ilock_map_shared is xfs_ilock), else the label is it exactly; idle: idle sleeps too (see
-    `stall_waits`); after: a keyset condition on the rows (paging) and its parameters."""
+    `stall_waits`); t0/t1: the waits overlapping [t0, t1], or with `starting` those starting in it (as /compare
+    counts them); after: a keyset condition on the rows (paging) and its parameters."""
     given = {
         k: v for k, v in {"pid": pid, "lock": lock, "t0": t0, "t1": t1, "lock_key": lock_key}.items() if v is not None
     }
-    where = "".join(f" AND {_WAIT_FILTERS[k]}" for k in given) + f" AND {after[0]}"
+    where = "".join(f" AND {_WAIT_FILTERS['t0_start' if k == 't0' and starting else k]}" for k in given)
+    where += f" AND {after[0]}"
     if lock_key is not None:
         given["lock_names"] = locks.label_names(lock_key)
     given.update(after[1])
@@ -112,11 +116,14 @@ def waits_page(
     t1=None,
     lock_key=None,
     idle: bool = False,
+    starting: bool = False,
 ) -> dict:
     """A page of `waits` (same filters, same order), each wait once over all the pages: {items, next_cursor};
     `cursor` (a page's next_cursor) starts after its last row. BadCursor for a cursor this list, analysis, order
     and filters did not make."""
     filters = {"order": order, "pid": pid, "lock": lock, "t0": t0, "t1": t1, "lock_key": lock_key, "idle": idle}
+    if starting and t0 is not None:  # another list than the overlapping one: its cursors are its own
+        filters["starting"] = True
     if order == "start":  # a key on the analysis timeline: moved by a source's clock offset
         filters["clock"] = memo.offsets(con, analysis_id)
     keys = [*_WAIT_KEYS[order], *_WAIT_ID]
@@ -131,7 +138,9 @@ def waits_page(
             rows = rows + more
     else:
         after = paging.after(keys, start) if start is not None else ("TRUE", {})
-        rows = waits(con, analysis_id, order, limit + 1, pid, lock, t0, t1, lock_key, idle, after=after)
+        rows = waits(
+            con, analysis_id, order, limit + 1, pid, lock, t0, t1, lock_key, idle, after=after, starting=starting
+        )
     return paging.page(rows, limit, key_of, "waits", analysis_id, filters)
 
 

@@ -1555,7 +1555,7 @@ export interface components {
             metric: "i2d" | "d2c" | "wait";
             /**
              * X Bin Ns
-             * @description one time-bin width for both sides
+             * @description the longer side's time-bin width (shared: both sides')
              */
             x_bin_ns: number;
             /**
@@ -1563,6 +1563,12 @@ export interface components {
              * @description bins of the longer side
              */
             x_bins: number;
+            /**
+             * X Time
+             * @description shared: one time-bin width for both sides; own: each side's span in x_bins bins of its own width
+             * @enum {string}
+             */
+            x_time: "shared" | "own";
             /** Y Bins */
             y_bins: number;
             /**
@@ -1588,8 +1594,13 @@ export interface components {
              */
             t1_ns: number;
             /**
+             * X Bin Ns
+             * @description its time-bin width: the pair's (x_time shared) or its own (x_time own)
+             */
+            x_bin_ns: number;
+            /**
              * X Bins
-             * @description this side's bins (the shorter side has fewer)
+             * @description this side's bins (shared: the shorter side has fewer)
              */
             x_bins: number;
         };
@@ -3887,6 +3898,8 @@ export interface operations {
                 t1_ns?: number | null;
                 /** @description idle sleeps too: a task asleep interruptibly (S, I) on no known lock, e.g. a worker waiting for work; left out by default (they are not stalls) */
                 idle?: boolean;
+                /** @description with t0_ns: only the waits starting at or after t0_ns, not those begun before it and still waiting (by default a window keeps every wait overlapping it); how /compare counts a range's waits */
+                starting?: boolean;
             };
             header?: never;
             path: {
@@ -3990,6 +4003,8 @@ export interface operations {
                 t1_ns?: number | null;
                 /** @description idle sleeps too, as /waits takes it */
                 idle?: boolean;
+                /** @description with t0_ns: only the waits starting at or after t0_ns, not those begun before it and still waiting (by default a window keeps every wait overlapping it); how /compare counts a range's waits */
+                starting?: boolean;
             };
             header?: never;
             path: {
@@ -4097,6 +4112,8 @@ export interface operations {
                 y_bins?: number;
                 /** @description rows per table at most */
                 limit?: number;
+                /** @description the heatmaps' time axis: one bin width for both sides (a shorter side fills part of it), or each side's own (its span over the whole width); the latency edges and colours stay shared */
+                x_time?: "shared" | "own";
             };
             header?: never;
             path?: never;
