@@ -52,7 +52,22 @@ test('compare two captures from the analysis list; the shared link opens the sam
   await row.getByTestId('compare-with').selectOption({ label: 'cmp sda after (after)' });
   await expect(page).toHaveURL(/\/compare\?a=[\w-]+&b=[\w-]+$/);
   await expectLoopVsLvm(page);
+  const pct = page.getByTestId('compare-percentiles-i2d');
   await page.screenshot({ path: path.join(SCREENSHOTS, 'compare-loop-vs-lvm.png'), fullPage: true });
+
+  // the 31 ms capture on its own time axis: as many bins as the 110 s one, in ms; the latency axis stays shared
+  const i2d = page.getByTestId('compare-heatmaps-i2d');
+  await expect(i2d.getByTestId('compare-heatmap-scale')).toContainText('time bins of 1.38 s from each side');
+  await i2d.getByLabel('Time axis').selectOption('own');
+  await expect(page).toHaveURL(/x_time=own/);
+  await expect(i2d.getByTestId('compare-heatmap-scale')).toContainText("each side's own time axis (bins of 387");
+  await expect(page.getByTestId('compare-heatmap-i2d-a').locator('[data-ready="1"]')).toBeVisible();
+  await expect(pct.getByTestId('pct-p99').locator('td').nth(1)).toHaveText('540 ns');
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'compare-loop-vs-lvm-own-time.png'), fullPage: true });
+  await page.reload();
+  await expect(i2d.getByLabel('Time axis')).toHaveValue('own');
+  await i2d.getByLabel('Time axis').selectOption('shared');
+  await expect(page).not.toHaveURL(/x_time/);
 
   // another statistic: in the URL, and the tables follow
   await page.getByTestId('compare-dispatch-device').getByLabel('Statistic').selectOption('max');
@@ -115,9 +130,33 @@ test('waits per lock in two ranges; a lock row opens that side’s waits on it',
   await expect(page.getByTestId('compare-heatmap-wait-b').locator('[data-ready="1"]')).toBeVisible();
   // no block requests on either side: no dispatch tables
   await expect(page.getByTestId('compare-dispatch-device')).toHaveCount(0);
-  await ilock.getByTestId('events-after').click();
-  await expect(page).toHaveURL(/tab=stalls&t0=358613950000001&t1=\d+&lock_key=xfs_ilock/);
+  await expect(locks.getByTestId('compare-locks-note')).toContainText('starting in each side');
+  // a lock's link lists the waits its row counts: those starting in the side's range. xfsconvertd's xfs_buf_lock
+  // wait begins before the split and ends after it: counted before only, and no link after (no wait starts there)
+  const buf = locks.locator('tr[data-key="xfs_buf_lock"]');
+  await expect(triple(buf, 'waits')[1]).toHaveText('—');
+  await expect(buf.getByTestId('events-after')).toHaveCount(0);
+  const compareUrl = page.url();
   const waits = page.getByTestId('waits-table');
-  await expect(waits.locator('tbody tr')).toHaveCount(2);
-  await expect(waits).toContainText('file_writer');
+  for (const [row, side, key] of [
+    [ilock, 1, 'xfs_ilock'],
+    [buf, 0, 'xfs_buf_lock'],
+  ] as const) {
+    const counted = Number(await triple(row, 'waits')[side].innerText());
+    await row.getByTestId(side === 0 ? 'events-before' : 'events-after').click();
+    await expect(page).toHaveURL(new RegExp(`tab=stalls&t0=\\d+&t1=\\d+&lock_key=${key}&w_start=1`));
+    await expect(page.getByTestId('waits-starting')).toBeVisible();
+    await expect(waits.locator('tbody tr')).toHaveCount(counted);
+    if (key === 'xfs_ilock') {
+      await expect(page).toHaveURL(/t0=358613950000001&/);
+      await expect(waits).toContainText('file_writer');
+    }
+    await page.goto(compareUrl);
+  }
+  expect(Number(await triple(ilock, 'waits')[1].innerText())).toBe(2);
+  // the note's ×: every wait overlapping the range (on the after side, xfsconvertd's wait too)
+  await buf.getByTestId('events-before').click();
+  await page.getByRole('button', { name: 'Show every wait overlapping the range' }).click();
+  await expect(page).not.toHaveURL(/w_start/);
+  await expect(page.getByTestId('waits-starting')).toHaveCount(0);
 });

@@ -38,17 +38,21 @@ export function useRequestsPage(id: string, order: RequestOrder, limit: number, 
   return useQuery({ ...requestsPageQuery(id, order, limit, f), placeholderData: keepPreviousData });
 }
 
-function waitsParams(f: LockFilter, w: Window, idle: boolean) {
+/** The waits' window: those overlapping it, or (starting) those starting in it, as Compare counts a range's. */
+export type WaitsWindow = Window & { starting?: boolean };
+
+function waitsParams(f: LockFilter, w: WaitsWindow, idle: boolean) {
   return {
     order: 'duration' as const,
     ...(f.lock !== null ? { lock: f.lock } : {}),
     ...(f.lockKey !== null ? { lock_key: f.lockKey } : {}),
     ...(idle ? { idle: true } : {}),
     ...win(w),
+    ...(w.starting && w.t0 !== null && w.t1 !== null ? { starting: true } : {}),
   };
 }
 
-export function fetchWaitsPage(id: string, f: LockFilter, w: Window, idle: boolean, limit: number, cursor: string | null, signal?: AbortSignal) {
+export function fetchWaitsPage(id: string, f: LockFilter, w: WaitsWindow, idle: boolean, limit: number, cursor: string | null, signal?: AbortSignal) {
   return unwrap(
     api.GET('/api/analyses/{analysis_id}/waits/page', {
       params: { path: { analysis_id: id }, query: { ...waitsParams(f, w, idle), limit, ...(cursor !== null ? { cursor } : {}) } },
@@ -58,13 +62,13 @@ export function fetchWaitsPage(id: string, f: LockFilter, w: Window, idle: boole
 }
 
 /** The first `limit` waits that are stalls, longest first (with `idle`, idle sleeps too). */
-export const waitsPageQuery = (id: string, f: LockFilter, limit: number, w: Window, idle: boolean) =>
+export const waitsPageQuery = (id: string, f: LockFilter, limit: number, w: WaitsWindow, idle: boolean) =>
   queryOptions({
-    queryKey: ['waits-page', id, f.lock, f.lockKey, limit, w.t0, w.t1, idle],
+    queryKey: ['waits-page', id, f.lock, f.lockKey, limit, w.t0, w.t1, !!w.starting, idle],
     queryFn: ({ signal }) => fetchWaitsPage(id, f, w, idle, limit, null, signal),
   });
 
-export function useWaitsPage(id: string, f: LockFilter, limit: number, w: Window, idle: boolean) {
+export function useWaitsPage(id: string, f: LockFilter, limit: number, w: WaitsWindow, idle: boolean) {
   return useQuery({ ...waitsPageQuery(id, f, limit, w, idle), placeholderData: keepPreviousData });
 }
 

@@ -60,7 +60,7 @@ export function firstQueries(id: string, v: ViewState): AnyQuery[] {
       const hm = stallsHeatmap(v);
       return [
         chainsQuery(id, range),
-        waitsPageQuery(id, { lock: v.lock, lockKey: v.lockKey }, 100, range, v.idle),
+        waitsPageQuery(id, { lock: v.lock, lockKey: v.lockKey }, 100, { ...range, starting: v.wStart }, v.idle),
         marksQuery(id),
         heatmapMetricsQuery(id),
         ...(hm ? [heatmapQuery(id, hm, HEATMAP_X_BINS, HEATMAP_Y_BINS)] : []),

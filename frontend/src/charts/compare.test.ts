@@ -7,6 +7,7 @@ import {
   formatRel,
   relTimeLabels,
   relTimeUnit,
+  sideTimeBins,
   type Delta,
   type HeatmapPair,
 } from './compare';
@@ -15,6 +16,7 @@ import {
 const PAIR: HeatmapPair = {
   metric: 'i2d',
   kind: 'request',
+  x_time: 'shared',
   x_bin_ns: 13777235,
   x_bins: 8,
   y_bins: 5,
@@ -23,6 +25,7 @@ const PAIR: HeatmapPair = {
   a: {
     t0_ns: 1079,
     t1_ns: 30924657,
+    x_bin_ns: 13777235,
     x_bins: 3,
     cells: [
       { x: 0, y: 0, count: 1023, max_ns: 1523, max_ref: { source_id: 1, line: 5, pid: 1016 } },
@@ -66,6 +69,32 @@ describe('compare heatmap option', () => {
     expect(tip).toContain('+13.78 ms → +27.55 ms');
     expect(tip).toContain('latency 4.37 µs – 19.10 µs');
     expect(tip).toContain('1 request · max: 4.40 µs');
+  });
+
+  it("draws each side on its own time axis (x_time own), the latency edges and colours still the pair's", () => {
+    // the 31 ms loop capture in 8 bins of its own (3.87 ms) beside a 110 s capture: not 1 bin of 13.8 s
+    const a = { ...PAIR.a!, x_bin_ns: 3865448, x_bins: 8 };
+    const own: HeatmapPair = { ...PAIR, x_time: 'own', x_bin_ns: 13777235381, a, b: { ...a, t1_ns: 110e9, x_bin_ns: 13777235381 } };
+    type Opt = {
+      xAxis: { data: string[]; name: string };
+      yAxis: { data: string[] };
+      visualMap: { max: number };
+      tooltip: { formatter: (p: unknown) => string };
+    };
+    const oa = buildCompareHeatmapOption(own, 'a', 'Before') as Opt;
+    const ob = buildCompareHeatmapOption(own, 'b', 'After') as Opt;
+    expect(sideTimeBins(own, 'a')).toEqual({ x_bin_ns: 3865448, x_bins: 8 });
+    expect(oa.xAxis.data).toHaveLength(8);
+    expect(oa.xAxis.data.slice(0, 3)).toEqual(['0.0', '3.9', '7.7']);
+    expect(oa.xAxis.name).toBe("time since the side's start (ms)");
+    expect(ob.xAxis.name).toBe("time since the side's start (s)");
+    expect(ob.xAxis.data.slice(0, 2)).toEqual(['0', '14']);
+    expect(oa.tooltip.formatter({ value: [1, 1, 0, 1, 4400, 1, 90] })).toContain('+3.87 ms → +7.73 ms');
+    const shared = buildCompareHeatmapOption(PAIR, 'a', 'Before') as Opt;
+    expect([oa.yAxis.data, oa.visualMap.max]).toEqual([shared.yAxis.data, shared.visualMap.max]);
+    expect(ob.yAxis.data).toEqual(shared.yAxis.data);
+    // a side with no events keeps the pair's axis
+    expect(sideTimeBins({ ...own, a: null }, 'a')).toEqual({ x_bin_ns: 13777235381, x_bins: 8 });
   });
 
   it('labels short spans in their own unit', () => {

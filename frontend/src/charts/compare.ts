@@ -1,6 +1,7 @@
-// Before/after (the Compare page): two heatmaps of one metric drawn on one scale (the same time bins counted from
-// each side's start, the same latency edges, the same colour maximum, all from /api/compare), and the words of a
-// delta (b − a with its unit and the relative change, coloured by its verdict).
+// Before/after (the Compare page): two heatmaps of one metric drawn on one scale (the same latency edges, the same
+// colour maximum and, x_time shared, the same time bins counted from each side's start; x_time own: each side's
+// span over the whole width, in bins of its own; all from /api/compare), and the words of a delta (b − a with its
+// unit and the relative change, coloured by its verdict).
 import type { paths } from '../api/schema';
 import { formatCount, formatNs, pickTimeUnit } from '../lib/format';
 import { html, tooltipLines } from './html';
@@ -38,19 +39,27 @@ export function relTimeUnit(pair: Pick<HeatmapPair, 'x_bin_ns' | 'x_bins'>): str
   return pickTimeUnit(pair.x_bin_ns * pair.x_bins).unit;
 }
 
+/** The time bins a side is drawn on: the pair's (x_time shared: the longer side's bins, one width for both) or,
+ * x_time own, the side's own (its span over the whole width). */
+export function sideTimeBins(pair: HeatmapPair, side: SideKey): Pick<HeatmapPair, 'x_bin_ns' | 'x_bins'> {
+  const s = pair[side];
+  return pair.x_time === 'own' && s ? { x_bin_ns: s.x_bin_ns, x_bins: s.x_bins } : { x_bin_ns: pair.x_bin_ns, x_bins: pair.x_bins };
+}
+
 export function toCompareData(side: HeatmapSide): CompareDatum[] {
   return side.cells.map((c) => [c.x, c.y, Math.log10(c.count), c.count, c.max_ns, c.max_ref.source_id, c.max_ref.line]);
 }
 
 /** The heatmap of one side of a pair, on the pair's scale: the x axis has the longer side's bins (a shorter side
- * leaves the rest empty), the y axis the pair's edges, the colours the pair's maximum. `label` names the side in
- * the tooltip (it may come from the user: escaped). */
+ * leaves the rest empty) or, x_time own, the side's own (sideTimeBins); the y axis the pair's edges, the colours
+ * the pair's maximum. `label` names the side in the tooltip (it may come from the user: escaped). */
 export function buildCompareHeatmapOption(pair: HeatmapPair, side: SideKey, label: string): HeatmapOption {
   const data = pair[side];
   const kind = pair.kind;
   const title = pairTitle(pair);
   const top = Math.max(pair.max_count, 1);
-  const unit = relTimeUnit(pair);
+  const bins = sideTimeBins(pair, side);
+  const unit = relTimeUnit(bins);
   const yl = yLabels({ ...pair, metric: pair.metric, filter: null, kind, t0_ns: null, t1_ns: null, cells: [], percentiles: emptyPct });
   return {
     backgroundColor: 'transparent',
@@ -62,10 +71,10 @@ export function buildCompareHeatmapOption(pair: HeatmapPair, side: SideKey, labe
       trigger: 'item',
       formatter: (p: unknown) => {
         const [x, y, , count, max] = (p as { value: CompareDatum }).value;
-        const from = x * pair.x_bin_ns;
+        const from = x * bins.x_bin_ns;
         return tooltipLines(
           html`<b>${label}</b> · ${title}`,
-          html`+${formatNs(from)} → +${formatNs(from + pair.x_bin_ns)} from the side's start`,
+          html`+${formatNs(from)} → +${formatNs(from + bins.x_bin_ns)} from the side's start`,
           html`latency ${formatNs(pair.y_edges_ns[y])} – ${formatNs(pair.y_edges_ns[y + 1])}`,
           html`${countOf(kind, count)} · max: ${formatNs(max)}`,
           html`<span style="color:${C.muted}">click: open the slowest ${kind} of this cell</span>`,
@@ -75,7 +84,7 @@ export function buildCompareHeatmapOption(pair: HeatmapPair, side: SideKey, labe
     xAxis: {
       ...axisCommon,
       type: 'category',
-      data: relTimeLabels(pair),
+      data: relTimeLabels(bins),
       name: `time since the side's start (${unit})`,
       nameLocation: 'middle',
       nameGap: 24,

@@ -39,6 +39,7 @@ export type ViewState = {
   lock: string | null; // waits table filter: lock contains this (typed)
   lockKey: string | null; // waits table filter: on this lock exactly, its object or primitive (from a lock frame)
   idle: boolean; // waits table: idle sleeps too (asleep interruptibly on no known lock), not only stalls
+  wStart: boolean; // waits table in a time range: the waits starting in it (as Compare counts), not all overlapping it
   // Off-CPU flame graph
   fgUnit: FlameUnit;
   fgPid: number | null;
@@ -94,6 +95,7 @@ export const DEFAULT_VIEW: ViewState = {
   lock: null,
   lockKey: null,
   idle: false,
+  wStart: false,
   fgUnit: 'us',
   fgPid: null,
   fgComm: null,
@@ -249,6 +251,7 @@ export function decodeView(params: URLSearchParams): ViewState {
     lock: params.get('lock') || null,
     lockKey: params.get('lock_key') || null,
     idle: params.get('idle') === '1',
+    wStart: params.get('w_start') === '1',
     fgUnit: params.get('fg_unit') === 'stacks' ? 'stacks' : 'us',
     fgPid: parseIntParam(params.get('fg_pid')),
     fgComm: params.get('fg_comm') || null,
@@ -302,6 +305,7 @@ export function encodeView(v: ViewState): URLSearchParams {
   if (v.lock !== null) p.set('lock', v.lock);
   if (v.lockKey !== null) p.set('lock_key', v.lockKey);
   if (v.idle) p.set('idle', '1');
+  if (v.wStart) p.set('w_start', '1');
   if (v.fgUnit !== DEFAULT_VIEW.fgUnit) p.set('fg_unit', v.fgUnit);
   if (v.fgPid !== null) p.set('fg_pid', String(v.fgPid));
   if (v.fgComm !== null) p.set('fg_comm', v.fgComm);

@@ -1,5 +1,6 @@
-// The heatmaps of a comparison: per metric (I2D, D2C, wait) both sides next to each other on one scale, and their
-// percentiles side by side with the change. Clicking a cell opens the slowest event of it in its own analysis.
+// The heatmaps of a comparison: per metric (I2D, D2C, wait) both sides next to each other on one scale (the time
+// axis shared, or each side's own: a short capture beside a long one over the whole width), and their percentiles
+// side by side with the change. Clicking a cell opens the slowest event of it in its own analysis.
 import { useMemo } from 'react';
 import { useNavigate } from 'react-router';
 import * as echarts from 'echarts/core';
@@ -19,7 +20,7 @@ import {
 import { countOf } from '../../charts/heatmap';
 import { formatAbsTime, formatNs } from '../../lib/format';
 import { Triple } from './CompareTables';
-import { sideLink } from './compareState';
+import { sideLink, type XTime } from './compareState';
 
 echarts.use([HeatmapChart, VisualMapContinuousComponent]);
 
@@ -97,15 +98,39 @@ function PercentileCompare({ pair }: { pair: HeatmapPair }) {
   );
 }
 
-export function HeatmapPairPanel({ cmp, pair }: { cmp: Comparison; pair: HeatmapPair }) {
+/** What the time bins of a pair are, in words. */
+function timeBinsText(pair: HeatmapPair): string {
+  if (pair.x_time === 'shared') return `time bins of ${formatNs(pair.x_bin_ns)} from each side's start`;
+  const widths = (['a', 'b'] as const).map((k) => pair[k]).filter((s) => s !== null);
+  return `each side's own time axis (bins of ${widths.map((s) => formatNs(s.x_bin_ns)).join(' and ')})`;
+}
+
+export function HeatmapPairPanel({
+  cmp,
+  pair,
+  xTime,
+  onXTime,
+}: {
+  cmp: Comparison;
+  pair: HeatmapPair;
+  xTime: XTime;
+  onXTime: (x: XTime) => void;
+}) {
   return (
     <section className="panel" data-testid={`compare-heatmaps-${pair.metric}`}>
       <div className="title-row">
         <h2>{pairTitle(pair)} heatmaps</h2>
-        <span className="muted">
-          one scale: {pair.y_bins} latency bins {formatNs(pair.y_edges_ns[0])} – {formatNs(pair.y_edges_ns[pair.y_edges_ns.length - 1])},
-          time bins of {formatNs(pair.x_bin_ns)} from each side&apos;s start, one colour scale (max {pair.max_count} per cell)
+        <span className="muted" data-testid="compare-heatmap-scale">
+          {pair.y_bins} latency bins {formatNs(pair.y_edges_ns[0])} – {formatNs(pair.y_edges_ns[pair.y_edges_ns.length - 1])} and one
+          colour scale (max {pair.max_count} per cell) for both sides, {timeBinsText(pair)}
         </span>
+        <label className="field inline">
+          <span>time axis</span>
+          <select value={xTime} onChange={(e) => onXTime(e.target.value as XTime)} aria-label="Time axis">
+            <option value="shared">shared</option>
+            <option value="own">each side&apos;s own</option>
+          </select>
+        </label>
       </div>
       <div className="cmp-heat-row">
         <SideChart cmp={cmp} pair={pair} k="a" />

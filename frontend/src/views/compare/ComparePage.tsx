@@ -125,7 +125,7 @@ function Compared({ s, set }: { s: CompareState; set: (p: Partial<CompareState>,
         </>
       )}
       {cmp.heatmaps.map((pair) => (
-        <HeatmapPairPanel key={pair.metric} cmp={cmp} pair={pair} />
+        <HeatmapPairPanel key={pair.metric} cmp={cmp} pair={pair} xTime={s.xTime} onXTime={(xTime) => set({ xTime }, true)} />
       ))}
       <OffcpuSection cmp={cmp} />
     </div>

@@ -6,7 +6,7 @@ import { Link } from 'react-router';
 import { deltaClass, deltaText, deltasByMetric, formatFigure, type Comparison, type Delta } from '../../charts/compare';
 import { formatCount } from '../../lib/format';
 import type { ViewState } from '../../state/viewState';
-import { STATS, sideLink, type Stat } from './compareState';
+import { STATS, lockWaitsLink, sideLink, type Stat } from './compareState';
 
 type Side = Comparison['a'];
 type DispatchPair = Comparison['dispatch_by_device']['rows'][number];
@@ -185,13 +185,16 @@ function Overflow({ total, shown, noun }: { total: number; shown: number; noun: 
 /** The waits per lock of both sides. */
 export function LockTable({ cmp }: { cmp: Comparison }) {
   const data = cmp.locks;
+  // the waits on no known lock have no filter of their own in the Stalls tab: no link
   const link = (row: LockPair, side: 'a' | 'b') =>
-    row[side] ? sideLink(cmp[side].analysis_id, rangeOf(cmp[side]), { tab: 'stalls', lockKey: row.lock_key }) : null;
+    row[side] && row.lock_key !== null ? lockWaitsLink(cmp[side], row.lock_key) : null;
   return (
     <section className="panel" data-testid="compare-locks">
       <div className="title-row">
         <h2>Waits per lock</h2>
-        <span className="muted">stall waits starting in each side&apos;s range (idle sleeps left out)</span>
+        <span className="muted" data-testid="compare-locks-note">
+          stall waits starting in each side&apos;s range (idle sleeps left out): a lock&apos;s links list these waits
+        </span>
       </div>
       <Overflow total={data.total} shown={data.rows.length} noun="locks" />
       <div className="table-scroll">

@@ -1,17 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { compareLink, decodeCompare, encodeCompare, formatSeconds, halves, parseSeconds, sideLink } from './compareState';
+import { compareLink, decodeCompare, encodeCompare, formatSeconds, halves, lockWaitsLink, parseSeconds, sideLink } from './compareState';
 
 describe('compare URL state', () => {
   it('round-trips and leaves defaults out', () => {
-    const s = decodeCompare(new URLSearchParams('a=A1&b=B2&a_from=10&a_to=20&b_from=-5&stat=max'));
-    expect(s).toEqual({ a: 'A1', b: 'B2', aFrom: 10, aTo: 20, bFrom: -5, bTo: null, stat: 'max' });
-    expect(encodeCompare(s).toString()).toBe('a=A1&b=B2&a_from=10&a_to=20&b_from=-5&stat=max');
-    expect(encodeCompare({ ...s, stat: 'p99' }).toString()).toBe('a=A1&b=B2&a_from=10&a_to=20&b_from=-5');
+    const s = decodeCompare(new URLSearchParams('a=A1&b=B2&a_from=10&a_to=20&b_from=-5&stat=max&x_time=own'));
+    expect(s).toEqual({ a: 'A1', b: 'B2', aFrom: 10, aTo: 20, bFrom: -5, bTo: null, stat: 'max', xTime: 'own' });
+    expect(encodeCompare(s).toString()).toBe('a=A1&b=B2&a_from=10&a_to=20&b_from=-5&stat=max&x_time=own');
+    expect(encodeCompare({ ...s, stat: 'p99', xTime: 'shared' }).toString()).toBe('a=A1&b=B2&a_from=10&a_to=20&b_from=-5');
   });
 
   it('drops malformed values', () => {
-    const s = decodeCompare(new URLSearchParams('a=A&a_from=1e3&a_to=99999999999999999999&stat=p42'));
-    expect([s.aFrom, s.aTo, s.stat, s.b]).toEqual([null, null, 'p99', null]);
+    const s = decodeCompare(new URLSearchParams('a=A&a_from=1e3&a_to=99999999999999999999&stat=p42&x_time=mine'));
+    expect([s.aFrom, s.aTo, s.stat, s.b, s.xTime]).toEqual([null, null, 'p99', null, 'shared']);
   });
 
   it('builds links: a comparison, two halves, a side with its range', () => {
@@ -23,6 +23,12 @@ describe('compare URL state', () => {
     expect(sideLink('A', { from: null, to: null, span: [100, 900] }, { tab: 'dispatch', dev: '8,0' })).toBe(
       '/a/A?tab=dispatch&dev=8%2C0',
     );
+  });
+
+  it("links a lock row to the waits it counts: starting in the side's range", () => {
+    const side = { analysis_id: 'A', from_ns: null, to_ns: 500, span_ns: [100, 900] };
+    expect(lockWaitsLink(side, 'xfs_ilock')).toBe('/a/A?tab=stalls&t0=100&t1=500&lock_key=xfs_ilock&w_start=1');
+    expect(lockWaitsLink({ ...side, to_ns: null }, 'xfs_ilock')).toBe('/a/A?tab=stalls&lock_key=xfs_ilock');
   });
 
   it('reads seconds exactly to the ns', () => {

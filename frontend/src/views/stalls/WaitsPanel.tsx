@@ -13,11 +13,12 @@ import { useViewState } from '../../state/useViewState';
 export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
   const [view, setView] = useViewState();
   const { lock, lockKey, t0, t1, idle } = view; // the analysis-wide time range
-  const q = useWaitsPage(analysis.id, { lock, lockKey }, 100, { t0, t1 }, idle);
+  const starting = view.wStart && t0 !== null && t1 !== null; // the waits starting in it, not all overlapping it
+  const q = useWaitsPage(analysis.id, { lock, lockKey }, 100, { t0, t1, starting }, idle);
   const fetchPage = useCallback(
     (cursor: string, all: boolean, signal: AbortSignal) =>
-      fetchWaitsPage(analysis.id, { lock, lockKey }, { t0, t1 }, idle, all ? PAGE_MAX : MORE_PAGE, cursor, signal),
-    [analysis.id, lock, lockKey, t0, t1, idle],
+      fetchWaitsPage(analysis.id, { lock, lockKey }, { t0, t1, starting }, idle, all ? PAGE_MAX : MORE_PAGE, cursor, signal),
+    [analysis.id, lock, lockKey, t0, t1, starting, idle],
   );
   const paged = usePagedRows<Wait>(q.data, fetchPage);
   const waits = q.data ? paged.rows : undefined;
@@ -47,6 +48,14 @@ export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
         ) : (
           <span className="muted">{view.idle ? 'longest first, idle sleeps too' : 'stalls, longest first'}</span>
         )}
+        {starting && (
+          <span className="chip" data-testid="waits-starting" title="Waits begun before the range and still waiting in it are left out (a comparison counts a range's waits so)">
+            starting in the range
+            <button aria-label="Show every wait overlapping the range" onClick={() => setView({ wStart: false })}>
+              ×
+            </button>
+          </span>
+        )}
         <form
           className="inline-form"
           onSubmit={(e) => {
@@ -65,7 +74,7 @@ export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
       {waits && waits.length === 0 && (
         <p className="muted">
           No {view.idle ? 'waits' : 'stalls'}
-          {filter !== null ? ` ${filter}` : ''} in this {view.t0 !== null && view.t1 !== null ? 'time range' : 'trace'}
+          {filter !== null ? ` ${filter}` : ''} {starting ? 'starting ' : ''}in this {view.t0 !== null && view.t1 !== null ? 'time range' : 'trace'}
           {view.idle ? '.' : ' (idle sleeps left out).'}
         </p>
       )}
