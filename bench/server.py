@@ -400,7 +400,8 @@ def peak_table(result: dict) -> str:
                  for g in sizes]
         lo, hi = mine[min(mine)], mine[max(mine)]
         per_gib = sum(r["db_bytes"] for r in mine.values()) / sum(r["bytes"] for r in mine.values())
-        rows.append(f"| {fmt} | {' | '.join(cells)} | {hi['peak_mib'] / lo['peak_mib']:.2f}× | "
+        flat = f"{hi['peak_mib'] / lo['peak_mib']:.2f}×" if len(mine) > 1 else "— (one size)"
+        rows.append(f"| {fmt} | {' | '.join(cells)} | {flat} | "
                     f"{per_gib:.2f} GiB |")
     return "\n".join(rows)
 
