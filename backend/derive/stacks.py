@@ -237,16 +237,21 @@ _TRACING_FRAME = re.compile(r"^(__traceiter_|__bpf_trace_|trace_event_raw_event_
 _FRAME_ADDR = re.compile(r"\s+\((?:[0-9a-fA-F]+|[0-9a-fA-Fx]+)\)$")
 
 
-def frames_of_stack_text(text: str | None) -> list[str]:
+def frames_of_stack_text(text: str | None, read: dict[str, str] | None = None) -> list[str]:
     """The frames of a folded stack event's text (`<stack trace >` then `=> func (addr)` lines, innermost first),
-    root first, without the tracing machinery's frames (`__traceiter_sched_switch`) at the top."""
+    root first, without the tracing machinery's frames (`__traceiter_sched_switch`) at the top. `read`: the frame
+    of each line already read (a caller's, for many texts: their lines repeat; "" for a line that is no frame)."""
+    if read is None:
+        read = {}
     frames = []
     for ln in (text or "").split("\n")[1:]:
-        f = ln.strip()
-        if f.startswith("=>"):
-            f = _FRAME_ADDR.sub("", f[2:].strip())
-            if f:
-                frames.append(f)
+        f = read.get(ln)
+        if f is None:
+            f = ln.strip()
+            f = _FRAME_ADDR.sub("", f[2:].strip()) if f.startswith("=>") else ""
+            read[ln] = f
+        if f:
+            frames.append(f)
     while frames and _TRACING_FRAME.match(frames[0]):
         frames.pop(0)
     frames.reverse()
@@ -311,8 +316,9 @@ def event_stacks(con, sid: int, lines: list[int]) -> dict[int, EventStack]:
     finally:
         con.unregister("_stacks_need")
     out: dict[int, EventStack] = {}
+    read: dict[str, str] = {}  # each distinct frame line read once
     for owner, event, line, text, dt in rows:  # per owner: user_stack first, then kernel_stack
-        frames = frames_of_stack_text(text)
+        frames = frames_of_stack_text(text, read)
         if not frames:
             continue
         s = out.get(owner)

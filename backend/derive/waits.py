@@ -113,11 +113,18 @@ def fetch_dicts(cur, blank: dict | None = None) -> list[dict]:
 
 
 def derive_waits(
-    con, sid: int, funcs: list[str], calls: Future, locked: Callable[[list[dict]], None] | None = None
+    con,
+    sid: int,
+    funcs: list[str],
+    calls: Future,
+    locked: Callable[[list[dict]], None] | None = None,
+    on_reader: Callable[..., Future] | None = None,
 ) -> tuple[list[dict], Iterator[pa.Table]]:
     """Derives the source's waits: as dicts, in file order, and as the rows of `waits` (made as they are read).
     `funcs`: the source's names by id (function_names); `calls`: its call_index, being built meanwhile; `locked`(the
-    waits), called once their locks are known (before their holders are looked for)."""
+    waits), called once their locks are known (before their holders are looked for); `on_reader`(fn, *args): fn(a
+    cursor of its own on the staged rows, *args) run in another thread, when given: the stacks the trace recorded
+    are read there, beside the look-ups of the stacks of calls."""
     p = {"sid": sid}
     trace_end = con.execute(
         "SELECT max(t) FROM (SELECT max(greatest(entry_ns, exit_ns)) t FROM fg_call_rows WHERE source_id = $sid"
@@ -309,9 +316,11 @@ def derive_waits(
             w["waker_pid"] = w["waker_comm"] = None
 
     # stacks: of each wait at its line (here), of each waker at its wake line (beside, in a thread of its own: numpy
-    # releases the GIL; not when the look-ups are SQL on `con`)
+    # releases the GIL; not when the look-ups are SQL on `con`), the ones the trace recorded (on the reader)
     n = len(waits)
     woken = [i for i, w in enumerate(waits) if w["waker_pid"] is not None]
+    at_lines = [w["line"] for w in waits] + [waits[i]["wake_line"] for i in woken]
+    recording = on_reader(event_stacks, sid, at_lines) if on_reader else None
     calls = calls.result()
     wakers = (
         con,
@@ -334,7 +343,7 @@ def derive_waits(
         )
         wst = wst.result() if wst is not None else stacks_at(*wakers)
     # stacks the trace recorded itself (-T, the stacktrace trigger): at the switch-out and at the wake-up line
-    recorded = event_stacks(con, sid, [w["line"] for w in waits] + [waits[i]["wake_line"] for i in woken])
+    recorded = recording.result() if recording else event_stacks(con, sid, at_lines)
     if recorded:
         mine = {i: recorded[w["line"]] for i, w in enumerate(waits) if w["line"] in recorded}
         st = with_frames(st, n, {i: s.frames for i, s in mine.items()})
