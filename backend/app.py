@@ -29,7 +29,6 @@ from .warm import CountRequests, Warmer
 ROUTERS = (analyses, requests, timeline, stalls, heatmaps, offcpu, sql, export, capabilities, compare)
 
 FRONTEND_DIST = Path(__file__).resolve().parent.parent / "frontend" / "dist"
-DEFAULT_MAX_UPLOAD = 2 << 30
 log = logging.getLogger("stallscope")
 
 
