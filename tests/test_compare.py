@@ -24,6 +24,7 @@ LOOP = PUBLIC / "blkparse-text" / "derived-romeus-loop0-dump-x0y1.blkparse.txt" 
 LVM = PUBLIC / "blkparse-text" / "derived-liuzel01-sda-lvm.blkparse.txt"  # 109 requests on 8,0 (LVM) in 110 s
 XFS = SEED / "xfs-unwritten-stall.trace-cmd-report.txt"
 XFS_SPLIT = 358613950000000  # after xfsconvertd's xfs_buf_lock wait, before the two xfs_ilock waits
+XFS_ILOCKS_SPLIT = 358613965999999  # after flush-8:0's xfs_ilock wait began, before file_writer's
 AT = {"i2d": "i_ns", "d2c": "d_ns"}
 
 
@@ -213,10 +214,11 @@ def test_waits_per_lock_in_two_ranges(client, xfs):
     _golden("xfs-halves.json", body)
 
 
-def test_lock_rows_count_what_their_links_list(client, xfs):
+@pytest.mark.parametrize("split", [XFS_SPLIT, XFS_ILOCKS_SPLIT])
+def test_lock_rows_count_what_their_links_list(client, xfs, split):
     """A lock row's waits are the list its link opens (the Stalls tab, the side's range, that lock, waits starting
-    in the range: compareState.sideLink fills an open end with the analysis' span), in /waits and in /waits/page."""
-    body = _compare(client, a=xfs, a_to=XFS_SPLIT, b_from=XFS_SPLIT + 1)
+    in the range: compareState.lockWaitsLink fills an open end with the analysis' span), in /waits and /waits/page."""
+    body = _compare(client, a=xfs, a_to=split, b_from=split + 1)
     checked = 0
     for side in "ab":
         s = body[side]
@@ -231,12 +233,15 @@ def test_lock_rows_count_what_their_links_list(client, xfs):
             assert (len(listed), sum(w["duration_ns"] for w in listed)) == want, (side, r["lock_key"])
             checked += 1
     assert checked == 4
-    # without `starting` the window keeps xfsconvertd's 342 ms xfs_buf_lock wait, begun before the split, in the
-    # after side's list too: the list a row of 0 waits would have opened
-    t1 = body["b"]["span_ns"][1]
-    overlapping = {"lock_key": "xfs_buf_lock", "t0_ns": XFS_SPLIT + 1, "t1_ns": t1}
-    assert len(client.get(f"/api/analyses/{xfs}/waits", params=overlapping).json()) == 1
-    assert client.get(f"/api/analyses/{xfs}/waits", params={**overlapping, "starting": True}).json() == []
+    # without `starting` the window keeps the waits begun before the split and still waiting after it in the after
+    # side's list too: xfsconvertd's on xfs_buf_lock (both splits), flush-8:0's on xfs_ilock (the second)
+    window = {"t0_ns": split + 1, "t1_ns": body["b"]["span_ns"][1]}
+    for key, counted in (("xfs_buf_lock", []), ("xfs_ilock", ["file_writer"] * (split == XFS_ILOCKS_SPLIT))):
+        overlapping = client.get(f"/api/analyses/{xfs}/waits", params={"lock_key": key, **window}).json()
+        starting = client.get(f"/api/analyses/{xfs}/waits", params={"lock_key": key, **window, "starting": True})
+        if split == XFS_SPLIT and key == "xfs_ilock":
+            continue  # both xfs_ilock waits start after it: the two lists are one
+        assert len(overlapping) == len(counted) + 1 and [w["comm"] for w in starting.json()] == counted
 
 
 def test_same_analysis_whole_is_all_same(client, xfs):

@@ -60,7 +60,7 @@ test('compare two captures from the analysis list; the shared link opens the sam
   await expect(i2d.getByTestId('compare-heatmap-scale')).toContainText('time bins of 1.38 s from each side');
   await i2d.getByLabel('Time axis').selectOption('own');
   await expect(page).toHaveURL(/x_time=own/);
-  await expect(i2d.getByTestId('compare-heatmap-scale')).toContainText("each side's own time axis (bins of 387");
+  await expect(i2d.getByTestId('compare-heatmap-scale')).toContainText("each side's own time axis (bins of 384.7 µs and 1.38 s)");
   await expect(page.getByTestId('compare-heatmap-i2d-a').locator('[data-ready="1"]')).toBeVisible();
   await expect(pct.getByTestId('pct-p99').locator('td').nth(1)).toHaveText('540 ns');
   await page.screenshot({ path: path.join(SCREENSHOTS, 'compare-loop-vs-lvm-own-time.png'), fullPage: true });
@@ -154,9 +154,20 @@ test('waits per lock in two ranges; a lock row opens that side’s waits on it',
     await page.goto(compareUrl);
   }
   expect(Number(await triple(ilock, 'waits')[1].innerText())).toBe(2);
-  // the note's ×: every wait overlapping the range (on the after side, xfsconvertd's wait too)
-  await buf.getByTestId('events-before').click();
+  // split between the two xfs_ilock waits' starts, while flush-8:0's is under way: the after side counts only
+  // file_writer's, and its link lists it alone (the range overlaps both)
+  await page.goto(`/compare?a=${id}&b=${id}&a_to=358613965999999&b_from=358613966000000`);
+  await expect(triple(ilock, 'waits')[0]).toHaveText('1');
+  await expect(triple(ilock, 'waits')[1]).toHaveText('1');
+  await ilock.getByTestId('events-after').click();
+  await expect(page).toHaveURL(/t0=358613966000000&t1=\d+&lock_key=xfs_ilock&w_start=1/);
+  await expect(waits.locator('tbody tr')).toHaveCount(1);
+  await expect(waits).toContainText('file_writer');
+  await expect(waits).not.toContainText('flush-8:0');
+  // the chip's ×: every wait overlapping the range, flush-8:0's (begun before it) too
   await page.getByRole('button', { name: 'Show every wait overlapping the range' }).click();
   await expect(page).not.toHaveURL(/w_start/);
   await expect(page.getByTestId('waits-starting')).toHaveCount(0);
+  await expect(waits.locator('tbody tr')).toHaveCount(2);
+  await expect(waits).toContainText('flush-8:0');
 });
