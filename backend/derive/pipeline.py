@@ -12,9 +12,9 @@ transaction:
        this thread (Python, on `con`)      | the reader thread (a cursor of its own)  | the inserter thread (on `con`)
        ------------------------------------+------------------------------------------+-------------------------------
        per ftrace source: waits.derive_waits | call index of that source (numpy)       |
-                                           | timeline.prepare (staged rows only)      |
        ... its waits' lines known -------->| stacks.event_stacks (SQL, the stacks the |
        stacks of calls (numpy)             |   trace recorded at those lines)         |
+                                           | timeline.prepare (staged rows only), once|
        ... its locks known --------------->| timeline.summarize, then cpus.summarize, |
                                            |   own transaction                        |
        holders, stacks                     |   (writes STAGED_TABLES, commits)         |
@@ -80,17 +80,25 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
                     summarized = pool.submit(_summarize_committed, reader, sources, summary, prepared)
                     prepared = None  # held by that step only: freed once used, before the chains' peak
 
+            def queue_prepare() -> None:
+                """timeline.prepare, once: needed only once the locks are known, so queued behind what the waits
+                wait for (the first source's call index and recorded stacks)."""
+                nonlocal prepared
+                if prepared is None and summarized is None:
+                    prepared = pool.submit(timeline.prepare, reader, spans)
+
             def on_reader(fn: Callable, *args) -> Future:
-                return pool.submit(fn, reader, *args)
+                done = pool.submit(fn, reader, *args)
+                queue_prepare()
+                return done
 
             for k, sid in enumerate(offs):
                 funcs = waits.function_names(con, sid)
                 calls = pool.submit(stacks.call_index, reader, sid, funcs)  # built while the waits are derived
-                if k == 0:  # queued behind the first source's call index
-                    prepared = pool.submit(timeline.prepare, reader, spans)
                 derived[sid], table = waits.derive_waits(
                     con, sid, funcs, calls, locked if k == len(offs) - 1 else None, on_reader
                 )
+                queue_prepare()  # (when the source had no waits)
                 calls = None  # the index (~25 bytes a call) is freed before the next source's, and the chains
                 tables.append(table)
                 for w in derived[sid]:
