@@ -48,9 +48,12 @@ function waitsParams(f: LockFilter, w: WaitsWindow, idle: boolean) {
     ...(f.lockKey !== null ? { lock_key: f.lockKey } : {}),
     ...(idle ? { idle: true } : {}),
     ...win(w),
-    ...(w.starting && w.t0 !== null && w.t1 !== null ? { starting: true } : {}),
+    ...(startsIn(w) ? { starting: true } : {}),
   };
 }
+
+/** Whether only the waits starting in the window are asked: `starting` with both ends set (else no window). */
+const startsIn = (w: WaitsWindow) => !!w.starting && w.t0 !== null && w.t1 !== null;
 
 export function fetchWaitsPage(id: string, f: LockFilter, w: WaitsWindow, idle: boolean, limit: number, cursor: string | null, signal?: AbortSignal) {
   return unwrap(
@@ -64,7 +67,7 @@ export function fetchWaitsPage(id: string, f: LockFilter, w: WaitsWindow, idle: 
 /** The first `limit` waits that are stalls, longest first (with `idle`, idle sleeps too). */
 export const waitsPageQuery = (id: string, f: LockFilter, limit: number, w: WaitsWindow, idle: boolean) =>
   queryOptions({
-    queryKey: ['waits-page', id, f.lock, f.lockKey, limit, w.t0, w.t1, !!w.starting, idle],
+    queryKey: ['waits-page', id, f.lock, f.lockKey, limit, w.t0, w.t1, startsIn(w), idle],
     queryFn: ({ signal }) => fetchWaitsPage(id, f, w, idle, limit, null, signal),
   });
 

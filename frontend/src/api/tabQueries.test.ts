@@ -27,11 +27,14 @@ describe('the queries a page starts from its address', () => {
     // Stalls: the chains, the waits, the markers, the heatmap's choices and its waits heatmap, all at once
     expect(keys('?tab=stalls&t0=1&t1=2&lock=xfs')).toEqual([
       ['chains', 'A', 1, 2],
-      ['waits-page', 'A', 'xfs', null, 100, 1, 2, false],
+      ['waits-page', 'A', 'xfs', null, 100, 1, 2, false, false],
       ['marks', 'A'],
       ['heatmap-metrics', 'A', 100],
       ['heatmap', 'A', 'wait', null, 120, 40, null, null, 1, 2],
     ]);
+    // a lock's waits starting in the range (Compare's link): the query the Waits panel asks; no range, no such list
+    expect(keys('?tab=stalls&t0=1&t1=2&lock_key=xfs_ilock&w_start=1')[1]).toEqual(['waits-page', 'A', null, 'xfs_ilock', 100, 1, 2, true, false]);
+    expect(keys('?tab=stalls&lock_key=xfs_ilock&w_start=1')[1]).toEqual(['waits-page', 'A', null, 'xfs_ilock', 100, null, null, false, false]);
     expect(keys('?tab=stalls&shm=func').map((k) => k[0])).toEqual(['chains', 'waits-page', 'marks', 'heatmap-metrics']); // (the function: from the choices)
     expect(keys('?tab=offcpu&fg_unit=stacks')).toEqual([
       ['offcpu-tasks', 'A'],
