@@ -450,13 +450,18 @@ def test_latency_over_time_equals_the_query(store, client):
 
 def test_more_events_than_an_index_holds_are_binned_in_sql(store, monkeypatch):
     """Past INDEX_MAX_EVENTS (a 5 GiB blkparse upload: ~24 M requests, whose index load passed the reads' row cap
-    and answered 422) the heatmap and its boxes are the SQL's, and no index is built."""
+    and answered 422) no index is built: a pid's or a device's heatmap and the boxes are the SQL's, the whole
+    metric's is the grid summary's (tests/test_heatsummary.py)."""
+    from backend.queries import heatsummary
+
     aid = ingest_paths(store, DEMO)["id"]
     con = store.cursor()
     monkeypatch.setattr(heatmap, "INDEX_MAX_EVENTS", 10)
     heatindex.forget()
     memo.forget()
     args = (con, aid, "i2d", 120, 40)
-    assert heatmap.heatmap(*args) == heatmap.heatmap_sql(*args)
+    assert heatmap.heatmap(*args, pid=311) == heatmap.heatmap_sql(*args, pid=311)
     assert heatmap.events(con, aid, "i2d", limit=5) == heatmap.events(con, aid, "i2d", limit=5, live=True)
     assert not heatindex._cache
+    assert heatmap.heatmap(*args)["percentiles"] == heatmap.heatmap_sql(*args)["percentiles"]
+    assert [type(v) for v in heatindex._cache.values()] == [heatsummary.Summary]

@@ -376,9 +376,10 @@ _lock = threading.Lock()
 _building: dict[tuple, threading.Lock] = {}
 
 
-def get(key: tuple, load) -> Index:
-    """The index of `key` (analysis id, metric, filter), built by load() -> pa.Table on first use. Concurrent
-    callers of one key wait for one build."""
+def get(key: tuple, load, make=None) -> Index:
+    """The index of `key` (analysis id, metric, filter), built by load() -> pa.Table on first use (or
+    make(load()): any object with nbytes, such as a heatsummary.Summary). Concurrent callers of one key wait for
+    one build."""
     global _cache_bytes
     with _lock:
         idx = _cache.get(key)
@@ -391,7 +392,7 @@ def get(key: tuple, load) -> Index:
             idx = _cache.get(key)
             if idx is not None:
                 return idx
-        idx = build(load())
+        idx = (make or build)(load())
         with _lock:
             _building.pop(key, None)
             _cache[key] = idx

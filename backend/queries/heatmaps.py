@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import heatindex, memo
+from . import heatindex, heatsummary, memo
 from .run import run
 
 BLOCK_METRICS = ("i2d", "d2c", "q2c")
@@ -147,6 +147,87 @@ def _index(con, analysis_id: str, metric: str, filter: str | None, pid=None, dev
     return heatindex.get((analysis_id, metric, filter, pid, dev), load)
 
 
+def _summary(con, analysis_id: str, metric: str, filter: str | None) -> heatsummary.Summary | None:
+    """The grid summary (heatsummary.py) of the metric's events, built on first use per clock offsets (its
+    buckets are in aligned time); None when a latency is negative or past heatsummary.V_BITS (then: SQL)."""
+    spec = _SPECS[metric]
+    at, v = f"(a.{spec.at} + s.clock_offset_ns)", f"a.{spec.value}"
+    base, params = _base(metric, analysis_id, filter, None, None)
+    offsets = memo.offsets(con, analysis_id)
+    t_lo, t_hi, vmin, vmax = memo.get(
+        (analysis_id, "heatmap-summary-span", metric, filter, offsets),
+        lambda: list(run(con, f"SELECT min({at}), max({at}), min({v}), max({v}){base}", params)[0]),
+    )
+    if t_lo is None or vmin < 0 or vmax >= 1 << heatsummary.V_BITS:
+        return None
+    width = max(1, -(-(t_hi - t_lo + 1) >> heatsummary.LOG_TB))
+    q = {**params, "t0": t_lo, "w": width}
+
+    def load():
+        cells = run(
+            con,
+            f"SELECT tb, {heatsummary.bucket_sql('v')} AS lb, count(*)::BIGINT AS n, max(v) AS vmax,"
+            " arg_max({'sid': sid, 'line': line, 'pid': pid}, (v, -sid, -line)) AS ref"
+            f" FROM (SELECT ({at} - $t0) // $w AS tb, {v} AS v, a.source_id AS sid, a.line AS line, a.pid AS pid"
+            f"{base}) GROUP BY ALL",
+            {**q, "g": heatsummary.EDGES},
+            shape="arrow",
+            max_rows=1 << 31,
+        )
+        keys = run(
+            con,
+            f"SELECT (({at} - $t0) // $w) << {heatsummary.V_BITS} | {v} AS k{base}",
+            q,
+            shape="arrow",
+            max_rows=1 << 40,
+        )
+        return cells, keys
+
+    def make(loaded):
+        cells, keys = loaded
+        col = keys.column("k")
+        key = np.empty(len(col), np.int64)  # writable, filled chunk by chunk, then sorted in place
+        at = 0
+        for chunk in col.chunks:
+            key[at : at + len(chunk)] = chunk.to_numpy()
+            at += len(chunk)
+        del keys, col
+        key.sort()
+        ref = cells.column("ref").combine_chunks()
+        pid = ref.field("pid")
+        rows = [cells.column(c).to_numpy().astype(np.int64, copy=False) for c in ("tb", "lb", "n", "vmax")]
+        rows += [
+            ref.field("sid").to_numpy(zero_copy_only=False).astype(np.int64),
+            ref.field("line").to_numpy(zero_copy_only=False).astype(np.int64),
+            pid.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64),
+            pid.is_null().to_numpy(zero_copy_only=False),
+        ]
+        return heatsummary.build(t_lo, t_hi, width, rows, key)
+
+    return heatindex.get((analysis_id, metric, filter, "summary", offsets), load, make)
+
+
+def heatmap_summary(summary: heatsummary.Summary, metric: str, filter, x_bins: int, y_bins: int, t0, t1) -> dict | None:
+    """The heatmap from the grid summary (bins snapped to its grid: heatsummary.py), or None when the window is
+    too narrow for it."""
+    lo = t0 if t0 is not None else summary.t0
+    hi = t1 if t1 is not None else summary.t_last
+    if hi < lo:
+        return _empty(metric, filter, lo, hi, x_bins, y_bins)
+    got = summary.heatmap(lo, hi, x_bins, y_bins)
+    if got is None:
+        return None
+    empty = _empty(metric, filter, got["t0"], got["t1"], got["x_bins"], y_bins)
+    if not got["n"]:
+        return empty
+    kind = _SPECS[metric].kind
+    cells = [
+        {"x": x, "y": y, "count": c, "max_ns": m, "max_ref": {"kind": kind, "source_id": s, "line": ln, "pid": p}}
+        for x, y, c, m, s, ln, p in got["cells"]
+    ]
+    return _filled(empty, got["edges"], got["x_bin"], cells, _percentiles(got["n"], got["quantiles"], got["vmax"]))
+
+
 def _empty(metric: str, filter, lo, hi, x_bins: int, y_bins: int) -> dict:
     return {
         "metric": metric,
@@ -207,8 +288,12 @@ def heatmap(
 ) -> dict:
     """The heatmap, from the index (heatindex.py) unless live is asked (the SQL below: the reference the index
     is tested against)."""
-    if live or not _indexable(con, analysis_id, metric, filter, pid, dev):
+    if live:
         return heatmap_sql(con, analysis_id, metric, x_bins, y_bins, pid, dev, t0, t1, filter)
+    if not _indexable(con, analysis_id, metric, filter, pid, dev):
+        summary = _summary(con, analysis_id, metric, filter) if pid is None and dev is None else None
+        found = heatmap_summary(summary, metric, filter, x_bins, y_bins, t0, t1) if summary else None
+        return found or heatmap_sql(con, analysis_id, metric, x_bins, y_bins, pid, dev, t0, t1, filter)
     idx = _index(con, analysis_id, metric, filter, pid, dev)
     offsets = _offsets(con, analysis_id)
     lo, hi = t0, t1
@@ -257,7 +342,7 @@ def heatmap_sql(
     empty = _empty(metric, filter, lo, hi, x_bins, y_bins)
     if lo is None or hi is None or hi < lo:
         return empty
-    base += f" AND {at} BETWEEN $lo AND $hi"
+    base += f" AND {at} BETWEEN $lo AND $hi" + _own_bounds(con, analysis_id, spec, params, lo, hi)
     params.update(lo=lo, hi=hi)
     n, qs, vmin, vmax = run(con, f"SELECT count(*), quantile_disc({v}, {QUANTILES}), min({v}), max({v}){base}", params)[
         0
@@ -284,6 +369,22 @@ def heatmap_sql(
         {"x": x, "y": y, "count": c, "max_ns": m, "max_ref": {"kind": spec.kind, **ref}} for x, y, c, m, ref in rows
     ]
     return _filled(empty, edges, x_bin, cells, _percentiles(n, qs, vmax))
+
+
+def _own_bounds(con, analysis_id: str, spec: _Spec, params: dict, lo, hi) -> str:
+    """The same window in the sources' own times, widened to hold every source's (a constant range of the
+    event column: DuckDB's zone maps skip the row groups outside it; the aligned condition stays exact)."""
+    offs = _offsets(con, analysis_id).values()
+    if not offs:
+        return ""
+    out = ""
+    if lo is not None:
+        out += f" AND a.{spec.at} >= $own_lo"
+        params["own_lo"] = lo - max(offs)
+    if hi is not None:
+        out += f" AND a.{spec.at} <= $own_hi"
+        params["own_hi"] = hi - min(offs)
+    return out
 
 
 _DETAIL = {  # what an event in a box shows beyond its ref, time and latency (see HeatmapEvent)
@@ -368,6 +469,7 @@ def _box_sql(
         if value is not None:
             base += f" AND {cond}"
             params[name] = value
+    base += _own_bounds(con, analysis_id, spec, params, t0, t1)
     total = run(con, f"SELECT count(*){base}", params)[0][0]
     return total, run(
         con,

@@ -1,0 +1,213 @@
+"""Heatmaps of more events than an index may hold (heatmaps.INDEX_MAX_EVENTS): a summary on a fixed grid.
+
+Why: past 5 M events (a 5 GiB blkparse upload has ~24 M requests) heatindex.Index would hold ~40 bytes an event
+in the server's memory, and binning in SQL scans every event of the window at each read (p95 0.9 s on random
+windows of 24 M requests). A summary answers from work that grows with the cells of the window, not its events.
+
+The grid, in aligned time (built per clock offsets: a PATCH makes a new key): time buckets of width W0 =
+ceil(span / 2^LOG_TB) from the first event, and fixed log latency buckets `lb` with edges G_j = round(1000 *
+10^(j / PER_DECADE)) (lb(v) = how many of G_1 .. G_{J-1} are <= v: bucket 0 also holds anything below 1 µs).
+
+* Cells: per (time bucket, lb), the count and the slowest event (latency, source, line, pid; ties: the first in
+  source, line order, as heatmap_sql's arg_max), at level 0 and at coarser levels of FANOUT buckets each.
+* K: every event's latency, sorted by (level-0 time bucket, latency), packed as bucket << 44 | latency: the
+  order statistics (percentiles, min, max) of any set of whole buckets, exactly.
+
+A heatmap is answered on this grid: its window starts at a bucket boundary of the coarsest level whose bucket
+is no wider than the asked time bin, its time bin is a whole number of those buckets (at most twice the asked
+one) and its latency edges are grid edges (every bin the same number of lb, at most y_bins bins). Every count,
+slowest event and percentile is exact for those bins (tests compare them with the SQL over the same window and
+boxes); the events behind a cell are read by the exact box query. A window narrower than x_bins level-0 buckets
+is binned in SQL (it holds few events).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+LOG_TB = 14  # level-0 time buckets over the span: 16384
+FANOUT = 4  # level L + 1 buckets hold FANOUT level-L buckets
+PER_DECADE = 32  # latency buckets per decade
+DECADES = 12  # from 1 µs: the top bucket starts at 10^15 ns (above: the top bucket)
+V_BITS = 44  # a latency of K (below 2^44 ns, ~4.9 h: more and the analysis is binned in SQL)
+J = PER_DECADE * DECADES + 1  # latency buckets 0 .. J - 1
+
+
+def grid_edge(j: int) -> int:
+    return round(1000 * 10 ** (j / PER_DECADE))
+
+
+EDGES = [grid_edge(j) for j in range(J + 1)]
+
+
+@dataclass(eq=False)
+class Level:
+    width: int  # ns per time bucket
+    tb: np.ndarray  # rows sorted by (tb, lb)
+    lb: np.ndarray
+    count: np.ndarray
+    vmax: np.ndarray
+    best: np.ndarray  # the slowest event's place in the level-0 order (vmax desc, sid, line) of level-0 rows
+
+
+@dataclass(eq=False)
+class Summary:
+    t0: int  # aligned time of the first event: bucket b is [t0 + b * width, t0 + (b + 1) * width)
+    t_last: int  # aligned time of the last event
+    n: int
+    key: np.ndarray  # K (see the module docstring)
+    sid: np.ndarray  # by level-0 order: the slowest event of each level-0 row
+    line: np.ndarray
+    pid: np.ndarray
+    pid_null: np.ndarray
+    vmax0: np.ndarray
+    levels: list[Level] = field(default_factory=list)
+
+    @property
+    def nbytes(self) -> int:
+        arrays = [self.key, self.sid, self.line, self.pid, self.pid_null, self.vmax0]
+        for lv in self.levels:
+            arrays += [lv.tb, lv.lb, lv.count, lv.vmax, lv.best]
+        return sum(a.nbytes for a in arrays)
+
+    def level_for(self, x_bin: int) -> int | None:
+        """The coarsest level whose bucket is no wider than x_bin (None: even level 0's is wider)."""
+        found = None
+        for i, lv in enumerate(self.levels):
+            if lv.width <= x_bin:
+                found = i
+        return found
+
+    def heatmap(self, lo: int, hi: int, x_bins: int, y_bins: int) -> dict | None:
+        """The bins, cells and order statistics of the events placed in [lo, hi] snapped to the grid (see the
+        module docstring), or None when the window is narrower than x_bins level-0 buckets."""
+        want = max(1, -(-(hi - lo + 1) // x_bins))
+        li = self.level_for(want)
+        if li is None:
+            return None
+        lv = self.levels[li]
+        w = lv.width
+        c0 = (lo - self.t0) // w  # first bucket (may be before the first event)
+        t0 = self.t0 + c0 * w
+        m = -(-(-(-(hi - t0 + 1) // x_bins)) // w)  # buckets per time bin: at most x_bins bins from t0 to hi
+        x_bin = m * w
+        nx = max(1, -(-(hi - t0 + 1) // x_bin))
+        t1 = t0 + nx * x_bin - 1
+        c1 = c0 + nx * m  # buckets [c0, c1)
+        i0, i1 = np.searchsorted(lv.tb, [c0, c1])
+        out = {"t0": t0, "t1": t1, "x_bins": nx, "x_bin": x_bin, "n": 0}
+        if i0 >= i1:
+            return out
+        cnt = lv.count[i0:i1]
+        lbs = lv.lb[i0:i1].astype(np.int64)
+        hist = np.bincount(lbs, weights=cnt, minlength=J).astype(np.int64)
+        n = int(hist.sum())
+        scale = FANOUT**li
+        b0, b1 = c0 * scale, c1 * scale  # level-0 buckets
+        qpos = [max(0, -(-f.numerator * n // f.denominator) - 1) for f in (Fraction(str(q)) for q in QUANTILES)]
+        stats = self._kth(hist, b0, b1, [*qpos, 0, n - 1])
+        vmin, vmax = stats[-2], stats[-1]
+        a, b = int(np.flatnonzero(hist)[0]), int(np.flatnonzero(hist)[-1])
+        step = -(-(b - a + 1) // y_bins)
+        ny = -(-(b - a + 1) // step)
+        edges = [EDGES[a + k * step] if a + k * step <= J else grid_edge(a + k * step) for k in range(ny + 1)]
+        xs = (lv.tb[i0:i1] - c0) // m
+        ys = (lbs - a) // step
+        cell = xs * ny + ys
+        count = np.bincount(cell, weights=cnt, minlength=nx * ny).astype(np.int64)
+        best = np.full(nx * ny, np.iinfo(np.int64).max, np.int64)
+        np.minimum.at(best, cell, lv.best[i0:i1])
+        nz = np.flatnonzero(count)  # x, y order
+        r = best[nz]
+        pid_null = self.pid_null[r]
+        cells = list(
+            zip(
+                (nz // ny).tolist(),
+                (nz % ny).tolist(),
+                count[nz].tolist(),
+                self.vmax0[r].tolist(),
+                self.sid[r].tolist(),
+                self.line[r].tolist(),
+                [None if nl else p for p, nl in zip(self.pid[r].tolist(), pid_null.tolist())],
+            )
+        )
+        out.update(n=n, quantiles=stats[:-2], vmin=vmin, vmax=vmax, edges=edges, cells=cells)
+        return out
+
+    def _kth(self, hist: np.ndarray, b0: int, b1: int, ks: list[int]) -> list[int]:
+        """The k-th smallest latency (0-based) of the events in level-0 buckets [b0, b1), for each k: the latency
+        bucket holding it from hist (the window's events per lb), then that bucket's latencies of the window."""
+        below = np.cumsum(hist)
+        tbs = np.arange(max(b0, 0), b1, dtype=np.int64) << V_BITS
+        out: list[int] = []
+        found: dict[int, np.ndarray] = {}
+        for k in ks:
+            j = int(np.searchsorted(below, k, "right"))
+            if j not in found:
+                lo_v = 0 if j == 0 else EDGES[j]
+                hi_v = (1 << V_BITS) if j == J - 1 else EDGES[j + 1]
+                s = np.searchsorted(self.key, tbs + lo_v)
+                e = np.searchsorted(self.key, tbs + hi_v)
+                lens = e - s
+                total = int(lens.sum())
+                idx = np.arange(total) - np.repeat(np.cumsum(lens) - lens - s, lens)
+                found[j] = np.sort(self.key[idx] & ((1 << V_BITS) - 1))
+            first = int(below[j - 1]) if j else 0
+            out.append(int(found[j][k - first]))
+        return out
+
+
+QUANTILES = [0.5, 0.9, 0.99, 0.999, 0.9999]  # heatmaps.QUANTILES (checked by a test)
+
+
+def bucket_sql(v: str) -> str:
+    """SQL of lb(v): log10 binning corrected by one bucket against the integer edges ($g, 1-based)."""
+    y0 = f"least({J - 1}, greatest(0, floor((log10(greatest({v}, 1)) - 3) * {PER_DECADE})))::INTEGER"
+    return (
+        f"(SELECT y0 - (y0 > 0 AND {v} < $g[y0 + 1])::INTEGER + (y0 < {J - 1} AND {v} >= $g[y0 + 2])::INTEGER"
+        f" FROM (SELECT {y0} AS y0))"
+    )
+
+
+def build(t0: int, t_last: int, width: int, rows, key: np.ndarray) -> Summary:
+    """The summary from level-0 rows (tb, lb, count, vmax, sid, line, pid; numpy arrays, any order) and K."""
+    tb, lb, count, vmax, sid, line, pid, pid_null = rows
+    order = np.lexsort((lb, tb))
+    tb, lb, count, vmax, sid, line, pid, pid_null = (a[order] for a in (tb, lb, count, vmax, sid, line, pid, pid_null))
+    rank_order = np.lexsort((line, sid, -vmax))  # the slowest first; ties in source, line order
+    rank = np.empty(len(tb), np.int64)
+    rank[rank_order] = np.arange(len(tb), dtype=np.int64)
+    levels = [Level(width, tb, lb, count, vmax, rank)]
+    while len(levels[-1].tb) and levels[-1].tb[-1] > 0:
+        prev = levels[-1]
+        ctb = prev.tb // FANOUT
+        o = np.lexsort((prev.lb, ctb))
+        ctb, clb, ccount, cbest = ctb[o], prev.lb[o], prev.count[o], prev.best[o]
+        starts = np.flatnonzero(np.r_[True, (ctb[1:] != ctb[:-1]) | (clb[1:] != clb[:-1])])
+        best = np.minimum.reduceat(cbest, starts)
+        levels.append(
+            Level(
+                prev.width * FANOUT,
+                ctb[starts],
+                clb[starts],
+                np.add.reduceat(ccount, starts),
+                vmax[rank_order][best],
+                best,
+            )
+        )
+    # level-0 rows' slowest events by rank (the cells name them)
+    return Summary(
+        t0,
+        t_last,
+        int(count.sum()),
+        key,
+        sid[rank_order],
+        line[rank_order],
+        pid[rank_order],
+        pid_null[rank_order],
+        vmax[rank_order],
+        levels,
+    )
