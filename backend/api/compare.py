@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from ..queries import compare as compare_queries
 from .deps import AnalysisRouter, Cursor, TimeFilter, require_analysis
+from .heatmaps import Percentiles
 from .models import ErrorBody
 from .requests import Stats
 
@@ -92,23 +93,13 @@ class CompareCell(BaseModel):
     max_ref: CellRef = Field(description="the event behind max_ns (a request or a wait of this side's analysis)")
 
 
-class SidePercentiles(BaseModel):
-    count: int
-    p50_ns: int | None
-    p90_ns: int | None
-    p99_ns: int | None
-    p999_ns: int | None
-    p9999_ns: int | None
-    max_ns: int | None
-
-
 class HeatmapSide(BaseModel):
     t0_ns: int = Field(description="the side's start (its from, or its first such event if later): x counts from here")
     t1_ns: int = Field(description="its end (its to, or its last such event if earlier)")
     x_bin_ns: int = Field(description="its time-bin width: the pair's (x_time shared) or its own (x_time own)")
     x_bins: int = Field(description="this side's bins (shared: the shorter side has fewer)")
     cells: list[CompareCell]
-    percentiles: SidePercentiles = Field(description="exact (quantile_disc) over the side's events")
+    percentiles: Percentiles = Field(description="exact (quantile_disc) over the side's events")
 
 
 class HeatmapPair(BaseModel):

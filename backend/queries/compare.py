@@ -126,29 +126,19 @@ def _process_groups(con, side: Side) -> list[dict]:
 
 
 def _process_rows(con, side: Side) -> list[dict]:
-    scope, params = requests._scope(requests._blk_sources(con, side.analysis_id), side.t0, side.t1)
+    scope, params = requests.requests_in_range(con, side.analysis_id, side.t0, side.t1)
     rows = run(
         con,
         f"SELECT coalesce(r.comm, '?') AS comm, list(DISTINCT r.pid ORDER BY r.pid) FILTER (WHERE r.pid IS NOT NULL)"
-        f" AS pids, count(*) AS count, {requests._stats('i2d_ns')}, {requests._stats('d2c_ns')},"
-        f" {requests._stats('q2c_ns')} FROM blk_requests r WHERE {scope} GROUP BY 1 ORDER BY 1",
+        f" AS pids, count(*) AS count, {requests.phase_stats_columns()}"
+        f" FROM blk_requests r WHERE {scope} GROUP BY 1 ORDER BY 1",
         params,
         shape="dicts",
     )
     out = []
     for row in rows:
         item = {"key": row["comm"], "pids": row["pids"] or [], "count": row["count"]}
-        for m in ("i2d", "d2c", "q2c"):
-            q = row[f"{m}_ns_q"] or [None, None, None]
-            item[m] = {
-                "n": row[f"{m}_ns_n"],
-                "min": row[f"{m}_ns_min"],
-                "avg": row[f"{m}_ns_avg"],
-                "p50": q[0],
-                "p95": q[1],
-                "p99": q[2],
-                "max": row[f"{m}_ns_max"],
-            }
+        item.update(requests.phase_stats(row))
         out.append(item)
     return out
 

@@ -329,10 +329,10 @@ def _holds_all(con, analysis_id: str, t0, t1) -> bool:
 
 def dispatch_sql(con, analysis_id: str, by: str, t0=None, t1=None) -> list[dict]:
     """The dispatch summary over the requests starting in [t0, t1] (aligned, inclusive; None: open), computed now."""
-    scope, params = _scope(_blk_sources(con, analysis_id), t0, t1)
+    scope, params = requests_in_range(con, analysis_id, t0, t1)
     keys = "r.pid, r.comm" if by == "process" else "r.dev"
     sql = (  # the keys last in the ORDER BY: groups tied on the rest always come in one order
-        f"SELECT {keys}, count(*) AS count, {_stats('i2d_ns')}, {_stats('d2c_ns')}, {_stats('q2c_ns')}"
+        f"SELECT {keys}, count(*) AS count, {phase_stats_columns()}"
         f" FROM blk_requests r WHERE {scope} GROUP BY {keys}"
         f" ORDER BY max(r.q2c_ns) DESC NULLS LAST, max(r.i2d_ns) DESC NULLS LAST, count(*) DESC, {keys}"
     )
@@ -345,19 +345,36 @@ def dispatch_sql(con, analysis_id: str, by: str, t0=None, t1=None) -> list[dict]
             "dev": row.get("dev"),
             "count": row["count"],
         }
-        for m in ("i2d", "d2c", "q2c"):
-            q = row[f"{m}_ns_q"] or [None, None, None]
-            item[m] = {
-                "n": row[f"{m}_ns_n"],
-                "min": row[f"{m}_ns_min"],
-                "avg": row[f"{m}_ns_avg"],
-                "p50": q[0],
-                "p95": q[1],
-                "p99": q[2],
-                "max": row[f"{m}_ns_max"],
-            }
+        item.update(phase_stats(row))
         item["btt"] = None
         out.append(item)
+    return out
+
+
+def phase_stats_columns() -> str:
+    """The select list of I2D, D2C and Q2C statistics that `phase_stats` reads back."""
+    return ", ".join(_stats(f"{m}_ns") for m in ("i2d", "d2c", "q2c"))
+
+
+def requests_in_range(con, analysis_id: str, t0=None, t1=None) -> tuple[str, dict]:
+    """The WHERE clause (on `blk_requests r`) and parameters of the requests starting in [t0, t1] (aligned)."""
+    return _scope(_blk_sources(con, analysis_id), t0, t1)
+
+
+def phase_stats(row: dict) -> dict:
+    """A dispatch row's I2D, D2C and Q2C columns (of `_stats`) as {phase: {n, min, avg, p50, p95, p99, max}}."""
+    out = {}
+    for m in ("i2d", "d2c", "q2c"):
+        q = row[f"{m}_ns_q"] or [None, None, None]
+        out[m] = {
+            "n": row[f"{m}_ns_n"],
+            "min": row[f"{m}_ns_min"],
+            "avg": row[f"{m}_ns_avg"],
+            "p50": q[0],
+            "p95": q[1],
+            "p99": q[2],
+            "max": row[f"{m}_ns_max"],
+        }
     return out
 
 

@@ -1582,7 +1582,7 @@ export interface components {
             /** Cells */
             cells: components["schemas"]["CompareCell"][];
             /** @description exact (quantile_disc) over the side's events */
-            percentiles: components["schemas"]["SidePercentiles"];
+            percentiles: components["schemas"]["Percentiles"];
             /**
              * T0 Ns
              * @description the side's start (its from, or its first such event if later): x counts from here
@@ -1994,23 +1994,6 @@ export interface components {
             message: string;
             /** T Ns */
             t_ns: number;
-        };
-        /** SidePercentiles */
-        SidePercentiles: {
-            /** Count */
-            count: number;
-            /** Max Ns */
-            max_ns: number | null;
-            /** P50 Ns */
-            p50_ns: number | null;
-            /** P90 Ns */
-            p90_ns: number | null;
-            /** P9999 Ns */
-            p9999_ns: number | null;
-            /** P999 Ns */
-            p999_ns: number | null;
-            /** P99 Ns */
-            p99_ns: number | null;
         };
         /** SkippedLine */
         SkippedLine: {
