@@ -5,8 +5,8 @@
 import type { paths } from '../api/schema';
 import { formatCount, formatNs, pickTimeUnit } from '../lib/format';
 import { html, tooltipLines } from './html';
-import { HEAT_COLORS, countOf, yLabels, type HeatmapOption } from './heatmap';
-import { C, axisCommon, baseTextStyle, tooltipStyle } from './theme';
+import { countOf, heatAxes, heatScale, yLabels, type HeatmapOption } from './heatmap';
+import { C, baseTextStyle, tooltipStyle } from './theme';
 
 export type Comparison = paths['/api/compare']['get']['responses'][200]['content']['application/json'];
 export type HeatmapPair = Comparison['heatmaps'][number];
@@ -81,41 +81,14 @@ export function buildCompareHeatmapOption(pair: HeatmapPair, side: SideKey, labe
         );
       },
     },
-    xAxis: {
-      ...axisCommon,
-      type: 'category',
-      data: relTimeLabels(bins),
-      name: `time since the side's start (${unit})`,
-      nameLocation: 'middle',
-      nameGap: 24,
-      splitArea: { show: false },
-      axisLabel: { ...axisCommon.axisLabel, hideOverlap: true },
-    },
-    yAxis: {
-      ...axisCommon,
-      type: 'category',
-      data: yl,
-      name: `${title} (log scale)`,
-      nameLocation: 'middle',
-      nameGap: 60,
-      splitArea: { show: false },
-      axisLabel: { ...axisCommon.axisLabel, interval: Math.max(0, Math.ceil(pair.y_bins / 10) - 1) },
-    },
-    visualMap: {
-      type: 'continuous' as const,
-      dimension: 2,
-      min: 0,
-      max: Math.max(Math.log10(top), 0.001),
-      calculable: false,
-      orient: 'vertical',
-      right: 4,
-      top: 'middle',
-      itemHeight: 120,
-      itemWidth: 10,
-      text: [formatCount(top), '1'],
-      textStyle: { color: C.muted, fontSize: 10 },
-      inRange: { color: [...HEAT_COLORS] },
-    },
+    ...heatAxes({
+      xLabels: relTimeLabels(bins),
+      xName: `time since the side's start (${unit})`,
+      yLabels: yl,
+      yName: `${title} (log scale)`,
+      yLabelEvery: Math.ceil(pair.y_bins / 10),
+    }),
+    visualMap: heatScale(top, [formatCount(top), '1'], 120, 10),
     series: [
       {
         name: label,

@@ -57,6 +57,51 @@ const NOUN: Record<EventKind, [string, string]> = {
 };
 
 /** "1 request", "520 requests", "3 waits". */
+/** A heatmap's two category axes: time bins across, log-latency bins up (a label every `yLabelEvery` bins). */
+export function heatAxes(a: { xLabels: string[]; xName: string; yLabels: string[]; yName: string; yLabelEvery: number }) {
+  return {
+    xAxis: {
+      ...axisCommon,
+      type: 'category' as const,
+      data: a.xLabels,
+      name: a.xName,
+      nameLocation: 'middle' as const,
+      nameGap: 24,
+      splitArea: { show: false },
+      axisLabel: { ...axisCommon.axisLabel, hideOverlap: true },
+    },
+    yAxis: {
+      ...axisCommon,
+      type: 'category' as const,
+      data: a.yLabels,
+      name: a.yName,
+      nameLocation: 'middle' as const,
+      nameGap: 60,
+      splitArea: { show: false },
+      axisLabel: { ...axisCommon.axisLabel, interval: Math.max(0, a.yLabelEvery - 1) },
+    },
+  };
+}
+
+/** The colour scale of counts per cell, on a log scale from 1 to `top`, labelled by `text` (top, bottom). */
+export function heatScale(top: number, text: [string, string], height: number, width: number) {
+  return {
+    type: 'continuous' as const,
+    dimension: 2,
+    min: 0,
+    max: Math.max(Math.log10(Math.max(top, 1)), 0.001),
+    calculable: false,
+    orient: 'vertical' as const,
+    right: 4,
+    top: 'middle',
+    itemHeight: height,
+    itemWidth: width,
+    text,
+    textStyle: { color: C.muted, fontSize: 10 },
+    inRange: { color: [...HEAT_COLORS] },
+  };
+}
+
 export function countOf(kind: EventKind, n: number): string {
   return `${formatCount(n)} ${NOUN[kind][n === 1 ? 0 : 1]}`;
 }
@@ -214,41 +259,16 @@ export function buildHeatmapOption(data: Heatmap, state: HeatmapOptionState = {}
         );
       },
     },
-    xAxis: {
-      ...axisCommon,
-      type: 'category',
-      data: xl,
-      name: 'time (s)',
-      nameLocation: 'middle',
-      nameGap: 24,
-      splitArea: { show: false },
-      axisLabel: { ...axisCommon.axisLabel, hideOverlap: true },
-    },
-    yAxis: {
-      ...axisCommon,
-      type: 'category',
-      data: yLabels(data),
-      name: `${title} (log scale)`,
-      nameLocation: 'middle',
-      nameGap: 60,
-      splitArea: { show: false },
-      axisLabel: { ...axisCommon.axisLabel, interval: Math.max(0, Math.ceil(data.y_bins / 12) - 1) },
-    },
+    ...heatAxes({
+      xLabels: xl,
+      xName: 'time (s)',
+      yLabels: yLabels(data),
+      yName: `${title} (log scale)`,
+      yLabelEvery: Math.ceil(data.y_bins / 12),
+    }),
     visualMap: {
-      type: 'continuous' as const,
-      dimension: 2,
-      min: 0,
-      max: Math.max(Math.log10(Math.max(top, 1)), 0.001),
-      calculable: false,
-      orient: 'vertical',
-      right: 4,
-      top: 'middle',
-      itemHeight: 140,
-      itemWidth: 12,
-      text: [countOf(data.kind, top), countOf(data.kind, 1)],
-      textStyle: { color: C.muted, fontSize: 10 },
+      ...heatScale(top, [countOf(data.kind, top), countOf(data.kind, 1)], 140, 12),
       formatter: (v: unknown) => formatCount(Math.round(10 ** Number(v))),
-      inRange: { color: [...HEAT_COLORS] },
     },
     brush: {
       xAxisIndex: 0,
