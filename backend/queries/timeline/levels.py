@@ -236,9 +236,13 @@ def _raw(con, s: dict, q: dict, lanes: dict[int, tuple], names: dict[str, int], 
         con,
         f"""
         SELECT {cols} FROM blk_requests WHERE source_id = $sid AND i_ns BETWEEN $slo AND $hi
-        UNION ALL  -- those inserted before (or never) dispatched or completed in the window
+        UNION ALL  -- those inserted before (or never) dispatched or completed in the window: a range of one
+        -- column per branch (an OR of two ranges is not a zone-map filter: it read every row before the window)
         SELECT {cols} FROM blk_requests WHERE source_id = $sid AND (i_ns IS NULL OR i_ns < $slo)
-          AND (d_ns BETWEEN $slo AND $hi OR c_ns BETWEEN $slo AND $hi)""",
+          AND d_ns BETWEEN $slo AND $hi
+        UNION ALL
+        SELECT {cols} FROM blk_requests WHERE source_id = $sid AND (i_ns IS NULL OR i_ns < $slo)
+          AND c_ns BETWEEN $slo AND $hi AND (d_ns IS NULL OR d_ns NOT BETWEEN $slo AND $hi)""",
         q,
         devs,
         nullable=("i_ns", "d_ns", "c_ns"),
