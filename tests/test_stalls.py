@@ -166,7 +166,7 @@ def test_a_frame_with_a_unit_separator_stays_one_frame(client, store):
 
 
 def test_stacks_are_the_same_when_the_names_do_not_fit_16_bits(client, store, monkeypatch):
-    """The call index holds each call's function as an int16 while the source's names fit, else as an int32: a
+    """The stacks' look-ups hold each call's function as an int16 while the source's names fit, else as an int32: a
     source with more than 32767 names (here the XFS excerpt's, then 40000 more) has the same waits and stacks."""
     from backend.derive import stacks, waits
 
@@ -177,7 +177,7 @@ def test_stacks_are_the_same_when_the_names_do_not_fit_16_bits(client, store, mo
     functions = waits.function_names
     monkeypatch.setattr(waits, "function_names", lambda con, sid: functions(con, sid) + [f"f{i}" for i in range(40000)])
     many = ingest_paths(store, XFS)["id"]
-    assert [i["code"].dtype.name for i in built] == ["int16", "int32"]
+    assert [i["code_type"].__name__ for i in built] == ["int16", "int32"]
     a, b = (client.get(f"/api/analyses/{i}/waits", params={"idle": True}).json() for i in (plain, many))
     assert len(a) == 4 and [w.pop("source_id") for w in a] != [w.pop("source_id") for w in b] and a == b
     assert a[0]["stack"][-3:] == ["_xfs_buf_find", "xfs_buf_lock", "down"] and a[0]["waker_stack"]

@@ -1,5 +1,6 @@
-"""The stacks of tasks at given lines of an ftrace source: the calls open there, root first, found in a call index
-built once per source (`call_index`: numpy arrays by line) rather than by SQL per wait."""
+"""The stacks of tasks at given lines of an ftrace source: the calls open there, root first, found by one scan of the
+source's calls in line order per batch of look-ups (`stacks_at_many`: a window of calls at a time and the open ones
+carried across, so memory does not grow with the trace) rather than by SQL per wait."""
 
 from __future__ import annotations
 
@@ -80,35 +81,189 @@ class Stacks:
 
 
 def stacks_at(con, sid: int, calls: dict, pid: list, cpu: list, line: list, innermost: list | None = None) -> Stacks:
-    """The stacks of the requests i: the calls (call_index) of task pid[i] open at line[i] (or the ancestors-or-self
-    of the call innermost[i] when given), root first; the idle task (pid 0) has one per CPU (cpu[i])."""
-    req = {"pid": _ints(pid), "cpu": _ints(cpu), "line": _ints(line), "inner": _ints(innermost or [None] * len(pid))}
-    tops = _last_calls(calls, req) if calls["keys"] is not None else _last_calls_sql(con, sid, req)
-    k, at, cur = tops
-    at = np.minimum(at, calls["bound"])  # past every call and exit: the same as at the bound
-    parent, exit_line, code = calls["parent"], calls["exit"], calls["code"]
-    # the last call entered before the line (or the innermost call) and its ancestors, less those that had already
-    # returned (a suffix of that chain); all stacks climb one level per step: calls -> their parents
-    ok = (cur >= 0) & (cur < len(code))
-    ok[ok] = code[cur[ok]] != _NO_CALL
-    k, at, cur = k[ok], at[ok], cur[ok]
-    parts, depth = [], np.zeros(len(pid), np.int64)  # per level: requests, their frame's level from the top, call
+    """The stacks of the requests i: the calls of task pid[i] open at line[i] (or the ancestors-or-self of the call
+    innermost[i] when given), root first; the idle task (pid 0) has one per CPU (cpu[i]). One scan of the calls."""
+    return stacks_at_many(con, sid, calls, [(pid, cpu, line, innermost)])[0]
+
+
+def stacks_at_many(con, sid: int, calls: dict, groups: list[tuple]) -> list[Stacks]:
+    """stacks_at for several lists of requests (pid, cpu, line, innermost or None) in one scan of the source's calls
+    in line order, a window of lines holding about _SCAN_ROWS calls at a time (memory: a window and the calls carried across, not the
+    trace). A request is answered in the window that holds the last line it needs: the call its task entered last
+    before its line (or its innermost call), then that call's parents, less those that had already returned. Carried
+    to the next window: the calls still open at its first line, each task's last call, and their parents (the
+    parent of a call carried is the nearest one carried: a call that returned before the window is in no stack
+    asked there); `calls["ahead"]` (call_index) is in every window."""
+    sizes = [len(g[0]) for g in groups]
+    (pid, has_pid), (cpu, has_cpu), (at, has_at), (inner, has_inner) = (
+        _ints([v for g in groups for v in (g[c] if g[c] is not None else [None] * len(g[0]))]) for c in range(4)
+    )
+    n = len(pid)
+    task = np.where(pid == 0, _IDLE - cpu, pid)
+    by_task = has_pid & ((pid != 0) | has_cpu) & has_at & ~has_inner
+    need = np.where(has_inner, inner, at - 1)  # the last line a request needs the scan to have passed
+    asked = np.flatnonzero(has_inner | by_task)
+    tasks = np.unique(task[by_task])  # the tasks whose last calls are looked for
+    asked = asked[np.argsort(need[asked], kind="stable")]
+    at = np.where(has_at, at, -1)
+    levels, depth = [], np.zeros(n, np.int64)  # per level: requests, their frame's level from the top, its function
+    carried, answered, span = None, 0, calls["span"]
+    query = (
+        f"SELECT {_CALL_COLUMNS.format(names=len(calls['names']) - 1)} FROM fg_call_rows"
+        " WHERE source_id = $sid AND line >= $a AND line < $b"
+    )  # (the calls are stored about in line order, as they returned: each window's query reads a few row groups)
+    for start in range(0, calls["bound"] + span, span):
+        if answered == len(asked):
+            break
+        end = start + span if start < calls["bound"] else np.iinfo(np.int64).max  # (the last: what is left)
+        got = None
+        if start < calls["bound"]:
+            t = con.sql(query, params={"sid": sid, "a": start, "b": end}).to_arrow_table()
+            got = _calls_of(t, calls["code_type"]) if t.num_rows else None
+        parts = [p for p in (carried, calls["ahead"], got) if p is not None]
+        if not parts:
+            continue
+        w = _union(parts, start)
+        upto = answered + int(np.searchsorted(need[asked[answered:]], end - 1, "right"))
+        ks = asked[answered:upto]
+        answered = upto
+        if len(ks):
+            _walk(w, ks, tasks, task, at, inner, has_inner, levels, depth)
+        carried = _carry(w, end, tasks)
+    off = np.zeros(n + 1, np.int64)
+    np.cumsum(depth, out=off[1:])
+    codes = np.zeros(off[-1], calls["code_type"])
+    for ks, level, code in levels:  # root first: the frame found last goes first
+        codes[off[ks] + depth[ks] - 1 - level] = code
+    out, r = [], 0
+    for size in sizes:
+        out.append(Stacks(off[r : r + size + 1] - off[r], codes[off[r] : off[r + size]], calls["names"]))
+        r += size
+    return out
+
+
+def _walk(w: dict, ks: np.ndarray, tasks, task, at, inner, has_inner, levels: list, depth: np.ndarray) -> None:
+    """The stacks of requests ks, from window w (_union): each one's first call (its innermost, else its task's last
+    before its line), then parents, the ones open at its line (not returned before it) kept."""
+    cur = np.full(len(ks), -1, np.int64)
+    own = has_inner[ks]
+    if own.any():
+        want = inner[ks[own]]
+        j = np.minimum(np.searchsorted(w["line"], want), len(w["line"]) - 1)
+        cur[own] = np.where(w["line"][j] == want, j, -1)
+    if (~own).any():
+        q = ks[~own]
+        packed, shift = _task_order(w, tasks)
+        mine = np.searchsorted(tasks, task[q])  # (every asked task is in `tasks`)
+        before = np.searchsorted(w["line"], at[q])  # the calls before the line
+        j = np.searchsorted(packed, (mine << shift) | before) - 1  # the task's last call before
+        if len(packed):
+            last = packed[np.maximum(j, 0)]
+            cur[~own] = np.where((j >= 0) & (last >> shift == mine), last & ((1 << shift) - 1), -1)
+    ok = cur >= 0
+    k, cur = ks[ok], cur[ok]
     for _ in range(4096):
         if not len(k):
             break
-        open_at = exit_line[cur] >= at
-        parts.append((k[open_at], depth[k[open_at]], cur[open_at]))
+        open_at = w["exit"][cur] >= at[k]
+        levels.append((k[open_at], depth[k[open_at]], w["code"][cur[open_at]]))
         depth[k[open_at]] += 1
-        nxt = parent[cur]
-        ok = (nxt >= 0) & (nxt < len(code))
-        ok[ok] = code[nxt[ok]] != _NO_CALL
-        k, at, cur = k[ok], at[ok], nxt[ok]
-    off = np.zeros(len(pid) + 1, np.int64)
-    np.cumsum(depth, out=off[1:])
-    lines = np.zeros(off[-1], np.int64)
-    for ks, level, calls_at in parts:  # root first: the frame found last goes first
-        lines[off[ks] + depth[ks] - 1 - level] = calls_at
-    return Stacks(off, code[lines], calls["names"])
+        nxt = w["up"][cur]
+        ok = nxt >= 0
+        k, cur = k[ok], nxt[ok]
+
+
+_SCAN_ROWS = 1 << 18  # calls per window of the stacks' scan
+_IDLE = -(1 << 24)  # the idle task (pid 0) is a task per CPU: _IDLE - its CPU
+_NO_EXIT = np.iinfo(np.int64).max
+_CALL_COLUMNS = (
+    "line, coalesce(parent_line, -1) AS parent, coalesce(exit_line, %d) AS exit, coalesce(func_id, {names}) AS code,"
+    " CASE WHEN pid = 0 THEN %d - cpu ELSE pid END AS task" % (_NO_EXIT, _IDLE)
+)
+_FIELDS = ("line", "parent", "exit", "code", "task", "has_task")
+
+
+def _calls_of(batch, code_type) -> dict:
+    """A table of _CALL_COLUMNS as arrays (`has_task`: the call has a task to be looked up by)."""
+    t = batch.column("task")
+    return {
+        "line": batch.column("line").to_numpy(),
+        "parent": batch.column("parent").to_numpy(),
+        "exit": batch.column("exit").to_numpy(),
+        "code": batch.column("code").to_numpy().astype(code_type),
+        "task": t.fill_null(0).to_numpy(zero_copy_only=False),
+        "has_task": t.is_valid().to_numpy(zero_copy_only=False),
+    }
+
+
+def _union(parts: list[dict], lo: int) -> dict:
+    """The calls of parts by line, each line once, with `up`: the index of each one's parent
+    (-1: none here). `lo`: the first line of the window's own calls."""
+    w = {f: np.concatenate([p[f] for p in parts]) for f in _FIELDS} if len(parts) > 1 else dict(parts[0])
+    by = np.argsort(w["line"], kind="stable")  # (about sorted already: a merge of runs)
+    line = w["line"][by]
+    first = by[np.append(True, line[1:] != line[:-1])] if len(line) else by
+    w = {f: v[first] for f, v in w.items()}
+    w["up"] = _index_of(w["line"], w["parent"], lo)
+    return w
+
+
+def _index_of(line: np.ndarray, want: np.ndarray, lo: int) -> np.ndarray:
+    """The index in `line` (sorted, each once) of each wanted line, -1 where none. Lines from `lo` on through a
+    dense map of that range (a window's lines are dense there), the others by binary search."""
+    out = np.full(len(want), -1, np.int64)
+    if not len(line):
+        return out
+    a = int(np.searchsorted(line, lo))
+    hi = int(line[-1])
+    dense = (want >= lo) & (want <= hi)
+    if a < len(line) and hi - lo < 4 * (len(line) - a) + (1 << 16):
+        where = np.full(hi - lo + 1, -1, np.int64)
+        where[line[a:] - lo] = np.arange(a, len(line))
+        out[dense] = where[want[dense] - lo]
+        rest = np.flatnonzero(~dense & (want >= 0))
+    else:
+        rest = np.flatnonzero(want >= 0)
+    j = np.minimum(np.searchsorted(line, want[rest]), len(line) - 1)
+    out[rest] = np.where(line[j] == want[rest], j, -1)
+    return out
+
+
+def _task_order(w: dict, tasks: np.ndarray) -> tuple[np.ndarray, int]:
+    """w's calls of the tasks asked for (`tasks`, sorted), by task then line: the task's index in `tasks` * 2**shift +
+    the call's index in w (w is in line order), and shift (once per window: a search in the few tasks asked for and
+    a radix sort of their indexes)."""
+    shift = int(len(w["line"]) + 1).bit_length()
+    if "by_task" not in w:
+        at = np.minimum(np.searchsorted(tasks, w["task"]), max(len(tasks) - 1, 0))
+        mine = np.flatnonzero(w["has_task"] & (tasks[at] == w["task"])) if len(tasks) else np.zeros(0, np.int64)
+        which = at[mine].astype(np.uint16 if len(tasks) <= 1 << 16 else np.int64)
+        by = np.argsort(which, kind="stable")  # (16 bits: a radix sort; the calls stay in line order per task)
+        w["by_task"] = (which[by].astype(np.int64) << shift) | mine[by]
+    return w["by_task"], shift
+
+
+def _carry(w: dict, start: int, tasks: np.ndarray) -> dict:
+    """What a window carries to the next one, which starts at line `start`: the calls open there (not returned
+    before it), the last call before it of each task asked for (`tasks`), with as parent the nearest of its parents
+    carried too."""
+    keep = w["exit"] >= start
+    packed, shift = _task_order(w, tasks)
+    seen = packed[w["line"][packed & ((1 << shift) - 1)] < start]
+    if len(seen):
+        t = seen >> shift
+        keep[seen[np.append(t[1:] != t[:-1], True)] & ((1 << shift) - 1)] = True
+    idx = np.flatnonzero(keep)
+    up = w["up"][idx]
+    for _ in range(4096):
+        skip = np.flatnonzero(up >= 0)
+        skip = skip[~keep[up[skip]]]
+        if not len(skip):
+            break
+        up[skip] = w["up"][up[skip]]
+    out = {f: w[f][idx] for f in _FIELDS}
+    out["parent"] = np.where(up >= 0, w["line"][np.maximum(up, 0)], -1)
+    return out
 
 
 def _ints(values: list) -> tuple[np.ndarray, np.ndarray]:
@@ -117,112 +272,29 @@ def _ints(values: list) -> tuple[np.ndarray, np.ndarray]:
     return a.fill_null(0).to_numpy(), a.is_valid().to_numpy(zero_copy_only=False)
 
 
-def _stack_key(req: dict) -> np.ndarray:
-    """Which stack of its task a request looks at: per CPU for the idle task (-2: CPU unknown), else -1."""
-    (pid, has_pid), (cpu, has_cpu) = req["pid"], req["cpu"]
-    return np.where(has_pid & (pid == 0), np.where(has_cpu, cpu, -2), -1)
-
-
-def _last_calls_sql(con, sid: int, req: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """As _last_calls, in SQL, for call indexes whose keys do not fit in numbers."""
-    cols = {"pid": req["pid"], "line": req["line"], "innermost": req["inner"]}
-    con.register(
-        "_stalls_req",
-        pa.table(
-            {
-                "k": np.arange(len(req["pid"][0])),
-                "stack_key": _stack_key(req),
-                **{c: pa.array(v, mask=~ok) for c, (v, ok) in cols.items()},
-            }
-        ),
-    )
-    # the last call the task entered before `line`
-    tops = con.execute(
-        """
-        SELECT r.k, coalesce(r.line, -1) AS at_line, coalesce(r.innermost, c.line) AS line FROM _stalls_req r
-        ASOF LEFT JOIN (SELECT pid, CASE WHEN pid = 0 THEN cpu ELSE -1 END AS stack_key, line FROM fg_call_rows
-                        WHERE source_id = $sid AND pid IS NOT NULL) c
-        ON r.pid = c.pid AND r.stack_key = c.stack_key AND c.line < r.line
-        WHERE coalesce(r.innermost, c.line) IS NOT NULL ORDER BY r.k""",
-        {"sid": sid},
-    ).fetchnumpy()
-    con.unregister("_stalls_req")
-    return tuple(np.asarray(tops[c], np.int64) for c in ("k", "at_line", "line"))
-
-
-def _last_calls(calls: dict, req: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per request, the last call of its task (per CPU for pid 0) before its line, or its `innermost` call:
-    (requests found, their lines, those calls' lines)."""
-    keys, bits = calls["keys"]
-    (pid, has_pid), (cpu, has_cpu), (at, has_at), (inner, has_inner) = req["pid"], req["cpu"], req["line"], req["inner"]
-    task = np.where(pid > 0, pid, np.where(has_cpu, -10 - cpu, -8))  # as call_index's; -8: pid 0, CPU unknown
-    fits = has_pid & has_at & ((pid > 0) | ((pid == 0) & (cpu >= 0))) & (np.abs(task) < 1 << (62 - bits))
-    # the last key below (task, line): the task's last call before the line, if that key is the task's
-    j = np.searchsorted(keys, np.where(fits, task, 0) * (1 << bits) + np.clip(at, 0, (1 << bits) - 1)) - 1
-    last = keys[np.maximum(j, 0)] if len(keys) else np.zeros(len(j), np.int64)
-    ok = fits & ~has_inner & (j >= 0) & (last >> bits == task)
-    line = np.where(ok, last & ((1 << bits) - 1), inner)
-    sel = np.flatnonzero(ok | has_inner)
-    return sel, np.where(has_at, at, -1)[sel], line[sel]
-
-
-_NO_CALL = -2  # the function code of a line where no call is
-
-
 def call_index(con, sid: int, names: list[str]) -> dict:
-    """The source's calls by line (a line has at most one call): each call's parent line (-1: none), exit line
-    (the integer type's max: none) and function (an index into names; _NO_CALL: no call at this line), in the
-    smallest integers that hold every line of the calls (`bound`: above them all) and every name; and `keys`, for
-    the stacks' look-ups of a task's last call before a line: (the sorted task * 2**bits + line of the calls with a
-    task, bits), None when a key would not fit. A call's task is its pid, for the idle task (pid 0) -10 - its CPU (-5:
-    CPU unknown, never looked up)."""
-    last, pid_lo, pid_hi, cpu_lo, cpu_hi, ncalls = con.execute(
-        "SELECT max(greatest(line, exit_line)), min(pid), max(pid), min(cpu) FILTER (pid = 0),"
-        " max(cpu) FILTER (pid = 0), count(*) FROM fg_call_rows WHERE source_id = ? AND line >= 0",
-        [sid],
+    """What the stacks' look-ups (stacks_at) need of a source before their scan: its names by id ("?" for a call
+    without one), the smallest integer type that holds their indexes, and `ahead`: the calls that are the parent of a
+    call before them (a call whose entry the trace missed is known by its exit line, after the calls it holds), which
+    the scan in line order would reach too late."""
+    code_type = np.int16 if len(names) < np.iinfo(np.int16).max else np.int32
+    last, count = con.execute(
+        "SELECT max(line), count(*) FROM fg_call_rows WHERE source_id = ? AND line >= 0", [sid]
     ).fetchall()[0]
     bound = (last or 0) + 1
-    bits = bound.bit_length()
-    limit = 1 << (62 - bits)  # |task| < limit: task * 2**bits + line fits in 63 bits
-    unfit = (pid_lo is not None and (pid_lo < 0 or pid_hi >= limit)) or (
-        cpu_lo is not None and (cpu_lo < 0 or cpu_hi >= limit - 10)
-    )
-    key = f"CASE WHEN c.pid > 0 THEN c.pid WHEN c.pid = 0 THEN coalesce(-10 - c.cpu::BIGINT, -5) END * {1 << bits}"
-    sql_type, dtype = ("INTEGER", np.int32) if bound < np.iinfo(np.int32).max else ("BIGINT", np.int64)
-    code_type = np.int16 if len(names) < np.iinfo(np.int16).max else np.int32
-    index = {
-        "names": names + ["?"],
-        "bound": bound,
-        "parent": np.full(bound, -1, dtype),
-        "exit": np.zeros(bound, dtype),
-        "code": np.full(bound, _NO_CALL, code_type),
-        "keys": None,
-    }
-    keys, nkeys = np.empty(0 if unfit else ncalls, np.int64), 0
-    # batch by batch: the whole result at once would be ~24 bytes a call more at the derivation's peak
-    reader = con.sql(
-        f"""
-        SELECT c.line::{sql_type} AS line, coalesce(c.parent_line, -1)::{sql_type} AS parent,
-               coalesce(c.exit_line, {np.iinfo(dtype).max})::{sql_type} AS exit,
-               coalesce(c.func_id, {len(names)}) AS code,
-               {"NULL::BIGINT" if unfit else key} + c.line AS key
-        FROM fg_call_rows c WHERE c.source_id = $sid AND c.line >= 0
-        """,
+    ahead = con.sql(
+        f"SELECT {_CALL_COLUMNS.format(names=len(names))} FROM fg_call_rows WHERE source_id = $sid AND line >= 0"
+        " AND line IN (SELECT parent_line FROM fg_call_rows WHERE source_id = $sid AND parent_line > line)"
+        " ORDER BY line",
         params={"sid": sid},
-    ).to_arrow_reader(1 << 20)
-    for b in reader:
-        line = b.column("line").to_numpy()
-        for name in ("parent", "exit", "code"):
-            index[name][line] = b.column(name).to_numpy()
-        if not unfit:
-            k = pc.drop_null(b.column("key")).to_numpy()
-            keys[nkeys : nkeys + len(k)] = k
-            nkeys += len(k)
-    if not unfit:
-        keys = keys[:nkeys]
-        keys.sort(kind="stable")  # in place; a merge sort: each task's calls come in runs
-        index["keys"] = (keys, bits)
-    return index
+    ).to_arrow_table()
+    return {
+        "names": names + ["?"],
+        "code_type": code_type,
+        "bound": bound,  # above every call's line
+        "span": max(1, _SCAN_ROWS * bound // max(count, 1)),  # lines per window: about _SCAN_ROWS calls
+        "ahead": _calls_of(ahead, code_type) if ahead.num_rows else None,
+    }
 
 
 # Stack-trace events: trace-cmd record -T (the `stacktrace` option), the `stacktrace` event trigger (a post trigger)

@@ -44,7 +44,7 @@ from __future__ import annotations
 import itertools
 import operator
 from collections import defaultdict
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Callable, Iterable, Iterator
 
 import numpy as np
@@ -52,7 +52,7 @@ import pyarrow as pa
 
 from .. import locks
 from .frames import base_name, duration_text, task_text, time_text
-from .stacks import event_stacks, stacks_at, with_frames
+from .stacks import event_stacks, stacks_at, stacks_at_many, with_frames
 
 # the scheduler's entry points a task sleeps in: a long call of one is a wait when the trace has no sched_switch
 SLEEPING_CALLS = frozenset(
@@ -121,7 +121,7 @@ def derive_waits(
     on_reader: Callable[..., Future] | None = None,
 ) -> tuple[list[dict], Iterator[pa.Table]]:
     """Derives the source's waits: as dicts, in file order, and as the rows of `waits` (made as they are read).
-    `funcs`: the source's names by id (function_names); `calls`: its call_index, being built meanwhile; `locked`(the
+    `funcs`: the source's names by id (function_names); `calls`: its stacks.call_index, being read meanwhile; `locked`(the
     waits), called once their locks are known (before their holders are looked for); `on_reader`(fn, *args): fn(a
     cursor of its own on the staged rows, *args) run in another thread, when given: the stacks the trace recorded
     are read there, beside the look-ups of the stacks of calls."""
@@ -315,33 +315,32 @@ def derive_waits(
         if w["waker_pid"] is not None and w["waker_pid"] == w["pid"]:  # sched_wakeup written by the wakee
             w["waker_pid"] = w["waker_comm"] = None
 
-    # stacks: of each wait at its line (here), of each waker at its wake line (beside, in a thread of its own: numpy
-    # releases the GIL; not when the look-ups are SQL on `con`), the ones the trace recorded (on the reader)
+    # stacks: of each wait at its line and of each waker at its wake line (one scan of the calls in line order, here),
+    # the ones the trace recorded (on the reader, meanwhile)
     n = len(waits)
     woken = [i for i, w in enumerate(waits) if w["waker_pid"] is not None]
     at_lines = [w["line"] for w in waits] + [waits[i]["wake_line"] for i in woken]
     recording = on_reader(event_stacks, sid, at_lines) if on_reader else None
     calls = calls.result()
-    wakers = (
+    st, wst = stacks_at_many(
         con,
         sid,
         calls,
-        [waits[i]["waker_pid"] for i in woken],
-        [waits[i]["wake_cpu"] for i in woken],
-        [waits[i]["wake_line"] for i in woken],
-    )
-    with ThreadPoolExecutor(max_workers=1) as beside:
-        wst = beside.submit(stacks_at, *wakers) if calls["keys"] is not None else None
-        st = stacks_at(
-            con,
-            sid,
-            calls,
-            [w["pid"] for w in waits],
-            [w["cpu"] for w in waits],
-            [w["line"] for w in waits],
-            [w["innermost"] for w in waits],
-        )
-        wst = wst.result() if wst is not None else stacks_at(*wakers)
+        [
+            (
+                [w["pid"] for w in waits],
+                [w["cpu"] for w in waits],
+                [w["line"] for w in waits],
+                [w["innermost"] for w in waits],
+            ),
+            (
+                [waits[i]["waker_pid"] for i in woken],
+                [waits[i]["wake_cpu"] for i in woken],
+                [waits[i]["wake_line"] for i in woken],
+                None,
+            ),
+        ],
+    )  # (one scan of the calls for both)
     # stacks the trace recorded itself (-T, the stacktrace trigger): at the switch-out and at the wake-up line
     recorded = recording.result() if recording else event_stacks(con, sid, at_lines)
     if recorded:
