@@ -11,13 +11,15 @@ transaction:
 
        this thread (Python, on `con`)      | the reader thread (a cursor of its own)  | the inserter thread (on `con`)
        ------------------------------------+------------------------------------------+-------------------------------
-       per ftrace source: waits.derive_waits | call index of that source (numpy)       |
+       per ftrace source: waits.derive_waits | stacks.call_index of that source (its |
+                                           |   names, windows, calls read ahead)      |
        ... its waits' lines known -------->| stacks.event_stacks (SQL, the stacks the |
-       stacks of calls (numpy)             |   trace recorded at those lines)         |
+       stacks of calls (numpy: the calls   |   trace recorded at those lines)         |
+         scanned in line windows)          |                                          |
                                            | timeline.prepare (staged rows only), once|
        ... its locks known --------------->| timeline.summarize, then cpus.summarize, |
                                            |   own transaction                        |
-       holders, stacks                     |   (writes STAGED_TABLES, commits)         |
+       holders, their stacks (a 2nd scan)  |   (writes STAGED_TABLES, commits)         |
        chains.build_chains (Python)        |                                          | waits.insert_waits
        chains.match_requests, insert_chains|                                          |
 
@@ -94,12 +96,12 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
 
             for k, sid in enumerate(offs):
                 funcs = waits.function_names(con, sid)
-                calls = pool.submit(stacks.call_index, reader, sid, funcs)  # built while the waits are derived
+                calls = pool.submit(stacks.call_index, reader, sid, funcs)  # read while the waits are derived
                 derived[sid], table = waits.derive_waits(
                     con, sid, funcs, calls, locked if k == len(offs) - 1 else None, on_reader
                 )
                 queue_prepare()  # (when the source had no waits)
-                calls = None  # the index (~25 bytes a call) is freed before the next source's, and the chains
+                calls = None
                 tables.append(table)
                 for w in derived[sid]:
                     w["off"] = offs[sid]
