@@ -44,6 +44,9 @@ def _check(con, aid: str, metric: str, x_bins: int, y_bins: int, t0=None, t1=Non
     if by_grid is None:  # the SQL answered, exactly as before
         assert got == heatmap.heatmap_sql(con, aid, metric, x_bins, y_bins, t0=t0, t1=t1, filter=filter)
         return False
+    if not by_grid["n"]:  # no event in the grid's window: the SQL's empty answer
+        assert got == heatmap.heatmap_sql(con, aid, metric, x_bins, y_bins, t0=t0, t1=t1, filter=filter)
+        return True
     lo, hi, nx, xb = got["t0_ns"], got["t1_ns"], got["x_bins"], got["x_bin_ns"]
     if t0 is not None:
         assert lo <= t0 and hi >= t1
@@ -120,6 +123,21 @@ def test_wait_and_func_heatmaps_from_the_summary(store, forced):
     _random_windows(con, aid, "wait", rng, n=6)
     func = heatmap.metrics(con, aid, limit=1)["functions"][0]["func"]
     _random_windows(con, aid, "func", rng, filter=func, n=6)
+
+
+def test_windows_outside_the_events(store, forced):
+    aid = ingest_paths(store, DEMO)["id"]
+    con = store.cursor()
+    whole = heatmap.heatmap_sql(con, aid, "i2d", 10, 10)
+    lo, hi = whole["t0_ns"], whole["t1_ns"]
+    span = hi - lo
+    for t0, t1 in (
+        (lo - 10 * span, lo - 5 * span),
+        (hi + span, hi + 2 * span),
+        (lo - span, hi + span),
+        (-(2**62), 2**62),
+    ):
+        _check(con, aid, "i2d", 120, 40, t0, t1)
 
 
 def test_quantiles_are_the_heatmaps():

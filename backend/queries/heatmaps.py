@@ -217,9 +217,9 @@ def heatmap_summary(summary: heatsummary.Summary, metric: str, filter, x_bins: i
     got = summary.heatmap(lo, hi, x_bins, y_bins)
     if got is None:
         return None
+    if not got["n"]:  # as the SQL answers a window without events
+        return _empty(metric, filter, lo, hi, x_bins, y_bins)
     empty = _empty(metric, filter, got["t0"], got["t1"], got["x_bins"], y_bins)
-    if not got["n"]:
-        return empty
     kind = _SPECS[metric].kind
     cells = [
         {"x": x, "y": y, "count": c, "max_ns": m, "max_ref": {"kind": kind, "source_id": s, "line": ln, "pid": p}}
