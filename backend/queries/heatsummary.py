@@ -51,7 +51,6 @@ class Level:
     tb: np.ndarray  # rows sorted by (tb, lb)
     lb: np.ndarray
     count: np.ndarray
-    vmax: np.ndarray
     best: np.ndarray  # the slowest event's place in the level-0 order (vmax desc, sid, line) of level-0 rows
 
 
@@ -75,7 +74,7 @@ class Summary:
     def nbytes(self) -> int:
         arrays = [self.key, self.sid, self.line, self.pid, self.pid_null, self.vmax0, self.kpos, self.by_lb]
         for lv in self.levels:
-            arrays += [lv.tb, lv.lb, lv.count, lv.vmax, lv.best]
+            arrays += [lv.tb, lv.lb, lv.count, lv.best]
         return sum(a.nbytes for a in arrays)
 
     def level_for(self, x_bin: int) -> int | None:
@@ -185,7 +184,7 @@ def build(t0: int, t_last: int, width: int, rows, key: np.ndarray) -> Summary:
     rank_order = np.lexsort((line, sid, -vmax))  # the slowest first; ties in source, line order
     rank = np.empty(len(tb), np.int64)
     rank[rank_order] = np.arange(len(tb), dtype=np.int64)
-    levels = [Level(width, tb, lb, count, vmax, rank)]
+    levels = [Level(width, tb, lb, count, rank)]
     while len(levels[-1].tb) and levels[-1].tb[-1] > 0:
         prev = levels[-1]
         ctb = prev.tb // FANOUT
@@ -199,24 +198,33 @@ def build(t0: int, t_last: int, width: int, rows, key: np.ndarray) -> Summary:
                 ctb[starts],
                 clb[starts],
                 np.add.reduceat(ccount, starts),
-                vmax[rank_order][best],
                 best,
             )
         )
     by_lb = np.lexsort((tb, lb))
+    lb_start = np.searchsorted(lb[by_lb], np.arange(J + 1))
+    for lv in levels:  # held for the analysis' life: the narrowest type that holds each column
+        lv.lb, lv.best = lv.lb.astype(np.int16), _small(lv.best)
     # level-0 rows' slowest events by rank (the cells name them)
     return Summary(
         t0,
         t_last,
         int(count.sum()),
         key,
-        sid[rank_order],
-        line[rank_order],
-        pid[rank_order],
+        _small(sid[rank_order]),
+        _small(line[rank_order]),
+        _small(pid[rank_order]),
         pid_null[rank_order],
         vmax[rank_order],
         levels,
         np.concatenate(([0], np.cumsum(count)[:-1])).astype(np.int64),
-        by_lb,
-        np.searchsorted(lb[by_lb], np.arange(J + 1)),
+        _small(by_lb),
+        lb_start,
     )
+
+
+def _small(a: np.ndarray) -> np.ndarray:
+    """int32 when every value fits (ids, lines, pids and row numbers: half the memory)."""
+    if len(a) and np.iinfo(np.int32).min <= a.min() and a.max() <= np.iinfo(np.int32).max:
+        return a.astype(np.int32)
+    return a
