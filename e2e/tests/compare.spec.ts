@@ -46,8 +46,16 @@ async function expectLoopVsLvm(page: Page) {
 test('compare two captures from the analysis list; the shared link opens the same view', async ({ page, browser }) => {
   await upload(page, [LOOP], 'cmp loop0 before');
   await upload(page, [LVM], 'cmp sda after');
+  await upload(page, [LOOP], 'cmp a capture named at length, as people name what they keep: db01 fsync stalls under the nightly backup, before the scheduler change, 2026-11-27');
   await page.goto('/');
   const row = page.getByTestId('analysis-row').filter({ hasText: 'cmp loop0 before' });
+  // the list fits its panel whatever the names' length: every row's last action inside it
+  await expect(row).toBeVisible();
+  const panel = await page.getByTestId('analyses').locator('xpath=ancestor::section[1]').boundingBox();
+  for (const del of await page.getByTestId('analysis-row').getByRole('button', { name: /^Delete/ }).all()) {
+    const box = await del.boundingBox();
+    expect(box!.x + box!.width).toBeLessThanOrEqual(panel!.x + panel!.width);
+  }
   await row.getByRole('button', { name: 'Compare cmp loop0 before with…' }).click();
   await row.getByTestId('compare-with').selectOption({ label: 'cmp sda after (after)' });
   await expect(page).toHaveURL(/\/compare\?a=[\w-]+&b=[\w-]+$/);

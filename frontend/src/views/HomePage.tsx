@@ -438,7 +438,7 @@ function AnalysesList() {
 function AnalysisRow({ a }: { a: AnalysisSummary }) {
   return (
     <tr data-testid="analysis-row">
-      <td>
+      <td className="wrap">
         <Link to={`/a/${a.id}`}>{a.name || a.id}</Link>
       </td>
       <td className="mono">{formatDate(a.created_at)}</td>
