@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import heatmaps, memo, requests
+from . import heatmaps, memo, requests, stalls
 from .run import run
 
 SAME_WITHIN = 0.05  # |b − a| below 5 % of a: the same (timer and scheduling noise of a re-run)
@@ -190,13 +190,8 @@ def _lock_groups(con, side: Side) -> dict:
 
 
 def _lock_rows(con, side: Side) -> list[dict]:
-    where, params = "", {"aid": side.analysis_id}
-    if side.t0 is not None:
-        where += " AND w.start_ns + s.clock_offset_ns >= $t0"
-        params["t0"] = side.t0
-    if side.t1 is not None:
-        where += " AND w.start_ns + s.clock_offset_ns <= $t1"
-        params["t1"] = side.t1
+    where, params = stalls.wait_range(side.t0, side.t1, starting=True)  # the list a lock row links to
+    params["aid"] = side.analysis_id
     rows = run(
         con,
         "SELECT w.lock_key, count(*), sum(w.duration_ns)::BIGINT, quantile_disc(w.duration_ns, [0.5, 0.9, 0.99]),"
@@ -329,9 +324,11 @@ def _percentile_delta(metric: str, stat: str, a, b) -> dict:
 # ---- the whole answer ------------------------------------------------------------------------------------------------
 
 
-def side_summary(con, side: Side, name: str | None, dispatch_rows: list[dict], lock_rows: list[dict], key: str):
-    """What a side is and what kinds of data it has in its range."""
-    first, last = span(con, side.analysis_id)
+def side_summary(
+    con, side: Side, name: str | None, whole: tuple, dispatch_rows: list[dict], lock_rows: list[dict], key: str
+):
+    """What a side is (`whole`: its analysis' span) and what kinds of data it has in its range."""
+    first, last = whole
     stacks, offcpu_us = offcpu_totals(con, side.analysis_id)
     return {
         "analysis_id": side.analysis_id,
@@ -347,11 +344,18 @@ def side_summary(con, side: Side, name: str | None, dispatch_rows: list[dict], l
 
 
 def compare(con, a: Side, b: Side, names: tuple, x_bins: int, y_bins: int, limit: int, x_time: str = "shared") -> dict:
-    """The whole comparison (the API's answer; check_range first); x_time: the heatmaps' time bins (heatmap_pair)."""
+    """The whole comparison (the API's answer); x_time: the heatmaps' time bins (heatmap_pair). BadRange for a
+    side's range that is reversed or holds nothing of its analysis."""
+    spans = [span(con, s.analysis_id) for s in (a, b)]
+    for name, side, whole in zip("ab", (a, b), spans):
+        check_range(name, side, whole)
     by_device = dispatch(con, a, b, "device", 10_000)  # every device: the sides' request counts add them up
     by_process = dispatch(con, a, b, "process", limit)
     lock_rows = locks(con, a, b, 10_000)
-    summary = [side_summary(con, s, n, by_device["rows"], lock_rows["rows"], k) for s, n, k in zip((a, b), names, "ab")]
+    summary = [
+        side_summary(con, s, n, whole, by_device["rows"], lock_rows["rows"], k)
+        for s, n, whole, k in zip((a, b), names, spans, "ab")
+    ]
     by_device["rows"] = by_device["rows"][:limit]
     lock_rows["rows"] = lock_rows["rows"][:limit]
     pairs = [heatmap_pair(con, a, b, m, x_bins, y_bins, x_time) for m in HEATMAP_METRICS]

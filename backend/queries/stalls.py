@@ -57,6 +57,19 @@ _WAIT_FILTERS = {
 }
 
 
+def wait_range(t0=None, t1=None, starting: bool = False) -> tuple[str, dict]:
+    """The " AND …" conditions (on `waits w JOIN sources s`) of `waits`' t0/t1 filters and their parameters: the
+    waits overlapping [t0, t1], or with `starting` those starting in it (the Stalls list with w_start, /compare)."""
+    where, params = "", {}
+    if t0 is not None:
+        where += f" AND {_WAIT_FILTERS['t0_start' if starting else 't0']}"
+        params["t0"] = t0
+    if t1 is not None:
+        where += f" AND {_WAIT_FILTERS['t1']}"
+        params["t1"] = t1
+    return where, params
+
+
 def waits(
     con,
     analysis_id: str,
