@@ -1,0 +1,246 @@
+/*
+ * One line of blkparse's default text output -> ev_t: the fast one-pass tokenizer (parse_line) and the full
+ * reader it falls back to (parse_line_full). Included by _blkparse.c once, after the reasons (enum reason),
+ * NUL64 and COMM_MAX it uses; the character helpers are _text.h's.
+ */
+#ifndef STALLSCOPE_BLKPARSE_LINE_H
+#define STALLSCOPE_BLKPARSE_LINE_H
+
+typedef struct {
+    int32_t major, minor, cpu, fmaj, fmin;
+    int64_t seq, t, pid, sector, nsect, elapsed, err, fsec, ssec, depth;
+    const char *act, *rwbs, *comm, *msg;
+    size_t actn, rwbsn, commn, msgn;
+} ev_t;
+
+
+static int summary_header(const char *p, const char *e) {
+    if (starts(p, e, "Total (")) return 1;
+    if (starts(p, e, "CPU") && p + 3 < e && is_digit(p[3])) {
+        const char *q = p + 3; while (q < e && is_digit(*q)) q++;
+        return q + 1 < e && *q == ' ' && q[1] == '(';
+    }
+    return 0;
+}
+static int known_other(const char *p, const char *e) {
+    static const char *lits[] = {"Input file ", "Throughput (", "Events (", "Skips:", "Trace started at",
+                                 "Reads ", "Writes ", "Read ", "Write ", "IO unplugs", "Timer unplugs", "PC ",
+                                 "Allocation wait", "Dispatch wait", "Completion wait", NULL};
+    for (int i = 0; lits[i]; i++) if (starts(p, e, lits[i])) return 1;
+    return 0;
+}
+static int parse_dev(const char *p, const char *e, int32_t *maj, int32_t *mn) {
+    const char *c = memchr(p, ',', e - p);
+    int64_t a, b;
+    if (!c || parse_u64(p, c, &a) || parse_u64(c + 1, e, &b) || a > 0xfff || b > 0xfffff) return -1;
+    *maj = (int32_t)a; *mn = (int32_t)b; return 0;
+}
+static int parse_time(const char *p, const char *e, int64_t *ns) {
+    const char *dot = memchr(p, '.', e - p);
+    int64_t s, f = 0;
+    if (!dot) { if (parse_u64(p, e, &s) || s > 9000000000LL) return -1; *ns = s * 1000000000LL; return 0; }
+    if (parse_u64(p, dot, &s) || s > 9000000000LL) return -1;
+    int nd = (int)(e - dot - 1);
+    if (nd < 1 || nd > 9 || parse_u64(dot + 1, e, &f)) return -1;
+    for (int i = nd; i < 9; i++) f *= 10;
+    *ns = s * 1000000000LL + f;
+    return 0;
+}
+
+/* 0 = event, -1 = ignored line, >0 = skip reason */
+static int parse_line_full(ev_t *v, const char *p, const char *e, int *in_summary) {
+    p = skip_ws(p, e);
+    e = rtrim(p, e);
+    if (p == e || *p == '#') return -1;
+    const char *t = tok_end(p, e);
+    if (!memchr(p, ',', t - p) || !is_digit(*p)) {
+        if (summary_header(p, e)) { *in_summary = 1; return -1; }
+        if (*in_summary || known_other(p, e)) return -1;
+        return R_NOT_EVENT;
+    }
+    if (parse_dev(p, t, &v->major, &v->minor)) return *in_summary ? -1 : R_DEVICE;
+    *in_summary = 0;
+    int64_t x;
+    p = skip_ws(t, e); t = tok_end(p, e);
+    if (parse_u64(p, t, &x) || x > INT32_MAX) return R_CPU;
+    v->cpu = (int32_t)x;
+    p = skip_ws(t, e); t = tok_end(p, e);
+    if (parse_u64(p, t, &v->seq)) return R_SEQ;
+    p = skip_ws(t, e); t = tok_end(p, e);
+    if (parse_time(p, t, &v->t)) return R_TIME;
+    p = skip_ws(t, e); t = tok_end(p, e);
+    if (parse_u64(p, t, &v->pid)) return R_PID;
+    p = skip_ws(t, e); t = tok_end(p, e);
+    if (p == t) return R_ACTION;
+    if (memchr(p, ',', t - p)) { /* cgroup "ino,gen " before the action */
+        p = skip_ws(t, e); t = tok_end(p, e);
+        if (p == t) return R_ACTION;
+    }
+    v->act = p; v->actn = (size_t)(t - p);
+    if (v->actn > 2) return R_ACTION;
+    for (size_t i = 0; i < v->actn; i++)
+        if (!((p[i] >= 'A' && p[i] <= 'Z') || (p[i] >= 'a' && p[i] <= 'z'))) return R_ACTION;
+    p = skip_ws(t, e); t = tok_end(p, e);
+    if (p == t) return R_RWBS;
+    v->rwbs = p; v->rwbsn = (size_t)(t - p);
+    if (v->rwbsn > 6) return R_RWBS;
+    for (size_t i = 0; i < v->rwbsn; i++) if (!(p[i] >= 'A' && p[i] <= 'Z')) return R_RWBS;
+    p = skip_ws(t, e);
+
+    v->sector = v->nsect = v->elapsed = v->err = v->fsec = v->ssec = v->depth = NUL64;
+    v->fmaj = v->fmin = -1;
+    v->comm = v->msg = NULL; v->commn = v->msgn = 0;
+    int is_cr = v->actn == 1 && (v->act[0] == 'C' || v->act[0] == 'R');
+    if (v->actn == 1 && v->act[0] == 'm') { v->msg = p; v->msgn = (size_t)(e - p); return 0; }
+    if (p < e && is_digit(*p)) {
+        t = tok_end(p, e);
+        if (parse_u64(p, t, &v->sector)) return R_SECTOR;
+        p = skip_ws(t, e);
+        if (p < e && *p == '+') {
+            p = skip_ws(p + 1, e); t = tok_end(p, e);
+            if (parse_u64(p, t, &v->nsect)) return R_NSECT;
+            p = skip_ws(t, e);
+        }
+        if (p < e && *p == '/') {
+            p = skip_ws(p + 1, e); t = tok_end(p, e);
+            if (parse_u64(p, t, &v->ssec)) return R_SPLIT;
+            p = skip_ws(t, e);
+        }
+        if (e - p >= 2 && p[0] == '<' && p[1] == '-') {
+            p = skip_ws(p + 2, e);
+            if (p >= e || *p != '(') return R_REMAP;
+            const char *c = memchr(p, ')', e - p);
+            if (!c || parse_dev(p + 1, c, &v->fmaj, &v->fmin)) return R_REMAP;
+            p = skip_ws(c + 1, e); t = tok_end(p, e);
+            if (parse_u64(p, t, &v->fsec)) return R_REMAP;
+            p = skip_ws(t, e);
+        }
+    }
+    if (p < e && *p == '(') { /* "( elapsed)" in ns with -t; passthrough prints "(cdb hex)" */
+        const char *c = memchr(p, ')', e - p);
+        if (!c) return R_BRACKET;
+        const char *a = skip_ws(p + 1, c), *b = c;
+        while (b > a && is_ws(b[-1])) b--;
+        if (parse_u64(a, b, &x) == 0) v->elapsed = x;
+        else if (v->sector != NUL64 && v->nsect == NUL64) v->sector = NUL64; /* "bytes (cdb)" */
+        p = skip_ws(c + 1, e);
+    }
+    if (p < e && *p == '[') {
+        const char *c = e; /* a comm may contain ']' or spaces: take the last ']' */
+        while (c > p && c[-1] != ']') c--;
+        if (c <= p + 1) return R_BRACKET;
+        const char *a = p + 1, *b = c - 1;
+        if (!is_cr || parse_i64(a, b, &v->err)) { v->comm = a; v->commn = (size_t)(b - a); }
+        p = skip_ws(c, e);
+        if (p < e) { t = tok_end(p, e); if (parse_u64(p, t, &v->depth)) return R_TRAILING; p = skip_ws(t, e); }
+    }
+    if (p < e) return R_TRAILING;
+    return 0;
+}
+
+/* The digits at p (1-18 of them) as a number: the end of the digits, else NULL */
+static inline __attribute__((always_inline)) const char *digits(const char *p, const char *e, int64_t *v) {
+    const char *s = p;
+    uint64_t x = 0;
+    while (p < e && is_digit(*p)) x = x * 10 + (uint64_t)(*p++ - '0');
+    if (p == s || p - s > 18) return NULL;
+    *v = (int64_t)x;
+    return p;
+}
+/* ... if whitespace or the end follows them (what tok_end then parse_u64 accept, in one pass) */
+static inline __attribute__((always_inline)) const char *digits_ws(const char *p, const char *e, int64_t *v) {
+    const char *q = digits(p, e, v);
+    return q && (q == e || is_ws(*q)) ? q : NULL;
+}
+
+/* The line in one pass, for the forms a real capture is made of: a request's event `maj,min cpu seq s.ns pid act rwbs
+ * [sector [+ n] [/ split] [<- (maj,min) from]] [[comm] [depth]]` (remaps, splits, plugs and unplugs) and a scheduler
+ * message `... m rwbs text`; any other form (a cgroup before the action, `(elapsed)`, passthrough), or anything
+ * unexpected, is left to parse_line_full (which reads it again from the start): the outcome is the same either way. */
+static int parse_line(ev_t *v, const char *p, const char *e, int *in_summary) {
+    const char *b = p, *be = e, *q;
+    int64_t x, y;
+    p = skip_ws(p, e);
+    e = rtrim(p, e);
+    /* maj,min */
+    if (!(q = digits(p, e, &x)) || x > 0xfff || q >= e || *q != ',') goto full;
+    v->major = (int32_t)x;
+    if (!(q = digits_ws(q + 1, e, &y)) || y > 0xfffff) goto full;
+    v->minor = (int32_t)y;
+    if (!(q = digits_ws(skip_ws(q, e), e, &y)) || y > INT32_MAX) goto full;
+    v->cpu = (int32_t)y;
+    if (!(q = digits_ws(skip_ws(q, e), e, &v->seq))) goto full;
+    /* seconds.nanoseconds */
+    if (!(p = digits(skip_ws(q, e), e, &x)) || x > 9000000000LL || p >= e || *p != '.') goto full;
+    if (!(q = digits_ws(++p, e, &y)) || q - p > 9) goto full;
+    for (long i = q - p; i < 9; i++) y *= 10;
+    v->t = x * 1000000000LL + y;
+    if (!(q = digits_ws(skip_ws(q, e), e, &v->pid))) goto full;
+    /* the action: 1-2 letters */
+    p = skip_ws(q, e);
+    v->act = p;
+    while (p < e && p - v->act < 3 && ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z'))) p++;
+    v->actn = (size_t)(p - v->act);
+    if (v->actn == 0 || v->actn > 2 || p >= e || !is_ws(*p)) goto full;
+    /* RWBS: 1-6 capitals */
+    p = skip_ws(p, e);
+    v->rwbs = p;
+    while (p < e && p - v->rwbs < 7 && *p >= 'A' && *p <= 'Z') p++;
+    v->rwbsn = (size_t)(p - v->rwbs);
+    if (v->rwbsn == 0 || v->rwbsn > 6 || (p < e && !is_ws(*p))) goto full;
+    p = skip_ws(p, e);
+    v->sector = v->nsect = v->elapsed = v->err = v->fsec = v->ssec = v->depth = NUL64;
+    v->fmaj = v->fmin = -1;
+    v->comm = v->msg = NULL; v->commn = v->msgn = 0;
+    if (v->actn == 1 && v->act[0] == 'm') { /* a scheduler's message: the rest of the line */
+        v->msg = p; v->msgn = (size_t)(e - p);
+        *in_summary = 0;
+        return 0;
+    }
+    if (p < e && is_digit(*p)) {
+        if (!(q = digits_ws(p, e, &v->sector))) goto full;
+        p = skip_ws(q, e);
+        if (p < e && *p == '+') {
+            if (!(q = digits_ws(skip_ws(p + 1, e), e, &v->nsect))) goto full;
+            p = skip_ws(q, e);
+        }
+        if (p < e && *p == '/') { /* a split: `/ split_sector` */
+            if (!(q = digits_ws(skip_ws(p + 1, e), e, &v->ssec))) goto full;
+            p = skip_ws(q, e);
+        }
+        if (e - p >= 2 && p[0] == '<' && p[1] == '-') { /* a remap: `<- (maj,min) from_sector` */
+            p = skip_ws(p + 2, e);
+            if (p >= e || *p != '(' || !(q = digits(p + 1, e, &x)) || x > 0xfff || q >= e || *q != ',') goto full;
+            if (!(p = digits(q + 1, e, &y)) || y > 0xfffff || p >= e || *p != ')') goto full;
+            v->fmaj = (int32_t)x; v->fmin = (int32_t)y;
+            if (!(q = digits_ws(skip_ws(p + 1, e), e, &v->fsec))) goto full;
+            p = skip_ws(q, e);
+        }
+    }
+    if (p < e && *p == '[') { /* a comm may contain ']' or spaces: the last ']', which ends the line or is followed
+                               * by an unplug's depth */
+        const char *z = e - 1; /* the last ']' */
+        if (*z != ']') { /* `[comm] depth` */
+            const char *d = e;
+            while (d > p && is_digit(d[-1])) d--;
+            if (d == e || e - d > 18) goto full;
+            z = d;
+            while (z > p && is_ws(z[-1])) z--;
+            if (z[-1] != ']') goto full;
+            z--; /* > p: *p is '[' */
+            v->depth = 0;
+            for (const char *k = d; k < e; k++) v->depth = v->depth * 10 + (*k - '0');
+        }
+        const char *a = p + 1; /* z >= a: *p is '[', *z is ']' */
+        int is_cr = v->actn == 1 && (v->act[0] == 'C' || v->act[0] == 'R');
+        if (!is_cr || parse_i64(a, z, &v->err)) { v->comm = a; v->commn = (size_t)(z - a); }
+        p = e;
+    }
+    if (p < e) goto full;
+    *in_summary = 0;
+    return 0;
+full:
+    return parse_line_full(v, b, be, in_summary);
+}
+
+#endif
