@@ -241,8 +241,8 @@ def locks(con, a: Side, b: Side, limit: int) -> dict:
 def _heat_side(con, side: Side, metric: str):
     """(index, offsets, lo, hi, windows, (count, quantiles, min, max)) of the metric's events in the side's range
     cut to the metric's own first and last placement, or None when it has none."""
-    idx = heatmaps._index(con, side.analysis_id, metric, None)
-    offsets = heatmaps._offsets(con, side.analysis_id)
+    idx = heatmaps.event_index(con, side.analysis_id, metric, None)
+    offsets = heatmaps.source_offsets(con, side.analysis_id)
     first_last = idx.span(offsets)
     if first_last is None:
         return None
@@ -275,7 +275,7 @@ def _heat_cells(found, x_bin: int, edges: list[int]) -> dict:
         "x_bin_ns": x_bin,
         "x_bins": nx,
         "cells": cells,
-        "percentiles": heatmaps._percentiles(n, qs, vmax),
+        "percentiles": heatmaps.percentiles_of(n, qs, vmax),
     }
 
 
@@ -297,7 +297,7 @@ def heatmap_pair(con, a: Side, b: Side, metric: str, x_bins: int, y_bins: int, x
         None if f is None else _heat_cells(f, x_bin if x_time == "shared" else _bin_width(f[3] - f[2], x_bins), edges)
         for f in found
     ]
-    empty = heatmaps._empty_percentiles()
+    empty = heatmaps.no_percentiles()
     pa, pb = ((s or {"percentiles": empty})["percentiles"] for s in sides)
     return {
         "metric": metric,

@@ -89,7 +89,7 @@ def _base(metric: str, analysis_id: str, filter: str | None, pid: int | None, de
     return sql, params
 
 
-def _empty_percentiles() -> dict:
+def no_percentiles() -> dict:
     return {
         "count": 0,
         "p50_ns": None,
@@ -114,7 +114,7 @@ def latency_edges(vmin: int, vmax: int, y_bins: int) -> list[int]:
         n -= 1
 
 
-def _offsets(con, analysis_id: str) -> dict[int, int]:
+def source_offsets(con, analysis_id: str) -> dict[int, int]:
     """Each source's clock offset: aligned time = own time + offset (read per call: a PATCH moves them)."""
     return dict(run(con, "SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ?", [analysis_id]))
 
@@ -128,7 +128,7 @@ def _indexable(con, analysis_id: str, metric: str, filter: str | None, pid=None,
     return memo.get(key, lambda: run(con, f"SELECT count(*){base}", params)[0][0]) <= INDEX_MAX_EVENTS
 
 
-def _index(con, analysis_id: str, metric: str, filter: str | None, pid=None, dev=None) -> heatindex.Index:
+def event_index(con, analysis_id: str, metric: str, filter: str | None, pid=None, dev=None) -> heatindex.Index:
     """The in-memory index of the metric's events with these filters, built on first use (a pid's or a device's
     events get an index of their own: the first call with a filter costs about what the SQL did, the next ones,
     zooming in, what the index costs)."""
@@ -227,7 +227,7 @@ def heatmap_summary(summary: heatsummary.Summary, metric: str, filter, x_bins: i
         {"x": x, "y": y, "count": c, "max_ns": m, "max_ref": {"kind": kind, "source_id": s, "line": ln, "pid": p}}
         for x, y, c, m, s, ln, p in got["cells"]
     ]
-    return _filled(empty, got["edges"], got["x_bin"], cells, _percentiles(got["n"], got["quantiles"], got["vmax"]))
+    return _filled(empty, got["edges"], got["x_bin"], cells, percentiles_of(got["n"], got["quantiles"], got["vmax"]))
 
 
 def _empty(metric: str, filter, lo, hi, x_bins: int, y_bins: int) -> dict:
@@ -242,11 +242,11 @@ def _empty(metric: str, filter, lo, hi, x_bins: int, y_bins: int) -> dict:
         "y_bins": y_bins,
         "y_edges_ns": [],
         "cells": [],
-        "percentiles": _empty_percentiles(),
+        "percentiles": no_percentiles(),
     }
 
 
-def _percentiles(n: int, qs: list[int], vmax: int) -> dict:
+def percentiles_of(n: int, qs: list[int], vmax: int) -> dict:
     return {
         "count": n,
         "p50_ns": qs[0],
@@ -296,8 +296,8 @@ def heatmap(
         summary = _summary(con, analysis_id, metric, filter) if pid is None and dev is None else None
         found = heatmap_summary(summary, metric, filter, x_bins, y_bins, t0, t1) if summary else None
         return found or heatmap_sql(con, analysis_id, metric, x_bins, y_bins, pid, dev, t0, t1, filter)
-    idx = _index(con, analysis_id, metric, filter, pid, dev)
-    offsets = _offsets(con, analysis_id)
+    idx = event_index(con, analysis_id, metric, filter, pid, dev)
+    offsets = source_offsets(con, analysis_id)
     lo, hi = t0, t1
     if lo is None or hi is None:
         span = idx.span(offsets) or (None, None)
@@ -316,7 +316,7 @@ def heatmap(
         {"x": x, "y": y, "count": c, "max_ns": m, "max_ref": {"kind": kind, "source_id": s, "line": ln, "pid": p}}
         for x, y, c, m, s, ln, p in idx.cells(wins, offsets, lo, x_bin, x_bins, edges)
     ]
-    return _filled(_empty(metric, filter, lo, hi, x_bins, y_bins), edges, x_bin, cells, _percentiles(n, qs, vmax))
+    return _filled(_empty(metric, filter, lo, hi, x_bins, y_bins), edges, x_bin, cells, percentiles_of(n, qs, vmax))
 
 
 def heatmap_sql(
@@ -370,13 +370,13 @@ def heatmap_sql(
     cells = [
         {"x": x, "y": y, "count": c, "max_ns": m, "max_ref": {"kind": spec.kind, **ref}} for x, y, c, m, ref in rows
     ]
-    return _filled(empty, edges, x_bin, cells, _percentiles(n, qs, vmax))
+    return _filled(empty, edges, x_bin, cells, percentiles_of(n, qs, vmax))
 
 
 def _own_bounds(con, analysis_id: str, spec: _Spec, params: dict, lo, hi) -> str:
     """The same window in the sources' own times, widened to hold every source's (a constant range of the
     event column: DuckDB's zone maps skip the row groups outside it; the aligned condition stays exact)."""
-    offs = _offsets(con, analysis_id).values()
+    offs = source_offsets(con, analysis_id).values()
     if not offs:
         return ""
     out = ""
@@ -418,8 +418,8 @@ def events(
     if live or not _indexable(con, analysis_id, metric, filter, pid, dev):
         total, rows = _box_sql(con, analysis_id, metric, filter, pid, dev, t0, t1, lat_min, lat_max, limit)
     else:
-        idx = _index(con, analysis_id, metric, filter, pid, dev)
-        offsets = _offsets(con, analysis_id)
+        idx = event_index(con, analysis_id, metric, filter, pid, dev)
+        offsets = source_offsets(con, analysis_id)
         total, ranks = idx.box(idx.window(offsets, t0, t1), lat_min, lat_max, limit)
         rows = _details(con, metric, offsets, idx.sid[ranks].tolist(), idx.line[ranks].tolist())
     out = []
