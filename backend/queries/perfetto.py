@@ -15,7 +15,7 @@ what is in it.
 How: DuckDB renders each event's JSON text (`to_json` of a struct: its escaping, its numbers) in one SELECT per kind of
 event, a row per task, wait, call, request or flow (a request's up to six events joined in its row), read in record
 batches that Arrow joins into one string each: no Python object per event. Memory: a batch at a time (DuckDB streams
-the scans; nothing is sorted but the chain links), whatever the size of the analysis.
+the scans; nothing is sorted but the tasks, a row each, and the chain links), whatever the size of the analysis.
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ SELECT concat_ws(',\n',
         UNION ALL SELECT pid, comm, count(*) FROM {_view("calls")} GROUP BY ALL
         UNION ALL SELECT pid, comm, count(*) FROM {_view("tasks")} GROUP BY ALL
     ) WHERE pid IS NOT NULL GROUP BY pid
-)"""
+) ORDER BY pid  -- a row per task (few): sorted, so that an analysis always gives the same bytes
+"""
 
 WAITS = f"""
 SELECT to_json({{
