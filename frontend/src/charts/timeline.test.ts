@@ -15,6 +15,8 @@ import {
   labelFree,
   chainOfSegment,
   requestOfSegment,
+  segmentLabel,
+  waitName,
   zoomWindow,
   type Timeline,
   type TimelineLane,
@@ -338,5 +340,19 @@ describe('decodeTimeline', () => {
         source_id: 1, line: 12, depth: 0 },
     ]);
     expect('segs' in t.lanes[0]).toBe(false);
+  });
+});
+
+describe('waits of no known lock', () => {
+  it('are named "wait", never "?" (the server says "?" where Stalls says "—")', () => {
+    const w = seg({ track: 'wait', state: '?' });
+    expect(segmentLabel(w)).toBe('wait');
+    expect(segmentLabel({ ...w, n: 3 })).toBe('wait ×3');
+    expect(waitName(w)).toBe('wait (no known lock)');
+    expect(waitName({ state: 'xfs_ilock' })).toBe('wait in xfs_ilock');
+    // a call of unknown function keeps its "?" (its entry was not traced)
+    expect(segmentLabel(seg({ track: 'call', state: '?' }))).toBe('?');
+    const lane: TimelineLane = { id: 't', kind: 'task', label: 'flush-8:0 (498)', why: '', source_id: 1, pid: 498, group: null, dev: null, segments: [w] } as unknown as TimelineLane;
+    expect(describeItem({ kind: 'segment', lane, seg: w })).toContain('wait (no known lock)');
   });
 });

@@ -258,10 +258,19 @@ export function segmentBand(box: LaneBox, seg: TimelineSegment): [number, number
   }
 }
 
-/** The text on a slice: the lock or function, the duration of a block phase. */
+/** A wait's lock, as the server names it ("?": no known lock on its stack, as Stalls' "—"). */
+export const UNKNOWN_LOCK = '?';
+
+/** What a wait slice is: "wait in xfs_ilock", or "wait (no known lock)". */
+export function waitName(seg: Pick<TimelineSegment, 'state'>): string {
+  return seg.state === UNKNOWN_LOCK ? 'wait (no known lock)' : `wait in ${seg.state}`;
+}
+
+/** The text on a slice: the lock or function ("wait" for a wait of no known lock), the duration of a block phase. */
 export function segmentLabel(seg: TimelineSegment): string {
   if (seg.track === 'queued' || seg.track === 'service') return `${seg.track === 'queued' ? 'I→D' : 'D→C'} ${formatNs(seg.max_ns)}${seg.n > 1 ? ` ×${seg.n}` : ''}`;
-  return seg.n > 1 ? `${seg.state} ×${seg.n}` : seg.state;
+  const name = seg.track === 'wait' && seg.state === UNKNOWN_LOCK ? 'wait' : seg.state;
+  return seg.n > 1 ? `${name} ×${seg.n}` : name;
 }
 
 export function segmentColor(seg: TimelineSegment, lane?: Pick<TimelineLane, 'kind'>): string {
@@ -296,7 +305,7 @@ export function describeItem(it: Item): string {
           : s.track === 'call'
             ? `call ${s.state}()`
             : s.track === 'wait'
-              ? `wait in ${s.state}`
+              ? waitName(s)
               : s.track === 'state'
                 ? s.state
                 : `${s.state} (${s.track === 'queued' ? 'I→D' : 'D→C'})`;

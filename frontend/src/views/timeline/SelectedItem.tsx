@@ -1,7 +1,7 @@
 // What is selected on the timeline, in a drawer stuck to the bottom of the window (as Perfetto's details panel):
 // a click on a slice shows its details at once, wherever the timeline is scrolled.
 import type { Item, TimelineArrow } from '../../charts/timeline';
-import { RELATION_COLORS, STATE_COLORS, requestOfSegment } from '../../charts/timeline';
+import { RELATION_COLORS, STATE_COLORS, UNKNOWN_LOCK, requestOfSegment, waitName } from '../../charts/timeline';
 import { formatAbsTime, formatCount, formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import { useReveal } from '../../lib/reveal';
@@ -70,7 +70,7 @@ function SegmentDetail({ item }: { item: Extract<Item, { kind: 'segment' }> }) {
   const [, setView] = useViewState();
   const { lane, seg } = item;
   const req = requestOfSegment(seg);
-  const what = lane.kind === 'cpu' ? `${seg.state} running` : seg.track === 'call' ? `${seg.state}()` : seg.track === 'wait' ? `wait in ${seg.state}` : seg.track === 'queued' ? 'I→D (queued)' : seg.track === 'service' ? 'D→C (service)' : seg.state;
+  const what = lane.kind === 'cpu' ? `${seg.state} running` : seg.track === 'call' ? `${seg.state}()` : seg.track === 'wait' ? waitName(seg) : seg.track === 'queued' ? 'I→D (queued)' : seg.track === 'service' ? 'D→C (service)' : seg.state;
   return (
     <div className="drawer-segment">
       <h3>
@@ -105,7 +105,7 @@ function SegmentDetail({ item }: { item: Extract<Item, { kind: 'segment' }> }) {
             Open the request
           </button>
         )}
-        {seg.track === 'wait' && (
+        {seg.track === 'wait' && seg.state !== UNKNOWN_LOCK && (
           <button className="btn" onClick={() => setView({ tab: 'stalls', lock: seg.state, wait: { sourceId: seg.source_id, line: seg.line } })}>
             Waits on {seg.state}
           </button>

@@ -11,6 +11,7 @@ import { useViewState } from '../../state/useViewState';
 import { Cursor, Measure, RULER_H, Ruler, type Geometry } from './Ruler';
 import { Legend, SelectedItem } from './SelectedItem';
 import { TimelineCanvas } from './TimelineCanvas';
+import { useRevealSlice } from './revealSlice';
 
 const GRID_LEFT = GRID.left;
 const GRID_RIGHT = GRID.right;
@@ -78,6 +79,7 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
     () => (q.data && layout ? timelineItems(q.data, layout, { chain, all: view.tlArrows }) : []),
     [q.data, layout, chain, view.tlArrows],
   );
+  useRevealSlice(box, layout, selected, view.tlSel ? `${view.tlSel.sourceId}:${view.tlSel.line}` : null);
   const selIndex = useMemo(() => {
     if (!selected || selected.kind !== 'segment') return null;
     const i = items.findIndex((it) => it.kind === 'segment' && it.seg === selected.seg);
@@ -363,7 +365,7 @@ function LaneSearch({ value, onChange }: { value: string | null; onChange: (v: s
   }, [draft, value]);
   return (
     <input
-      className="text-input table-filter"
+      className="text-input table-filter track-search"
       type="search"
       placeholder="find a track: name, pid, device…"
       aria-label="Find tracks"
