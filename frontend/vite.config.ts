@@ -3,10 +3,12 @@ import react from '@vitejs/plugin-react';
 
 /** The entry (src/main.tsx) is small: it starts the page's API requests, then imports the app (src/App.tsx);
  * each tab's view is a chunk of its own (src/views/tabViews.ts), and the charts' library (the chunk with
- * src/charts/EChart.tsx, ~0.6 MB) is shared by them. index.html asks for the app's and the charts' chunks
- * beside the entry: they load and compile while the entry runs, not after it, nor next to the API requests on
- * the same server. */
-const PRELOADED = ['/src/App.tsx', '/src/charts/EChart.tsx'];
+ * src/charts/EChart.tsx, ~0.6 MB) is shared by the tabs that draw ECharts charts. index.html asks for the app's chunk
+ * beside the entry: it loads and compiles while the entry runs, not after it, nor next to the API requests on the
+ * same server. The charts' chunks are named in a meta tag (`stallscope-charts`): the entry preloads them unless the
+ * page is the Timeline tab, which draws on a canvas of its own and needs no ECharts (src/lib/preloadCharts.ts). */
+const PRELOADED = ['/src/App.tsx'];
+const CHARTS = ['/src/charts/EChart.tsx'];
 function preloadChunks(): Plugin {
   return {
     name: 'stallscope:preload-chunks',
@@ -15,17 +17,26 @@ function preloadChunks(): Plugin {
       order: 'post',
       handler(_html, ctx) {
         const bundle = ctx.bundle ?? {};
-        const files = new Set<string>();
-        const add = (name: string) => {
-          const c = bundle[name];
-          if (c?.type !== 'chunk' || c.isEntry || files.has(name)) return;
-          files.add(name);
-          c.imports.forEach(add); // and what it imports (the entry's own imports are preloaded by Vite)
+        // a chunk holding one of `modules` and what it imports (the entry's own imports are preloaded by Vite)
+        const chunksOf = (modules: string[], skip: Set<string>) => {
+          const files = new Set<string>();
+          const add = (name: string) => {
+            const c = bundle[name];
+            if (c?.type !== 'chunk' || c.isEntry || files.has(name) || skip.has(name)) return;
+            files.add(name);
+            c.imports.forEach(add);
+          };
+          for (const c of Object.values(bundle)) {
+            if (c.type === 'chunk' && c.moduleIds.some((id) => modules.some((m) => id.endsWith(m)))) add(c.fileName);
+          }
+          return files;
         };
-        for (const c of Object.values(bundle)) {
-          if (c.type === 'chunk' && c.moduleIds.some((id) => PRELOADED.some((m) => id.endsWith(m)))) add(c.fileName);
-        }
-        return [...files].map((f) => ({ tag: 'link', attrs: { rel: 'modulepreload', crossorigin: true, href: `/${f}` }, injectTo: 'head' }));
+        const app = chunksOf(PRELOADED, new Set());
+        const charts = chunksOf(CHARTS, app);
+        return [
+          ...[...app].map((f) => ({ tag: 'link', attrs: { rel: 'modulepreload', crossorigin: true, href: `/${f}` }, injectTo: 'head' as const })),
+          { tag: 'meta', attrs: { name: 'stallscope-charts', content: [...charts].map((f) => `/${f}`).join(' ') }, injectTo: 'head' as const },
+        ];
       },
     },
   };
