@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   BRUSH_CURSOR,
+  GRID,
   HEAT_COLORS,
   OUTSIDE_BOX_OPACITY,
   boxCells,
@@ -17,6 +18,7 @@ import {
   toData,
   xLabels,
   binWords,
+  fitInstant,
   yLabels,
   type Heatmap,
 } from './heatmap';
@@ -68,6 +70,17 @@ describe('buildHeatmapOption', () => {
     expect(labels.filter((l) => l !== '')).toHaveLength(1);
     expect(binWords(one)).toBeNull();
     expect(binWords(DEMO)).not.toBeNull();
+    // drawn as one column across the chart, labelled with the instant, without a slider over one column
+    const fitted = fitInstant({ ...one, cells: [{ ...DEMO.cells[0], x: 0 }] });
+    expect(fitted.x_bins).toBe(1);
+    expect(xLabels(fitted)).toEqual(['81.092496118']);
+    const fo = buildHeatmapOption(fitted) as unknown as Opt;
+    expect(fo.xAxis.data).toEqual(['81.092496118']);
+    expect(fo.dataZoom).toEqual([]);
+    expect(cellCenter(fitted, 0, 0, 1000, 320)[0]).toBeCloseTo(GRID.left + (1000 - GRID.left - GRID.right) / 2);
+    // data over more than one bin is drawn as the server cut it
+    expect(fitInstant(DEMO)).toBe(DEMO);
+    expect(opt.dataZoom.length).toBe(2);
     expect(opt.yAxis.name).toBe('I2D (log scale)');
     expect(yLabels(DEMO)).toEqual(['4.46 µs', '193 µs', '8.35 ms', '361 ms']);
     expect(opt.yAxis.data).toEqual(yLabels(DEMO));

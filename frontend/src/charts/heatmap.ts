@@ -143,6 +143,14 @@ export function xLabels(data: Heatmap): string[] {
   });
 }
 
+/** The heatmap as drawn: when its events all lie within one time bin (one request, or a burst at one instant), that
+ * one column across the chart, not a cell in the corner of 120 empty ones (each labelled the same instant, "requests
+ * per 1 ns"). */
+export function fitInstant<T extends Pick<Heatmap, 'x_bin_ns' | 't0_ns' | 't1_ns' | 'x_bins'>>(data: T): T {
+  if (data.x_bins <= 1 || data.x_bin_ns === null || data.t0_ns === null || data.t1_ns === null) return data;
+  return data.t1_ns - data.t0_ns < data.x_bin_ns ? { ...data, x_bins: 1 } : data;
+}
+
 /** The time bin in words, for "requests per …": none when the data spans less than one bin (a single instant). */
 export function binWords(data: Pick<Heatmap, 'x_bin_ns' | 't0_ns' | 't1_ns'>): string | null {
   if (!data.x_bin_ns || data.t0_ns === null || data.t1_ns === null || data.t1_ns - data.t0_ns < data.x_bin_ns) return null;
@@ -281,7 +289,8 @@ export function buildHeatmapOption(data: Heatmap, state: HeatmapOptionState = {}
       throttleDelay: 0,
       brushStyle: { borderWidth: 1, color: 'rgba(255,255,255,0.08)', borderColor: C.selected },
     },
-    dataZoom: [
+    // the slider selects a time window: none to select in one column
+    dataZoom: data.x_bins <= 1 ? [] : [
       {
         type: 'slider',
         xAxisIndex: 0,

@@ -70,6 +70,11 @@ describe('other formats', () => {
 
   it('names a task by comm and pid, a CPU\'s pseudo-task by its name alone', () => {
     expect(taskLabel('vmstat', 2854)).toBe('vmstat 2854');
+    // the idle task, named alike wherever it comes from: ftrace's <idle>, bcc's swapper/N with or without its pid
+    expect(taskLabel('<idle>', 0)).toBe('<idle> 0');
+    expect(taskLabel('swapper/3', 0)).toBe('<idle> 0 (swapper/3)');
+    expect(taskLabel('swapper/0', null)).toBe('<idle> 0 (swapper/0)');
+    expect(taskLabel('swapperd', null)).toBe('swapperd');
     expect(taskLabel('CPU 0 (task unknown)', -1)).toBe('CPU 0 (task unknown)');
     expect(taskLabel(null, -3)).toBe('CPU 2 (task unknown)');
   });

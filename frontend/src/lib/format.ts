@@ -127,5 +127,7 @@ export function taskLabel(comm: string | null | undefined, pid: number | null | 
   // negative id, never a pid, named "CPU n (task unknown)" (backend/derive/cpu_tasks.py)
   if (pid !== null && pid !== undefined && pid < 0) return comm ?? `CPU ${-1 - pid} (task unknown)`;
   if (pid === 0) return comm && comm !== '<idle>' && comm.startsWith('swapper') ? `<idle> 0 (${comm})` : '<idle> 0';
+  // bcc's offwaketime names a waker by its comm alone: swapper/N is CPU N's idle task, pid 0 on every CPU
+  if ((pid === null || pid === undefined) && comm && /^swapper\/\d+$/.test(comm)) return `<idle> 0 (${comm})`;
   return `${comm ?? '?'}${pid === null || pid === undefined ? '' : ` ${pid}`}`;
 }

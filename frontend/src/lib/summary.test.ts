@@ -20,6 +20,8 @@ describe('summary rows', () => {
   it('labels and selection', () => {
     expect(rowLabel(rows[0], 'process')).toBe('1 a');
     expect(rowLabel({ ...rows[0], dev: '8,0', pid: null }, 'device')).toBe('8,0');
+    // completions only (no Q, I or D line names a process): the server's key is "None (None)"
+    expect(rowLabel({ ...rows[0], key: 'None (None)', pid: null, comm: null }, 'process')).toBe('(process not traced)');
     expect(isRowSelected(rows[1], 'process', 2, null)).toBe(true);
     expect(isRowSelected(rows[1], 'device', 2, null)).toBe(false);
   });

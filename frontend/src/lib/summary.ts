@@ -22,10 +22,11 @@ export function sortSummary(rows: DispatchSummaryRow[], sort: Sort): DispatchSum
   });
 }
 
-/** The label of a summary row: "804 xfsaild/sda1" by process, "8,0" by device. */
+/** The label of a summary row: "804 xfsaild/sda1" by process, "8,0" by device; the requests of no traced process
+ * (a capture of completions only: no Q, I or D line names one) "(process not traced)". */
 export function rowLabel(r: DispatchSummaryRow, by: Grouping): string {
   if (by === 'device') return r.dev ?? r.key;
-  if (r.pid === null) return r.comm ?? r.key;
+  if (r.pid === null) return r.comm ?? NO_PROCESS;
   return r.comm ? `${r.pid} ${r.comm}` : String(r.pid);
 }
 
@@ -39,6 +40,7 @@ export function isUnnamed(r: Pick<DispatchSummaryRow, 'comm'>): boolean {
 }
 
 export const UNNAMED_KEY = '(unnamed processes)';
+export const NO_PROCESS = '(process not traced)';
 
 function groupStats(members: DispatchSummaryRow[], phase: Phase) {
   const top = (s: Stat) => members.reduce<number | null>((m, r) => (r[phase][s] === null ? m : Math.max(m ?? -Infinity, r[phase][s]!)), null);

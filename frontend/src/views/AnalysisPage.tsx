@@ -45,8 +45,7 @@ export function AnalysisPage() {
         </Link>
         <CopyLink />
       </nav>
-      {/* the time range filters what has timestamps: not an off-CPU flame graph (only its lock frames' waits) */}
-      {(tab !== 'offcpu' || a.sources.some((s) => s.format === 'ftrace')) && <TimeRange />}
+      {followsTimeRange(tab, a) && <TimeRange />}
       {tab === 'dispatch' && <DispatchView analysis={a} />}
       {tab === 'stalls' && <StallsView analysis={a} />}
       {tab === 'timeline' && <TimelineView analysis={a} />}
@@ -71,6 +70,14 @@ export function availableTabs(a: Pick<AnalysisDetail, 'sources'>): Tab[] {
   });
 }
 
+/** Does the tab follow the analysis-wide time range (its chip shown there)? Stalls, Timeline and Dispatch do; an
+ * off-CPU flame graph has no timestamps (only its lock frames' waits follow it, with an ftrace source); Sources and
+ * SQL list what was loaded, whatever the range. */
+export function followsTimeRange(tab: Tab, a: Pick<AnalysisDetail, 'sources'>): boolean {
+  if (tab === 'offcpu') return a.sources.some((s) => s.format === 'ftrace');
+  return tab === 'stalls' || tab === 'timeline' || tab === 'dispatch';
+}
+
 /** The tab an analysis opens on: the first view of its own data (Stalls, Dispatch, Off-CPU), else the timeline. */
 export function defaultTab(tabs: Tab[]): Tab {
   return tabs.find((t) => t !== 'timeline' && t !== 'sources' && t !== 'sql') ?? tabs[0];
@@ -86,8 +93,16 @@ function AnalysisHeader({ a }: { a: AnalysisDetail }) {
       </div>
       <div className="facts">
         <span>
-          <span className="k">Time span</span> {formatAbsTime(a.t_min_ns)} → {formatAbsTime(a.t_max_ns)}
-          {span !== null && <b> ({formatNs(span)})</b>}
+          <span className="k">Time span</span>{' '}
+          {span !== null ? (
+            <>
+              {formatAbsTime(a.t_min_ns)} → {formatAbsTime(a.t_max_ns)} <b>({formatNs(span)})</b>
+            </>
+          ) : (
+            <span className="muted" data-testid="no-time-span">
+              none: {a.sources.every((s) => s.format === 'offcputime') ? 'offcputime totals per stack carry no timestamps' : 'no timestamps'}
+            </span>
+          )}
         </span>
         <span>
           <span className="k">Sources</span> {a.sources.length}

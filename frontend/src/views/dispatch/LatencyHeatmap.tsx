@@ -32,8 +32,9 @@ export function LatencyHeatmap({ analysisId }: { analysisId: string }) {
           ))}
         </div>
         <span className="muted">
-          requests {q.data && binWords(q.data) ? `per ${binWords(q.data)} × latency bin` : 'per latency bin (all at one instant)'} · click a cell to open its
-          slowest request · drag a box to list its requests · the slider (or shift + wheel) selects a time window
+          requests {!q.data || binWords(q.data) ? `per ${q.data ? binWords(q.data) : 'time'} × latency bin` : 'per latency bin (all at one instant)'} · click a
+          cell to open its slowest request · drag a box to list its requests
+          {!q.data || binWords(q.data) ? ' · the slider (or shift + wheel) selects a time window' : ''}
         </span>
       </div>
       {q.isPending && <Loading what="latency heatmap" />}

@@ -13,6 +13,7 @@ import {
   brushBox,
   buildHeatmapOption,
   countOf,
+  fitInstant,
   heatmapZoomWindow,
   metricTitle,
   type EventKind,
@@ -74,8 +75,9 @@ type Props = {
   ariaLabel: string;
 };
 
-export function HeatmapBody({ analysisId, query, data, selected, onCell, ariaLabel }: Props) {
+export function HeatmapBody({ analysisId, query, data: asked, selected, onCell, ariaLabel }: Props) {
   const [view, setView] = useViewState();
+  const data = useMemo(() => fitInstant(asked), [asked]);
   const box = view.hbox !== null && view.hbox.metric === query.metric ? view.hbox : null;
   const option = useMemo(() => buildHeatmapOption(data, { selected, box }) as EChartsOption, [data, selected, box]);
   const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);

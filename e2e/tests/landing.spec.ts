@@ -1,0 +1,176 @@
+// Issue 25, walked again as a kernel engineer used to Perfetto would at 1600×1000: a selection made in one view lands
+// in view in the other, each view fits its data (a capture of one request, of completions only, a dump without
+// timestamps), the idle task has one name, a task's 5,000th call is not its last, and the Timeline tab does without
+// the charts' library.
+import { expect, test, type APIRequestContext, type Locator, type Page } from '@playwright/test';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { REPO, SCREENSHOTS, SHARED } from './paths';
+
+test.use({ viewport: { width: 1600, height: 1000 } });
+
+const PUBLIC = path.join(SHARED, 'samples-public');
+const INCIDENT = ['blkparse', 'trace-cmd-report', 'offcputime'].map((k) => path.join(REPO, `samples/incident.${k}.txt`));
+const COMPLETIONS_ONLY = path.join(PUBLIC, 'blkparse-text/shl812-leveldb-ramdisk-completions.blkparse.txt');
+const LVM = path.join(PUBLIC, 'blkparse-text/derived-liuzel01-sda-lvm.blkparse.txt');
+const OFFCPU_ONLY = path.join(PUBLIC, 'offcputime/bcc-offcputime-K-default-stacks.txt');
+const OFFWAKE = path.join(PUBLIC, 'offwaketime/bcc-offwaketime_example.txt');
+const XFS_SEED = path.join(REPO, 'samples/xfs-unwritten-stall.trace-cmd-report.txt');
+
+const made = new Map<string, string>();
+
+/** An analysis of these files, as uploaded (made once per run, through the API). */
+async function analysis(request: APIRequestContext, name: string, files: { name: string; bytes: Buffer }[]): Promise<string> {
+  if (made.has(name)) return made.get(name)!;
+  const form = new FormData();
+  form.append('name', name);
+  for (const f of files) form.append('files', new Blob([f.bytes]), f.name);
+  const res = await request.post('/api/analyses', { multipart: form, timeout: 120_000 });
+  expect(res.status()).toBe(201);
+  const id = ((await res.json()) as { id: string }).id;
+  made.set(name, id);
+  return id;
+}
+const file = (p: string) => ({ name: path.basename(p), bytes: fs.readFileSync(p) });
+
+/** The element's box lies in the viewport (wholly, or its top part when it is taller than the viewport). */
+async function expectInView(page: Page, el: Locator) {
+  await expect(el).toBeVisible();
+  await expect
+    .poll(async () => {
+      const b = (await el.boundingBox())!;
+      const vh = page.viewportSize()!.height;
+      return b.y >= -1 && (b.y + b.height <= vh + 1 || (b.height > vh && b.y < vh * 0.35));
+    })
+    .toBe(true);
+}
+
+test('a wait chosen in Stalls lands on the timeline with its slice in view, above the drawer', async ({ page, request }) => {
+  const id = await analysis(request, 'landing incident', INCIDENT.map(file));
+  await page.goto(`/a/${id}?tab=stalls&idle=1`);
+  // flush-8:0's wait: no known lock on its stack, and its lane far down the track tree
+  const row = page.getByTestId('waits-table').locator('tbody tr', { hasText: 'flush-8:0' }).first();
+  await row.click();
+  await page.getByTestId('wait-detail').getByRole('button', { name: 'Show on the timeline' }).click();
+  const drawer = page.getByTestId('timeline-selected');
+  await expect(drawer).toContainText('flush-8:0 (498): wait (no known lock)');
+  await expect(drawer.getByRole('button', { name: /^Waits on/ })).toHaveCount(0); // no "Waits on ?"
+  // the slice's lane, between the sticky ruler and the drawer (it was ~1,400 px down: the drawer alone showed)
+  const lane = page.getByTestId('track-tree').locator('[data-lane^="task:"][data-lane$=":498"]');
+  await expect
+    .poll(async () => {
+      const l = (await lane.boundingBox())!;
+      const d = (await drawer.boundingBox())!;
+      return l.y >= 24 && l.y + 20 <= d.y;
+    })
+    .toBe(true);
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'landing-wait-on-timeline.png') });
+});
+
+test('the Timeline tab loads no ECharts chunk; Dispatch still draws its charts', async ({ page, request }) => {
+  const id = await analysis(request, 'landing incident', INCIDENT.map(file));
+  const asked: string[] = [];
+  page.on('request', (r) => asked.push(new URL(r.url()).pathname));
+  const charts = () => asked.filter((p) => /\/assets\/EChart-[^/]+\.js$/.test(p));
+  await page.goto(`/a/${id}?tab=timeline`);
+  await expect(page.locator('[aria-label="Analysis timeline"]')).toHaveAttribute('data-ready', '1');
+  await page.waitForLoadState('networkidle');
+  expect(charts()).toEqual([]);
+  expect(await page.locator('link[rel="modulepreload"][href*="/EChart-"]').count()).toBe(0);
+  // another tab asks for it when shown
+  await page.getByRole('tablist').getByRole('tab', { name: 'Dispatch' }).click();
+  await expect(page.locator('[aria-label="I2D and D2C latency over time"]')).toHaveAttribute('data-ready', '1');
+  expect(charts()).toHaveLength(1);
+  // a page of a tab that draws charts preloads it beside the entry
+  asked.length = 0;
+  await page.goto(`/a/${id}?tab=dispatch`);
+  await expect(page.locator('link[rel="modulepreload"][href*="/EChart-"]')).toHaveCount(1);
+  await expect(page.locator('[aria-label="Latency heatmap"]')).toHaveAttribute('data-ready', '1');
+  expect(charts()).toHaveLength(1);
+});
+
+test('the time range chip only where the view follows it; a dump without timestamps says so', async ({ page, request }) => {
+  const id = await analysis(request, 'landing incident', INCIDENT.map(file));
+  const chip = page.getByTestId('time-range');
+  await page.goto(`/a/${id}?tab=dispatch&t0=10000000000&t1=12000000000`);
+  await expect(chip).toContainText('time range 10.000000 s → 12.000000 s');
+  for (const tab of ['Sources', 'SQL']) {
+    await page.getByRole('tablist').getByRole('tab', { name: tab }).click();
+    await expect(page.getByRole('tablist').getByRole('tab', { name: tab })).toHaveAttribute('aria-selected', 'true');
+    await expect(chip).toHaveCount(0);
+  }
+  await page.getByRole('tablist').getByRole('tab', { name: 'Stalls' }).click();
+  await expect(chip).toBeVisible();
+
+  const dump = await analysis(request, 'landing offcputime only', [file(OFFCPU_ONLY)]);
+  await page.goto(`/a/${dump}`);
+  await expect(page.getByTestId('no-time-span')).toHaveText('none: offcputime totals per stack carry no timestamps');
+});
+
+test('a capture of one request: its heatmap is one column labelled with its instant, without a slider', async ({ page, request }) => {
+  // one request of a real capture (Q G I D C of one sector, SOURCES.md), as blkparse printed it
+  const lines = fs.readFileSync(LVM, 'utf8').split('\n');
+  const one = [...lines.slice(0, 6), lines[12]].join('\n') + '\n';
+  expect(one).toContain(' C   W 24803160 + 160');
+  const id = await analysis(request, 'landing one request', [{ name: 'one-request.blkparse.txt', bytes: Buffer.from(one) }]);
+  await page.goto(`/a/${id}?tab=dispatch`);
+  const panel = page.locator('section', { has: page.getByRole('heading', { name: 'Latency heatmap' }) });
+  await expect(panel).toContainText('requests per latency bin (all at one instant)');
+  await expect(panel).not.toContainText('the slider');
+  const chart = page.locator('[aria-label="Latency heatmap"]');
+  await expect(chart).toHaveAttribute('data-ready', '1');
+  await chart.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'landing-one-request-heatmap.png') });
+  // the request's cell spans the plot (it was 1 of 120 columns in the corner): three quarters across, the lowest
+  // latency bin (as charts/heatmap.ts's GRID lays it out), opens the request
+  const h = (await (await request.get(`/api/analyses/${id}/heatmap`, { params: { metric: 'i2d', x_bins: 120, y_bins: 40 } })).json()) as { y_bins: number };
+  const b = (await chart.boundingBox())!;
+  const GRID = { left: 78, right: 92, top: 14, bottom: 62 };
+  const rowH = (b.height - GRID.top - GRID.bottom) / h.y_bins;
+  await page.mouse.click(b.x + GRID.left + 0.75 * (b.width - GRID.left - GRID.right), b.y + b.height - GRID.bottom - rowH / 2);
+  await expect(page.getByTestId('request-detail')).toContainText('24803160');
+});
+
+test('a capture of completions only: its requests belong to no traced process, and say so', async ({ page, request }) => {
+  const id = await analysis(request, 'landing completions', [file(COMPLETIONS_ONLY)]);
+  await page.goto(`/a/${id}?tab=dispatch`);
+  const first = page.getByTestId('summary-table').locator('tbody tr').first();
+  await expect(first).toContainText('(process not traced)');
+  await expect(first).not.toContainText('None');
+});
+
+test('the idle task has one name: an offwaketime waker swapper/N is <idle> 0', async ({ page, request }) => {
+  const id = await analysis(request, 'landing offwaketime', [file(OFFWAKE)]);
+  await page.goto(`/a/${id}`);
+  await expect(page.locator('.sources-table .badge')).toHaveText('offwaketime');
+  const first = page.getByTestId('pair-list').locator('tbody tr').first();
+  await expect(first).toContainText('<idle> 0 (swapper/0)');
+  await expect(page.getByTestId('pair-card')).toContainText('woken by <idle> 0 (swapper/0)');
+});
+
+test("the calls panel brings a task's calls past the first 5,000 on Show more", async ({ page, request }) => {
+  // the seed excerpt with 6,000 short calls of xfsconvertd/7 in the 51 ms before its wait (a generated fixture)
+  const pre: string[] = [];
+  for (let i = 0; i < 6000; i++) {
+    const us = 358613900000 + i * 7;
+    pre.push(`   xfsconvertd/7-251 [007] ${Math.floor(us / 1e6)}.${String(us % 1e6).padStart(6, '0')}: funcgraph_entry: 0.500 us | xfs_buf_item_size();`);
+  }
+  const body = pre.join('\n') + '\n' + fs.readFileSync(XFS_SEED, 'utf8');
+  const tmp = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'stallscope-calls-')), 'calls6k.trace-cmd-report.txt');
+  fs.writeFileSync(tmp, body);
+  const id = await analysis(request, 'landing 6k calls', [file(tmp)]);
+  await page.goto(`/a/${id}?tab=stalls&chain=1&link=2`);
+  const panel = page.getByTestId('calls-panel');
+  await expect(panel).toContainText('Calls of xfsconvertd/7 251');
+  await expectInView(page, panel);
+  const more = panel.getByTestId('more-rows');
+  await expect(more).toContainText('the first 5,000 calls drawn');
+  const next = page.waitForResponse((r) => r.url().includes('/calls?') && new URL(r.url()).searchParams.has('cursor'));
+  await more.getByTestId('show-more').click();
+  const page2 = (await (await next).json()) as { calls: unknown[]; next_cursor: string | null };
+  expect(page2.calls.length).toBeGreaterThan(1000); // the rest: 6,000 + the excerpt's own calls in the window
+  expect(page2.next_cursor ?? null).toBeNull();
+  await expect(more).toHaveCount(0); // every call is drawn
+  await expect(panel.locator('[aria-label="Call flame chart"]')).toHaveAttribute('data-ready', '1');
+});
