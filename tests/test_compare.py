@@ -315,3 +315,94 @@ def test_the_compare_page_is_served(store, tmp_path):
         r = c.get("/compare", params={"a": "x", "b": "y", "a_from": 5})
         assert r.status_code == 200 and "<title>Stallscope</title>" in r.text
         assert r.headers["x-frame-options"] == "DENY" and "script-src 'self'" in r.headers["content-security-policy"]
+
+
+# ---- past the index's events: the grid summary -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_cap(monkeypatch):
+    """An index may hold 500 events and a read return 500 rows (5 M each in the server): the loop capture's 1024
+    requests are then over both, as a 5 GiB upload's 10 M are; a grid of 64 time buckets (heatsummary.LOG_TB)."""
+    from backend.queries import heatindex, heatmaps, heatsummary, memo
+    from backend.queries import run as run_module
+
+    monkeypatch.setattr(heatmaps, "INDEX_MAX_EVENTS", 500)
+    monkeypatch.setitem(run_module.run.__kwdefaults__, "max_rows", 500)
+    monkeypatch.setattr(heatsummary, "LOG_TB", 6)
+    heatindex.forget()
+    memo.forget()
+    yield
+    heatindex.forget()
+    memo.forget()
+
+
+def _reference_stats(store, aid: str, metric: str, lo: int, hi: int) -> dict:
+    """count, the quantiles and max of the metric's requests placed in [lo, hi], in SQL (as heatmap_sql)."""
+    con = store.cursor()
+    try:
+        n, qs, vmax = con.execute(
+            f"SELECT count(*), quantile_disc(r.{metric}_ns, [0.5, 0.9, 0.99]), max(r.{metric}_ns) FROM blk_requests r"
+            f" JOIN sources s ON s.id = r.source_id WHERE s.analysis_id = ? AND r.{metric}_ns IS NOT NULL"
+            f" AND r.{AT[metric]} + s.clock_offset_ns BETWEEN ? AND ?",
+            [aid, lo, hi],
+        ).fetchone()
+    finally:
+        con.close()
+    return {"count": n, "p50_ns": qs[0], "p90_ns": qs[1], "p99_ns": qs[2], "max_ns": vmax}
+
+
+def _check_sides(store, pair: dict, aids: dict) -> None:
+    """Each side's cells are its requests in its window counted here with the pair's edges and its own bins, its
+    percentiles those of the SQL over that window."""
+    for side, aid in aids.items():
+        s = pair[side]
+        got = [(c["x"], c["y"], c["count"], c["max_ns"]) for c in s["cells"]]
+        want = _reference_cells(store, aid, pair["metric"], s["t0_ns"], s["t1_ns"], s["x_bin_ns"], pair["y_edges_ns"])
+        assert got == want
+        p = s["percentiles"]
+        assert {k: p[k] for k in ("count", "p50_ns", "p90_ns", "p99_ns", "max_ns")} == _reference_stats(
+            store, aid, pair["metric"], s["t0_ns"], s["t1_ns"]
+        )
+
+
+def test_a_side_past_the_index_reads_the_grid_summary(client, store, loop, lvm, small_cap):
+    """Side a has more requests than an index may hold (before: its index was loaded through the row cap, a 422):
+    it is answered from the grid summary the Dispatch heatmap reads, its window from a grid bucket's start, its bins
+    whole buckets, the latency edges grid edges (side b, from its index, binned on them too), exact for those bins."""
+    from backend.queries import heatsummary
+
+    r = client.get(f"/api/analyses/{loop}/heatmap", params={"metric": "i2d", "x_bins": 8})
+    assert r.status_code == 200  # the Dispatch heatmap's path
+    body = _compare(client, a=loop, b=lvm, x_bins=8, y_bins=5)
+    assert [p["metric"] for p in body["heatmaps"]] == ["i2d", "d2c"]
+    for pair in body["heatmaps"]:
+        assert set(pair["y_edges_ns"]) <= set(heatsummary.EDGES) | {heatsummary.grid_edge(j) for j in range(999)}
+        a, b = pair["a"], pair["b"]
+        assert a["x_bin_ns"] == b["x_bin_ns"] == pair["x_bin_ns"]  # shared: one width
+        assert a["x_bins"] <= 8 and b["x_bins"] <= 8
+        assert a["percentiles"]["count"] == 1024  # every request: the window covers the capture
+        _check_sides(store, pair, {"a": loop, "b": lvm})
+    own = _compare(client, a=loop, b=lvm, x_bins=8, y_bins=5, x_time="own")
+    for pair in own["heatmaps"]:
+        assert pair["a"]["x_bins"] <= 8 and pair["b"]["x_bins"] == 8
+        _check_sides(store, pair, {"a": loop, "b": lvm})
+
+
+def test_two_ranges_past_the_index_one_grid(client, store, loop, small_cap):
+    """Two ranges of one analysis past the index: both from its grid, one width; a range narrower than x_bins of the
+    grid's buckets (on its own time axis) is read by an index of its own events (a few: within the row cap)."""
+    whole = client.get(f"/api/analyses/{loop}").json()
+    t0, t1 = whole["t_min_ns"], whole["t_max_ns"]
+    mid = (t0 + t1) // 2
+    body = _compare(client, a=loop, a_to=mid, b_from=mid + 1, x_bins=6, y_bins=4)
+    for pair in body["heatmaps"]:
+        assert pair["a"]["x_bin_ns"] == pair["b"]["x_bin_ns"] == pair["x_bin_ns"]
+        _check_sides(store, pair, {"a": loop, "b": loop})
+    narrow = t0 + (t1 - t0) // 40
+    body = _compare(client, a=loop, a_to=narrow, b_from=mid + 1, x_bins=6, y_bins=4, x_time="own")
+    for pair in body["heatmaps"]:
+        a = pair["a"]
+        assert a["t0_ns"] >= t0 and a["t1_ns"] <= narrow  # its own events' span, not snapped to the grid
+        assert a["x_bin_ns"] == -(-(a["t1_ns"] - a["t0_ns"] + 1) // 6)
+        _check_sides(store, pair, {"a": loop, "b": loop})

@@ -12,7 +12,10 @@ no time: they are compared whole (the diff flame graph, /flamegraph/diff).
 * heatmaps: I2D, D2C and wait, counted from the heatmap index (queries/heatindex.py) with one set of latency edges
   over both sides, one colour maximum and one time-bin width (time since each side's start), or with x_time "own"
   each side's own width (a short capture beside a long one is drawn over the whole width); their exact
-  percentiles beside them.
+  percentiles beside them. Past heatmaps.INDEX_MAX_EVENTS events of the metric (a 5 GiB blkparse upload's ~10 M
+  requests) a side is read from the grid summary the Dispatch heatmap reads (heatsummary.py), on its grid: the
+  window from a bucket's start, time bins of whole buckets, grid latency edges (the other side binned on them),
+  exact for those bins; before, its index was loaded through the reads' row cap and the comparison answered 422.
 
 Every compared figure has a delta: a, b, b − a, (b − a) / a and a verdict for b: better / worse (lower latency,
 fewer or shorter waits is better; a count of requests is neither), `same` within SAME_WITHIN of a.
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import heatmaps, memo, requests, stalls
+from . import heatindex, heatmaps, heatsummary, memo, requests, stalls
 from .run import run
 
 SAME_WITHIN = 0.05  # |b − a| below 5 % of a: the same (timer and scheduling noise of a re-run)
@@ -238,23 +241,79 @@ def locks(con, a: Side, b: Side, limit: int) -> dict:
 # ---- heatmaps on one scale -------------------------------------------------------------------------------------------
 
 
-def _heat_side(con, side: Side, metric: str):
-    """(index, offsets, lo, hi, windows, (count, quantiles, min, max)) of the metric's events in the side's range
-    cut to the metric's own first and last placement, or None when it has none."""
-    idx = heatmaps.event_index(con, side.analysis_id, metric, None)
-    offsets = heatmaps.source_offsets(con, side.analysis_id)
-    first_last = idx.span(offsets)
+@dataclass(eq=False)
+class _HeatSide:
+    """One side's events of a metric in its window [lo, hi]: from an index of events (`idx`, exact), or past
+    heatmaps.INDEX_MAX_EVENTS from the metric's grid summary (`grid`), as the Dispatch heatmap is: the window then
+    starts on a bucket of level `level` (bucket c0), its time bins are whole buckets (heatsummary.py)."""
+
+    lo: int
+    hi: int
+    idx: object = None  # heatindex.Index
+    offsets: dict | None = None
+    wins: list | None = None
+    grid: object = None  # heatsummary.Summary
+    level: int = -1  # -1: not snapped yet
+    c0: int = 0
+    stats: tuple = ()  # (count, quantiles, min, max)
+    lb_range: tuple = ()  # a grid side's first and last latency bucket with events
+
+    def start(self) -> int:
+        return self.grid.t0 + self.c0 * self.grid.levels[self.level].width if self.level >= 0 else self.lo
+
+
+def _clip(side: Side, first_last: tuple[int, int] | None) -> tuple[int, int] | None:
+    """The side's range cut to the metric's first and last placement (no empty bins drawn before or after)."""
     if first_last is None:
         return None
-    lo = max(side.t0, first_last[0]) if side.t0 is not None else first_last[0]  # a range past the events: no
-    hi = min(side.t1, first_last[1]) if side.t1 is not None else first_last[1]  # empty bins drawn before or after
-    if hi < lo:
+    lo = max(side.t0, first_last[0]) if side.t0 is not None else first_last[0]
+    hi = min(side.t1, first_last[1]) if side.t1 is not None else first_last[1]
+    return (lo, hi) if lo <= hi else None
+
+
+def _indexed(idx, offsets: dict, side: Side) -> _HeatSide | None:
+    found = _clip(side, idx.span(offsets))
+    if found is None:
         return None
-    wins = idx.window(offsets, lo, hi)
+    wins = idx.window(offsets, *found)
     stats = idx.order_stats(wins, heatmaps.QUANTILES)
-    if stats[0] == 0:
-        return None
-    return idx, offsets, lo, hi, wins, stats
+    return _HeatSide(*found, idx=idx, offsets=offsets, wins=wins, stats=stats) if stats[0] else None
+
+
+def _heat_side(con, side: Side, metric: str) -> _HeatSide | None:
+    """The metric's events in the side's range (None: none): from the analysis' index of them, or when it holds
+    more than an index may, from the grid summary (its window set by _snap once the time bins are known), or
+    when the grid cannot hold them (a latency past its bits), an index of the range's events."""
+    offsets = heatmaps.source_offsets(con, side.analysis_id)
+    if heatmaps._indexable(con, side.analysis_id, metric, None):
+        return _indexed(heatmaps.event_index(con, side.analysis_id, metric, None), offsets, side)
+    grid = heatmaps._summary(con, side.analysis_id, metric, None)
+    if grid is None:
+        return _indexed(_range_index(con, side, metric, side.t0, side.t1), offsets, side)
+    found = _clip(side, (grid.t0, grid.t_last))
+    return None if found is None else _HeatSide(*found, grid=grid)
+
+
+def _range_index(con, side: Side, metric: str, lo: int | None, hi: int | None):
+    """An index (not kept) of the metric's events of the side's analysis placed in [lo, hi] (None: open): a range
+    too narrow for the grid summary, whose few events the reads' row cap bounds."""
+    spec = heatmaps._SPECS[metric]
+    base, params = heatmaps._base(metric, side.analysis_id, None, None, None)
+    at = f"(a.{spec.at} + s.clock_offset_ns)"
+    if lo is not None:
+        base += f" AND {at} >= $lo"
+        params["lo"] = lo
+    if hi is not None:
+        base += f" AND {at} <= $hi"
+        params["hi"] = hi
+    base += heatmaps._own_bounds(con, side.analysis_id, spec, params, lo, hi)
+    table = run(
+        con,
+        f"SELECT a.source_id AS sid, a.{spec.at} AS t, a.{spec.value} AS v, a.line AS line, a.pid AS pid{base}",
+        params,
+        shape="arrow",
+    )
+    return heatindex.build(table)
 
 
 def _bin_width(length: int, x_bins: int) -> int:
@@ -262,16 +321,64 @@ def _bin_width(length: int, x_bins: int) -> int:
     return max(1, -(-(length + 1) // x_bins))
 
 
-def _heat_cells(found, x_bin: int, edges: list[int]) -> dict:
-    idx, offsets, lo, hi, wins, (n, qs, _, vmax) = found
-    nx = max(1, -(-(hi - lo + 1) // x_bin))
+def _snap(con, side: Side, metric: str, h: _HeatSide, x_bin: int) -> _HeatSide | None:
+    """A grid side with its window on the coarsest level whose bucket is at most x_bin (its first bucket: the one
+    holding lo); a range narrower than that level-0 bucket's x_bins: an index of its events instead."""
+    level = h.grid.level_for(x_bin)
+    if level is None:
+        offsets = heatmaps.source_offsets(con, side.analysis_id)
+        return _indexed(_range_index(con, side, metric, h.lo, h.hi), offsets, side)
+    return _HeatSide(h.lo, h.hi, grid=h.grid, level=level, c0=(h.lo - h.grid.t0) // h.grid.levels[level].width)
+
+
+def _widths(sides: list[_HeatSide | None], x_bins: int, x_time: str) -> list[int | None]:
+    """Each side's time-bin width: shared, the one that cuts the longest side in x_bins bins (a grid side's
+    window from its first bucket's start), a whole number of buckets on the grid sides (two ranges of one
+    analysis: the same); own, each side's."""
+    need = [None if h is None else _bin_width(h.hi - h.start(), x_bins) for h in sides]
+
+    def whole(h: _HeatSide, width: int) -> int:
+        w = h.grid.levels[h.level].width if h.level >= 0 else 1
+        return -(-width // w) * w
+
+    if x_time == "own":
+        return [None if h is None else whole(h, n) if h.grid else n for h, n in zip(sides, need)]
+    shared = max(n for n in need if n is not None)
+    out = [None if h is None else whole(h, shared) if h.grid else None for h in sides]
+    common = max([shared, *(x for x in out if x is not None)])
+    return [None if h is None else x if h.grid else common for h, x in zip(sides, out)]
+
+
+def _grid_stats(h: _HeatSide, x_bin: int) -> _HeatSide | None:
+    """A snapped grid side with the order statistics of its window's buckets (None: no event there)."""
+    m = x_bin // h.grid.levels[h.level].width
+    nx = max(1, -(-(h.hi - h.start() + 1) // x_bin))
+    st = h.grid.stats(h.level, h.c0, h.c0 + nx * m)
+    if st is None:
+        return None
+    h.stats = (st["n"], st["quantiles"], st["vmin"], st["vmax"])
+    h.lb_range = st["lb_range"]
+    return h
+
+
+def _heat_cells(h: _HeatSide, x_bin: int, edges: list[int], grid: tuple | None) -> dict:
+    """The side's cells; `grid` (a, step): the edges are grid edges from latency bucket a, `step` buckets a bin."""
+    n, qs, _, vmax = h.stats
+    start = h.start()
+    nx = max(1, -(-(h.hi - start + 1) // x_bin))
+    if h.grid:
+        found = h.grid.cells(h.level, h.c0, x_bin // h.grid.levels[h.level].width, nx, *grid, len(edges) - 1)
+        t1 = start + nx * x_bin - 1
+    else:
+        found = h.idx.cells(h.wins, h.offsets, h.lo, x_bin, nx, edges)
+        t1 = h.hi
     cells = [
         {"x": x, "y": y, "count": c, "max_ns": m, "max_ref": {"source_id": s, "line": ln, "pid": p}}
-        for x, y, c, m, s, ln, p in idx.cells(wins, offsets, lo, x_bin, nx, edges)
+        for x, y, c, m, s, ln, p in found
     ]
     return {
-        "t0_ns": lo,
-        "t1_ns": hi,
+        "t0_ns": start,
+        "t1_ns": t1,
         "x_bin_ns": x_bin,
         "x_bins": nx,
         "cells": cells,
@@ -283,33 +390,55 @@ def heatmap_pair(con, a: Side, b: Side, metric: str, x_bins: int, y_bins: int, x
     """Both sides' heatmaps of the metric on one scale: latency edges over both sides' min and max, one colour
     maximum, and (x_time "shared") one time-bin width, the longer side in x_bins bins, or ("own") each side in
     x_bins bins of its own width; x is time since the side's start. Their exact percentiles and deltas. None when
-    neither side has such events."""
-    found = [_heat_side(con, s, metric) for s in (a, b)]
-    there = [f for f in found if f is not None]
-    if not there:
+    neither side has such events.
+
+    A side of an analysis with more of the metric's events than an index may hold (heatmaps.INDEX_MAX_EVENTS) is
+    read from the grid summary the Dispatch heatmap reads: its window starts on a grid bucket, its time bins are
+    whole buckets and the latency edges are grid edges (heatsummary.py), exact for those bins."""
+    sides = [_heat_side(con, s, metric) for s in (a, b)]
+    if all(h is None for h in sides):
         return None
-    vmin = min(f[5][2] for f in there)
-    vmax = max(f[5][3] for f in there)
-    edges = heatmaps.latency_edges(vmin, vmax, y_bins)
-    longest = max(f[3] - f[2] for f in there)
-    x_bin = _bin_width(longest, x_bins)
+    first = _widths(sides, x_bins, x_time)  # the grid sides' levels: their windows then start on a bucket
     sides = [
-        None if f is None else _heat_cells(f, x_bin if x_time == "shared" else _bin_width(f[3] - f[2], x_bins), edges)
-        for f in found
+        _snap(con, s, metric, h, x) if h is not None and h.grid is not None else h
+        for s, h, x in zip((a, b), sides, first)
     ]
+    for _ in range(2):  # a grid side without events in its window once snapped: the widths again without it
+        widths = _widths(sides, x_bins, x_time) if any(h is not None for h in sides) else []
+        checked = [_grid_stats(h, x) if h is not None and h.grid is not None else h for h, x in zip(sides, widths)]
+        if all(h is None for h in checked):
+            return None
+        if [h is None for h in checked] == [h is None for h in sides]:
+            break
+        sides = checked
+    sides = checked
+    there = [h for h in sides if h is not None]
+    vmin = min(h.stats[2] for h in there)
+    vmax = max(h.stats[3] for h in there)
+    grid = None
+    if any(h.grid is not None for h in there):  # edges the grid's buckets fall in whole
+        lo_b = min(h.lb_range[0] if h.grid else heatsummary.lb_of(h.stats[2]) for h in there)
+        hi_b = max(h.lb_range[1] if h.grid else heatsummary.lb_of(h.stats[3]) for h in there)
+        grid = (lo_b, -(-(hi_b - lo_b + 1) // y_bins))
+        edges = heatsummary.grid_edges(lo_b, hi_b, grid[1])
+    else:
+        edges = heatmaps.latency_edges(vmin, vmax, y_bins)
+    cells = [None if h is None else _heat_cells(h, x, edges, grid) for h, x in zip(sides, widths)]
+    longest = max(there, key=lambda h: h.hi - h.start())
+    x_bin = widths[next(i for i, h in enumerate(sides) if h is longest)]
     empty = heatmaps.no_percentiles()
-    pa, pb = ((s or {"percentiles": empty})["percentiles"] for s in sides)
+    pa, pb = ((c or {"percentiles": empty})["percentiles"] for c in cells)
     return {
         "metric": metric,
         "kind": heatmaps.kind_of(metric),
         "x_time": x_time,
         "x_bin_ns": x_bin,
-        "x_bins": max(s["x_bins"] for s in sides if s),
+        "x_bins": max(c["x_bins"] for c in cells if c),
         "y_bins": len(edges) - 1,
         "y_edges_ns": edges,
-        "max_count": max((c["count"] for s in sides if s for c in s["cells"]), default=0),
-        "a": sides[0],
-        "b": sides[1],
+        "max_count": max((c["count"] for s in cells if s for c in s["cells"]), default=0),
+        "a": cells[0],
+        "b": cells[1],
         "deltas": [_percentile_delta(metric, stat, pa[stat], pb[stat]) for stat in PERCENTILE_STATS],
     }
 

@@ -92,42 +92,60 @@ class Summary:
         li = self.level_for(want)
         if li is None:
             return None
-        lv = self.levels[li]
-        w = lv.width
+        w = self.levels[li].width
         c0 = (lo - self.t0) // w  # first bucket (may be before the first event)
         t0 = self.t0 + c0 * w
         m = -(-(-(-(hi - t0 + 1) // x_bins)) // w)  # buckets per time bin: at most x_bins bins from t0 to hi
         x_bin = m * w
         nx = max(1, -(-(hi - t0 + 1) // x_bin))
-        t1 = t0 + nx * x_bin - 1
-        c1 = c0 + nx * m  # buckets [c0, c1)
-        i0, i1 = np.searchsorted(lv.tb, [c0, c1])
-        out = {"t0": t0, "t1": t1, "x_bins": nx, "x_bin": x_bin, "n": 0}
-        if i0 >= i1:
+        out = {"t0": t0, "t1": t0 + nx * x_bin - 1, "x_bins": nx, "x_bin": x_bin, "n": 0}
+        st = self.stats(li, c0, c0 + nx * m)
+        if st is None:
             return out
-        cnt = lv.count[i0:i1]
-        lbs = lv.lb[i0:i1].astype(np.int64)
-        hist = np.bincount(lbs, weights=cnt, minlength=J).astype(np.int64)
+        a, b = st["lb_range"]
+        step = -(-(b - a + 1) // y_bins)
+        edges = grid_edges(a, b, step)
+        cells = self.cells(li, c0, m, nx, a, step, len(edges) - 1)
+        out.update(n=st["n"], quantiles=st["quantiles"], vmin=st["vmin"], vmax=st["vmax"], edges=edges, cells=cells)
+        return out
+
+    def stats(self, li: int, c0: int, c1: int) -> dict | None:
+        """The order statistics of the events in level li's buckets [c0, c1) (None: none there): n, quantiles
+        (QUANTILES), vmin, vmax, and lb_range, the first and last latency bucket holding some."""
+        lv = self.levels[li]
+        i0, i1 = np.searchsorted(lv.tb, [c0, c1])
+        if i0 >= i1:
+            return None
+        hist = np.bincount(lv.lb[i0:i1].astype(np.int64), weights=lv.count[i0:i1], minlength=J).astype(np.int64)
         n = int(hist.sum())
         scale = FANOUT**li
-        b0, b1 = c0 * scale, c1 * scale  # level-0 buckets
         qpos = [max(0, -(-f.numerator * n // f.denominator) - 1) for f in (Fraction(str(q)) for q in QUANTILES)]
-        stats = self._kth(hist, b0, b1, [*qpos, 0, n - 1])
-        vmin, vmax = stats[-2], stats[-1]
-        a, b = int(np.flatnonzero(hist)[0]), int(np.flatnonzero(hist)[-1])
-        step = -(-(b - a + 1) // y_bins)
-        ny = -(-(b - a + 1) // step)
-        edges = [EDGES[a + k * step] if a + k * step <= J else grid_edge(a + k * step) for k in range(ny + 1)]
+        got = self._kth(hist, c0 * scale, c1 * scale, [*qpos, 0, n - 1])  # level-0 buckets
+        used = np.flatnonzero(hist)
+        return {
+            "n": n,
+            "quantiles": got[:-2],
+            "vmin": got[-2],
+            "vmax": got[-1],
+            "lb_range": (int(used[0]), int(used[-1])),
+        }
+
+    def cells(self, li: int, c0: int, m: int, nx: int, a: int, step: int, ny: int) -> list[tuple]:
+        """The non-empty cells (x, y, count, max, sid, line, pid) of level li's buckets from c0 in nx time bins of
+        m buckets and ny latency bins of `step` latency buckets from bucket a (grid_edges(a, ., step); buckets
+        below a in bin 0, above the last bin in it), in x, y order."""
+        lv = self.levels[li]
+        i0, i1 = np.searchsorted(lv.tb, [c0, c0 + nx * m])
         xs = (lv.tb[i0:i1] - c0) // m
-        ys = (lbs - a) // step
+        ys = np.clip((lv.lb[i0:i1].astype(np.int64) - a) // step, 0, ny - 1)
         cell = xs * ny + ys
-        count = np.bincount(cell, weights=cnt, minlength=nx * ny).astype(np.int64)
+        count = np.bincount(cell, weights=lv.count[i0:i1], minlength=nx * ny).astype(np.int64)
         best = np.full(nx * ny, np.iinfo(np.int64).max, np.int64)
         np.minimum.at(best, cell, lv.best[i0:i1])
         nz = np.flatnonzero(count)  # x, y order
         r = best[nz]
         pid_null = self.pid_null[r]
-        cells = list(
+        return list(
             zip(
                 (nz // ny).tolist(),
                 (nz % ny).tolist(),
@@ -138,8 +156,6 @@ class Summary:
                 [None if nl else p for p, nl in zip(self.pid[r].tolist(), pid_null.tolist())],
             )
         )
-        out.update(n=n, quantiles=stats[:-2], vmin=vmin, vmax=vmax, edges=edges, cells=cells)
-        return out
 
     def _kth(self, hist: np.ndarray, b0: int, b1: int, ks: list[int]) -> list[int]:
         """The k-th smallest latency (0-based) of the events in level-0 buckets [b0, b1), for each k: the latency
@@ -165,6 +181,17 @@ class Summary:
 
 
 QUANTILES = [0.5, 0.9, 0.99, 0.999, 0.9999]  # heatmaps.QUANTILES (checked by a test)
+
+
+def grid_edges(a: int, b: int, step: int) -> list[int]:
+    """The latency edges of bins of `step` grid buckets each from bucket a, the last holding bucket b."""
+    ny = -(-(b - a + 1) // step)
+    return [EDGES[a + k * step] if a + k * step <= J else grid_edge(a + k * step) for k in range(ny + 1)]
+
+
+def lb_of(v: int) -> int:
+    """The grid latency bucket of a latency (lb: how many of G_1 .. G_{J-1} are at most v)."""
+    return int(np.searchsorted(EDGES[1:J], v, "right"))
 
 
 def bucket_sql(v: str) -> str:
