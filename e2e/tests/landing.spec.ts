@@ -174,3 +174,38 @@ test("the calls panel brings a task's calls past the first 5,000 on Show more", 
   await expect(more).toHaveCount(0); // every call is drawn
   await expect(panel.locator('[aria-label="Call flame chart"]')).toHaveAttribute('data-ready', '1');
 });
+
+test("the chain waterfall's request bar opens the request; a Stalls heatmap cell lists its waits in view", async ({ page, request }) => {
+  const id = await analysis(request, 'landing incident', INCIDENT.map(file));
+  await page.goto(`/a/${id}?tab=stalls`);
+  // the waterfall of the worst chain: its last row is the block request (charts/chainWaterfall.ts: grid top 30, bottom
+  // 40, left 150, right 170, a row per link and one for the request)
+  const waterfall = page.getByRole('img', { name: 'Wait chain waterfall' });
+  await expect(waterfall).toHaveAttribute('data-ready', '1');
+  const rows = 5; // four links and the request
+  const w = (await waterfall.boundingBox())!;
+  const plotH = w.height - 30 - 40;
+  await page.mouse.click(w.x + 150 + (w.width - 320) / 2, w.y + 30 + (plotH * (rows - 0.5)) / rows);
+  await expect(page).toHaveURL(/tab=dispatch&req=\d+%3A4069/);
+  await expectInView(page, page.getByTestId('request-detail'));
+
+  // the Stalls heatmap: a click on its fullest cell lists that cell's waits under the chart, brought into view
+  await page.goto(`/a/${id}?tab=stalls`);
+  const chart = page.locator('[aria-label="Stalls latency heatmap"]');
+  await expect(chart).toHaveAttribute('data-ready', '1');
+  type Cell = { x: number; y: number; count: number };
+  const h = (await (await request.get(`/api/analyses/${id}/heatmap`, { params: { metric: 'wait', x_bins: 120, y_bins: 40 } })).json()) as {
+    x_bins: number; y_bins: number; cells: Cell[];
+  };
+  const c = [...h.cells].sort((a, b) => b.count - a.count)[0];
+  await chart.scrollIntoViewIfNeeded();
+  const b = (await chart.boundingBox())!;
+  const GRID = { left: 78, right: 92, top: 14, bottom: 62 };
+  const cw = (b.width - GRID.left - GRID.right) / h.x_bins;
+  const ch = (b.height - GRID.top - GRID.bottom) / h.y_bins;
+  await page.mouse.click(b.x + GRID.left + (c.x + 0.5) * cw, b.y + GRID.top + (h.y_bins - 1 - c.y + 0.5) * ch);
+  const list = page.getByTestId('heatmap-events');
+  await expect(list.getByTestId('heatmap-events-count')).toContainText(`${c.count} waits in the box`);
+  await expectInView(page, list);
+  await expect(list.locator('tbody tr.selected')).toHaveCount(1); // the cell's slowest wait
+});

@@ -4,6 +4,7 @@ import { useEffect, useRef, type RefObject } from 'react';
 
 const SETTLE_MS = 1500; // charts and tables above the target load for a while after a link lands: follow them
 const FLASH_MS = 1600;
+const REVEALED = 'stallscope:revealed'; // a window event: a selection was brought into view
 
 /** How far `r` is outside a viewport `vh` px tall: 0 when it is wholly in it, or when it is taller than the
  * viewport and fills it from its top. */
@@ -45,6 +46,9 @@ export function useReveal<T extends HTMLElement>(key: string | null, ready = tru
     shown.current = key;
     reveal(el);
     flash(el);
+    // the latest selection shown wins: one revealed before it stops following (a heatmap cell selects a wait of the
+    // table above and lists the cell's waits below: the list, shown once loaded, is what the click asked for)
+    window.dispatchEvent(new CustomEvent(REVEALED, { detail: el }));
     const until = performance.now() + SETTLE_MS;
     const ro = new ResizeObserver(() => {
       if (performance.now() > until) return ro.disconnect();
@@ -53,14 +57,17 @@ export function useReveal<T extends HTMLElement>(key: string | null, ready = tru
     ro.observe(document.body);
     // a user who scrolls on their own is left alone
     const stop = () => ro.disconnect();
+    const other = (e: Event) => (e as CustomEvent).detail !== el && stop();
     window.addEventListener('wheel', stop, { once: true, passive: true });
     window.addEventListener('keydown', stop, { once: true });
+    window.addEventListener(REVEALED, other);
     const t = window.setTimeout(stop, SETTLE_MS);
     return () => {
       ro.disconnect();
       window.clearTimeout(t);
       window.removeEventListener('wheel', stop);
       window.removeEventListener('keydown', stop);
+      window.removeEventListener(REVEALED, other);
     };
   }, [key, ready]);
   return ref;

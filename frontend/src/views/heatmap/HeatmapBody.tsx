@@ -26,6 +26,7 @@ import { formatAbsTime, formatCount, formatNs, formatSector, formatWaitNs } from
 import { useViewState } from '../../state/useViewState';
 import type { HeatmapBox, RequestRef } from '../../state/viewState';
 import { eventLink } from './eventLink';
+import { useReveal } from '../../lib/reveal';
 
 echarts.use([HeatmapChart, VisualMapContinuousComponent, BrushComponent]);
 
@@ -135,8 +136,10 @@ function BoxEvents({ analysisId, query, box, kind }: { analysisId: string; query
     return !!w && view.wait?.sourceId === w.source_id && view.wait.line === w.line;
   };
   const data = q.data;
+  // a cell clicked or a box drawn: its list, under the chart, brought into view once it is there
+  const ref = useReveal<HTMLDivElement>(`${box.metric}:${box.t0}:${box.t1}:${box.latMin}:${box.latMax}`, !!data);
   return (
-    <div className="heatmap-events" data-testid="heatmap-events">
+    <div ref={ref} className="heatmap-events" data-testid="heatmap-events">
       <div className="panel-head">
         <span className="chip" data-testid="heatmap-box">
           box {boxLabel(box)}
