@@ -2,7 +2,8 @@
 
 One `duckdb.DuckDBPyConnection` owns the file; every request and every ingest works on its own `cursor()` (a DuckDB
 connection is not shared across threads). Opening the file creates or migrates its schema (backend/schema/) and
-deletes what an ingest that never finished left; `ingest` hands the connection to backend/ingest/.
+deletes what an ingest that never finished left; `ingest` hands the connection to backend/ingest/, then stores the
+new analysis' first views (derive/first_views.py).
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from typing import Iterable
 import duckdb
 
 from . import disk
+from .derive import first_views
 from .ingest.files import IngestError, InputFile, Progress
 from .ingest.memory import return_freed_blocks
 from .ingest.pipeline import discard_unfinished, ingest
+from .queries import stored
 from .schema import create_or_migrate
 
 __all__ = ["IngestError", "InputFile", "Progress", "Store"]  # the types of Store.ingest's arguments and refusal
@@ -46,6 +49,7 @@ class Store:
         self.db = duckdb.connect(str(path), config=config)
         create_or_migrate(self.db)
         discard_unfinished(self.db)
+        stored.discard_orphans(self.db)
         self.db.execute("CHECKPOINT")
         if disk.worth_compacting(
             self.db
@@ -65,5 +69,8 @@ class Store:
         self, files: Iterable[InputFile], name: str | None = None, progress: Progress | None = None, **how
     ) -> dict:
         """Creates one analysis from the files, a list or files that arrive (backend/ingest/pipeline.py: `how` is
-        bytes_total, spool). Raises IngestError (nothing written) if any is refused."""
-        return ingest(self.db, files, name, progress, **how)
+        bytes_total, spool). Raises IngestError (nothing written) if any is refused. Once the analysis is committed,
+        its first views are computed and stored (derive/first_views.py: what its page's first requests read)."""
+        created = ingest(self.db, files, name, progress, **how)
+        first_views.derive(self.db, created["id"])
+        return created

@@ -1,20 +1,28 @@
-"""Fills, in a background thread, what an analysis page's first requests would otherwise build (issue 6).
+"""Fills, in a background thread, what an analysis page's requests would otherwise build (issues 6 and 25).
 
-The first requests of a tab build per-process caches on first use (memo.py, heatindex.py): the Dispatch tab's
-four at once took ~2 s after a server start on 2 cores (the heatmap index of 2 M requests ~0.9 s, the
-latency-over-time chart ~0.5 s, the dispatch summary ~0.3 s), against ~1 s for every later load. The warmer
-makes the same calls as those first requests (the parameters of frontend/src/api/tabQueries.ts and the views:
-keep them equal), so the requests find the results kept:
+An analysis' first views (what its page's first requests answer) are stored at ingest (derive/first_views.py), so
+after a server start a tab's first load reads them (ms) instead of computing them (seconds, on 2 cores, beside the
+other tabs' first loads: 3.6-6.1 s on the 18.5 M-event benchmark analysis before they were stored). What is left
+to a warm-up, per analysis, in two phases:
 
-* when the app starts, for the NEWEST most recently created analyses, newest first, stopping once either
-  cache is half full (so that warming never evicts what it warmed);
-* after an ingest, for the new analysis (first in line); after a source's clock offset changed, for its analysis
-  (what was kept of it was dropped: it depended on the offsets).
+1. the first views (first_views.STEPS, the same calls as the routes, inside `stored.writing()`): where they are
+   stored, each is read into memory (a few ms); where not (a file written before they were, an analysis whose
+   clock offset changed: the PATCH deleted its timed views), it is computed and stored. Each step starts once no
+   request has been in flight for QUIET_S.
+2. what the requests after the first ones build, in memory only (INDEXES: the heatmaps' index of each first view,
+   the timeline's summaries): a zoom of the Dispatch heatmap on 2 M requests took 4.7 s without its index, the
+   timeline's first zoom 1.6 s without its summaries (measured on the benchmark analysis, load ~11). Each starts
+   only once no request has been in flight for INDEX_QUIET_S: long enough that a page's first loads, each tab's
+   requests and the browser's drawing (about a second on 2 cores), do not share the CPU with it.
 
-One thread, one computation at a time, each started only once no request has been in flight for QUIET_S:
-a request (or the upload of an ingest, until its response is sent) is never kept waiting for a computation it
-does not need, and a request that needs the one under way waits for it instead of doing it again (memo and
-heatindex compute a key once). Not a lower OS priority: such a request would then wait on a starved thread.
+Queued: when the app starts, the NEWEST most recently created analyses, newest first, stopping once either cache is
+half full (so that warming never evicts what it warmed); after an ingest, the new analysis (first in line); after a
+source's clock offset changed, its analysis.
+
+One thread, one computation at a time: a request (or the upload of an ingest, until its response is sent) is never
+kept waiting for a computation it does not need, and a request that needs the one under way waits for it instead
+of doing it again (memo and heatindex compute a key once). Not a lower OS priority: such a request would then wait
+on a starved thread.
 """
 
 from __future__ import annotations
@@ -24,40 +32,21 @@ import threading
 import time
 from collections import deque
 
-from .queries import analyses, heatindex, heatmaps, memo, offcpu, requests, stalls, timeline
+from .derive.first_views import FIRST, STEPS
+from .queries import analyses, heatindex, heatmaps, memo, stored, timeline
 
 NEWEST = 3
 QUIET_S = 0.2
+INDEX_QUIET_S = 3.0
 
-# the parameters of the frontend's first requests (keep them equal: tests/test_warm.py reads them from the frontend's
-# sources): api/tabQueries.ts' constants, the default view's (state/viewState.ts), the limits of useChains,
-# useHeatmapMetrics and the Stalls tab's WaitsPanel (api/queries.ts, views/stalls/WaitsPanel.tsx)
-FIRST = {
-    "HEATMAP_X_BINS": 120,
-    "HEATMAP_Y_BINS": 40,
-    "LATENCY_BUCKETS": 240,
-    "REQUESTS_LIMIT": 100,
-    "TIMELINE_WIDTH_PX": 1200,
-    "hm": "i2d",
-    "by": "process",
-    "tlN": 40,
-    "chains": 100,
-    "heatmap metrics": 100,
-    "waits": 100,
-}
-
-# (name, call) in the order they are warmed: Dispatch's first requests (the issue's), the timeline's, the Stalls
-# tab's (the default tab with ftrace: heatmap choices, chains, waits), the off-CPU flame graph (its defaults)
-STEPS = (
-    ("heatmap", lambda con, a: heatmaps.heatmap(con, a, FIRST["hm"], FIRST["HEATMAP_X_BINS"], FIRST["HEATMAP_Y_BINS"])),
-    ("latency-over-time", lambda con, a: requests.latency_over_time(con, a, FIRST["LATENCY_BUCKETS"])),
-    ("dispatch-summary", lambda con, a: requests.dispatch_summary(con, a, FIRST["by"])),
-    ("requests", lambda con, a: requests.requests(con, a, FIRST["hm"], FIRST["REQUESTS_LIMIT"])),
-    ("timeline", lambda con, a: timeline.timeline(con, a, None, None, FIRST["TIMELINE_WIDTH_PX"], None, FIRST["tlN"])),
-    ("heatmap-metrics", lambda con, a: heatmaps.metrics(con, a, FIRST["heatmap metrics"])),
-    ("chains", lambda con, a: stalls.first_chains(con, a, FIRST["chains"])),
-    ("waits", lambda con, a: stalls.first_waits(con, a, "duration", FIRST["waits"])),
-    ("flamegraph", lambda con, a: offcpu.flamegraph_json(con, a)),
+# (name, call): phase 2, what the first views' routes read from for any other window (the zooms), kept in memory
+INDEXES = (
+    ("heatmap index", lambda con, a: heatmaps.prepare(con, a, FIRST["hm"])),
+    ("waits heatmap index", lambda con, a: heatmaps.prepare(con, a, "wait")),
+    (
+        "timeline summaries",
+        lambda con, a: timeline.timeline(con, a, None, None, FIRST["TIMELINE_WIDTH_PX"], None, FIRST["tlN"]),
+    ),
 )
 
 
@@ -110,14 +99,14 @@ class Warmer:
             self._last = time.monotonic()
             self._cv.notify_all()
 
-    def _quiet(self) -> bool:
-        """Waits until no request has been in flight for QUIET_S; False: stopping."""
+    def _quiet(self, seconds: float) -> bool:
+        """Waits until no request has been in flight for `seconds`; False: stopping."""
         with self._cv:
             while not self._stopping:
                 quiet = time.monotonic() - self._last
-                if not self._busy and quiet >= QUIET_S:
+                if not self._busy and quiet >= seconds:
                     return True
-                self._cv.wait(None if self._busy else QUIET_S - quiet)
+                self._cv.wait(None if self._busy else seconds - quiet)
             return False
 
     def _run(self) -> None:
@@ -150,12 +139,14 @@ class Warmer:
             self._con = con
         seconds: dict[str, float] = {}
         try:
-            for name, call in STEPS:
-                if not self._quiet():
-                    return
-                t0 = time.perf_counter()
-                call(con, analysis_id)
-                seconds[name] = time.perf_counter() - t0
+            for quiet, steps in ((QUIET_S, STEPS), (INDEX_QUIET_S, INDEXES)):
+                for name, call in steps:
+                    if not self._quiet(quiet):
+                        return
+                    t0 = time.perf_counter()
+                    with stored.writing():  # phase 1: what the analysis lacks is stored (queries/stored.py)
+                        call(con, analysis_id)
+                    seconds[name] = time.perf_counter() - t0
         except Exception as e:  # a failed step is computed again by its request, which reports the error
             if not self._stopping:
                 print(

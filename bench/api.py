@@ -23,6 +23,7 @@ import json
 import math
 import os
 import random
+import resource
 import sys
 import time
 import warnings
@@ -32,6 +33,7 @@ warnings.filterwarnings("ignore", message=".*httpx.*")  # starlette's TestClient
 from fastapi.testclient import TestClient  # noqa: E402
 
 from backend.app import create_app  # noqa: E402
+from backend.derive import first_views  # noqa: E402
 from backend.store import InputFile, Store  # noqa: E402
 from bench import inputs as bench_inputs  # noqa: E402
 from bench.inputs import OUT  # noqa: E402
@@ -49,23 +51,50 @@ def inputs() -> list[Path]:
     return [bench_inputs.blkparse(), bench_inputs.funcgraph(), bench_inputs.offcpu()]
 
 
-def build(paths: list[Path]) -> tuple[str, float]:
-    """One analysis of all the files, in a fresh bench-out/api.duckdb; returns its id and the ingest seconds."""
+def _cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def build(paths: list[Path]) -> tuple[str, float, dict]:
+    """One analysis of all the files, in a fresh bench-out/api.duckdb; returns its id, the ingest seconds and the
+    share of its last step, the first views (derive/first_views.py, after the commit): its seconds, CPU seconds and
+    the process' peak RSS before and after it, beside the whole ingest's."""
     for p in (DB, Path(str(DB) + ".wal")):
         p.unlink(missing_ok=True)
     store = Store(DB)
     files = [open(p, "rb") for p in paths]
+    derive, fv = first_views.derive, {}
+
+    def timed(db, analysis_id):
+        c0, t0, fv["peak_before_mib"] = _cpu_s(), time.perf_counter(), _peak_mib()
+        fv["steps"] = derive(db, analysis_id)
+        fv.update(seconds=time.perf_counter() - t0, cpu_s=_cpu_s() - c0, peak_after_mib=_peak_mib())
+        return fv["steps"]
+
+    first_views.derive = timed  # (store.py calls it by the module's attribute)
     try:
         print(f"ingesting {', '.join(p.name for p in paths)} into {DB}...", file=sys.stderr, flush=True)
-        t0 = time.perf_counter()
+        c0, t0 = _cpu_s(), time.perf_counter()
         created = store.ingest([InputFile(p.name, f, p.stat().st_size) for p, f in zip(paths, files)],
                                name="bench: api latency")
         seconds = time.perf_counter() - t0
+        fv.update(ingest_seconds=seconds, ingest_cpu_s=_cpu_s() - c0)
     finally:
+        first_views.derive = derive
         for f in files:
             f.close()
         store.close()  # checkpoints: the file size below is the data, not a WAL
-    return created["id"], seconds
+    if "seconds" in fv:
+        print(f"first views: {fv['seconds']:.1f} s ({fv['cpu_s']:.1f} s CPU) of the ingest's {seconds:.1f} s"
+              f" ({fv['ingest_cpu_s']:.1f} s CPU): CPU x{fv['ingest_cpu_s'] / (fv['ingest_cpu_s'] - fv['cpu_s']):.3f};"
+              f" peak RSS {fv['peak_before_mib']:.0f} MiB before them, {fv['peak_after_mib']:.0f} MiB after",
+              file=sys.stderr, flush=True)
+    return created["id"], seconds, fv
 
 
 def window(rng: random.Random, t_min: int, t_max: int) -> dict:
@@ -189,10 +218,10 @@ def worst_cases(summary: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     paths = inputs()
-    ingest_s = None
+    ingest_s, first = None, None
     aid = reusable(paths) if "--reuse" in argv else None
     if aid is None:
-        aid, ingest_s = build(paths)
+        aid, ingest_s, first = build(paths)
     wal = Path(str(DB) + ".wal")
     db_bytes = DB.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
 
@@ -216,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": bench_inputs.machine(), "analysis_id": aid, "calls_per_route": CALLS, "warmup_calls": WARMUP,
         "seed": SEED, "max_zoom": MAX_ZOOM,
         "sources": [{k: s.get(k) for k in ("filename", "format", "lines", "events", "bytes")} for s in info["sources"]],
-        "events": events, "span_ns": span, "ingest_seconds": ingest_s,
+        "events": events, "span_ns": span, "ingest_seconds": ingest_s, "first_views": first,
         "db_bytes": db_bytes, "db_mib_per_million_events": db_bytes / 2**20 / (events / 1e6),
         "targets": {"p95_ms": TARGET_P95_MS, "max_bytes": TARGET_BYTES}, "warm_up": warm_up, "routes": results,
         "load_before": load0, "load_after": bench_inputs.loadavg(),

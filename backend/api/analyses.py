@@ -19,7 +19,7 @@ from ..derive import align, chains
 from ..ingest import IngestError
 from ..ingest.arrivals import Arrivals, ReceiveAborted
 from ..limits import RETRY_AFTER_S, BodyTimeout, Busy, Limits
-from ..queries import analyses, memo
+from ..queries import analyses, memo, stored
 from ..store import Store
 from . import models, upload_body
 from .deps import (
@@ -224,9 +224,10 @@ def place_source(
     try:
         align.set_offset(con, analysis_id, source_id, body.clock_offset_ns, body.same_span_as)
         chains.relink(con, analysis_id)
+        stored.drop_timed(con, analysis_id)  # the first views that hold times or chains (queries/stored.py)
         con.commit()
         memo.forget(analysis_id)  # results kept with the old offsets or chains
-        if request.app.state.warmer:  # computed again, once this response is sent (warm.py)
+        if request.app.state.warmer:  # computed and stored again, once this response is sent (warm.py)
             request.app.state.warmer.add(analysis_id)
     except LookupError as e:
         con.rollback()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-import pydantic_core
 from fastapi import HTTPException, Query, Response
 from pydantic import BaseModel, Field
 
@@ -125,5 +124,5 @@ def get_timeline(
     wanted = [x for x in (lanes or "").split(",") if x] or None
     # the body as built, in the model's shape, serialised without validating it again (tests/test_timeline.py
     # checks bodies against the model): thousands of items per response
-    body = timeline_queries.timeline(con, analysis_id, t0_ns, t1_ns, width_px, wanted, max_lanes)
-    return Response(pydantic_core.to_json(body), media_type="application/json")
+    body = timeline_queries.timeline_json(con, analysis_id, t0_ns, t1_ns, width_px, wanted, max_lanes)
+    return Response(body, media_type="application/json")

@@ -2,7 +2,7 @@
 command that would add it next time; where the trace lost events (buffer overruns), on the analysis' timeline.
 
 Read from the staged and derived rows (counts, a few small aggregates) and the sources' notes; kept per analysis
-(memo: rows never change after ingest, the lost ranges follow the clock offsets).
+(stored.py: rows never change after ingest, the lost ranges follow the clock offsets).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from . import memo
+from . import stored
 from .run import run
 
 # what each view reads, in the order the page shows its tabs
@@ -144,9 +144,7 @@ def _view(tab: str, state: str, summary: str) -> dict:
 
 def capabilities(con, analysis_id: str) -> dict:
     """See the module's docstring: {views, missing, lost, events}."""
-    return memo.get(
-        (analysis_id, "capabilities", memo.offsets(con, analysis_id)), lambda: _capabilities(con, analysis_id)
-    )
+    return stored.get(con, analysis_id, "capabilities", (), lambda: _capabilities(con, analysis_id), timed=True)
 
 
 def _capabilities(con, analysis_id: str) -> dict:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import heatindex, heatsummary, memo
+from . import heatindex, heatsummary, memo, stored
 from .run import run
 
 BLOCK_METRICS = ("i2d", "d2c", "q2c")
@@ -145,6 +145,15 @@ def event_index(con, analysis_id: str, metric: str, filter: str | None, pid=None
         )
 
     return heatindex.get((analysis_id, metric, filter, pid, dev), load)
+
+
+def prepare(con, analysis_id: str, metric: str, filter: str | None = None) -> None:
+    """Builds now what the metric's heatmaps of windows are read from (the index, or the grid summary past
+    INDEX_MAX_EVENTS), unless it is kept already: the warm-up's, for the zooms after a first view."""
+    if _indexable(con, analysis_id, metric, filter):
+        event_index(con, analysis_id, metric, filter)
+    else:
+        _summary(con, analysis_id, metric, filter)
 
 
 def _summary(con, analysis_id: str, metric: str, filter: str | None) -> heatsummary.Summary | None:
@@ -289,9 +298,22 @@ def heatmap(
     live: bool = False,
 ) -> dict:
     """The heatmap, from the index (heatindex.py) unless live is asked (the SQL below: the reference the index
-    is tested against)."""
+    is tested against). The whole analysis' (a tab's first) is kept per clock offsets (stored.py)."""
     if live:
         return heatmap_sql(con, analysis_id, metric, x_bins, y_bins, pid, dev, t0, t1, filter)
+    if pid is None and dev is None and t0 is None and t1 is None:
+        return stored.get(
+            con,
+            analysis_id,
+            "heatmap",
+            (metric, filter, x_bins, y_bins),
+            lambda: _heatmap(con, analysis_id, metric, x_bins, y_bins, None, None, None, None, filter),
+            timed=True,
+        )
+    return _heatmap(con, analysis_id, metric, x_bins, y_bins, pid, dev, t0, t1, filter)
+
+
+def _heatmap(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, pid, dev, t0, t1, filter) -> dict:
     if not _indexable(con, analysis_id, metric, filter, pid, dev):
         summary = _summary(con, analysis_id, metric, filter) if pid is None and dev is None else None
         found = heatmap_summary(summary, metric, filter, x_bins, y_bins, t0, t1) if summary else None
@@ -587,8 +609,10 @@ def _attach_chains(con, analysis_id: str, out: list[dict]) -> None:
 def metrics(con, analysis_id: str, limit: int = 50) -> dict:
     """What can be drawn for this analysis: the metrics with events (and how many), the functions with a
     known call duration (top `limit` by total duration) and the locks of the waits (by total wait). Computed
-    once per analysis and limit (it holds no time: memo.py)."""
-    return memo.get((analysis_id, "heatmap-metrics", limit), lambda: _metrics(con, analysis_id, limit))
+    once per analysis and limit (it holds no time: stored.py)."""
+    return stored.get(
+        con, analysis_id, "heatmap-metrics", (limit,), lambda: _metrics(con, analysis_id, limit), timed=False
+    )
 
 
 def _metrics(con, analysis_id: str, limit: int) -> dict:

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pydantic_core
 
 from .. import locks
-from . import flame, memo
+from . import flame, stored
 from .run import run
 
 _FILTERS = {"source": "o.source_id = $source", "pid": "o.pid = $pid", "comm": "o.comm = $comm"}
@@ -104,7 +104,7 @@ def flamegraph_json(
     comm: str | None = None,
 ) -> bytes:
     """The flame graph as the route sends it (JSON, leaves without `children`): an analysis' records never change,
-    so it is built once per set of parameters and kept (memo.shared)."""
+    so it is built once per set of parameters and kept (stored.py: it holds no time)."""
     args = {
         "side": side,
         "invert": invert,
@@ -115,9 +115,14 @@ def flamegraph_json(
         "pid": pid,
         "comm": comm,
     }
-    return memo.shared(
-        (analysis_id, "flamegraph", *args.values()),
+    return stored.get(
+        con,
+        analysis_id,
+        "flamegraph",
+        tuple(args.values()),
         lambda: pydantic_core.to_json(_leaves_bare(flamegraph(con, analysis_id, **args))),
+        timed=False,
+        raw=True,
     )
 
 
@@ -188,6 +193,11 @@ def flamegraph_diff(
 
 
 def tasks(con, analysis_id: str, limit: int) -> list[dict]:
+    """The tasks by off-CPU time (the flame graph's task filter, the Off-CPU tab's first: stored.py)."""
+    return stored.get(con, analysis_id, "offcpu-tasks", (limit,), lambda: _tasks(con, analysis_id, limit), timed=False)
+
+
+def _tasks(con, analysis_id: str, limit: int) -> list[dict]:
     rows = run(
         con,
         "SELECT o.comm, o.pid, sum(o.value_us)::BIGINT AS value_us, count(*) AS stacks FROM offcpu_stacks o"

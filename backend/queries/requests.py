@@ -9,7 +9,7 @@ import json
 
 from ..derive.blk import REQUEST_SOURCES
 from ..schema.tables import REQUEST_COLUMNS, TOP, TOP_METRICS
-from . import memo, paging
+from . import paging, stored
 from .run import run
 
 ORDER = {
@@ -133,10 +133,14 @@ def requests_page(
     key_of = lambda r: [r["_key"], r["source_id"], r["line"]]  # noqa: E731
     unfiltered = pid is None and dev is None and t0 is None and t1 is None
     if start is None and unfiltered and order in TOP_METRICS and limit + 1 <= TOP:
-        # the first page of an unfiltered slowest list: `requests` reads the slowest kept at ingest (blk_top)
-        rows = requests(con, analysis_id, order, limit + 1)
-        key = lambda r: [r[f"{order}_ns"], r["source_id"], r["line"]]  # noqa: E731
-        return paging.page(rows, limit, key, "requests", analysis_id, filters)
+        # the first page of an unfiltered slowest list (the Dispatch tab's first, stored: queries/stored.py):
+        # `requests` reads the slowest kept at ingest (blk_top)
+        def first_page():
+            rows = requests(con, analysis_id, order, limit + 1)
+            key = lambda r: [r[f"{order}_ns"], r["source_id"], r["line"]]  # noqa: E731
+            return paging.page(rows, limit, key, "requests", analysis_id, filters)
+
+        return stored.get(con, analysis_id, "requests-page", (order, limit), first_page, timed=True)
     scope, params = _scope(sources, t0, t1)
     params.update(off_params)
     where, given = _filters(pid=pid, dev=dev)
@@ -273,9 +277,12 @@ def dispatch_summary(con, analysis_id: str, by: str, t0=None, t1=None) -> list[d
     each request counted once; beside them btt's figures (`btt`, per queued bio as btt counts: btt_rows), over the
     whole trace only (none with a window that leaves requests out).
     Over all the requests (no window, or one holding every source's whole span): computed once and kept
-    (memo.py); over a window: computed per call, each source's window in its own time (zone maps)."""
+    (stored.py: it holds no time); over a window: computed per call, each source's window in its own time (zone
+    maps)."""
     if _holds_all(con, analysis_id, t0, t1):
-        return memo.get((analysis_id, "dispatch-summary", by), lambda: _with_btt(con, analysis_id, by))
+        return stored.get(
+            con, analysis_id, "dispatch-summary", (by,), lambda: _with_btt(con, analysis_id, by), timed=False
+        )
     return dispatch_sql(con, analysis_id, by, t0, t1)
 
 
@@ -380,12 +387,16 @@ def phase_stats(row: dict) -> dict:
 
 def latency_over_time(con, analysis_id: str, buckets: int, pid=None, dev=None, t0=None, t1=None) -> dict:
     """I2D (placed at I) and D2C (at D) per time bucket: count, exact p50, max and the request behind it. Without
-    filters or window, kept after the first call (memo: keyed by the clock offsets, the result holds times);
+    filters or window, kept after the first call (stored.py: keyed by the clock offsets, the result holds times);
     else computed, each source's window in its own time (zone maps)."""
     if pid is None and dev is None and t0 is None and t1 is None:
-        return memo.get(
-            (analysis_id, "latency-over-time", buckets, memo.offsets(con, analysis_id)),
+        return stored.get(
+            con,
+            analysis_id,
+            "latency-over-time",
+            (buckets,),
             lambda: _latency_over_time(con, analysis_id, buckets),
+            timed=True,
         )
     return _latency_over_time(con, analysis_id, buckets, pid, dev, t0, t1)
 

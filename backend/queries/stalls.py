@@ -7,7 +7,7 @@ import json
 from collections import defaultdict
 
 from .. import locks
-from . import memo, paging
+from . import memo, paging, stored
 from .run import run
 
 WAIT_COLUMNS = [
@@ -144,33 +144,37 @@ def waits_page(
     time_key = "duration_ns" if order == "duration" else "start_ns"
     key_of = lambda w: [w[time_key], w["source_id"], w["line"]]  # noqa: E731
     unfiltered = pid is None and lock is None and lock_key is None and t0 is None and t1 is None
-    if start is None and unfiltered:  # the Stalls tab's first list (warmed, kept: first_waits), and whether more follow
-        rows = first_waits(con, analysis_id, order, limit, idle)
-        if len(rows) == limit:
-            more = waits(con, analysis_id, order, 1, idle=idle, after=paging.after(keys, key_of(rows[-1])))
-            rows = rows + more
-    else:
-        after = paging.after(keys, start) if start is not None else ("TRUE", {})
-        rows = waits(
-            con, analysis_id, order, limit + 1, pid, lock, t0, t1, lock_key, idle, after=after, starting=starting
+    if start is None and unfiltered:  # the Stalls tab's first page: stored (stored.py)
+        return stored.get(
+            con,
+            analysis_id,
+            "waits-page",
+            (order, limit, idle),
+            lambda: paging.page(
+                waits(con, analysis_id, order, limit + 1, idle=idle), limit, key_of, "waits", analysis_id, filters
+            ),
+            timed=True,
         )
+    after = paging.after(keys, start) if start is not None else ("TRUE", {})
+    rows = waits(con, analysis_id, order, limit + 1, pid, lock, t0, t1, lock_key, idle, after=after, starting=starting)
     return paging.page(rows, limit, key_of, "waits", analysis_id, filters)
 
 
 def first_waits(con, analysis_id: str, order: str = "duration", limit: int = 100, idle: bool = False) -> list[dict]:
-    """The unfiltered list of waits (the Stalls tab's first), kept per analysis and clock offsets (memo.py): the
-    route's and the warm-up's (warm.py)."""
-    return memo.get(
-        (analysis_id, "waits", order, limit, idle, memo.offsets(con, analysis_id)),
+    """The unfiltered list of waits (/waits' first), kept per analysis and clock offsets (stored.py)."""
+    return stored.get(
+        con,
+        analysis_id,
+        "waits",
+        (order, limit, idle),
         lambda: waits(con, analysis_id, order, limit, idle=idle),
+        timed=True,
     )
 
 
 def first_chains(con, analysis_id: str, limit: int = 50) -> list[dict]:
     """The chains over the whole analysis (the Stalls tab's first), kept as first_waits is."""
-    return memo.get(
-        (analysis_id, "chains", limit, memo.offsets(con, analysis_id)), lambda: chains(con, analysis_id, limit)
-    )
+    return stored.get(con, analysis_id, "chains", (limit,), lambda: chains(con, analysis_id, limit), timed=True)
 
 
 def lock_waits(con, analysis_id: str, lock_keys: list[str], t0=None, t1=None) -> list[dict]:
@@ -281,6 +285,16 @@ def calls(
 
 
 def marks(con, analysis_id: str, t0: int | None, t1: int | None, limit: int) -> list[dict]:
+    """The `print` events in [t0, t1] (aligned), in time order; the whole analysis' (the Stalls tab's first) kept
+    per clock offsets (stored.py)."""
+    if t0 is None and t1 is None:
+        return stored.get(
+            con, analysis_id, "marks", (limit,), lambda: _marks(con, analysis_id, None, None, limit), timed=True
+        )
+    return _marks(con, analysis_id, t0, t1, limit)
+
+
+def _marks(con, analysis_id: str, t0: int | None, t1: int | None, limit: int) -> list[dict]:
     rows = run(
         con,
         "SELECT e.source_id, e.line, e.t_ns + s.clock_offset_ns AS t, e.cpu, e.pid, e.comm, e.text FROM trace_events e"

@@ -13,6 +13,8 @@ they are right on any layout of version 0:
   wrote them with `ADD COLUMN IF NOT EXISTS` at every start: a file may have any of them).
 * 3: `add_cpu_tracks`: each ftrace source's cpu_slices and its timeline's cpu lanes (derive/cpus.py), made from its
   sched_switch rows as an ingest makes them: the file's timelines gain their CPU tracks.
+* 4: `add_first_views`: the table of the answers of an analysis page's first requests, empty: an analysis without
+  them is answered by computing (as before), and the warm-up stores them (backend/warm.py).
 The parsers' tables are rebuilt by schema/create.py when a column became generated (`rebuild`).
 """
 
@@ -22,7 +24,7 @@ from typing import Callable
 
 from parsers import funcgraph
 
-from .tables import CHAIN_LINKS_COLUMNS, TIMELINE_SCHEMA, WAITS_COLUMNS
+from .tables import CHAIN_LINKS_COLUMNS, FIRST_VIEWS_SCHEMA, TIMELINE_SCHEMA, WAITS_COLUMNS
 
 
 def stored_columns(con, table: str) -> list[str]:
@@ -141,14 +143,26 @@ def add_cpu_tracks(con) -> None:
         raise
 
 
+def add_first_views(con) -> None:
+    """The table `first_views` (derive/first_views.py), empty: none of the file's analyses has its first views stored
+    yet. Not computed here (seconds per analysis of millions of events, at every open of an old file's server): the
+    warm-up stores them, newest analyses first, and until then a request computes its answer as before."""
+    con.execute(FIRST_VIEWS_SCHEMA)
+
+
 def _to_version_1(con) -> None:
     migrate_calls(con)
     migrate_waits_and_links(con)
 
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # (the version a step makes, the step), in order
-STEPS: list[tuple[int, Callable]] = [(1, _to_version_1), (2, add_source_columns), (3, add_cpu_tracks)]
+STEPS: list[tuple[int, Callable]] = [
+    (1, _to_version_1),
+    (2, add_source_columns),
+    (3, add_cpu_tracks),
+    (4, add_first_views),
+]
 
 
 class NewerSchema(Exception):

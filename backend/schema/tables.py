@@ -5,8 +5,9 @@ their rows are laid out.
 by source_id) are defined by each parser's Arrow schemas (`TABLES`, with `GENERATED` columns and `VIEWS`:
 parsers/blkparse.py, funcgraph.py, offcpu.py; PARSER_TABLES names them) and created by schema/create.py. Everything
 derived from them is here (SCHEMA): `blk_top`, the waits and chains (stored as `wait_rows` / `chain_link_rows`, read
-through the views `waits`, `stall_waits`, `chain_links`), and the timeline's task slices and summaries. Older layouts
-are brought to these by schema/migrations.py.
+through the views `waits`, `stall_waits`, `chain_links`), the timeline's task slices and summaries, and the answers
+of an analysis page's first requests (`first_views`, derive/first_views.py). Older layouts are brought to these by
+schema/migrations.py.
 """
 
 from __future__ import annotations
@@ -222,5 +223,15 @@ CREATE TABLE IF NOT EXISTS tl_calls (  -- calls of depth <= MAX_CALL_DEPTH at le
 # is committed, in a transaction of its own; until then no read joins them, and a failed ingest deletes them
 STAGED_TABLES = ("task_slices", "tl_meta", "tl_lanes", "tl_bins", "tl_long", "tl_depth", "tl_calls", "cpu_slices")
 
+# ---- the first views: what an analysis page's first requests answer (derive/first_views.py, queries/stored.py) ------
 
-SCHEMA = BLK_SCHEMA + STALLS_SCHEMA + TIMELINE_SCHEMA
+FIRST_VIEWS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS first_views (
+    analysis_id VARCHAR NOT NULL,
+    key VARCHAR NOT NULL,            -- JSON: [what, its parameters..., if timed the offsets [[source id, ns], ...]]
+    timed BOOLEAN NOT NULL,          -- holds aligned times or chains: depends on the clock offsets
+    body BLOB NOT NULL               -- the answer as computed: JSON text (a flame graph: the route's body)
+);
+"""
+
+SCHEMA = BLK_SCHEMA + STALLS_SCHEMA + TIMELINE_SCHEMA + FIRST_VIEWS_SCHEMA

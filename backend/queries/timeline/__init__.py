@@ -44,9 +44,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 import numpy as np
+import pydantic_core
 
 from ...schema.tables import TRACKS
-from .. import memo
+from .. import memo, stored
 from ..run import run
 from .items import MAX_ITEMS, fit_items
 from .lanes import arrows, candidate_lanes, chain_links, lane_registry, marks, task_tgids
@@ -105,6 +106,24 @@ def budget(candidates: list[dict], max_lanes: int) -> list[dict]:
 
 def span(con, analysis_id: str) -> tuple[int | None, int | None]:
     return _span(_sources(con, analysis_id))
+
+
+def timeline_json(
+    con, analysis_id: str, t0: int | None, t1: int | None, width_px: int, lanes: list[str] | None, max_lanes: int
+) -> bytes:
+    """timeline()'s body as JSON (the route sends it without validating it again); the whole analysis' without
+    chosen lanes (the Timeline tab's first) kept per clock offsets (stored.py: its arrows are the chains')."""
+    if t0 is None and t1 is None and not lanes:
+        return stored.get(
+            con,
+            analysis_id,
+            "timeline",
+            (width_px, max_lanes),
+            lambda: pydantic_core.to_json(timeline(con, analysis_id, None, None, width_px, None, max_lanes)),
+            timed=True,
+            raw=True,
+        )
+    return pydantic_core.to_json(timeline(con, analysis_id, t0, t1, width_px, lanes, max_lanes))
 
 
 def timeline(
