@@ -209,3 +209,30 @@ test("the chain waterfall's request bar opens the request; a Stalls heatmap cell
   await expectInView(page, list);
   await expect(list.locator('tbody tr.selected')).toHaveCount(1); // the cell's slowest wait
 });
+
+test("from a task's flame frame to the waits on its lock: three clicks, no scrolling", async ({ page, request }) => {
+  const id = await analysis(request, 'landing incident', INCIDENT.map(file));
+  await page.goto(`/a/${id}`);
+  await page.getByRole('tablist').getByRole('tab', { name: 'Off-CPU' }).click(); // 1
+  const flame = page.locator('[aria-label="Off-CPU flame graph"]');
+  await expect(flame).toHaveAttribute('data-ready', '1');
+  // file_writer's frame, as charts/flame.ts lays out the root's children (18 px rows, the root on top)
+  type N = { name: string; value: number; children?: N[] };
+  const { root } = (await (await request.get(`/api/analyses/${id}/flamegraph`)).json()) as { root: N };
+  const kids = root.children!;
+  const i = kids.findIndex((k) => k.name === 'file_writer');
+  const x0 = kids.slice(0, i).reduce((s, k) => s + k.value, 0) / root.value;
+  const b = (await flame.boundingBox())!;
+  expect(b.y + 18 * 2).toBeLessThan(page.viewportSize()!.height); // its row in view without scrolling
+  await page.mouse.click(b.x + b.width * (x0 + kids[i].value / root.value / 2), b.y + 18 + 9); // 2
+  const detail = page.getByTestId('frame-detail');
+  await expect(detail).toContainText('file_writer');
+  await expectInView(page, detail);
+  const link = detail.getByTestId('frame-locks').getByRole('button', { name: /Waits on xfs_ilock/ });
+  await expect(link).toContainText('(2, 4.66 s in all)');
+  await link.click(); // 3
+  const waits = page.getByTestId('waits-panel');
+  await expect(waits.locator('.chip')).toHaveText(/on lock “xfs_ilock”/);
+  await expectInView(page, waits);
+  await expect(waits.getByTestId('waits-table').locator('tbody tr')).toHaveCount(2);
+});

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { FlameNode } from '../api/stallTypes';
 import { fitLabel } from './labels';
-import { LOCK_FILL, LOCK_STROKE, MATCH_FILL, buildFlameOption, diffColor, flameFill, layoutFlame, percent } from './flame';
+import { LOCK_FILL, LOCK_STROKE, MATCH_FILL, buildFlameOption, diffColor, flameFill, layoutFlame, locksUnder, percent } from './flame';
 
 const tree: FlameNode = {
   name: 'all',
@@ -105,5 +105,24 @@ describe('flame graph layout', () => {
     const html = opt.tooltip.formatter({ dataIndex: 2 });
     expect(html).toContain('after 1 stack · before 3 stacks');
     expect(html).toContain('−2 stacks');
+  });
+});
+
+describe('locksUnder', () => {
+  it("lists the sleeping primitives under a frame, a stack once per lock, not the frame's own", () => {
+    expect(locksUnder(tree)).toEqual([
+      { lock: 'down', value: 40 }, // ties by name
+      { lock: 'xfs_buf_lock', value: 40 },
+    ]);
+    expect(locksUnder(tree.children![1])).toEqual([]);
+    const lockFrame = tree.children![0].children![0];
+    expect(locksUnder(lockFrame)).toEqual([{ lock: 'down', value: 40 }]);
+    // a lock taken twice in one stack (rwsem in rwsem) counts its outermost frame only
+    const nested: FlameNode = {
+      name: 'all',
+      value: 10,
+      children: [{ name: 'down_write', value: 10, lock: 'rwsem', children: [{ name: 'rwsem_down_write_slowpath', value: 10, lock: 'rwsem', children: [] }] }],
+    };
+    expect(locksUnder(nested)).toEqual([{ lock: 'rwsem', value: 10 }]);
   });
 });

@@ -63,6 +63,22 @@ export function layoutFlame(root: FlameNode, zoomPath: string[] = []): FlameLayo
   return { rects, focus, focusPath: path, maxDepth };
 }
 
+/** The sleeping primitives in the stacks under a frame (not the frame's own lock): each lock's value, its outermost
+ * frames counted (a stack once per lock, as the server's FlameGraph.locks), the largest first. */
+export function locksUnder(n: FlameNode): { lock: string; value: number }[] {
+  const out = new Map<string, number>();
+  const walk = (x: FlameNode, held: ReadonlySet<string>) => {
+    for (const c of x.children ?? []) {
+      if (c.lock && !held.has(c.lock)) {
+        out.set(c.lock, (out.get(c.lock) ?? 0) + c.value);
+        walk(c, new Set([...held, c.lock]));
+      } else walk(c, held);
+    }
+  };
+  walk(n, new Set(n.lock ? [n.lock] : []));
+  return [...out].map(([lock, value]) => ({ lock, value })).sort((a, b) => b.value - a.value || a.lock.localeCompare(b.lock));
+}
+
 function rect(n: FlameNode, path: string[], depth: number, x0: number, x1: number): FlameRect {
   return { name: n.name, path, depth, x0, x1, value: n.value, delta: n.delta ?? null, lock: n.lock ?? null };
 }

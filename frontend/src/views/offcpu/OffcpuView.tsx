@@ -5,20 +5,11 @@ import { useAnalyses, useFlameDiff, useFlamegraph, useLockWaits, useOffcpuTasks 
 import { EChart, type EChartHandler } from '../../charts/EChart';
 import { buildFlameOption, flameHeight, formatFlameValue, layoutFlame, percent } from '../../charts/flame';
 import { ErrorBox, Loading } from '../../components/Status';
-import { formatCount, formatNs } from '../../lib/format';
+import { formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import { waitsOnLockLink } from '../../state/viewState';
 import { useReveal } from '../../lib/reveal';
-
-/** The button to the Stalls tab's waits on a lock, saying how many it lists (once counted); none when there are none. */
-function WaitsOnLock({ count, onOpen }: { count: { waits: number; total_ns: number } | undefined; onOpen: () => void }) {
-  if (count && count.waits === 0) return <span className="muted">no waits on this lock in the ftrace trace</span>;
-  return (
-    <button className="btn small" onClick={onOpen}>
-      Waits on this lock{count ? ` (${formatCount(count.waits)}, ${formatNs(count.total_ns)} in all)` : ''}
-    </button>
-  );
-}
+import { LocksUnder, WaitsOnLock } from './FrameLocks';
 
 export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
   const [view, setView] = useViewState();
@@ -274,6 +265,9 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
                   <span className="muted">Load an ftrace trace in this analysis to list the waits on it.</span>
                 )}
               </>
+            )}
+            {!layout.focus.lock && (
+              <LocksUnder focus={layout.focus} unit={view.fgUnit} counts={counts} hasFtrace={hasFtrace} onOpen={(lock) => setView({ tab: 'stalls', lockKey: lock })} />
             )}
             <span className="frame-actions">
               <button className="btn small" onClick={() => setView({ fgQ: layout.focus.name })}>
