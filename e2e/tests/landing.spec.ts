@@ -236,3 +236,28 @@ test("from a task's flame frame to the waits on its lock: three clicks, no scrol
   await expectInView(page, waits);
   await expect(waits.getByTestId('waits-table').locator('tbody tr')).toHaveCount(2);
 });
+
+test('measure a wait on the timeline: three clicks from the analysis page, no scrolling', async ({ page, request }) => {
+  const id = await analysis(request, 'landing incident', INCIDENT.map(file));
+  const a = (await (await request.get(`/api/analyses/${id}`)).json()) as { t_min_ns: number; t_max_ns: number };
+  const waits = (await (await request.get(`/api/analyses/${id}/waits?lock_key=xfs_ilock`)).json()) as {
+    comm: string; pid: number; start_ns: number; end_ns: number;
+  }[];
+  const w = waits.find((x) => x.comm === 'file_writer')!;
+  await page.goto(`/a/${id}`);
+  await page.getByRole('tablist').getByRole('tab', { name: 'Timeline' }).click(); // 1
+  const view = page.getByTestId('timeline-view');
+  await expect(view.locator('[aria-label="Analysis timeline"]')).toHaveAttribute('data-ready', '1');
+  // the whole analysis: the wait's slice (3 px under its lane's top, 16 px tall) is in the window without scrolling
+  const lane = (await view.locator(`[data-lane$=":${w.pid}"][data-lane^="task:"]`).boundingBox())!;
+  expect(lane.y + 19).toBeLessThan(page.viewportSize()!.height);
+  const plot = (await view.locator('.timeline-plot').boundingBox())!;
+  const frac = ((w.start_ns + w.end_ns) / 2 - a.t_min_ns) / (a.t_max_ns - a.t_min_ns);
+  await page.mouse.click(plot.x + 8 + frac * (plot.width - 24), lane.y + 3 + 8); // 2
+  const drawer = page.getByTestId('timeline-selected');
+  await expect(drawer).toContainText('file_writer (3271): wait in xfs_ilock');
+  await drawer.getByRole('button', { name: 'Measure it' }).click(); // 3
+  await expect(view.getByTestId('measure')).toHaveText(/Δt 2\.30 s/);
+  expect(await page.evaluate(() => window.scrollY)).toBe(0);
+  await expectInView(page, view.locator('.measure-label').first());
+});
