@@ -9,6 +9,7 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
+from backend import warm
 from backend.app import create_app
 from backend.derive import first_views
 from backend.queries import capabilities, heatindex, heatmaps, memo, offcpu, requests, stalls, stored, timeline
@@ -144,5 +145,25 @@ def test_a_deleted_analysis_leaves_no_view(client):
         assert len(views(con, aid)) == len(first_views.STEPS)
         assert client.delete(f"/api/analyses/{aid}", headers={"X-Edit-Key": r.json()["edit_key"]}).status_code == 204
         assert views(con, aid) == {}
+    finally:
+        con.close()
+
+
+def test_a_heatmap_past_the_index_is_stored_by_the_warm_up(store, monkeypatch):
+    """A heatmap read from the grid summary (more events than an index holds) is left to the server at ingest (its
+    build would pass the ingest's memory bound): the warm-up stores it, as the route computes it."""
+    monkeypatch.setattr(heatmaps, "INDEX_MAX_EVENTS", 10)
+    monkeypatch.setattr(warm, "INDEX_QUIET_S", 0.2)
+    aid = ingest_paths(store, *CAPTURES["incident"])["id"]
+    con = store.cursor()
+    try:
+        kept = views(con, aid)
+        with TestClient(create_app(store), base_url="http://127.0.0.1") as c:
+            assert c.app.state.warmer.wait(120)
+        done = views(con, aid)
+        assert len(done) == len(first_views.STEPS) and kept.items() <= done.items()
+        left = [json.loads(k)[:2] for k in set(done) - set(kept)]  # the incident has more than 10 requests
+        assert ["heatmap", "i2d"] in left and all(k[0] == "heatmap" for k in left)
+        assert done == computed(con, aid)
     finally:
         con.close()
