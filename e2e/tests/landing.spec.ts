@@ -261,3 +261,22 @@ test('measure a wait on the timeline: three clicks from the analysis page, no sc
   expect(await page.evaluate(() => window.scrollY)).toBe(0);
   await expectInView(page, view.locator('.measure-label').first());
 });
+
+test('the chains list has a filter: by any task, pid or lock of a chain', async ({ page, request }) => {
+  const id = await analysis(request, 'landing incident', INCIDENT.map(file));
+  type C = { id: number; links: { comm: string | null; pid: number | null; lock: string | null }[] };
+  const chains = (await (await request.get(`/api/analyses/${id}/chains`, { params: { limit: 100 } })).json()) as C[]; // as the page asks
+  const withPid = chains.filter((c) => c.links.some((l) => l.pid === 2214));
+  expect(withPid.length).toBeGreaterThan(1);
+  await page.goto(`/a/${id}?tab=stalls`);
+  const rows = page.getByTestId('chain-list').locator('tbody tr');
+  await expect(rows).toHaveCount(chains.length);
+  await page.getByLabel('Filter chains: task, pid, lock').fill('2214');
+  await expect(rows).toHaveCount(withPid.length);
+  await expect(page.getByTestId('chains-shown')).toHaveText(`${withPid.length} of ${chains.length}`);
+  // a later link's task counts too: xfslogd ends the worst chain, whose first task is file_writer
+  await page.getByLabel('Filter chains: task, pid, lock').fill('xfslogd');
+  await expect(rows.first()).toContainText('file_writer 3271');
+  await rows.first().click();
+  await expect(page.getByTestId('chain-detail')).toContainText('Chain #1');
+});

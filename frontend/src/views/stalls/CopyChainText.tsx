@@ -28,7 +28,7 @@ export function CopyChainText({ analysisId, rank }: { analysisId: string; rank: 
 
   return (
     <span className="copy-chain-text">
-      <button onClick={copy} data-testid="copy-chain-text" title="The chain as plain text for an email or a bug report">
+      <button className="btn small" onClick={copy} data-testid="copy-chain-text" title="The chain as plain text for an email or a bug report">
         {state.kind === 'copied' ? 'Copied' : 'Copy as text'}
       </button>{' '}
       <a href={chainReportUrl(analysisId, rank)} target="_blank" rel="noreferrer">

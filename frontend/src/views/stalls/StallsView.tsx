@@ -1,6 +1,9 @@
+import { useMemo, useState } from 'react';
 import type { AnalysisDetail } from '../../api/types';
 import { useChains, useMarks } from '../../api/queries';
 import { ErrorBox, Loading } from '../../components/Status';
+import { TableFilter } from '../../components/LongTable';
+import { chainMatches } from '../../lib/chainFilter';
 import { formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import { linkLabel } from '../../charts/chainWaterfall';
@@ -29,8 +32,10 @@ function ChainsView({ analysis }: { analysis: AnalysisDetail }) {
   const [view, setView] = useViewState();
   const chains = useChains(analysis.id, { t0: view.t0, t1: view.t1 }); // the analysis-wide time range
   const marks = useMarks(analysis.id);
-  const list = chains.data ?? [];
-  const selected = view.chain !== null ? list.find((c) => c.id === view.chain) : list[0];
+  const [text, setText] = useState('');
+  const all = useMemo(() => chains.data ?? [], [chains.data]);
+  const list = useMemo(() => all.filter((c) => chainMatches(c, text)), [all, text]);
+  const selected = view.chain !== null ? all.find((c) => c.id === view.chain) : list[0];
   const windowed = view.t0 !== null && view.t1 !== null;
   const filtered = view.lock !== null || view.lockKey !== null; // the waits on a lock come first
 
@@ -43,9 +48,20 @@ function ChainsView({ analysis }: { analysis: AnalysisDetail }) {
             <h2>Wait chains</h2>
             <span className="muted">ranked by the first task's stall{windowed ? ' · first wait in the time range' : ''}</span>
           </div>
+          {all.length > 1 && (
+            <div className="chain-filter">
+              <TableFilter value={text} onChange={setText} label="Filter chains: task, pid, lock" />
+              {text.trim() && (
+                <span className="muted" data-testid="chains-shown">
+                  {list.length} of {all.length}
+                </span>
+              )}
+            </div>
+          )}
           {chains.isPending && <Loading what="chains" />}
           {chains.isError && <ErrorBox title="Could not load the chains." error={chains.error} />}
-          {chains.data && list.length === 0 && <p className="muted">No task waited {windowed ? 'in this time range' : 'in this trace'}.</p>}
+          {chains.data && all.length === 0 && <p className="muted">No task waited {windowed ? 'in this time range' : 'in this trace'}.</p>}
+          {all.length > 0 && list.length === 0 && <p className="muted">No chain has a task or lock matching “{text.trim()}”.</p>}
           {list.length > 0 && (
             <div className="table-scroll tall">
               <table className="grid compact" data-testid="chain-list">
@@ -93,7 +109,7 @@ function ChainsView({ analysis }: { analysis: AnalysisDetail }) {
           <ChainDetail analysis={analysis} chain={selected} marks={marks.data ?? []} />
         ) : (
           chains.data &&
-          list.length > 0 && (
+          all.length > 0 && (
             <section className="panel">
               <p className="muted">
                 No chain #{view.chain} {windowed ? 'starts its first wait in this time range' : 'in this analysis'}.
