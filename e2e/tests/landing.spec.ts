@@ -280,3 +280,27 @@ test('the chains list has a filter: by any task, pid or lock of a chain', async 
   await rows.first().click();
   await expect(page.getByTestId('chain-detail')).toContainText('Chain #1');
 });
+
+test('an upload prints a refused file once; its progress polls never meet a 404', async ({ page }) => {
+  const notFound: string[] = [];
+  page.on('response', (r) => r.url().includes('/api/progress/') && r.status() === 404 && notFound.push(r.url()));
+  await page.goto('/');
+  await page.getByTestId('file-input').setInputFiles([
+    { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('hello world\nthis is not a trace\n') },
+    { name: 'cfq.blkparse.txt', mimeType: 'text/plain', buffer: fs.readFileSync(path.join(SHARED, 'seed-excerpts/cfq-dispatch-starvation.blkparse.txt')) },
+  ]);
+  await page.getByRole('button', { name: /^Analyse/ }).click();
+  const err = page.getByTestId('upload-error');
+  await expect(err).toContainText('notes.txt line 1');
+  await expect(page.getByText(/notes\.txt line 1/)).toHaveCount(1); // printed once, not once per list
+  // a 15 MB trace-cmd report: the page polls the server's progress while it parses
+  const polls: number[] = [];
+  page.on('response', (r) => r.url().includes('/api/progress/') && polls.push(r.status()));
+  await page.goto('/');
+  await page.getByTestId('file-input').setInputFiles(path.join(PUBLIC, 'trace-cmd-report/derived-langraph-report-sched-softirq-kstack.txt'));
+  await page.getByRole('button', { name: /^Analyse/ }).click();
+  await expect(page.getByTestId('upload-result')).toBeVisible({ timeout: 60_000 });
+  expect(notFound).toEqual([]);
+  expect(polls.length).toBeGreaterThan(0); // it did poll while the server parsed
+  expect(polls.every((s) => s === 200)).toBe(true);
+});
