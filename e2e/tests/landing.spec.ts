@@ -304,3 +304,23 @@ test('an upload prints a refused file once; its progress polls never meet a 404'
   expect(polls.length).toBeGreaterThan(0); // it did poll while the server parsed
   expect(polls.every((s) => s === 200)).toBe(true);
 });
+
+test("the ruler's labels end inside it: none cut at its right edge", async ({ page, request }) => {
+  // the ping capture (function_graph, 255 ms): its +250 ms tick sat at the ruler's end, printed "+250 m"
+  const id = await analysis(request, 'landing ping', [file(path.join(PUBLIC, 'ftrace-funcgraph/packt-lkd-ping-funcgraph-latency-format.txt'))]);
+  for (const q of ['', '&v0=384905506000&v1=384905506050']) {
+    await page.goto(`/a/${id}?tab=timeline${q}`);
+    const ruler = page.getByTestId('timeline-ticks');
+    await expect(ruler.locator('.tick').nth(2)).toBeVisible();
+    const right = (await ruler.boundingBox())!;
+    const ends = await ruler.locator('.tick').evaluateAll((els) =>
+      els.map((e) => {
+        const r = document.createRange();
+        r.selectNodeContents(e);
+        return { text: e.textContent, right: r.getBoundingClientRect().right };
+      }),
+    );
+    for (const e of ends) if (e.text) expect(e.right, e.text).toBeLessThanOrEqual(right.x + right.width);
+    expect(ends.filter((e) => e.text).length).toBeGreaterThanOrEqual(3);
+  }
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatInstant, formatTick, niceStep, tickSpec, ticks } from './timeAxis';
+import { formatInstant, formatTick, labelFits, niceStep, tickSpec, ticks } from './timeAxis';
 
 describe('time axis ticks', () => {
   it('picks 1-2-5 steps', () => {
@@ -33,5 +33,14 @@ describe('time axis ticks', () => {
     expect(formatInstant(10_920_483_117, 1e9)).toBe('10.920483 s');
     expect(formatInstant(10_920_483_117, 5000)).toBe('10.920483117 s');
     expect(formatInstant(7_341_208_017_600, 4e6)).toBe('7341.208018 s'); // rounded, as formatAbsTime
+  });
+});
+
+describe('labelFits', () => {
+  it("leaves out a label that would run past the ruler's edge (\"+250 m\" was cut)", () => {
+    // the ping capture's ruler: 1,274 px; its +250 ms tick at 1,240 px
+    expect(labelFits(1240, '+250 ms', 1274)).toBe(false);
+    expect(labelFits(1000, '+200 ms', 1274)).toBe(true);
+    expect(labelFits(1200, '+10.970 123 45 s', 1274)).toBe(false);
   });
 });

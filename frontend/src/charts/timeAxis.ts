@@ -62,3 +62,9 @@ export function formatInstant(ns: number, span: number): string {
   const frac = String(q - whole * unit).padStart(decimals, '0');
   return `${ns < 0 ? '−' : ''}${whole}.${frac} s`;
 }
+
+/** Whether a tick's label, written from `x` (px) in the ruler's 10.5 px monospace font after a 4 px padding, ends
+ * before `right`: the last label of a window ("+250 ms") was cut at the ruler's edge. ~6.4 px a character. */
+export function labelFits(x: number, label: string, right: number): boolean {
+  return x + 4 + label.length * 6.4 <= right;
+}

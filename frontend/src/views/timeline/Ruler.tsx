@@ -1,7 +1,7 @@
 // The timeline's ruler (ticks whose labels are distinct at every zoom), the pointer's time, and a measurement
 // (two instants and the time between them), drawn in HTML over the plot.
 import { useEffect, useState, type RefObject } from 'react';
-import { formatInstant, ticks } from '../../charts/timeAxis';
+import { formatInstant, labelFits, ticks } from '../../charts/timeAxis';
 import { formatNs } from '../../lib/format';
 
 export const RULER_H = 24;
@@ -10,16 +10,21 @@ export type Geometry = { v0: number; v1: number; left: number; width: number }; 
 
 export const xOf = (g: Geometry, ns: number) => g.left + ((ns - g.v0) / (g.v1 - g.v0)) * g.width;
 
-/** Ticks every nice step, relative to `origin` (the analysis start), about one per 130 px. */
-export function Ruler({ g, origin }: { g: Geometry; origin: number }) {
+/** Ticks every nice step, relative to `origin` (the analysis start), about one per 130 px; a label that would run
+ * past the ruler's right edge (`right`, px) is left out (its line stays, its time in its tooltip). */
+export function Ruler({ g, origin, right }: { g: Geometry; origin: number; right: number }) {
   const t = ticks(g.v0 - origin, g.v1 - origin, Math.max(2, Math.floor(g.width / 130)));
   return (
     <div className="timeline-ruler" style={{ height: RULER_H }} data-testid="timeline-ticks" title="Click to place a mark: two marks measure the time between them">
-      {t.at.map((v, i) => (
-        <span key={v} className="tick" style={{ left: xOf(g, v + origin) }}>
-          {t.labels[i]}
-        </span>
-      ))}
+      {t.at.map((v, i) => {
+        const x = xOf(g, v + origin);
+        const fits = labelFits(x, t.labels[i], right);
+        return (
+          <span key={v} className={`tick${fits ? '' : ' bare'}`} style={{ left: x }} title={fits ? undefined : t.labels[i]}>
+            {fits ? t.labels[i] : ''}
+          </span>
+        );
+      })}
     </div>
   );
 }

@@ -281,7 +281,7 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
               onMouseLeave={() => setDrag(null)}
               style={{ position: 'relative' }}
             >
-              <Ruler g={g} origin={lo} />
+              <Ruler g={g} origin={lo} right={GRID_LEFT + plotPx + GRID_RIGHT} />
               <TimelineCanvas layout={layout} items={items} options={options} onPick={pick} ariaLabel="Analysis timeline" />
               {mark && <Measure g={g} mark={mark} />}
               <Cursor box={box} g={g} />
