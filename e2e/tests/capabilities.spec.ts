@@ -45,6 +45,9 @@ test('function_graph alone, no task column: waits of the CPU\'s pseudo-task, its
 
 test('function_graph on-CPU only (no wait): the Stalls heatmap opens on function durations', async ({ page }) => {
   await upload(page, [FG_ONCPU], 'funcgraph on-CPU');
+  // no task waited: the analysis opens on the Timeline (its calls), the tab with something to say
+  await expect(page.getByRole('tab', { name: 'Timeline' })).toHaveAttribute('aria-selected', 'true');
+  await page.getByRole('tab', { name: 'Stalls' }).click();
   await expect(page.getByRole('tab', { name: 'Stalls' })).toHaveAttribute('aria-selected', 'true');
   const heatmap = page.getByTestId('stalls-heatmap');
   await expect(heatmap.getByRole('button', { name: 'function duration' })).toHaveAttribute('aria-pressed', 'true');

@@ -324,3 +324,13 @@ test("the ruler's labels end inside it: none cut at its right edge", async ({ pa
     expect(ends.filter((e) => e.text).length).toBeGreaterThanOrEqual(3);
   }
 });
+
+test('a function_graph capture where no task waited opens on its Timeline, not an empty Stalls', async ({ page, request }) => {
+  const id = await analysis(request, 'landing ping', [file(path.join(PUBLIC, 'ftrace-funcgraph/packt-lkd-ping-funcgraph-latency-format.txt'))]);
+  await page.goto(`/a/${id}`);
+  await expect(page.getByRole('tablist').getByRole('tab', { name: 'Timeline' })).toHaveAttribute('aria-selected', 'true');
+  await expect(page.getByTestId('track-tree')).toContainText('ping (1556)');
+  // the Stalls tab is there all the same
+  await page.getByRole('tablist').getByRole('tab', { name: 'Stalls' }).click();
+  await expect(page.getByText('No task waited in this trace.')).toBeVisible();
+});

@@ -7,13 +7,14 @@ import { ErrorBox, Loading } from '../components/Status';
 import { formatAbsTime, formatCount, formatDate, formatNs, formatBytes, formatName } from '../lib/format';
 import { useViewState } from '../state/useViewState';
 import { hasWakerStacks } from '../lib/wakers';
-import { CaptureCapabilities } from './CaptureCapabilities';
+import { CaptureCapabilities, useCapabilities } from './CaptureCapabilities';
 import { DispatchView, OffcpuView, SourcesView, SqlView, StallsView, TimelineView } from './tabViews';
 import { TABS, type Tab } from '../state/viewState';
 
 export function AnalysisPage() {
   const { id = '' } = useParams();
   const q = useAnalysis(id);
+  const caps = useCapabilities(id);
   const [view, setView] = useViewState();
 
   if (q.isPending) return <Loading what="analysis" />;
@@ -28,7 +29,7 @@ export function AnalysisPage() {
   }
   const a = q.data;
   const tabs = availableTabs(a);
-  const tab: Tab = view.tab !== null && tabs.includes(view.tab) ? view.tab : defaultTab(tabs);
+  const tab: Tab = view.tab !== null && tabs.includes(view.tab) ? view.tab : defaultTab(tabs, caps.data?.views);
   return (
     <div className="analysis">
       <AnalysisHeader a={a} />
@@ -78,9 +79,14 @@ export function followsTimeRange(tab: Tab, a: Pick<AnalysisDetail, 'sources'>): 
   return tab === 'stalls' || tab === 'timeline' || tab === 'dispatch';
 }
 
-/** The tab an analysis opens on: the first view of its own data (Stalls, Dispatch, Off-CPU), else the timeline. */
-export function defaultTab(tabs: Tab[]): Tab {
-  return tabs.find((t) => t !== 'timeline' && t !== 'sources' && t !== 'sql') ?? tabs[0];
+/** The tab an analysis opens on: the first view of its own data (Stalls, Dispatch, Off-CPU), else the timeline; once
+ * the capture's capabilities are known (`views`), not a view they say is empty while another has data (function_graph
+ * calls without a wait: the Timeline, not an empty Stalls). */
+export function defaultTab(tabs: Tab[], views?: { tab: string; state: string }[]): Tab {
+  const first = tabs.find((t) => t !== 'timeline' && t !== 'sources' && t !== 'sql') ?? tabs[0];
+  const state = (t: Tab) => views?.find((v) => v.tab === t)?.state;
+  if (state(first) !== 'empty') return first;
+  return tabs.find((t) => t !== 'sources' && t !== 'sql' && state(t) === 'data') ?? first;
 }
 
 function AnalysisHeader({ a }: { a: AnalysisDetail }) {
