@@ -1,0 +1,183 @@
+"""Where an ingest's CPU time goes, stage by stage (issue 27, drop to view): one ingest as `Store.ingest` runs it for
+an upload (without the HTTP receive), in this process, each stage's CPU seconds (the process', so every thread's:
+the parser's, DuckDB's, the hash thread's) and wall seconds.
+
+    python -m bench.stages FILE [--db DB]
+
+Stages, in the order they run: the parser alone (a first pass over the file, nothing stored: what staging's share
+of parsing is), staging (parse, the inserts beside it, the SHA-256), each source's derive steps, each analysis
+derive step, the commit, the first views (stored before Store.ingest returns), the close (its checkpoint). What is
+left of the ingest's CPU (detection, the sources rows) is "the rest". The stages are found by wrapping the
+functions that run them for the length of the run. Prints a markdown table and JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import tempfile
+import time
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+from backend import store as store_module
+from backend.ingest import pipeline
+from backend.store import InputFile, Store
+from bench.ingest import own_peak_kib, parse_only
+
+
+def cpu_seconds() -> float:
+    """This process' CPU time, every thread's."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+class Stages:
+    """CPU and wall seconds per stage name, summed over the calls timed under it."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, list[float]] = {}
+
+    @contextmanager
+    def timed(self, name: str):
+        c0, t0 = cpu_seconds(), time.perf_counter()
+        try:
+            yield
+        finally:
+            got = self.seconds.setdefault(name, [0.0, 0.0])
+            got[0] += cpu_seconds() - c0
+            got[1] += time.perf_counter() - t0
+
+    def wrapped(self, name: str, fn):
+        def run(*args, **kwargs):
+            with self.timed(name):
+                return fn(*args, **kwargs)
+
+        return run
+
+
+def step_name(fn) -> str:
+    return f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}"
+
+
+@contextmanager
+def patched(obj, attr: str, value):
+    old = getattr(obj, attr)
+    setattr(obj, attr, value)
+    try:
+        yield
+    finally:
+        setattr(obj, attr, old)
+
+
+class TimedCommits:
+    """A connection whose cursors time their commit() under "commit" (the ingest's transaction)."""
+
+    def __init__(self, db, stages: Stages):
+        self._db, self._stages = db, stages
+
+    def __getattr__(self, name: str):
+        return getattr(self._db, name)
+
+    def cursor(self):
+        return _CommitTimingCursor(self._db.cursor(), self._stages)
+
+
+class _CommitTimingCursor:
+    def __init__(self, cur, stages: Stages):
+        self._cur, self._stages = cur, stages
+
+    def __getattr__(self, name: str):
+        return getattr(self._cur, name)
+
+    def commit(self):
+        with self._stages.timed("commit"):
+            return self._cur.commit()
+
+
+def measure(path: Path, db: Path) -> dict:
+    c0 = cpu_seconds()
+    alone = {**parse_only([str(path)]), "cpu_seconds": cpu_seconds() - c0}
+    stages = Stages()
+    for p in (db, Path(str(db) + ".wal")):
+        p.unlink(missing_ok=True)
+    store = Store(db)
+    with ExitStack() as patches:
+        patches.enter_context(patched(pipeline, "stage_source", stages.wrapped("staging", pipeline.stage_source)))
+        derive_source = {fmt: list(steps) for fmt, steps in pipeline.DERIVE_SOURCE.items()}
+        for fmt, steps in derive_source.items():
+            pipeline.DERIVE_SOURCE[fmt][:] = [stages.wrapped(f"derive, per source: {step_name(s)}", s) for s in steps]
+        derive_analysis = list(pipeline.DERIVE_ANALYSIS)
+        pipeline.DERIVE_ANALYSIS[:] = [stages.wrapped(f"derive: {step_name(s)}", s) for s in derive_analysis]
+        fv = store_module.first_views
+        patches.enter_context(patched(fv, "derive", stages.wrapped("first views", fv.derive)))
+        ingest = store_module.ingest  # the ingest's own connection times its commit (the first views' does not)
+        patches.enter_context(
+            patched(store_module, "ingest", lambda conn, *args, **kw: ingest(TimedCommits(conn, stages), *args, **kw))
+        )
+        try:
+            with open(path, "rb") as f, stages.timed("ingest"):
+                created = store.ingest([InputFile(path.name, f, path.stat().st_size)])
+        finally:
+            for fmt, steps in derive_source.items():
+                pipeline.DERIVE_SOURCE[fmt][:] = steps
+            pipeline.DERIVE_ANALYSIS[:] = derive_analysis
+    with stages.timed("close (checkpoint)"):
+        store.close()
+    secs = stages.seconds
+    ingest_cpu, ingest_wall = secs.pop("ingest")
+    inner = sum(c for name, (c, _) in secs.items() if name != "close (checkpoint)")
+    secs["the rest of the ingest"] = [ingest_cpu - inner, None]  # (its wall time is not one stretch)
+    src = created["sources"][0]
+    return {
+        "file": path.name,
+        "bytes": path.stat().st_size,
+        "format": src["format"],
+        "lines": src["lines"],
+        "parser_alone": {"cpu_seconds": alone["cpu_seconds"], "seconds": alone["seconds"]},
+        "ingest": {"cpu_seconds": ingest_cpu, "seconds": ingest_wall},
+        "stages": {k: {"cpu_seconds": c, "seconds": w} for k, (c, w) in secs.items()},
+        "load": os.getloadavg()[0],
+        "vmhwm_mib": own_peak_kib() / 1024,
+        "db_mib": db.stat().st_size / 2**20,
+    }
+
+
+def table(r: dict) -> str:
+    gib = r["bytes"] / 2**30
+    rows = [
+        f"{r['file']} ({gib:.2f} GiB, {r['lines']:,} lines), load {r['load']:.1f}",
+        "",
+        "| stage | CPU s | CPU s per GiB | share of the ingest's CPU | wall s |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    total = r["ingest"]["cpu_seconds"]
+    pa = r["parser_alone"]
+    rows.append(
+        f"| (the parser alone, before: not part of the ingest) | {pa['cpu_seconds']:.2f} | "
+        f"{pa['cpu_seconds'] / gib:.2f} | | {pa['seconds']:.2f} |"
+    )
+    for name, s in r["stages"].items():
+        share = f"{100 * s['cpu_seconds'] / total:.0f} %" if name != "close (checkpoint)" else "(after)"
+        wall = "" if s["seconds"] is None else f"{s['seconds']:.2f}"
+        rows.append(f"| {name} | {s['cpu_seconds']:.2f} | {s['cpu_seconds'] / gib:.2f} | {share} | {wall} |")
+    rows.append(f"| **the ingest** | **{total:.2f}** | **{total / gib:.2f}** | 100 % | {r['ingest']['seconds']:.2f} |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("file", type=Path)
+    ap.add_argument("--db", type=Path, default=None, help="the database to write (default: a temporary file)")
+    a = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="stallscope-stages-") as tmp:
+        result = measure(a.file, a.db or Path(tmp) / "stages.duckdb")
+    print(table(result))
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
