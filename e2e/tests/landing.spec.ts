@@ -334,3 +334,23 @@ test('a function_graph capture where no task waited opens on its Timeline, not a
   await page.getByRole('tablist').getByRole('tab', { name: 'Stalls' }).click();
   await expect(page.getByText('No task waited in this trace.')).toBeVisible();
 });
+
+test('a block request shows on the timeline, selected and in view, and leads back', async ({ page, request }) => {
+  const id = await analysis(request, 'landing incident', INCIDENT.map(file));
+  const blk = ((await (await request.get(`/api/analyses/${id}`)).json()) as { sources: { id: number; format: string }[] }).sources.find((s) => s.format === 'blkparse')!;
+  await page.goto(`/a/${id}?tab=dispatch&req=${blk.id}%3A4069`);
+  const detail = page.getByTestId('request-detail');
+  await expect(detail).toContainText('141698288');
+  await detail.getByRole('button', { name: 'Show on the timeline' }).click();
+  const drawer = page.getByTestId('timeline-selected');
+  await expect(drawer.locator('h3').first()).toHaveText(/^(8,0 \(device\)|xfsaild\/sda1 \(804\)): I→D \(queued\)$/);
+  await expect(drawer).toContainText('source ' + blk.id + ', line 4069');
+  await expect(page.getByTestId('timeline-window')).toContainText(/\(5\.\d\d s\)/); // the request's A to C (3.72 s) and a quarter each side
+  const lane = page.getByTestId('track-tree').locator(`[data-lane="dev:${blk.id}:8,0"]`);
+  const l = (await lane.boundingBox())!;
+  const d = (await drawer.boundingBox())!;
+  expect(l.y).toBeGreaterThanOrEqual(24);
+  expect(l.y + l.height).toBeLessThanOrEqual(d.y);
+  await drawer.getByTestId('drawer-request').click();
+  await expectInView(page, page.getByTestId('request-detail'));
+});

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BlockRequest, SchedMessage } from '../api/types';
-import { buildWaterfallOption, instantMarks, messagesNote, requestOrigin, waterfallPhases } from './waterfall';
+import { buildWaterfallOption, instantMarks, messagesNote, requestOrigin, requestSpan, waterfallPhases } from './waterfall';
 
 // The xfsaild/sda1 metadata write of the seed excerpt: 15.6 s between I and D, no completion traced.
 const req: BlockRequest = {
@@ -17,6 +17,9 @@ const messages: SchedMessage[] = [
 describe('waterfall', () => {
   it('phases relative to the first event', () => {
     expect(requestOrigin(req)).toBe(81092472889);
+    // Q to D (no completion traced): the window "Show on the timeline" opens around
+    expect(requestSpan(req)).toEqual([81092472889, 96718761435]);
+    expect(requestSpan({ ...req, q_ns: null, g_ns: null, i_ns: null, d_ns: null })).toBeNull();
     expect(waterfallPhases(req).map((p) => [p.label, p.from, p.to])).toEqual([
       ['Q2G', 0, 318],
       ['G2I', 318, 23229],

@@ -35,6 +35,12 @@ export function requestOrigin(r: BlockRequest): number | null {
   return ts.length ? Math.min(...ts) : null;
 }
 
+/** The first and last traced instants of a request (A/Q … C), ns on the analysis timeline; null when none was. */
+export function requestSpan(r: BlockRequest): [number, number] | null {
+  const ts = INSTANTS.map((i) => t(r, i.key)).filter((v): v is number => v !== null);
+  return ts.length ? [Math.min(...ts), Math.max(...ts)] : null;
+}
+
 /** The phases whose both ends were traced, in ns relative to the origin. */
 export function waterfallPhases(r: BlockRequest): WaterfallPhase[] {
   const o = requestOrigin(r);

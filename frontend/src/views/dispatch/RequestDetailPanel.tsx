@@ -3,7 +3,7 @@ import { MAX_MESSAGES, MESSAGES, useRequestDetail } from '../../api/queries';
 import { ApiError } from '../../api/client';
 import type { AnalysisDetail, BlockRequest } from '../../api/types';
 import { EChart } from '../../charts/EChart';
-import { buildWaterfallOption, messagesNote, requestOrigin, waterfallPhases } from '../../charts/waterfall';
+import { buildWaterfallOption, messagesNote, requestOrigin, requestSpan, waterfallPhases } from '../../charts/waterfall';
 import { ErrorBox, Loading } from '../../components/Status';
 import { formatAbsTime, formatCount, formatNs, formatRelNs, formatSector } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
@@ -27,6 +27,7 @@ export function RequestDetailPanel({ analysis, reqRef }: { analysis: AnalysisDet
         <span className="muted mono">
           {source?.filename ?? `source ${reqRef.sourceId}`} line {reqRef.line}
         </span>
+        {q.data && <ShowOnTimeline r={q.data.request} reqRef={reqRef} />}
         <button className="btn close" aria-label="Close request detail" onClick={() => setView({ req: null })}>
           ×
         </button>
@@ -134,6 +135,20 @@ export function RequestDetailPanel({ analysis, reqRef }: { analysis: AnalysisDet
 function relToI(r: BlockRequest, t: number): string {
   const ref = r.i_ns ?? requestOrigin(r);
   return ref === null ? '—' : formatRelNs(t - ref);
+}
+
+/** The request on the timeline: a window around it, its slice selected (the device lane's, as the drawer's "Open the
+ * request" names it back). */
+function ShowOnTimeline({ r, reqRef }: { r: BlockRequest; reqRef: RequestRef }) {
+  const [, setView] = useViewState();
+  const span = requestSpan(r);
+  if (!span) return null;
+  const pad = Math.max(Math.round((span[1] - span[0]) / 4), 1000);
+  return (
+    <button className="btn small" onClick={() => setView({ tab: 'timeline', v0: span[0] - pad, v1: span[1] + pad, tlSel: reqRef })}>
+      Show on the timeline
+    </button>
+  );
 }
 
 function RequestFacts({ r }: { r: BlockRequest }) {
