@@ -354,3 +354,20 @@ test('a block request shows on the timeline, selected and in view, and leads bac
   await drawer.getByTestId('drawer-request').click();
   await expectInView(page, page.getByTestId('request-detail'));
 });
+
+test("'What this capture can tell' opens only when a tab of the analysis is empty", async ({ page, request }) => {
+  // the Hadoop blkparse: every tab it has shows data (it lacks ftrace and offcputime: said in one line)
+  const hadoop = await analysis(request, 'landing hadoop', [file(path.join(PUBLIC, 'blkparse-text/derived-zzunny97-hadoop-sdb-cpu0-1.blkparse.txt'))]);
+  await page.goto(`/a/${hadoop}`);
+  const panel = page.getByTestId('capabilities');
+  await expect(panel.locator('summary')).toContainText('data for Timeline, Dispatch · 2 things it lacks');
+  await expect(panel).not.toHaveAttribute('open');
+  // Dispatch's heatmap in the first screen (the open panel pushed it ~215 px down, to the window's bottom edge)
+  const heat = (await page.locator('[aria-label="Latency heatmap"]').boundingBox())!;
+  expect(heat.y).toBeLessThan(page.viewportSize()!.height * 0.7);
+  // the ping capture: its Stalls tab has nothing, the panel says why
+  const ping = await analysis(request, 'landing ping', [file(path.join(PUBLIC, 'ftrace-funcgraph/packt-lkd-ping-funcgraph-latency-format.txt'))]);
+  await page.goto(`/a/${ping}`);
+  await expect(panel).toHaveAttribute('open', '');
+  await expect(panel.getByTestId('capability-views').locator('tr[data-state="empty"]').first()).toContainText('no task waited');
+});

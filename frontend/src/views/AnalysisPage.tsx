@@ -33,7 +33,7 @@ export function AnalysisPage() {
   return (
     <div className="analysis">
       <AnalysisHeader a={a} />
-      <CaptureCapabilities analysisId={a.id} />
+      <CaptureCapabilities analysisId={a.id} tabs={tabs} />
       <nav className="tabs" role="tablist">
         {tabs.map((t) => (
           <button key={t} role="tab" aria-selected={tab === t} className="tab" onClick={() => setView({ tab: t })}>

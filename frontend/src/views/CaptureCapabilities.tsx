@@ -27,15 +27,17 @@ export function useCapabilities(id: string) {
   });
 }
 
-/** The panel: open when a view is empty or events were lost, else one line that opens it. */
-export function CaptureCapabilities({ analysisId }: { analysisId: string }) {
+/** The panel: open when a tab of the analysis (`tabs`) has nothing to show, events were lost or no view has data;
+ * else one line that opens it (a capture of one kind lacks the others' views: said in that line, not spread over
+ * 250 px above every view of it). */
+export function CaptureCapabilities({ analysisId, tabs }: { analysisId: string; tabs: Tab[] }) {
   const q = useCapabilities(analysisId);
   const [, setView] = useViewState();
   if (!q.data) return null;
   const c: Capabilities = q.data;
   const empty = c.views.filter((v) => v.state !== 'data');
   const withData = c.views.filter((v) => v.state === 'data' && v.tab !== 'sources');
-  const open = empty.length > 0 || c.lost.length > 0 || withData.length === 0;
+  const open = empty.some((v) => tabs.includes(v.tab as Tab)) || c.lost.length > 0 || withData.length === 0;
   return (
     <details className="panel capabilities" data-testid="capabilities" open={open}>
       <summary style={{ cursor: 'pointer' }}>
