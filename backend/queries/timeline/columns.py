@@ -6,6 +6,9 @@ import numpy as np
 
 
 def take(cols: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:
+    """The rows of mask (the columns themselves when it holds every row)."""
+    if mask.dtype == bool and mask.all():
+        return dict(cols)
     return {k: v[mask] for k, v in cols.items()}
 
 
@@ -30,9 +33,14 @@ def longest_per_group(keys: list[np.ndarray], dur: np.ndarray, line: np.ndarray,
 
 
 def distinct(x: np.ndarray) -> np.ndarray:
-    """The distinct values, sorted (np.unique, by a sort)."""
-    x = np.sort(x)
-    return x[np.concatenate([[True], x[1:] != x[:-1]])] if len(x) else x
+    """The distinct values, sorted (np.unique): marked in an array indexed by value when they are >= 0 and span
+    few more values than there are rows (no sort), else by a sort."""
+    if not len(x):
+        return x
+    if int(x.min()) >= 0 and int(x.max()) < 4 * len(x) + 4096:
+        return np.flatnonzero(np.bincount(x)).astype(x.dtype, copy=False)
+    x = x[sort_order(x)]
+    return x[np.concatenate([[True], x[1:] != x[:-1]])]
 
 
 def dense(key: np.ndarray) -> np.ndarray:
@@ -43,10 +51,28 @@ def dense(key: np.ndarray) -> np.ndarray:
 
 def ranks(x: np.ndarray) -> np.ndarray:
     """Each value's rank among the distinct values (np.unique's inverse, by a sort)."""
-    order = np.argsort(x)
+    order = sort_order(x)
     ranks = np.empty(len(x), np.int64)
     ranks[order] = np.cumsum(np.concatenate([[False], x[order][1:] != x[order][:-1]]))
     return ranks
+
+
+def sort_order(x: np.ndarray) -> np.ndarray:
+    """The stable order of the values (as np.argsort(kind="stable")): of values >= 0, by a radix sort of 16 bits a
+    pass, from the lowest (numpy's stable sort of 16-bit integers is one: 3-4x quicker than argsort on 200 k int64 keys
+    of 2 passes, the summaries' rows of a wide window)."""
+    if not len(x):
+        return np.zeros(0, np.int64)
+    if int(x.min()) < 0:
+        return np.argsort(x, kind="stable")
+    bits = int(x.max()).bit_length()
+    if bits <= 16:
+        return np.argsort(x.astype(np.uint16), kind="stable")
+    order = np.argsort((x & 0xFFFF).astype(np.uint16), kind="stable")
+    for shift in range(16, bits, 16):
+        digit = ((x[order] >> shift) & 0xFFFF).astype(np.uint16)
+        order = order[np.argsort(digit, kind="stable")]
+    return order
 
 
 def sort_key(keys: list[np.ndarray]) -> np.ndarray:
@@ -62,10 +88,18 @@ def sort_key(keys: list[np.ndarray]) -> np.ndarray:
 
 def group(keys: list[np.ndarray], tot, n, mx, line):
     """Rows grouped by keys (each >= 0): (keys of each group, sum tot, sum n, max mx, the line of the max: the
-    first on ties), groups in the keys' order. Summed into arrays indexed by the key (no sort), or by its rank
-    when the keys span many more values than there are rows."""
-    key = dense(sort_key(keys))
-    size = int(key.max()) + 1 if len(key) else 0
+    first on ties), groups in the keys' order. Summed into arrays indexed by the key (no sort) when the keys span
+    few more values than there are rows; else the rows sorted by their keys (radix: sort_order), then each run
+    of equal keys summed (before: by the keys' ranks, an argsort, 3-4x slower on a wide window's 200 k rows)."""
+    key = sort_key(keys)
+    if not len(key):
+        return [k[:0] for k in keys], tot[:0], n[:0], mx[:0], line[:0]
+    size = int(key.max()) + 1
+    if size >= 4 * len(key) + 4096:
+        order = sort_order(key)
+        key = key[order]
+        starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+        return runs(starts, [k[order] for k in keys], tot[order], n[order], mx[order], line[order])
     first = np.full(size, len(key))
     np.minimum.at(first, key, np.arange(len(key)))
     at = first < len(key)

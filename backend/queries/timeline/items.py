@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...schema.tables import TRACKS
-from .columns import dense, distinct, group, runs, sort_key, take
+from .columns import dense, distinct, group, runs, sort_key, sort_order, take
 
 MAX_ITEMS = 12_000  # drawable items in one response, all lanes together
 DOMINANT = (True, True, False, False, False)  # per track: a merged bucket shows its dominant state, else each state
@@ -31,8 +31,14 @@ def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict,
         np.concatenate([x["lane"] * size + rank[x[c]] for x, c in ((px, "state"), (sg, "state"), (calls, "func"))])
     )
     first = np.searchsorted(used, np.arange(len(bucket) + 1) * size)
+    at = None
+    if len(bucket) * size <= 1 << 21:  # lane * size + rank -> the code in its lane, looked up (else searched)
+        at = np.zeros(len(bucket) * size, np.int64)
+        at[used] = np.arange(len(used)) - first[used // size]
 
     def local(lane: np.ndarray, code: np.ndarray) -> np.ndarray:
+        if at is not None:
+            return at[lane * size + rank[code]]
         return np.searchsorted(used, lane * size + rank[code]) - first[lane]
 
     # px holds one row per lane, track, state and lane bucket, in that order (lane_inputs): merged again only in
@@ -102,7 +108,7 @@ def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict,
             (gl[~dom], gt[~dom], gp[~dom], gs[~dom], gn[~dom], gmx[~dom], gln[~dom]),
         )
     )
-    order = np.argsort(sort_key([kl, kt, ks, kp]))
+    order = sort_order(sort_key([kl, kt, ks, kp]))  # (keys unique: the order of any sort)
     kl, kt, kp, ks, kn, kmx, kln = (x[order] for x in (kl, kt, kp, ks, kn, kmx, kln))
     run = np.ones(len(kt), bool)  # runs: consecutive pixels of one lane, track and state
     run[1:] = (kl[1:] != kl[:-1]) | (kt[1:] != kt[:-1]) | (ks[1:] != ks[:-1]) | (kp[1:] != kp[:-1] + 1)
@@ -149,7 +155,7 @@ def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict,
             ),
         )
     ]
-    order = np.argsort(sort_key([cols[0], cols[1], cols[8] + 1, cols[3], cols[2]]), kind="stable")  # per track (calls
+    order = sort_order(sort_key([cols[0], cols[1], cols[8] + 1, cols[3], cols[2]]))  # stable; per track (calls
     lane, track, state, i0, i1, n, mx, line, depth = (c[order] for c in cols)  # by depth) in time order
     bounds = np.searchsorted(lane, np.arange(len(bucket) + 1))
     out = {}

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 from ...schema.tables import BLK_PHASES, FAN, MAX_CALL_DEPTH
 from .. import memo
 from ..run import run
-from .columns import distinct, empty_columns, group, longest_per_group, take
+from .columns import distinct, empty_columns, group, longest_per_group, runs, take
 from .lanes import lane_key
 
 MAX_CALLS = 2000  # calls per lane (the longest), before coarsening
@@ -98,8 +98,9 @@ def read_source(con, analysis_id: str, s: dict, p: dict, lanes: dict[int, tuple]
 def _summary(con, analysis_id: str, s: dict) -> dict:
     """A source's summaries above level 0, kept per analysis from a window's first read (memo.py; ~45 bytes a row:
     ~45 MB, ~0.3 s, for the 17 M-event benchmark analysis) so that a window reads them without a query: per level,
-    tl_bins' rows by bucket (key ("tl_bins", level)) and tl_long's by start (("tl_long", level)); states as codes
-    into `states` (an array of the names). Level 0 (as large as the others together, for narrow windows only) is
+    tl_bins' rows by lane, track, state and bucket (key ("tl_bins", level); their runs of one lane, track and
+    state: ("tl_groups", level), _groups) and tl_long's by start (("tl_long", level)); states as codes into
+    `states` (an array of the names). A window's bins come by runs, each by bucket: drawn without a sort. Level 0 (as large as the others together, for narrow windows only) is
     read by a query."""
 
     def build():
@@ -109,7 +110,7 @@ def _summary(con, analysis_id: str, s: dict) -> dict:
             (
                 "tl_bins",
                 "SELECT level AS k, lane, track, state, bucket, tot, n, mx, line FROM tl_bins"
-                " WHERE source_id = $sid AND level > 0 ORDER BY level, bucket",
+                " WHERE source_id = $sid AND level > 0 ORDER BY level, lane, track, state, bucket",
             ),
             (
                 "tl_long",
@@ -125,6 +126,8 @@ def _summary(con, analysis_id: str, s: dict) -> dict:
                     for lvl in range(s["top_level"] + 2)
                 }
             )
+        for lvl in range(1, s["top_level"] + 2):
+            out[("tl_groups", lvl)] = _groups(out[("tl_bins", lvl)])
         return {**out, "states": np.array(list(states) or [""], object)}
 
     return memo.shared(
@@ -134,18 +137,36 @@ def _summary(con, analysis_id: str, s: dict) -> dict:
     )
 
 
+def _groups(x: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The groups of a kept level's rows (sorted by lane, track, state, bucket): each run of one lane, track and
+    state; their lane and track; and per row `key` = group * span + bucket - first (span: the buckets' range + 2),
+    ascending, so that a group's buckets in a window are found by one search (set in x)."""
+    lane, track, state, bucket = x["lane"], x["track"], x["state"], x["bucket"]
+    change = np.ones(len(lane), bool)
+    change[1:] = (lane[1:] != lane[:-1]) | (track[1:] != track[:-1]) | (state[1:] != state[:-1])
+    first = np.flatnonzero(change)
+    low = int(bucket.min()) if len(bucket) else 0
+    span = int(bucket.max()) - low + 2 if len(bucket) else 1
+    x["key"] = (np.cumsum(change) - 1) * span + (bucket.astype(np.int64) - low)
+    return {"first": first, "lane": lane[first], "track": track[first], "low_span": np.array([low, span], np.int64)}
+
+
 def _coded(rows: dict[str, np.ndarray], states: np.ndarray, names: dict[str, int]) -> dict[str, np.ndarray]:
     """The rows (a slice of a kept level) as int64 columns, their states as codes into `names`."""
     rows = {c: v.astype(np.int64) for c, v in rows.items()}
     used = distinct(rows["state"])
-    rows["state"] = np.array([names.setdefault(x, len(names)) for x in states[used].tolist()], np.int64)[
-        np.searchsorted(used, rows["state"])
-    ]
+    code = np.zeros(len(states), np.int64)  # kept code -> the response's
+    code[used] = [names.setdefault(x, len(names)) for x in states[used].tolist()]
+    rows["state"] = code[rows["state"]]
     return rows
 
 
-def _bins(con, analysis_id: str, s: dict, level: int, q: dict, names: dict[str, int]) -> dict[str, np.ndarray]:
-    """The rows of a tl_bins level whose bucket is in the window [lo, hi] (own clock), every lane."""
+def _bins(
+    con, analysis_id: str, s: dict, level: int, q: dict, names: dict[str, int], drawn: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
+    """The rows of a tl_bins level whose bucket is in the window [lo, hi] (own clock): every lane, or above level 0
+    with `drawn` (per source lane: whether it is drawn) those of the drawn lanes but their call track (drawn from
+    the calls). Above level 0 they come by runs of one lane, track and state, each by bucket."""
     w = s["w0_ns"] * FAN**level
     if level == 0:
         return _fetch(
@@ -156,9 +177,19 @@ def _bins(con, analysis_id: str, s: dict, level: int, q: dict, names: dict[str, 
             names,
         )
     sm = _summary(con, analysis_id, s)
-    x = sm[("tl_bins", level)]
-    a, z = np.searchsorted(x["bucket"], q["lo"] // w, "left"), np.searchsorted(x["bucket"], q["hi"] // w, "right")
-    return _coded({c: v[a:z] for c, v in x.items()}, sm["states"], names)
+    x, g = sm[("tl_bins", level)], sm[("tl_groups", level)]
+    low, span = g["low_span"].tolist()
+    pick = np.arange(len(g["first"]))
+    if drawn is not None:
+        lane = g["lane"]
+        pick = pick[(lane < len(drawn)) & (g["track"] != 2)]
+        pick = pick[drawn[lane[pick]]]
+    base = pick * span
+    a = np.searchsorted(x["key"], base + min(max(q["lo"] // w - low, 0), span - 1), "left")
+    z = np.searchsorted(x["key"], base + min(max(q["hi"] // w - low, -1), span - 2) + 1, "left")
+    n = z - a
+    at = np.arange(int(n.sum())) + np.repeat(a - np.cumsum(n) + n, n)  # each group's rows in the window
+    return _coded({c: v[at] for c, v in x.items() if c != "key"}, sm["states"], names)
 
 
 def _long(con, analysis_id: str, s: dict, k: int, q: dict, names: dict[str, int]) -> dict[str, np.ndarray]:
@@ -316,7 +347,7 @@ def lane_inputs(con, analysis_id: str, s: dict, p: dict, lanes: list[dict], rd: 
     elif rd["none"]:
         bins = empty_columns(("lane", "track", "state", "t_at", "tot", "n", "mx", "line"))
     else:  # the segments shorter than a level-k bucket, from its bins
-        bins = _bins(con, analysis_id, s, k, q, names)
+        bins = _bins(con, analysis_id, s, k, q, names, index >= 0 if k >= 1 else None)
         bins["t_at"] = bins.pop("bucket") * w0 * FAN**k
         bins = mine(bins, bins["track"] != 2)
     # per lane and track the longest width_px of those at least a bucket long as they are (then by line); the
@@ -338,12 +369,25 @@ def lane_inputs(con, analysis_id: str, s: dict, p: dict, lanes: list[dict], rd: 
         "line": segs["line"][rest],
     }
     merged["mx"] = merged["tot"]
-    if len(bins["lane"]):
-        merged = {c: np.concatenate([bins[c], x]) for c, x in merged.items()}
-    px = np.clip((merged["t_at"] + off - p["t0"]) // bb, 0, last)
-    (lane, track, state, px), tot, n, mx, line = group(
-        [merged["lane"], merged["track"], merged["state"], px], merged["tot"], merged["n"], merged["mx"], merged["line"]
-    )
+    if k >= 1 and not len(rest):  # the bins alone: by runs of one lane, track and state (_bins), each by bucket,
+        # so by pixel (a bucket is at least one: only those clipped to the window's ends share one): no sort
+        cols = [bins["lane"], bins["track"], bins["state"], np.clip((bins["t_at"] + off - p["t0"]) // bb, 0, last)]
+        change = np.ones(len(cols[0]), bool)
+        change[1:] = np.logical_or.reduce([c[1:] != c[:-1] for c in cols]) if len(cols[0]) else change[1:]
+        (lane, track, state, px), tot, n, mx, line = runs(
+            np.flatnonzero(change), cols, bins["tot"], bins["n"], bins["mx"], bins["line"]
+        )
+    else:
+        if len(bins["lane"]):
+            merged = {c: np.concatenate([bins[c], x]) for c, x in merged.items()}
+        px = np.clip((merged["t_at"] + off - p["t0"]) // bb, 0, last)
+        (lane, track, state, px), tot, n, mx, line = group(
+            [merged["lane"], merged["track"], merged["state"], px],
+            merged["tot"],
+            merged["n"],
+            merged["mx"],
+            merged["line"],
+        )
     kept = take(segs, keep)
     kept["s"], kept["e"] = kept["s"] + off, kept["e"] + off
     calls = empty_columns(CALL_COLS)
@@ -376,10 +420,12 @@ def _calls(
         return empty_columns(CALL_COLS)
     q, off = rd["q"], s["clock_offset_ns"]
     pids = [c["pid"] for c in tasks]
-    kept, funcs = _long_calls(con, analysis_id, s["id"])
-    rows = take(
-        kept, np.isin(kept["pid"], pids) & (kept["dur"] >= p["b"]) & (kept["s"] <= q["hi"]) & (kept["e"] >= q["lo"])
-    )
+    kept, funcs, (longest, minus_dur) = _long_calls(con, analysis_id, s["id"])
+    # those at least a pixel long first (a prefix of the rows by length: few in a wide window), in their order
+    at = np.zeros(len(longest), bool)
+    at[longest[: np.searchsorted(minus_dur, -p["b"], "right")]] = True
+    rows = take(kept, at)
+    rows = take(rows, np.isin(rows["pid"], pids) & (rows["s"] <= q["hi"]) & (rows["e"] >= q["lo"]))
     rows["func"] = _recode(rows["func"], funcs, names)
     if rd["k"] < 0:
         short = _fetch(
@@ -401,9 +447,9 @@ def _calls(
     return rows
 
 
-def _long_calls(con, analysis_id: str, sid: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """tl_calls of the source as columns (func: codes into the names returned with them), kept per analysis
-    (memo.py)."""
+def _long_calls(con, analysis_id: str, sid: int) -> tuple[dict[str, np.ndarray], np.ndarray, tuple]:
+    """tl_calls of the source as columns (func: codes into the names returned with them) and the rows' order by
+    length, the longest first, with their lengths negated (ascending), kept per analysis (memo.py)."""
 
     def build():
         funcs: dict[str, int] = {}
@@ -414,10 +460,13 @@ def _long_calls(con, analysis_id: str, sid: int) -> tuple[dict[str, np.ndarray],
             {"sid": sid},
             funcs,
         )
-        return cols, np.array(list(funcs) or [""], object)
+        longest = np.argsort(-cols["dur"], kind="stable")
+        return cols, np.array(list(funcs) or [""], object), (longest, -cols["dur"][longest])
 
     return memo.shared(
-        (analysis_id, "timeline-calls", sid), build, lambda x: sum(v.nbytes for v in x[0].values()) + 64 * len(x[1])
+        (analysis_id, "timeline-calls", sid),
+        build,
+        lambda x: sum(v.nbytes for v in x[0].values()) + 64 * len(x[1]) + x[2][0].nbytes + x[2][1].nbytes,
     )
 
 
