@@ -371,3 +371,18 @@ test("'What this capture can tell' opens only when a tab of the analysis is empt
   await expect(panel).toHaveAttribute('open', '');
   await expect(panel.getByTestId('capability-views').locator('tr[data-state="empty"]').first()).toContainText('no task waited');
 });
+
+test("the drawer's \"Waits on <lock>\" lands on those waits, the wait selected and in view, with a chain open before", async ({ page, request }) => {
+  const id = await analysis(request, 'landing incident', INCIDENT.map(file));
+  const ftrace = ((await (await request.get(`/api/analyses/${id}`)).json()) as { sources: { id: number; format: string }[] }).sources.find((s) => s.format === 'ftrace')!;
+  // file_writer's wait selected on the timeline, its chain #1 open (the chain's detail was revealed over the waits)
+  await page.goto(`/a/${id}?tab=timeline&v0=9800000000&v1=13400000000&tl_sel=${ftrace.id}%3A8656&chain=1`);
+  const drawer = page.getByTestId('timeline-selected');
+  await drawer.getByRole('button', { name: 'Waits on xfs_ilock' }).click();
+  const waits = page.getByTestId('waits-panel');
+  await expect(waits.locator('.chip')).toHaveText(/on lock “xfs_ilock”/);
+  const row = waits.getByTestId('waits-table').locator('tbody tr.selected');
+  await expect(row).toContainText('file_writer 3271');
+  await expectInView(page, row);
+  await expect(page).not.toHaveURL(/chain=/);
+});

@@ -177,6 +177,9 @@ describe('view state <-> URL', () => {
     expect(link.startsWith('?')).toBe(true);
     expect(stalls).toMatchObject({ tab: 'stalls', lockKey: 'xfs_ilock', lock: null, t0: 5247900328000, t1: 5250204518000 });
     expect(stalls.fgQ).toBe('xfs_ilock'); // back on Off-CPU, the same graph
+    // a chain open before: closed, its detail would pull the page away from the waits listed on top
+    const fromChain = decodeView(new URLSearchParams(waitsOnLockLink({ ...offcpu, chain: 3, link: 2 }, 'xfs_ilock').slice(1)));
+    expect(fromChain).toMatchObject({ chain: null, link: null, lockKey: 'xfs_ilock' });
     expect(decodeView(new URLSearchParams(waitsOnLockLink(DEFAULT_VIEW, 'semaphore').slice(1)))).toEqual({
       ...DEFAULT_VIEW,
       tab: 'stalls',

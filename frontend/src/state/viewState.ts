@@ -347,7 +347,8 @@ export function encodeView(v: ViewState): URLSearchParams {
 /** The link (`?…`) to the Stalls tab listing the waits on a lock (as flame graphs mark frames, /waits?lock_key=),
  * from the view `v`: like every cross-tab link, it keeps the analysis-wide time range and the URL's other selections. */
 export function waitsOnLockLink(v: ViewState, lockKey: string): string {
-  return `?${encodeView(updateView(v, { tab: 'stalls', lockKey })).toString()}`;
+  // no chain open: its detail, revealed, would pull the page away from the waits listed on top
+  return `?${encodeView(updateView(v, { tab: 'stalls', lockKey, chain: null, link: null })).toString()}`;
 }
 
 /** Apply a partial update. Changing the grouping clears the row filter of the other grouping. */

@@ -260,14 +260,14 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
                 {' '}
                 · a sleeping primitive (<span className="mono">{layout.focus.lock}</span>){' '}
                 {hasFtrace ? (
-                  <WaitsOnLock count={counts.get(layout.focus.lock)} onOpen={() => setView({ tab: 'stalls', lockKey: layout.focus.lock })} />
+                  <WaitsOnLock count={counts.get(layout.focus.lock)} onOpen={() => setView({ tab: 'stalls', lockKey: layout.focus.lock, chain: null, link: null })} />
                 ) : (
                   <span className="muted">Load an ftrace trace in this analysis to list the waits on it.</span>
                 )}
               </>
             )}
             {!layout.focus.lock && (
-              <LocksUnder focus={layout.focus} unit={view.fgUnit} counts={counts} hasFtrace={hasFtrace} onOpen={(lock) => setView({ tab: 'stalls', lockKey: lock })} />
+              <LocksUnder focus={layout.focus} unit={view.fgUnit} counts={counts} hasFtrace={hasFtrace} onOpen={(lock) => setView({ tab: 'stalls', lockKey: lock, chain: null, link: null })} />
             )}
             <span className="frame-actions">
               <button className="btn small" onClick={() => setView({ fgQ: layout.focus.name })}>
@@ -309,7 +309,7 @@ export function OffcpuView({ analysis }: { analysis: AnalysisDetail }) {
                   <td className="num">{percent(v, total)}</td>
                   <td>
                     {hasFtrace ? (
-                      <WaitsOnLock count={counts.get(lock)} onOpen={() => setView({ tab: 'stalls', lockKey: lock })} />
+                      <WaitsOnLock count={counts.get(lock)} onOpen={() => setView({ tab: 'stalls', lockKey: lock, chain: null, link: null })} />
                     ) : (
                       <span className="muted">no ftrace source: no waits to list</span>
                     )}

@@ -106,7 +106,7 @@ function SegmentDetail({ item }: { item: Extract<Item, { kind: 'segment' }> }) {
           </button>
         )}
         {seg.track === 'wait' && seg.state !== UNKNOWN_LOCK && (
-          <button className="btn" onClick={() => setView({ tab: 'stalls', lock: seg.state, wait: { sourceId: seg.source_id, line: seg.line } })}>
+          <button className="btn" onClick={() => setView({ tab: 'stalls', lockKey: seg.state, lock: null, wait: { sourceId: seg.source_id, line: seg.line }, chain: null, link: null })}>
             Waits on {seg.state}
           </button>
         )}
