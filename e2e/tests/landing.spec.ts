@@ -386,3 +386,24 @@ test("the drawer's \"Waits on <lock>\" lands on those waits, the wait selected a
   await expectInView(page, row);
   await expect(page).not.toHaveURL(/chain=/);
 });
+
+test('F fits the selected slice, D and A pan by a fifth of the window', async ({ page, request }) => {
+  const id = await analysis(request, 'landing incident', INCIDENT.map(file));
+  const ftrace = ((await (await request.get(`/api/analyses/${id}`)).json()) as { sources: { id: number; format: string }[] }).sources.find((s) => s.format === 'ftrace')!;
+  await page.goto(`/a/${id}?tab=timeline&v0=9800000000&v1=13400000000&tl_sel=${ftrace.id}%3A8656`);
+  await expect(page.getByTestId('timeline-selected')).toContainText('file_writer (3271): wait in xfs_ilock');
+  const text = page.getByTestId('timeline-window');
+  const win = async () => {
+    const m = /^(\d+\.\d+) s → (\d+\.\d+) s/.exec((await text.textContent())!)!;
+    return [Number(m[1]), Number(m[2])];
+  };
+  await page.mouse.move(5, 5);
+  await page.keyboard.press('f');
+  // the wait (10.482269 → 12.786439 s) and a tenth of it each side
+  await expect(text).toContainText('10.251852 s → 13.016856 s (2.77 s)');
+  const [a, b] = await win();
+  await page.keyboard.press('d');
+  await expect.poll(async () => (await win())[0]).toBeCloseTo(a + 0.2 * (b - a), 5);
+  await page.keyboard.press('a');
+  await expect.poll(async () => (await win())[0]).toBeCloseTo(a, 5);
+});
