@@ -1,0 +1,36 @@
+"""bench.stages (issue 27: where an ingest's CPU goes): its stages add up to the ingest, and every function it
+wraps for the run is put back afterwards."""
+
+from pathlib import Path
+
+from backend import store as store_module
+from backend.derive import first_views
+from backend.ingest import pipeline
+from bench import stages
+
+SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "incident.blkparse.txt"
+
+
+def test_stages_add_up_to_the_ingest_and_nothing_stays_wrapped(tmp_path):
+    before = (
+        pipeline.stage_source,
+        list(pipeline.DERIVE_ANALYSIS),
+        {k: list(v) for k, v in pipeline.DERIVE_SOURCE.items()},
+        first_views.derive,
+        store_module.ingest,
+    )
+    r = stages.measure(SAMPLE, tmp_path / "stages.duckdb")
+    after = (
+        pipeline.stage_source,
+        list(pipeline.DERIVE_ANALYSIS),
+        {k: list(v) for k, v in pipeline.DERIVE_SOURCE.items()},
+        first_views.derive,
+        store_module.ingest,
+    )
+    assert after == before
+    names = set(r["stages"])
+    assert {"staging", "derive, per source: blk.derive", "commit", "first views", "close (checkpoint)"} <= names
+    inside = sum(s["cpu_seconds"] for n, s in r["stages"].items() if n != "close (checkpoint)")
+    assert abs(inside - r["ingest"]["cpu_seconds"]) < 1e-6  # "the rest" is what the named stages leave
+    assert r["format"] == "blkparse" and r["lines"] > 0
+    assert "| **the ingest** |" in stages.table(r)
