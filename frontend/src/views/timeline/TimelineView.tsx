@@ -251,7 +251,7 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
                   style={{ top: RULER_H + GRID_TOP + h.y }}
                   onClick={() => toggleFold(h.key)}
                   aria-expanded={!h.folded}
-                  title={h.title ?? (h.folded ? 'Unfold' : 'Fold')}
+                  title={`${h.title ?? h.label} · click to ${h.folded ? 'unfold' : 'fold'}`}
                 >
                   {h.folded ? '▸' : '▾'} {h.label} <span className="muted">({h.lanes})</span>
                 </button>
