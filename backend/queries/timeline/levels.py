@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 from ...schema.tables import BLK_PHASES, FAN, MAX_CALL_DEPTH
 from .. import memo
 from ..run import run
-from .columns import distinct, empty_columns, group, longest_per_group, runs, take
+from .columns import distinct, empty_columns, group, longest_per_group, runs, sort_order, take
 from .lanes import lane_key
 
 MAX_CALLS = 2000  # calls per lane (the longest), before coarsening
@@ -522,7 +522,7 @@ def _inflight(con, analysis_id: str, s: dict, p: dict, rd: dict, devs: list[dict
         if rd["k"] < 0:  # exact: from the level-0 bucket before the window's, then each event
             mine = rd["events"]["lane"] == c["_lane"]
             t, d = rd["events"]["t"][mine], rd["events"]["d"][mine]
-            order = np.argsort(t, kind="stable")
+            order = sort_order(t)
             t, cum = t[order], base + np.concatenate([[0], np.cumsum(d[order])])
             at_t0 = int(cum[np.searchsorted(t, q["lo"], side="left")])
             values = cum[np.searchsorted(t, ends - off, side="left")]
@@ -530,6 +530,7 @@ def _inflight(con, analysis_id: str, s: dict, p: dict, rd: dict, devs: list[dict
             at_t0 = base
             values = at_bucket_end((ends - off) // w0 - 1)
         keep = np.flatnonzero(np.diff(np.concatenate([[at_t0], values])) != 0)
-        pts = [[t0, at_t0], *([int(x), int(v)] for x, v in zip(ends[keep].tolist(), values[keep].tolist()))]
-        out[c["id"]] = {"name": "in flight", "unit": "requests", "points": pts, "max": max(v for _, v in pts)}
+        pts = [[t0, at_t0], *map(list, zip(ends[keep].tolist(), values[keep].tolist()))]
+        top = max(at_t0, int(values[keep].max())) if len(keep) else at_t0
+        out[c["id"]] = {"name": "in flight", "unit": "requests", "points": pts, "max": top}
     return out
