@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from backend.app import create_app
-from backend.derive.stacks import frames_of_stack_text
+from backend.derive.recorded import frames_of_stack_text
 from backend.store import Store
 from tests.conftest import PUBLIC, ingest_bytes, ingest_paths
 

@@ -20,8 +20,6 @@ Times are compared on the analysis timeline (each source's clock_offset_ns as it
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import json
 import operator
 from collections import defaultdict
@@ -31,87 +29,23 @@ import pyarrow as pa
 
 from ..schema.tables import STACK_SEP
 from .blk import REQUEST_SOURCES
+from .chain_plan import RELATIONS, plan
 from .frames import duration_text, io_completion_in, is_idle_task, is_io_completion, path_mark, task_text, waker_path
+from .wait_rows import insert_arrow
 from .waits import fetch_dicts, register_table
 
 REQUEST_WINDOW_NS = 10_000_000  # a request completed at most this long before the wake-up caused it
 REQUEST_SLACK_NS = 50_000  # ... or this long after it (blktrace and ftrace timestamps jitter)
-MAX_CHAINS = 5000
-MAX_LINKS = 32
 
 
-class _WaitsByTask:
-    """The waits of one source by task, for 'the wait of task X that overlapped ...' look-ups."""
-
-    def __init__(self, waits: list[dict]):
-        self.by_pid: dict[int, list[dict]] = defaultdict(list)
-        for w in sorted(waits, key=operator.itemgetter("start_ns", "line")):
-            self.by_pid[w["pid"]].append(w)
-        self.starts = {pid: [w["start_ns"] for w in ws] for pid, ws in self.by_pid.items()}
-        # the latest end among a task's waits up to each: a look-up stops when no earlier wait reaches w's start
-        self.reach = {
-            pid: list(itertools.accumulate((w["end_ns"] for w in ws), max)) for pid, ws in self.by_pid.items()
-        }
-        # the I/O completion and lock release functions among the wakers' frames (a set look-up per stack, not a
-        # call per frame)
-        self.marked = set(filter(path_mark, set().union(*(w["waker_stack"] or () for w in waits))))
-        self.io = set(filter(is_io_completion, self.marked))
-
-    def latest_woken(self, w) -> dict | None:
-        """latest(waker, wake_ns): a wait of the waker that ended at or before the wake-up, after w began."""
-        ws = self.by_pid.get(w["waker_pid"])
-        if not ws:
-            return None
-        wake, start, reach = w["wake_ns"], w["start_ns"], self.reach[w["waker_pid"]]
-        j = bisect.bisect_left(self.starts[w["waker_pid"]], wake) - 1
-        for k in range(j, max(-1, j - 64), -1):
-            if reach[k] <= start:
-                break
-            v = ws[k]
-            if v is not w and v["end_ns"] <= wake and v["end_known"] and v["end_ns"] > start:
-                return v
-        return None
-
-    def latest_held(self, w, before_ns: int) -> dict | None:
-        """latest(holder, before_ns): a wait of the holder begun after it took the lock, ended after w began."""
-        ws = self.by_pid.get(w["holder_pid"])
-        if not ws:
-            return None
-        took, start, reach = w["holder_ns"] or 0, w["start_ns"], self.reach[w["holder_pid"]]
-        j = bisect.bisect_left(self.starts[w["holder_pid"]], before_ns) - 1
-        for k in range(j, max(-1, j - 64), -1):
-            v = ws[k]
-            if v["start_ns"] < took or reach[k] <= start:  # nor will any earlier one (they began earlier)
-                break
-            if v["end_ns"] > start:
-                return v
-        return None
-
-
-def _next_link(w: dict, idx: _WaitsByTask) -> tuple[str | None, dict | None, tuple | None]:
-    """(relation, the next link's wait or None, else (pid, line) of the task that ends the chain, running)."""
-    if w["waker_pid"] is not None:
-        end = (w["waker_pid"], w["wake_line"])
-        if w["waker_stack"] and not idx.io.isdisjoint(w["waker_stack"]):
-            return "io_completion", None, end
-        if is_idle_task(w["waker_pid"], w["waker_comm"]):
-            return "woken_by", None, end
-        v = idx.latest_woken(w)
-        return "woken_by", v, None if v is not None else end
-    if w["holder_pid"] is not None:
-        end = w["end_ns"] if w["end_known"] else None
-        v = idx.latest_held(w, end if end is not None else 1 << 62)
-        return "held_by", v, None if v is not None else (w["holder_pid"], w["holder_line"])
-    return None, None, None
-
-
-def _link_evidence(w: dict, rel: str, v: dict | None, idx: _WaitsByTask) -> tuple[str, dict | None]:
-    """The evidence of a link's relation to the next (see _next_link), and the link that ends the chain when no wait
+def _link_evidence(w: dict, rel: str, v: dict | None) -> tuple[str, dict | None]:
+    """The evidence of a link's relation to the next (see chain_plan), and the link that ends the chain when no wait
     follows (the waker or the holder itself). Built only for the links stored."""
     if w["waker_pid"] is not None:
         waker = task_text(w["waker_comm"], w["waker_pid"])
-        io = io_completion_in(w["waker_stack"]) if rel == "io_completion" else None
-        via = waker_path(w["waker_stack"], idx.marked)
+        frames = _frames(w["waker_stack_text"])
+        io = io_completion_in(frames) if rel == "io_completion" else None
+        via = waker_path(frames, set(filter(path_mark, frames or ())))
         term = {
             "pid": w["waker_pid"],
             "comm": w["waker_comm"],
@@ -120,7 +54,7 @@ def _link_evidence(w: dict, rel: str, v: dict | None, idx: _WaitsByTask) -> tupl
             "end_ns": w["wake_ns"],
             "duration_ns": 0,
             "end_known": True,
-            "stack": w["waker_stack"] or [],
+            "stack_text": w["waker_stack_text"] or "",
             "line": w["wake_line"],
             "source_id": w["source_id"],
             "inferred": False,
@@ -148,12 +82,122 @@ def _link_evidence(w: dict, rel: str, v: dict | None, idx: _WaitsByTask) -> tupl
         "end_ns": w["end_ns"],
         "duration_ns": None,
         "end_known": w["end_known"],
-        "stack": w["holder_stack"] or [],
+        "stack_text": w["holder_stack_text"] or "",
         "line": w["holder_line"],
         "source_id": w["source_id"],
         "inferred": True,
         "evidence": f"holds the lock and shows no wait of its own that overlaps ({w['holder_evidence']})",
     }
+
+
+def _frames(text: str | None) -> list[str] | None:
+    """A stored stack's frames (as the `waits` view reads them)."""
+    return None if text is None else text.split(STACK_SEP) if text else []
+
+
+def chain_columns(waits: list[dict]) -> dict:
+    """What chain_plan needs of waits given as rows (dicts with every column of `wait_rows`), in their order."""
+
+    def ints(key: str) -> np.ndarray:
+        return np.fromiter((w[key] or 0 for w in waits), np.int64, len(waits))
+
+    def flags(test) -> np.ndarray:
+        return np.fromiter(map(test, waits), bool, len(waits))
+
+    cols = {k: ints(k) for k in ("line", "pid", "start_ns", "end_ns", "duration_ns", "wake_ns", "wake_line")}
+    cols.update({k: ints(k) for k in ("waker_pid", "holder_pid", "holder_ns", "holder_line")})
+    cols["end_known"] = flags(lambda w: bool(w["end_known"]))
+    cols["waker"] = flags(lambda w: w["waker_pid"] is not None)
+    cols["waker_idle"] = flags(lambda w: is_idle_task(w["waker_pid"], w["waker_comm"]))
+    cols["waker_io"] = flags(lambda w: any(map(is_io_completion, _frames(w["waker_stack_text"]) or ())))
+    cols["holder"] = flags(lambda w: w["holder_pid"] is not None)
+    cols["worthy"] = flags(lambda w: w["primitive"] is not None or (w["state"] or "").startswith("D"))
+    cols["lock_key"] = [w["lock_key"] for w in waits]
+    return cols
+
+
+def stored_rows(con, plans: list[tuple]) -> dict:
+    """rows_of for build_chains from the stored waits (the ingest's, once inserted): the rows of the waits the
+    chains need, by (source, line), with `off` (the source's clock offset)."""
+    need: dict[int, set] = defaultdict(set)
+    for p, _, links in plans:
+        lines = p.cols["line"]
+        for w in links:
+            need[p.sid].add(int(lines[w]))
+            need[p.sid].update(lines[p.also(w)].tolist())
+            if p.nxt[w] >= 0:
+                need[p.sid].add(int(lines[p.nxt[w]]))
+    rows = {}
+    for sid, lines in need.items():
+        register_table(con, "_stalls_need", {"line": sorted(lines)}, {"line": pa.int64()})
+        try:
+            got = fetch_dicts(
+                con.execute(
+                    "SELECT w.*, s.clock_offset_ns AS off FROM wait_rows w JOIN sources s ON s.id = w.source_id"
+                    " WHERE w.source_id = ? AND w.line IN (SELECT line FROM _stalls_need)",
+                    [sid],
+                )
+            )
+        finally:
+            con.unregister("_stalls_need")
+        rows.update(((sid, w["line"]), w) for w in got)
+    return rows
+
+
+def build_chains(plans: list[tuple], rows: dict) -> list[dict]:
+    """The chains of chain_plan.plan, with every link's row (`rows`: by (source, line), e.g. stored_rows)."""
+    entries: dict[tuple, str] = {}
+
+    def row(p, w: int) -> dict:
+        return rows[(p.sid, int(p.cols["line"][w]))]
+
+    def also(p, w: int) -> str:
+        out = []
+        for m in p.also(w):
+            k = (p.sid, m)
+            if k not in entries:
+                entries[k] = _also_waiting_entry(row(p, m))
+            out.append(entries[k])
+        return "[" + ", ".join(out) + "]"
+
+    chains = []
+    for p, h, walk in plans:
+        links = []
+        for x in walk:
+            w = row(p, x)
+            rel = RELATIONS[p.rel[x]]
+            v = row(p, int(p.nxt[x])) if p.nxt[x] >= 0 else None
+            rel_ev, term = _link_evidence(w, rel, v) if rel else ("", None)
+            evidence = w["evidence"] + (
+                f"; {w['holder_evidence']}" if rel == "held_by" and w["holder_evidence"] else ""
+            )
+            if rel and rel != "held_by":
+                evidence += f"; {rel_ev}"
+            links.append(
+                {
+                    "source_id": w["source_id"],
+                    "wait_line": w["line"],
+                    "pid": w["pid"],
+                    "comm": w["comm"],
+                    "lock": w["lock"],
+                    "start_ns": w["start_ns"],
+                    "end_ns": w["end_ns"],
+                    "duration_ns": w["duration_ns"],
+                    "end_known": w["end_known"],
+                    "relation": rel,
+                    "inferred": bool(w["inferred"] or rel == "held_by"),
+                    "evidence": evidence,
+                    "stack_text": w["stack_text"],
+                    "line": w["line"],
+                    "also_waiting": also(p, x),
+                    "_wait": w,
+                }
+            )
+            if term is not None:
+                links.append({**term, "wait_line": None, "relation": None, "also_waiting": "[]"})
+                break
+        chains.append({"duration_ns": row(p, h)["duration_ns"], "links": links})
+    return chains
 
 
 def _chains_from_stored_waits(con, analysis_id: str, sids: list[int]) -> None:
@@ -162,7 +206,7 @@ def _chains_from_stored_waits(con, analysis_id: str, sids: list[int]) -> None:
         return
     rows = fetch_dicts(
         con.execute(
-            "SELECT w.*, s.clock_offset_ns AS off FROM waits w JOIN sources s ON s.id = w.source_id"
+            "SELECT w.*, s.clock_offset_ns AS off FROM wait_rows w JOIN sources s ON s.id = w.source_id"
             " WHERE s.analysis_id = ?",
             [analysis_id],
         )
@@ -170,17 +214,10 @@ def _chains_from_stored_waits(con, analysis_id: str, sids: list[int]) -> None:
     by_source: dict[int, list[dict]] = defaultdict(list)
     for w in rows:
         by_source[w["source_id"]].append(w)
-    chains = build_chains(by_source)
+    plans = plan([(sid, chain_columns(ws)) for sid, ws in by_source.items()])
+    chains = build_chains(plans, {(w["source_id"], w["line"]): w for w in rows})
     match_requests(con, analysis_id, chains)
     insert_chains(con, analysis_id, chains)
-
-
-def build_chains(by_source: dict[int, list[dict]]) -> list[dict]:
-    """The chains of the waits (each source's, with every column of `waits`, and `off`: its clock offset)."""
-    heads = [h for ws in by_source.values() for h in _source_heads(ws)]
-    # a chain's rank is its first link's: only the chains kept are built
-    heads.sort(key=lambda h: (-h[0]["duration_ns"], h[0]["source_id"], h[0]["line"]))
-    return [_build_chain(h, ctx) for h, ctx in heads[:MAX_CHAINS]]
 
 
 def _also_waiting_entry(w: dict) -> str:
@@ -199,119 +236,6 @@ def _also_waiting_entry(w: dict) -> str:
             "inferred": w["inferred"],
         }
     )
-
-
-class _Group:
-    """The waiters of one group (same lock, same next link; in file order), for 'which of them overlap this wait'
-    look-ups: by a look at each, or as arrays when there are many (a group may have thousands of members). Each
-    member's JSON is made once."""
-
-    ARRAYS = 64  # members from which the arrays cost less than a look at each
-
-    def __init__(self, members: list[dict]):
-        self.members = members
-        self.entries: dict[int, str] = {}
-        self.starts = self.ends = None
-        if len(members) >= self.ARRAYS:
-            self.starts = np.fromiter((m["start_ns"] for m in members), np.int64, len(members))
-            self.ends = np.fromiter((m["end_ns"] for m in members), np.int64, len(members))
-
-    def overlapping(self, w: dict) -> str:
-        """The other members that overlap w in time, in file order, as a JSON list."""
-        members, entries, s, e = self.members, self.entries, w["start_ns"], w["end_ns"]
-        if self.starts is None:
-            hits = [i for i, m in enumerate(members) if m["start_ns"] < e and m["end_ns"] > s]
-        else:
-            hits = np.flatnonzero((self.starts < e) & (self.ends > s)).tolist()
-        return (
-            "["
-            + ", ".join(
-                entries.get(i) or entries.setdefault(i, _also_waiting_entry(members[i]))
-                for i in hits
-                if members[i] is not w
-            )
-            + "]"
-        )
-
-
-def _source_heads(ws: list[dict]) -> list[tuple[dict, tuple]]:
-    """The first links of the source's chains, each with what building its chain needs."""
-    idx = _WaitsByTask(ws)
-    nxt = {}
-    targets = set()
-    for w in ws:
-        n = nxt[id(w)] = _next_link(w, idx)
-        if n[1] is not None:
-            targets.add(id(n[1]))
-    # waiters on the same lock with the same next link: one group
-    groups: dict[tuple, list[dict]] = defaultdict(list)
-    gkey = {}
-    for w in ws:
-        rel, v, end = nxt[id(w)]
-        if rel is None or w["lock_key"] is None:
-            continue
-        tgt = ("w", v["line"]) if v is not None else ("t", *end)
-        gkey[id(w)] = (w["lock_key"], rel, tgt)
-        groups[gkey[id(w)]].append(w)
-    ctx = (nxt, groups, gkey, idx, {})  # {}: the groups' look-ups (_Group), made as needed
-    heads = []
-    seen_groups = set()
-    for w in ws:
-        if id(w) in targets or not (w["primitive"] is not None or (w["state"] or "").startswith("D")):
-            continue
-        g = gkey.get(id(w))
-        if g is not None:
-            if g in seen_groups:
-                continue
-            seen_groups.add(g)
-            members = [m for m in groups[g] if id(m) not in targets]
-            w = max(members, key=lambda m: (m["end_known"], m["duration_ns"], -m["line"]))
-        heads.append((w, ctx))
-    return heads
-
-
-def _build_chain(h: dict, ctx: tuple) -> dict:
-    nxt, groups, gkey, idx, looked = ctx
-
-    def also(w):
-        k = gkey.get(id(w))
-        if k is None:
-            return "[]"
-        return (looked.get(k) or looked.setdefault(k, _Group(groups[k]))).overlapping(w)
-
-    links, seen, w = [], set(), h
-    while w is not None and len(links) < MAX_LINKS:
-        seen.add(id(w))
-        rel, v, _ = nxt[id(w)]
-        rel_ev, term = _link_evidence(w, rel, v, idx) if rel else ("", None)
-        evidence = w["evidence"] + (f"; {w['holder_evidence']}" if rel == "held_by" and w["holder_evidence"] else "")
-        if rel and rel != "held_by":
-            evidence += f"; {rel_ev}"
-        links.append(
-            {
-                "source_id": w["source_id"],
-                "wait_line": w["line"],
-                "pid": w["pid"],
-                "comm": w["comm"],
-                "lock": w["lock"],
-                "start_ns": w["start_ns"],
-                "end_ns": w["end_ns"],
-                "duration_ns": w["duration_ns"],
-                "end_known": w["end_known"],
-                "relation": rel,
-                "inferred": bool(w["inferred"] or rel == "held_by"),
-                "evidence": evidence,
-                "stack": w["stack"],
-                "line": w["line"],
-                "also_waiting": also(w),
-                "_wait": w,
-            }
-        )
-        if term is not None:
-            links.append({**term, "wait_line": None, "relation": None, "also_waiting": "[]"})
-            break
-        w = v if v is not None and id(v) not in seen else None
-    return {"duration_ns": h["duration_ns"], "links": links}
 
 
 def match_requests(con, analysis_id: str, chains: list[dict]) -> None:
@@ -421,17 +345,16 @@ def insert_chains(con, analysis_id: str, chains: list[dict]) -> None:
     }
     values = zip(*map(operator.itemgetter(*_LINK_TYPES), links))  # column by column
     data.update({k: pa.array(v, t) for (k, t), v in zip(_LINK_TYPES.items(), values)})
-    data["stack_text"] = pa.array([STACK_SEP.join(link["stack"]) for link in links], pa.string())
+    data["stack_text"] = pa.array([link["stack_text"] for link in links], pa.string())
     matched = [(i, link["request"]) for i, link in enumerate(links) if link.get("request")]
     for k, t in _REQUEST_TYPES.items():
         col = [None] * len(links)
         for i, r in matched:
             col[i] = r[k]
         data[f"req_{k}"] = pa.array(col, t)
-    con.register("_stalls_cl", pa.table(data))
-    names = ", ".join(data)
-    con.execute(f"INSERT INTO chain_link_rows (analysis_id, {names}) SELECT ?, {names} FROM _stalls_cl", [analysis_id])
-    con.unregister("_stalls_cl")
+    data["analysis_id"] = pa.array([analysis_id] * len(links), pa.string())
+    order = [d[0] for d in con.execute("SELECT * FROM chain_link_rows LIMIT 0").description]
+    insert_arrow(con, "chain_link_rows", pa.table({k: data[k] for k in order}))
 
 
 def relink(con, analysis_id: str) -> None:

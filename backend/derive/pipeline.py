@@ -12,32 +12,35 @@ transaction:
        this thread (Python, on `con`)      | the reader thread (a cursor of its own)  | the inserter thread (on `con`)
        ------------------------------------+------------------------------------------+-------------------------------
        per ftrace source: waits.derive_waits | stacks.call_index of that source (its |
-                                           |   names, windows, calls read ahead)      |
-       ... its waits' lines known -------->| stacks.event_stacks (SQL, the stacks the |
-       stacks of calls (numpy: the calls   |   trace recorded at those lines)         |
+         (its waits' own columns staged in |   names, windows, calls read ahead)      |
+         a temporary table, by SQL)        |                                          |
+       ... its waits' lines known -------->| recorded.event_stacks (SQL, the stacks   |
+       stacks of calls (numpy: the calls   |   the trace recorded at those lines)     |
          scanned in line windows)          |                                          |
                                            | timeline.prepare (staged rows only), once|
        ... its locks known --------------->| timeline.summarize, then cpus.summarize, |
                                            |   own transaction                        |
        holders, their stacks (a 2nd scan)  |   (writes STAGED_TABLES, commits)         |
-       chains.build_chains (Python)        |                                          | waits.insert_waits
-       chains.match_requests, insert_chains|                                          |
+       chain_plan.plan (numpy: the waits'  |                                          | each source's wait_rows, a
+         next links, groups, chains kept)  |                                          |   window of waits at a time
+       chains.build_chains (the rows of    |                                          |
+         their links), match_requests, insert_chains                                  |
 
    The reader works on the staged rows (committed by their inserts: a cursor of its own sees them); `con` is used
-   by one thread at a time (the inserter holds it while this thread builds the chains in Python). The garbage
-   collector is off meanwhile: many small lists and dicts, no cycles.
+   by one thread at a time (the inserter holds it while this thread plans the chains). No wait is a Python object:
+   the waits are arrays of their columns (what the stacks' look-ups and the chains need) and rows in DuckDB, so the
+   derivation's memory does not grow with the trace (docs/BENCHMARKS.md). The garbage collector is off meanwhile.
 """
 
 from __future__ import annotations
 
 import gc
-import itertools
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
 import pyarrow as pa
 
-from . import align, blk, chains, cpus, stacks, timeline, waits
+from . import align, blk, chain_plan, chains, cpus, stacks, timeline, wait_rows, waits
 
 # (an ftrace-format source may hold block requests too: perf script text rebuilds them from block tracepoints)
 DERIVE_SOURCE: dict[str, list[Callable]] = {"blkparse": [blk.derive], "ftrace": [blk.derive, waits.span]}
@@ -70,15 +73,15 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
         # the reader thread: work that releases the GIL (DuckDB, Arrow, numpy) while this one goes on in Python or
         # in DuckDB; a connection is used by one thread at a time
         with ThreadPoolExecutor(max_workers=1) as pool:
-            derived, tables = {}, []
+            derived: list[waits.SourceWaits] = []
             prepared = summarized = None
 
-            def locked(last: list[dict]) -> None:
+            def locked(last: pa.Table) -> None:
                 """Every wait's lock is known (the last source's too: `last`): the summaries can start, beside the
                 holders' and their stacks' look-ups."""
                 nonlocal prepared, summarized
                 if summarized is None:
-                    summary = waits.wait_summary(itertools.chain(itertools.chain.from_iterable(derived.values()), last))
+                    summary = pa.concat_tables([wait_rows.empty_summary(), *(d.summary for d in derived), last])
                     summarized = pool.submit(_summarize_committed, reader, sources, summary, prepared)
                     prepared = None  # held by that step only: freed once used, before the chains' peak
 
@@ -97,22 +100,20 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
             for k, sid in enumerate(offs):
                 funcs = waits.function_names(con, sid)
                 calls = pool.submit(stacks.call_index, reader, sid, funcs)  # read while the waits are derived
-                derived[sid], table = waits.derive_waits(
-                    con, sid, funcs, calls, locked if k == len(offs) - 1 else None, on_reader
-                )
+                got = waits.derive_waits(con, sid, funcs, calls, locked if k == len(offs) - 1 else None, on_reader)
                 queue_prepare()  # (when the source had no waits)
                 calls = None
-                tables.append(table)
-                for w in derived[sid]:
-                    w["off"] = offs[sid]
-            locked([])  # when the last source had no waits
-            # the inserter thread: the waits' insert (DuckDB, on `con`: this thread does not use it until the insert
-            # is done), beside the summaries and the chains' Python here
+                if got is not None:
+                    derived.append(got)
+            locked(wait_rows.empty_summary())  # when the last source had no waits
+            # the inserter thread: the waits' rows (DuckDB, on `con`: this thread does not use it until they are in),
+            # beside the summaries and the chains' plan here (numpy)
             with ThreadPoolExecutor(max_workers=1) as inserter:
-                inserted = inserter.submit(waits.insert_waits, con, itertools.chain.from_iterable(tables))
-                tables = []
-                built = chains.build_chains(derived)
+                inserted = inserter.submit(lambda: [d.insert() for d in derived])
+                planned = chain_plan.plan([(d.sid, d.chain) for d in derived])
+                derived = []
                 inserted.result()
+            built = chains.build_chains(planned, chains.stored_rows(con, planned))
             summarized.result()
         chains.match_requests(con, analysis_id, built)
         chains.insert_chains(con, analysis_id, built)

@@ -4,9 +4,6 @@ carried across, so memory does not grow with the trace) rather than by SQL per w
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,14 +18,27 @@ class Stacks:
 
     def __init__(self, off: np.ndarray, codes: np.ndarray, names: list[str]):
         self.off, self.codes, self.names = off, codes, names
-        self._o = off.tolist()
-        self._frames = np.array(names, dtype=object)[codes].tolist()
+        self._values = None
 
     def found(self, i: int) -> bool:
-        return self._o[i + 1] > self._o[i]
+        return self.off[i + 1] > self.off[i]
 
     def frames(self, i: int) -> list[str]:
-        return self._frames[self._o[i] : self._o[i + 1]]
+        names = self.names
+        return [names[c] for c in self.codes[self.off[i] : self.off[i + 1]].tolist()]
+
+    def any_frame(self, rows: np.ndarray, mark: np.ndarray) -> np.ndarray:
+        """Per request rows[j]: whether a frame of its stack is one of the names marked (mark: a bool per name)."""
+        out = np.zeros(len(rows), bool)
+        for a in range(0, len(rows), _CHUNK):
+            r = rows[a : a + _CHUNK]
+            lo, size = self.off[r], self.off[r + 1] - self.off[r]
+            ends = np.cumsum(size)
+            pos = np.repeat(lo - (ends - size), size) + np.arange(ends[-1] if len(ends) else 0)
+            hit = np.zeros(len(pos) + 1, np.int64)
+            np.cumsum(mark[self.codes[pos]], out=hit[1:])
+            out[a : a + _CHUNK] = hit[ends] > hit[ends - size]
+        return out
 
     def reasons(self, n: int) -> list[tuple[str | None, str | None, str | None, str | None]]:
         """Per request i < n, what its stack waits on: (lock label, lock key, primitive name, object primitive
@@ -43,8 +53,15 @@ class Stacks:
             ],
             bool,
         ).reshape(-1, 4)
-        codes = self.codes[: self.off[n]]
-        stack = np.repeat(np.arange(n), np.diff(self.off[: n + 1]))
+        out = []
+        for a in range(0, n, _CHUNK):  # a chunk of requests at a time: arrays of their frames, not of all
+            out += self._reasons(kinds, a, min(a + _CHUNK, n))
+        return out
+
+    def _reasons(self, kinds: np.ndarray, a: int, b: int) -> list[tuple]:
+        n = b - a
+        codes = self.codes[self.off[a] : self.off[b]]
+        stack = np.repeat(np.arange(n), np.diff(self.off[a : b + 1]))
         waiting, obj, own, plain = (kinds[codes, k] for k in range(4))
 
         def pick(mask: np.ndarray, last: bool) -> np.ndarray:  # per stack, the code of its first (last) masked frame
@@ -74,7 +91,9 @@ class Stacks:
         offsets = np.zeros(len(rows) + 1, np.int64)
         np.cumsum(count, out=offsets[1:])
         take = np.repeat(start - offsets[:-1], count) + np.arange(offsets[-1])
-        values = pa.array(self.names, pa.string()).take(self.codes[take])
+        if self._values is None:
+            self._values = pa.array(self.names, pa.string())
+        values = self._values.take(self.codes[take])
         return pc.binary_join(
             pa.LargeListArray.from_arrays(offsets, values, mask=pa.array(null, pa.bool_())), STACK_SEP
         )
@@ -87,16 +106,17 @@ def stacks_at(con, sid: int, calls: dict, pid: list, cpu: list, line: list, inne
 
 
 def stacks_at_many(con, sid: int, calls: dict, groups: list[tuple]) -> list[Stacks]:
-    """stacks_at for several lists of requests (pid, cpu, line, innermost or None) in one scan of the source's calls
+    """stacks_at for several lists of requests (pid, cpu, line, innermost or None; each a list of ints or None, or
+    arrays (values, valid)) in one scan of the source's calls
     in line order, a window of lines holding about _SCAN_ROWS calls at a time (memory: a window and the calls carried across, not the
     trace). A request is answered in the window that holds the last line it needs: the call its task entered last
     before its line (or its innermost call), then that call's parents, less those that had already returned. Carried
     to the next window: the calls still open at its first line, each task's last call, and their parents (the
     parent of a call carried is the nearest one carried: a call that returned before the window is in no stack
     asked there); `calls["ahead"]` (call_index) is in every window."""
-    sizes = [len(g[0]) for g in groups]
+    sizes = [len(g[2]) if isinstance(g[2], list) else len(g[2][0]) for g in groups]
     (pid, has_pid), (cpu, has_cpu), (at, has_at), (inner, has_inner) = (
-        _ints([v for g in groups for v in (g[c] if g[c] is not None else [None] * len(g[0]))]) for c in range(4)
+        _ints_of([g[c] for g in groups], sizes) for c in range(4)
     )
     n = len(pid)
     task = np.where(pid == 0, _IDLE - cpu, pid)
@@ -106,7 +126,7 @@ def stacks_at_many(con, sid: int, calls: dict, groups: list[tuple]) -> list[Stac
     tasks = np.unique(task[by_task])  # the tasks whose last calls are looked for
     asked = asked[np.argsort(need[asked], kind="stable")]
     at = np.where(has_at, at, -1)
-    levels, depth = [], np.zeros(n, np.int64)  # per level: requests, their frame's level from the top, its function
+    levels, depth = [], np.zeros(n, np.int64)  # per batch of requests answered: them, their depths, their codes
     carried, answered, span = None, 0, calls["span"]
     query = (
         f"SELECT {_CALL_COLUMNS.format(names=len(calls['names']) - 1)} FROM fg_call_rows"
@@ -133,8 +153,10 @@ def stacks_at_many(con, sid: int, calls: dict, groups: list[tuple]) -> list[Stac
     off = np.zeros(n + 1, np.int64)
     np.cumsum(depth, out=off[1:])
     codes = np.zeros(off[-1], calls["code_type"])
-    for ks, level, code in levels:  # root first: the frame found last goes first
-        codes[off[ks] + depth[ks] - 1 - level] = code
+    for ks, count, part in levels:  # each batch's stacks, to their places
+        local = np.zeros(len(ks) + 1, np.int64)
+        np.cumsum(count, out=local[1:])
+        codes[np.repeat(off[ks] - local[:-1], count) + np.arange(local[-1])] = part
     out, r = [], 0
     for size in sizes:
         out.append(Stacks(off[r : r + size + 1] - off[r], codes[off[r] : off[r + size]], calls["names"]))
@@ -161,22 +183,32 @@ def _walk(w: dict, ks: np.ndarray, tasks, task, at, inner, has_inner, levels: li
             last = packed[np.maximum(j, 0)]
             cur[~own] = np.where((j >= 0) & (last >> shift == mine), last & ((1 << shift) - 1), -1)
     ok = cur >= 0
-    k, cur = ks[ok], cur[ok]
+    k, cur = np.flatnonzero(ok), cur[ok]  # (indexes into ks)
+    found, count = [], np.zeros(len(ks), np.int64)  # per level: requests, their frame's level from the top, its code
     for _ in range(4096):
         if not len(k):
             break
-        open_at = w["exit"][cur] >= at[k]
-        levels.append((k[open_at], depth[k[open_at]], w["code"][cur[open_at]]))
-        depth[k[open_at]] += 1
+        open_at = w["exit"][cur] >= at[ks[k]]
+        found.append((k[open_at], count[k[open_at]], w["code"][cur[open_at]]))
+        count[k[open_at]] += 1
         nxt = w["up"][cur]
         ok = nxt >= 0
         k, cur = k[ok], nxt[ok]
+    # these requests' stacks are whole: their codes, root first (the frame found last goes first), kept as one array
+    off = np.zeros(len(ks) + 1, np.int64)
+    np.cumsum(count, out=off[1:])
+    codes = np.zeros(off[-1], w["code"].dtype)
+    for kk, level, code in found:
+        codes[off[kk] + count[kk] - 1 - level] = code
+    depth[ks] = count
+    levels.append((ks, count, codes))
 
 
 # calls per window of the stacks' scan: its arrays stay under glibc's mmap threshold (1 MiB, ingest/memory.py), so
 # they reuse the heap instead of being mapped and faulted in afresh per window (262 k calls: +0.5 s of system time
 # per scan of a 1 GiB capture)
 _SCAN_ROWS = 100_000
+_CHUNK = 16384  # requests whose frames are handled as arrays at a time (not the frames of all: ~30 a stack)
 _IDLE = -(1 << 24)  # the idle task (pid 0) is a task per CPU: _IDLE - its CPU
 _NO_EXIT = np.iinfo(np.int64).max
 _CALL_COLUMNS = (
@@ -275,6 +307,20 @@ def _ints(values: list) -> tuple[np.ndarray, np.ndarray]:
     return a.fill_null(0).to_numpy(), a.is_valid().to_numpy(zero_copy_only=False)
 
 
+def _ints_of(parts: list, sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """_ints of the parts one after the other: each a list of ints or None, (values, valid) arrays, or None (all
+    null)."""
+    out = []
+    for p, size in zip(parts, sizes):
+        if p is None:
+            out.append((np.zeros(size, np.int64), np.zeros(size, bool)))
+        elif isinstance(p, tuple):
+            out.append((np.where(p[1], p[0], 0).astype(np.int64), p[1].astype(bool)))
+        else:
+            out.append(_ints(p))
+    return np.concatenate([v for v, _ in out]), np.concatenate([ok for _, ok in out])
+
+
 def call_index(con, sid: int, names: list[str]) -> dict:
     """What the stacks' look-ups (stacks_at) need of a source before their scan: its names by id ("?" for a call
     without one), the smallest integer type that holds their indexes, and `ahead`: the calls that are the parent of a
@@ -300,135 +346,27 @@ def call_index(con, sid: int, names: list[str]) -> dict:
     }
 
 
-# Stack-trace events: trace-cmd record -T (the `stacktrace` option), the `stacktrace` event trigger (a post trigger)
-# and the userstacktrace option record the stack right after the event they belong to, in the same context: on the
-# same CPU, as the same task, before anything else that CPU records (a kernel stack, then a user stack). The text
-# forms: `kernel_stack: <stack trace >` / `user_stack: <user stack trace>` (trace-cmd report) and `<stack trace>` /
-# `<user stack trace>` (tracefs), each followed by its `=> frame` lines, innermost first (parsers/funcgraph.py folds
-# them into the event's text).
-STACK_EVENTS = ("kernel_stack", "user_stack")
-# frames of the tracing machinery itself, innermost in a stack recorded at a tracepoint
-_TRACING_FRAME = re.compile(r"^(__traceiter_|__bpf_trace_|trace_event_raw_event_|perf_trace_|__probestub_)")
-_FRAME_ADDR = re.compile(r"\s+\((?:[0-9a-fA-F]+|[0-9a-fA-Fx]+)\)$")
-
-
-def frames_of_stack_text(text: str | None, read: dict[str, str] | None = None) -> list[str]:
-    """The frames of a folded stack event's text (`<stack trace >` then `=> func (addr)` lines, innermost first),
-    root first, without the tracing machinery's frames (`__traceiter_sched_switch`) at the top. `read`: the frame
-    of each line already read (a caller's, for many texts: their lines repeat; "" for a line that is no frame)."""
-    if read is None:
-        read = {}
-    frames = []
-    for ln in (text or "").split("\n")[1:]:
-        f = read.get(ln)
-        if f is None:
-            f = ln.strip()
-            f = _FRAME_ADDR.sub("", f[2:].strip()) if f.startswith("=>") else ""
-            read[ln] = f
-        if f:
-            frames.append(f)
-    while frames and _TRACING_FRAME.match(frames[0]):
-        frames.pop(0)
-    frames.reverse()
-    return frames
-
-
-@dataclass
-class EventStack:
-    """The stack recorded for the event at a line: its frames (user stack, then kernel stack, root first) and the
-    lines of the stack events it was read from."""
-
-    frames: list[str]
-    lines: list[int]
-    kinds: list[str]
-    after_ns: int | None  # the kernel stack's time after its event's
-
-    def evidence(self, whose: str = "stack") -> str:
-        where = " and ".join(f"{k} event at line {ln}" for ln, k in sorted(zip(self.lines, self.kinds)))
-        late = f", {self.after_ns / 1e3:.1f} µs after it" if self.after_ns is not None and self.after_ns >= 0 else ""
-        return f"{whose} from the {where} (same CPU and task{late})"
-
-
-def event_stacks(con, sid: int, lines: list[int]) -> dict[int, EventStack]:
-    """The stacks the trace recorded for the events at `lines` (scheduler switches and wake-ups, any event): the
-    stack events that follow an event on its CPU with no other event of that CPU in between, written as the same
-    task (see STACK_EVENTS). The first stack of each kind counts. {event line: EventStack}."""
-    wanted = sorted({ln for ln in lines if ln is not None})
-    if not wanted:
-        return {}
-    has = con.execute(
-        "SELECT count(*) FROM trace_events WHERE source_id = ? AND event IN ('kernel_stack', 'user_stack')", [sid]
-    ).fetchall()[0][0]
-    if not has:
-        return {}
-    con.register("_stacks_need", pa.table({"line": pa.array(wanted, pa.int64())}))
-    try:
-        rows = con.execute(
-            """
-            WITH ev AS (
-                SELECT line, t_ns, cpu, prev_pid AS pid, FALSE AS stack, NULL AS event, NULL AS text
-                FROM sched_switch WHERE source_id = $sid AND cpu IS NOT NULL
-                UNION ALL SELECT line, t_ns, cpu, waker_pid, FALSE, NULL, NULL
-                FROM sched_wakeup WHERE source_id = $sid AND cpu IS NOT NULL
-                UNION ALL SELECT line, t_ns, cpu, pid, event IN ('kernel_stack', 'user_stack'), event, text
-                FROM trace_events WHERE source_id = $sid AND cpu IS NOT NULL
-            ), o AS (
-                SELECT *, last_value(CASE WHEN NOT stack THEN line END IGNORE NULLS)
-                              OVER (PARTITION BY cpu ORDER BY line ROWS UNBOUNDED PRECEDING) AS owner,
-                          last_value(CASE WHEN NOT stack THEN pid END IGNORE NULLS)
-                              OVER (PARTITION BY cpu ORDER BY line ROWS UNBOUNDED PRECEDING) AS owner_pid,
-                          last_value(CASE WHEN NOT stack THEN t_ns END IGNORE NULLS)
-                              OVER (PARTITION BY cpu ORDER BY line ROWS UNBOUNDED PRECEDING) AS owner_ns
-                FROM ev
-            )
-            SELECT owner, event, min(line) AS line, arg_min(text, line) AS text, arg_min(t_ns - owner_ns, line) AS dt
-            FROM o WHERE stack AND owner IN (SELECT line FROM _stacks_need)
-              AND (pid IS NULL OR owner_pid IS NULL OR pid = owner_pid)
-            GROUP BY owner, event ORDER BY owner, event DESC
-            """,
-            {"sid": sid},
-        ).fetchall()
-    finally:
-        con.unregister("_stacks_need")
-    out: dict[int, EventStack] = {}
-    read: dict[str, str] = {}  # each distinct frame line read once
-    for owner, event, line, text, dt in rows:  # per owner: user_stack first, then kernel_stack
-        frames = frames_of_stack_text(text, read)
-        if not frames:
-            continue
-        s = out.get(owner)
-        if s is None:
-            out[owner] = EventStack(frames, [line], [event], dt if event == "kernel_stack" else None)
-        else:
-            s.frames = s.frames + frames
-            s.lines.append(line)
-            s.kinds.append(event)
-            if event == "kernel_stack":
-                s.after_ns = dt
-    return out
-
-
-def with_frames(st: Stacks, n: int, replace: dict[int, list[str]]) -> Stacks:
-    """The first n stacks of st, with request i's frames replaced by replace[i] where given."""
-    if not replace:
+def with_frames(st: Stacks, n: int, rows: np.ndarray, recorded, which: np.ndarray) -> Stacks:
+    """The first n stacks of st, with request rows[j]'s frames replaced by the stack which[j] of `recorded`
+    (recorded.Recorded). Copied a chunk of requests at a time."""
+    if not len(rows):
         return st
-    names = list(st.names)
-    ids = {name: i for i, name in enumerate(names)}
-    parts, counts = [], np.zeros(n, np.int64)
-    off = st.off
-    for i in range(n):
-        frames = replace.get(i)
-        if frames is None:
-            part = st.codes[off[i] : off[i + 1]].astype(np.int64)
-        else:
-            for f in frames:
-                if f not in ids:
-                    ids[f] = len(names)
-                    names.append(f)
-            part = np.array([ids[f] for f in frames], np.int64)
-        parts.append(part)
-        counts[i] = len(part)
-    new_off = np.zeros(n + 1, np.int64)
-    np.cumsum(counts, out=new_off[1:])
-    codes = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-    return Stacks(new_off, codes, names)
+    base = np.int32(len(st.names))
+    repl = np.full(n, -1, np.int64)
+    repl[rows] = which
+    count = np.diff(st.off[: n + 1])
+    count[rows] = recorded.off[which + 1] - recorded.off[which]
+    off = np.zeros(n + 1, np.int64)
+    np.cumsum(count, out=off[1:])
+    codes = np.empty(off[-1], np.int32)
+    for a in range(0, n, _CHUNK):
+        b = min(a + _CHUNK, n)
+        r, c = repl[a:b], count[a:b]
+        mine = r >= 0
+        start = np.where(mine, recorded.off[np.maximum(r, 0)], st.off[a:b])
+        pos = np.repeat(start - off[a:b], c) + np.arange(off[a], off[b])
+        theirs = np.repeat(mine, c)
+        seg = codes[off[a] : off[b]]
+        seg[~theirs] = st.codes[pos[~theirs]]
+        seg[theirs] = recorded.codes[pos[theirs]] + base
+    return Stacks(off, codes, st.names + recorded.names)

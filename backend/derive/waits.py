@@ -28,7 +28,7 @@ Waits (table `waits`, key (source_id, line)):
 * stack: the task's calls open at the wait's first line (entered before it, not yet exited), root first;
   found from the last call event of the task before that line (an ASOF join) and the parent chain. Where the
   trace recorded a stack for the wait's line itself (trace-cmd -T, the stacktrace trigger, userstacktrace: the
-  stack events right after it on its CPU, as the same task; stacks.event_stacks), that stack is the wait's (user
+  stack events right after it on its CPU, as the same task; recorded.event_stacks), that stack is the wait's (user
   frames, then kernel frames), and the evidence names its lines; the same for the waker at its wake-up line.
 * lock: `locks.label(stack)` (`xfs_ilock via down_write`); `primitive` is the locks.py entry it came
   from. Without a known primitive on the stack, the innermost frame that is not scheduler plumbing
@@ -41,18 +41,20 @@ Waits (table `waits`, key (source_id, line)):
 
 from __future__ import annotations
 
-import itertools
-import operator
 from collections import defaultdict
 from concurrent.futures import Future
-from typing import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
 
 from .. import locks
-from .frames import base_name, duration_text, task_text, time_text
-from .stacks import event_stacks, stacks_at, stacks_at_many, with_frames
+from . import wait_rows
+from .frames import base_name, duration_text, is_io_completion
+from .recorded import event_stacks
+from .stacks import stacks_at, stacks_at_many, with_frames
+from .wait_rows import BASE_TYPES, WAIT_ROWS
 
 # the scheduler's entry points a task sleeps in: a long call of one is a wait when the trace has no sched_switch
 SLEEPING_CALLS = frozenset(
@@ -68,21 +70,6 @@ SLEEPING_CALLS = frozenset(
     }
 )
 MIN_CALL_SLEEP_NS = 1_000_000  # a lock call this long with no switch-out in the trace is taken as a sleep
-MAX_HOLDER_SCAN = 10_000  # acquire calls looked at, backwards, per wait
-WAIT_ROWS = 16384  # waits inserted per statement
-
-
-# what the timeline's summaries need of each wait (timeline.summarize, as soon as the locks are known)
-SUMMARY_COLUMNS = ("source_id", "pid", "comm", "start_ns", "end_ns", "lock_key", "lock", "line")
-
-
-def wait_summary(waits: Iterable[dict]) -> pa.Table:
-    """The SUMMARY_COLUMNS of the waits, as they will be stored."""
-    values = zip(*map(operator.itemgetter(*SUMMARY_COLUMNS), waits))
-    return pa.table(
-        [pa.array(v, WAIT_TYPES[k]) for k, v in itertools.zip_longest(SUMMARY_COLUMNS, values, fillvalue=())],
-        names=list(SUMMARY_COLUMNS),
-    )
 
 
 def function_names(con, sid: int) -> list[str]:
@@ -117,14 +104,16 @@ def derive_waits(
     sid: int,
     funcs: list[str],
     calls: Future,
-    locked: Callable[[list[dict]], None] | None = None,
+    locked: Callable[[pa.Table], None] | None = None,
     on_reader: Callable[..., Future] | None = None,
-) -> tuple[list[dict], Iterator[pa.Table]]:
-    """Derives the source's waits: as dicts, in file order, and as the rows of `waits` (made as they are read).
-    `funcs`: the source's names by id (function_names); `calls`: its stacks.call_index, being read meanwhile; `locked`(the
-    waits), called once their locks are known (before their holders are looked for); `on_reader`(fn, *args): fn(a
-    cursor of its own on the staged rows, *args) run in another thread, when given: the stacks the trace recorded
-    are read there, beside the look-ups of the stacks of calls."""
+) -> SourceWaits | None:
+    """Derives the source's waits (None: it has none): staged in a temporary table of their own columns, in file
+    order (scheduler waits by line, then call waits by task), what the chains need of them as arrays, and `insert`,
+    which writes their `wait_rows` a window at a time. `funcs`: the source's names by id (function_names); `calls`:
+    its stacks.call_index, being read meanwhile; `locked`(their summary: wait_rows.SUMMARY_COLUMNS), called once
+    their locks are known (before their holders are looked for); `on_reader`(fn, *args): fn(a cursor of its own on
+    the staged rows, *args) run in another thread, when given: the stacks the trace recorded are read there, beside
+    the look-ups of the stacks of calls."""
     p = {"sid": sid}
     trace_end = con.execute(
         "SELECT max(t) FROM (SELECT max(greatest(entry_ns, exit_ns)) t FROM fg_call_rows WHERE source_id = $sid"
@@ -134,7 +123,7 @@ def derive_waits(
         p,
     ).fetchall()[0][0]
     if trace_end is None:
-        return [], iter(())
+        return None
     lockfn = _lock_function_ids(funcs)
     # without scheduler events, a long call of the scheduler's sleeping entry points is a sleep too (its task may be
     # unknown: function_graph without funcgraph-proc keeps calls per CPU)
@@ -142,16 +131,6 @@ def derive_waits(
     candidates = {f: (h[2], h[1]) for f, h in lockfn.items()}
     if no_sched:
         candidates.update((f, (i, "sleep")) for i, f in enumerate(funcs) if base_name(f) in SLEEPING_CALLS)
-    register_table(
-        con,
-        "_stalls_fn",
-        {
-            "func_id": [h[0] for h in candidates.values()],
-            "func": list(candidates),
-            "role": [h[1] for h in candidates.values()],
-        },
-        {"func_id": pa.int32(), "func": pa.string(), "role": pa.string()},
-    )
     con.execute(
         "CREATE OR REPLACE TEMP TABLE _stalls_outs AS SELECT line, prev_pid AS pid FROM sched_switch"
         " WHERE source_id = $sid AND prev_pid IS NOT NULL",
@@ -162,14 +141,13 @@ def derive_waits(
         " WHERE source_id = $sid AND pid IS NOT NULL AND t_ns IS NOT NULL AND success IS NOT FALSE",
         p,
     )
-
-    # scheduler waits: switch-out asleep -> next switch-in; first wake-up after the switch-out (its end and
-    # evidence written by DuckDB: a row is then a wait as is)
-    blank = dict.fromkeys(_WAIT_KEYS)  # every wait has every column, as read back
-    blank["innermost"] = None
-    waits = fetch_dicts(
-        con.execute(
-            f"""
+    base = wait_rows.base_table(con, sid)
+    # scheduler waits: switch-out asleep -> next switch-in; first wake-up after the switch-out (a row is then a wait
+    # as is), in file order: what follows (also_waiting lists, ...) must not depend on threads
+    cols = {**_SCHED_WAIT, "innermost": "NULL"}
+    con.execute(
+        f"""
+        INSERT INTO {base} ({", ".join(BASE_TYPES)})
         WITH o AS (
             SELECT line, t_ns, cpu, prev_pid AS pid, prev_comm AS comm, prev_state AS state FROM sched_switch
             WHERE source_id = $sid AND prev_pid IS NOT NULL AND prev_pid <> 0 AND t_ns IS NOT NULL
@@ -193,19 +171,168 @@ def derive_waits(
         ), e AS (  -- the end: back on CPU, else the wake-up, else the trace's end (a lower bound)
             SELECT *, CASE WHEN in_line IS NOT NULL THEN in_ns WHEN woke THEN wns ELSE $end END AS end_at FROM k
         )
-        SELECT {", ".join(f"{v} AS {k}" for k, v in _SCHED_WAIT.items())} FROM e
+        SELECT row_number() OVER (ORDER BY line) - 1, {", ".join(cols[k] for k in BASE_TYPES if k != "seq")} FROM e
         ORDER BY line
         """,
-            {**p, "end": trace_end},
-        ),
-        blank,
-    )  # in file order: what follows (also_waiting lists, ...) must not depend on threads
-
+        {**p, "end": trace_end},
+    )
+    n = con.execute(f"SELECT count(*) FROM {base}").fetchall()[0][0]
     # call waits: long (or open) calls of sleeping primitives with no switch-out of the task inside them
     if candidates:
-        kept = fetch_dicts(
-            con.execute(
-                """
+        n += _call_waits(con, sid, base, n, candidates, trace_end)
+    for name in ("_stalls_outs", "_stalls_wk"):
+        con.execute(f"DROP TABLE IF EXISTS {name}")
+    if not n:
+        con.execute(f"DROP TABLE {base}")
+        return None
+    w = con.sql(
+        f"SELECT line, pid, cpu, innermost, start_ns, end_ns, duration_ns, end_known, waker_pid, wake_cpu, wake_line,"
+        f" wake_ns, (waker_pid = 0 OR starts_with(coalesce(waker_comm, ''), '<idle>')"
+        f" OR starts_with(coalesce(waker_comm, ''), 'swapper')) AS waker_idle,"
+        f" starts_with(coalesce(state, ''), 'D') AS state_d FROM {base} ORDER BY seq"
+    ).to_arrow_table()
+    w = {k: _ints(w.column(k)) for k in w.column_names}
+    line, pid = w["line"][0], w["pid"][0]
+    woken = np.flatnonzero(w["waker_pid"][1])
+
+    # stacks: of each wait at its line and of each waker at its wake line (one scan of the calls in line order, here),
+    # the ones the trace recorded (on the reader, meanwhile)
+    at_lines = np.concatenate([line, w["wake_line"][0][woken]])
+    recording = on_reader(event_stacks, sid, at_lines) if on_reader else None
+    calls = calls.result()
+    every = np.ones(n, bool)
+    st, wst = stacks_at_many(
+        con,
+        sid,
+        calls,
+        [
+            ((pid, every), w["cpu"], (line, every), w["innermost"]),
+            (*(_take(w[k], woken) for k in ("waker_pid", "wake_cpu", "wake_line")), None),
+        ],
+    )  # (one scan of the calls for both)
+    # stacks the trace recorded itself (-T, the stacktrace trigger): at the switch-out and at the wake-up line
+    recorded = recording.result() if recording else event_stacks(con, sid, at_lines)
+    mine = recorded.find(line)
+    st = with_frames(st, n, np.flatnonzero(mine >= 0), recorded, mine[mine >= 0])
+    theirs = recorded.find(w["wake_line"][0][woken])
+    wst = with_frames(wst, len(woken), np.flatnonzero(theirs >= 0), recorded, theirs[theirs >= 0])
+    waker_of = np.full(n, -1)
+    waker_of[woken] = np.arange(len(woken))
+    reasons = st.reasons(n)
+    need_holder: dict[str, list[int]] = defaultdict(list)
+    prims = {p.name: p for p in locks.PRIMITIVES}
+    for i, (_, _, _, obj) in enumerate(reasons):
+        if obj is not None and prims[obj].release:
+            need_holder[obj].append(i)
+    summary = wait_rows.summary(con, base, reasons)
+    if locked:
+        locked(summary)
+    held = wait_rows.infer_holders(con, sid, line, pid, need_holder, prims, lockfn)
+    with_holder = np.flatnonzero(held.row >= 0)
+    hst = stacks_at(
+        con,
+        sid,
+        calls,
+        (held.pid[held.row[with_holder]], every[with_holder]),
+        None,
+        (line[with_holder], every[with_holder]),
+    )
+    # the stack columns straight from the stacks' arrays (null: no waker; no holder, or no call of it found)
+    holder = np.full(n, -1)
+    holder[with_holder] = np.where(np.diff(hst.off) > 0, np.arange(len(with_holder)), -1)
+    io = np.fromiter(map(is_io_completion, wst.names), bool, len(wst.names))
+    has_holder = held.row >= 0
+    rows = held.row[has_holder]
+    chain = {
+        "line": line,
+        "pid": pid,
+        **{k: w[k][0] for k in ("start_ns", "end_ns", "duration_ns", "wake_ns", "wake_line", "waker_pid")},
+        "end_known": w["end_known"][0].astype(bool),
+        "waker": w["waker_pid"][1],
+        "waker_idle": w["waker_idle"][0].astype(bool),
+        "waker_io": np.zeros(n, bool),
+        "holder": has_holder,
+        "holder_pid": _spread(held.pid, rows, has_holder),
+        "holder_ns": _spread(held.ns, rows, has_holder),
+        "holder_line": _spread(held.line, rows, has_holder),
+        "lock_key": [r[1] for r in reasons],
+        "worthy": np.array([r[2] is not None for r in reasons], bool) | w["state_d"][0].astype(bool),
+    }
+    chain["waker_io"][woken] = wst.any_frame(np.arange(len(woken)), io)
+
+    def insert() -> None:  # a window at a time: all at once, the stacks' strings would be in memory twice
+        try:
+            for a in range(0, n, WAIT_ROWS):
+                r = slice(a, a + WAIT_ROWS)
+                found = {
+                    "lock": pa.array([x[0] for x in reasons[r]], pa.string()),
+                    "lock_key": pa.array([x[1] for x in reasons[r]], pa.string()),
+                    "primitive": pa.array([x[2] for x in reasons[r]], pa.string()),
+                    "stack_text": st.text(np.arange(a, min(a + WAIT_ROWS, n)), ~every[r]),
+                    "waker_stack_text": wst.text(waker_of[r], waker_of[r] < 0),
+                    **held.columns(r),
+                    "holder_stack_text": hst.text(holder[r], holder[r] < 0),
+                }
+                tail = []
+                for m, t in zip(mine[r].tolist(), theirs_of(r)):
+                    tail.append(
+                        ("" if m < 0 else f"; {recorded.evidence(m, 'stack')}")
+                        + ("" if t < 0 else f"; the waker's {recorded.evidence(t, 'stack')}")
+                    )
+                wait_rows.insert_window(con, base, a, found, tail)
+        finally:
+            con.execute(f"DROP TABLE IF EXISTS {base}")
+
+    def theirs_of(r: slice) -> list[int]:
+        j = waker_of[r]
+        return np.where(j >= 0, theirs[np.maximum(j, 0)] if len(theirs) else -1, -1).tolist()
+
+    return SourceWaits(sid, n, chain, summary, insert)
+
+
+def _ints(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """(values with nulls as 0 or false, valid) of a column."""
+    filled = col.fill_null(False if pa.types.is_boolean(col.type) else 0)
+    return filled.to_numpy(zero_copy_only=False), col.is_valid().to_numpy(zero_copy_only=False)
+
+
+def _take(col: tuple[np.ndarray, np.ndarray], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return col[0][rows], col[1][rows]
+
+
+def _spread(values: np.ndarray, rows: np.ndarray, where: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(where), np.int64)
+    out[where] = values[rows]
+    return out
+
+
+@dataclass
+class SourceWaits:
+    """A source's waits as derive_waits leaves them: their count, what the chains need of them (chains.py), their
+    summary for the timeline, and `insert`() (their rows, into wait_rows)."""
+
+    sid: int
+    n: int
+    chain: dict
+    summary: pa.Table
+    insert: Callable[[], None]
+
+
+def _call_waits(con, sid: int, base: str, seq: int, candidates: dict, trace_end: int) -> int:
+    """Adds the call waits to the base table, after the waits numbered below `seq`; returns how many."""
+    register_table(
+        con,
+        "_stalls_fn",
+        {
+            "func_id": [h[0] for h in candidates.values()],
+            "func": list(candidates),
+            "role": [h[1] for h in candidates.values()],
+        },
+        {"func_id": pa.int32(), "func": pa.string(), "role": pa.string()},
+    )
+    try:
+        t = con.sql(
+            """
             WITH c AS (
                 SELECT c.line, c.pid, n.name AS comm, c.cpu, f.func, c.entry_ns, c.exit_ns, c.duration_ns, c.exit_line,
                        c.partial AND c.exit_line = c.line AS exit_only
@@ -228,242 +355,101 @@ def derive_waits(
                     UNION ALL SELECT pid, line FROM trace_events WHERE source_id = $sid)
                 WHERE pid IN (SELECT pid FROM j WHERE exit_line IS NULL AND wake_line IS NULL) GROUP BY pid
             )
-            SELECT j.*, last.last_line FROM j LEFT JOIN last ON last.pid = j.pid
+            SELECT j.* EXCLUDE (next_out) FROM j LEFT JOIN last ON last.pid = j.pid
             -- an open call: followed by a wake-up, or by nothing more of its task until the trace ends
             WHERE j.exit_line IS NOT NULL OR j.wake_line IS NOT NULL
                   OR last.last_line <= j.line AND j.entry_ns <= $latest
-            ORDER BY j.pid, j.line
+            -- innermost: a call that holds the next candidate of its task is dropped (below). A call whose entry the
+            -- trace missed (its exit line only: it began before the first line) holds the ones that returned before
+            -- it: in line order each call spans (its entry line, or -1 without one) .. (its exit line, or the end);
+            -- outer calls first
+            ORDER BY j.pid, CASE WHEN j.exit_only THEN -1 ELSE j.line END, -coalesce(j.exit_line, 4611686018427387904), j.line
             """,
-                {**p, "min": MIN_CALL_SLEEP_NS, "latest": trace_end - MIN_CALL_SLEEP_NS},
-            )
+            params={"sid": sid, "min": MIN_CALL_SLEEP_NS, "latest": trace_end - MIN_CALL_SLEEP_NS},
+        ).to_arrow_table()
+    finally:
+        con.unregister("_stalls_fn")
+    if not t.num_rows:
+        return 0
+    cpid = t.column("pid").to_numpy()
+    exit_line = t.column("exit_line").fill_null(1 << 62).to_numpy()
+    has_exit = t.column("exit_line").is_valid().to_numpy(zero_copy_only=False)
+    # drop a call that holds the next candidate of its task
+    holds = np.zeros(len(cpid), bool)
+    holds[:-1] = (cpid[1:] == cpid[:-1]) & (~has_exit[:-1] | (exit_line[1:] <= exit_line[:-1]))
+    t = t.filter(pa.array(~holds))
+    count = 0
+    for a in range(0, t.num_rows, WAIT_ROWS):
+        rows = [_call_wait(sid, c, trace_end) for c in t.slice(a, WAIT_ROWS).to_pylist()]
+        cols = {k: [w.get(k) for w in rows] for k in BASE_TYPES if k != "seq"}
+        cols["seq"] = list(range(seq + count, seq + count + len(rows)))
+        wait_rows.insert_arrow(con, base, pa.table({k: pa.array(cols[k], typ) for k, typ in BASE_TYPES.items()}))
+        count += len(rows)
+    return count
+
+
+def _call_wait(sid: int, c: dict, trace_end: int) -> dict:
+    """The wait of a call candidate kept (its base table columns)."""
+    what = f"{c['func']}() (line {c['line']})"
+    w = {
+        "source_id": sid,
+        "line": c["line"],
+        "kind": "call",
+        "pid": c["pid"],
+        "comm": c["comm"],
+        "cpu": c["cpu"],
+        "start_ns": c["entry_ns"],
+        "state": None,
+        "innermost": c["line"],
+        "inferred": True,
+    }
+    woke = c["wake_line"] is not None and (c["exit_line"] is None or c["wake_line"] < c["exit_line"])
+    if c["exit_line"] is not None:
+        dur = c["duration_ns"] if c["duration_ns"] is not None else c["exit_ns"] - c["entry_ns"]
+        w.update(
+            end_ns=c["exit_ns"],
+            duration_ns=dur,
+            end_line=c["exit_line"],
+            end_known=True,
+            evidence=f"no sched_switch of the task in the trace: inferred from the call {what}, which "
+            f"returned after {duration_text(dur)} (line {c['exit_line']})",
         )
-        # innermost: drop a call that holds the next candidate of its task. A call whose entry the trace missed (its
-        # exit line only: it began before the first line) holds the ones that returned before it: in line order each
-        # call spans (its entry line, or -1 without one) .. (its exit line, or the end); outer calls first
-        kept.sort(key=lambda c: (c["pid"], -1 if c["exit_only"] else c["line"], -(c["exit_line"] or 1 << 62)))
-        for i, c in enumerate(kept):
-            nxt = kept[i + 1] if i + 1 < len(kept) else None
-            if (
-                nxt
-                and nxt["pid"] == c["pid"]
-                and (c["exit_line"] is None or (nxt["exit_line"] or 1 << 62) <= c["exit_line"])
-            ):
-                continue
-            what = f"{c['func']}() (line {c['line']})"
-            w = {
-                **blank,
-                "source_id": sid,
-                "line": c["line"],
-                "kind": "call",
-                "pid": c["pid"],
-                "comm": c["comm"],
-                "cpu": c["cpu"],
-                "start_ns": c["entry_ns"],
-                "state": None,
-                "innermost": c["line"],
-                "inferred": True,
-            }
-            woke = c["wake_line"] is not None and (c["exit_line"] is None or c["wake_line"] < c["exit_line"])
-            if c["exit_line"] is not None:
-                dur = c["duration_ns"] if c["duration_ns"] is not None else c["exit_ns"] - c["entry_ns"]
-                w.update(
-                    end_ns=c["exit_ns"],
-                    duration_ns=dur,
-                    end_line=c["exit_line"],
-                    end_known=True,
-                    evidence=f"no sched_switch of the task in the trace: inferred from the call {what}, which "
-                    f"returned after {duration_text(dur)} (line {c['exit_line']})",
-                )
-                if not woke:
-                    w["evidence"] += "; no wake-up line for it in the trace"
-            elif woke:
-                w.update(
-                    end_ns=c["wake_ns"],
-                    end_line=c["wake_line"],
-                    end_known=True,
-                    evidence=f"no sched_switch of the task in the trace: inferred from the call {what}, still open; "
-                    f"ends at its wake-up (line {c['wake_line']})",
-                )
-            else:
-                w.update(
-                    end_ns=trace_end,
-                    end_line=None,
-                    end_known=False,
-                    evidence=f"no sched_switch of the task in the trace: inferred from the call {what}, still open "
-                    "and the task shows nothing more until the end of the trace: duration is a lower bound",
-                )
-            if woke:
-                w.update(
-                    wake_line=c["wake_line"],
-                    wake_ns=c["wake_ns"],
-                    wake_cpu=c["wake_cpu"],
-                    waker_pid=c["waker_pid"],
-                    waker_comm=c["waker_comm"],
-                )
-            if c["pid"] < 0:  # a CPU's pseudo-task (cpu_tasks.py)
-                w["evidence"] = (
-                    f"the task is unknown (the lines name none: funcgraph-proc off), this is CPU {c['cpu']}'s call; "
-                    + w["evidence"]
-                )
-            waits.append(w)
-        del kept
-    if not waits:
-        return [], iter(())
-    for w in waits:
-        if w["duration_ns"] is None:
-            w["duration_ns"] = w["end_ns"] - w["start_ns"]
-        if w["waker_pid"] is not None and w["waker_pid"] == w["pid"]:  # sched_wakeup written by the wakee
-            w["waker_pid"] = w["waker_comm"] = None
-
-    # stacks: of each wait at its line and of each waker at its wake line (one scan of the calls in line order, here),
-    # the ones the trace recorded (on the reader, meanwhile)
-    n = len(waits)
-    woken = [i for i, w in enumerate(waits) if w["waker_pid"] is not None]
-    at_lines = [w["line"] for w in waits] + [waits[i]["wake_line"] for i in woken]
-    recording = on_reader(event_stacks, sid, at_lines) if on_reader else None
-    calls = calls.result()
-    st, wst = stacks_at_many(
-        con,
-        sid,
-        calls,
-        [
-            (
-                [w["pid"] for w in waits],
-                [w["cpu"] for w in waits],
-                [w["line"] for w in waits],
-                [w["innermost"] for w in waits],
-            ),
-            (
-                [waits[i]["waker_pid"] for i in woken],
-                [waits[i]["wake_cpu"] for i in woken],
-                [waits[i]["wake_line"] for i in woken],
-                None,
-            ),
-        ],
-    )  # (one scan of the calls for both)
-    # stacks the trace recorded itself (-T, the stacktrace trigger): at the switch-out and at the wake-up line
-    recorded = recording.result() if recording else event_stacks(con, sid, at_lines)
-    if recorded:
-        mine = {i: recorded[w["line"]] for i, w in enumerate(waits) if w["line"] in recorded}
-        st = with_frames(st, n, {i: s.frames for i, s in mine.items()})
-        for i, s in mine.items():
-            waits[i]["evidence"] = f"{waits[i]['evidence']}; {s.evidence('stack')}"
-        theirs = {j: recorded[waits[i]["wake_line"]] for j, i in enumerate(woken) if waits[i]["wake_line"] in recorded}
-        wst = with_frames(wst, len(woken), {j: s.frames for j, s in theirs.items()})
-        for j, s in theirs.items():
-            waits[woken[j]]["evidence"] = f"{waits[woken[j]]['evidence']}; the waker's {s.evidence('stack')}"
-    need_holder: dict[str, list[int]] = defaultdict(list)
-    prims = {p.name: p for p in locks.PRIMITIVES}
-    for i, (w, reason) in enumerate(zip(waits, st.reasons(n))):
-        w["stack"] = st.frames(i)
-        w["lock"], w["lock_key"], w["primitive"], obj = reason
-        if obj is not None and prims[obj].release:
-            need_holder[obj].append(i)
-    for j, i in enumerate(woken):
-        waits[i]["waker_stack"] = wst.frames(j)
-    if locked:
-        locked(waits)
-    _infer_holders(con, sid, waits, need_holder, prims, lockfn)
-    held = [i for i, w in enumerate(waits) if w["holder_pid"] is not None]
-    hst = stacks_at(
-        con, sid, calls, [waits[i]["holder_pid"] for i in held], [None] * len(held), [waits[i]["line"] for i in held]
-    )
-    for j, i in enumerate(held):
-        if hst.found(j):
-            waits[i]["holder_stack"] = hst.frames(j)
-    # the stack columns straight from the stacks' arrays (null: no waker; no holder, or no call of it found)
-    every, no, waker, holder = np.arange(n), np.zeros(n, bool), np.full(n, -1), np.full(n, -1)
-    waker[woken] = np.arange(len(woken))
-    holder[held] = np.where(np.diff(hst.off) > 0, np.arange(len(held)), -1)
-
-    def tables() -> Iterator[pa.Table]:  # a slice at a time: all at once, the stacks' strings would be in memory twice
-        for a in range(0, n, WAIT_ROWS):
-            r = slice(a, a + WAIT_ROWS)
-            yield _wait_rows_table(
-                waits[r],
-                {
-                    "stack_text": st.text(every[r], no[r]),
-                    "waker_stack_text": wst.text(waker[r], waker[r] < 0),
-                    "holder_stack_text": hst.text(holder[r], holder[r] < 0),
-                },
-            )
-
-    for name in ("_stalls_outs", "_stalls_wk"):
-        con.execute(f"DROP TABLE IF EXISTS {name}")
-    con.unregister("_stalls_fn")
-    return waits, tables()
-
-
-def _infer_holders(con, sid: int, waits: list[dict], need: dict[str, list[int]], prims: dict, lockfn: dict) -> None:
-    """Inferred holders (see the module's rules): one SQL pass over the acquire calls of the objects
-    waited on, with each acquire's next release by the same task; then a short backward scan per wait,
-    all of an object's waits at once."""
-    if not need:
-        return
-    # match the trace's own spellings (with .isra.0 etc.) of those functions
-    objs = list(need)
-    spelled = [
-        (f, i, objs.index(p.name), role)
-        for f, (p, role, i) in lockfn.items()
-        if p.name in need and role in ("acquire", "release")
-    ]
-    if not spelled:
-        return
-    register_table(
-        con,
-        "_stalls_hf",
-        dict(zip(("func", "func_id", "obj", "role"), map(list, zip(*spelled)))),
-        {"func": pa.string(), "func_id": pa.int32(), "obj": pa.int32(), "role": pa.string()},
-    )
-    t = con.sql(
-        f"""
-        WITH a AS (
-            SELECT f.obj, c.pid, n.name AS comm, c.line, f.func, c.exit_line, c.exit_ns
-            FROM fg_call_rows c JOIN _stalls_hf f USING (func_id)
-            LEFT JOIN fg_names n ON n.source_id = c.source_id AND n.id = c.comm_id
-            WHERE c.source_id = $sid AND f.role = 'acquire' AND c.exit_line IS NOT NULL AND c.pid IS NOT NULL
-        ), r AS (
-            SELECT f.obj, c.pid, c.line FROM fg_call_rows c JOIN _stalls_hf f USING (func_id)
-            WHERE c.source_id = $sid AND f.role = 'release' AND c.pid IS NOT NULL
+        if not woke:
+            w["evidence"] += "; no wake-up line for it in the trace"
+    elif woke:
+        w.update(
+            end_ns=c["wake_ns"],
+            end_line=c["wake_line"],
+            end_known=True,
+            evidence=f"no sched_switch of the task in the trace: inferred from the call {what}, still open; "
+            f"ends at its wake-up (line {c['wake_line']})",
         )
-        SELECT a.obj, a.pid, a.comm, a.line, a.func, a.exit_line, a.exit_ns, r.line AS rel_line,
-               coalesce(r.line, {np.iinfo(np.int64).max}) AS rel_or_never
-        FROM a ASOF LEFT JOIN r ON a.obj = r.obj AND a.pid = r.pid AND r.line > a.exit_line
-        ORDER BY a.obj, a.exit_line
-        """,
-        params={"sid": sid},
-    ).to_arrow_table()
-    con.unregister("_stalls_hf")
-    obj, pid, exit_line, rel = (t.column(c).to_numpy() for c in ("obj", "pid", "exit_line", "rel_or_never"))
-    for k, (name, idxs) in enumerate(need.items()):
-        a, b = np.searchsorted(obj, [k, k + 1])  # the object's acquires, by exit line
-        at = np.array([waits[i]["line"] for i in idxs], np.int64)
-        who = np.array([waits[i]["pid"] for i in idxs], np.int64)
-        j = np.searchsorted(exit_line[a:b], at) + a - 1  # the last acquire that returned before the wait began
-        stop = np.maximum(j - MAX_HOLDER_SCAN, a - 1)
-        hit = np.full(len(idxs), -1)
-        todo = np.flatnonzero(j > stop)
-        while len(todo):  # back, past the waiter's own acquires and those released before the wait began
-            jj = j[todo]
-            ok = (pid[jj] != who[todo]) & (rel[jj] >= at[todo])
-            hit[todo[ok]] = jj[ok]
-            todo = todo[~ok]
-            j[todo] -= 1
-            todo = todo[j[todo] > stop[todo]]
-        found = np.flatnonzero(hit >= 0)
-        rows = t.select(["pid", "comm", "line", "func", "exit_ns", "rel_line"]).take(hit[found]).to_pylist()
-        rel_names = "/".join(prims[name].release)
-        for i, h in zip((idxs[f] for f in found.tolist()), rows):
-            waits[i].update(
-                holder_pid=h["pid"],
-                holder_comm=h["comm"],
-                holder_line=h["line"],
-                holder_ns=h["exit_ns"],
-                holder_evidence=f"inferred holder: {task_text(h['comm'], h['pid'])} returned from {h['func']}() (line "
-                f"{h['line']}) at {time_text(h['exit_ns'])}, before this wait began, and did not call "
-                f"{rel_names}() "
-                + (f"until line {h['rel_line']}" if h["rel_line"] is not None else "in the rest of the trace"),
-            )
+    else:
+        w.update(
+            end_ns=trace_end,
+            end_line=None,
+            end_known=False,
+            evidence=f"no sched_switch of the task in the trace: inferred from the call {what}, still open "
+            "and the task shows nothing more until the end of the trace: duration is a lower bound",
+        )
+    if woke:
+        w.update(
+            wake_line=c["wake_line"],
+            wake_ns=c["wake_ns"],
+            wake_cpu=c["wake_cpu"],
+            waker_pid=c["waker_pid"],
+            waker_comm=c["waker_comm"],
+        )
+    if c["pid"] < 0:  # a CPU's pseudo-task (cpu_tasks.py)
+        w["evidence"] = (
+            f"the task is unknown (the lines name none: funcgraph-proc off), this is CPU {c['cpu']}'s call; "
+            + w["evidence"]
+        )
+    if w.get("duration_ns") is None:
+        w["duration_ns"] = w["end_ns"] - w["start_ns"]
+    if w.get("waker_pid") is not None and w["waker_pid"] == w["pid"]:  # sched_wakeup written by the wakee
+        w["waker_pid"] = w["waker_comm"] = None
+    return w
 
 
 _SCHED_WAIT = {  # the columns of a scheduler wait, in SQL over derive_waits' scheduler rows
@@ -491,55 +477,6 @@ _SCHED_WAIT = {  # the columns of a scheduler wait, in SQL over derive_waits' sc
     "waker_pid": "CASE WHEN woke AND other THEN wpid END",
     "waker_comm": "CASE WHEN woke AND other THEN wcomm END",
 }
-WAIT_TYPES = {
-    "source_id": pa.int32(),
-    "line": pa.int64(),
-    "kind": pa.string(),
-    "pid": pa.int64(),
-    "comm": pa.string(),
-    "cpu": pa.int32(),
-    "start_ns": pa.int64(),
-    "end_ns": pa.int64(),
-    "duration_ns": pa.int64(),
-    "end_known": pa.bool_(),
-    "end_line": pa.int64(),
-    "state": pa.string(),
-    "lock": pa.string(),
-    "lock_key": pa.string(),
-    "primitive": pa.string(),
-    "stack_text": pa.string(),
-    "inferred": pa.bool_(),
-    "evidence": pa.string(),
-    "waker_pid": pa.int64(),
-    "waker_comm": pa.string(),
-    "waker_stack_text": pa.string(),
-    "wake_line": pa.int64(),
-    "wake_ns": pa.int64(),
-    "wake_cpu": pa.int32(),
-    "holder_pid": pa.int64(),
-    "holder_comm": pa.string(),
-    "holder_line": pa.int64(),
-    "holder_ns": pa.int64(),
-    "holder_evidence": pa.string(),
-    "holder_stack_text": pa.string(),
-}
-
-
-def _wait_rows_table(waits: list[dict], stacks: dict[str, pa.Array]) -> pa.Table:
-    scalars = {k: t for k, t in WAIT_TYPES.items() if k not in stacks}
-    values = zip(*map(operator.itemgetter(*scalars), waits))  # column by column
-    return pa.table({**{k: pa.array(v, t) for (k, t), v in zip(scalars.items(), values)}, **stacks})
-
-
-_WAIT_KEYS = [*WAIT_TYPES, "stack", "waker_stack", "holder_stack"]  # a wait's dict: its row, its stacks as lists
-
-
-def insert_waits(con, tables: Iterable[pa.Table]) -> None:
-    cols = ", ".join(WAIT_TYPES)
-    for table in tables:
-        con.register("_stalls_w", table)
-        con.execute(f"INSERT INTO wait_rows ({cols}) SELECT {cols} FROM _stalls_w")
-        con.unregister("_stalls_w")
 
 
 def span(con, source_id: int, report) -> tuple[int | None, int | None]:

@@ -1,0 +1,192 @@
+"""Which waits make the chains (the rules: chains.py's docstring), found from arrays of the waits' columns, not from a
+Python object per wait: each wait's next link, the groups of waiters (same lock, same next link), the first links
+and the walk of each chain kept. chains.py then reads the rows of the waits the chains hold and writes their
+evidence.
+
+A source's waits come as `cols` (derive/waits.py, or chains.relink from the stored waits), in file order: arrays
+line, pid, start_ns, end_ns, duration_ns, end_known, waker (a waker is known), waker_pid, wake_ns, wake_line,
+waker_idle (the idle task or an interrupt woke it), waker_io (an I/O completion frame on the waker's stack), holder
+(a holder is inferred), holder_pid, holder_ns (0: none), holder_line, worthy (a locks.py primitive on its stack, or
+state D), and lock_key (a list of str or None)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+MAX_CHAINS = 5000
+MAX_LINKS = 32
+LOOK_BACK = 64  # a task's waits looked at, backwards, for the one that overlapped
+RELATIONS = (None, "io_completion", "woken_by", "held_by")
+_NEVER = 1 << 62
+
+
+class SourcePlan:
+    """A source's next links (rel: an index into RELATIONS; nxt: the next link's wait, -1 for none; end: the task
+    (pid, line) that ends the chain when no wait follows) and groups (gid: -1 for none)."""
+
+    def __init__(self, sid: int, cols: dict):
+        self.sid, self.cols = sid, cols
+        self.rel, self.nxt, self.end_pid, self.end_line = _next_links(cols)
+        self.gid = _groups(cols, self.rel, self.nxt, self.end_pid, self.end_line)
+        self._members: dict[int, np.ndarray] = {}
+
+    def heads(self) -> np.ndarray:
+        """The first links of the source's chains: waits that are no other wait's next link and are worth
+        explaining; of a group, its member (not a next link) with the longest known stall."""
+        n = len(self.rel)
+        target = np.zeros(n, bool)
+        target[self.nxt[self.nxt >= 0]] = True
+        c = self.cols
+        cand = ~target & c["worthy"]
+        alone = np.flatnonzero(cand & (self.gid < 0))
+        groups = np.unique(self.gid[cand & (self.gid >= 0)])
+        members = np.flatnonzero((self.gid >= 0) & ~target)
+        members = members[np.isin(self.gid[members], groups)]
+        by = np.lexsort((-c["line"][members], c["duration_ns"][members], c["end_known"][members], self.gid[members]))
+        members = members[by]
+        g = self.gid[members]
+        best = members[np.append(g[1:] != g[:-1], True)] if len(members) else members
+        return np.concatenate([alone, best])
+
+    def members(self, g: int) -> np.ndarray:
+        """A group's waits, in file order."""
+        if not self._members:
+            at = np.flatnonzero(self.gid >= 0)
+            at = at[np.argsort(self.gid[at], kind="stable")]
+            cuts = np.flatnonzero(np.diff(self.gid[at])) + 1
+            self._members = {int(self.gid[p[0]]): p for p in np.split(at, cuts) if len(p)}
+        return self._members[g]
+
+    def also(self, w: int) -> list[int]:
+        """The other members of w's group that overlap w in time, in file order."""
+        g = self.gid[w]
+        if g < 0:
+            return []
+        m = self.members(int(g))
+        c = self.cols
+        hit = m[(c["start_ns"][m] < c["end_ns"][w]) & (c["end_ns"][m] > c["start_ns"][w])]
+        return hit[hit != w].tolist()
+
+
+def plan(sources: list[tuple[int, dict]]) -> list[tuple[SourcePlan, int, list[int]]]:
+    """The chains kept, ranked by their first link's duration (at most MAX_CHAINS): (the source's plan, its first
+    link, the waits of its links in order)."""
+    plans = [SourcePlan(sid, cols) for sid, cols in sources if len(cols["line"])]
+    heads = []
+    for k, p in enumerate(plans):
+        h = p.heads()
+        d, line = p.cols["duration_ns"][h], p.cols["line"][h]
+        heads.extend(zip((-d).tolist(), [p.sid] * len(h), line.tolist(), [k] * len(h), h.tolist()))
+    heads.sort()
+    out = []
+    for _, _, _, k, h in heads[:MAX_CHAINS]:
+        p = plans[k]
+        links, seen, w = [], set(), h
+        while w >= 0 and len(links) < MAX_LINKS:
+            seen.add(w)
+            links.append(w)
+            if p.rel[w] and p.nxt[w] < 0:  # ends with the waker or holder itself
+                break
+            v = int(p.nxt[w])
+            w = v if v >= 0 and v not in seen else -1
+        out.append((p, h, links))
+    return out
+
+
+def _next_links(c: dict) -> tuple[np.ndarray, ...]:
+    """Each wait's next link: its waker (io_completion when the waker's stack shows an I/O completion; woken_by the
+    waker's wait that overlapped, unless the idle task woke it), else its holder (held_by the holder's wait that
+    overlapped), else none."""
+    n = len(c["line"])
+    rel, nxt = np.zeros(n, np.int8), np.full(n, -1, np.int64)
+    end_pid, end_line = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    wk, hd = c["waker"], ~c["waker"] & c["holder"]
+    io = wk & c["waker_io"]
+    rel[wk], rel[io], rel[hd] = 2, 1, 3
+    end_pid[wk], end_line[wk] = c["waker_pid"][wk], c["wake_line"][wk]
+    end_pid[hd], end_line[hd] = c["holder_pid"][hd], c["holder_line"][hd]
+    tasks = _ByTask(c)
+    woken = np.flatnonzero(wk & ~io & ~c["waker_idle"])
+    nxt[woken] = tasks.latest(woken, c["waker_pid"][woken], c["wake_ns"][woken], held=False)
+    held = np.flatnonzero(hd)
+    before = np.where(c["end_known"][held], c["end_ns"][held], _NEVER)
+    nxt[held] = tasks.latest(held, c["holder_pid"][held], before, held=True)
+    return rel, nxt, end_pid, end_line
+
+
+class _ByTask:
+    """The waits by task, then start (then line), with the latest end among a task's waits up to each."""
+
+    def __init__(self, c: dict):
+        self.c = c
+        self.order = np.lexsort((c["line"], c["start_ns"], c["pid"]))
+        self.pid, self.start = c["pid"][self.order], c["start_ns"][self.order]
+        self.reach = c["end_ns"][self.order].copy()
+        cuts = np.flatnonzero(np.diff(self.pid)) + 1
+        for a, b in zip(np.append(0, cuts).tolist(), np.append(cuts, len(self.pid)).tolist()):
+            np.maximum.accumulate(self.reach[a:b], out=self.reach[a:b])
+        self.pids = np.unique(self.pid)
+
+    def latest(self, q: np.ndarray, task: np.ndarray, before: np.ndarray, held: bool) -> np.ndarray:
+        """For each wait q[i]: the latest wait of `task`[i] begun before before[i] that overlapped it (looked at
+        backwards, at most LOOK_BACK): woken (held=False) one that ended at or before the wake-up (before) and after
+        q began; held, one begun after the holder took the lock and ended after q began. -1: none."""
+        out = np.full(len(q), -1, np.int64)
+        if not len(q) or not len(self.pid):
+            return out
+        c = self.c
+        times = np.unique(np.concatenate([self.start, before]))
+        span = len(times) + 1
+        rank = np.searchsorted(self.pids, self.pid) * span + np.searchsorted(times, self.start)
+        at = np.minimum(np.searchsorted(self.pids, task), len(self.pids) - 1)
+        known = self.pids[at] == task
+        first = np.searchsorted(rank, at * span, "left")  # the task's first wait
+        j = np.searchsorted(rank, at * span + np.searchsorted(times, before), "left") - 1
+        stop = np.maximum(first - 1, j - LOOK_BACK)
+        s, took = c["start_ns"][q], c["holder_ns"][q]
+        todo = np.flatnonzero(known & (j > stop))
+        while len(todo):
+            k = j[todo]
+            v = self.order[k]
+            if held:
+                done = (self.start[k] < took[todo]) | (self.reach[k] <= s[todo])
+                hit = ~done & (c["end_ns"][v] > s[todo])
+            else:
+                done = self.reach[k] <= s[todo]
+                end = c["end_ns"][v]
+                hit = ~done & (v != q[todo]) & (end <= before[todo]) & c["end_known"][v] & (end > s[todo])
+            out[todo[hit]] = v[hit]
+            todo = todo[~done & ~hit]
+            j[todo] -= 1
+            todo = todo[j[todo] > stop[todo]]
+        return out
+
+
+def _groups(c: dict, rel, nxt, end_pid, end_line) -> np.ndarray:
+    """Each wait's group (-1: none): waiters on the same lock (`lock_key`) with the same next link (the same wait,
+    or the same task at the same line)."""
+    n = len(rel)
+    keys: dict[str, int] = {}
+    lock = np.fromiter(
+        (-1 if k is None else keys.setdefault(k, len(keys)) for k in c["lock_key"]),
+        np.int64,
+        n,
+    )
+    at = np.flatnonzero((rel > 0) & (lock >= 0))
+    gid = np.full(n, -1, np.int64)
+    if not len(at):
+        return gid
+    v = nxt[at]
+    has = v >= 0
+    key = np.stack(
+        [
+            lock[at],
+            rel[at].astype(np.int64),
+            has.astype(np.int64),
+            np.where(has, c["line"][np.maximum(v, 0)], end_pid[at]),
+            np.where(has, 0, end_line[at]),
+        ],
+        axis=1,
+    )
+    _, gid[at] = np.unique(key, axis=0, return_inverse=True)
+    return gid

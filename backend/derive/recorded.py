@@ -1,0 +1,171 @@
+"""The stacks an ftrace source recorded itself, attached to the events they belong to (`event_stacks`).
+
+trace-cmd record -T (the `stacktrace` option), the `stacktrace` event trigger (a post trigger) and the userstacktrace
+option record the stack right after the event they belong to, in the same context: on the same CPU, as the same task,
+before anything else that CPU records (a kernel stack, then a user stack). The text forms: `kernel_stack: <stack trace
+>` / `user_stack: <user stack trace>` (trace-cmd report) and `<stack trace>` / `<user stack trace>` (tracefs), each
+followed by its `=> frame` lines, innermost first (parsers/funcgraph.py folds them into the event's text).
+
+The stacks are held flat (frame codes into one list of names, each distinct frame once), not as a list per event:
+a 5 GiB capture with `-T` has a stack after every event."""
+
+from __future__ import annotations
+
+import re
+from array import array
+
+import numpy as np
+import pyarrow as pa
+
+STACK_EVENTS = ("kernel_stack", "user_stack")
+# frames of the tracing machinery itself, innermost in a stack recorded at a tracepoint
+_TRACING_FRAME = re.compile(r"^(__traceiter_|__bpf_trace_|trace_event_raw_event_|perf_trace_|__probestub_)")
+_FRAME_ADDR = re.compile(r"\s+\((?:[0-9a-fA-F]+|[0-9a-fA-Fx]+)\)$")
+_BATCH = 8192  # rows of stack events read at a time
+
+
+def frames_of_stack_text(text: str | None, read: dict[str, str] | None = None) -> list[str]:
+    """The frames of a folded stack event's text (`<stack trace >` then `=> func (addr)` lines, innermost first),
+    root first, without the tracing machinery's frames (`__traceiter_sched_switch`) at the top. `read`: the frame
+    of each line already read (a caller's, for many texts: their lines repeat; "" for a line that is no frame)."""
+    if read is None:
+        read = {}
+    frames = []
+    for ln in (text or "").split("\n")[1:]:
+        f = read.get(ln)
+        if f is None:
+            f = ln.strip()
+            f = _FRAME_ADDR.sub("", f[2:].strip()) if f.startswith("=>") else ""
+            read[ln] = f
+        if f:
+            frames.append(f)
+    while frames and _TRACING_FRAME.match(frames[0]):
+        frames.pop(0)
+    frames.reverse()
+    return frames
+
+
+class Recorded:
+    """The stacks recorded for events, by the event's line (`at`, sorted): stack k's frames are
+    codes[off[k]:off[k + 1]] into `names` (user stack, then kernel stack, root first), read from the stack events at
+    ev_line[2k], ev_line[2k + 1] (-1: none) of kinds ev_kind (0 kernel_stack, 1 user_stack), the kernel stack's time
+    after its event's in after_ns (null: none)."""
+
+    def __init__(self):
+        self.names: list[str] = []
+        self._ids: dict[str, int] = {}
+        self._at, self._off, self._codes = array("q"), array("q", [0]), array("i")
+        self._ev_line, self._ev_kind, self._after = array("q"), array("b"), array("q")
+        self._has_after = array("b")
+
+    def _add(self, owner: int, kind: str, line: int, frames: list[str], dt) -> None:
+        ids, names = self._ids, self.names
+        codes = []
+        for f in frames:
+            c = ids.get(f)
+            if c is None:
+                c = ids[f] = len(names)
+                names.append(f)
+            codes.append(c)
+        k = 0 if kind == "kernel_stack" else 1
+        if self._at and self._at[-1] == owner:  # its second stack event: the kernel stack after the user stack
+            self._codes.extend(codes)
+            self._off[-1] = len(self._codes)
+            self._ev_line[-1], self._ev_kind[-1] = line, k
+        else:
+            self._at.append(owner)
+            self._codes.extend(codes)
+            self._off.append(len(self._codes))
+            self._ev_line.extend((line, -1))
+            self._ev_kind.extend((k, 0))
+            self._after.append(0)
+            self._has_after.append(0)
+        if k == 0 and dt is not None:
+            self._after[-1], self._has_after[-1] = dt, 1
+
+    def done(self) -> Recorded:
+        self.at = np.frombuffer(self._at, np.int64) if self._at else np.zeros(0, np.int64)
+        self.off = np.frombuffer(self._off, np.int64)
+        self.codes = np.frombuffer(self._codes, np.int32) if self._codes else np.zeros(0, np.int32)
+        return self
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    def find(self, lines: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
+        """Per line, the index of the stack recorded for it, -1 for none (or where not valid)."""
+        if not len(self.at):
+            return np.full(len(lines), -1, np.int64)
+        j = np.minimum(np.searchsorted(self.at, lines), len(self.at) - 1)
+        hit = self.at[j] == lines
+        if valid is not None:
+            hit &= valid
+        return np.where(hit, j, -1)
+
+    def evidence(self, k: int, whose: str = "stack") -> str:
+        """What says stack k was recorded for its event (the stack events' lines, how long after it)."""
+        events = [
+            (self._ev_line[2 * k + e], STACK_EVENTS[self._ev_kind[2 * k + e]])
+            for e in (0, 1)
+            if self._ev_line[2 * k + e] >= 0
+        ]
+        where = " and ".join(f"{kind} event at line {ln}" for ln, kind in sorted(events))
+        after = self._after[k] if self._has_after[k] else None
+        late = f", {after / 1e3:.1f} µs after it" if after is not None and after >= 0 else ""
+        return f"{whose} from the {where} (same CPU and task{late})"
+
+
+def event_stacks(con, sid: int, lines: np.ndarray) -> Recorded:
+    """The stacks the trace recorded for the events at `lines` (scheduler switches and wake-ups, any event): the
+    stack events that follow an event on its CPU with no other event of that CPU in between, written as the same
+    task (see STACK_EVENTS). The first stack of each kind counts. The texts are read a batch at a time, joined to the
+    stack events found (the window over the events reads no text)."""
+    out = Recorded()
+    wanted = np.unique(np.asarray(lines, np.int64))
+    if not len(wanted):
+        return out.done()
+    has = con.execute(
+        "SELECT count(*) FROM trace_events WHERE source_id = ? AND event IN ('kernel_stack', 'user_stack')", [sid]
+    ).fetchall()[0][0]
+    if not has:
+        return out.done()
+    con.register("_stacks_need", pa.table({"line": wanted}))
+    try:
+        reader = con.sql(
+            """
+            WITH ev AS (
+                SELECT line, t_ns, cpu, prev_pid AS pid, FALSE AS stack, NULL AS event
+                FROM sched_switch WHERE source_id = $sid AND cpu IS NOT NULL
+                UNION ALL SELECT line, t_ns, cpu, waker_pid, FALSE, NULL
+                FROM sched_wakeup WHERE source_id = $sid AND cpu IS NOT NULL
+                UNION ALL SELECT line, t_ns, cpu, pid, event IN ('kernel_stack', 'user_stack'), event
+                FROM trace_events WHERE source_id = $sid AND cpu IS NOT NULL
+            ), o AS (
+                SELECT *, last_value(CASE WHEN NOT stack THEN line END IGNORE NULLS)
+                              OVER (PARTITION BY cpu ORDER BY line ROWS UNBOUNDED PRECEDING) AS owner,
+                          last_value(CASE WHEN NOT stack THEN pid END IGNORE NULLS)
+                              OVER (PARTITION BY cpu ORDER BY line ROWS UNBOUNDED PRECEDING) AS owner_pid,
+                          last_value(CASE WHEN NOT stack THEN t_ns END IGNORE NULLS)
+                              OVER (PARTITION BY cpu ORDER BY line ROWS UNBOUNDED PRECEDING) AS owner_ns
+                FROM ev
+            ), s AS (
+                SELECT owner, event, min(line) AS line, arg_min(t_ns - owner_ns, line) AS dt
+                FROM o WHERE stack AND owner IN (SELECT line FROM _stacks_need)
+                  AND (pid IS NULL OR owner_pid IS NULL OR pid = owner_pid)
+                GROUP BY owner, event
+            )
+            SELECT s.owner, s.event, s.line, e.text, s.dt
+            FROM s JOIN trace_events e ON e.source_id = $sid AND e.line = s.line
+            ORDER BY s.owner, s.event DESC
+            """,
+            params={"sid": sid},
+        ).to_arrow_reader(_BATCH)
+        read: dict[str, str] = {}  # each distinct frame line read once
+        for batch in reader:  # per owner: user_stack first, then kernel_stack
+            for owner, event, line, text, dt in zip(*(c.to_pylist() for c in batch.columns)):
+                frames = frames_of_stack_text(text, read)
+                if frames:
+                    out._add(owner, event, line, frames, dt)
+    finally:
+        con.unregister("_stacks_need")
+    return out.done()

@@ -1,0 +1,232 @@
+"""The rows of `wait_rows`, made a window of waits at a time (derive/waits.py finds the waits; the rules are in its
+docstring): a source's waits are staged in a temporary table of their own columns (`base_table`), and each window of
+WAIT_ROWS waits is inserted joined with what was found for it in Python (locks, holders, stacks as text), so no
+wait is ever held as a Python object for the whole trace.
+
+Also the inferred holders (`infer_holders`), whose evidence is written as their windows are inserted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .frames import task_text, time_text
+
+WAIT_ROWS = 16384  # waits inserted per statement
+MAX_HOLDER_SCAN = 10_000  # acquire calls looked at, backwards, per wait
+
+WAIT_TYPES = {
+    "source_id": pa.int32(),
+    "line": pa.int64(),
+    "kind": pa.string(),
+    "pid": pa.int64(),
+    "comm": pa.string(),
+    "cpu": pa.int32(),
+    "start_ns": pa.int64(),
+    "end_ns": pa.int64(),
+    "duration_ns": pa.int64(),
+    "end_known": pa.bool_(),
+    "end_line": pa.int64(),
+    "state": pa.string(),
+    "lock": pa.string(),
+    "lock_key": pa.string(),
+    "primitive": pa.string(),
+    "stack_text": pa.string(),
+    "inferred": pa.bool_(),
+    "evidence": pa.string(),
+    "waker_pid": pa.int64(),
+    "waker_comm": pa.string(),
+    "waker_stack_text": pa.string(),
+    "wake_line": pa.int64(),
+    "wake_ns": pa.int64(),
+    "wake_cpu": pa.int32(),
+    "holder_pid": pa.int64(),
+    "holder_comm": pa.string(),
+    "holder_line": pa.int64(),
+    "holder_ns": pa.int64(),
+    "holder_evidence": pa.string(),
+    "holder_stack_text": pa.string(),
+}
+# the columns found in Python per window; the others are the base table's (its `evidence`: before the recorded
+# stacks' `tail`)
+FOUND = (
+    "lock",
+    "lock_key",
+    "primitive",
+    "stack_text",
+    "waker_stack_text",
+    "holder_pid",
+    "holder_comm",
+    "holder_line",
+    "holder_ns",
+    "holder_evidence",
+    "holder_stack_text",
+)
+BASE_TYPES = {"seq": pa.int64(), **{k: t for k, t in WAIT_TYPES.items() if k not in FOUND}, "innermost": pa.int64()}
+_SQL_TYPES = {pa.int32(): "INTEGER", pa.int64(): "BIGINT", pa.string(): "VARCHAR", pa.bool_(): "BOOLEAN"}
+
+# what the timeline's summaries need of each wait (timeline.summarize, as soon as the locks are known)
+SUMMARY_COLUMNS = ("source_id", "pid", "comm", "start_ns", "end_ns", "lock_key", "lock", "line")
+
+
+def base_table(con, sid: int) -> str:
+    """A new temporary table for the source's waits' own columns (BASE_TYPES; `seq`: the wait's place, 0...)."""
+    name = f"_stalls_wb{sid}"
+    cols = ", ".join(f"{k} {_SQL_TYPES[t]}" for k, t in BASE_TYPES.items())
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {name} ({cols})")
+    return name
+
+
+def empty_summary() -> pa.Table:
+    return pa.table({k: pa.array([], WAIT_TYPES[k]) for k in SUMMARY_COLUMNS})
+
+
+def summary(con, base: str, reasons: list[tuple]) -> pa.Table:
+    """The SUMMARY_COLUMNS of the waits, as they will be stored (reasons: per wait (lock, lock_key, ...))."""
+    t = con.sql(f"SELECT source_id, pid, comm, start_ns, end_ns, line FROM {base} ORDER BY seq").to_arrow_table()
+    cols = {k: t.column(k) for k in t.column_names}
+    cols["lock_key"] = pa.array([r[1] for r in reasons], pa.string())
+    cols["lock"] = pa.array([r[0] for r in reasons], pa.string())
+    return pa.table({k: cols[k].cast(WAIT_TYPES[k]) for k in SUMMARY_COLUMNS})
+
+
+class Holders:
+    """The inferred holders of a source's waits: per wait its row in `rows` (-1: none), the acquire call that
+    returned last before it (pid, comm, line, func, exit_ns, rel_line) and the release functions it did not call."""
+
+    def __init__(self, n: int):
+        self.row = np.full(n, -1, np.int64)
+        self.parts: list[pa.Table] = []
+        self.release: list[str] = []  # per row
+        self._count = 0
+
+    def add(self, waits: np.ndarray, rows: pa.Table, release: str) -> None:
+        self.row[waits] = np.arange(self._count, self._count + len(waits))
+        self._count += len(waits)
+        self.parts.append(rows)
+        self.release += [release] * len(waits)
+
+    def done(self) -> Holders:
+        types = {"pid": pa.int64(), "comm": pa.string(), "line": pa.int64(), "func": pa.string()}
+        types.update(exit_ns=pa.int64(), rel_line=pa.int64())
+        empty = pa.table({k: pa.array([], t) for k, t in types.items()})
+        t = pa.concat_tables([p.cast(empty.schema) for p in self.parts]) if self.parts else empty
+        self.pid, self.line = (t.column(c).to_numpy(zero_copy_only=False) for c in ("pid", "line"))
+        self.ns = t.column("exit_ns").fill_null(0).to_numpy(zero_copy_only=False)  # (chains: `holder_ns or 0`)
+        self.rows = t
+        self.parts = []
+        return self
+
+    def columns(self, r: slice) -> dict[str, pa.Array]:
+        """holder_* of the waits r (but the stack)."""
+        at = self.row[r]
+        has = at >= 0
+        t = self.rows.take(at[has])
+        pos = np.cumsum(has) - 1
+        out = {"holder_pid": [], "holder_comm": [], "holder_line": [], "holder_ns": [], "holder_evidence": []}
+        rows = t.to_pylist()
+        for k, ok in enumerate(has.tolist()):
+            if not ok:
+                for v in out.values():
+                    v.append(None)
+                continue
+            h = rows[pos[k]]
+            out["holder_pid"].append(h["pid"])
+            out["holder_comm"].append(h["comm"])
+            out["holder_line"].append(h["line"])
+            out["holder_ns"].append(h["exit_ns"])
+            out["holder_evidence"].append(
+                f"inferred holder: {task_text(h['comm'], h['pid'])} returned from {h['func']}() (line "
+                f"{h['line']}) at {time_text(h['exit_ns'])}, before this wait began, and did not call "
+                f"{self.release[at[k]]}() "
+                + (f"until line {h['rel_line']}" if h["rel_line"] is not None else "in the rest of the trace")
+            )
+        return {k: pa.array(v, WAIT_TYPES[k]) for k, v in out.items()}
+
+
+def infer_holders(con, sid: int, line, pid, need: dict[str, list[int]], prims: dict, lockfn: dict) -> Holders:
+    """Inferred holders (see waits.py's rules): one SQL pass over the acquire calls of the objects waited on, with
+    each acquire's next release by the same task; then a short backward scan per wait, all of an object's waits at
+    once. `line`, `pid`: the waits' (arrays); need: per object, the waits that wait on it."""
+    out = Holders(len(line))
+    if not need:
+        return out.done()
+    # match the trace's own spellings (with .isra.0 etc.) of those functions
+    objs = list(need)
+    spelled = [
+        (f, i, objs.index(p.name), role)
+        for f, (p, role, i) in lockfn.items()
+        if p.name in need and role in ("acquire", "release")
+    ]
+    if not spelled:
+        return out.done()
+    con.register(
+        "_stalls_hf",
+        pa.table(
+            [pa.array(v, t) for v, t in zip(zip(*spelled), (pa.string(), pa.int32(), pa.int32(), pa.string()))],
+            names=["func", "func_id", "obj", "role"],
+        ),
+    )
+    t = con.sql(
+        f"""
+        WITH a AS (
+            SELECT f.obj, c.pid, n.name AS comm, c.line, f.func, c.exit_line, c.exit_ns
+            FROM fg_call_rows c JOIN _stalls_hf f USING (func_id)
+            LEFT JOIN fg_names n ON n.source_id = c.source_id AND n.id = c.comm_id
+            WHERE c.source_id = $sid AND f.role = 'acquire' AND c.exit_line IS NOT NULL AND c.pid IS NOT NULL
+        ), r AS (
+            SELECT f.obj, c.pid, c.line FROM fg_call_rows c JOIN _stalls_hf f USING (func_id)
+            WHERE c.source_id = $sid AND f.role = 'release' AND c.pid IS NOT NULL
+        )
+        SELECT a.obj, a.pid, a.comm, a.line, a.func, a.exit_line, a.exit_ns, r.line AS rel_line,
+               coalesce(r.line, {np.iinfo(np.int64).max}) AS rel_or_never
+        FROM a ASOF LEFT JOIN r ON a.obj = r.obj AND a.pid = r.pid AND r.line > a.exit_line
+        ORDER BY a.obj, a.exit_line
+        """,
+        params={"sid": sid},
+    ).to_arrow_table()
+    con.unregister("_stalls_hf")
+    obj, apid, exit_line, rel = (t.column(c).to_numpy() for c in ("obj", "pid", "exit_line", "rel_or_never"))
+    for k, (name, idxs) in enumerate(need.items()):
+        a, b = np.searchsorted(obj, [k, k + 1])  # the object's acquires, by exit line
+        waits = np.array(idxs, np.int64)
+        at, who = line[waits], pid[waits]
+        j = np.searchsorted(exit_line[a:b], at) + a - 1  # the last acquire that returned before the wait began
+        stop = np.maximum(j - MAX_HOLDER_SCAN, a - 1)
+        hit = np.full(len(idxs), -1)
+        todo = np.flatnonzero(j > stop)
+        while len(todo):  # back, past the waiter's own acquires and those released before the wait began
+            jj = j[todo]
+            ok = (apid[jj] != who[todo]) & (rel[jj] >= at[todo])
+            hit[todo[ok]] = jj[ok]
+            todo = todo[~ok]
+            j[todo] -= 1
+            todo = todo[j[todo] > stop[todo]]
+        found = np.flatnonzero(hit >= 0)
+        rows = t.select(["pid", "comm", "line", "func", "exit_ns", "rel_line"]).take(hit[found])
+        out.add(waits[found], rows, "/".join(prims[name].release))
+    return out.done()
+
+
+def insert_window(con, base: str, a: int, found: dict[str, pa.Array], tail: list[str]) -> None:
+    """Inserts the waits a.. (as many as `found` has rows) of the base table, with the columns found for them and
+    the tail of their evidence (the recorded stacks'), in their order. As an Arrow relation, not a registered table:
+    DuckDB keeps a table registered and inserted from until the transaction ends (every window's strings)."""
+    b = con.sql(
+        f"SELECT * EXCLUDE (seq, innermost) FROM {base} WHERE seq >= $a AND seq < $b ORDER BY seq",
+        params={"a": a, "b": a + len(tail)},
+    ).to_arrow_table()
+    cols = {}
+    for k, typ in WAIT_TYPES.items():
+        if k == "evidence":
+            col = pc.binary_join_element_wise(b.column(k), pa.array(tail, pa.string()), "")
+        else:
+            col = found[k] if k in FOUND else b.column(k)
+        cols[k] = col.cast(typ)
+    insert_arrow(con, "wait_rows", pa.table(cols))
+
+
+def insert_arrow(con, table: str, rows: pa.Table) -> None:
+    """Appends rows (the table's columns, in its order) to a table."""
+    con.from_arrow(rows).insert_into(table)
