@@ -107,3 +107,72 @@ def test_function_graph_only_waits_are_inferred_from_sleeping_calls(client, stor
     assert "inferred from the call schedule() (line 7)" in w["evidence"]
     views = {v["tab"]: v for v in caps(client, aid)["views"]}
     assert views["stalls"]["summary"] == "1 wait (1 inferred from long sleeping calls), 1 with a stack"
+
+
+# the definition of a marker's range, as one correlated query (what capabilities._lost_ranges answers, in runs)
+_LOST_REFERENCE = """
+WITH s AS (SELECT id, filename, clock_offset_ns AS off FROM sources WHERE analysis_id = $aid AND format = 'ftrace'),
+lost AS (
+    SELECT e.source_id, e.line, e.cpu, e.text FROM trace_events e JOIN s ON s.id = e.source_id
+    WHERE e.event = 'lost_events' ORDER BY e.source_id, e.line LIMIT 200
+),
+t AS (
+    SELECT source_id, line, cpu, t_ns FROM sched_switch WHERE source_id IN (SELECT source_id FROM lost)
+    UNION ALL SELECT source_id, line, cpu, t_ns FROM sched_wakeup WHERE source_id IN (SELECT source_id FROM lost)
+    UNION ALL SELECT source_id, line, cpu, t_ns FROM trace_events
+    WHERE source_id IN (SELECT source_id FROM lost) AND t_ns IS NOT NULL
+    UNION ALL SELECT source_id, line, cpu, entry_ns FROM fg_call_rows
+    WHERE source_id IN (SELECT source_id FROM lost) AND entry_ns IS NOT NULL
+    UNION ALL SELECT source_id, exit_line, cpu, exit_ns FROM fg_call_rows
+    WHERE source_id IN (SELECT source_id FROM lost) AND exit_ns IS NOT NULL
+)
+SELECT l.source_id, s.filename, l.line, l.cpu, l.text,
+       (SELECT max(t_ns) FROM t WHERE t.source_id = l.source_id AND t.line < l.line
+            AND (l.cpu IS NULL OR t.cpu = l.cpu)) + s.off AS t0,
+       (SELECT min(t_ns) FROM t WHERE t.source_id = l.source_id AND t.line > l.line
+            AND (l.cpu IS NULL OR t.cpu = l.cpu)) + s.off AS t1
+FROM lost l JOIN s ON s.id = l.source_id ORDER BY l.source_id, l.line
+"""
+
+
+def test_lost_ranges_are_the_reference_querys(client, store):
+    """Markers on several CPUs between calls, switches and wake-ups of others, one before any event of its CPU and
+    one after the last: each range is what the correlated reference query gives."""
+    text = [b"cpus=3"]
+    t = 1_000_000
+    for i in range(60):
+        cpu = i % 3
+        t += 7_000 + (i * 3_001) % 50_000
+        s, us = divmod(t, 1_000_000)
+        stamp = f"{s}.{us:06d}".encode()
+        if i in (0, 17, 31, 44):  # markers: CPU 2 before its first event, then between others' lines
+            text.append(f"CPU:{(i + 2) % 3} [{i + 5} EVENTS DROPPED]".encode())
+        if i % 4 == 0:
+            text.append(b"  a-1  [%03d] %s: sched_wakeup: comm=b pid=2 prio=120 target_cpu=%03d" % (cpu, stamp, cpu))
+        elif i % 4 == 1:
+            text.append(b"  a-1  [%03d] %s: funcgraph_entry:        |  do_sys_open() {" % (cpu, stamp))
+        elif i % 4 == 2:
+            text.append(b"  a-1  [%03d] %s: funcgraph_exit:       + 12.345 us   |  }" % (cpu, stamp))
+        else:
+            text.append(b"  a-1  [%03d] %s: sched_switch: a:1 [120] S ==> b:2 [120]" % (cpu, stamp))
+    text.append(b"CPU:1 [3 EVENTS DROPPED]")  # after the last line
+    aid = ingest_bytes(store, **{"t.txt": b"\n".join(text) + b"\n"})["id"]
+    con = store.cursor()
+    try:
+        want = [
+            {
+                "source_id": r[0],
+                "filename": r[1],
+                "line": r[2],
+                "cpu": r[3],
+                "t0_ns": r[5],
+                "t1_ns": r[6],
+                "what": f"{r[4]} (line {r[2]})",
+            }
+            for r in con.execute(_LOST_REFERENCE, {"aid": aid}).fetchall()
+        ]
+    finally:
+        con.close()
+    got = caps(client, aid)["lost"]
+    assert len(want) == 5 and got == want
+    assert want[0]["t0_ns"] is None and want[-1]["t1_ns"] is None and all(w["t1_ns"] for w in want[:-1])

@@ -69,42 +69,72 @@ def _count_rows(con, analysis_id: str) -> dict:
     return dict(zip(names, run(con, sql, {"aid": analysis_id})[0]))
 
 
+# the timestamped lines of an ftrace source: (table, its line column, its time column)
+_TIMED = (
+    ("sched_switch", "line", "t_ns"),
+    ("sched_wakeup", "line", "t_ns"),
+    ("trace_events", "line", "t_ns"),
+    ("fg_call_rows", "line", "entry_ns"),
+    ("fg_call_rows", "exit_line", "exit_ns"),
+)
+
+
 def _lost_ranges(con, analysis_id: str) -> list[dict]:
     """The `[LOST n EVENTS]` / `CPU:n [n EVENTS DROPPED]` markers of ftrace sources, each with the time range it
-    sits in on its CPU (the CPU's last event before it, its first after; aligned), in file order; at most 200."""
-    sql = """
-    WITH s AS (SELECT id, filename, clock_offset_ns AS off FROM sources WHERE analysis_id = $aid AND format = 'ftrace'),
-    lost AS (
-        SELECT e.source_id, e.line, e.cpu, e.text FROM trace_events e JOIN s ON s.id = e.source_id
-        WHERE e.event = 'lost_events' ORDER BY e.source_id, e.line LIMIT 200
-    ),
-    t AS (  -- timestamped lines of the sources with markers
-        SELECT source_id, line, cpu, t_ns FROM sched_switch WHERE source_id IN (SELECT source_id FROM lost)
-        UNION ALL SELECT source_id, line, cpu, t_ns FROM sched_wakeup WHERE source_id IN (SELECT source_id FROM lost)
-        UNION ALL SELECT source_id, line, cpu, t_ns FROM trace_events
-        WHERE source_id IN (SELECT source_id FROM lost) AND t_ns IS NOT NULL
-        UNION ALL SELECT source_id, line, cpu, entry_ns FROM fg_call_rows
-        WHERE source_id IN (SELECT source_id FROM lost) AND entry_ns IS NOT NULL
-        UNION ALL SELECT source_id, exit_line, cpu, exit_ns FROM fg_call_rows
-        WHERE source_id IN (SELECT source_id FROM lost) AND exit_ns IS NOT NULL
+    sits in on its CPU (the latest time of the CPU's lines before it, the earliest after; aligned), in file order; at
+    most 200.
+
+    Read per run of lines between two markers (and before the first, after the last): each run's latest and
+    earliest time per CPU, a range of lines of each table (stored in line order: the zone maps skip the rest), and
+    the markers' own lines apart; a marker's range is then folded from its runs. (A correlated subquery per marker
+    over every timestamped line took 13-19 s for 53 markers in 15 M lines; this 2.6 s, the same answer.)"""
+    markers = run(
+        con,
+        "SELECT e.source_id, s.filename, e.line, e.cpu, e.text, s.clock_offset_ns FROM trace_events e"
+        " JOIN sources s ON s.id = e.source_id"
+        " WHERE s.analysis_id = $aid AND s.format = 'ftrace' AND e.event = 'lost_events'"
+        " ORDER BY e.source_id, e.line LIMIT 200",
+        {"aid": analysis_id},
     )
-    SELECT l.source_id, s.filename, l.line, l.cpu, l.text,
-           (SELECT max(t_ns) FROM t WHERE t.source_id = l.source_id AND t.line < l.line
-                AND (l.cpu IS NULL OR t.cpu = l.cpu)) + s.off AS t0,
-           (SELECT min(t_ns) FROM t WHERE t.source_id = l.source_id AND t.line > l.line
-                AND (l.cpu IS NULL OR t.cpu = l.cpu)) + s.off AS t1
-    FROM lost l JOIN s ON s.id = l.source_id ORDER BY l.source_id, l.line
-    """
+    if not markers:
+        return []
+    lines: dict[int, list[int]] = {}
+    for sid, _, line, *_ in markers:
+        lines.setdefault(sid, []).append(line)
+    parts, params = [], {}
+    for sid, at in lines.items():
+        params[f"sid{sid}"], params[f"at{sid}"] = sid, at
+        for table, line, t in _TIMED:
+            base = f" FROM {table} WHERE source_id = $sid{sid} AND {t} IS NOT NULL"
+            parts.append(
+                f"SELECT {sid} AS sid, 'at' AS how, {line} AS k, cpu, max({t}), min({t}){base}"
+                f" AND list_contains($at{sid}, {line}) GROUP BY ALL"
+            )
+            for k in range(len(at) + 1):  # run k: the lines between markers k - 1 and k
+                where = (f" AND {line} > {at[k - 1]}" if k else "") + (f" AND {line} < {at[k]}" if k < len(at) else "")
+                parts.append(f"SELECT {sid}, 'in', {k}, cpu, max({t}), min({t}){base}{where} GROUP BY ALL")
+    runs: dict[int, list[tuple]] = {}
+    for sid, how, k, cpu, latest, earliest in run(con, " UNION ALL ".join(parts), params):
+        runs.setdefault(sid, []).append((how, k, cpu, latest, earliest))
     out = []
-    for sid, filename, line, cpu, text, t0, t1 in run(con, sql, {"aid": analysis_id}):
+    for sid, filename, line, cpu, text, off in markers:
+        j = lines[sid].index(line)  # runs 0..j are before it, j + 1.. after
+        before = after = None
+        for how, k, run_cpu, latest, earliest in runs.get(sid, ()):
+            if cpu is not None and run_cpu != cpu:
+                continue
+            if (how == "in" and k <= j) or (how == "at" and k < line):
+                before = latest if before is None else max(before, latest)
+            elif (how == "in" and k > j) or (how == "at" and k > line):
+                after = earliest if after is None else min(after, earliest)
         out.append(
             {
                 "source_id": sid,
                 "filename": filename,
                 "line": line,
                 "cpu": cpu,
-                "t0_ns": t0,
-                "t1_ns": t1,
+                "t0_ns": None if before is None else before + off,
+                "t1_ns": None if after is None else after + off,
                 "what": f"{text} (line {line})",
             }
         )
