@@ -42,31 +42,34 @@ def views(con, aid: str) -> dict[str, tuple[bool, bytes]]:
     return {k: (timed, bytes(b)) for k, timed, b in rows}
 
 
-def computed(con, aid: str) -> dict[str, tuple[bool, bytes]]:
-    """The first views as the routes compute them without stored answers (nothing kept in memory, no row in the
-    table: deleted in a transaction rolled back after), keyed as they would be stored."""
+def computed(con, aid: str, monkeypatch) -> dict[str, tuple[bool, bytes]]:
+    """The first views as a request computes them without stored answers (nothing kept in memory, no row in the
+    table: deleted in a transaction rolled back after; a whole heatmap from the index, not the SQL the storing
+    uses), keyed as they would be stored."""
     memo.forget(aid)
     heatindex.forget(aid)
     con.begin()
     try:
         con.execute("DELETE FROM first_views WHERE analysis_id = ?", [aid])
-        with stored.writing():  # (into the emptied table, in this transaction)
+        with monkeypatch.context() as m, stored.writing():  # (into the emptied table, in this transaction)
+            m.setattr(heatmaps, "_store_by_sql", lambda: False)
             for _, call in first_views.STEPS:
                 call(con, aid)
         return views(con, aid)
     finally:
         con.rollback()
         memo.forget(aid)
+        heatindex.forget(aid)
 
 
 @pytest.mark.parametrize("name", list(CAPTURES))
-def test_each_stored_view_is_the_answer_computed_fresh(store, name):
+def test_each_stored_view_is_the_answer_computed_fresh(store, name, monkeypatch):
     aid = ingest_paths(store, *CAPTURES[name])["id"]
     con = store.cursor()
     try:
         kept = views(con, aid)
         assert len(kept) == len(first_views.STEPS)  # each step its own key, none failed
-        assert kept == computed(con, aid)
+        assert kept == computed(con, aid, monkeypatch)
         # every view holding times or chains is keyed by the offsets
         offsets = json.loads(json.dumps(memo.offsets(con, aid)))
         assert all((json.loads(k)[-1] == offsets) == timed for k, (timed, _) in kept.items())
@@ -164,6 +167,6 @@ def test_a_heatmap_past_the_index_is_stored_by_the_warm_up(store, monkeypatch):
         assert len(done) == len(first_views.STEPS) and kept.items() <= done.items()
         left = [json.loads(k)[:2] for k in set(done) - set(kept)]  # the incident has more than 10 requests
         assert ["heatmap", "i2d"] in left and all(k[0] == "heatmap" for k in left)
-        assert done == computed(con, aid)
+        assert done == computed(con, aid, monkeypatch)
     finally:
         con.close()

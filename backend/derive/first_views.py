@@ -29,6 +29,7 @@ from __future__ import annotations
 import sys
 import time
 
+from ..ingest.memory import trim_heap
 from ..queries import capabilities, heatmaps, offcpu, requests, stalls, stored, timeline
 
 # the parameters of the frontend's first requests (keep them equal: tests/test_warm.py reads them from the frontend's
@@ -97,6 +98,7 @@ def derive(db, analysis_id: str) -> dict[str, float]:
                     if name in AT_INGEST and not AT_INGEST[name](con, analysis_id):
                         continue
                     call(con, analysis_id)
+                    trim_heap()  # what the step freed, back to the OS before the next one's peak
                 except Exception as e:  # its request computes it, and reports the error
                     print(
                         f"stallscope: first views of analysis {analysis_id}: {name}: {type(e).__name__}: {e}",

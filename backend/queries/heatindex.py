@@ -403,6 +403,12 @@ def get(key: tuple, load, make=None) -> Index:
         return idx
 
 
+def kept(key: tuple) -> bool:
+    """Whether the index of `key` is built and kept."""
+    with _lock:
+        return key in _cache
+
+
 def used() -> float:
     """The share of CACHE_BYTES in use."""
     return _cache_bytes / CACHE_BYTES

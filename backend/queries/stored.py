@@ -40,6 +40,11 @@ def writing():
         _writing.reset(token)
 
 
+def is_writing() -> bool:
+    """Whether this thread stores the answers (within `writing()`)."""
+    return _writing.get()
+
+
 def _key_text(key: tuple) -> str:
     return json.dumps(key[1:], separators=(",", ":"))
 
