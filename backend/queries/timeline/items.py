@@ -41,23 +41,28 @@ def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict,
             return at[lane * size + rank[code]]
         return np.searchsorted(used, lane * size + rank[code]) - first[lane]
 
-    # px holds one row per lane, track, state and lane bucket, in that order (lane_inputs): merged again only in
-    # lanes with wider buckets (f > 1), a row per run of rows falling in one wider bucket, then with their segments
-    # now shorter than a bucket
+    # px holds one row per lane, track, state and lane bucket, by runs of one lane, track and state, each by
+    # bucket (lane_inputs): merged again only in lanes with wider buckets (f > 1), a row per run of rows falling in
+    # one wider bucket, then with their segments now shorter than a bucket
     dur = sg["e"] - sg["s"]
     short = dur < bb[sg["lane"]]
     again = f[px["lane"]] > 1
-    lane, track, state = px["lane"][again], px["track"][again], px["state"][again]
-    pos = px["px"][again] // f[lane]
+    every = bool(again.all())  # (a wide window: every lane coarser) the columns as they are
+
+    def merging(col: np.ndarray) -> np.ndarray:
+        return col if every else col[again]
+
+    lane, track, state = merging(px["lane"]), merging(px["track"]), merging(px["state"])
+    pos = merging(px["px"]) // f[lane]
     change = np.ones(len(lane), bool)
     change[1:] = (lane[1:] != lane[:-1]) | (track[1:] != track[:-1]) | (state[1:] != state[:-1]) | (pos[1:] != pos[:-1])
     (gl, gt, gp, gs), gtot, gn, gmx, gln = runs(
         np.flatnonzero(change),
         [lane, track, pos, state],
-        px["tot"][again],
-        px["n"][again],
-        px["mx"][again],
-        px["line"][again],
+        merging(px["tot"]),
+        merging(px["n"]),
+        merging(px["mx"]),
+        merging(px["line"]),
     )
     if short.any():
         (gl, gt, gp, gs), gtot, gn, gmx, gln = group(
