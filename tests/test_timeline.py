@@ -246,22 +246,26 @@ def test_the_body_is_the_response_model(store, client):
         assert models.Timeline.model_validate(body).model_dump(mode="json") == body
 
 
-@pytest.mark.parametrize("path", [DEMO, EXT4])
-def test_summary_and_raw_reads_draw_every_segment_once(store, client, monkeypatch, path):
+@pytest.mark.parametrize("path,fine", [(DEMO, False), (EXT4, False), (DEMO, True)], ids=["demo", "ext4", "demo-fine"])
+def test_summary_and_raw_reads_draw_every_segment_once(store, client, monkeypatch, path, fine):
     """With coarse summaries (256 level-0 buckets over the span), the whole span read at 64 px comes from them and
     at 4000 px (a pixel narrower than a level-0 bucket) from the raw tables: both count each segment once per lane
     and track (merged or not) with its longest, draw the calls at least a bucket long, and the requests in flight
     are the brute-force count (exact at each pixel's end from the raw rows; at the end of the last level-0 bucket
-    ending by then from the summaries)."""
+    ending by then from the summaries). `fine`: the blkparse capture counts as one of FINE_REQUESTS requests (its
+    level-0 buckets 2^FINE_SHIFT finer)."""
     monkeypatch.setattr(timeline, "LEVEL0_BUCKETS", 256)
+    if fine:
+        monkeypatch.setattr(timeline, "FINE_REQUESTS", 1)
     aid = ingest_paths(store, path)["id"]
     con = store.cursor()
     try:
-        sid, fmt, off, w0 = con.execute(
-            "SELECT s.id, s.format, s.clock_offset_ns, m.w0_ns FROM sources s"
+        sid, fmt, off, w0, t_min, t_max = con.execute(
+            "SELECT s.id, s.format, s.clock_offset_ns, m.w0_ns, s.t_min_ns, s.t_max_ns FROM sources s"
             " JOIN tl_meta m ON m.source_id = s.id WHERE s.analysis_id = ?",
             [aid],
         ).fetchone()
+        assert w0 << (timeline.FINE_SHIFT if fine else 0) == timeline._geometry(t_min, t_max)[0]
         lanes = {
             lane: lane_id(kind, sid, lane_key(kind, pid, dev))
             for lane, kind, pid, dev in con.execute(
