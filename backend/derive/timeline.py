@@ -235,8 +235,9 @@ def summarize(
     prepared: dict[int, dict[str, pa.Table]] | None = None,
 ) -> None:
     """The timeline's summaries (see the module docstring) of each ftrace and blkparse source (id, format, t_min_ns,
-    t_max_ns), and each ftrace source's task slices, from its waits (waits.SUMMARY_COLUMNS: needed when there is an
-    ftrace source) and what `prepare` read of it (else read now). derive/pipeline.py runs it beside the waits' insert
+    t_max_ns), and each ftrace source's task slices, from its waits (their summary: source_id, pid, comm, start_ns,
+    end_ns, lock_key, lock, line; needed when there is an ftrace source) and what `prepare` read of it (else read
+    now). derive/pipeline.py runs it beside the waits' insert
     and the chains, in a transaction of its own (STAGED_TABLES)."""
     sources = [s for s in sources if s[1] in ("ftrace", "blkparse")]
     ftrace = [(sid, t_min, t_max) for sid, fmt, t_min, t_max in sources if fmt == "ftrace"]
