@@ -40,6 +40,7 @@ from typing import Callable
 
 import pyarrow as pa
 
+from ..ingest.memory import trim_heap
 from . import align, blk, chain_plan, chains, cpus, stacks, timeline, wait_rows, waits
 
 # (an ftrace-format source may hold block requests too: perf script text rebuilds them from block tracepoints)
@@ -109,6 +110,7 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
             # the inserter thread: the waits' rows (DuckDB, on `con`: this thread does not use it until they are in),
             # beside the summaries and the chains' plan here (numpy)
             with ThreadPoolExecutor(max_workers=1) as inserter:
+                trim_heap()  # the stacks' scans' freed blocks, before the inserts' and the plan's
                 inserted = inserter.submit(lambda: [d.insert() for d in derived])
                 planned = chain_plan.plan([(d.sid, d.chain) for d in derived])
                 derived = []
