@@ -143,8 +143,8 @@ def test_golden_tables_equal_the_reports(ingested, name):
             columns.setdefault(table, []).append(column)
         compared = 0
         for table, cols in sorted(columns.items()):
-            if table in ("sources", "analyses"):
-                continue
+            if table in ("sources", "analyses", "first_views"):
+                continue  # first_views: answers naming the sources (their ids, files); test_first_views checks them
             key = "source_id" if "source_id" in cols else "analysis_id" if "analysis_id" in cols else None
             if key is None:
                 continue
