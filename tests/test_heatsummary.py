@@ -36,7 +36,7 @@ def forced(request, monkeypatch):
 def _check(con, aid: str, metric: str, x_bins: int, y_bins: int, t0=None, t1=None, filter=None) -> bool:
     """Checks one answer; False when it came from the SQL (a window too narrow for the grid)."""
     got = heatmap.heatmap(con, aid, metric, x_bins, y_bins, t0=t0, t1=t1, filter=filter)
-    summary = heatmap._summary(con, aid, metric, filter)
+    summary = heatmap.grid_summary(con, aid, metric, filter)
     assert summary is not None
     by_grid = summary.heatmap(
         t0 if t0 is not None else summary.t0, t1 if t1 is not None else summary.t_last, x_bins, y_bins

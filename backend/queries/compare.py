@@ -285,9 +285,9 @@ def _heat_side(con, side: Side, metric: str) -> _HeatSide | None:
     more than an index may, from the grid summary (its window set by _snap once the time bins are known), or
     when the grid cannot hold them (a latency past its bits), an index of the range's events."""
     offsets = heatmaps.source_offsets(con, side.analysis_id)
-    if heatmaps._indexable(con, side.analysis_id, metric, None):
+    if heatmaps.indexable(con, side.analysis_id, metric, None):
         return _indexed(heatmaps.event_index(con, side.analysis_id, metric, None), offsets, side)
-    grid = heatmaps._summary(con, side.analysis_id, metric, None)
+    grid = heatmaps.grid_summary(con, side.analysis_id, metric, None)
     if grid is None:
         return _indexed(_range_index(con, side, metric, side.t0, side.t1), offsets, side)
     found = _clip(side, (grid.t0, grid.t_last))
@@ -297,8 +297,8 @@ def _heat_side(con, side: Side, metric: str) -> _HeatSide | None:
 def _range_index(con, side: Side, metric: str, lo: int | None, hi: int | None):
     """An index (not kept) of the metric's events of the side's analysis placed in [lo, hi] (None: open): a range
     too narrow for the grid summary, whose few events the reads' row cap bounds."""
-    spec = heatmaps._SPECS[metric]
-    base, params = heatmaps._base(metric, side.analysis_id, None, None, None)
+    spec = heatmaps.SPECS[metric]
+    base, params = heatmaps.events_from(metric, side.analysis_id, None, None, None)
     at = f"(a.{spec.at} + s.clock_offset_ns)"
     if lo is not None:
         base += f" AND {at} >= $lo"
@@ -306,7 +306,7 @@ def _range_index(con, side: Side, metric: str, lo: int | None, hi: int | None):
     if hi is not None:
         base += f" AND {at} <= $hi"
         params["hi"] = hi
-    base += heatmaps._own_bounds(con, side.analysis_id, spec, params, lo, hi)
+    base += heatmaps.own_bounds(con, side.analysis_id, spec, params, lo, hi)
     table = run(
         con,
         f"SELECT a.source_id AS sid, a.{spec.at} AS t, a.{spec.value} AS v, a.line AS line, a.pid AS pid{base}",

@@ -39,11 +39,11 @@ BLOCK_METRICS = ("i2d", "d2c", "q2c")
 METRICS = (*BLOCK_METRICS, "func", "wait")
 FLOOR_NS = 1000  # the lowest edge is never below 1 µs
 QUANTILES = [0.5, 0.9, 0.99, 0.999, 0.9999]
-INDEX_MAX_EVENTS = 5_000_000  # events an in-memory index may hold (~40 bytes each); more: SQL (_indexable)
+INDEX_MAX_EVENTS = 5_000_000  # events an in-memory index may hold (~40 bytes each); more: SQL (indexable)
 
 
 @dataclass(frozen=True)
-class _Spec:
+class Spec:
     kind: str  # what an event is: request | call | wait
     table: str  # FROM clause, aliased `a`
     value: str  # the latency column of `a`
@@ -51,24 +51,26 @@ class _Spec:
     extra: tuple[str, ...]  # columns of `a` an event in a box also shows
 
 
-_SPECS = {
+SPECS = {
     **{
-        m: _Spec("request", "blk_requests", f"{m}_ns", at, ("comm", "dev", "rwbs", "sector", "nsect"))
+        m: Spec("request", "blk_requests", f"{m}_ns", at, ("comm", "dev", "rwbs", "sector", "nsect"))
         for m, at in (("i2d", "i_ns"), ("d2c", "d_ns"), ("q2c", "q_ns"))
     },
-    "func": _Spec("call", "fg_calls", "duration_ns", "entry_ns", ("comm", "func")),
-    "wait": _Spec("wait", "stall_waits", "duration_ns", "start_ns", ("comm", "lock", "lock_key", "end_known")),
+    "func": Spec("call", "fg_calls", "duration_ns", "entry_ns", ("comm", "func")),
+    "wait": Spec("wait", "stall_waits", "duration_ns", "start_ns", ("comm", "lock", "lock_key", "end_known")),
 }
 
 
 def kind_of(metric: str) -> str:
-    return _SPECS[metric].kind
+    return SPECS[metric].kind
 
 
-def _base(metric: str, analysis_id: str, filter: str | None, pid: int | None, dev: str | None) -> tuple[str, dict]:
+def events_from(
+    metric: str, analysis_id: str, filter: str | None, pid: int | None, dev: str | None
+) -> tuple[str, dict]:
     """FROM … WHERE of the metric's events of the analysis that have a latency and a time, with the filters.
     Exposes `a` (the event's row) and `s` (its source); the aligned time is `a.<at> + s.clock_offset_ns`."""
-    spec = _SPECS[metric]
+    spec = SPECS[metric]
     sql = (
         f" FROM {spec.table} a JOIN sources s ON s.id = a.source_id"
         f" WHERE s.analysis_id = $aid AND a.{spec.value} IS NOT NULL AND a.{spec.at} IS NOT NULL"
@@ -119,11 +121,11 @@ def source_offsets(con, analysis_id: str) -> dict[int, int]:
     return dict(run(con, "SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ?", [analysis_id]))
 
 
-def _indexable(con, analysis_id: str, metric: str, filter: str | None, pid=None, dev=None) -> bool:
+def indexable(con, analysis_id: str, metric: str, filter: str | None, pid=None, dev=None) -> bool:
     """Whether the metric's events with these filters fit an in-memory index (INDEX_MAX_EVENTS; counted once per
     key: memo.py). More (a 5 GiB blkparse upload has ~24 M requests) are binned in SQL at each read instead: the
     index would hold them all in the server's memory, and its load would pass the reads' row cap (a 422)."""
-    base, params = _base(metric, analysis_id, filter, pid, dev if _SPECS[metric].kind == "request" else None)
+    base, params = events_from(metric, analysis_id, filter, pid, dev if SPECS[metric].kind == "request" else None)
     key = (analysis_id, "heatmap-events", metric, filter, pid, dev)
     return memo.get(key, lambda: run(con, f"SELECT count(*){base}", params)[0][0]) <= INDEX_MAX_EVENTS
 
@@ -132,11 +134,11 @@ def event_index(con, analysis_id: str, metric: str, filter: str | None, pid=None
     """The in-memory index of the metric's events with these filters, built on first use (a pid's or a device's
     events get an index of their own: the first call with a filter costs about what the SQL did, the next ones,
     zooming in, what the index costs)."""
-    spec = _SPECS[metric]
+    spec = SPECS[metric]
     dev = dev if spec.kind == "request" else None
 
     def load():
-        base, params = _base(metric, analysis_id, filter, pid, dev)
+        base, params = events_from(metric, analysis_id, filter, pid, dev)
         return run(
             con,
             f"SELECT a.source_id AS sid, a.{spec.at} AS t, a.{spec.value} AS v, a.line AS line, a.pid AS pid{base}",
@@ -150,24 +152,24 @@ def event_index(con, analysis_id: str, metric: str, filter: str | None, pid=None
 def fits_index(con, analysis_id: str, metric: str, filter: str | None = None) -> bool:
     """Whether the metric's events fit an in-memory index (INDEX_MAX_EVENTS): else its whole heatmap is read from
     the grid summary, whose build takes ~0.9 GiB for 24 M requests (derive/first_views.py leaves it to the server)."""
-    return _indexable(con, analysis_id, metric, filter)
+    return indexable(con, analysis_id, metric, filter)
 
 
 def prepare(con, analysis_id: str, metric: str, filter: str | None = None) -> None:
     """Builds now what the metric's heatmaps of windows are read from (the index, or the grid summary past
     INDEX_MAX_EVENTS), unless it is kept already: the warm-up's, for the zooms after a first view."""
-    if _indexable(con, analysis_id, metric, filter):
+    if indexable(con, analysis_id, metric, filter):
         event_index(con, analysis_id, metric, filter)
     else:
-        _summary(con, analysis_id, metric, filter)
+        grid_summary(con, analysis_id, metric, filter)
 
 
-def _summary(con, analysis_id: str, metric: str, filter: str | None) -> heatsummary.Summary | None:
+def grid_summary(con, analysis_id: str, metric: str, filter: str | None) -> heatsummary.Summary | None:
     """The grid summary (heatsummary.py) of the metric's events, built on first use per clock offsets (its
     buckets are in aligned time); None when a latency is negative or past heatsummary.V_BITS (then: SQL)."""
-    spec = _SPECS[metric]
+    spec = SPECS[metric]
     at, v = f"(a.{spec.at} + s.clock_offset_ns)", f"a.{spec.value}"
-    base, params = _base(metric, analysis_id, filter, None, None)
+    base, params = events_from(metric, analysis_id, filter, None, None)
     offsets = memo.offsets(con, analysis_id)
     t_lo, t_hi, vmin, vmax = memo.get(
         (analysis_id, "heatmap-summary-span", metric, filter, offsets),
@@ -237,7 +239,7 @@ def heatmap_summary(summary: heatsummary.Summary, metric: str, filter, x_bins: i
     if not got["n"]:  # as the SQL answers a window without events
         return _empty(metric, filter, lo, hi, x_bins, y_bins)
     empty = _empty(metric, filter, got["t0"], got["t1"], got["x_bins"], y_bins)
-    kind = _SPECS[metric].kind
+    kind = SPECS[metric].kind
     cells = [
         {"x": x, "y": y, "count": c, "max_ns": m, "max_ref": {"kind": kind, "source_id": s, "line": ln, "pid": p}}
         for x, y, c, m, s, ln, p in got["cells"]
@@ -249,7 +251,7 @@ def _empty(metric: str, filter, lo, hi, x_bins: int, y_bins: int) -> dict:
     return {
         "metric": metric,
         "filter": filter,
-        "kind": _SPECS[metric].kind,
+        "kind": SPECS[metric].kind,
         "t0_ns": lo,
         "t1_ns": hi,
         "x_bins": x_bins,
@@ -334,15 +336,15 @@ def _whole(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, filter)
     if (
         _store_by_sql()
         and not heatindex.kept((analysis_id, metric, filter, None, None))
-        and _indexable(con, analysis_id, metric, filter)
+        and indexable(con, analysis_id, metric, filter)
     ):
         return heatmap_sql(con, analysis_id, metric, x_bins, y_bins, None, None, None, None, filter)
     return _heatmap(con, analysis_id, metric, x_bins, y_bins, None, None, None, None, filter)
 
 
 def _heatmap(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, pid, dev, t0, t1, filter) -> dict:
-    if not _indexable(con, analysis_id, metric, filter, pid, dev):
-        summary = _summary(con, analysis_id, metric, filter) if pid is None and dev is None else None
+    if not indexable(con, analysis_id, metric, filter, pid, dev):
+        summary = grid_summary(con, analysis_id, metric, filter) if pid is None and dev is None else None
         found = heatmap_summary(summary, metric, filter, x_bins, y_bins, t0, t1) if summary else None
         return found or heatmap_sql(con, analysis_id, metric, x_bins, y_bins, pid, dev, t0, t1, filter)
     idx = event_index(con, analysis_id, metric, filter, pid, dev)
@@ -360,7 +362,7 @@ def _heatmap(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, pid, 
         return _empty(metric, filter, lo, hi, x_bins, y_bins)
     edges = latency_edges(vmin, vmax, y_bins)
     x_bin = _x_bin_ns(lo, hi, x_bins)
-    kind = _SPECS[metric].kind
+    kind = SPECS[metric].kind
     cells = [
         {"x": x, "y": y, "count": c, "max_ns": m, "max_ref": {"kind": kind, "source_id": s, "line": ln, "pid": p}}
         for x, y, c, m, s, ln, p in idx.cells(wins, offsets, lo, x_bin, x_bins, edges)
@@ -381,9 +383,9 @@ def heatmap_sql(
     filter: str | None = None,
 ) -> dict:
     """The heatmap binned in SQL over the event table (filters pid and dev; the index's reference)."""
-    spec = _SPECS[metric]
+    spec = SPECS[metric]
     at, v = f"(a.{spec.at} + s.clock_offset_ns)", f"a.{spec.value}"
-    base, params = _base(metric, analysis_id, filter, pid, dev)
+    base, params = events_from(metric, analysis_id, filter, pid, dev)
     if t0 is None or t1 is None:
         span = run(con, f"SELECT min({at}), max({at}){base}", params)[0]
         lo = t0 if t0 is not None else span[0]
@@ -393,7 +395,7 @@ def heatmap_sql(
     empty = _empty(metric, filter, lo, hi, x_bins, y_bins)
     if lo is None or hi is None or hi < lo:
         return empty
-    base += f" AND {at} BETWEEN $lo AND $hi" + _own_bounds(con, analysis_id, spec, params, lo, hi)
+    base += f" AND {at} BETWEEN $lo AND $hi" + own_bounds(con, analysis_id, spec, params, lo, hi)
     params.update(lo=lo, hi=hi)
     n, qs, vmin, vmax = run(con, f"SELECT count(*), quantile_disc({v}, {QUANTILES}), min({v}), max({v}){base}", params)[
         0
@@ -422,7 +424,7 @@ def heatmap_sql(
     return _filled(empty, edges, x_bin, cells, percentiles_of(n, qs, vmax))
 
 
-def _own_bounds(con, analysis_id: str, spec: _Spec, params: dict, lo, hi) -> str:
+def own_bounds(con, analysis_id: str, spec: Spec, params: dict, lo, hi) -> str:
     """The same window in the sources' own times, widened to hold every source's (a constant range of the
     event column: DuckDB's zone maps skip the row groups outside it; the aligned condition stays exact)."""
     offs = source_offsets(con, analysis_id).values()
@@ -463,8 +465,8 @@ def events(
     """The events placed in [t0, t1] (aligned, inclusive) with lat_min <= latency < lat_max, slowest first
     (ties in source, line order), at most `limit`, and how many match in all. From the index (which events,
     how many) and the event table (their details) unless live is asked."""
-    spec = _SPECS[metric]
-    if live or not _indexable(con, analysis_id, metric, filter, pid, dev):
+    spec = SPECS[metric]
+    if live or not indexable(con, analysis_id, metric, filter, pid, dev):
         total, rows = _box_sql(con, analysis_id, metric, filter, pid, dev, t0, t1, lat_min, lat_max, limit)
     else:
         idx = event_index(con, analysis_id, metric, filter, pid, dev)
@@ -498,7 +500,7 @@ def events(
     return {"metric": metric, "filter": filter, "kind": spec.kind, "count": total, "events": out}
 
 
-def _columns(spec: _Spec, at: str) -> str:
+def _columns(spec: Spec, at: str) -> str:
     return (
         f"a.source_id, a.line, a.pid, {at} AS t_ns, a.{spec.value} AS latency_ns, a.{spec.at} AS _start"
         f"{''.join(f', a.{c}' for c in spec.extra)}{_DETAIL[spec.kind]}"
@@ -508,9 +510,9 @@ def _columns(spec: _Spec, at: str) -> str:
 def _box_sql(
     con, analysis_id: str, metric: str, filter, pid, dev, t0, t1, lat_min, lat_max, limit: int
 ) -> tuple[int, list[dict]]:
-    spec = _SPECS[metric]
+    spec = SPECS[metric]
     at, v = f"(a.{spec.at} + s.clock_offset_ns)", f"a.{spec.value}"
-    base, params = _base(metric, analysis_id, filter, pid, dev)
+    base, params = events_from(metric, analysis_id, filter, pid, dev)
     for cond, name, value in (
         (f"{at} >= $t0", "t0", t0),
         (f"{at} <= $t1", "t1", t1),
@@ -520,7 +522,7 @@ def _box_sql(
         if value is not None:
             base += f" AND {cond}"
             params[name] = value
-    base += _own_bounds(con, analysis_id, spec, params, t0, t1)
+    base += own_bounds(con, analysis_id, spec, params, t0, t1)
     total = run(con, f"SELECT count(*){base}", params)[0][0]
     return total, run(
         con,
@@ -532,7 +534,7 @@ def _box_sql(
 
 def _details(con, metric: str, offsets: dict[int, int], sids: list[int], lines: list[int]) -> list[dict]:
     """The rows of these events (source_id, line pairs), in that order; times aligned."""
-    spec = _SPECS[metric]
+    spec = SPECS[metric]
     found: dict[tuple[int, int], dict] = {}
     for sid in sorted(set(sids)):
         for row in run(
