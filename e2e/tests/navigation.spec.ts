@@ -1,46 +1,20 @@
 // Issue 25: a timeline and navigation that Perfetto and KernelShark users feel at home in. Each path is walked as a
 // new user would, at 1600×1000: what a click opens must be in the viewport (its box checked), without scrolling.
-import { expect, test, type APIRequestContext, type Locator, type Page } from '@playwright/test';
-import fs from 'node:fs';
+import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
 import path from 'node:path';
 import { REPO, SCREENSHOTS, SHARED } from './paths';
+import { analysis as upload, expectInView, file, INCIDENT } from './walks';
 
 test.use({ viewport: { width: 1600, height: 1000 } });
 
-const INCIDENT = ['blkparse', 'trace-cmd-report', 'offcputime'].map((k) => path.join(REPO, `samples/incident.${k}.txt`));
 const HADOOP = path.join(SHARED, 'samples-public/blkparse-text/derived-zzunny97-hadoop-sdb-cpu0-1.blkparse.txt');
 const SEED_OFFCPU = path.join(REPO, 'samples/xfs-open-stall.offcputime.txt');
 const CFQ_DEMO = path.join(REPO, 'samples/demo-cfq-starvation.blkparse.txt');
 const SCHED_SWITCH = path.join(SHARED, 'samples-public/trace-cmd-report/derived-elainecole-report-sched_switch.txt');
 const RECORD_TGID = path.join(SHARED, 'samples-public/ftrace-funcgraph/langraph-tracefs-events-record-tgid.log');
 
-type Created = { id: string };
-const made = new Map<string, string>();
-
 /** An analysis of these files (made once per run, through the API). */
-async function analysis(request: APIRequestContext, name: string, files: string[]): Promise<string> {
-  if (made.has(name)) return made.get(name)!;
-  const form = new FormData();
-  form.append('name', name);
-  for (const f of files) form.append('files', new Blob([fs.readFileSync(f)]), path.basename(f));
-  const res = await request.post('/api/analyses', { multipart: form, timeout: 120_000 });
-  expect(res.status()).toBe(201);
-  const id = ((await res.json()) as Created).id;
-  made.set(name, id);
-  return id;
-}
-
-/** The element's box lies in the viewport (wholly, or its top part when it is taller than the viewport). */
-async function expectInView(page: Page, el: Locator) {
-  await expect(el).toBeVisible();
-  await expect
-    .poll(async () => {
-      const b = (await el.boundingBox())!;
-      const vh = page.viewportSize()!.height;
-      return b.y >= -1 && (b.y + b.height <= vh + 1 || (b.height > vh && b.y < vh * 0.35));
-    })
-    .toBe(true);
-}
+const analysis = (request: APIRequestContext, name: string, paths: string[]) => upload(request, name, paths.map(file));
 
 const scrollY = (page: Page) => page.evaluate(() => window.scrollY);
 
