@@ -19,7 +19,7 @@ line), `trace_events` for every other event (its name without the subsystem: `bl
 alignment matches to a blktrace's requests) and, for a call chain, the stack events ftrace's `-T` would have
 recorded right after it (`kernel_stack` for the kernel frames, `user_stack` for the others, each as `<stack
 trace>` and one `=> frame` line per frame, at the chain's first line, same CPU and task): a wait's or a waker's
-stack is then the one recorded with its switch-out or wake-up (derive/stacks.event_stacks). A frame is its
+stack is then the one recorded with its switch-out or wake-up (derive/recorded.event_stacks). A frame is its
 symbol without the offset (`__schedule`), `[unknown]` kept as perf prints it.
 
 Block requests: block_rq_insert / issue / complete are rendered as the blkparse lines I / D / C they stand for and
