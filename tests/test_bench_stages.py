@@ -11,22 +11,21 @@ from bench import stages
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "incident.blkparse.txt"
 
 
+def _wrappable():
+    """What bench.stages wraps while it measures (each must be put back)."""
+    return (
+        pipeline.stage_source,
+        list(pipeline.DERIVE_ANALYSIS),
+        {k: list(v) for k, v in pipeline.DERIVE_SOURCE.items()},
+        first_views.derive,
+        store_module.ingest,
+    )
+
+
 def test_stages_add_up_to_the_ingest_and_nothing_stays_wrapped(tmp_path):
-    before = (
-        pipeline.stage_source,
-        list(pipeline.DERIVE_ANALYSIS),
-        {k: list(v) for k, v in pipeline.DERIVE_SOURCE.items()},
-        first_views.derive,
-        store_module.ingest,
-    )
+    before = _wrappable()
     r = stages.measure(SAMPLE, tmp_path / "stages.duckdb")
-    after = (
-        pipeline.stage_source,
-        list(pipeline.DERIVE_ANALYSIS),
-        {k: list(v) for k, v in pipeline.DERIVE_SOURCE.items()},
-        first_views.derive,
-        store_module.ingest,
-    )
+    after = _wrappable()
     assert after == before
     names = set(r["stages"])
     assert {"staging", "derive, per source: blk.derive", "commit", "first views", "close (checkpoint)"} <= names
