@@ -78,13 +78,15 @@ STEPS = (
 )
 
 
-# INGEST_ORDER: the flame graph first, while DuckDB's buffers hold the least of the other views' reads: its build is
-# the step's largest peak (+250 MiB for 100 k records, 20 k distinct stacks, over the memory when it starts)
+# STEPS as the ingest computes them: the flame graph first, while DuckDB's buffers hold the least of the other views'
+# reads: its build is the step's largest peak (+250 MiB for 100 k records, 20 k distinct stacks, over the memory when
+# it starts)
+INGEST_ORDER = sorted(STEPS, key=lambda step: step[0] != "flamegraph")
 
 # steps computed at ingest only when this holds (the others by the warm-up: see the module's docstring)
 AT_INGEST = {
-    "heatmap": lambda con, a: heatmaps.fits_index(con, a, FIRST["hm"]),
-    "waits-heatmap": lambda con, a: heatmaps.fits_index(con, a, "wait"),
+    "heatmap": lambda con, a: heatmaps.indexable(con, a, FIRST["hm"], None),
+    "waits-heatmap": lambda con, a: heatmaps.indexable(con, a, "wait", None),
 }
 
 
@@ -95,7 +97,7 @@ def derive(db, analysis_id: str) -> dict[str, float]:
     seconds: dict[str, float] = {}
     try:
         with stored.writing():
-            for name, call in sorted(STEPS, key=lambda s: s[0] != "flamegraph"):  # INGEST_ORDER
+            for name, call in INGEST_ORDER:
                 t0 = time.perf_counter()
                 try:
                     if name in AT_INGEST and not AT_INGEST[name](con, analysis_id):

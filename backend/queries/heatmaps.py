@@ -149,12 +149,6 @@ def event_index(con, analysis_id: str, metric: str, filter: str | None, pid=None
     return heatindex.get((analysis_id, metric, filter, pid, dev), load)
 
 
-def fits_index(con, analysis_id: str, metric: str, filter: str | None = None) -> bool:
-    """Whether the metric's events fit an in-memory index (INDEX_MAX_EVENTS): else its whole heatmap is read from
-    the grid summary, whose build takes ~0.9 GiB for 24 M requests (derive/first_views.py leaves it to the server)."""
-    return indexable(con, analysis_id, metric, filter)
-
-
 def prepare(con, analysis_id: str, metric: str, filter: str | None = None) -> None:
     """Builds now what the metric's heatmaps of windows are read from (the index, or the grid summary past
     INDEX_MAX_EVENTS), unless it is kept already: the warm-up's, for the zooms after a first view."""
