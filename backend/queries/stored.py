@@ -91,8 +91,3 @@ def drop_timed(con, analysis_id: str) -> None:
 def discard_orphans(con) -> None:
     """Deletes the views of analyses that no longer exist (stored by a warm-up while their analysis was deleted)."""
     con.execute("DELETE FROM first_views WHERE analysis_id NOT IN (SELECT id FROM analyses)")
-
-
-def stored_keys(con, analysis_id: str) -> list[str]:
-    """The keys (JSON text) of the analysis' stored views."""
-    return [k for (k,) in run(con, "SELECT key FROM first_views WHERE analysis_id = ? ORDER BY key", [analysis_id])]
