@@ -16,12 +16,19 @@ from array import array
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 STACK_EVENTS = ("kernel_stack", "user_stack")
 # frames of the tracing machinery itself, innermost in a stack recorded at a tracepoint
 _TRACING_FRAME = re.compile(r"^(__traceiter_|__bpf_trace_|trace_event_raw_event_|perf_trace_|__probestub_)")
 _FRAME_ADDR = re.compile(r"\s+\((?:[0-9a-fA-F]+|[0-9a-fA-Fx]+)\)$")
 _BATCH = 8192  # rows of stack events read at a time
+
+
+def frame_of_line(ln: str) -> str:
+    """The frame a line of a stack event's text names (`=> func (addr)`: "func"), "" for a line that is no frame."""
+    f = ln.strip()
+    return _FRAME_ADDR.sub("", f[2:].strip()) if f.startswith("=>") else ""
 
 
 def frames_of_stack_text(text: str | None, read: dict[str, str] | None = None) -> list[str]:
@@ -34,15 +41,67 @@ def frames_of_stack_text(text: str | None, read: dict[str, str] | None = None) -
     for ln in (text or "").split("\n")[1:]:
         f = read.get(ln)
         if f is None:
-            f = ln.strip()
-            f = _FRAME_ADDR.sub("", f[2:].strip()) if f.startswith("=>") else ""
-            read[ln] = f
+            f = read[ln] = frame_of_line(ln)
         if f:
             frames.append(f)
     while frames and _TRACING_FRAME.match(frames[0]):
         frames.pop(0)
     frames.reverse()
     return frames
+
+
+def _frames_of_texts(texts: pa.Array, read: dict[str, tuple[str, bool]]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """frames_of_stack_text of many texts at once, as arrays: (per text, its number of frames; the frames of all, text
+    after text, root first, as indexes into the list of frame names returned). Each distinct line is read once
+    (`read`: the callers' lines read before, their (frame, is a tracing frame)); the rest is done on arrays."""
+    texts = pc.fill_null(texts, "")
+    lists = pc.split_pattern(texts, "\n")
+    sizes = pc.list_value_length(lists).to_numpy(zero_copy_only=False).astype(np.int64)
+    enc = pc.dictionary_encode(pc.list_flatten(lists))
+    idx = enc.indices.to_numpy(zero_copy_only=False)
+    names, where, tracing = [], {}, []
+    line_frame = np.empty(len(enc.dictionary), np.int64)  # per distinct line: its frame's index, -1: no frame
+    for j, ln in enumerate(enc.dictionary.to_pylist()):
+        got = read.get(ln)
+        if got is None:
+            f = frame_of_line(ln)
+            got = read[ln] = (f, bool(f) and _TRACING_FRAME.match(f) is not None)
+        f = got[0]
+        if not f:
+            line_frame[j] = -1
+            continue
+        k = where.get(f)
+        if k is None:
+            k = where[f] = len(names)
+            names.append(f)
+            tracing.append(got[1])
+        line_frame[j] = k
+    n = len(sizes)
+    row = np.repeat(np.arange(n), sizes)
+    starts = np.zeros(n + 1, np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    first = np.zeros(len(row), bool)
+    first[starts[:-1][sizes > 0]] = True  # each text's header line
+    fr = line_frame[idx]
+    keep = ~first & (fr >= 0)
+    fr, row = fr[keep], row[keep]
+    # the tracing machinery's frames at the top (innermost, first in the text) dropped: those before the first other
+    other = ~np.asarray(tracing, bool)[fr] if len(fr) else np.zeros(0, bool)
+    seen = np.cumsum(other)
+    count = np.bincount(row, minlength=n)
+    before = np.zeros(n + 1, np.int64)
+    np.cumsum(count, out=before[1:])
+    base = np.concatenate([[0], seen])[before[:-1]]  # the others seen before each text's frames
+    keep = seen - base[row] > 0
+    fr, row = fr[keep], row[keep]
+    count = np.bincount(row, minlength=n)
+    off = np.zeros(n + 1, np.int64)
+    np.cumsum(count, out=off[1:])
+    # root first: each text's frames reversed
+    pos = np.arange(len(fr)) - off[row]
+    out = np.empty(len(fr), np.int64)
+    out[off[row] + count[row] - 1 - pos] = fr
+    return count, out, names
 
 
 class Recorded:
@@ -54,39 +113,53 @@ class Recorded:
     def __init__(self):
         self.names: list[str] = []
         self._ids: dict[str, int] = {}
-        self._at, self._off, self._codes = array("q"), array("q", [0]), array("i")
+        self._at, self._off, self._chunks = array("q"), array("q", [0]), []
         self._ev_line, self._ev_kind, self._after = array("q"), array("b"), array("q")
         self._has_after = array("b")
 
-    def _add(self, owner: int, kind: str, line: int, frames: list[str], dt) -> None:
-        ids, names = self._ids, self.names
-        codes = []
-        for f in frames:
+    def _add_batch(
+        self, owner: list, kind: list, line: list, dt: list, count: np.ndarray, frames: np.ndarray, names: list[str]
+    ) -> None:
+        """Adds a batch of stack events (in order: per owner, its user stack first), each with its frames (count[i]
+        of `frames`, root first, indexes into `names`); an event without frames is left out. Each distinct frame gets
+        its code at its first use."""
+        ids, all_names = self._ids, self.names
+        firsts = np.unique(frames, return_index=True)[1] if len(frames) else np.zeros(0, np.int64)
+        code_of = np.zeros(len(names), np.int32)
+        for k in frames[np.sort(firsts)].tolist():  # (in order of first use, as they are met)
+            f = names[k]
             c = ids.get(f)
             if c is None:
-                c = ids[f] = len(names)
-                names.append(f)
-            codes.append(c)
-        k = 0 if kind == "kernel_stack" else 1
-        if self._at and self._at[-1] == owner:  # its second stack event: the kernel stack after the user stack
-            self._codes.extend(codes)
-            self._off[-1] = len(self._codes)
-            self._ev_line[-1], self._ev_kind[-1] = line, k
-        else:
-            self._at.append(owner)
-            self._codes.extend(codes)
-            self._off.append(len(self._codes))
-            self._ev_line.extend((line, -1))
-            self._ev_kind.extend((k, 0))
-            self._after.append(0)
-            self._has_after.append(0)
-        if k == 0 and dt is not None:
-            self._after[-1], self._has_after[-1] = dt, 1
+                c = ids[f] = len(all_names)
+                all_names.append(f)
+            code_of[k] = c
+        self._chunks.append(code_of[frames])
+        end = self._off[-1]
+        at, off, ev_line, ev_kind = self._at, self._off, self._ev_line, self._ev_kind
+        after, has_after = self._after, self._has_after
+        for o, e, ln, d, c in zip(owner, kind, line, dt, count.tolist()):
+            if not c:
+                continue
+            end += c
+            k = 0 if e == "kernel_stack" else 1
+            if at and at[-1] == o:  # its second stack event: the kernel stack after the user stack
+                off[-1] = end
+                ev_line[-1], ev_kind[-1] = ln, k
+            else:
+                at.append(o)
+                off.append(end)
+                ev_line.extend((ln, -1))
+                ev_kind.extend((k, 0))
+                after.append(0)
+                has_after.append(0)
+            if k == 0 and d is not None:
+                after[-1], has_after[-1] = d, 1
 
     def done(self) -> Recorded:
         self.at = np.frombuffer(self._at, np.int64) if self._at else np.zeros(0, np.int64)
         self.off = np.frombuffer(self._off, np.int64)
-        self.codes = np.frombuffer(self._codes, np.int32) if self._codes else np.zeros(0, np.int32)
+        self.codes = np.concatenate(self._chunks).astype(np.int32) if self._chunks else np.zeros(0, np.int32)
+        self._chunks = []
         return self
 
     def __len__(self) -> int:
@@ -160,12 +233,11 @@ def event_stacks(con, sid: int, lines: np.ndarray) -> Recorded:
             """,
             params={"sid": sid},
         ).to_arrow_reader(_BATCH)
-        read: dict[str, str] = {}  # each distinct frame line read once
+        read: dict[str, tuple[str, bool]] = {}  # each distinct frame line read once
         for batch in reader:  # per owner: user_stack first, then kernel_stack
-            for owner, event, line, text, dt in zip(*(c.to_pylist() for c in batch.columns)):
-                frames = frames_of_stack_text(text, read)
-                if frames:
-                    out._add(owner, event, line, frames, dt)
+            count, frames, names = _frames_of_texts(batch.column(3), read)
+            owner, event, line, dt = (batch.column(k).to_pylist() for k in (0, 1, 2, 4))
+            out._add_batch(owner, event, line, dt, count, frames, names)
     finally:
         con.unregister("_stacks_need")
     return out.done()
