@@ -84,6 +84,7 @@ static int str_put(strcol *s, const char *p, size_t n, int valid) {
     if (buf_put(&s->data, p, n)) return -1;
     unsigned char *q = (unsigned char *)s->data.p + start, *qe = q + n;
     for (unsigned char *x = q; x < qe;) {
+        if (qe - x >= 8 && !(load8((const char *)x) & 0x8080808080808080ULL)) { x += 8; continue; }
         if (*x < 0x80) { x++; continue; }
         size_t k = utf8_len(x, qe);
         if (k) x += k; else *x++ = '?';
@@ -138,7 +139,8 @@ static void out_free(out_t *o) {
 
 /* ---------------------------------------------------------------- state */
 typedef struct { int64_t line, entry_ns; int32_t func, comm, cpu, depth, indent; } frame_t;
-typedef struct { int64_t key, pid; int32_t base, n, cap; frame_t *fr; } task_t;
+/* comm_id: the name this task's lines last gave (-1: none yet), so that a line naming it again is not hashed */
+typedef struct { int64_t key, pid; int32_t base, n, cap, comm_id; frame_t *fr; } task_t;
 
 typedef struct { uint32_t off, len, hash; } istr_t;
 typedef struct pre_s pre_t;
@@ -163,11 +165,26 @@ typedef struct {
     struct pre_s *ahead; size_t ahead_cap;
 } state_t;
 
-/* 8 bytes at a time (names are short: a few words), multiply-xorshift mixed */
-static uint32_t hash_bytes(const char *p, size_t n) {
+/* 8 bytes at a time (names are short: a few words), multiply-xorshift mixed; the last 1-8 bytes in one load that may
+ * overlap the previous one (the length is mixed in, so two strings of one length differ in some loaded byte) */
+static inline uint32_t hash_bytes(const char *p, size_t n) {
     uint64_t h = 0x9E3779B97F4A7C15ULL ^ n, w;
-    for (; n >= 8; p += 8, n -= 8) { memcpy(&w, p, 8); h = (h ^ w) * 0xFF51AFD7ED558CCDULL; h ^= h >> 32; }
-    if (n) { w = 0; memcpy(&w, p, n); h = (h ^ w) * 0xC4CEB9FE1A85EC53ULL; h ^= h >> 29; }
+    if (n > 8) {
+        const char *last = p + n - 8;
+        for (; p < last; p += 8) { memcpy(&w, p, 8); h = (h ^ w) * 0xFF51AFD7ED558CCDULL; h ^= h >> 32; }
+        memcpy(&w, last, 8);
+    } else if (n == 8) {
+        memcpy(&w, p, 8);
+    } else if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, p, 4); memcpy(&b, p + n - 4, 4);
+        w = a | (uint64_t)b << 32;
+    } else if (n) {
+        w = (uint64_t)(unsigned char)p[0] | (uint64_t)(unsigned char)p[n >> 1] << 8 | (uint64_t)(unsigned char)p[n - 1] << 16;
+    } else {
+        w = 0;
+    }
+    h = (h ^ w) * 0xC4CEB9FE1A85EC53ULL; h ^= h >> 29;
     uint32_t r = (uint32_t)(h ^ (h >> 32));
     return r ? r : 1;
 }
@@ -213,6 +230,15 @@ static inline const char *istr(state_t *st, int32_t id, size_t *n) {
     *n = st->istr[id].len;
     return st->arena.p + st->istr[id].off;
 }
+/* intern() of a task's name [p, p+n): the task's last one when the text is the same (compared, not hashed: a task's
+ * lines name it again and again), else interned and kept as the task's; -1 on out-of-memory */
+static inline int32_t task_comm(state_t *st, int32_t *last, const char *p, size_t n) {
+    if (n > 4096) n = 4096;
+    if (*last >= 0 && st->istr[*last].len == n && memcmp(st->arena.p + st->istr[*last].off, p, n) == 0) return *last;
+    int32_t id = intern(st, p, n);
+    if (id >= 0) *last = id;
+    return id;
+}
 
 static int tmap_grow(state_t *st) {
     int64_t cap = st->tmap_cap ? st->tmap_cap * 2 : 1024;
@@ -246,7 +272,7 @@ static task_t *get_task(state_t *st, int64_t key, int64_t pid, int *created) {
     }
     task_t *t = &st->tasks[st->ntasks];
     memset(t, 0, sizeof *t);
-    t->key = key; t->pid = pid;
+    t->key = key; t->pid = pid; t->comm_id = -1;
     st->tmap[j] = (int32_t)(st->ntasks + 1);
     st->ntasks++;
     *created = 1;
@@ -295,9 +321,11 @@ static int parse_num_auto(const char *p, const char *e, int64_t *v) { /* decimal
 }
 /* seconds.fraction -> ns (fraction up to 9 digits); a plain integer is a raw clock count, kept as is */
 static int parse_time(const char *p, const char *e, int64_t *ns) {
-    const char *dot = memchr(p, '.', (size_t)(e - p));
+    const char *dot = p;
+    while (dot < e && is_digit(*dot)) dot++;
+    if (dot == e) return parse_u64(p, e, ns);
+    if (*dot != '.') return -1; /* a byte that is neither: no parse_u64 below would take it */
     int64_t s, f = 0;
-    if (!dot) return parse_u64(p, e, ns);
     if (parse_u64(p, dot, &s) || s > 9000000000LL) return -1;
     int nd = (int)(e - dot - 1);
     if (nd < 1 || nd > 9 || parse_u64(dot + 1, e, &f)) return -1;
@@ -313,7 +341,10 @@ static int parse_duration(const char *p, const char *e, int64_t *ns) {
     if (e - p < 3 || e[-1] != 's' || e[-2] != 'u') return -1;
     const char *n_end = rtrim(p, e - 2);
     if (n_end == p) return -1;
-    const char *dot = memchr(p, '.', (size_t)(n_end - p));
+    const char *dot = p;
+    while (dot < n_end && is_digit(*dot)) dot++;
+    if (dot == n_end) dot = NULL;
+    else if (*dot != '.') return -1; /* neither a digit nor the first '.': parse_u64 below would refuse it */
     int64_t us, f = 0;
     if (parse_u64(p, dot ? dot : n_end, &us) || us > 9000000000000LL) return -1;
     if (dot) {
@@ -681,13 +712,14 @@ static int do_fg(state_t *st, out_t *o, const ctx_t *c, fgrec_t *r) {
         frame_t f;
         f.line = c->line; f.entry_ns = c->t; f.cpu = c->cpu; f.depth = depth; f.indent = r->indent;
         f.func = intern(st, r->name, (size_t)(r->namee - r->name));
-        f.comm = c->has_comm ? intern(st, c->comm, c->commn) : -1;
+        f.comm = c->has_comm ? task_comm(st, &t->comm_id, c->comm, c->commn) : -1;
         if (f.func < 0 || (c->has_comm && f.comm < 0) || push_frame(t, f)) { o->oom = 1; return 0; }
         return 0;
     }
     if (r->kind == FG_LEAF) {
         int64_t ex = (c->t != NUL64 && r->dur != NUL64) ? c->t + r->dur : NUL64;
-        emit_call(st, o, c->line, t->pid, -1, c->comm, c->commn, c->has_comm, c->cpu, depth, -1, r->name,
+        emit_call(st, o, c->line, t->pid, c->has_comm ? task_comm(st, &t->comm_id, c->comm, c->commn) : -1, c->comm,
+                  c->commn, c->has_comm, c->cpu, depth, -1, r->name,
                   (size_t)(r->namee - r->name), 1, c->t, ex, r->dur, t->n ? t->fr[t->n - 1].line : NUL64, c->line, 0);
         return 0;
     }
@@ -715,7 +747,8 @@ static int do_fg(state_t *st, out_t *o, const ctx_t *c, fgrec_t *r) {
             }
             if (child) {
                 int64_t en = (c->t != NUL64 && r->dur != NUL64) ? c->t - r->dur : NUL64;
-                emit_call(st, o, c->line, t->pid, -1, c->comm, c->commn, c->has_comm, c->cpu, top->depth + 1, -1,
+                emit_call(st, o, c->line, t->pid, c->has_comm ? task_comm(st, &t->comm_id, c->comm, c->commn) : -1,
+                          c->comm, c->commn, c->has_comm, c->cpu, top->depth + 1, -1,
                           r->name, (size_t)(r->namee - r->name), 1, en, c->t, r->dur, top->line, c->line, 1);
                 return 0;
             }
@@ -737,7 +770,8 @@ static int do_fg(state_t *st, out_t *o, const ctx_t *c, fgrec_t *r) {
     /* exit of a call entered before the trace (or the task's first line) began */
     if (t->base > -1000000000) t->base -= 1;
     int64_t en = (c->t != NUL64 && r->dur != NUL64) ? c->t - r->dur : NUL64;
-    emit_call(st, o, c->line, t->pid, -1, c->comm, c->commn, c->has_comm, c->cpu, t->base, -1, r->name,
+    emit_call(st, o, c->line, t->pid, c->has_comm ? task_comm(st, &t->comm_id, c->comm, c->commn) : -1, c->comm,
+              c->commn, c->has_comm, c->cpu, t->base, -1, r->name,
               r->name ? (size_t)(r->namee - r->name) : 0, r->name != NULL, en, c->t, r->dur, NUL64, c->line, 1);
     return 0;
 }
