@@ -11,7 +11,9 @@ Why after the commit, not in the ingest's transaction: the timeline's summaries 
 their own during the derivation (derive/pipeline.py), which the ingest's transaction, begun before, does not see.
 Each view is computed by the very function its route calls, with the route's parameters as the frontend asks them
 (FIRST, compared with the frontend's sources by tests/test_warm.py), inside `stored.writing()`: so the stored
-answer is, byte for byte, what the route would compute (tests/test_first_views.py).
+answer is, byte for byte, what the route would compute (tests/test_first_views.py). They are computed on PARALLEL
+cursors at once (each view's queries leave a core idle part of their time: ~1.5 cores busy on 2), then stored in one
+transaction (a commit per view cost ~10 ms each).
 
 A view that fails is reported and left out: its request computes it, as before this step existed. The warm-up
 (backend/warm.py) stores the views an analysis lacks (a file written before the table existed, an analysis whose
@@ -27,7 +29,9 @@ stores the answer: later starts read it.
 from __future__ import annotations
 
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from ..ingest.memory import trim_heap
 from ..queries import capabilities, heatmaps, offcpu, requests, stalls, stored, timeline
@@ -78,10 +82,30 @@ STEPS = (
 )
 
 
-# STEPS as the ingest computes them: the flame graph first, while DuckDB's buffers hold the least of the other views'
-# reads: its build is the step's largest peak (+250 MiB for 100 k records, 20 k distinct stacks, over the memory when
-# it starts)
-INGEST_ORDER = sorted(STEPS, key=lambda step: step[0] != "flamegraph")
+# STEPS as the ingest computes them: the flame graph first, alone, while DuckDB's buffers hold the least of the other
+# views' reads: its build is the step's largest peak (+250 MiB for 100 k records, 20 k distinct stacks, over the memory
+# when it starts); then the others, PARALLEL at once, the costliest first (so that the last to start are short): CPU
+# seconds measured on the 1 GiB benchmark inputs (blkparse, function_graph) in the comments
+ALONE = ("flamegraph",)
+COSTLIEST_FIRST = (
+    "heatmap",  # blkparse 0.35
+    "capabilities",  # function_graph 0.46 (the lost events' ranges)
+    "dispatch-summary",  # blkparse 0.32
+    "timeline",  # function_graph 0.36, blkparse 0.13
+    "latency-over-time",  # blkparse 0.27
+    "requests-page",  # blkparse 0.14
+    "heatmap-metrics",  # function_graph 0.10, blkparse 0.07
+    "waits",  # function_graph 0.07
+    "marks",  # function_graph 0.06
+    "waits-heatmap",  # function_graph 0.05
+    "chains",
+    "offcpu-tasks",
+)
+_RANK = {name: i for i, name in enumerate((*ALONE, *COSTLIEST_FIRST))}
+INGEST_ORDER = tuple(sorted(STEPS, key=lambda step: _RANK.get(step[0], len(_RANK))))
+# cursors computing views at once: the machine's 2 cores (DuckDB runs a query without holding the GIL, and a query
+# of these uses both cores only part of its time: a scan of a few row groups, the Python that shapes its answer)
+PARALLEL = 2
 
 # steps computed at ingest only when this holds (the others by the warm-up: see the module's docstring)
 AT_INGEST = {
@@ -91,13 +115,38 @@ AT_INGEST = {
 
 
 def derive(db, analysis_id: str) -> dict[str, float]:
-    """Computes and stores the analysis' first views (it is committed: each is stored in a statement of its own);
-    returns the seconds each took."""
-    con = db.cursor()
+    """Computes and stores the analysis' first views (it is committed): computed on PARALLEL cursors (INGEST_ORDER),
+    stored in one transaction once all are computed; returns the seconds each took."""
+    pending: list = []  # the answers to store (stored.writing)
     seconds: dict[str, float] = {}
+    alone = [step for step in INGEST_ORDER if step[0] in ALONE]
+    rest = [step for step in INGEST_ORDER if step[0] not in ALONE]
+    _compute(db, analysis_id, alone, pending, seconds, threading.Lock())
+    taking = threading.Lock()
+    with ThreadPoolExecutor(PARALLEL, thread_name_prefix="stallscope-first-views") as pool:
+        for done in [pool.submit(_compute, db, analysis_id, rest, pending, seconds, taking) for _ in range(PARALLEL)]:
+            done.result()
+    con = db.cursor()
     try:
-        with stored.writing():
-            for name, call in INGEST_ORDER:
+        stored.store_pending(con, pending)
+    except Exception as e:  # their requests compute them, and report the error
+        _report(analysis_id, "storing", e)
+    finally:
+        con.close()
+    return {name: seconds[name] for name, _ in INGEST_ORDER if name in seconds}
+
+
+def _compute(db, analysis_id: str, steps: list, pending: list, seconds: dict, taking: threading.Lock) -> None:
+    """Computes steps on a cursor of its own, taking each from the list (under `taking`: threads share it) until it
+    is empty; their answers are appended to `pending`."""
+    con = db.cursor()
+    try:
+        with stored.writing(pending):
+            while True:
+                with taking:
+                    if not steps:
+                        return
+                    name, call = steps.pop(0)
                 t0 = time.perf_counter()
                 try:
                     if name in AT_INGEST and not AT_INGEST[name](con, analysis_id):
@@ -105,12 +154,15 @@ def derive(db, analysis_id: str) -> dict[str, float]:
                     call(con, analysis_id)
                     trim_heap()  # what the step freed, back to the OS before the next one's peak
                 except Exception as e:  # its request computes it, and reports the error
-                    print(
-                        f"stallscope: first views of analysis {analysis_id}: {name}: {type(e).__name__}: {e}",
-                        file=sys.stderr,
-                        flush=True,
-                    )
+                    _report(analysis_id, name, e)
                 seconds[name] = time.perf_counter() - t0
     finally:
         con.close()
-    return seconds
+
+
+def _report(analysis_id: str, name: str, e: Exception) -> None:
+    print(
+        f"stallscope: first views of analysis {analysis_id}: {name}: {type(e).__name__}: {e}",
+        file=sys.stderr,
+        flush=True,
+    )

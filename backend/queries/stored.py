@@ -11,7 +11,9 @@ A view is named by its key: what it is and its parameters, then, for an answer t
 on the chains (`timed`), the analysis' clock offsets (memo.offsets) as they were when it was computed; it is the key
 memo.py keeps the answer under. `get` looks for the answer in memory, then in the table, then computes it (a file
 written before the table existed, an analysis whose offsets changed since): every way gives the same bytes. The
-table is written only inside `writing()` (the ingest's derive step, the warm-up): a request never writes.
+table is written only inside `writing()` (the ingest's derive step, the warm-up): a request never writes. Given a
+list, `writing(pending)` defers the writes: `store_pending` then stores them in one transaction (the ingest computes
+its views on several cursors at once, and one commit costs less than one per view).
 
 When a source's clock offset changes, its analysis' timed views are deleted (`drop_timed`, in the PATCH's
 transaction) and the warm-up stores them again; a DELETE deletes its rows with every table keyed by analysis_id.
@@ -27,13 +29,15 @@ from typing import Callable
 from . import memo
 from .run import run
 
-_writing: contextvars.ContextVar[bool] = contextvars.ContextVar("stallscope_first_views_writing", default=False)
+# within writing(): True (store at once) or the list of answers to store (writing(pending))
+_writing: contextvars.ContextVar[bool | list] = contextvars.ContextVar("stallscope_first_views_writing", default=False)
 
 
 @contextlib.contextmanager
-def writing():
-    """Within it (in this thread), the answers `get` returns are also stored in the table where they are not yet."""
-    token = _writing.set(True)
+def writing(pending: list | None = None):
+    """Within it (in this thread), the answers `get` returns are also stored in the table where they are not yet: at
+    once, or, given a list, appended to it for `store_pending` (which may be called from another thread)."""
+    token = _writing.set(True if pending is None else pending)
     try:
         yield
     finally:
@@ -42,7 +46,7 @@ def writing():
 
 def is_writing() -> bool:
     """Whether this thread stores the answers (within `writing()`)."""
-    return _writing.get()
+    return _writing.get() is not False
 
 
 def _key_text(key: tuple) -> str:
@@ -65,9 +69,24 @@ def get(con, analysis_id: str, what: str, params: tuple, compute: Callable[[], o
         return value if raw else json.dumps(value)
 
     body = memo.shared(key, load)
-    if _writing.get():
+    w = _writing.get()
+    if isinstance(w, list):
+        w.append((analysis_id, key, text, timed, body))
+    elif w:
         _store(con, analysis_id, key, text, timed, body)
     return body if raw else json.loads(body)
+
+
+def store_pending(con, pending: list) -> None:
+    """Stores the answers appended within `writing(pending)`, in one transaction (as `get` would have, each)."""
+    con.begin()
+    try:
+        for item in pending:
+            _store(con, *item)
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
 
 
 def _store(con, analysis_id: str, key: tuple, text: str, timed: bool, body: str | bytes) -> None:
