@@ -9,8 +9,9 @@
  *   tokenize(state, chunk, first_line) -> dict  one chunk of whole lines -> column buffers of 4 tables
  *   finish(state) -> dict                       flushes the open calls (and a pending stack event)
  *
- * Every returned column is a bytes object: native int64 / int32 / uint8 arrays (null = INT64_MIN,
- * INT32_MIN, or 2 for the nullable bools) or Arrow-style strings (int32 offsets + data + uint8 validity).
+ * Every returned column is a read-only buffer object (_colpool.h: its block goes back to the state's pool for a later
+ * chunk when Python frees it): native int64 / int32 / uint8 arrays (null = INT64_MIN, INT32_MIN, or 2 for the
+ * nullable bools) or Arrow-style strings (int32 offsets + data + uint8 validity).
  * Input is untrusted: every scan is bounded by the line's end, stacks and folded texts are capped.
  */
 #define PY_SSIZE_T_CLEAN
@@ -20,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "_colbuf.h"
+#include "_colpool.h"
 #include "_text.h"
 
 #define NUL64 INT64_MIN
@@ -163,6 +164,8 @@ typedef struct {
     size_t hint[N_OUT_BUFS];
     /* the lines of a chunk's tail tokenized ahead (reused: no fresh pages per chunk) */
     struct pre_s *ahead; size_t ahead_cap;
+    /* the blocks of the columns Python has freed, for the next chunk's (_colpool.h) */
+    colpool pool;
 } state_t;
 
 /* 8 bytes at a time (names are short: a few words), multiply-xorshift mixed; the last 1-8 bytes in one load that may
@@ -1145,6 +1148,7 @@ static void state_free(state_t *st) {
     for (int64_t i = 0; i < st->ntasks; i++) free(st->tasks[i].fr);
     free(st->tasks); free(st->tmap); free(st->istr); free(st->imap); free(st->ahead);
     buf_free(&st->arena); buf_free(&st->pend_comm); buf_free(&st->pend_event); buf_free(&st->pend_text);
+    pool_clear(&st->pool);
     free(st);
 }
 static void capsule_free(PyObject *cap) { state_free(PyCapsule_GetPointer(cap, "funcgraph.state")); }
@@ -1157,18 +1161,21 @@ static PyObject *new_state(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(igno
     return cap;
 }
 
+/* where result's columns go: the state whose pool takes their blocks back, and its capsule (which the columns keep) */
+typedef struct { state_t *st; PyObject *owner; } dest_t;
+
 /* d[key] = the buffer's bytes; the buffer is emptied (its memory now belongs to the column object) */
-static int set_buf(PyObject *d, const char *key, buf_t *b) {
-    int rc = colbuf_set(d, key, &b->p, b->len, b->cap);
+static int set_buf(dest_t *x, PyObject *d, const char *key, buf_t *b) {
+    int rc = poolcol_set(d, key, &b->p, b->len, b->cap, &x->st->pool, x->owner);
     if (!b->p) b->len = b->cap = 0;
     return rc;
 }
-static int set_str(PyObject *d, const char *key, strcol *s) {
+static int set_str(dest_t *x, PyObject *d, const char *key, strcol *s) {
     char k[64];
     if (s->rows == 0 && s->off.len == 0 && put32(&s->off, 0)) return -1;
-    snprintf(k, sizeof k, "%s_off", key); if (set_buf(d, k, &s->off)) return -1;
-    snprintf(k, sizeof k, "%s_data", key); if (set_buf(d, k, &s->data)) return -1;
-    snprintf(k, sizeof k, "%s_valid", key); return set_buf(d, k, &s->valid);
+    snprintf(k, sizeof k, "%s_off", key); if (set_buf(x, d, k, &s->off)) return -1;
+    snprintf(k, sizeof k, "%s_data", key); if (set_buf(x, d, k, &s->data)) return -1;
+    snprintf(k, sizeof k, "%s_valid", key); return set_buf(x, d, k, &s->valid);
 }
 static int set_int(PyObject *d, const char *key, int64_t v) {
     PyObject *x = PyLong_FromLongLong(v);
@@ -1180,42 +1187,43 @@ static int set_int(PyObject *d, const char *key, int64_t v) {
 
 /* the interned strings, id order, as an Arrow string array's buffers (dict_off, dict_data; bytes that are not UTF-8
  * become '?', in the copy: the arena keeps them for matching): finish's result only, the names table is written once */
-static int set_dict(PyObject *d, state_t *st) {
+static int set_dict(dest_t *x, PyObject *d, state_t *st) {
     strcol s; memset(&s, 0, sizeof s);
     int bad = 0;
     for (int64_t i = 0; i < st->nistr && !bad; i++) bad = str_put(&s, st->arena.p + st->istr[i].off, st->istr[i].len, 1);
     if (!bad && s.off.len == 0) bad = put32(&s.off, 0);
-    bad = bad || set_buf(d, "dict_off", &s.off) || set_buf(d, "dict_data", &s.data);
+    bad = bad || set_buf(x, d, "dict_off", &s.off) || set_buf(x, d, "dict_data", &s.data);
     str_free(&s);
     return bad;
 }
 
-static PyObject *result(state_t *st, out_t *o, int64_t lines, int names) {
+static PyObject *result(state_t *st, PyObject *owner, out_t *o, int64_t lines, int names) {
     if (o->oom) { out_free(o); return PyErr_NoMemory(); }
     buf_t *v[N_OUT_BUFS];
     out_bufs(o, v);
     for (size_t i = 0; i < N_OUT_BUFS; i++) st->hint[i] = v[i]->len + v[i]->len / 8;
     PyObject *d = PyDict_New();
     if (!d) { out_free(o); return NULL; }
+    dest_t dx = {st, owner}, *x = &dx;
     int bad =
-        set_int(d, "lines", lines) || set_int(d, "nc", o->nc) || set_buf(d, "c_line", &o->c_line) || set_buf(d, "c_pid", &o->c_pid) ||
-        set_buf(d, "c_cpu", &o->c_cpu) || set_buf(d, "c_depth", &o->c_depth) || set_buf(d, "c_entry", &o->c_entry) ||
-        set_buf(d, "c_exit", &o->c_exit) || set_buf(d, "c_dur", &o->c_dur) || set_buf(d, "c_parent", &o->c_parent) ||
-        set_buf(d, "c_exit_line", &o->c_exit_line) || set_buf(d, "c_partial", &o->c_partial) ||
-        set_buf(d, "c_comm", &o->c_comm) || set_buf(d, "c_func", &o->c_func) || (names && set_dict(d, st)) ||
-        set_int(d, "ns", o->ns) || set_buf(d, "s_line", &o->s_line) || set_buf(d, "s_t", &o->s_t) ||
-        set_buf(d, "s_cpu", &o->s_cpu) || set_buf(d, "s_ppid", &o->s_ppid) || set_buf(d, "s_pprio", &o->s_pprio) ||
-        set_buf(d, "s_npid", &o->s_npid) || set_buf(d, "s_nprio", &o->s_nprio) ||
-        set_str(d, "s_pcomm", &o->s_pcomm) || set_str(d, "s_pstate", &o->s_pstate) || set_str(d, "s_ncomm", &o->s_ncomm) ||
-        set_int(d, "nw", o->nw) || set_buf(d, "w_line", &o->w_line) || set_buf(d, "w_t", &o->w_t) ||
-        set_buf(d, "w_cpu", &o->w_cpu) || set_buf(d, "w_wpid", &o->w_wpid) || set_buf(d, "w_pid", &o->w_pid) ||
-        set_buf(d, "w_prio", &o->w_prio) || set_buf(d, "w_tcpu", &o->w_tcpu) || set_buf(d, "w_succ", &o->w_succ) ||
-        set_str(d, "w_event", &o->w_event) || set_str(d, "w_wcomm", &o->w_wcomm) || set_str(d, "w_comm", &o->w_comm) ||
-        set_int(d, "ne", o->ne) || set_buf(d, "e_line", &o->e_line) || set_buf(d, "e_t", &o->e_t) ||
-        set_buf(d, "e_cpu", &o->e_cpu) || set_buf(d, "e_pid", &o->e_pid) || set_str(d, "e_comm", &o->e_comm) ||
-        set_str(d, "e_event", &o->e_event) || set_str(d, "e_text", &o->e_text) ||
-        set_buf(d, "k_line", &o->k_line) || set_buf(d, "k_start", &o->k_start) || set_buf(d, "k_len", &o->k_len) ||
-        set_buf(d, "k_reason", &o->k_reason) || set_buf(d, "h_start", &o->h_start) || set_buf(d, "h_len", &o->h_len) ||
+        set_int(d, "lines", lines) || set_int(d, "nc", o->nc) || set_buf(x, d, "c_line", &o->c_line) || set_buf(x, d, "c_pid", &o->c_pid) ||
+        set_buf(x, d, "c_cpu", &o->c_cpu) || set_buf(x, d, "c_depth", &o->c_depth) || set_buf(x, d, "c_entry", &o->c_entry) ||
+        set_buf(x, d, "c_exit", &o->c_exit) || set_buf(x, d, "c_dur", &o->c_dur) || set_buf(x, d, "c_parent", &o->c_parent) ||
+        set_buf(x, d, "c_exit_line", &o->c_exit_line) || set_buf(x, d, "c_partial", &o->c_partial) ||
+        set_buf(x, d, "c_comm", &o->c_comm) || set_buf(x, d, "c_func", &o->c_func) || (names && set_dict(x, d, st)) ||
+        set_int(d, "ns", o->ns) || set_buf(x, d, "s_line", &o->s_line) || set_buf(x, d, "s_t", &o->s_t) ||
+        set_buf(x, d, "s_cpu", &o->s_cpu) || set_buf(x, d, "s_ppid", &o->s_ppid) || set_buf(x, d, "s_pprio", &o->s_pprio) ||
+        set_buf(x, d, "s_npid", &o->s_npid) || set_buf(x, d, "s_nprio", &o->s_nprio) ||
+        set_str(x, d, "s_pcomm", &o->s_pcomm) || set_str(x, d, "s_pstate", &o->s_pstate) || set_str(x, d, "s_ncomm", &o->s_ncomm) ||
+        set_int(d, "nw", o->nw) || set_buf(x, d, "w_line", &o->w_line) || set_buf(x, d, "w_t", &o->w_t) ||
+        set_buf(x, d, "w_cpu", &o->w_cpu) || set_buf(x, d, "w_wpid", &o->w_wpid) || set_buf(x, d, "w_pid", &o->w_pid) ||
+        set_buf(x, d, "w_prio", &o->w_prio) || set_buf(x, d, "w_tcpu", &o->w_tcpu) || set_buf(x, d, "w_succ", &o->w_succ) ||
+        set_str(x, d, "w_event", &o->w_event) || set_str(x, d, "w_wcomm", &o->w_wcomm) || set_str(x, d, "w_comm", &o->w_comm) ||
+        set_int(d, "ne", o->ne) || set_buf(x, d, "e_line", &o->e_line) || set_buf(x, d, "e_t", &o->e_t) ||
+        set_buf(x, d, "e_cpu", &o->e_cpu) || set_buf(x, d, "e_pid", &o->e_pid) || set_str(x, d, "e_comm", &o->e_comm) ||
+        set_str(x, d, "e_event", &o->e_event) || set_str(x, d, "e_text", &o->e_text) ||
+        set_buf(x, d, "k_line", &o->k_line) || set_buf(x, d, "k_start", &o->k_start) || set_buf(x, d, "k_len", &o->k_len) ||
+        set_buf(x, d, "k_reason", &o->k_reason) || set_buf(x, d, "h_start", &o->h_start) || set_buf(x, d, "h_len", &o->h_len) ||
         set_int(d, "n_fgtext", st->n_fgtext) || set_int(d, "n_evline", st->n_evline) ||
         set_int(d, "n_evline_noflags", st->n_evline_noflags) || set_int(d, "n_lost", st->n_lost) ||
         set_int(d, "n_tail_mismatch", st->n_tail_mismatch) || set_int(d, "n_folded_cut", st->n_folded_cut) ||
@@ -1243,9 +1251,11 @@ static PyObject *tokenize(PyObject *Py_UNUSED(module), PyObject *args) {
     const char *s = buf.buf, *end = s + buf.len;
     out_t o; memset(&o, 0, sizeof o);
     int64_t lineno = first_line;
-    Py_BEGIN_ALLOW_THREADS
     buf_t *v[N_OUT_BUFS];
     out_bufs(&o, v);
+    for (size_t i = 0; i < N_OUT_BUFS; i++) /* blocks of freed columns, taken while the GIL is held (_colpool.h) */
+        if (st->hint[i]) v[i]->p = pool_take(&st->pool, st->hint[i], &v[i]->cap);
+    Py_BEGIN_ALLOW_THREADS
     for (size_t i = 0; i < N_OUT_BUFS && !o.oom; i++) if (st->hint[i] && buf_reserve(v[i], st->hint[i])) o.oom = 1;
     /* the head, the first ~35 %, parsed and folded here while a thread tokenizes the tail (the fold of a line costs
      * about a third of its tokenizing) */
@@ -1280,7 +1290,7 @@ static PyObject *tokenize(PyObject *Py_UNUSED(module), PyObject *args) {
     st->ahead = tail.lines; st->ahead_cap = tail.cap;
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&buf);
-    return result(st, &o, lineno - first_line, 0);
+    return result(st, cap, &o, lineno - first_line, 0);
 }
 
 static PyObject *finish(PyObject *Py_UNUSED(module), PyObject *args) {
@@ -1291,7 +1301,7 @@ static PyObject *finish(PyObject *Py_UNUSED(module), PyObject *args) {
     out_t o; memset(&o, 0, sizeof o);
     flush_pending(st, &o);
     for (int64_t i = 0; i < st->ntasks && !o.oom; i++) flush_frames(st, &o, &st->tasks[i], 0);
-    return result(st, &o, 0, 1);
+    return result(st, cap, &o, 0, 1);
 }
 
 static PyMethodDef methods[] = {
@@ -1304,6 +1314,6 @@ static struct PyModuleDef module = {.m_base = PyModuleDef_HEAD_INIT, .m_name = "
                                     .m_doc = "ftrace text tokenizer and call-tree rebuilder", .m_size = -1,
                                     .m_methods = methods};
 PyMODINIT_FUNC PyInit__funcgraph(void) {
-    if (PyType_Ready(&colbuf_type) < 0) return NULL;
+    if (PyType_Ready(&poolcol_type) < 0) return NULL;
     return PyModule_Create(&module);
 }
