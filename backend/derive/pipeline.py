@@ -13,14 +13,17 @@ transaction:
        ------------------------------------+------------------------------------------+-------------------------------
        per ftrace source: waits.derive_waits | stacks.call_index of that source (its |
          (its waits' own columns staged in |   names, windows, calls read ahead)      |
-         a temporary table, by SQL)        |                                          |
+         a temporary table, by SQL;        |                                          |
+         the acquires of locks, SQL)       |                                          |
        ... its waits' lines known -------->| recorded.event_stacks (SQL, the stacks   |
-       stacks of calls (numpy: the calls   |   the trace recorded at those lines)     |
-         scanned in line windows)          |                                          |
-                                           | timeline.prepare (staged rows only), once|
+                                           |   the trace recorded at those lines)     |
+       stacks of calls (numpy: the calls   | timeline.prepare (staged rows only), once|
+         scanned in line windows; each     |                                          |
+         window's waits' locks, holders,   |                                          |
+         the holders' stacks from it too)  |                                          |
        ... its locks known --------------->| timeline.summarize, then cpus.summarize, |
                                            |   own transaction                        |
-       holders, their stacks (a 2nd scan)  |   (writes STAGED_TABLES, commits)         |
+                                           |   (writes STAGED_TABLES, commits)         |
        chain_plan.plan (numpy: the waits'  |                                          | each source's wait_rows, a
          next links, groups, chains kept)  |                                          |   window of waits at a time
        chains.build_chains (the rows of    |                                          |
@@ -54,8 +57,8 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
     timeline.prepare(reader, [(source id, t_min_ns, t_max_ns)]) reads what the summaries need of the ftrace
     sources' staged rows alone, beside the waits' derivation. timeline.summarize(reader, the analysis' sources
     [(id, format, t_min_ns, t_max_ns)], its waits (waits.SUMMARY_COLUMNS), what prepare returned) needs the waits'
-    locks but not their holders nor the chains: it starts once the locks are known, beside the holders' look-ups, the
-    waits' insert and the chains, in a transaction of its own that it commits first (it writes tables keyed by the
+    locks but not their holders nor the chains: it starts once the locks are known (the stacks' scan found them,
+    with the holders), beside the waits' insert and the chains, in a transaction of its own that it commits first (it writes tables keyed by the
     sources' staged ids: STAGED_TABLES). Without ftrace sources it runs on `con`, in the ingest's transaction."""
     rows = con.execute(
         "SELECT id, format, t_min_ns, t_max_ns, clock_offset_ns FROM sources WHERE analysis_id = ? ORDER BY id",
@@ -79,7 +82,7 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
 
             def locked(last: pa.Table) -> None:
                 """Every wait's lock is known (the last source's too: `last`): the summaries can start, beside the
-                holders' and their stacks' look-ups."""
+                waits' insert and the chains."""
                 nonlocal prepared, summarized
                 if summarized is None:
                     summary = pa.concat_tables([wait_rows.empty_summary(), *(d.summary for d in derived), last])

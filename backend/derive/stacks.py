@@ -1,6 +1,8 @@
 """The stacks of tasks at given lines of an ftrace source: the calls open there, root first, found by one scan of the
 source's calls in line order per batch of look-ups (`stacks_at_many`: a window of calls at a time and the open ones
-carried across, so memory does not grow with the trace) rather than by SQL per wait."""
+carried across, so memory does not grow with the trace) rather than by SQL per wait. Look-ups that follow from the
+answers of others (the holders' stacks at the lines of the waits whose locks their stacks show) are answered in the
+same scan, from the window that answered those (`more`)."""
 
 from __future__ import annotations
 
@@ -40,23 +42,28 @@ class Stacks:
             out[a : a + _CHUNK] = hit[ends] > hit[ends - size]
         return out
 
-    def reasons(self, n: int) -> list[tuple[str | None, str | None, str | None, str | None]]:
+    def reasons(
+        self, n: int, kinds: np.ndarray | None = None
+    ) -> list[tuple[str | None, str | None, str | None, str | None]]:
         """Per request i < n, what its stack waits on: (lock label, lock key, primitive name, object primitive
         name). From its frames that take or sleep on a known lock, the outermost primitive and the innermost object
         (an object's own function before a sleep function objects share: locks.label); with none, the innermost
-        frame that is not plumbing (label and key), else all None. Each name's kind is looked up once; the frames
-        are scanned as arrays."""
-        kinds = np.array(
-            [
-                (takes_or_sleeps(f), is_object_function(f), is_own_object_function(f), is_not_plumbing(f))
-                for f in self.names
-            ],
-            bool,
-        ).reshape(-1, 4)
+        frame that is not plumbing (label and key), else all None. Each name's kind is looked up once (`kinds`:
+        name_kinds of these names, when already known); the frames are scanned as arrays."""
+        if kinds is None:
+            kinds = name_kinds(self.names)
         out = []
         for a in range(0, n, _CHUNK):  # a chunk of requests at a time: arrays of their frames, not of all
             out += self._reasons(kinds, a, min(a + _CHUNK, n))
         return out
+
+    def take(self, rows: np.ndarray) -> Stacks:
+        """The stacks of requests rows[j], as requests j."""
+        count = self.off[rows + 1] - self.off[rows]
+        off = np.zeros(len(rows) + 1, np.int64)
+        np.cumsum(count, out=off[1:])
+        pos = np.repeat(self.off[rows] - off[:-1], count) + np.arange(off[-1])
+        return Stacks(off, self.codes[pos], self.names)
 
     def _reasons(self, kinds: np.ndarray, a: int, b: int) -> list[tuple]:
         n = b - a
@@ -99,13 +106,22 @@ class Stacks:
         )
 
 
+def name_kinds(names: list[str]) -> np.ndarray:
+    """Per name, what Stacks.reasons needs of it: (takes or sleeps, an object function, an object's own function,
+    not plumbing)."""
+    return np.array(
+        [(takes_or_sleeps(f), is_object_function(f), is_own_object_function(f), is_not_plumbing(f)) for f in names],
+        bool,
+    ).reshape(-1, 4)
+
+
 def stacks_at(con, sid: int, calls: dict, pid: list, cpu: list, line: list, innermost: list | None = None) -> Stacks:
     """The stacks of the requests i: the calls of task pid[i] open at line[i] (or the ancestors-or-self of the call
     innermost[i] when given), root first; the idle task (pid 0) has one per CPU (cpu[i]). One scan of the calls."""
     return stacks_at_many(con, sid, calls, [(pid, cpu, line, innermost)])[0]
 
 
-def stacks_at_many(con, sid: int, calls: dict, groups: list[tuple]) -> list[Stacks]:
+def stacks_at_many(con, sid: int, calls: dict, groups: list[tuple], more=None) -> list[Stacks]:
     """stacks_at for several lists of requests (pid, cpu, line, innermost or None; each a list of ints or None, or
     arrays (values, valid)) in one scan of the source's calls
     in line order, a window of lines holding about _SCAN_ROWS calls at a time (memory: a window and the calls carried across, not the
@@ -113,7 +129,14 @@ def stacks_at_many(con, sid: int, calls: dict, groups: list[tuple]) -> list[Stac
     before its line (or its innermost call), then that call's parents, less those that had already returned. Carried
     to the next window: the calls still open at its first line, each task's last call, and their parents (the
     parent of a call carried is the nearest one carried: a call that returned before the window is in no stack
-    asked there); `calls["ahead"]` (call_index) is in every window."""
+    asked there); `calls["ahead"]` (call_index) is in every window.
+
+    `more`, when given: more(ks, their Stacks) is called with the requests answered in a window (indexes into the
+    groups' requests one after the other) and returns further requests (pids, lines: by task, no CPU; or None),
+    answered in that same window, right after (a request at line L needs the calls before L: the window that answered
+    a request at L or at L + 1 has them, its carried calls included); their stacks are one more Stacks at the end of
+    the list, in the order asked. `more.tasks`: the tasks (pids) it may ask for, known before the scan (each task's
+    last call is carried from window to window)."""
     sizes = [len(g[2]) if isinstance(g[2], list) else len(g[2][0]) for g in groups]
     (pid, has_pid), (cpu, has_cpu), (at, has_at), (inner, has_inner) = (
         _ints_of([g[c] for g in groups], sizes) for c in range(4)
@@ -124,6 +147,9 @@ def stacks_at_many(con, sid: int, calls: dict, groups: list[tuple]) -> list[Stac
     need = np.where(has_inner, inner, at - 1)  # the last line a request needs the scan to have passed
     asked = np.flatnonzero(has_inner | by_task)
     tasks = np.unique(task[by_task])  # the tasks whose last calls are looked for
+    if more is not None:
+        tasks = np.union1d(tasks, more.tasks)
+    extra: list[tuple[np.ndarray, np.ndarray]] = []  # per batch of `more`'s requests: their depths, their codes
     asked = asked[np.argsort(need[asked], kind="stable")]
     at = np.where(has_at, at, -1)
     levels, depth = [], np.zeros(n, np.int64)  # per batch of requests answered: them, their depths, their codes
@@ -149,6 +175,8 @@ def stacks_at_many(con, sid: int, calls: dict, groups: list[tuple]) -> list[Stac
         answered = upto
         if len(ks):
             _walk(w, ks, tasks, task, at, inner, has_inner, levels, depth)
+            if more is not None:
+                _more(w, ks, more, tasks, levels[-1], calls["names"], extra)
         carried = _carry(w, end, tasks)
     off = np.zeros(n + 1, np.int64)
     np.cumsum(depth, out=off[1:])
@@ -161,7 +189,32 @@ def stacks_at_many(con, sid: int, calls: dict, groups: list[tuple]) -> list[Stac
     for size in sizes:
         out.append(Stacks(off[r : r + size + 1] - off[r], codes[off[r] : off[r + size]], calls["names"]))
         r += size
+    if more is not None:
+        count = np.concatenate([c for c, _ in extra]) if extra else np.zeros(0, np.int64)
+        off = np.zeros(len(count) + 1, np.int64)
+        np.cumsum(count, out=off[1:])
+        codes = np.concatenate([c for _, c in extra]) if extra else np.zeros(0, calls["code_type"])
+        out.append(Stacks(off, codes.astype(calls["code_type"]), calls["names"]))
     return out
+
+
+def _more(w: dict, ks: np.ndarray, more, tasks: np.ndarray, answered: tuple, names: list[str], extra: list) -> None:
+    """`more`'s requests after the requests ks were answered from window w (answered: their (ks, depths, codes)),
+    answered from w too, their (depths, codes) appended to extra."""
+    _, count, codes = answered
+    off = np.zeros(len(ks) + 1, np.int64)
+    np.cumsum(count, out=off[1:])
+    asked = more(ks, Stacks(off, codes, names))
+    if asked is None or not len(asked[0]):
+        return
+    pid, line = (np.asarray(v, np.int64) for v in asked)
+    m = len(pid)
+    by_task = np.flatnonzero(pid != 0)  # (no CPU: the idle task's stacks are per CPU)
+    found: list = []
+    depth = np.zeros(m, np.int64)
+    if len(by_task):
+        _walk(w, by_task, tasks, pid, line, np.zeros(m, np.int64), np.zeros(m, bool), found, depth)
+    extra.append((depth, found[0][2] if found else np.zeros(0, codes.dtype)))
 
 
 def _walk(w: dict, ks: np.ndarray, tasks, task, at, inner, has_inner, levels: list, depth: np.ndarray) -> None:
@@ -344,6 +397,11 @@ def call_index(con, sid: int, names: list[str]) -> dict:
         "span": max(1, _SCAN_ROWS * bound // max(count, 1)),  # lines per window: about _SCAN_ROWS calls
         "ahead": _calls_of(ahead, code_type) if ahead.num_rows else None,
     }
+
+
+def concat_stacks(a: Stacks, b: Stacks) -> Stacks:
+    """The requests of a, then those of b (the same names)."""
+    return Stacks(np.concatenate([a.off, b.off[1:] + a.off[-1]]), np.concatenate([a.codes, b.codes]), a.names)
 
 
 def with_frames(st: Stacks, n: int, rows: np.ndarray, recorded, which: np.ndarray) -> Stacks:

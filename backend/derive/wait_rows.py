@@ -3,7 +3,7 @@ docstring): a source's waits are staged in a temporary table of their own column
 WAIT_ROWS waits is inserted joined with what was found for it in Python (locks, holders, stacks as text), so no
 wait is ever held as a Python object for the whole trace.
 
-Also the inferred holders (`infer_holders`), whose evidence is written as their windows are inserted."""
+Also the inferred holders (`HolderFinder`, `infer_holders`), whose evidence is written as their windows are inserted."""
 
 from __future__ import annotations
 
@@ -145,67 +145,125 @@ class Holders:
         return {k: pa.array(v, WAIT_TYPES[k]) for k, v in out.items()}
 
 
-def infer_holders(con, sid: int, line, pid, need: dict[str, list[int]], prims: dict, lockfn: dict) -> Holders:
-    """Inferred holders (see waits.py's rules): one SQL pass over the acquire calls of the objects waited on, with
-    each acquire's next release by the same task; then a short backward scan per wait, all of an object's waits at
-    once. `line`, `pid`: the waits' (arrays); need: per object, the waits that wait on it."""
-    out = Holders(len(line))
-    if not need:
-        return out.done()
-    # match the trace's own spellings (with .isra.0 etc.) of those functions
-    objs = list(need)
-    spelled = [
-        (f, i, objs.index(p.name), role)
-        for f, (p, role, i) in lockfn.items()
-        if p.name in need and role in ("acquire", "release")
-    ]
-    if not spelled:
-        return out.done()
-    con.register(
-        "_stalls_hf",
-        pa.table(
-            [pa.array(v, t) for v, t in zip(zip(*spelled), (pa.string(), pa.int32(), pa.int32(), pa.string()))],
-            names=["func", "func_id", "obj", "role"],
-        ),
-    )
-    t = con.sql(
-        f"""
-        WITH a AS (
-            SELECT f.obj, c.pid, n.name AS comm, c.line, f.func, c.exit_line, c.exit_ns
-            FROM fg_call_rows c JOIN _stalls_hf f USING (func_id)
-            LEFT JOIN fg_names n ON n.source_id = c.source_id AND n.id = c.comm_id
-            WHERE c.source_id = $sid AND f.role = 'acquire' AND c.exit_line IS NOT NULL AND c.pid IS NOT NULL
-        ), r AS (
-            SELECT f.obj, c.pid, c.line FROM fg_call_rows c JOIN _stalls_hf f USING (func_id)
-            WHERE c.source_id = $sid AND f.role = 'release' AND c.pid IS NOT NULL
+class HolderFinder:
+    """Inferred holders (see waits.py's rules): one SQL pass over the acquire and release calls of the objects
+    (locks.py entries with release functions, those of `objects` when given) whose functions the source names
+    (`lockfn`: by name, (primitive, role, id into `names`, the source's names by id)), each acquire's next release by
+    the same task found on arrays; then `find`, a short backward scan per wait, all of an object's waits of a batch at
+    once (a batch of waits at a time: their holders do not depend on each other). `tasks`: the tasks (pids) that may
+    be found holding (for the stacks' scan, which looks up their stacks at the waits' lines)."""
+
+    def __init__(self, con, sid: int, lockfn: dict, prims: dict, names: list[str], objects: list[str] | None = None):
+        if objects is None:
+            objects = list(dict.fromkeys(p.name for p, _, _ in lockfn.values() if prims[p.name].release))
+        self.objs, self.prims, self.names = {name: k for k, name in enumerate(objects)}, prims, names
+        # the trace's own spellings (with .isra.0 etc.) of those functions
+        spelled = [
+            (i, self.objs[p.name], role == "acquire")
+            for _, (p, role, i) in lockfn.items()
+            if p.name in self.objs and role in ("acquire", "release")
+        ]
+        self.obj = None
+        self.tasks = np.zeros(0, np.int64)
+        if not spelled:
+            return
+        con.register(
+            "_stalls_hf",
+            pa.table(
+                [pa.array(v, t) for v, t in zip(zip(*spelled), (pa.int32(), pa.int32(), pa.bool_()))],
+                names=["func_id", "obj", "acquire"],
+            ),
         )
-        SELECT a.obj, a.pid, a.comm, a.line, a.func, a.exit_line, a.exit_ns, r.line AS rel_line,
-               coalesce(r.line, {np.iinfo(np.int64).max}) AS rel_or_never
-        FROM a ASOF LEFT JOIN r ON a.obj = r.obj AND a.pid = r.pid AND r.line > a.exit_line
-        ORDER BY a.obj, a.exit_line
-        """,
-        params={"sid": sid},
-    ).to_arrow_table()
-    con.unregister("_stalls_hf")
-    obj, apid, exit_line, rel = (t.column(c).to_numpy() for c in ("obj", "pid", "exit_line", "rel_or_never"))
-    for k, (name, idxs) in enumerate(need.items()):
-        a, b = np.searchsorted(obj, [k, k + 1])  # the object's acquires, by exit line
-        waits = np.array(idxs, np.int64)
-        at, who = line[waits], pid[waits]
-        j = np.searchsorted(exit_line[a:b], at) + a - 1  # the last acquire that returned before the wait began
-        stop = np.maximum(j - MAX_HOLDER_SCAN, a - 1)
-        hit = np.full(len(idxs), -1)
-        todo = np.flatnonzero(j > stop)
-        while len(todo):  # back, past the waiter's own acquires and those released before the wait began
-            jj = j[todo]
-            ok = (apid[jj] != who[todo]) & (rel[jj] >= at[todo])
-            hit[todo[ok]] = jj[ok]
-            todo = todo[~ok]
-            j[todo] -= 1
-            todo = todo[j[todo] > stop[todo]]
-        found = np.flatnonzero(hit >= 0)
-        rows = t.select(["pid", "comm", "line", "func", "exit_ns", "rel_line"]).take(hit[found])
-        out.add(waits[found], rows, "/".join(prims[name].release))
+        try:
+            t = con.sql(
+                """
+                SELECT f.obj, f.acquire, c.pid, coalesce(c.comm_id, -1) AS comm_id, c.line, c.func_id, c.exit_line,
+                       c.exit_ns
+                FROM fg_call_rows c JOIN _stalls_hf f USING (func_id)
+                WHERE c.source_id = $sid AND c.pid IS NOT NULL AND (NOT f.acquire OR c.exit_line IS NOT NULL)
+                """,
+                params={"sid": sid},
+            ).to_arrow_table()
+        finally:
+            con.unregister("_stalls_hf")
+        col = {k: t.column(k) for k in t.column_names}
+        acq = col["acquire"].to_numpy(zero_copy_only=False)
+        obj, pid, line = (col[k].to_numpy().astype(np.int64) for k in ("obj", "pid", "line"))
+        # the acquires by object, then exit line (each line is one call's exit: no ties)
+        a = np.flatnonzero(acq)
+        exit_line = col["exit_line"].fill_null(0).to_numpy()[a]
+        a = a[np.lexsort((exit_line, obj[a]))]
+        self.obj, self.apid, self.exit_line = obj[a], pid[a], col["exit_line"].take(a).to_numpy().astype(np.int64)
+        self.comm_id, self.line, self.func_id = (
+            col[k].take(a).to_numpy().astype(np.int64) for k in ("comm_id", "line", "func_id")
+        )
+        self.exit_ns = col["exit_ns"].take(a)
+        # each acquire's next release of its object by its task (none: never)
+        r = np.flatnonzero(~acq)
+        self.rel = np.full(len(a), np.iinfo(np.int64).max, np.int64)
+        if len(r):
+            pairs = np.stack([np.concatenate([self.obj, obj[r]]), np.concatenate([self.apid, pid[r]])], axis=1)
+            group = np.unique(pairs, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
+            key = np.sort((group[len(a) :] << 40) | line[r])
+            j = np.searchsorted(key, (group[: len(a)] << 40) | self.exit_line, "right")
+            hit = j < len(key)
+            hit[hit] = key[j[hit]] >> 40 == group[: len(a)][hit]
+            self.rel[hit] = key[j[hit]] & ((1 << 40) - 1)
+        self.tasks = np.unique(self.apid[self.apid != 0])
+
+    def _rows(self, at: np.ndarray) -> pa.Table:
+        """The acquires at (indexes) as Holders rows."""
+        names, n = self.names, len(self.names)
+        rel = self.rel[at]
+        return pa.table(
+            {
+                "pid": pa.array(self.apid[at], pa.int64()),
+                "comm": pa.array([names[c] if 0 <= c < n else None for c in self.comm_id[at].tolist()], pa.string()),
+                "line": pa.array(self.line[at], pa.int64()),
+                "func": pa.array([names[f] for f in self.func_id[at].tolist()], pa.string()),
+                "exit_ns": self.exit_ns.take(at),
+                "rel_line": pa.array(rel, pa.int64(), mask=rel == np.iinfo(np.int64).max),
+            }
+        )
+
+    def find(self, out: Holders, need: dict[str, np.ndarray], line, pid) -> tuple[np.ndarray, np.ndarray]:
+        """The holders of the waits `need`[object] (arrays of wait indexes), added to `out`; returns the waits given
+        a holder and the holders' pids, in the order added. `line`, `pid`: the waits' (arrays)."""
+        found_waits, found_pids = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        if self.obj is None:
+            return found_waits[0], found_pids[0]
+        obj, apid, exit_line, rel = self.obj, self.apid, self.exit_line, self.rel
+        for name, waits in need.items():
+            k = self.objs[name]
+            a, b = np.searchsorted(obj, [k, k + 1])  # the object's acquires, by exit line
+            at, who = line[waits], pid[waits]
+            j = np.searchsorted(exit_line[a:b], at) + a - 1  # the last acquire that returned before the wait began
+            stop = np.maximum(j - MAX_HOLDER_SCAN, a - 1)
+            hit = np.full(len(waits), -1)
+            todo = np.flatnonzero(j > stop)
+            while len(todo):  # back, past the waiter's own acquires and those released before the wait began
+                jj = j[todo]
+                ok = (apid[jj] != who[todo]) & (rel[jj] >= at[todo])
+                hit[todo[ok]] = jj[ok]
+                todo = todo[~ok]
+                j[todo] -= 1
+                todo = todo[j[todo] > stop[todo]]
+            found = np.flatnonzero(hit >= 0)
+            out.add(waits[found], self._rows(hit[found]), "/".join(self.prims[name].release))
+            found_waits.append(waits[found])
+            found_pids.append(apid[hit[found]])
+        return np.concatenate(found_waits), np.concatenate(found_pids).astype(np.int64)
+
+
+def infer_holders(
+    con, sid: int, line, pid, need: dict[str, list[int]], prims: dict, lockfn: dict, names: list[str]
+) -> Holders:
+    """Inferred holders of the waits need[object] (lists of wait indexes), all at once (HolderFinder). `line`,
+    `pid`: the waits' (arrays)."""
+    out = Holders(len(line))
+    if need:
+        finder = HolderFinder(con, sid, lockfn, prims, names, list(need))
+        finder.find(out, {k: np.array(v, np.int64) for k, v in need.items()}, line, pid)
     return out.done()
 
 

@@ -53,7 +53,7 @@ from .. import locks
 from . import wait_rows
 from .frames import base_name, duration_text, is_io_completion
 from .recorded import event_stacks
-from .stacks import stacks_at, stacks_at_many, with_frames
+from .stacks import concat_stacks, name_kinds, stacks_at, stacks_at_many, with_frames
 from .wait_rows import BASE_TYPES, WAIT_ROWS
 
 # the scheduler's entry points a task sleeps in: a long call of one is a wait when the trace has no sched_switch
@@ -111,9 +111,9 @@ def derive_waits(
     order (scheduler waits by line, then call waits by task), what the chains need of them as arrays, and `insert`,
     which writes their `wait_rows` a window at a time. `funcs`: the source's names by id (function_names); `calls`:
     its stacks.call_index, being read meanwhile; `locked`(their summary: wait_rows.SUMMARY_COLUMNS), called once
-    their locks are known (before their holders are looked for); `on_reader`(fn, *args): fn(a cursor of its own on
-    the staged rows, *args) run in another thread, when given: the stacks the trace recorded are read there, beside
-    the look-ups of the stacks of calls."""
+    their locks (and holders) are known; `on_reader`(fn, *args): fn(a cursor of its own on
+    the staged rows, *args) run in another thread, when given: the stacks the trace recorded are read there, before
+    the scan of the calls for the stacks (its windows' locks use the stacks recorded for their waits)."""
     p = {"sid": sid}
     trace_end = con.execute(
         "SELECT max(t) FROM (SELECT max(greatest(entry_ns, exit_ns)) t FROM fg_call_rows WHERE source_id = $sid"
@@ -200,8 +200,15 @@ def derive_waits(
     at_lines = np.concatenate([line, w["wake_line"][0][woken]])
     recording = on_reader(event_stacks, sid, at_lines) if on_reader else None
     calls = calls.result()
+    # stacks the trace recorded itself (-T, the stacktrace trigger): at the switch-out and at the wake-up line
+    recorded = recording.result() if recording else event_stacks(con, sid, at_lines)
+    mine = recorded.find(line)
+    prims = {p.name: p for p in locks.PRIMITIVES}
+    found = _LocksInScan(
+        n, line, pid, recorded, mine, wait_rows.HolderFinder(con, sid, lockfn, prims, funcs), calls["names"]
+    )
     every = np.ones(n, bool)
-    st, wst = stacks_at_many(
+    st, wst, hst = stacks_at_many(
         con,
         sid,
         calls,
@@ -209,37 +216,24 @@ def derive_waits(
             ((pid, every), w["cpu"], (line, every), w["innermost"]),
             (*(_take(w[k], woken) for k in ("waker_pid", "wake_cpu", "wake_line")), None),
         ],
-    )  # (one scan of the calls for both)
-    # stacks the trace recorded itself (-T, the stacktrace trigger): at the switch-out and at the wake-up line
-    recorded = recording.result() if recording else event_stacks(con, sid, at_lines)
-    mine = recorded.find(line)
+        found,
+    )  # (one scan of the calls for the waits, their wakers and their holders)
     st = with_frames(st, n, np.flatnonzero(mine >= 0), recorded, mine[mine >= 0])
     theirs = recorded.find(w["wake_line"][0][woken])
     wst = with_frames(wst, len(woken), np.flatnonzero(theirs >= 0), recorded, theirs[theirs >= 0])
     waker_of = np.full(n, -1)
     waker_of[woken] = np.arange(len(woken))
-    reasons = st.reasons(n)
-    need_holder: dict[str, list[int]] = defaultdict(list)
-    prims = {p.name: p for p in locks.PRIMITIVES}
-    for i, (_, _, _, obj) in enumerate(reasons):
-        if obj is not None and prims[obj].release:
-            need_holder[obj].append(i)
+    hst = found.rest(con, sid, calls, st, hst)
+    reasons = found.reasons
     summary = wait_rows.summary(con, base, reasons)
     if locked:
         locked(summary)
-    held = wait_rows.infer_holders(con, sid, line, pid, need_holder, prims, lockfn)
-    with_holder = np.flatnonzero(held.row >= 0)
-    hst = stacks_at(
-        con,
-        sid,
-        calls,
-        (held.pid[held.row[with_holder]], every[with_holder]),
-        None,
-        (line[with_holder], every[with_holder]),
-    )
+    held = found.held.done()
     # the stack columns straight from the stacks' arrays (null: no waker; no holder, or no call of it found)
     holder = np.full(n, -1)
-    holder[with_holder] = np.where(np.diff(hst.off) > 0, np.arange(len(with_holder)), -1)
+    with_holder = np.flatnonzero(found.asked >= 0)
+    j = found.asked[with_holder]
+    holder[with_holder] = np.where(hst.off[j + 1] > hst.off[j], j, -1)
     io = np.fromiter(map(is_io_completion, wst.names), bool, len(wst.names))
     has_holder = held.row >= 0
     rows = held.row[has_holder]
@@ -288,6 +282,62 @@ def derive_waits(
         return np.where(j >= 0, theirs[np.maximum(j, 0)] if len(theirs) else -1, -1).tolist()
 
     return SourceWaits(sid, n, chain, summary, insert)
+
+
+class _LocksInScan:
+    """What each wait waits on (Stacks.reasons: `reasons`), its inferred holder (`held`, wait_rows.HolderFinder) and
+    the holder's stack at the wait's line, found during the one scan of the calls (stacks_at_many's `more`): as the
+    scan answers a window's waits, their stacks (those the trace recorded instead, when it did) give their locks, the
+    locks their holders, and the holders' stacks are read from that window. `asked`: per wait, its holder's stack's
+    index in the scan's last Stacks (-1: no holder)."""
+
+    def __init__(self, n: int, line, pid, recorded, mine: np.ndarray, finder, names: list[str]):
+        self.n, self.line, self.pid, self.recorded, self.mine, self.finder = n, line, pid, recorded, mine, finder
+        self.tasks = finder.tasks
+        self.kinds = name_kinds(names + recorded.names)
+        self.prims = {p.name: p for p in locks.PRIMITIVES}
+        self.reasons: list = [None] * n
+        self.seen = np.zeros(n, bool)
+        self.held = wait_rows.Holders(n)
+        self.asked = np.full(n, -1)
+        self._count = 0
+
+    def __call__(self, ks: np.ndarray, st) -> tuple[np.ndarray, np.ndarray] | None:
+        """The holders' stacks to read, of the waits among the requests ks (their stacks: st)."""
+        sel = np.flatnonzero(ks < self.n)  # (the others: wakers)
+        if not len(sel):
+            return None
+        ws = ks[sel]
+        rec = self.mine[ws]
+        has = np.flatnonzero(rec >= 0)
+        part = with_frames(st.take(sel), len(ws), has, self.recorded, rec[has])
+        return self._found(ws, part.reasons(len(ws), self.kinds))
+
+    def _found(self, ws: np.ndarray, reasons: list) -> tuple[np.ndarray, np.ndarray]:
+        self.seen[ws] = True
+        need: dict[str, list[int]] = defaultdict(list)
+        for i, r in zip(ws.tolist(), reasons):
+            self.reasons[i] = r
+            if r[3] is not None and self.prims[r[3]].release:
+                need[r[3]].append(i)
+        waits, pids = self.finder.find(
+            self.held, {k: np.array(v, np.int64) for k, v in need.items()}, self.line, self.pid
+        )
+        self.asked[waits] = np.arange(self._count, self._count + len(waits))
+        self._count += len(waits)
+        return pids, self.line[waits]
+
+    def rest(self, con, sid: int, calls: dict, st, hst):
+        """The waits the scan did not answer (none asked by task nor by call): their locks from st (the waits' stacks,
+        with those recorded), their holders, and the holders' stacks (a scan of their own) after hst's."""
+        missing = np.flatnonzero(~self.seen)
+        if not len(missing):
+            return hst
+        pids, lines = self._found(missing, st.take(missing).reasons(len(missing), self.kinds))
+        if not len(pids):
+            return hst
+        ok = np.ones(len(pids), bool)
+        return concat_stacks(hst, stacks_at(con, sid, calls, (pids, ok), None, (lines, ok)))
 
 
 def _ints(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
