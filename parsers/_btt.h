@@ -16,6 +16,16 @@
  * are left out; events without a size (flushes) too. A duration that is not positive counts as 1 ns (btt's
  * tdelta). Device-mapper and md devices (majors 9, 253, 254) count Q2Q, Q2A and Q2C apart (btt's "dm" rows).
  * The sums are kept per device and per the pid of the Q (Q2Q per device only).
+ *
+ * Faster paths, with the same outcome (the tree keeps its shape either way): the live Qs are also indexed by
+ * (device, start sector) in a hash table, and each device keeps the list of its Qs that overlap the next Q in start
+ * order ("overlappers": few, a split's parent that was never completed and what was queued inside it). A sector
+ * inside a Q but not at its start lies inside an overlapper: so when no overlapper holds the sector,
+ *   the descent to a sector that starts a Q finds that Q (no node on the way holds the sector);
+ *   the walk within a range that starts at a Q that overlaps nothing finds that Q alone if the range ends where the
+ *   Q does, nothing if it ends before (any other Q within would start inside that Q), and no node on the way is
+ *   pruned.
+ * A Q at a new start finds its place and its neighbours in one descent.
  */
 #ifndef STALLSCOPE_BTT_H
 #define STALLSCOPE_BTT_H
@@ -36,10 +46,16 @@ typedef struct { int32_t dev, used; int64_t pid; bt_avg_t a[BT_METRICS]; } bt_ac
 typedef struct {
     int64_t start, end;
     int32_t left, right, parent;
-    int8_t red;
+    int8_t red, ovl; /* ovl: an overlapper (below) */
 } bt_node_t;
-typedef struct { int64_t t, g, i, m, d, s, pid; } bt_q_t;
-typedef struct { int32_t major, minor, root; int8_t pre_culling, remapper; int64_t last_q; } bt_dev_t;
+typedef struct { int64_t t, g, i, m, d, s, pid; int32_t ovix; } bt_q_t; /* ovix: its place among the overlappers */
+typedef struct { int64_t start, end; int32_t node; } bt_ovl_t;           /* an overlapper: its range, its node */
+typedef struct {
+    int32_t major, minor, root; int8_t pre_culling, remapper; int64_t last_q;
+    bt_ovl_t *ovl; size_t novl, ovlcap;  /* its overlappers */
+} bt_dev_t;
+/* the index: a live Q's node by (device, start); node -1: a free slot */
+typedef struct { int64_t start; int32_t dev, node; } bt_slot_t;
 
 typedef struct {
     bt_dev_t *devs; size_t ndevs, devcap;
@@ -48,18 +64,17 @@ typedef struct {
     int32_t *freel; size_t nfree, freecap;
     bt_acc_t *acc; size_t nacc, acccap;  /* open addressing on (dev, pid) */
     int32_t *found; size_t nfound, foundcap;
+    bt_slot_t *ix; size_t ixcap, ixused;
     int failed;
 } btt_t;
 
 static void btt_free(btt_t *b) {
-    free(b->devs); free(b->nodes); free(b->qs); free(b->freel); free(b->acc); free(b->found);
+    for (size_t k = 0; k < b->ndevs; k++) free(b->devs[k].ovl);
+    free(b->devs); free(b->nodes); free(b->qs); free(b->freel); free(b->acc); free(b->found); free(b->ix);
     memset(b, 0, sizeof *b);
 }
 
-static int bt_dev(btt_t *b, int32_t major, int32_t minor, int create) {
-    for (size_t k = b->ndevs; k-- > 0;)
-        if (b->devs[k].major == major && b->devs[k].minor == minor) return (int)k;
-    if (!create) return -1;
+static __attribute__((noinline)) int bt_new_dev(btt_t *b, int32_t major, int32_t minor) {
     if (b->ndevs == b->devcap) {
         size_t cap = b->devcap ? b->devcap * 2 : 8;
         bt_dev_t *d = realloc(b->devs, cap * sizeof *d);
@@ -68,8 +83,14 @@ static int bt_dev(btt_t *b, int32_t major, int32_t minor, int create) {
     }
     bt_dev_t *d = &b->devs[b->ndevs];
     d->major = major; d->minor = minor; d->root = -1; d->pre_culling = 1; d->last_q = BT_NONE;
+    d->ovl = NULL; d->novl = d->ovlcap = 0;
     d->remapper = major == 9 || major == 253 || major == 254;
     return (int)b->ndevs++;
+}
+static inline int bt_dev(btt_t *b, int32_t major, int32_t minor, int create) {
+    for (size_t k = b->ndevs; k-- > 0;)
+        if (b->devs[k].major == major && b->devs[k].minor == minor) return (int)k;
+    return create ? bt_new_dev(b, major, minor) : -1;
 }
 
 /* ---- the sums ---- */
@@ -104,6 +125,53 @@ static void bt_add(btt_t *b, int32_t dev, int64_t pid, int metric, int64_t v) {
 }
 static inline int64_t bt_delta(int64_t from, int64_t to) { return from < to ? to - from : 1; }
 
+/* ---- the index of live Qs by (device, start): open addressing, linear probing ---- */
+static inline size_t bt_ixslot(const btt_t *b, int32_t dev, int64_t start) {
+    uint64_t h = (uint64_t)start * 0x9E3779B97F4A7C15ULL ^ (uint64_t)dev * 0xC2B2AE3D27D4EB4FULL;
+    return (size_t)(h ^ (h >> 29)) & (b->ixcap - 1);
+}
+/* the node of the live Q at (dev, start), else -1 */
+static inline int32_t bt_ix_get(const btt_t *b, int32_t dev, int64_t start) {
+    if (!b->ixcap) return -1;
+    for (size_t i = bt_ixslot(b, dev, start);; i = (i + 1) & (b->ixcap - 1)) {
+        const bt_slot_t *x = &b->ix[i];
+        if (x->node < 0) return -1;
+        if (x->start == start && x->dev == dev) return x->node;
+    }
+}
+static void bt_ix_put(btt_t *b, int32_t dev, int64_t start, int32_t node) { /* (dev, start) is not there yet */
+    if (b->ixused * 2 >= b->ixcap) {
+        size_t cap = b->ixcap ? b->ixcap * 2 : 1024, old = b->ixcap;
+        bt_slot_t *was = b->ix, *x = malloc(cap * sizeof *x);
+        if (!x) { b->failed = 1; return; }
+        for (size_t i = 0; i < cap; i++) x[i].node = -1;
+        b->ix = x; b->ixcap = cap;
+        for (size_t k = 0; k < old; k++) if (was[k].node >= 0) {
+            size_t i = bt_ixslot(b, was[k].dev, was[k].start);
+            while (x[i].node >= 0) i = (i + 1) & (cap - 1);
+            x[i] = was[k];
+        }
+        free(was);
+    }
+    size_t i = bt_ixslot(b, dev, start);
+    while (b->ix[i].node >= 0) i = (i + 1) & (b->ixcap - 1);
+    b->ix[i].start = start; b->ix[i].dev = dev; b->ix[i].node = node;
+    b->ixused++;
+}
+static void bt_ix_del(btt_t *b, int32_t dev, int64_t start) { /* backward-shift deletion */
+    size_t mask = b->ixcap - 1, i = bt_ixslot(b, dev, start);
+    while (b->ix[i].node >= 0 && !(b->ix[i].start == start && b->ix[i].dev == dev)) i = (i + 1) & mask;
+    if (b->ix[i].node < 0) return;
+    b->ix[i].node = -1;
+    for (size_t j = i;;) {
+        j = (j + 1) & mask;
+        if (b->ix[j].node < 0) break;
+        size_t k = bt_ixslot(b, b->ix[j].dev, b->ix[j].start);
+        if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) { b->ix[i] = b->ix[j]; b->ix[j].node = -1; i = j; }
+    }
+    b->ixused--;
+}
+
 /* ---- the red-black tree of live Qs (one per device), as the kernel's rbtree shapes it ---- */
 #define N(x) (b->nodes[x])
 static void bt_rotate_left(btt_t *b, int32_t *root, int32_t x) {
@@ -126,9 +194,8 @@ static void bt_rotate_right(btt_t *b, int32_t *root, int32_t x) {
     else N(N(x).parent).left = y;
     N(y).right = x; N(x).parent = y;
 }
-static void bt_insert(btt_t *b, int32_t *root, int32_t z) {
-    int32_t y = -1, x = *root;
-    while (x >= 0) { y = x; x = N(z).start < N(x).start ? N(x).left : N(x).right; } /* equal starts: right */
+/* inserts z under y, where a descent by z's start ends (y < 0: an empty tree) */
+static void bt_insert_at(btt_t *b, int32_t *root, int32_t z, int32_t y) {
     N(z).parent = y; N(z).left = N(z).right = -1; N(z).red = 1;
     if (y < 0) *root = z;
     else if (N(z).start < N(y).start) N(y).left = z;
@@ -215,21 +282,83 @@ static int32_t bt_find(btt_t *b, int32_t n, int64_t sec) {
     }
     return -1;
 }
+static void bt_found(btt_t *b, int32_t n) {
+    if (b->nfound == b->foundcap) {
+        size_t cap = b->foundcap ? b->foundcap * 2 : 64;
+        int32_t *f = realloc(b->found, cap * sizeof *f);
+        if (!f) { b->failed = 1; return; }
+        b->found = f; b->foundcap = cap;
+    }
+    b->found[b->nfound++] = n;
+}
 static void bt_within(btt_t *b, int32_t n, int64_t s, int64_t e) { /* btt's walk, its order: node, left, right */
     while (n >= 0) {
         if (s <= N(n).start && N(n).end <= e) {
-            if (b->nfound == b->foundcap) {
-                size_t cap = b->foundcap ? b->foundcap * 2 : 64;
-                int32_t *f = realloc(b->found, cap * sizeof *f);
-                if (!f) { b->failed = 1; return; }
-                b->found = f; b->foundcap = cap;
-            }
-            b->found[b->nfound++] = n;
+            bt_found(b, n);
+            if (b->failed) return;
         }
         int go_left = s < N(n).start, go_right = N(n).end < e;
         if (go_left && go_right) bt_within(b, N(n).left, s, e);
         n = go_right ? N(n).right : go_left ? N(n).left : -1;
     }
+}
+/* the node before / after n in start order, else -1 */
+static int32_t bt_prev(btt_t *b, int32_t n) {
+    if (N(n).left >= 0) { for (n = N(n).left; N(n).right >= 0;) n = N(n).right; return n; }
+    int32_t p = N(n).parent;
+    while (p >= 0 && n == N(p).left) { n = p; p = N(p).parent; }
+    return p;
+}
+static int32_t bt_next(btt_t *b, int32_t n) {
+    if (N(n).right >= 0) { for (n = N(n).right; N(n).left >= 0;) n = N(n).left; return n; }
+    int32_t p = N(n).parent;
+    while (p >= 0 && n == N(p).right) { n = p; p = N(p).parent; }
+    return p;
+}
+/* whether neighbours x (first) and y overlap (none, -1: no) */
+static inline int bt_ov(btt_t *b, int32_t x, int32_t y) { return x >= 0 && y >= 0 && N(x).end > N(y).start; }
+/* n is an overlapper of d, or not */
+static inline void bt_set_ov(btt_t *b, bt_dev_t *d, int32_t n, int on) {
+    if (N(n).ovl == on) return;
+    N(n).ovl = (int8_t)on;
+    int32_t *ix = &b->qs[n].ovix;
+    if (on) {
+        if (d->novl == d->ovlcap) {
+            size_t cap = d->ovlcap ? d->ovlcap * 2 : 16;
+            bt_ovl_t *o = realloc(d->ovl, cap * sizeof *o);
+            if (!o) { b->failed = 1; return; }
+            d->ovl = o; d->ovlcap = cap;
+        }
+        d->ovl[d->novl] = (bt_ovl_t){N(n).start, N(n).end, n};
+        *ix = (int32_t)d->novl++;
+    } else {
+        bt_ovl_t last = d->ovl[--d->novl];
+        if ((size_t)*ix != d->novl) { d->ovl[*ix] = last; b->qs[last.node].ovix = *ix; }
+        *ix = -1;
+    }
+}
+/* whether an overlapper of d holds sec past its start */
+static inline int bt_covered(const bt_dev_t *d, int64_t sec) {
+    int hit = 0;
+    for (size_t i = 0; i < d->novl; i++) hit |= d->ovl[i].start < sec && sec < d->ovl[i].end;
+    return hit;
+}
+/* takes node z out of device d's tree and the index */
+static void bt_remove(btt_t *b, bt_dev_t *d, int32_t dev, int32_t z) {
+    bt_set_ov(b, d, z, 0);
+    if (bt_covered(d, N(z).start)) { /* the Q before z may overlap it: does it overlap the one after? */
+        int32_t p = bt_prev(b, z);
+        if (p >= 0) bt_set_ov(b, d, p, bt_ov(b, p, bt_next(b, z)));
+    } /* else the Q before ends by z's start, and before the next one's */
+    bt_ix_del(b, dev, N(z).start);
+    bt_erase(b, &d->root, z);
+}
+/* bt_find(), the same node: the index's when the sector starts a Q that no overlapper holds */
+static inline int32_t bt_lookup(btt_t *b, int32_t dev, int64_t sec) {
+    const bt_dev_t *d = &b->devs[dev];
+    int32_t n = bt_ix_get(b, dev, sec);
+    if (n >= 0 && !bt_covered(d, sec)) return n;
+    return bt_find(b, d->root, sec);
 }
 #undef N
 
@@ -267,12 +396,16 @@ static void btt_event(btt_t *b, const char *act, size_t actn, int32_t major, int
         b->devs[k].pre_culling = 0;
         int f = fmaj >= 0 ? bt_dev(b, fmaj, fmin, 0) : -1;
         if (f < 0 || fsec == BT_NONE) return;
-        int32_t q = bt_find(b, b->devs[f].root, fsec);
+        int32_t q = bt_lookup(b, f, fsec);
         if (q >= 0)
             bt_add(b, f, b->qs[q].pid, b->devs[f].remapper ? BT_Q2ADM : BT_Q2A, bt_delta(b->qs[q].t, t));
         return;
     }
-    if (!strchr("QGSIMFDC", a) || sector == BT_NONE || nsect == BT_NONE || nsect <= 0) return;
+    switch (a) {
+    case 'Q': case 'G': case 'S': case 'I': case 'M': case 'F': case 'D': case 'C': break;
+    default: return;
+    }
+    if (sector == BT_NONE || nsect == BT_NONE || nsect <= 0) return;
     int k = bt_dev(b, major, minor, 1);
     if (k < 0) return;
     bt_dev_t *d = &b->devs[k];
@@ -281,23 +414,43 @@ static void btt_event(btt_t *b, const char *act, size_t actn, int32_t major, int
         d->pre_culling = 0;
     }
     if (a == 'Q') {
-        int32_t n = d->root; /* a live Q that starts there is replaced, in its place in the tree */
-        while (n >= 0 && b->nodes[n].start != sector) n = sector < b->nodes[n].start ? b->nodes[n].left : b->nodes[n].right;
+        /* a live Q that starts there is replaced, in its place in the tree; else the new one goes where the descent
+         * ends (y), between the Qs before and after it */
+        int32_t n = d->root, y = -1, before = -1, after = -1;
+        while (n >= 0 && b->nodes[n].start != sector) {
+            const bt_node_t *x = &b->nodes[n];
+            int left = sector < x->start;
+            y = n;
+            after = left ? n : after;
+            before = left ? before : n;
+            n = left ? x->left : x->right;
+        }
         int fresh = n < 0;
-        if (fresh && (n = bt_new_node(b)) < 0) return;
-        d = &b->devs[k];
+        if (fresh) {
+            if ((n = bt_new_node(b)) < 0) return;
+        } else if (b->nodes[n].right >= 0) /* the Q after it */
+            for (after = b->nodes[n].right; b->nodes[after].left >= 0;) after = b->nodes[after].left;
         b->nodes[n].start = sector; b->nodes[n].end = sector + nsect;
         bt_q_t *q = &b->qs[n];
         q->t = t; q->pid = pid;
         q->g = q->i = q->m = q->d = BT_NONE; q->s = 0;
-        if (fresh) bt_insert(b, &d->root, n);
+        if (fresh) {
+            q->ovix = -1; b->nodes[n].ovl = 0;
+            bt_insert_at(b, &d->root, n, y);
+            bt_ix_put(b, k, sector, n);
+            if (before >= 0) bt_set_ov(b, d, before, bt_ov(b, before, n));
+        } else if (b->nodes[n].ovl) d->ovl[q->ovix].end = sector + nsect; /* its end moved */
+        bt_set_ov(b, d, n, bt_ov(b, n, after));
         if (d->last_q != BT_NONE) bt_add(b, k, -1, d->remapper ? BT_Q2QDM : BT_Q2Q, t > d->last_q ? t - d->last_q : 1);
         d->last_q = t;
         return;
     }
     if (a == 'D' || a == 'C') {
         b->nfound = 0;
-        bt_within(b, d->root, sector, sector + nsect);
+        int32_t x = bt_ix_get(b, k, sector); /* a Q of the same start: the only one within, if any */
+        if (x < 0 || b->nodes[x].ovl || b->nodes[x].end < sector + nsect || bt_covered(d, sector))
+            bt_within(b, d->root, sector, sector + nsect);
+        else if (b->nodes[x].end == sector + nsect) bt_found(b, x);
         for (size_t j = 0; j < b->nfound && !b->failed; j++) {
             int32_t n = b->found[j];
             bt_q_t *q = &b->qs[n];
@@ -308,13 +461,13 @@ static void btt_event(btt_t *b, const char *act, size_t actn, int32_t major, int
             } else {
                 bt_add(b, k, q->pid, d->remapper ? BT_Q2CDM : BT_Q2C, bt_delta(q->t, t));
                 if (q->d != BT_NONE) bt_add(b, k, q->pid, BT_D2C, bt_delta(q->d, t));
-                bt_erase(b, &b->devs[k].root, n);
+                bt_remove(b, &b->devs[k], k, n);
                 bt_free_node(b, n);
             }
         }
         return;
     }
-    int32_t n = bt_find(b, d->root, sector);
+    int32_t n = bt_lookup(b, k, sector);
     if (n < 0) return;
     bt_q_t *q = &b->qs[n];
     switch (a) {
