@@ -847,6 +847,73 @@ static int fgev_fields(const char *r, const char *e, fgrec_t *rec, int *why) {
     return 1;
 }
 
+/* The commonest line of a trace-cmd report of a function_graph capture, read in one pass where the general reading
+ * (ev_fields, then fgev_fields) scans some spans twice: "comm-pid [cpu] secs.frac: funcgraph_entry|funcgraph_exit:
+ * [[mark] dur us] | body", without latency flags or "(tgid)", the first '[' of the line the CPU's. 1: it is one, and
+ * *c, *rec and *noflags are what ev_fields and fgev_fields give for it; 0: anything else (then nothing is written and
+ * the general reading decides). [s,e) is the line without its outer whitespace, and its first byte is neither a
+ * digit, '|' nor a duration mark (so that fg_start is false: a line that may be a tracefs function_graph line is
+ * read as before). Reads no state. */
+static int fgev_fast(const char *s, const char *e, ctx_t *c, fgrec_t *rec, int *noflags) {
+    const char *q = memchr(s, '[', (size_t)(e - s));
+    if (!q) return 0;
+    const char *d = q + 1;
+    uint64_t cpu = 0;
+    while (d < e && is_digit(*d)) cpu = cpu * 10 + (uint64_t)(*d++ - '0');
+    if (d == q + 1 || d - q - 1 > 18 || d + 1 >= e || *d != ']' || !is_ws(d[1]) || cpu >= INT32_MAX) return 0;
+    /* comm-pid: the digits after the last '-' before the '[' (split_comm_pid) */
+    const char *l = rtrim(s, q), *pd = l;
+    uint64_t pid = 0, mul = 1;
+    while (pd > s && is_digit(pd[-1])) { pd--; pid += (uint64_t)(*pd - '0') * mul; mul *= 10; }
+    if (pd == l || pd == s || pd[-1] != '-' || l - pd > 18) return 0;
+    /* the timestamp, "secs.frac:" or a raw count "N:" (parse_time) */
+    const char *r = skip_ws(d + 1, e), *t = r;
+    uint64_t secs = 0, frac = 0;
+    while (t < e && is_digit(*t)) secs = secs * 10 + (uint64_t)(*t++ - '0');
+    size_t ni = (size_t)(t - r);
+    if (ni == 0 || ni > 18 || t >= e) return 0;
+    int64_t ts;
+    if (*t == ':') {
+        ts = (int64_t)secs;
+    } else {
+        if (*t != '.' || secs > 9000000000ULL) return 0;
+        const char *f0 = ++t;
+        while (t < e && is_digit(*t)) frac = frac * 10 + (uint64_t)(*t++ - '0');
+        int nd = (int)(t - f0);
+        if (nd < 1 || nd > 9 || t >= e || *t != ':') return 0;
+        for (int i = nd; i < 9; i++) frac *= 10;
+        ts = (int64_t)(secs * 1000000000ULL + frac);
+    }
+    t++; /* past the ':', which must end the token */
+    if (t < e && !is_ws(*t)) return 0;
+    /* the event's name */
+    const char *ev = skip_ws(t, e), *ne = tok_end(ev, e);
+    size_t evn = (size_t)(ne - ev);
+    int is_exit;
+    if (evn == 16 && memcmp(ev, "funcgraph_entry:", 16) == 0) is_exit = 0;
+    else if (evn == 15 && memcmp(ev, "funcgraph_exit:", 15) == 0) is_exit = 1;
+    else return 0;
+    const char *body = skip_ws(ne, e);
+    if (body < e && (*body == 'f' || *body == '-' || *body == '<')) return 0; /* maybe a raw form (parse_raw) */
+    const char *bar = body;
+    while (bar < e && *bar != '|') bar++;
+    if (bar == e) return 0;
+    memset(rec, 0, sizeof *rec);
+    rec->dur = NUL64;
+    const char *de = rtrim(body, bar);
+    if (de > body && parse_duration(body, de, &rec->dur)) return 0;
+    if (parse_body(bar + 1, e, rec) || rec->kind == FG_COMMENT || (is_exit && rec->kind != FG_EXIT) ||
+        (!is_exit && rec->kind == FG_EXIT))
+        return 0;
+    c->t = ts; c->pid = (int64_t)pid; c->cpu = (int32_t)cpu; c->comm = s; c->commn = (size_t)(pd - 1 - s);
+    c->has_comm = 1;
+    *noflags = 1;
+    return 1;
+}
+
+/* whether the trimmed line [s,e) may be read by fgev_fast: its first byte makes fg_start false */
+static inline int fgev_fast_may(const char *s) { return !is_digit(*s) && *s != '|' && !is_mark(*s); }
+
 /* an event line -> its rows: 0, or -1 (not one) */
 static int parse_event_line(state_t *st, out_t *o, const char *p, const char *e, int64_t line, int *reason) {
     ctx_t c; const char *r; int noflags;
@@ -1059,6 +1126,16 @@ static int parse_line(state_t *st, out_t *o, const char *p, const char *e, int64
         }
     }
     if (starts(s, e, "#####")) return -1;
+    if (fgev_fast_may(s)) {
+        ctx_t c; fgrec_t rec; int noflags;
+        if (fgev_fast(s, e, &c, &rec, &noflags)) { /* what parse_event_line does with such a line */
+            st->n_evline++;
+            if (noflags) st->n_evline_noflags++;
+            c.line = line;
+            c.key = task_key(c.pid, c.cpu);
+            return do_fg(st, o, &c, &rec);
+        }
+    }
     int reason = 0;
     int fg_first = fg_start(s, e);
     if (fg_first) {
@@ -1097,6 +1174,8 @@ static int pre_line(const char *p, const char *e, pre_t *x) {
     e = rtrim(s, e);
     if (s == e || *s == '#' || *s == '=' || is_dashes(s, e) || starts(s, e, "cpus=") || starts(s, e, "CPU"))
         return PRE_RAW;
+    int nf;
+    if (fgev_fast_may(s) && fgev_fast(s, e, &x->c, &x->r, &nf)) return nf ? PRE_FGEV_NOFLAGS : PRE_FGEV;
     int why = 0;
     int fg_first = fg_start(s, e);
     if (fg_first) {
