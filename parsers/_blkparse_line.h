@@ -184,6 +184,119 @@ static inline __attribute__((always_inline)) const char *digits_ws(const char *p
     return q && (q == e || is_ws(*q)) ? q : NULL;
 }
 
+/* ---- the head of a line from a bitmask of its whitespace ------------------------------------------------------
+ * The fields of a line (tokens: runs of bytes that are not whitespace) are found from a bitmask of its whitespace,
+ * 16 bytes at a time, and read each on its own (8 digits at once): no field waits for the one before it to be
+ * scanned. For lines of 16-127 bytes in the usual form; anything else is read by parse_line's byte-by-byte code. */
+#ifdef __SSE2__
+#include <emmintrin.h>
+/* bit i: whether byte i of the 16 at q is whitespace (is_ws) */
+static inline __attribute__((always_inline)) uint64_t ws16(const char *q) {
+    __m128i c = _mm_loadu_si128((const __m128i *)q);
+    __m128i ctl = _mm_and_si128(_mm_cmpgt_epi8(c, _mm_set1_epi8(8)), _mm_cmplt_epi8(c, _mm_set1_epi8(14)));
+    ctl = _mm_andnot_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8('\n')), ctl);
+    return (uint64_t)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8(' ')), ctl));
+}
+#else
+static inline uint64_t ws8(uint64_t w) { /* the high bit of each whitespace byte: ' ', or 9-13 but 10 */
+    const uint64_t lo7 = 0x7F7F7F7F7F7F7F7FULL, hi = 0x8080808080808080ULL;
+    uint64_t sp = w ^ 0x2020202020202020ULL, nl = w ^ 0x0A0A0A0A0A0A0A0AULL, a = w & lo7;
+    uint64_t is_sp = ~(((sp & lo7) + lo7) | sp) & hi, is_nl = ~(((nl & lo7) + lo7) | nl) & hi;
+    uint64_t ctl = (a + 0x7777777777777777ULL) & ~(a + 0x7272727272727272ULL) & ~w & hi;
+    return is_sp | (ctl & ~is_nl);
+}
+static inline uint64_t ws16(const char *q) {
+    return ((ws8(load8(q)) >> 7) * 0x0102040810204080ULL) >> 56 |
+           (((ws8(load8(q + 8)) >> 7) * 0x0102040810204080ULL) >> 56) << 8;
+}
+#endif
+/* the lowest bit set in the 128-bit mask w[0] w[1] (not empty), cleared: its index */
+static inline __attribute__((always_inline)) int pop128(uint64_t *w) {
+    int i;
+    if (w[0]) { i = __builtin_ctzll(w[0]); w[0] &= w[0] - 1; }
+    else { i = 64 + __builtin_ctzll(w[1]); w[1] &= w[1] - 1; }
+    return i;
+}
+/* k (1-8) digits at q, the number they write: 0, else -1 (not all digits). Reads the 8 bytes at q if they lie before
+ * hi, else the 8 that end the k at q (hi - lo >= 16: after lo) */
+static inline __attribute__((always_inline)) int num8(const char *q, int k, const char *hi, uint64_t *x) {
+    uint64_t w = hi - q >= 8 ? load8(q) : load8(q + k - 8) >> (64 - 8 * k);
+    uint64_t t = w - ZEROS8, keep = k == 8 ? ~0ULL : (1ULL << (8 * k)) - 1;
+    if (nondigits8(t) & keep) return -1;
+    *x = value8(t << (64 - 8 * k));
+    return 0;
+}
+/* [ts, te) all digits, 1-18 of them: 0 with the number, else -1 */
+static inline __attribute__((always_inline)) int tok_num(const char *ts, const char *te, const char *hi, int64_t *v) {
+    static const uint64_t pow8 = 100000000ULL;
+    long n = te - ts;
+    if (n < 1 || n > 18) return -1;
+    int k = (int)(n & 7 ? n & 7 : 8);
+    uint64_t x, y;
+    if (num8(ts, k, hi, &x)) return -1;
+    for (const char *q = ts + k; q < te; q += 8) {
+        if (num8(q, 8, hi, &y)) return -1;
+        x = x * pow8 + y;
+    }
+    *v = (int64_t)x;
+    return 0;
+}
+static inline int all_in(const char *p, const char *e, char a, char z) {
+    for (; p < e; p++) if (*p < a || *p > z) return 0;
+    return 1;
+}
+/* The head of the line [lo, hi) (maj,min cpu seq s.ns pid act rwbs) and, after it, `sector + n` when that follows,
+ * as parse_line reads them: 1 with them in v (the rest unset: NUL64, -1, NULL) and *rest past them, *sector_read
+ * whether `sector + n` was; 0 when the line is not in this form (parse_line then reads it byte by byte). */
+static inline int head_fast(ev_t *v, const char *lo, const char *hi, const char **rest, int *sector_read) {
+    long n = hi - lo;
+    if (n < 16 || n > 127) return 0;
+    uint64_t ws[2] = {0, 0}; /* bit i: byte i is whitespace */
+    for (long i = 0; i < n; i += 16) {
+        uint64_t m = i + 16 <= n ? ws16(lo + i) : ws16(hi - 16) >> (i + 16 - n);
+        ws[i >> 6] |= m << (i & 63);
+    }
+    uint64_t tk0 = ~ws[0], tk1 = ~ws[1] & (n >= 64 ? (1ULL << (n - 64)) - 1 : 0); /* token bytes */
+    if (n < 64) tk0 &= (1ULL << n) - 1;
+    /* a token's first byte: the one before it is not a token's; its last: the one after it is not */
+    uint64_t first[2] = {tk0 & ~(tk0 << 1), tk1 & ~(tk1 << 1 | tk0 >> 63)};
+    uint64_t last[2] = {tk0 & ~(tk0 >> 1 | tk1 << 63), tk1 & ~(tk1 >> 1)};
+    int nt = __builtin_popcountll(first[0]) + __builtin_popcountll(first[1]);
+    if (nt < 7) return 0;
+    if (nt > 10) nt = 10;
+    const char *t[10], *u[10];
+    for (int i = 0; i < nt; i++) { t[i] = lo + pop128(first); u[i] = lo + pop128(last) + 1; }
+    int64_t x, y;
+    /* maj,min: the ',' within the first 8 bytes */
+    const char *c = t[0];
+    while (c < u[0] && *c != ',') c++;
+    if (c >= u[0] || tok_num(t[0], c, hi, &x) || x > 0xfff || tok_num(c + 1, u[0], hi, &y) || y > 0xfffff) return 0;
+    v->major = (int32_t)x; v->minor = (int32_t)y;
+    if (tok_num(t[1], u[1], hi, &y) || y > INT32_MAX) return 0;
+    v->cpu = (int32_t)y;
+    if (tok_num(t[2], u[2], hi, &v->seq)) return 0;
+    /* seconds.nanoseconds, the nanoseconds' 9 digits */
+    if (u[3] - t[3] < 11 || u[3][-10] != '.' || tok_num(t[3], u[3] - 10, hi, &x) || x > 9000000000LL ||
+        tok_num(u[3] - 9, u[3], hi, &y)) return 0;
+    v->t = x * 1000000000LL + y;
+    if (tok_num(t[4], u[4], hi, &v->pid)) return 0;
+    v->act = t[5]; v->actn = (size_t)(u[5] - t[5]);
+    if (v->actn > 2) return 0;
+    for (const char *q = t[5]; q < u[5]; q++) if (!((*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z'))) return 0;
+    v->rwbs = t[6]; v->rwbsn = (size_t)(u[6] - t[6]);
+    if (v->rwbsn > 6 || !all_in(t[6], u[6], 'A', 'Z')) return 0;
+    v->sector = v->nsect = v->elapsed = v->err = v->fsec = v->ssec = v->depth = NUL64;
+    v->fmaj = v->fmin = -1;
+    v->comm = v->msg = NULL; v->commn = v->msgn = 0;
+    *rest = u[6]; *sector_read = 0;
+    if (nt >= 10 && !(v->actn == 1 && v->act[0] == 'm') && u[8] - t[8] == 1 && *t[8] == '+' &&
+        tok_num(t[7], u[7], hi, &x) == 0 && tok_num(t[9], u[9], hi, &y) == 0) {
+        v->sector = x; v->nsect = y;
+        *rest = u[9]; *sector_read = 1;
+    }
+    return 1;
+}
+
 /* The line in one pass, for the forms a real capture is made of: a request's event `maj,min cpu seq s.ns pid act rwbs
  * [sector [+ n] [/ split] [<- (maj,min) from]] [[comm] [depth]]` (remaps, splits, plugs and unplugs) and a scheduler
  * message `... m rwbs text`; any other form (a cgroup before the action, `(elapsed)`, passthrough), or anything
@@ -191,6 +304,13 @@ static inline __attribute__((always_inline)) const char *digits_ws(const char *p
 static int parse_line(ev_t *v, const char *p, const char *e, int *in_summary) {
     const char *b = p, *be = e, *q;
     int64_t x, y;
+    int sector_read;
+    if (head_fast(v, b, be, &p, &sector_read)) {
+        e = rtrim(p, be);
+        p = skip_ws(p, e);
+        goto tail;
+    }
+    sector_read = 0;
     p = skip_ws(p, e);
     e = rtrim(p, e);
     /* maj,min */
@@ -223,17 +343,20 @@ static int parse_line(ev_t *v, const char *p, const char *e, int *in_summary) {
     v->sector = v->nsect = v->elapsed = v->err = v->fsec = v->ssec = v->depth = NUL64;
     v->fmaj = v->fmin = -1;
     v->comm = v->msg = NULL; v->commn = v->msgn = 0;
+tail:
     if (v->actn == 1 && v->act[0] == 'm') { /* a scheduler's message: the rest of the line */
         v->msg = p; v->msgn = (size_t)(e - p);
         *in_summary = 0;
         return 0;
     }
-    if (p < e && is_digit(*p)) {
-        if (!(q = digits_ws(p, e, &v->sector))) goto full;
-        p = skip_ws(q, e);
-        if (p < e && *p == '+') {
-            if (!(q = digits_ws(skip_ws(p + 1, e), e, &v->nsect))) goto full;
+    if (sector_read || (p < e && is_digit(*p))) {
+        if (!sector_read) {
+            if (!(q = digits_ws(p, e, &v->sector))) goto full;
             p = skip_ws(q, e);
+            if (p < e && *p == '+') {
+                if (!(q = digits_ws(skip_ws(p + 1, e), e, &v->nsect))) goto full;
+                p = skip_ws(q, e);
+            }
         }
         if (p < e && *p == '/') { /* a split: `/ split_sector` */
             if (!(q = digits_ws(skip_ws(p + 1, e), e, &v->ssec))) goto full;
