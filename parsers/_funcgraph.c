@@ -144,6 +144,9 @@ typedef struct { int64_t line, entry_ns; int32_t func, comm, cpu, depth, indent;
 typedef struct { int64_t key, pid; int32_t base, n, cap, comm_id; frame_t *fr; } task_t;
 
 typedef struct { uint32_t off, len, hash; } istr_t;
+/* a function name met lately: its length and the words that hold its first and last bytes (name_words), its id */
+typedef struct { uint64_t w0, w1; uint32_t n; int32_t id; } seen_t;
+#define SEEN_SLOTS 1024
 typedef struct pre_s pre_t;
 
 typedef struct {
@@ -164,6 +167,8 @@ typedef struct {
     size_t hint[N_OUT_BUFS];
     /* the lines of a chunk's tail tokenized ahead (reused: no fresh pages per chunk) */
     struct pre_s *ahead; size_t ahead_cap;
+    /* function names met lately, by name_words (intern_name) */
+    seen_t seen[SEEN_SLOTS];
     /* the blocks of the columns Python has freed, for the next chunk's (_colpool.h) */
     colpool pool;
 } state_t;
@@ -233,6 +238,38 @@ static inline const char *istr(state_t *st, int32_t id, size_t *n) {
     *n = st->istr[id].len;
     return st->arena.p + st->istr[id].off;
 }
+/* two words that hold every byte of [p, p+n) when n <= 16 (the first and the last 8, overlapping; shorter: 4 and 4,
+ * or 3 single bytes), and some of them otherwise */
+static inline void name_words(const char *p, size_t n, uint64_t *w0, uint64_t *w1) {
+    if (n >= 8) { memcpy(w0, p, 8); memcpy(w1, p + n - 8, 8); return; }
+    *w1 = 0;
+    if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, p, 4); memcpy(&b, p + n - 4, 4);
+        *w0 = a | (uint64_t)b << 32;
+    } else {
+        *w0 = n ? (uint64_t)(unsigned char)p[0] | (uint64_t)(unsigned char)p[n >> 1] << 8 |
+                      (uint64_t)(unsigned char)p[n - 1] << 16
+                : 0;
+    }
+}
+/* intern() of a function's name, looked up first among the names met lately (SEEN_SLOTS, by its words and length:
+ * equal words and length are the same name up to 16 bytes, longer ones are compared), which spares most calls the
+ * hash of the whole name; a miss interns it as before (the same ids in the same order) */
+static inline int32_t intern_name(state_t *st, const char *p, size_t n) {
+    if (n > 4096) n = 4096;
+    uint64_t w0, w1;
+    name_words(p, n, &w0, &w1);
+    uint64_t k = (w0 * 0x9E3779B97F4A7C15ULL) ^ (w1 * 0xC2B2AE3D27D4EB4FULL) ^ n;
+    seen_t *e = &st->seen[(k ^ (k >> 29)) & (SEEN_SLOTS - 1)];
+    if (e->n == n && e->w0 == w0 && e->w1 == w1 && e->id >= 0 &&
+        (n <= 16 || memcmp(st->arena.p + st->istr[e->id].off, p, n) == 0))
+        return e->id;
+    int32_t id = intern(st, p, n);
+    if (id >= 0) { e->w0 = w0; e->w1 = w1; e->n = (uint32_t)n; e->id = id; }
+    return id;
+}
+
 /* intern() of a task's name [p, p+n): the task's last one when the text is the same (compared, not hashed: a task's
  * lines name it again and again), else interned and kept as the task's; -1 on out-of-memory */
 static inline int32_t task_comm(state_t *st, int32_t *last, const char *p, size_t n) {
@@ -396,7 +433,7 @@ static void emit_call(state_t *st, out_t *o, int64_t line, int64_t pid, int32_t 
                       int has_func, int64_t entry, int64_t exit, int64_t dur, int64_t parent, int64_t exit_line,
                       int partial) {
     if (comm_id < 0 && has_comm && (comm_id = intern(st, comm, commn)) < 0) { o->oom = 1; return; }
-    if (func_id < 0 && has_func && (func_id = intern(st, func, funcn)) < 0) { o->oom = 1; return; }
+    if (func_id < 0 && has_func && (func_id = intern_name(st, func, funcn)) < 0) { o->oom = 1; return; }
     int bad = put64(&o->c_line, line) || put64(&o->c_pid, pid) || put32(&o->c_cpu, cpu) || put32(&o->c_depth, depth) ||
               put64(&o->c_entry, entry) || put64(&o->c_exit, exit) || put64(&o->c_dur, dur) ||
               put64(&o->c_parent, parent) || put64(&o->c_exit_line, exit_line) || put8(&o->c_partial, (uint8_t)partial) ||
@@ -575,6 +612,11 @@ typedef struct {
     int32_t indent;            /* printed indentation / 2 */
 } fgrec_t;
 
+/* every field of *r zero (field by field: a memset of the struct was a `rep stos`, slow to start, per line) */
+static inline void rec_clear(fgrec_t *r) {
+    r->kind = 0; r->name = r->namee = NULL; r->dur = 0; r->depth = 0; r->indent = 0;
+}
+
 /* tail comment "/ * func [ret=..| = ..] * /" content -> function name span */
 static void tail_name(const char *p, const char *e, const char **np, const char **ne) {
     p = skip_ws(p, e); e = rtrim(p, e);
@@ -714,7 +756,7 @@ static int do_fg(state_t *st, out_t *o, const ctx_t *c, fgrec_t *r) {
         if (t->n >= MAX_STACK) return R_DEEP;
         frame_t f;
         f.line = c->line; f.entry_ns = c->t; f.cpu = c->cpu; f.depth = depth; f.indent = r->indent;
-        f.func = intern(st, r->name, (size_t)(r->namee - r->name));
+        f.func = intern_name(st, r->name, (size_t)(r->namee - r->name));
         f.comm = c->has_comm ? task_comm(st, &t->comm_id, c->comm, c->commn) : -1;
         if (f.func < 0 || (c->has_comm && f.comm < 0) || push_frame(t, f)) { o->oom = 1; return 0; }
         return 0;
@@ -834,7 +876,7 @@ static int fgev_fields(const char *r, const char *e, fgrec_t *rec, int *why) {
     const char *ev = r, *eve = ne - 1;
     if (!(span_eq(ev, eve, "funcgraph_entry") || span_eq(ev, eve, "funcgraph_exit"))) return 0;
     int is_exit = eve - ev == 14;
-    memset(rec, 0, sizeof *rec);
+    rec_clear(rec);
     const char *body = skip_ws(ne, e);
     if (parse_raw(body, e, is_exit, rec) == 0) return 1;
     const char *bar = memchr(body, '|', (size_t)(e - body));
@@ -898,7 +940,7 @@ static int fgev_fast(const char *s, const char *e, ctx_t *c, fgrec_t *rec, int *
     const char *bar = body;
     while (bar < e && *bar != '|') bar++;
     if (bar == e) return 0;
-    memset(rec, 0, sizeof *rec);
+    rec_clear(rec);
     rec->dur = NUL64;
     const char *de = rtrim(body, bar);
     if (de > body && parse_duration(body, de, &rec->dur)) return 0;
@@ -1032,7 +1074,7 @@ static int fg_fields(const char *p, const char *e, ctx_t *c, fgrec_t *rec, int *
         return -1;
     }
     if (!body) return -1;
-    memset(rec, 0, sizeof *rec);
+    rec_clear(rec);
     if (parse_body(body, e, rec)) {
         if (cpu != NUL32 || ts != NUL64) { *reason = R_FG_BODY; return 0; }
         return -1;
@@ -1235,6 +1277,7 @@ static void capsule_free(PyObject *cap) { state_free(PyCapsule_GetPointer(cap, "
 static PyObject *new_state(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored)) {
     state_t *st = calloc(1, sizeof(state_t));
     if (!st) return PyErr_NoMemory();
+    for (int i = 0; i < SEEN_SLOTS; i++) st->seen[i].id = -1;
     PyObject *cap = PyCapsule_New(st, "funcgraph.state", capsule_free);
     if (!cap) state_free(st);
     return cap;
