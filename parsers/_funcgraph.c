@@ -253,6 +253,18 @@ static inline void name_words(const char *p, size_t n, uint64_t *w0, uint64_t *w
                 : 0;
     }
 }
+/* whether [a, a+n) and [b, b+n) hold the same bytes: words compared inline (names are short: no call to memcmp) */
+static inline int same_bytes(const char *a, const char *b, size_t n) {
+    if (n >= 8) {
+        for (size_t i = 0; i + 8 < n; i += 8) if (load8(a + i) != load8(b + i)) return 0;
+        return load8(a + n - 8) == load8(b + n - 8);
+    }
+    uint64_t x0, x1, y0, y1;
+    name_words(a, n, &x0, &x1);
+    name_words(b, n, &y0, &y1);
+    return x0 == y0;
+}
+
 /* intern() of a function's name, looked up first among the names met lately (SEEN_SLOTS, by its words and length:
  * equal words and length are the same name up to 16 bytes, longer ones are compared), which spares most calls the
  * hash of the whole name; a miss interns it as before (the same ids in the same order) */
@@ -263,7 +275,7 @@ static inline int32_t intern_name(state_t *st, const char *p, size_t n) {
     uint64_t k = (w0 * 0x9E3779B97F4A7C15ULL) ^ (w1 * 0xC2B2AE3D27D4EB4FULL) ^ n;
     seen_t *e = &st->seen[(k ^ (k >> 29)) & (SEEN_SLOTS - 1)];
     if (e->n == n && e->w0 == w0 && e->w1 == w1 && e->id >= 0 &&
-        (n <= 16 || memcmp(st->arena.p + st->istr[e->id].off, p, n) == 0))
+        (n <= 16 || same_bytes(st->arena.p + st->istr[e->id].off, p, n)))
         return e->id;
     int32_t id = intern(st, p, n);
     if (id >= 0) { e->w0 = w0; e->w1 = w1; e->n = (uint32_t)n; e->id = id; }
@@ -274,7 +286,7 @@ static inline int32_t intern_name(state_t *st, const char *p, size_t n) {
  * lines name it again and again), else interned and kept as the task's; -1 on out-of-memory */
 static inline int32_t task_comm(state_t *st, int32_t *last, const char *p, size_t n) {
     if (n > 4096) n = 4096;
-    if (*last >= 0 && st->istr[*last].len == n && memcmp(st->arena.p + st->istr[*last].off, p, n) == 0) return *last;
+    if (*last >= 0 && st->istr[*last].len == n && same_bytes(st->arena.p + st->istr[*last].off, p, n)) return *last;
     int32_t id = intern(st, p, n);
     if (id >= 0) *last = id;
     return id;
@@ -1206,33 +1218,65 @@ static int parse_line(state_t *st, out_t *o, const char *p, const char *e, int64
  * ahead (their fields need no state); any other line is parsed in the fold, as in one thread. */
 #define SPLIT_MIN (1 << 20) /* chunks smaller than this are parsed in one thread */
 enum { PRE_RAW = 0, PRE_FGTEXT, PRE_FGEV, PRE_FGEV_NOFLAGS };
-struct pre_s { const char *p, *e; int kind; ctx_t c; fgrec_t r; };
+/* a line tokenized ahead, packed in 64 bytes (its fields as offsets into the line: the fold reads ~10 MB of these per
+ * chunk after they were written, so their size is memory traffic): kind, and for a function_graph line its ctx_t and
+ * fgrec_t but for the line and key (set by the fold) */
+struct pre_s {
+    const char *p;
+    int64_t t, pid, dur;
+    uint32_t len, comm_off, commn, name_off, namen; /* comm_off, name_off UINT32_MAX: none (NULL) */
+    int32_t cpu, indent;
+    int16_t depth;
+    uint8_t kind, rkind;
+};
+#define NO_OFF UINT32_MAX
 typedef struct { const char *from, *to; pre_t *lines; size_t n, cap; int failed; } tail_t;
 
-/* line [p,e): a function_graph line (tracefs text or a trace-cmd funcgraph event) whose fields are in x->c and x->r,
+/* line [p,e): a function_graph line (tracefs text or a trace-cmd funcgraph event) whose fields are in *c and *x,
  * or PRE_RAW: parse_line decides, as it would for any line; the same order of tests as parse_line's */
-static int pre_line(const char *p, const char *e, pre_t *x) {
+static int pre_fields(const char *p, const char *e, ctx_t *c, fgrec_t *x) {
     const char *s = skip_ws(p, e);
     e = rtrim(s, e);
     if (s == e || *s == '#' || *s == '=' || is_dashes(s, e) || starts(s, e, "cpus=") || starts(s, e, "CPU"))
         return PRE_RAW;
     int nf;
-    if (fgev_fast_may(s) && fgev_fast(s, e, &x->c, &x->r, &nf)) return nf ? PRE_FGEV_NOFLAGS : PRE_FGEV;
+    if (fgev_fast_may(s) && fgev_fast(s, e, c, x, &nf)) return nf ? PRE_FGEV_NOFLAGS : PRE_FGEV;
     int why = 0;
     int fg_first = fg_start(s, e);
     if (fg_first) {
         if (ctx_marker(s, e)) return PRE_RAW;
-        int rc = fg_fields(s, e, &x->c, &x->r, &why);
+        int rc = fg_fields(s, e, c, x, &why);
         if (rc >= 0) return rc == 0 && !why ? PRE_FGTEXT : PRE_RAW;
     }
     const char *r; int noflags;
-    if (ev_fields(s, e, &x->c, &r, &noflags, &why) == 0) {
+    if (ev_fields(s, e, c, &r, &noflags, &why) == 0) {
         why = 0;
-        return fgev_fields(r, e, &x->r, &why) && !why ? (noflags ? PRE_FGEV_NOFLAGS : PRE_FGEV) : PRE_RAW;
+        return fgev_fields(r, e, x, &why) && !why ? (noflags ? PRE_FGEV_NOFLAGS : PRE_FGEV) : PRE_RAW;
     }
     why = 0;
-    if (!fg_first && fg_fields(s, e, &x->c, &x->r, &why) == 0 && !why) return PRE_FGTEXT;
+    if (!fg_first && fg_fields(s, e, c, x, &why) == 0 && !why) return PRE_FGTEXT;
     return PRE_RAW;
+}
+
+/* pre_fields, packed into *x (a line too long for 32-bit offsets is left to parse_line) */
+static int pre_line(const char *p, const char *e, pre_t *x) {
+    ctx_t c; fgrec_t r;
+    if ((uint64_t)(e - p) >= NO_OFF) return PRE_RAW;
+    int kind = pre_fields(p, e, &c, &r);
+    if (kind == PRE_RAW) return kind;
+    x->t = c.t; x->pid = c.pid; x->cpu = c.cpu;
+    x->comm_off = c.has_comm ? (uint32_t)(c.comm - p) : NO_OFF; x->commn = (uint32_t)c.commn;
+    x->rkind = (uint8_t)r.kind; x->dur = r.dur; x->depth = (int16_t)r.depth; x->indent = r.indent;
+    x->name_off = r.name ? (uint32_t)(r.name - p) : NO_OFF; x->namen = r.name ? (uint32_t)(r.namee - r.name) : 0;
+    return kind;
+}
+
+/* the fields pre_line packed */
+static void unpack(const pre_t *x, ctx_t *c, fgrec_t *r) {
+    c->t = x->t; c->pid = x->pid; c->cpu = x->cpu;
+    c->has_comm = x->comm_off != NO_OFF; c->comm = c->has_comm ? x->p + x->comm_off : NULL; c->commn = x->commn;
+    r->kind = x->rkind; r->dur = x->dur; r->depth = x->depth; r->indent = x->indent;
+    r->name = x->name_off != NO_OFF ? x->p + x->name_off : NULL; r->namee = r->name ? r->name + x->namen : NULL;
 }
 
 static void *tokenize_tail(void *arg) {
@@ -1243,8 +1287,9 @@ static void *tokenize_tail(void *arg) {
         if (!q) { t->failed = 1; return NULL; }
         t->lines = q;
         pre_t *x = &t->lines[t->n++];
-        x->p = p; x->e = e;
-        x->kind = pre_line(p, e, x);
+        x->p = p; /* a line too long for 32 bits (PRE_RAW) is measured again by the fold */
+        x->len = (uint64_t)(e - p) >= NO_OFF ? NO_OFF : (uint32_t)(e - p);
+        x->kind = (uint8_t)pre_line(p, e, x);
         if (!nl) break;
         p = nl + 1;
     }
@@ -1252,15 +1297,17 @@ static void *tokenize_tail(void *arg) {
 }
 
 /* a line tokenized ahead -> the fold, as parse_line would have done it: 0 handled, -1 ignored, >0 skip reason */
-static int fold_pre(state_t *st, out_t *o, pre_t *x, int64_t line, int64_t off) {
-    if (x->kind == PRE_RAW) return parse_line(st, o, x->p, x->e, line, off);
+static int fold_pre(state_t *st, out_t *o, pre_t *x, const char *e, int64_t line, int64_t off) {
+    if (x->kind == PRE_RAW) return parse_line(st, o, x->p, e, line, off);
     flush_pending(st, o);
-    if (x->kind == PRE_FGTEXT) return fg_fold(st, o, &x->c, &x->r, line);
+    ctx_t c; fgrec_t r;
+    unpack(x, &c, &r);
+    if (x->kind == PRE_FGTEXT) return fg_fold(st, o, &c, &r, line);
     st->n_evline++;
     if (x->kind == PRE_FGEV_NOFLAGS) st->n_evline_noflags++;
-    x->c.line = line;
-    x->c.key = task_key(x->c.pid, x->c.cpu);
-    return do_fg(st, o, &x->c, &x->r);
+    c.line = line;
+    c.key = task_key(c.pid, c.cpu);
+    return do_fg(st, o, &c, &r);
 }
 
 /* ---------------------------------------------------------------- Python glue */
@@ -1406,7 +1453,10 @@ static PyObject *tokenize(PyObject *Py_UNUSED(module), PyObject *args) {
         if (tail.failed) o.oom = 1;
         for (size_t i = 0; i < tail.n && !o.oom; i++, lineno++) {
             pre_t *x = &tail.lines[i];
-            skipped(&o, fold_pre(st, &o, x, lineno, (int64_t)(x->p - s)), lineno, x->p - s, x->e - x->p);
+            /* the line's end: from its length, or (a line too long for it) the next newline */
+            const char *xe = x->len != NO_OFF ? x->p + x->len : memchr(x->p, '\n', (size_t)(end - x->p));
+            if (!xe) xe = end;
+            skipped(&o, fold_pre(st, &o, x, xe, lineno, (int64_t)(x->p - s)), lineno, x->p - s, xe - x->p);
         }
     }
     st->ahead = tail.lines; st->ahead_cap = tail.cap;
