@@ -64,18 +64,6 @@ static inline __attribute__((always_inline)) int col_push(col_t *c, const void *
     c->n++;
     return 0;
 }
-static int col_put(col_t *c, const void *p, size_t n) { /* n bytes into a size-1 column */
-    if (c->n + n > c->cap) {
-        size_t cap = c->cap ? c->cap : c->first;
-        while (cap < c->n + n) cap *= 2;
-        char *v = realloc(c->v, cap);
-        if (!v) return -1;
-        c->v = v; c->cap = cap;
-    }
-    if (n) memcpy(c->v + c->n, p, n);
-    c->n += n;
-    return 0;
-}
 static inline __attribute__((always_inline)) int i64(col_t *c, int64_t x) {
     if (__builtin_expect(c->n == c->cap, 0) && col_grow(c)) return -1;
     ((int64_t *)c->v)[c->n++] = x;
@@ -86,12 +74,37 @@ static inline __attribute__((always_inline)) int i32(col_t *c, int32_t x) {
     ((int32_t *)c->v)[c->n++] = x;
     return 0;
 }
-static int str_push(strcol_t *s, const char *p, size_t n, int valid) {
-    if (s->off.n == 0) { int32_t z = 0; if (col_push(&s->off, &z)) return -1; }
-    if (col_put(&s->data, valid ? p : "", valid ? n : 0)) return -1;
-    int32_t end = (int32_t)s->data.n;
-    uint8_t v = (uint8_t)(valid != 0);
-    return col_push(&s->off, &end) || col_push(&s->valid, &v);
+/* room in s for one more string of n bytes: rare, so kept out of the pushes' line */
+static __attribute__((noinline, cold)) int str_grow(strcol_t *s, size_t n) {
+    if (s->data.n + n > s->data.cap) {
+        size_t cap = s->data.cap ? s->data.cap : s->data.first;
+        while (cap < s->data.n + n) cap *= 2;
+        char *v = realloc(s->data.v, cap);
+        if (!v) return -1;
+        s->data.v = v; s->data.cap = cap;
+    }
+    while (s->off.n + 2 > s->off.cap) if (col_grow(&s->off)) return -1;
+    if (s->valid.n == s->valid.cap && col_grow(&s->valid)) return -1;
+    return 0;
+}
+/* the n bytes at p to d, in copies of constant size (no call, no byte read past p + n) */
+static inline __attribute__((always_inline)) void small_copy(char *d, const char *p, size_t n) {
+    for (; n >= 8; n -= 8, d += 8, p += 8) memcpy(d, p, 8);
+    if (n >= 4) { memcpy(d, p, 4); memcpy(d + n - 4, p + n - 4, 4); }
+    else if (n) { d[0] = p[0]; d[n / 2] = p[n / 2]; d[n - 1] = p[n - 1]; }
+}
+static inline __attribute__((always_inline)) int str_push(strcol_t *s, const char *p, size_t n, int valid) {
+    if (!valid) n = 0;
+    if (__builtin_expect(s->data.n + n > s->data.cap || s->off.n + 2 > s->off.cap || s->valid.n == s->valid.cap, 0) &&
+        str_grow(s, n))
+        return -1;
+    int32_t *off = (int32_t *)s->off.v;
+    if (s->off.n == 0) off[s->off.n++] = 0;
+    small_copy(s->data.v + s->data.n, p, n);
+    s->data.n += n;
+    off[s->off.n++] = (int32_t)s->data.n;
+    s->valid.v[s->valid.n++] = (char)(valid != 0);
+    return 0;
 }
 
 #define EV_I64(X) X(line) X(t_ns) X(pid) X(sector) X(nsect) X(elapsed) X(err) X(from_sector) X(split_sector) X(depth) X(req_line)
@@ -162,6 +175,27 @@ static void out_free(out_t *o) {
 #undef FS
     free(o->sk.line.v); free(o->sk.start.v); free(o->sk.len.v); free(o->sk.reason.v);
 }
+
+/* Every fixed-size column of a row set gets one value per row: they have the same length and room, grown together,
+ * checked once per row. */
+#define PUT64(c, x) (((int64_t *)(c).v)[(c).n++] = (x))
+#define PUT32(c, x) (((int32_t *)(c).v)[(c).n++] = (x))
+static __attribute__((noinline, cold)) int ev_grow(evout_t *e) {
+    int bad = 0;
+#define G(n) bad = bad || col_grow(&e->n);
+    EV_I64(G) EV_I32(G)
+#undef G
+    return bad ? -1 : 0;
+}
+static __attribute__((noinline, cold)) int rq_grow(rqout_t *r) {
+    int bad = 0;
+#define G(n) bad = bad || col_grow(&r->n);
+    RQ_I64(G) RQ_I32(G)
+#undef G
+    return bad ? -1 : 0;
+}
+static inline int ev_room(evout_t *e) { return __builtin_expect(e->line.n == e->line.cap, 0) ? ev_grow(e) : 0; }
+static inline int rq_room(rqout_t *r) { return __builtin_expect(r->line.n == r->line.cap, 0) ? rq_grow(r) : 0; }
 
 /* ---- one parsed line: _blkparse_line.h --------------------------------------------------------- */
 
@@ -297,12 +331,13 @@ static int end_register(Rebuilder *rb, int32_t s) {
 
 static int emit_event(out_t *o, const ev_t *v, int64_t line, int64_t req_line) {
     evout_t *e = &o->ev;
-    return i64(&e->line, line) || i64(&e->t_ns, v->t) || i64(&e->pid, v->pid) || i64(&e->sector, v->sector) ||
-           i64(&e->nsect, v->nsect) || i64(&e->elapsed, v->elapsed) || i64(&e->err, v->err) ||
-           i64(&e->from_sector, v->fsec) || i64(&e->split_sector, v->ssec) || i64(&e->depth, v->depth) ||
-           i64(&e->req_line, req_line) || i32(&e->major, v->major) || i32(&e->minor, v->minor) ||
-           i32(&e->cpu, v->cpu) || i32(&e->from_major, v->fmaj) || i32(&e->from_minor, v->fmin) ||
-           str_push(&e->action, v->act, v->actn, 1) || str_push(&e->rwbs, v->rwbs, v->rwbsn, 1) ||
+    if (ev_room(e)) return -1;
+    PUT64(e->line, line); PUT64(e->t_ns, v->t); PUT64(e->pid, v->pid); PUT64(e->sector, v->sector);
+    PUT64(e->nsect, v->nsect); PUT64(e->elapsed, v->elapsed); PUT64(e->err, v->err); PUT64(e->from_sector, v->fsec);
+    PUT64(e->split_sector, v->ssec); PUT64(e->depth, v->depth); PUT64(e->req_line, req_line);
+    PUT32(e->major, v->major); PUT32(e->minor, v->minor); PUT32(e->cpu, v->cpu); PUT32(e->from_major, v->fmaj);
+    PUT32(e->from_minor, v->fmin);
+    return str_push(&e->action, v->act, v->actn, 1) || str_push(&e->rwbs, v->rwbs, v->rwbsn, 1) ||
            str_push(&e->comm, v->comm, v->commn, v->comm != NULL) || str_push(&e->message, v->msg, v->msgn, v->msg != NULL);
 }
 
@@ -353,19 +388,19 @@ static int emit_seg(Rebuilder *rb, out_t *o, const seg_t *g) {
     rqout_t *r = g->merged && !g->head ? &o->bio : &o->rq;
     const int64_t *t = g->t;
     if (r == &o->rq) request_facts(rb, g);
-    return i64(&r->line, g->line) || i64(&r->sector, g->sector) || i64(&r->nsect0, g->nsect0) ||
-           i64(&r->nsect, g->nsect) || i64(&r->pid, g->pid) || i64(&r->a_ns, t[S_A]) || i64(&r->q_ns, t[S_Q]) ||
-           i64(&r->g_ns, t[S_G]) || i64(&r->i_ns, t[S_I]) || i64(&r->d_ns, t[S_D]) || i64(&r->c_ns, t[S_C]) ||
-           i64(&r->a_line, g->ln[S_A]) || i64(&r->q_line, g->ln[S_Q]) ||
-           i64(&r->g_line, g->ln[S_G]) || i64(&r->i_line, g->ln[S_I]) || i64(&r->d_line, g->ln[S_D]) ||
-           i64(&r->c_line, g->ln[S_C]) || i64(&r->d_pid, g->dpid) || i64(&r->error, g->err) ||
-           i64(&r->from_sector, g->fsec) || i64(&r->merge_ns, g->merge_ns) || i64(&r->merge_line, g->merge_line) ||
-           i64(&r->t_ns, g->t_first) || i64(&r->req_line, g->req_line) || i32(&r->major, g->major) || i32(&r->minor, g->minor) ||
-           i32(&r->a_cpu, g->cpu[S_A]) || i32(&r->q_cpu, g->cpu[S_Q]) || i32(&r->g_cpu, g->cpu[S_G]) ||
-           i32(&r->i_cpu, g->cpu[S_I]) || i32(&r->d_cpu, g->cpu[S_D]) || i32(&r->c_cpu, g->cpu[S_C]) ||
-           i32(&r->requeues, g->requeues) || i32(&r->from_major, g->fmaj) || i32(&r->from_minor, g->fmin) ||
-           i32(&r->front, g->front) || i32(&r->merged_bios, g->merged_bios) ||
-           str_push(&r->rwbs, g->rwbs, g->rwbsn, 1) || str_push(&r->comm, g->comm, g->commn, g->comm_ph < PH_OTHER);
+    if (rq_room(r)) return -1;
+    PUT64(r->line, g->line); PUT64(r->sector, g->sector); PUT64(r->nsect0, g->nsect0); PUT64(r->nsect, g->nsect);
+    PUT64(r->pid, g->pid); PUT64(r->a_ns, t[S_A]); PUT64(r->q_ns, t[S_Q]); PUT64(r->g_ns, t[S_G]);
+    PUT64(r->i_ns, t[S_I]); PUT64(r->d_ns, t[S_D]); PUT64(r->c_ns, t[S_C]); PUT64(r->a_line, g->ln[S_A]);
+    PUT64(r->q_line, g->ln[S_Q]); PUT64(r->g_line, g->ln[S_G]); PUT64(r->i_line, g->ln[S_I]);
+    PUT64(r->d_line, g->ln[S_D]); PUT64(r->c_line, g->ln[S_C]); PUT64(r->d_pid, g->dpid); PUT64(r->error, g->err);
+    PUT64(r->from_sector, g->fsec); PUT64(r->merge_ns, g->merge_ns); PUT64(r->merge_line, g->merge_line);
+    PUT64(r->t_ns, g->t_first); PUT64(r->req_line, g->req_line);
+    PUT32(r->major, g->major); PUT32(r->minor, g->minor); PUT32(r->a_cpu, g->cpu[S_A]); PUT32(r->q_cpu, g->cpu[S_Q]);
+    PUT32(r->g_cpu, g->cpu[S_G]); PUT32(r->i_cpu, g->cpu[S_I]); PUT32(r->d_cpu, g->cpu[S_D]);
+    PUT32(r->c_cpu, g->cpu[S_C]); PUT32(r->requeues, g->requeues); PUT32(r->from_major, g->fmaj);
+    PUT32(r->from_minor, g->fmin); PUT32(r->front, g->front); PUT32(r->merged_bios, g->merged_bios);
+    return str_push(&r->rwbs, g->rwbs, g->rwbsn, 1) || str_push(&r->comm, g->comm, g->commn, g->comm_ph < PH_OTHER);
 }
 
 static void seg_start(seg_t *g, const ev_t *v, int64_t line) {

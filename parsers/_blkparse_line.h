@@ -261,11 +261,10 @@ static inline int head_fast(ev_t *v, const char *lo, const char *hi, const char 
     /* a token's first byte: the one before it is not a token's; its last: the one after it is not */
     uint64_t first[2] = {tk0 & ~(tk0 << 1), tk1 & ~(tk1 << 1 | tk0 >> 63)};
     uint64_t last[2] = {tk0 & ~(tk0 >> 1 | tk1 << 63), tk1 & ~(tk1 >> 1)};
-    int nt = __builtin_popcountll(first[0]) + __builtin_popcountll(first[1]);
-    if (nt < 7) return 0;
-    if (nt > 10) nt = 10;
     const char *t[10], *u[10];
-    for (int i = 0; i < nt; i++) { t[i] = lo + pop128(first); u[i] = lo + pop128(last) + 1; }
+    int nt = 0;
+    for (; nt < 10 && (first[0] | first[1]); nt++) { t[nt] = lo + pop128(first); u[nt] = lo + pop128(last) + 1; }
+    if (nt < 7) return 0;
     int64_t x, y;
     /* maj,min: the ',' within the first 8 bytes */
     const char *c = t[0];

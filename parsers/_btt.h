@@ -53,6 +53,8 @@ typedef struct { int64_t start, end; int32_t node; } bt_ovl_t;           /* an o
 typedef struct {
     int32_t major, minor, root; int8_t pre_culling, remapper; int64_t last_q;
     bt_ovl_t *ovl; size_t novl, ovlcap;  /* its overlappers */
+    int64_t *cov; size_t covcap;         /* their starts in order, each with the furthest end so far (2 per) */
+    int8_t cov_stale;                    /* cov is to be remade from ovl before it is read */
 } bt_dev_t;
 /* the index: a live Q's node by (device, start); node -1: a free slot */
 typedef struct { int64_t start; int32_t dev, node; } bt_slot_t;
@@ -69,7 +71,7 @@ typedef struct {
 } btt_t;
 
 static void btt_free(btt_t *b) {
-    for (size_t k = 0; k < b->ndevs; k++) free(b->devs[k].ovl);
+    for (size_t k = 0; k < b->ndevs; k++) { free(b->devs[k].ovl); free(b->devs[k].cov); }
     free(b->devs); free(b->nodes); free(b->qs); free(b->freel); free(b->acc); free(b->found); free(b->ix);
     memset(b, 0, sizeof *b);
 }
@@ -84,6 +86,7 @@ static __attribute__((noinline)) int bt_new_dev(btt_t *b, int32_t major, int32_t
     bt_dev_t *d = &b->devs[b->ndevs];
     d->major = major; d->minor = minor; d->root = -1; d->pre_culling = 1; d->last_q = BT_NONE;
     d->ovl = NULL; d->novl = d->ovlcap = 0;
+    d->cov = NULL; d->covcap = 0; d->cov_stale = 0;
     d->remapper = major == 9 || major == 253 || major == 254;
     return (int)b->ndevs++;
 }
@@ -330,23 +333,46 @@ static inline void bt_set_ov(btt_t *b, bt_dev_t *d, int32_t n, int on) {
             d->ovl = o; d->ovlcap = cap;
         }
         d->ovl[d->novl] = (bt_ovl_t){N(n).start, N(n).end, n};
+        d->cov_stale = 1;
         *ix = (int32_t)d->novl++;
     } else {
+        d->cov_stale = 1;
         bt_ovl_t last = d->ovl[--d->novl];
         if ((size_t)*ix != d->novl) { d->ovl[*ix] = last; b->qs[last.node].ovix = *ix; }
         *ix = -1;
     }
 }
-/* whether an overlapper of d holds sec past its start */
-static inline int bt_covered(const bt_dev_t *d, int64_t sec) {
-    int hit = 0;
-    for (size_t i = 0; i < d->novl; i++) hit |= d->ovl[i].start < sec && sec < d->ovl[i].end;
-    return hit;
+static int bt_cmp_start(const void *x, const void *y) {
+    int64_t a = *(const int64_t *)x, c = *(const int64_t *)y;
+    return (a > c) - (a < c);
+}
+/* whether an overlapper of d holds sec past its start: the furthest end of those that start before sec, found by
+ * bisection in cov (remade when the overlappers changed: seldom) */
+static int bt_covered(btt_t *b, bt_dev_t *d, int64_t sec) {
+    if (!d->novl) return 0;
+    if (d->cov_stale) {
+        if (d->covcap < 2 * d->novl) {
+            int64_t *c = realloc(d->cov, 2 * d->ovlcap * sizeof *c);
+            if (!c) { b->failed = 1; return 1; } /* (the slow way then: the same outcome) */
+            d->cov = c; d->covcap = 2 * d->ovlcap;
+        }
+        for (size_t i = 0; i < d->novl; i++) { d->cov[2 * i] = d->ovl[i].start; d->cov[2 * i + 1] = d->ovl[i].end; }
+        qsort(d->cov, d->novl, 2 * sizeof *d->cov, bt_cmp_start);
+        for (size_t i = 1; i < d->novl; i++)
+            if (d->cov[2 * i + 1] < d->cov[2 * i - 1]) d->cov[2 * i + 1] = d->cov[2 * i - 1];
+        d->cov_stale = 0;
+    }
+    size_t lo = 0, hi = d->novl; /* the first that starts at or past sec */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (d->cov[2 * mid] < sec) lo = mid + 1; else hi = mid;
+    }
+    return lo > 0 && d->cov[2 * lo - 1] > sec;
 }
 /* takes node z out of device d's tree and the index */
 static void bt_remove(btt_t *b, bt_dev_t *d, int32_t dev, int32_t z) {
     bt_set_ov(b, d, z, 0);
-    if (bt_covered(d, N(z).start)) { /* the Q before z may overlap it: does it overlap the one after? */
+    if (bt_covered(b, d, N(z).start)) { /* the Q before z may overlap it: does it overlap the one after? */
         int32_t p = bt_prev(b, z);
         if (p >= 0) bt_set_ov(b, d, p, bt_ov(b, p, bt_next(b, z)));
     } /* else the Q before ends by z's start, and before the next one's */
@@ -355,9 +381,9 @@ static void bt_remove(btt_t *b, bt_dev_t *d, int32_t dev, int32_t z) {
 }
 /* bt_find(), the same node: the index's when the sector starts a Q that no overlapper holds */
 static inline int32_t bt_lookup(btt_t *b, int32_t dev, int64_t sec) {
-    const bt_dev_t *d = &b->devs[dev];
+    bt_dev_t *d = &b->devs[dev];
     int32_t n = bt_ix_get(b, dev, sec);
-    if (n >= 0 && !bt_covered(d, sec)) return n;
+    if (n >= 0 && !bt_covered(b, d, sec)) return n;
     return bt_find(b, d->root, sec);
 }
 #undef N
@@ -439,7 +465,7 @@ static void btt_event(btt_t *b, const char *act, size_t actn, int32_t major, int
             bt_insert_at(b, &d->root, n, y);
             bt_ix_put(b, k, sector, n);
             if (before >= 0) bt_set_ov(b, d, before, bt_ov(b, before, n));
-        } else if (b->nodes[n].ovl) d->ovl[q->ovix].end = sector + nsect; /* its end moved */
+        } else if (b->nodes[n].ovl) { d->ovl[q->ovix].end = sector + nsect; d->cov_stale = 1; } /* its end moved */
         bt_set_ov(b, d, n, bt_ov(b, n, after));
         if (d->last_q != BT_NONE) bt_add(b, k, -1, d->remapper ? BT_Q2QDM : BT_Q2Q, t > d->last_q ? t - d->last_q : 1);
         d->last_q = t;
@@ -448,7 +474,7 @@ static void btt_event(btt_t *b, const char *act, size_t actn, int32_t major, int
     if (a == 'D' || a == 'C') {
         b->nfound = 0;
         int32_t x = bt_ix_get(b, k, sector); /* a Q of the same start: the only one within, if any */
-        if (x < 0 || b->nodes[x].ovl || b->nodes[x].end < sector + nsect || bt_covered(d, sector))
+        if (x < 0 || b->nodes[x].ovl || b->nodes[x].end < sector + nsect || bt_covered(b, d, sector))
             bt_within(b, d->root, sector, sector + nsect);
         else if (b->nodes[x].end == sector + nsect) bt_found(b, x);
         for (size_t j = 0; j < b->nfound && !b->failed; j++) {
