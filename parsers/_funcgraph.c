@@ -1354,6 +1354,56 @@ static int set_int(PyObject *d, const char *key, int64_t v) {
     return rc;
 }
 
+/* the kinds of numeric column and what is null in each: INT64_MIN, INT32_MIN, a negative id, a bool's 2 */
+enum { COL_I64, COL_I32, COL_ID, COL_BOOL };
+static inline int col_null(const char *p, size_t i, int kind) {
+    int64_t v64; int32_t v32;
+    switch (kind) {
+    case COL_I64: memcpy(&v64, p + 8 * i, 8); return v64 == NUL64;
+    case COL_I32: memcpy(&v32, p + 4 * i, 4); return v32 == NUL32;
+    case COL_ID: memcpy(&v32, p + 4 * i, 4); return v32 < 0;
+    default: return (unsigned char)p[i] == 2;
+    }
+}
+/* Arrow's bitmap (LSB first) of rows [0, n) of the column, bit i = want(row i): 0, or -1 out of memory */
+static int col_bitmap(buf_t *out, const char *p, size_t n, int kind, int valid_bits) {
+    size_t nb = (n + 7) / 8;
+    if (buf_reserve(out, nb ? nb : 1)) return -1;
+    memset(out->p, 0, nb);
+    for (size_t i = 0; i < n; i++) {
+        int bit = valid_bits ? !col_null(p, i, kind) : (unsigned char)p[i] == 1;
+        if (bit) out->p[i >> 3] |= (char)(1 << (i & 7));
+    }
+    out->len = nb;
+    return 0;
+}
+/* d[key] = a numeric column's values (a bool column's: bytes 0/1/2), d[key_nulls] = how many are null, and what Arrow
+ * reads without a copy: d[key_bitmap] its validity bitmap when some are null, d[key_bits] a bool column's values as
+ * bits (funcgraph.py _column) */
+static int set_col(dest_t *x, PyObject *d, const char *key, buf_t *b, int kind) {
+    size_t w = kind == COL_I64 ? 8 : kind == COL_BOOL ? 1 : 4, n = b->len / w;
+    const char *p = b->p;
+    int64_t nulls = 0;
+    if (kind == COL_I64) for (size_t i = 0; i < n; i++) { int64_t v; memcpy(&v, p + 8 * i, 8); nulls += v == NUL64; }
+    else if (kind == COL_I32) for (size_t i = 0; i < n; i++) { int32_t v; memcpy(&v, p + 4 * i, 4); nulls += v == NUL32; }
+    else if (kind == COL_ID) for (size_t i = 0; i < n; i++) { int32_t v; memcpy(&v, p + 4 * i, 4); nulls += v < 0; }
+    else for (size_t i = 0; i < n; i++) nulls += (unsigned char)p[i] == 2;
+    char k[64];
+    buf_t bm = {0};
+    int bad = 0;
+    if (nulls) {
+        snprintf(k, sizeof k, "%s_bitmap", key);
+        bad = col_bitmap(&bm, p, n, kind, 1) || set_buf(x, d, k, &bm);
+    }
+    if (!bad && kind == COL_BOOL) {
+        snprintf(k, sizeof k, "%s_bits", key);
+        bad = col_bitmap(&bm, p, n, kind, 0) || set_buf(x, d, k, &bm);
+    }
+    buf_free(&bm);
+    snprintf(k, sizeof k, "%s_nulls", key);
+    return bad || set_int(d, k, nulls) || set_buf(x, d, key, b);
+}
+
 /* the interned strings, id order, as an Arrow string array's buffers (dict_off, dict_data; bytes that are not UTF-8
  * become '?', in the copy: the arena keeps them for matching): finish's result only, the names table is written once */
 static int set_dict(dest_t *x, PyObject *d, state_t *st) {
@@ -1375,21 +1425,21 @@ static PyObject *result(state_t *st, PyObject *owner, out_t *o, int64_t lines, i
     if (!d) { out_free(o); return NULL; }
     dest_t dx = {st, owner}, *x = &dx;
     int bad =
-        set_int(d, "lines", lines) || set_int(d, "nc", o->nc) || set_buf(x, d, "c_line", &o->c_line) || set_buf(x, d, "c_pid", &o->c_pid) ||
-        set_buf(x, d, "c_cpu", &o->c_cpu) || set_buf(x, d, "c_depth", &o->c_depth) || set_buf(x, d, "c_entry", &o->c_entry) ||
-        set_buf(x, d, "c_exit", &o->c_exit) || set_buf(x, d, "c_dur", &o->c_dur) || set_buf(x, d, "c_parent", &o->c_parent) ||
-        set_buf(x, d, "c_exit_line", &o->c_exit_line) || set_buf(x, d, "c_partial", &o->c_partial) ||
-        set_buf(x, d, "c_comm", &o->c_comm) || set_buf(x, d, "c_func", &o->c_func) || (names && set_dict(x, d, st)) ||
-        set_int(d, "ns", o->ns) || set_buf(x, d, "s_line", &o->s_line) || set_buf(x, d, "s_t", &o->s_t) ||
-        set_buf(x, d, "s_cpu", &o->s_cpu) || set_buf(x, d, "s_ppid", &o->s_ppid) || set_buf(x, d, "s_pprio", &o->s_pprio) ||
-        set_buf(x, d, "s_npid", &o->s_npid) || set_buf(x, d, "s_nprio", &o->s_nprio) ||
+        set_int(d, "lines", lines) || set_int(d, "nc", o->nc) || set_col(x, d, "c_line", &o->c_line, COL_I64) || set_col(x, d, "c_pid", &o->c_pid, COL_I64) ||
+        set_col(x, d, "c_cpu", &o->c_cpu, COL_I32) || set_col(x, d, "c_depth", &o->c_depth, COL_I32) || set_col(x, d, "c_entry", &o->c_entry, COL_I64) ||
+        set_col(x, d, "c_exit", &o->c_exit, COL_I64) || set_col(x, d, "c_dur", &o->c_dur, COL_I64) || set_col(x, d, "c_parent", &o->c_parent, COL_I64) ||
+        set_col(x, d, "c_exit_line", &o->c_exit_line, COL_I64) || set_col(x, d, "c_partial", &o->c_partial, COL_BOOL) ||
+        set_col(x, d, "c_comm", &o->c_comm, COL_ID) || set_col(x, d, "c_func", &o->c_func, COL_ID) || (names && set_dict(x, d, st)) ||
+        set_int(d, "ns", o->ns) || set_col(x, d, "s_line", &o->s_line, COL_I64) || set_col(x, d, "s_t", &o->s_t, COL_I64) ||
+        set_col(x, d, "s_cpu", &o->s_cpu, COL_I32) || set_col(x, d, "s_ppid", &o->s_ppid, COL_I64) || set_col(x, d, "s_pprio", &o->s_pprio, COL_I32) ||
+        set_col(x, d, "s_npid", &o->s_npid, COL_I64) || set_col(x, d, "s_nprio", &o->s_nprio, COL_I32) ||
         set_str(x, d, "s_pcomm", &o->s_pcomm) || set_str(x, d, "s_pstate", &o->s_pstate) || set_str(x, d, "s_ncomm", &o->s_ncomm) ||
-        set_int(d, "nw", o->nw) || set_buf(x, d, "w_line", &o->w_line) || set_buf(x, d, "w_t", &o->w_t) ||
-        set_buf(x, d, "w_cpu", &o->w_cpu) || set_buf(x, d, "w_wpid", &o->w_wpid) || set_buf(x, d, "w_pid", &o->w_pid) ||
-        set_buf(x, d, "w_prio", &o->w_prio) || set_buf(x, d, "w_tcpu", &o->w_tcpu) || set_buf(x, d, "w_succ", &o->w_succ) ||
+        set_int(d, "nw", o->nw) || set_col(x, d, "w_line", &o->w_line, COL_I64) || set_col(x, d, "w_t", &o->w_t, COL_I64) ||
+        set_col(x, d, "w_cpu", &o->w_cpu, COL_I32) || set_col(x, d, "w_wpid", &o->w_wpid, COL_I64) || set_col(x, d, "w_pid", &o->w_pid, COL_I64) ||
+        set_col(x, d, "w_prio", &o->w_prio, COL_I32) || set_col(x, d, "w_tcpu", &o->w_tcpu, COL_I32) || set_col(x, d, "w_succ", &o->w_succ, COL_BOOL) ||
         set_str(x, d, "w_event", &o->w_event) || set_str(x, d, "w_wcomm", &o->w_wcomm) || set_str(x, d, "w_comm", &o->w_comm) ||
-        set_int(d, "ne", o->ne) || set_buf(x, d, "e_line", &o->e_line) || set_buf(x, d, "e_t", &o->e_t) ||
-        set_buf(x, d, "e_cpu", &o->e_cpu) || set_buf(x, d, "e_pid", &o->e_pid) || set_str(x, d, "e_comm", &o->e_comm) ||
+        set_int(d, "ne", o->ne) || set_col(x, d, "e_line", &o->e_line, COL_I64) || set_col(x, d, "e_t", &o->e_t, COL_I64) ||
+        set_col(x, d, "e_cpu", &o->e_cpu, COL_I32) || set_col(x, d, "e_pid", &o->e_pid, COL_I64) || set_str(x, d, "e_comm", &o->e_comm) ||
         set_str(x, d, "e_event", &o->e_event) || set_str(x, d, "e_text", &o->e_text) ||
         set_buf(x, d, "k_line", &o->k_line) || set_buf(x, d, "k_start", &o->k_start) || set_buf(x, d, "k_len", &o->k_len) ||
         set_buf(x, d, "k_reason", &o->k_reason) || set_buf(x, d, "h_start", &o->h_start) || set_buf(x, d, "h_len", &o->h_len) ||

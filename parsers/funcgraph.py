@@ -52,7 +52,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _funcgraph
-from .common import CHUNK_BYTES, ParseError, ParseReport, chunks_of_lines, masked, string_column
+from .common import CHUNK_BYTES, ParseError, ParseReport, chunks_of_lines, string_column
 
 FORMAT = "ftrace"
 
@@ -191,25 +191,17 @@ def sniff(head: list[str]) -> float:
     return min(1.0, frac + score_hdr * 0.2) if hits else score_hdr * 0.6
 
 
-def _i64(buf: bytes) -> pa.Array:
-    arr = np.frombuffer(buf, dtype=np.int64)
-    return masked(arr, arr == np.iinfo(np.int64).min)
+def _column(cols: dict, name: str, kind: pa.DataType, n: int) -> pa.Array:
+    """The n-row numeric column `name` as the tokenizer handed it over, without a copy: its values (a bool column's
+    as bits, `name`_bits), its null count (`name`_nulls: INT64_MIN, INT32_MIN, a negative id or a bool's 2 in the
+    values) and, when some are null, its validity bitmap (`name`_bitmap)."""
+    nulls = cols[name + "_nulls"]
+    valid = pa.py_buffer(cols[name + "_bitmap"]) if nulls else None
+    values = cols[name + "_bits"] if kind == pa.bool_() else cols[name]
+    return pa.Array.from_buffers(kind, n, [valid, pa.py_buffer(values)], null_count=nulls)
 
 
-def _i32(buf: bytes) -> pa.Array:
-    arr = np.frombuffer(buf, dtype=np.int32)
-    return masked(arr, arr == np.iinfo(np.int32).min)
-
-
-def _bool(buf: bytes) -> pa.Array:
-    arr = np.frombuffer(buf, dtype=np.uint8)
-    return masked(arr == 1, arr == 2)
-
-
-def _ids(buf: bytes) -> pa.Array:
-    """A column of ids of interned strings (-1: null)."""
-    arr = np.frombuffer(buf, dtype=np.int32)
-    return masked(arr, arr < 0)
+_I64, _I32, _BOOL = pa.int64(), pa.int32(), pa.bool_()
 
 
 def _names(cols: dict) -> pa.RecordBatch:
@@ -229,18 +221,18 @@ def _batches(cols: dict) -> Iterator[tuple[str, pa.RecordBatch]]:
             "fg_call_rows",
             pa.RecordBatch.from_arrays(
                 [
-                    _i64(cols["c_line"]),
-                    _i64(cols["c_pid"]),
-                    _ids(cols["c_comm"]),
-                    _i32(cols["c_cpu"]),
-                    _i32(cols["c_depth"]),
-                    _ids(cols["c_func"]),
-                    _i64(cols["c_entry"]),
-                    _i64(cols["c_exit"]),
-                    _i64(cols["c_dur"]),
-                    _i64(cols["c_parent"]),
-                    _bool(cols["c_partial"]),
-                    _i64(cols["c_exit_line"]),
+                    _column(cols, "c_line", _I64, n),
+                    _column(cols, "c_pid", _I64, n),
+                    _column(cols, "c_comm", _I32, n),
+                    _column(cols, "c_cpu", _I32, n),
+                    _column(cols, "c_depth", _I32, n),
+                    _column(cols, "c_func", _I32, n),
+                    _column(cols, "c_entry", _I64, n),
+                    _column(cols, "c_exit", _I64, n),
+                    _column(cols, "c_dur", _I64, n),
+                    _column(cols, "c_parent", _I64, n),
+                    _column(cols, "c_partial", _BOOL, n),
+                    _column(cols, "c_exit_line", _I64, n),
                 ],
                 schema=FG_CALLS,
             ),
@@ -251,16 +243,16 @@ def _batches(cols: dict) -> Iterator[tuple[str, pa.RecordBatch]]:
             "sched_switch",
             pa.RecordBatch.from_arrays(
                 [
-                    _i64(cols["s_line"]),
-                    _i64(cols["s_t"]),
-                    _i32(cols["s_cpu"]),
+                    _column(cols, "s_line", _I64, n),
+                    _column(cols, "s_t", _I64, n),
+                    _column(cols, "s_cpu", _I32, n),
                     string_column(cols, "s_pcomm", n),
-                    _i64(cols["s_ppid"]),
-                    _i32(cols["s_pprio"]),
+                    _column(cols, "s_ppid", _I64, n),
+                    _column(cols, "s_pprio", _I32, n),
                     string_column(cols, "s_pstate", n),
                     string_column(cols, "s_ncomm", n),
-                    _i64(cols["s_npid"]),
-                    _i32(cols["s_nprio"]),
+                    _column(cols, "s_npid", _I64, n),
+                    _column(cols, "s_nprio", _I32, n),
                 ],
                 schema=SCHED_SWITCH,
             ),
@@ -271,17 +263,17 @@ def _batches(cols: dict) -> Iterator[tuple[str, pa.RecordBatch]]:
             "sched_wakeup",
             pa.RecordBatch.from_arrays(
                 [
-                    _i64(cols["w_line"]),
-                    _i64(cols["w_t"]),
-                    _i32(cols["w_cpu"]),
+                    _column(cols, "w_line", _I64, n),
+                    _column(cols, "w_t", _I64, n),
+                    _column(cols, "w_cpu", _I32, n),
                     string_column(cols, "w_event", n),
-                    _i64(cols["w_wpid"]),
+                    _column(cols, "w_wpid", _I64, n),
                     string_column(cols, "w_wcomm", n),
-                    _i64(cols["w_pid"]),
+                    _column(cols, "w_pid", _I64, n),
                     string_column(cols, "w_comm", n),
-                    _i32(cols["w_prio"]),
-                    _i32(cols["w_tcpu"]),
-                    _bool(cols["w_succ"]),
+                    _column(cols, "w_prio", _I32, n),
+                    _column(cols, "w_tcpu", _I32, n),
+                    _column(cols, "w_succ", _BOOL, n),
                 ],
                 schema=SCHED_WAKEUP,
             ),
@@ -292,10 +284,10 @@ def _batches(cols: dict) -> Iterator[tuple[str, pa.RecordBatch]]:
             "trace_events",
             pa.RecordBatch.from_arrays(
                 [
-                    _i64(cols["e_line"]),
-                    _i64(cols["e_t"]),
-                    _i32(cols["e_cpu"]),
-                    _i64(cols["e_pid"]),
+                    _column(cols, "e_line", _I64, n),
+                    _column(cols, "e_t", _I64, n),
+                    _column(cols, "e_cpu", _I32, n),
+                    _column(cols, "e_pid", _I64, n),
                     string_column(cols, "e_comm", n),
                     string_column(cols, "e_event", n),
                     string_column(cols, "e_text", n),
