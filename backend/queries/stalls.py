@@ -99,10 +99,14 @@ def waits(
     given.update(after[1])
     # times on the analysis timeline: the source's own + its clock offset
     cols = ", ".join(f"w.{c} + s.clock_offset_ns AS {c}" if c in _WAIT_TIMES else f"w.{c}" for c in WAIT_COLUMNS)
+    rows = f" FROM {'waits' if idle else 'stall_waits'} w JOIN sources s ON s.id = w.source_id"
+    rows += f" WHERE s.analysis_id = $aid{where}"
+    # the first `limit` waits found by their ids, then read whole: the view's stacks (a split of each stack's text)
+    # are made for them only (read whole, all the waits': 0.052 CPU-s for 53 k waits, then 0.020)
     return run(
         con,
-        f"SELECT {cols} FROM {'waits' if idle else 'stall_waits'} w JOIN sources s ON s.id = w.source_id"
-        f" WHERE s.analysis_id = $aid{where}"
+        f"SELECT {cols}{rows} AND (w.source_id, w.line) IN"
+        f" (SELECT (w.source_id, w.line){rows} ORDER BY {_WAIT_ORDER[order]} LIMIT $limit)"
         f" ORDER BY {_WAIT_ORDER[order]} LIMIT $limit",
         {"aid": analysis_id, "limit": limit, **given},
         shape="dicts",

@@ -182,12 +182,18 @@ def task_tgids(con, analysis_id: str) -> dict[tuple[int, int], int]:
 
 
 def _process_events(con, analysis_id: str) -> list[tuple]:
-    """(source, pid, event, text) of the events that say which process a task belongs to, in trace order."""
+    """(source, pid, event, text) of the events that say which process a task belongs to, in trace order. (One
+    event a branch: a scan filtered by an event absent from a row group skips it, text included; filtered by both,
+    the text of every row group was read: 0.03 CPU-s for 0.5 M events, most of them kernel stacks.)"""
+    branch = (
+        "SELECT e.source_id, e.pid, e.event, e.text, e.line FROM trace_events e JOIN sources s ON s.id = e.source_id"
+        " WHERE s.analysis_id = $aid AND e.event = "
+    )
     return run(
         con,
-        "SELECT e.source_id, e.pid, e.event, e.text FROM trace_events e JOIN sources s ON s.id = e.source_id"
-        " WHERE s.analysis_id = ? AND e.event IN ('task_newtask', 'sched_process_exec') ORDER BY e.source_id, e.line",
-        [analysis_id],
+        f"SELECT source_id, pid, event, text FROM ({branch}'task_newtask' UNION ALL {branch}'sched_process_exec')"
+        " ORDER BY source_id, line",
+        {"aid": analysis_id},
     )
 
 
