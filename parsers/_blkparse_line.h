@@ -296,6 +296,83 @@ static inline int head_fast(ev_t *v, const char *lo, const char *hi, const char 
     return 1;
 }
 
+/* ---- the head of a line as blkparse lays it out ----------------------------------------------------------------
+ * blkparse prints the head with fixed widths ("%3d,%-3d %2d %8d %5d.%09lu %5u %2s %3s ", process_default()): while
+ * every value fits its width, each field sits at a known place, and is read there, all at once (8 bytes at a time).
+ * A line that does not have exactly that shape is read by head_fast() instead. */
+/* the high bit of every byte of x that is a space */
+static inline __attribute__((always_inline)) uint64_t spaces8(uint64_t x) {
+    const uint64_t lo7 = 0x7F7F7F7F7F7F7F7FULL;
+    uint64_t y = x ^ SPACES8;
+    return ~(((y & lo7) + lo7) | y) & 0x8080808080808080ULL;
+}
+/* one bit per byte (bit i: byte i) of a mask with the high bit of some bytes set */
+static inline __attribute__((always_inline)) unsigned bytebits(uint64_t m) {
+    return (unsigned)(((m >> 7) * 0x0102040810204080ULL) >> 56);
+}
+/* The w (1-8) bytes that end at lo + b (b >= w), in the low bytes, the others 0 */
+static inline __attribute__((always_inline)) uint64_t field8(const char *lo, int b, int w) {
+    uint64_t x = b >= 8 ? load8(lo + b - 8) : load8(lo) << (64 - 8 * b);
+    return w == 8 ? x : x >> (64 - 8 * w);
+}
+/* the field of width w ending at lo + b, right-aligned: spaces, then 1-w digits: 0 with their number, else -1 */
+static inline __attribute__((always_inline)) int fixed_num(const char *lo, int b, int w, int64_t *v) {
+    uint64_t x = field8(lo, b, w), keep = w == 8 ? ~0ULL : (1ULL << (8 * w)) - 1;
+    uint64_t sp = spaces8(x) & keep;
+    unsigned bits = bytebits(sp);
+    if (bits & (bits + 1) || bits == (1u << w) - 1) return -1; /* spaces, not only, and only before the digits */
+    uint64_t full = (sp >> 7) * 0xFF;
+    uint64_t t = ((x & ~full) | (ZEROS8 & full)) - ZEROS8; /* the spaces as zeros */
+    if (nondigits8(t) & keep & 0x8080808080808080ULL) return -1;
+    *v = (int64_t)value8(t << (64 - 8 * w));
+    return 0;
+}
+/* the field of width w ending at lo + b, right-aligned: spaces, then 1-w bytes within [a, z]: 0 with where they
+ * start, else -1 */
+static inline __attribute__((always_inline)) int fixed_word(const char *lo, int b, int w, char a, char z, const char **p) {
+    int i = b - w;
+    while (i < b && lo[i] == ' ') i++;
+    if (i == b) return -1;
+    *p = lo + i;
+    for (; i < b; i++) if (lo[i] < a || lo[i] > z) return -1;
+    return 0;
+}
+static inline int head_fixed(ev_t *v, const char *lo, const char *hi, const char **rest) {
+    long n = hi - lo;
+    if (n < 48 || lo[3] != ',' || lo[7] != ' ' || lo[10] != ' ' || lo[19] != ' ' || lo[25] != '.' || lo[35] != ' ' ||
+        lo[41] != ' ' || lo[44] != ' ' || (n > 48 && lo[48] != ' '))
+        return 0;
+    int64_t maj, mn, cpu, sec, ns;
+    /* min, left-aligned: 1-3 digits, then spaces */
+    uint64_t x = field8(lo, 7, 3), sp = spaces8(x) & 0x808080ULL;
+    unsigned bits = bytebits(sp);
+    int nd = bits ? __builtin_ctz(bits) : 3;
+    if (nd == 0 || (bits >> nd) != (7u >> nd)) return 0;
+    uint64_t t = x - ZEROS8, keep = (1ULL << (8 * nd)) - 1;
+    if (nondigits8(t) & keep & 0x8080808080808080ULL) return 0;
+    mn = (int64_t)value8(t << (64 - 8 * nd));
+    if (fixed_num(lo, 3, 3, &maj) || fixed_num(lo, 10, 2, &cpu) || fixed_num(lo, 19, 8, &v->seq) ||
+        fixed_num(lo, 25, 5, &sec) || fixed_num(lo, 41, 5, &v->pid))
+        return 0;
+    /* the nanoseconds' 9 digits (no spaces): the last 8, and the one before them */
+    x = load8(lo + 27);
+    t = x - ZEROS8;
+    if (!is_digit(lo[26]) || nondigits8(t)) return 0;
+    ns = (int64_t)value8(t) + (int64_t)(lo[26] - '0') * 100000000;
+    const char *act, *rwbs;
+    if (fixed_word(lo, 44, 2, 'A', 'z', &act) || fixed_word(lo, 48, 3, 'A', 'Z', &rwbs)) return 0;
+    for (const char *q = act; q < lo + 44; q++) if (*q > 'Z' && *q < 'a') return 0;
+    v->major = (int32_t)maj; v->minor = (int32_t)mn; v->cpu = (int32_t)cpu;
+    v->t = sec * 1000000000LL + ns;
+    v->act = act; v->actn = (size_t)(lo + 44 - act);
+    v->rwbs = rwbs; v->rwbsn = (size_t)(lo + 48 - rwbs);
+    v->sector = v->nsect = v->elapsed = v->err = v->fsec = v->ssec = v->depth = NUL64;
+    v->fmaj = v->fmin = -1;
+    v->comm = v->msg = NULL; v->commn = v->msgn = 0;
+    *rest = lo + 48;
+    return 1;
+}
+
 /* The line in one pass, for the forms a real capture is made of: a request's event `maj,min cpu seq s.ns pid act rwbs
  * [sector [+ n] [/ split] [<- (maj,min) from]] [[comm] [depth]]` (remaps, splits, plugs and unplugs) and a scheduler
  * message `... m rwbs text`; any other form (a cgroup before the action, `(elapsed)`, passthrough), or anything
@@ -303,8 +380,8 @@ static inline int head_fast(ev_t *v, const char *lo, const char *hi, const char 
 static int parse_line(ev_t *v, const char *p, const char *e, int *in_summary) {
     const char *b = p, *be = e, *q;
     int64_t x, y;
-    int sector_read;
-    if (head_fast(v, b, be, &p, &sector_read)) {
+    int sector_read = 0;
+    if (head_fixed(v, b, be, &p) || head_fast(v, b, be, &p, &sector_read)) {
         e = rtrim(p, be);
         p = skip_ws(p, e);
         goto tail;
