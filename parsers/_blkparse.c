@@ -631,12 +631,72 @@ static int set_bytes(PyObject *d, const char *key, col_t *c) { /* moves the colu
     if (!c->v) c->n = c->cap = 0;
     return rc;
 }
+static int set_int(PyObject *d, const char *key, long long v) {
+    PyObject *n = PyLong_FromLongLong(v);
+    int rc = !n || PyDict_SetItemString(d, key, n);
+    Py_XDECREF(n);
+    return rc ? -1 : 0;
+}
+/* The validity of a column as Arrow wants it, made here in one pass rather than in numpy and Arrow (a comparison,
+ * a test, a bitmap) per column and batch: d[key + "_nulls"] = how many of its n values are null (null[i]), and, when
+ * some are, d[key + "_bitmap"] = its validity bitmap (bit i, least significant first: value i is not null). */
+#define SET_VALIDITY(d, key, n, null)                                                           \
+    do {                                                                                         \
+        size_t nulls_ = 0, n_ = (n);                                                             \
+        for (size_t i = 0; i < n_; i++) nulls_ += (null);                                        \
+        char k_[80];                                                                             \
+        snprintf(k_, sizeof k_, "%s_nulls", (key));                                              \
+        if (set_int((d), k_, (long long)nulls_)) return -1;                                      \
+        if (nulls_) {                                                                            \
+            size_t len_ = (n_ + 7) / 8;                                                          \
+            char *bm_ = calloc(len_, 1);                                                         \
+            if (!bm_) { PyErr_NoMemory(); return -1; }                                           \
+            for (size_t i = 0; i < n_; i++) bm_[i >> 3] |= (char)(!(null) << (i & 7));          \
+            snprintf(k_, sizeof k_, "%s_bitmap", (key));                                         \
+            int rc_ = colbuf_set((d), k_, &bm_, len_, len_);                                     \
+            free(bm_);                                                                           \
+            if (rc_) return -1;                                                                  \
+        }                                                                                        \
+    } while (0)
+/* a number column and its validity (null: NUL64; for 4-byte numbers, below 0) */
+static int set_num(PyObject *d, const char *key, col_t *c) {
+    if (c->size == 8) { const int64_t *x = (const int64_t *)c->v; SET_VALIDITY(d, key, c->n, x[i] == NUL64); }
+    else { const int32_t *x = (const int32_t *)c->v; SET_VALIDITY(d, key, c->n, x[i] < 0); }
+    return set_bytes(d, key, c);
+}
 static int set_str(PyObject *d, const char *prefix, const char *name, strcol_t *s) {
     char k[64];
     if (s->off.n == 0) { int32_t z = 0; if (col_push(&s->off, &z)) return -1; }
+    snprintf(k, sizeof k, "%s%s", prefix, name);
+    const uint8_t *valid = (const uint8_t *)s->valid.v;
+    SET_VALIDITY(d, k, s->valid.n, !valid[i]);
     snprintf(k, sizeof k, "%s%s_off", prefix, name); if (set_bytes(d, k, &s->off)) return -1;
-    snprintf(k, sizeof k, "%s%s_data", prefix, name); if (set_bytes(d, k, &s->data)) return -1;
-    snprintf(k, sizeof k, "%s%s_valid", prefix, name); return set_bytes(d, k, &s->valid);
+    snprintf(k, sizeof k, "%s%s_data", prefix, name); return set_bytes(d, k, &s->data);
+}
+/* d[prefix + name]: the string column "major,minor" of the devices in two columns (null where either is below 0);
+ * a trace has a handful of devices: their texts are kept in a small table, by device */
+#define DEV_SLOTS 16
+static int set_dev(PyObject *d, const char *prefix, const char *name, const col_t *maj, const col_t *mn) {
+    const int32_t *a = (const int32_t *)maj->v, *b = (const int32_t *)mn->v;
+    size_t n = maj->n;
+    struct { int32_t a, b; int len; char text[24]; } seen[DEV_SLOTS];
+    for (int k = 0; k < DEV_SLOTS; k++) seen[k].a = -1;
+    strcol_t s;
+    str_init(&s, n + 1);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (a[i] < 0 || b[i] < 0) { rc = str_push(&s, "", 0, 0); continue; }
+        unsigned k = ((unsigned)a[i] * 31u + (unsigned)b[i]) % DEV_SLOTS;
+        if (seen[k].a != a[i] || seen[k].b != b[i]) {
+            seen[k].a = a[i]; seen[k].b = b[i];
+            seen[k].len = snprintf(seen[k].text, sizeof seen[k].text, "%d,%d", a[i], b[i]);
+        }
+        rc = str_push(&s, seen[k].text, (size_t)seen[k].len, 1);
+    }
+    if (rc) PyErr_NoMemory();
+    else rc = set_str(d, prefix, name, &s);
+    free(s.off.v); free(s.data.v); free(s.valid.v);
+    return rc;
 }
 
 static PyObject *to_dict(out_t *o) {
@@ -644,12 +704,18 @@ static PyObject *to_dict(out_t *o) {
     if (!d) return NULL;
     size_t nev = o->ev.line.n, nrq = o->rq.line.n, nbio = o->bio.line.n, nsk = o->sk.line.n; /* before the moves */
     int bad = 0;
-#define SB(n) bad = bad || set_bytes(d, "ev_" #n, &o->ev.n);
+    bad = set_dev(d, "ev_", "dev", &o->ev.major, &o->ev.minor) ||
+          set_dev(d, "ev_", "from_dev", &o->ev.from_major, &o->ev.from_minor) ||
+          set_dev(d, "rq_", "dev", &o->rq.major, &o->rq.minor) ||
+          set_dev(d, "rq_", "from_dev", &o->rq.from_major, &o->rq.from_minor) ||
+          set_dev(d, "bio_", "dev", &o->bio.major, &o->bio.minor) ||
+          set_dev(d, "bio_", "from_dev", &o->bio.from_major, &o->bio.from_minor);
+#define SB(n) bad = bad || set_num(d, "ev_" #n, &o->ev.n);
 #define SS(n) bad = bad || set_str(d, "ev_", #n, &o->ev.n);
     EV_I64(SB) EV_I32(SB) EV_STR(SS)
 #undef SB
 #undef SS
-#define SB(n) bad = bad || set_bytes(d, "rq_" #n, &o->rq.n) || set_bytes(d, "bio_" #n, &o->bio.n);
+#define SB(n) bad = bad || set_num(d, "rq_" #n, &o->rq.n) || set_num(d, "bio_" #n, &o->bio.n);
 #define SS(n) bad = bad || set_str(d, "rq_", #n, &o->rq.n) || set_str(d, "bio_", #n, &o->bio.n);
     RQ_I64(SB) RQ_I32(SB) RQ_STR(SS)
 #undef SB

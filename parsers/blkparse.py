@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _blkparse
-from .common import CHUNK_BYTES, ParseError, ParseReport, chunks_of_lines, masked, string_column
+from .common import CHUNK_BYTES, ParseError, ParseReport, chunks_of_lines
 
 FORMAT = "blkparse"
 
@@ -140,20 +140,23 @@ def sniff(head: list[str]) -> float:
     return hits / len(lines) if hits else 0.0
 
 
-_I64 = np.iinfo(np.int64).min
+def _validity(cols: dict, key: str) -> tuple[pa.Buffer | None, int]:
+    """The validity bitmap the C side made for column `key` (None: no nulls) and its null count."""
+    nulls = cols[key + "_nulls"]
+    return (pa.py_buffer(cols[key + "_bitmap"]) if nulls else None), nulls
 
 
-def _num(cols: dict, key: str, dtype) -> pa.Array:
-    arr = np.frombuffer(cols[key], dtype=dtype)
-    return masked(arr, arr == _I64 if dtype == np.int64 else arr < 0)
+def _num(cols: dict, key: str, type_: pa.DataType, n: int) -> pa.Array:
+    bitmap, nulls = _validity(cols, key)
+    return pa.Array.from_buffers(type_, n, [bitmap, pa.py_buffer(cols[key])], null_count=nulls)
 
 
-def _dev(cols: dict, major: str, minor: str) -> pa.Array:
-    """'maj,min' strings, built once per distinct device (a trace has a handful); null where major < 0."""
-    key = np.frombuffer(cols[major], np.int32).astype(np.int64) << 20 | np.frombuffer(cols[minor], np.int32)
-    codes = pa.array(key).dictionary_encode()  # hashing, not sorting
-    names = pa.array([None if k < 0 else f"{k >> 20},{k & 0xFFFFF}" for k in codes.dictionary.to_pylist()], pa.string())
-    return pa.DictionaryArray.from_arrays(codes.indices, names).cast(pa.string())
+def _str(cols: dict, key: str, n: int) -> pa.Array:
+    """A string column (dev and from_dev: 'maj,min', written by the C side)."""
+    bitmap, nulls = _validity(cols, key)
+    return pa.StringArray.from_buffers(
+        n, pa.py_buffer(cols[key + "_off"]), pa.py_buffer(cols[key + "_data"]), bitmap, nulls
+    )
 
 
 def _columns(cols: dict, prefix: str, schema: pa.Schema, n: int) -> dict[str, pa.Array]:
@@ -164,16 +167,10 @@ def _columns(cols: dict, prefix: str, schema: pa.Schema, n: int) -> dict[str, pa
             if prefix == "ev_"
             else prefix + f.name
         )
-        if f.name == "dev":
-            out["dev"] = _dev(cols, prefix + "major", prefix + "minor")
-        elif f.name == "from_dev":
-            out["from_dev"] = _dev(cols, prefix + "from_major", prefix + "from_minor")
-        elif pa.types.is_string(f.type):
-            out[f.name] = string_column(cols, key, n)
-        elif f.type == pa.int32():
-            out[f.name] = _num(cols, key, np.int32)
-        elif f.type == pa.int64():
-            out[f.name] = _num(cols, key, np.int64)
+        if pa.types.is_string(f.type):
+            out[f.name] = _str(cols, key, n)
+        elif f.type in (pa.int32(), pa.int64()):
+            out[f.name] = _num(cols, key, f.type, n)
     return out
 
 
