@@ -45,7 +45,7 @@ def views(con, aid: str) -> dict[str, tuple[bool, bytes]]:
 def computed(con, aid: str, monkeypatch) -> dict[str, tuple[bool, bytes]]:
     """The first views as a request computes them without stored answers (nothing kept in memory, no row in the
     table: deleted in a transaction rolled back after; a whole heatmap from the index, not the SQL the storing
-    uses), keyed as they would be stored."""
+    uses; the timeline from its whole summaries, not the levels the storing reads), keyed as they would be stored."""
     memo.forget(aid)
     heatindex.forget(aid)
     con.begin()
@@ -53,6 +53,7 @@ def computed(con, aid: str, monkeypatch) -> dict[str, tuple[bool, bytes]]:
         con.execute("DELETE FROM first_views WHERE analysis_id = ?", [aid])
         with monkeypatch.context() as m, stored.writing():  # (into the emptied table, in this transaction)
             m.setattr(heatmaps, "_store_by_sql", lambda: False)
+            m.setattr(timeline, "_levels_only", lambda: False)
             for _, call in first_views.STEPS:
                 call(con, aid)
         return views(con, aid)

@@ -79,6 +79,12 @@ def shared(key: tuple, compute: Callable[[], object], size: Callable[[object], i
     return _get(key, compute, False, size)
 
 
+def kept(key: tuple) -> bool:
+    """Whether the result of `key` is kept."""
+    with _lock:
+        return key in _items
+
+
 def used() -> float:
     """The share of MAX_BYTES in use."""
     return _bytes / MAX_BYTES

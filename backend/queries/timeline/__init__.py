@@ -119,17 +119,34 @@ def timeline_json(
             analysis_id,
             "timeline",
             (width_px, max_lanes),
-            lambda: pydantic_core.to_json(timeline(con, analysis_id, None, None, width_px, None, max_lanes)),
+            lambda: pydantic_core.to_json(
+                timeline(con, analysis_id, None, None, width_px, None, max_lanes, levels_only=_levels_only())
+            ),
             timed=True,
             raw=True,
         )
     return pydantic_core.to_json(timeline(con, analysis_id, t0, t1, width_px, lanes, max_lanes))
 
 
+def _levels_only() -> bool:
+    """Whether the whole analysis' view read now reads only the levels of the summaries it draws from, without
+    keeping them (levels.py's _summary): when it is being stored (the ingest's first views, the warm-up's first
+    phase, which then builds the whole summaries), not for a request (whose zooms that follow read the summaries)."""
+    return stored.is_writing()
+
+
 def timeline(
-    con, analysis_id: str, t0: int | None, t1: int | None, width_px: int, lanes: list[str] | None, max_lanes: int
+    con,
+    analysis_id: str,
+    t0: int | None,
+    t1: int | None,
+    width_px: int,
+    lanes: list[str] | None,
+    max_lanes: int,
+    levels_only: bool = False,
 ) -> dict:
-    """The response body, complete (every field of the response model: the route sends it without validating)."""
+    """The response body, complete (every field of the response model: the route sends it without validating).
+    With `levels_only`, the summaries' levels drawn from are read, not kept (_levels_only)."""
     sources = _sources(con, analysis_id)
     lo, hi = _span(sources)
     t0 = lo if t0 is None else t0
@@ -155,7 +172,7 @@ def timeline(
     names: dict[str, int] = {}  # the state names of this response -> their codes in the columns read
     registry = lane_registry(con, analysis_id)
     reads = {
-        s["id"]: read_source(con, analysis_id, s, p, registry.get(s["id"], {}), names)
+        s["id"]: read_source(con, analysis_id, s, p, registry.get(s["id"], {}), names, levels_only)
         for s in sources
         if s["w0_ns"] is not None
     }

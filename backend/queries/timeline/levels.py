@@ -60,13 +60,16 @@ def _fetch(
     return cols
 
 
-def read_source(con, analysis_id: str, s: dict, p: dict, lanes: dict[int, tuple], names: dict[str, int]) -> dict:
+def read_source(
+    con, analysis_id: str, s: dict, p: dict, lanes: dict[int, tuple], names: dict[str, int], levels_only: bool = False
+) -> dict:
     """What one source's lanes are ranked from and drawn with in the window, read once (own clock): the levels of
     the ranking (`kr`, at most RANK_BUCKETS buckets over the window) and of the drawing (`k`, the finest whose bucket
     is at least a pixel; -1: narrower than a level-0 bucket per pixel, the raw tables), the segments of tl_long
     either needs (`long`: lane, track, state, s, e, line, lvl), the ranking level's bins of every lane (`rank`), and
     when either level is below 1 the window's raw segments shorter than a level-1 bucket (`raw`). Nothing is read
-    when the window is outside the source's span (`none`)."""
+    when the window is outside the source's span (`none`). With `levels_only`, the summaries of those two levels
+    only, not kept (_summary)."""
     q = own_window(s, p)
     w0, b = s["w0_ns"], p["b"]
     kr = _level(s, p["t1"] - p["t0"], RANK_BUCKETS)
@@ -88,6 +91,8 @@ def read_source(con, analysis_id: str, s: dict, p: dict, lanes: dict[int, tuple]
     }
     if none:
         return rd
+    if levels_only:  # (the levels of tl_bins this read draws from: _summary)
+        s["_levels"] = {lvl for lvl in (k, kr) if lvl >= 1}
     rd["long"] = _long(con, analysis_id, s, min(k, kr), q, names)
     rd["rank"] = _bins(con, analysis_id, s, kr, q, names)
     if k < 1 or kr < 1:
@@ -100,41 +105,67 @@ def _summary(con, analysis_id: str, s: dict) -> dict:
     ~45 MB, ~0.3 s, for the 17 M-event benchmark analysis) so that a window reads them without a query: per level,
     tl_bins' rows by lane, track, state and bucket (key ("tl_bins", level); their runs of one lane, track and
     state: ("tl_groups", level), _groups) and tl_long's by start (("tl_long", level)); states as codes into
-    `states` (an array of the names). A window's bins come by runs, each by bucket: drawn without a sort. Level 0 (as large as the others together, for narrow windows only) is
-    read by a query."""
+    `states` (an array of the names). A window's bins come by runs, each by bucket: drawn without a sort. Level 0
+    (as large as the others together, for narrow windows only) is read by a query.
 
-    def build():
-        states: dict[str, int] = {}
-        out = {}
-        for table, sql in (
-            (
-                "tl_bins",
-                "SELECT level AS k, lane, track, state, bucket, tot, n, mx, line FROM tl_bins"
-                " WHERE source_id = $sid AND level > 0 ORDER BY level, lane, track, state, bucket",
-            ),
-            (
-                "tl_long",
-                "SELECT lvl AS k, lane, track, state, s, e, line FROM tl_long WHERE source_id = $sid ORDER BY lvl, s",
-            ),
-        ):
-            cols = _fetch(con, sql, {"sid": s["id"]}, states, wide=False)
-            k = cols.pop("k")
-            cut = np.searchsorted(k, np.arange(s["top_level"] + 3))
-            out.update(
-                {
-                    (table, lvl): {c: v[cut[lvl] : cut[lvl + 1]] for c, v in cols.items()}
-                    for lvl in range(s["top_level"] + 2)
-                }
-            )
-        for lvl in range(1, s["top_level"] + 2):
-            out[("tl_groups", lvl)] = _groups(out[("tl_bins", lvl)])
-        return {**out, "states": np.array(list(states) or [""], object)}
-
+    A read with `levels_only` (read_source: the whole analysis' view being stored) reads only the levels of tl_bins
+    it draws from (s["_levels"]) unless the whole summaries are kept: the first view of a 12 M-line
+    function_graph capture draws from 2 of its 5 levels (36 % of the rows); the warm-up builds the whole summaries
+    for the zooms that follow, after the upload's response. Its states have the codes the whole summaries give them
+    (the order of their first rows), so the view is the same, byte for byte."""
+    key = (analysis_id, "timeline-summary", s["id"])
+    levels = s.get("_levels")
+    if levels is not None and not memo.kept(key):
+        if s.get("_summary") is None or s["_summary"]["levels"] != levels:
+            s["_summary"] = {**_read_summary(con, s, sorted(levels)), "levels": set(levels)}
+        return s["_summary"]
     return memo.shared(
-        (analysis_id, "timeline-summary", s["id"]),
-        build,
+        key,
+        lambda: _read_summary(con, s, None),
         lambda x: sum(v.nbytes for k, c in x.items() if k != "states" for v in c.values()) + 64 * len(x["states"]),
     )
+
+
+def _read_summary(con, s: dict, levels: list[int] | None) -> dict:
+    """_summary's summaries of the source: tl_bins at these levels (None: every level above 0), tl_long whole."""
+    states: dict[str, int] = {}
+    bins = "level > 0"
+    if levels is not None:
+        bins = f"level IN ({', '.join(str(int(lvl)) for lvl in levels)})" if levels else "FALSE"
+        # the states' codes as the whole read gives them: by their first row in its order
+        for (state,) in run(
+            con,
+            "SELECT state FROM tl_bins WHERE source_id = $sid AND level > 0 GROUP BY state"
+            " ORDER BY min((level, lane, track)), state",
+            {"sid": s["id"]},
+        ):
+            states[state] = len(states)
+    out = {}
+    for table, sql in (
+        (
+            "tl_bins",
+            "SELECT level AS k, lane, track, state, bucket, tot, n, mx, line FROM tl_bins"
+            f" WHERE source_id = $sid AND {bins} ORDER BY level, lane, track, state, bucket",
+        ),
+        (
+            "tl_long",
+            "SELECT lvl AS k, lane, track, state, s, e, line FROM tl_long WHERE source_id = $sid ORDER BY lvl, s",
+        ),
+    ):
+        cols = _fetch(con, sql, {"sid": s["id"]}, states, wide=False)
+        k = cols.pop("k")
+        cut = np.searchsorted(k, np.arange(s["top_level"] + 3))
+        out.update(
+            {
+                (table, lvl): {c: v[cut[lvl] : cut[lvl + 1]] for c, v in cols.items()}
+                for lvl in range(s["top_level"] + 2)
+                if table == "tl_long" or levels is None or lvl in levels
+            }
+        )
+    for lvl in range(1, s["top_level"] + 2):
+        if ("tl_bins", lvl) in out:
+            out[("tl_groups", lvl)] = _groups(out[("tl_bins", lvl)])
+    return {**out, "states": np.array(list(states) or [""], object)}
 
 
 def _groups(x: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
