@@ -28,7 +28,8 @@ class SourcePlan:
         self.sid, self.cols = sid, cols
         self.rel, self.nxt, self.end_pid, self.end_line = _next_links(cols)
         self.gid = _groups(cols, self.rel, self.nxt, self.end_pid, self.end_line)
-        self._members: dict[int, np.ndarray] = {}
+        self._by_group = self._group_of = None  # the waits in groups, by group; their groups
+        self._also: dict[int, list[int]] = {}
 
     def heads(self) -> np.ndarray:
         """The first links of the source's chains: waits that are no other wait's next link and are worth
@@ -50,22 +51,29 @@ class SourcePlan:
 
     def members(self, g: int) -> np.ndarray:
         """A group's waits, in file order."""
-        if not self._members:
+        if self._by_group is None:
             at = np.flatnonzero(self.gid >= 0)
-            at = at[np.argsort(self.gid[at], kind="stable")]
-            cuts = np.flatnonzero(np.diff(self.gid[at])) + 1
-            self._members = {int(self.gid[p[0]]): p for p in np.split(at, cuts) if len(p)}
-        return self._members[g]
+            self._by_group = at[np.argsort(self.gid[at], kind="stable")]
+            self._group_of = self.gid[self._by_group]
+        a, b = np.searchsorted(self._group_of, [g, g + 1])
+        return self._by_group[a:b]
 
     def also(self, w: int) -> list[int]:
-        """The other members of w's group that overlap w in time, in file order."""
+        """The other members of w's group that overlap w in time, in file order (once per wait: the chains' rows and
+        their evidence ask for the same)."""
+        got = self._also.get(w)
+        if got is not None:
+            return got
         g = self.gid[w]
         if g < 0:
-            return []
-        m = self.members(int(g))
-        c = self.cols
-        hit = m[(c["start_ns"][m] < c["end_ns"][w]) & (c["end_ns"][m] > c["start_ns"][w])]
-        return hit[hit != w].tolist()
+            got = []
+        else:
+            m = self.members(int(g))
+            c = self.cols
+            hit = m[(c["start_ns"][m] < c["end_ns"][w]) & (c["end_ns"][m] > c["start_ns"][w])]
+            got = hit[hit != w].tolist()
+        self._also[w] = got
+        return got
 
 
 def plan(sources: list[tuple[int, dict]]) -> list[tuple[SourcePlan, int, list[int]]]:

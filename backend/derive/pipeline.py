@@ -118,8 +118,9 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
                 planned = chain_plan.plan([(d.sid, d.chain) for d in derived])
                 derived = []
                 inserted.result()
-            built = chains.build_chains(planned, chains.stored_rows(con, planned))
+            # the summaries done first: their statements' memory and the chains' rows (Python) would peak together
             summarized.result()
+            built = chains.build_chains(planned, chains.stored_rows(con, planned))
         chains.match_requests(con, analysis_id, built)
         chains.insert_chains(con, analysis_id, built)
     finally:

@@ -177,14 +177,13 @@ class Recorded:
 
     def evidence(self, k: int, whose: str = "stack") -> str:
         """What says stack k was recorded for its event (the stack events' lines, how long after it)."""
-        events = [
-            (self._ev_line[2 * k + e], STACK_EVENTS[self._ev_kind[2 * k + e]])
-            for e in (0, 1)
-            if self._ev_line[2 * k + e] >= 0
-        ]
-        where = " and ".join(f"{kind} event at line {ln}" for ln, kind in sorted(events))
-        after = self._after[k] if self._has_after[k] else None
-        late = f", {after / 1e3:.1f} µs after it" if after is not None and after >= 0 else ""
+        line, other = self._ev_line[2 * k], self._ev_line[2 * k + 1]
+        where = f"{STACK_EVENTS[self._ev_kind[2 * k]]} event at line {line}"
+        if other >= 0:  # (two events: in line order)
+            also = f"{STACK_EVENTS[self._ev_kind[2 * k + 1]]} event at line {other}"
+            where = f"{where} and {also}" if line < other else f"{also} and {where}"
+        after = self._after[k]
+        late = f", {after / 1e3:.1f} µs after it" if self._has_after[k] and after >= 0 else ""
         return f"{whose} from the {where} (same CPU and task{late})"
 
 

@@ -48,6 +48,7 @@ from typing import Callable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .. import locks
 from . import wait_rows
@@ -430,76 +431,73 @@ def _call_waits(con, sid: int, base: str, seq: int, candidates: dict, trace_end:
     t = t.filter(pa.array(~holds))
     count = 0
     for a in range(0, t.num_rows, WAIT_ROWS):
-        rows = [_call_wait(sid, c, trace_end) for c in t.slice(a, WAIT_ROWS).to_pylist()]
-        cols = {k: [w.get(k) for w in rows] for k in BASE_TYPES if k != "seq"}
-        cols["seq"] = list(range(seq + count, seq + count + len(rows)))
-        wait_rows.insert_arrow(con, base, pa.table({k: pa.array(cols[k], typ) for k, typ in BASE_TYPES.items()}))
-        count += len(rows)
+        part = t.slice(a, WAIT_ROWS)
+        cols = _call_wait_columns(sid, part, trace_end)
+        cols["seq"] = pa.array(np.arange(seq + count, seq + count + part.num_rows), pa.int64())
+        wait_rows.insert_arrow(con, base, pa.table({k: cols[k].cast(typ) for k, typ in BASE_TYPES.items()}))
+        count += part.num_rows
     return count
 
 
-def _call_wait(sid: int, c: dict, trace_end: int) -> dict:
-    """The wait of a call candidate kept (its base table columns)."""
-    what = f"{c['func']}() (line {c['line']})"
-    w = {
-        "source_id": sid,
-        "line": c["line"],
-        "kind": "call",
-        "pid": c["pid"],
-        "comm": c["comm"],
-        "cpu": c["cpu"],
-        "start_ns": c["entry_ns"],
-        "state": None,
-        "innermost": c["line"],
-        "inferred": True,
+_NO_SWITCH = "no sched_switch of the task in the trace: inferred from the call "
+
+
+def _call_wait_columns(sid: int, c: pa.Table, trace_end: int) -> dict[str, pa.Array]:
+    """The waits of the call candidates kept (c: a row each), as their base table columns (but seq). A call that
+    returned: from its entry to its exit; else, woken (a wake-up of its task after its entry): until the wake-up;
+    else open until the end of the trace (a lower bound). The evidence says which, and names the call."""
+    col = {k: c.column(k).combine_chunks() for k in c.column_names}
+    n = c.num_rows
+    returned = col["exit_line"].is_valid()
+    exit_line = col["exit_line"].fill_null(np.iinfo(np.int64).max)
+    woke = pc.and_(col["wake_line"].is_valid(), pc.less(col["wake_line"].fill_null(0), exit_line))
+    woken = pc.and_(pc.invert(returned), woke)
+    dur = pc.coalesce(col["duration_ns"], pc.subtract(col["exit_ns"], col["entry_ns"]))
+    end_ns = pc.if_else(returned, col["exit_ns"], pc.if_else(woke, col["wake_ns"], pa.scalar(trace_end, pa.int64())))
+    duration = pc.coalesce(pc.if_else(returned, dur, pa.nulls(n, pa.int64())), pc.subtract(end_ns, col["entry_ns"]))
+    null_int = pa.nulls(n, pa.int64())
+    what = pc.binary_join_element_wise(col["func"], "() (line ", col["line"].cast(pa.string()), ")", "")
+    returned_l, woke_l = returned.to_pylist(), woke.to_pylist()
+    texts = [
+        f", which returned after {duration_text(d)} (line {x})" + ("" if k else "; no wake-up line for it in the trace")
+        if r
+        else (f", still open; ends at its wake-up (line {wl})" if k else _STILL_OPEN)
+        for r, k, d, x, wl in zip(
+            returned_l, woke_l, dur.to_pylist(), col["exit_line"].to_pylist(), col["wake_line"].to_pylist()
+        )
+    ]
+    evidence = pc.binary_join_element_wise(_NO_SWITCH, what, pa.array(texts, pa.string()), "")
+    unknown = pc.less(col["pid"], 0)  # a CPU's pseudo-task (cpu_tasks.py)
+    cpu_task = pc.binary_join_element_wise(_UNKNOWN_TASK, col["cpu"].cast(pa.string()), "'s call; ", "")
+    evidence = pc.if_else(unknown, pc.binary_join_element_wise(cpu_task, evidence, ""), evidence)
+    # a sched_wakeup written by the wakee names no waker
+    other = pc.and_(woke, pc.invert(pc.equal(col["waker_pid"], col["pid"]).fill_null(False)))
+    return {
+        "source_id": pa.array(np.full(n, sid), pa.int32()),
+        "line": col["line"],
+        "kind": pa.array(np.full(n, "call", object), pa.string()),
+        "pid": col["pid"],
+        "comm": col["comm"],
+        "cpu": col["cpu"],
+        "start_ns": col["entry_ns"],
+        "end_ns": end_ns,
+        "duration_ns": duration,
+        "end_known": pc.or_(returned, woke),
+        "end_line": pc.if_else(returned, col["exit_line"], pc.if_else(woken, col["wake_line"], null_int)),
+        "state": pa.nulls(n, pa.string()),
+        "inferred": pa.array(np.ones(n, bool)),
+        "evidence": evidence,
+        "wake_line": pc.if_else(woke, col["wake_line"], null_int),
+        "wake_ns": pc.if_else(woke, col["wake_ns"], null_int),
+        "wake_cpu": pc.if_else(woke, col["wake_cpu"].cast(pa.int32()), pa.nulls(n, pa.int32())),
+        "waker_pid": pc.if_else(other, col["waker_pid"], null_int),
+        "waker_comm": pc.if_else(other, col["waker_comm"], pa.nulls(n, pa.string())),
+        "innermost": col["line"],
     }
-    woke = c["wake_line"] is not None and (c["exit_line"] is None or c["wake_line"] < c["exit_line"])
-    if c["exit_line"] is not None:
-        dur = c["duration_ns"] if c["duration_ns"] is not None else c["exit_ns"] - c["entry_ns"]
-        w.update(
-            end_ns=c["exit_ns"],
-            duration_ns=dur,
-            end_line=c["exit_line"],
-            end_known=True,
-            evidence=f"no sched_switch of the task in the trace: inferred from the call {what}, which "
-            f"returned after {duration_text(dur)} (line {c['exit_line']})",
-        )
-        if not woke:
-            w["evidence"] += "; no wake-up line for it in the trace"
-    elif woke:
-        w.update(
-            end_ns=c["wake_ns"],
-            end_line=c["wake_line"],
-            end_known=True,
-            evidence=f"no sched_switch of the task in the trace: inferred from the call {what}, still open; "
-            f"ends at its wake-up (line {c['wake_line']})",
-        )
-    else:
-        w.update(
-            end_ns=trace_end,
-            end_line=None,
-            end_known=False,
-            evidence=f"no sched_switch of the task in the trace: inferred from the call {what}, still open "
-            "and the task shows nothing more until the end of the trace: duration is a lower bound",
-        )
-    if woke:
-        w.update(
-            wake_line=c["wake_line"],
-            wake_ns=c["wake_ns"],
-            wake_cpu=c["wake_cpu"],
-            waker_pid=c["waker_pid"],
-            waker_comm=c["waker_comm"],
-        )
-    if c["pid"] < 0:  # a CPU's pseudo-task (cpu_tasks.py)
-        w["evidence"] = (
-            f"the task is unknown (the lines name none: funcgraph-proc off), this is CPU {c['cpu']}'s call; "
-            + w["evidence"]
-        )
-    if w.get("duration_ns") is None:
-        w["duration_ns"] = w["end_ns"] - w["start_ns"]
-    if w.get("waker_pid") is not None and w["waker_pid"] == w["pid"]:  # sched_wakeup written by the wakee
-        w["waker_pid"] = w["waker_comm"] = None
-    return w
+
+
+_STILL_OPEN = ", still open and the task shows nothing more until the end of the trace: duration is a lower bound"
+_UNKNOWN_TASK = "the task is unknown (the lines name none: funcgraph-proc off), this is CPU "
 
 
 _SCHED_WAIT = {  # the columns of a scheduler wait, in SQL over derive_waits' scheduler rows
