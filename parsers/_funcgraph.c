@@ -968,6 +968,23 @@ static int fgev_fast(const char *s, const char *e, ctx_t *c, fgrec_t *rec, int *
 /* whether the trimmed line [s,e) may be read by fgev_fast: its first byte makes fg_start false */
 static inline int fgev_fast_may(const char *s) { return !is_digit(*s) && *s != '|' && !is_mark(*s); }
 
+/* what follows an event line's timestamp [r,e) when it is not a funcgraph_entry / funcgraph_exit -> its rows */
+static void event_rest(state_t *st, out_t *o, const ctx_t *c, const char *r, const char *e) {
+    /* event name: a token ending with ':' */
+    const char *ne = tok_end(r, e);
+    if (ne > r && ne[-1] == ':') {
+        do_event(st, o, c, r, ne - 1, ne, e);
+        return;
+    }
+    if (starts(r, e, "<stack trace>") || starts(r, e, "<user stack trace>")) {
+        start_pending(st, o, c, r[1] == 'u' ? "user_stack" : "kernel_stack", r, (size_t)(rtrim(r, e) - r));
+        return;
+    }
+    /* the function tracer: "func <-parent" */
+    emit_event(o, c, find(r, e, " <-") ? "function" : "unknown", find(r, e, " <-") ? 8 : 7, r,
+               (size_t)(rtrim(r, e) - r), 1);
+}
+
 /* an event line -> its rows: 0, or -1 (not one) */
 static int parse_event_line(state_t *st, out_t *o, const char *p, const char *e, int64_t line, int *reason) {
     ctx_t c; const char *r; int noflags;
@@ -981,19 +998,7 @@ static int parse_event_line(state_t *st, out_t *o, const char *p, const char *e,
         *reason = why ? why : do_fg(st, o, &c, &rec);
         return 0;
     }
-    /* event name: a token ending with ':' */
-    const char *ne = tok_end(r, e);
-    if (ne > r && ne[-1] == ':') {
-        do_event(st, o, &c, r, ne - 1, ne, e);
-        return 0;
-    }
-    if (starts(r, e, "<stack trace>") || starts(r, e, "<user stack trace>")) {
-        start_pending(st, o, &c, r[1] == 'u' ? "user_stack" : "kernel_stack", r, (size_t)(rtrim(r, e) - r));
-        return 0;
-    }
-    /* the function tracer: "func <-parent" */
-    emit_event(o, &c, find(r, e, " <-") ? "function" : "unknown", find(r, e, " <-") ? 8 : 7, r,
-               (size_t)(rtrim(r, e) - r), 1);
+    event_rest(st, o, &c, r, e);
     return 0;
 }
 
@@ -1217,7 +1222,7 @@ static int parse_line(state_t *st, out_t *o, const char *p, const char *e, int64
  * thread; the tokenizing of the function_graph lines, most of the work, is split. Only those lines are tokenized
  * ahead (their fields need no state); any other line is parsed in the fold, as in one thread. */
 #define SPLIT_MIN (1 << 20) /* chunks smaller than this are parsed in one thread */
-enum { PRE_RAW = 0, PRE_FGTEXT, PRE_FGEV, PRE_FGEV_NOFLAGS };
+enum { PRE_RAW = 0, PRE_FGTEXT, PRE_FGEV, PRE_FGEV_NOFLAGS, PRE_EVENT, PRE_EVENT_NOFLAGS };
 /* a line tokenized ahead, packed in 64 bytes (its fields as offsets into the line: the fold reads ~10 MB of these per
  * chunk after they were written, so their size is memory traffic): kind, and for a function_graph line its ctx_t and
  * fgrec_t but for the line and key (set by the fold) */
@@ -1232,8 +1237,9 @@ struct pre_s {
 #define NO_OFF UINT32_MAX
 typedef struct { const char *from, *to; pre_t *lines; size_t n, cap; int failed; } tail_t;
 
-/* line [p,e): a function_graph line (tracefs text or a trace-cmd funcgraph event) whose fields are in *c and *x,
- * or PRE_RAW: parse_line decides, as it would for any line; the same order of tests as parse_line's */
+/* line [p,e): a function_graph line (tracefs text or a trace-cmd funcgraph event) whose fields are in *c and *x, any
+ * other event line (PRE_EVENT: its task, CPU and time in *c, what follows the time in x->name..x->namee), or PRE_RAW:
+ * parse_line decides, as it would for any line; the same order of tests as parse_line's */
 static int pre_fields(const char *p, const char *e, ctx_t *c, fgrec_t *x) {
     const char *s = skip_ws(p, e);
     e = rtrim(s, e);
@@ -1251,7 +1257,10 @@ static int pre_fields(const char *p, const char *e, ctx_t *c, fgrec_t *x) {
     const char *r; int noflags;
     if (ev_fields(s, e, c, &r, &noflags, &why) == 0) {
         why = 0;
-        return fgev_fields(r, e, x, &why) && !why ? (noflags ? PRE_FGEV_NOFLAGS : PRE_FGEV) : PRE_RAW;
+        if (fgev_fields(r, e, x, &why)) return !why ? (noflags ? PRE_FGEV_NOFLAGS : PRE_FGEV) : PRE_RAW;
+        rec_clear(x); /* not a funcgraph event: parse_event_line's event_rest, in the fold */
+        x->name = r; x->namee = e;
+        return noflags ? PRE_EVENT_NOFLAGS : PRE_EVENT;
     }
     why = 0;
     if (!fg_first && fg_fields(s, e, c, x, &why) == 0 && !why) return PRE_FGTEXT;
@@ -1304,9 +1313,10 @@ static int fold_pre(state_t *st, out_t *o, pre_t *x, const char *e, int64_t line
     unpack(x, &c, &r);
     if (x->kind == PRE_FGTEXT) return fg_fold(st, o, &c, &r, line);
     st->n_evline++;
-    if (x->kind == PRE_FGEV_NOFLAGS) st->n_evline_noflags++;
+    if (x->kind == PRE_FGEV_NOFLAGS || x->kind == PRE_EVENT_NOFLAGS) st->n_evline_noflags++;
     c.line = line;
     c.key = task_key(c.pid, c.cpu);
+    if (x->kind >= PRE_EVENT) { event_rest(st, o, &c, r.name, r.namee); return 0; }
     return do_fg(st, o, &c, &r);
 }
 
