@@ -649,9 +649,13 @@ static int set_int(PyObject *d, const char *key, long long v) {
         if (set_int((d), k_, (long long)nulls_)) return -1;                                      \
         if (nulls_) {                                                                            \
             size_t len_ = (n_ + 7) / 8;                                                          \
-            char *bm_ = calloc(len_, 1);                                                         \
+            char *bm_ = malloc(len_);                                                            \
             if (!bm_) { PyErr_NoMemory(); return -1; }                                           \
-            for (size_t i = 0; i < n_; i++) bm_[i >> 3] |= (char)(!(null) << (i & 7));          \
+            for (size_t j_ = 0; j_ < n_; j_ += 8) { /* a byte at a time */                      \
+                unsigned byte_ = 0;                                                              \
+                for (size_t i = j_; i < j_ + 8 && i < n_; i++) byte_ |= (unsigned)!(null) << (i - j_); \
+                bm_[j_ >> 3] = (char)byte_;                                                      \
+            }                                                                                    \
             snprintf(k_, sizeof k_, "%s_bitmap", (key));                                         \
             int rc_ = colbuf_set((d), k_, &bm_, len_, len_);                                     \
             free(bm_);                                                                           \

@@ -48,7 +48,8 @@ typedef struct {
     int32_t left, right, parent;
     int8_t red, ovl; /* ovl: an overlapper (below) */
 } bt_node_t;
-typedef struct { int64_t t, g, i, m, d, s, pid; int32_t ovix; } bt_q_t; /* ovix: its place among the overlappers */
+/* ovix: its place among the overlappers; acc: its sums' slot (bt_acc_q), while the table is of generation acc_gen */
+typedef struct { int64_t t, g, i, m, d, s, pid; int32_t ovix, acc; uint32_t acc_gen; } bt_q_t;
 typedef struct { int64_t start, end; int32_t node; } bt_ovl_t;           /* an overlapper: its range, its node */
 typedef struct {
     int32_t major, minor, root; int8_t pre_culling, remapper; int64_t last_q;
@@ -65,6 +66,7 @@ typedef struct {
     bt_q_t *qs;  /* a node's times, at its index */
     int32_t *freel; size_t nfree, freecap;
     bt_acc_t *acc; size_t nacc, acccap;  /* open addressing on (dev, pid) */
+    uint32_t acc_gen;                     /* how many times acc was remade */
     int32_t *found; size_t nfound, foundcap;
     bt_slot_t *ix; size_t ixcap, ixused;
     int failed;
@@ -106,7 +108,7 @@ static bt_acc_t *bt_acc(btt_t *b, int32_t dev, int64_t pid) {
         size_t cap = b->acccap ? b->acccap * 2 : 64, old = b->acccap;
         bt_acc_t *a = calloc(cap, sizeof *a), *was = b->acc;
         if (!a) { b->failed = 1; return NULL; }
-        b->acc = a; b->acccap = cap;
+        b->acc = a; b->acccap = cap; b->acc_gen++;
         for (size_t k = 0; k < old; k++) if (was[k].used) {
             size_t i = bt_hash(was[k].dev, was[k].pid) & (cap - 1);
             while (a[i].used) i = (i + 1) & (cap - 1);
@@ -119,9 +121,22 @@ static bt_acc_t *bt_acc(btt_t *b, int32_t dev, int64_t pid) {
     if (!b->acc[i].used) { b->acc[i].used = 1; b->acc[i].dev = dev; b->acc[i].pid = pid; b->nacc++; }
     return &b->acc[i];
 }
+static inline void bt_sum(bt_acc_t *e, int metric, int64_t v);
 static void bt_add(btt_t *b, int32_t dev, int64_t pid, int metric, int64_t v) {
     bt_acc_t *e = bt_acc(b, dev, pid);
-    if (!e) return;
+    if (e) bt_sum(e, metric, v);
+}
+/* bt_add() to the sums of live Q q's pid on its device dev: their slot is kept with the Q (found again when the table
+ * was remade since) */
+static void bt_add_q(btt_t *b, int32_t dev, bt_q_t *q, int metric, int64_t v) {
+    if (q->acc < 0 || q->acc_gen != b->acc_gen) {
+        bt_acc_t *e = bt_acc(b, dev, q->pid);
+        if (!e) return;
+        q->acc = (int32_t)(e - b->acc); q->acc_gen = b->acc_gen;
+    }
+    bt_sum(&b->acc[q->acc], metric, v);
+}
+static inline void bt_sum(bt_acc_t *e, int metric, int64_t v) {
     bt_avg_t *a = &e->a[metric];
     if (a->n++ == 0) a->min = a->max = a->total = v;
     else { if (v < a->min) a->min = v; else if (v > a->max) a->max = v; a->total += v; }
@@ -424,7 +439,7 @@ static void btt_event(btt_t *b, const char *act, size_t actn, int32_t major, int
         if (f < 0 || fsec == BT_NONE) return;
         int32_t q = bt_lookup(b, f, fsec);
         if (q >= 0)
-            bt_add(b, f, b->qs[q].pid, b->devs[f].remapper ? BT_Q2ADM : BT_Q2A, bt_delta(b->qs[q].t, t));
+            bt_add_q(b, f, &b->qs[q], b->devs[f].remapper ? BT_Q2ADM : BT_Q2A, bt_delta(b->qs[q].t, t));
         return;
     }
     switch (a) {
@@ -458,7 +473,7 @@ static void btt_event(btt_t *b, const char *act, size_t actn, int32_t major, int
             for (after = b->nodes[n].right; b->nodes[after].left >= 0;) after = b->nodes[after].left;
         b->nodes[n].start = sector; b->nodes[n].end = sector + nsect;
         bt_q_t *q = &b->qs[n];
-        q->t = t; q->pid = pid;
+        q->t = t; q->pid = pid; q->acc = -1;
         q->g = q->i = q->m = q->d = BT_NONE; q->s = 0;
         if (fresh) {
             q->ovix = -1; b->nodes[n].ovl = 0;
@@ -481,12 +496,12 @@ static void btt_event(btt_t *b, const char *act, size_t actn, int32_t major, int
             int32_t n = b->found[j];
             bt_q_t *q = &b->qs[n];
             if (a == 'D') {
-                if (q->i != BT_NONE) bt_add(b, k, q->pid, BT_I2D, bt_delta(q->i, t));
-                else if (q->m != BT_NONE) bt_add(b, k, q->pid, BT_M2D, bt_delta(q->m, t));
+                if (q->i != BT_NONE) bt_add_q(b, k, q, BT_I2D, bt_delta(q->i, t));
+                else if (q->m != BT_NONE) bt_add_q(b, k, q, BT_M2D, bt_delta(q->m, t));
                 q->d = t;
             } else {
-                bt_add(b, k, q->pid, d->remapper ? BT_Q2CDM : BT_Q2C, bt_delta(q->t, t));
-                if (q->d != BT_NONE) bt_add(b, k, q->pid, BT_D2C, bt_delta(q->d, t));
+                bt_add_q(b, k, q, d->remapper ? BT_Q2CDM : BT_Q2C, bt_delta(q->t, t));
+                if (q->d != BT_NONE) bt_add_q(b, k, q, BT_D2C, bt_delta(q->d, t));
                 bt_remove(b, &b->devs[k], k, n);
                 bt_free_node(b, n);
             }
@@ -499,17 +514,17 @@ static void btt_event(btt_t *b, const char *act, size_t actn, int32_t major, int
     switch (a) {
     case 'G':
         q->g = t;
-        bt_add(b, k, q->pid, BT_Q2G, bt_delta(q->t, t));
-        if (q->s != 0) bt_add(b, k, q->pid, BT_S2G, bt_delta(q->s, t));
+        bt_add_q(b, k, q, BT_Q2G, bt_delta(q->t, t));
+        if (q->s != 0) bt_add_q(b, k, q, BT_S2G, bt_delta(q->s, t));
         break;
     case 'S': q->s = t; break;
     case 'I':
         q->i = t;
-        if (q->g != BT_NONE) bt_add(b, k, q->pid, BT_G2I, bt_delta(q->g, t));
+        if (q->g != BT_NONE) bt_add_q(b, k, q, BT_G2I, bt_delta(q->g, t));
         break;
     default: /* M, F */
         q->m = t;
-        bt_add(b, k, q->pid, BT_Q2M, bt_delta(q->t, t));
+        bt_add_q(b, k, q, BT_Q2M, bt_delta(q->t, t));
     }
 }
 
