@@ -703,32 +703,27 @@ def metrics(con, analysis_id: str, limit: int = 50) -> dict:
 
 def _metrics(con, analysis_id: str, limit: int) -> dict:
     counts = _block_events(con, analysis_id)
-    # the calls by function id first, named after (fg_calls, the view, would name each of millions of calls)
-    calls = run(
+    # the calls by function id first, named after (fg_calls, the view, would name each of millions of calls); their
+    # count from the same groups (part 0), the functions after (part 1)
+    calls, *rows = run(
         con,
-        "SELECT count(*) FROM fg_call_rows a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid"
-        " AND a.duration_ns IS NOT NULL AND a.entry_ns IS NOT NULL AND a.func_id IS NOT NULL",
-        {"aid": analysis_id},
-    )[0][0]
+        "WITH g AS MATERIALIZED (SELECT a.source_id, a.func_id, count(*) AS n, sum(a.duration_ns) AS tot,"
+        " max(a.duration_ns) AS mx FROM fg_call_rows a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid"
+        " AND a.duration_ns IS NOT NULL AND a.entry_ns IS NOT NULL AND a.func_id IS NOT NULL GROUP BY ALL)"
+        " SELECT * FROM (SELECT 0 AS part, NULL AS name, coalesce(sum(n), 0)::BIGINT, NULL::BIGINT AS total,"
+        " NULL::BIGINT FROM g UNION ALL (SELECT 1, n.name, sum(g.n)::BIGINT, sum(g.tot)::BIGINT AS total, max(g.mx)"
+        " FROM g JOIN fg_names n ON n.source_id = g.source_id AND n.id = g.func_id"
+        " GROUP BY 2 ORDER BY total DESC, 2 LIMIT $limit)) ORDER BY part, total DESC, name",
+        {"aid": analysis_id, "limit": limit},
+    )
+    calls = calls[2]
     waits = run(
         con,
         "SELECT count(*) FROM stall_waits a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid",
         {"aid": analysis_id},
     )[0][0]
     found = [{"metric": m, "count": n} for m, n in zip(METRICS, (*counts, calls, waits)) if n]
-    functions = [
-        {"func": f, "calls": n, "total_ns": tot, "max_ns": mx}
-        for f, n, tot, mx in run(
-            con,
-            "SELECT n.name, sum(g.n)::BIGINT, sum(g.tot)::BIGINT AS total, max(g.mx) FROM ("
-            "  SELECT a.source_id, a.func_id, count(*) AS n, sum(a.duration_ns) AS tot, max(a.duration_ns) AS mx"
-            "  FROM fg_call_rows a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid"
-            "  AND a.duration_ns IS NOT NULL AND a.entry_ns IS NOT NULL AND a.func_id IS NOT NULL GROUP BY ALL) g"
-            " JOIN fg_names n ON n.source_id = g.source_id AND n.id = g.func_id"
-            " GROUP BY 1 ORDER BY total DESC, 1 LIMIT $limit",
-            {"aid": analysis_id, "limit": limit},
-        )
-    ]
+    functions = [{"func": f, "calls": n, "total_ns": tot, "max_ns": mx} for _, f, n, tot, mx in rows]
     lock_rows = run(
         con,
         "SELECT a.lock_key, count(*), sum(a.duration_ns)::BIGINT AS total, max(a.duration_ns),"
