@@ -1,7 +1,8 @@
 /*
- * One line of blkparse's default text output -> ev_t: the fast one-pass tokenizer (parse_line) and the full
- * reader it falls back to (parse_line_full). Included by _blkparse.c once, after the reasons (enum reason),
- * NUL64 and COMM_MAX it uses; the character helpers are _text.h's.
+ * One line of blkparse's default text output -> ev_t: the fast one-pass tokenizer (parse_line), which reads the
+ * line's head at blkparse's fixed widths (head_fixed) or from a bitmask of its whitespace (head_fast) when it can,
+ * and the full reader it falls back to (parse_line_full); every path gives the same outcome. Included by _blkparse.c
+ * once, after the reasons (enum reason), NUL64 and COMM_MAX it uses; the character helpers are _text.h's.
  */
 #ifndef STALLSCOPE_BLKPARSE_LINE_H
 #define STALLSCOPE_BLKPARSE_LINE_H
