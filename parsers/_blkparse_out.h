@@ -219,22 +219,26 @@ static int set_str(PyObject *d, const char *prefix, const char *name, strcol_t *
     snprintf(k, sizeof k, "%s%s_data", prefix, name); return set_bytes(d, k, &s->data);
 }
 /* d[prefix + name]: the string column "major,minor" of the devices in two columns (null where either is below 0);
- * a trace has a handful of devices: their texts are kept in a small table, by device */
+ * a trace has a handful of devices: the texts of the last DEV_SLOTS are kept, looked up in turn */
 #define DEV_SLOTS 16
 static int set_dev(PyObject *d, const char *prefix, const char *name, const col_t *maj, const col_t *mn) {
     const int32_t *a = (const int32_t *)maj->v, *b = (const int32_t *)mn->v;
     size_t n = maj->n;
     struct { int32_t a, b; int len; char text[24]; } seen[DEV_SLOTS];
-    for (int k = 0; k < DEV_SLOTS; k++) seen[k].a = -1;
+    int nseen = 0, next = 0, k = 0;
     strcol_t s;
     str_init(&s, n + 1);
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++) {
         if (a[i] < 0 || b[i] < 0) { rc = str_push(&s, "", 0, 0); continue; }
-        unsigned k = ((unsigned)a[i] * 31u + (unsigned)b[i]) % DEV_SLOTS;
-        if (seen[k].a != a[i] || seen[k].b != b[i]) {
-            seen[k].a = a[i]; seen[k].b = b[i];
-            seen[k].len = snprintf(seen[k].text, sizeof seen[k].text, "%d,%d", a[i], b[i]);
+        if (!(k < nseen && seen[k].a == a[i] && seen[k].b == b[i])) { /* not the one before: look, else make */
+            for (k = 0; k < nseen && !(seen[k].a == a[i] && seen[k].b == b[i]); k++) {}
+            if (k == nseen) {
+                if (nseen < DEV_SLOTS) k = nseen++;
+                else { k = next; next = (next + 1) % DEV_SLOTS; }
+                seen[k].a = a[i]; seen[k].b = b[i];
+                seen[k].len = snprintf(seen[k].text, sizeof seen[k].text, "%d,%d", a[i], b[i]);
+            }
         }
         rc = str_push(&s, seen[k].text, (size_t)seen[k].len, 1);
     }
