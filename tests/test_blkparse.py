@@ -397,6 +397,31 @@ def test_chunk_tokenized_in_two_threads_same_as_in_one():
     assert len(two[0]["blk_requests"]) == 5000 and two[1]["lines"] == len(lines) + len(bad) + len(summary)
 
 
+@pytest.mark.parametrize(
+    "path", [*SAMPLE_FILES, SEED / "cfq-dispatch-starvation.blkparse.txt"], ids=lambda p: p.name.split(".")[0]
+)
+def test_the_three_line_readers_agree(path):
+    """_blkparse_line.h reads a line's head at blkparse's fixed widths (head_fixed), else from a bitmask of its
+    whitespace (head_fast, lines of 16-127 bytes), else byte by byte: the same lines given so that each reads them
+    (as printed; after a tab, which shifts every field off its place; after a tab and padded past 127 bytes) give
+    the same tables and counts."""
+    lines = path.read_bytes().splitlines()
+
+    def parsed(text: bytes) -> tuple[dict, tuple]:
+        report, tables = ParseReport("t.txt"), {}
+        for table, batch in blkparse.parse(io.BytesIO(text), report):
+            tables.setdefault(table, []).extend(batch.to_pylist())
+        rows = {t: sorted(r, key=lambda row: tuple(str(v) for v in row.values())) for t, r in tables.items()}
+        return rows, (report.lines, report.events, report.skipped, report.facts)
+
+    fixed = parsed(b"\n".join(lines) + b"\n")
+    shifted = parsed(b"\n".join(b"\t" + ln for ln in lines) + b"\n")
+    long = parsed(b"\n".join(b"\t" + ln.ljust(140) for ln in lines) + b"\n")
+    assert fixed[0].get("blk_requests") or fixed[0].get("blk_events")
+    assert shifted == fixed
+    assert long == fixed
+
+
 def test_file_with_stored_phase_durations_is_rebuilt_with_them_computed(tmp_path):
     """A database written when blk_requests stored q2g_ns ... q2c_ns: opening it makes them computed columns again,
     its rows kept; a new ingest into it gets its durations."""
