@@ -88,17 +88,17 @@ STEPS = (
 # seconds measured on the 1 GiB benchmark inputs (blkparse, function_graph) in the comments
 ALONE = ("flamegraph",)
 COSTLIEST_FIRST = (
-    "heatmap",  # blkparse 0.35
-    "capabilities",  # function_graph 0.46 (the lost events' ranges)
-    "dispatch-summary",  # blkparse 0.32
-    "timeline",  # function_graph 0.36, blkparse 0.13
-    "latency-over-time",  # blkparse 0.27
-    "requests-page",  # blkparse 0.14
-    "heatmap-metrics",  # function_graph 0.10, blkparse 0.07
-    "waits",  # function_graph 0.07
-    "marks",  # function_graph 0.06
+    "heatmap",  # blkparse 0.22
+    "capabilities",  # function_graph 0.30 (the lost events' ranges)
+    "dispatch-summary",  # blkparse 0.26
+    "latency-over-time",  # blkparse 0.16
+    "timeline",  # function_graph 0.25, blkparse 0.04
+    "heatmap-metrics",  # function_graph 0.09
     "waits-heatmap",  # function_graph 0.05
-    "chains",
+    "marks",  # function_graph 0.045
+    "waits",  # function_graph 0.035
+    "chains",  # function_graph 0.02
+    "requests-page",
     "offcpu-tasks",
 )
 _RANK = {name: i for i, name in enumerate((*ALONE, *COSTLIEST_FIRST))}
