@@ -5,37 +5,49 @@
  *
  * Every pool call is made with the GIL held: a column is freed by Python (which holds it), and the tokenizer takes
  * its blocks before it releases the GIL. Each column holds a reference to the state that owns the pool, so the pool
- * outlives its columns; it is bounded (POOL_SLOTS blocks, POOL_BYTES bytes): a block beyond that is freed. */
+ * outlives its columns; it is bounded (POOL_SLOTS blocks, POOL_BYTES bytes): a block given back to a full pool makes
+ * room by freeing the oldest ones (a block no column fits any more ages out), and a block under POOL_MIN bytes is
+ * freed (malloc reuses those from its heap). */
 #ifndef STALLSCOPE_COLPOOL_H
 #define STALLSCOPE_COLPOOL_H
 
 #include <Python.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define POOL_SLOTS 256
-#define POOL_BYTES ((size_t)64 << 20)
+#define POOL_BYTES ((size_t)32 << 20)
+#define POOL_MIN ((size_t)64 << 10)
 
 typedef struct { char *p; size_t cap; } pool_block;
 typedef struct { pool_block b[POOL_SLOTS]; int n; size_t bytes; } colpool;
 
+static void pool_drop_oldest(colpool *pl) {
+    free(pl->b[0].p);
+    pl->bytes -= pl->b[0].cap;
+    memmove(pl->b, pl->b + 1, sizeof pl->b[0] * (size_t)--pl->n);
+}
+
 static void pool_give(colpool *pl, char *p, size_t cap) {
     if (!p) return;
-    if (pl->n == POOL_SLOTS || pl->bytes + cap > POOL_BYTES) { free(p); return; }
-    pl->b[pl->n].p = p; pl->b[pl->n].cap = cap;
+    if (cap < POOL_MIN || cap > POOL_BYTES) { free(p); return; }
+    while (pl->n && (pl->n == POOL_SLOTS || pl->bytes + cap > POOL_BYTES)) pool_drop_oldest(pl);
+    pl->b[pl->n].p = p; pl->b[pl->n].cap = cap; /* the newest last */
     pl->n++; pl->bytes += cap;
 }
 
-/* the smallest block of at least want bytes and at most about twice that (NULL: none); *cap = its size */
+/* the smallest block of at least want bytes and at most 4 times that (NULL: none, or want is under POOL_MIN); *cap =
+ * its size */
 static char *pool_take(colpool *pl, size_t want, size_t *cap) {
     int best = -1;
+    if (want < POOL_MIN) return NULL;
     for (int i = 0; i < pl->n; i++)
-        if (pl->b[i].cap >= want && pl->b[i].cap <= 2 * want + 4096 && (best < 0 || pl->b[i].cap < pl->b[best].cap))
-            best = i;
+        if (pl->b[i].cap >= want && pl->b[i].cap <= 4 * want && (best < 0 || pl->b[i].cap < pl->b[best].cap)) best = i;
     if (best < 0) return NULL;
     char *p = pl->b[best].p;
     *cap = pl->b[best].cap;
     pl->bytes -= *cap;
-    pl->b[best] = pl->b[--pl->n];
+    memmove(pl->b + best, pl->b + best + 1, sizeof pl->b[0] * (size_t)(--pl->n - best)); /* the order kept: oldest first */
     return p;
 }
 

@@ -1485,7 +1485,8 @@ static PyObject *tokenize(PyObject *Py_UNUSED(module), PyObject *args) {
     for (size_t i = 0; i < N_OUT_BUFS; i++) /* blocks of freed columns, taken while the GIL is held (_colpool.h) */
         if (st->hint[i]) v[i]->p = pool_take(&st->pool, st->hint[i], &v[i]->cap);
     Py_BEGIN_ALLOW_THREADS
-    for (size_t i = 0; i < N_OUT_BUFS && !o.oom; i++) if (st->hint[i] && buf_reserve(v[i], st->hint[i])) o.oom = 1;
+    for (size_t i = 0; i < N_OUT_BUFS && !o.oom; i++) /* the others: the hint's size exactly, not a power of 2 */
+        if (st->hint[i] && !v[i]->p && !(v[i]->p = malloc(v[i]->cap = st->hint[i]))) { v[i]->cap = 0; o.oom = 1; }
     /* the head, the first ~35 %, parsed and folded here while a thread tokenizes the tail (the fold of a line costs
      * about a third of its tokenizing) */
     const char *cut = end;
