@@ -146,22 +146,39 @@ def derive_waits(
     # scheduler waits: switch-out asleep -> next switch-in; first wake-up after the switch-out (a row is then a wait
     # as is), in file order: what follows (also_waiting lists, ...) must not depend on threads
     cols = {**_SCHED_WAIT, "innermost": "NULL"}
+    asleep = (
+        "FROM sched_switch WHERE source_id = $sid AND prev_pid IS NOT NULL AND prev_pid <> 0 AND t_ns IS NOT NULL"
+        " AND coalesce(prev_state, '') <> '' AND NOT regexp_matches(prev_state, '^[RXZx]')"
+    )
+    # each switch-out's next switch-in, next switch-out and first wake-up of its task (on arrays: DuckDB's ASOF
+    # joins cost ~3x the rest of the statement)
+    o = con.sql(f"SELECT line, prev_pid AS pid {asleep}", params=p).to_arrow_table()
+    i = con.sql(
+        "SELECT line, next_pid AS pid, t_ns FROM sched_switch WHERE source_id = $sid AND next_pid IS NOT NULL", params=p
+    ).to_arrow_table()
+    o_pid, o_line = (o.column(k).to_numpy() for k in ("pid", "line"))
+    nxt = {"line": o.column("line")}
+    for name, b in (("i", i), ("n", con.sql("SELECT line, pid FROM _stalls_outs").to_arrow_table())):
+        j = next_after(o_pid, o_line, b.column("pid").to_numpy(), b.column("line").to_numpy())
+        at = pa.array(j, mask=j < 0)
+        nxt[f"{name}_line"] = b.column("line").take(at)
+        if name == "i":
+            nxt["i_ns"] = b.column("t_ns").take(at)
+    wk = con.sql("SELECT line, pid FROM _stalls_wk").to_arrow_table()
+    j = next_after(o_pid, o_line, wk.column("pid").to_numpy(), wk.column("line").to_numpy())
+    nxt["w_line"] = wk.column("line").take(pa.array(j, mask=j < 0))
+    con.register("_stalls_nx", pa.table(nxt))
     con.execute(
         f"""
         INSERT INTO {base} ({", ".join(BASE_TYPES)})
-        WITH o AS (
-            SELECT line, t_ns, cpu, prev_pid AS pid, prev_comm AS comm, prev_state AS state FROM sched_switch
-            WHERE source_id = $sid AND prev_pid IS NOT NULL AND prev_pid <> 0 AND t_ns IS NOT NULL
-              AND coalesce(prev_state, '') <> '' AND NOT regexp_matches(prev_state, '^[RXZx]')
-        ), i AS (SELECT line, t_ns, next_pid AS pid FROM sched_switch WHERE source_id = $sid AND next_pid IS NOT NULL
+        WITH o AS (SELECT line, t_ns, cpu, prev_pid AS pid, prev_comm AS comm, prev_state AS state {asleep}
         ), j AS (
             -- back on CPU: the next switch-in, unless the task was switched out again before it (a lost switch-in)
-            SELECT o.*, CASE WHEN n.line IS NULL OR i.line < n.line THEN i.line END AS in_line, i.t_ns AS in_ns,
-                   n.line AS next_out, w.line AS wl, w.t_ns AS wns, w.cpu AS wcpu, w.waker_pid AS wpid,
-                   w.waker_comm AS wcomm, format('switched out ({{}}) at line {{}}', o.state, o.line) AS out
-            FROM o ASOF LEFT JOIN i ON o.pid = i.pid AND i.line > o.line
-                   ASOF LEFT JOIN _stalls_outs n ON o.pid = n.pid AND n.line > o.line
-                   ASOF LEFT JOIN _stalls_wk w ON o.pid = w.pid AND w.line > o.line
+            SELECT o.*, CASE WHEN x.n_line IS NULL OR x.i_line < x.n_line THEN x.i_line END AS in_line,
+                   x.i_ns AS in_ns, x.n_line AS next_out, w.line AS wl, w.t_ns AS wns, w.cpu AS wcpu,
+                   w.waker_pid AS wpid, w.waker_comm AS wcomm,
+                   format('switched out ({{}}) at line {{}}', o.state, o.line) AS out
+            FROM o JOIN _stalls_nx x USING (line) LEFT JOIN _stalls_wk w ON w.line = x.w_line
         ), k AS (
             -- woken: a wake-up before the switch-in (else before the next switch-out)
             SELECT *, wl IS NOT NULL AND (coalesce(in_line, next_out) IS NULL OR wl < coalesce(in_line, next_out))
@@ -177,6 +194,7 @@ def derive_waits(
         """,
         {**p, "end": trace_end},
     )
+    con.unregister("_stalls_nx")
     n = con.execute(f"SELECT count(*) FROM {base}").fetchall()[0][0]
     # call waits: long (or open) calls of sleeping primitives with no switch-out of the task inside them
     if candidates:
@@ -339,6 +357,24 @@ class _LocksInScan:
             return hst
         ok = np.ones(len(pids), bool)
         return concat_stacks(hst, stacks_at(con, sid, calls, (pids, ok), None, (lines, ok)))
+
+
+def next_after(key: np.ndarray, line: np.ndarray, b_key: np.ndarray, b_line: np.ndarray) -> np.ndarray:
+    """Per row of (key, line): the index of the row of (b_key, b_line) with the same key and the nearest line after
+    its line, -1 for none (as `ASOF LEFT JOIN b ON key = b.key AND b.line > line`; lines are >= 0, below 2**40, each
+    once in b)."""
+    out = np.full(len(line), -1, np.int64)
+    if not len(line) or not len(b_line):
+        return out
+    group = np.unique(np.concatenate([key, b_key]), return_inverse=True)[1].reshape(-1).astype(np.int64)
+    g, bg = group[: len(key)], group[len(key) :]
+    order = np.lexsort((b_line, bg))
+    packed = (bg[order] << 40) | b_line[order].astype(np.int64)
+    j = np.searchsorted(packed, (g << 40) | line.astype(np.int64), "right")
+    hit = j < len(packed)
+    hit[hit] = packed[j[hit]] >> 40 == g[hit]
+    out[hit] = order[j[hit]]
+    return out
 
 
 def _ints(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
