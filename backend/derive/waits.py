@@ -361,18 +361,21 @@ class _LocksInScan:
 
 def next_after(key: np.ndarray, line: np.ndarray, b_key: np.ndarray, b_line: np.ndarray) -> np.ndarray:
     """Per row of (key, line): the index of the row of (b_key, b_line) with the same key and the nearest line after
-    its line, -1 for none (as `ASOF LEFT JOIN b ON key = b.key AND b.line > line`; lines are >= 0, below 2**40, each
-    once in b)."""
+    its line, -1 for none (as `ASOF LEFT JOIN b ON key = b.key AND b.line > line`; each line once in b). Keys and
+    lines are ranked, then packed in one integer: key rank, then line rank."""
     out = np.full(len(line), -1, np.int64)
     if not len(line) or not len(b_line):
         return out
+    n = len(key)
     group = np.unique(np.concatenate([key, b_key]), return_inverse=True)[1].reshape(-1).astype(np.int64)
-    g, bg = group[: len(key)], group[len(key) :]
-    order = np.lexsort((b_line, bg))
-    packed = (bg[order] << 40) | b_line[order].astype(np.int64)
-    j = np.searchsorted(packed, (g << 40) | line.astype(np.int64), "right")
-    hit = j < len(packed)
-    hit[hit] = packed[j[hit]] >> 40 == g[hit]
+    rank = np.unique(np.concatenate([line, b_line]), return_inverse=True)[1].reshape(-1).astype(np.int64)
+    shift = max(1, int(rank.max()) + 1).bit_length()
+    packed = (group << shift) | rank
+    order = np.argsort(packed[n:], kind="stable")
+    b_packed = packed[n:][order]
+    j = np.searchsorted(b_packed, packed[:n], "right")
+    hit = j < len(b_packed)
+    hit[hit] = b_packed[j[hit]] >> shift == group[:n][hit]
     out[hit] = order[j[hit]]
     return out
 
@@ -418,44 +421,20 @@ def _call_waits(con, sid: int, base: str, seq: int, candidates: dict, trace_end:
         {"func_id": pa.int32(), "func": pa.string(), "role": pa.string()},
     )
     try:
-        t = con.sql(
+        c = con.sql(
             """
-            WITH c AS (
-                SELECT c.line, c.pid, n.name AS comm, c.cpu, f.func, c.entry_ns, c.exit_ns, c.duration_ns, c.exit_line,
-                       c.partial AND c.exit_line = c.line AS exit_only
-                FROM fg_call_rows c JOIN _stalls_fn f USING (func_id)
-                LEFT JOIN fg_names n ON n.source_id = c.source_id AND n.id = c.comm_id
-                WHERE c.source_id = $sid AND f.role <> 'release' AND c.pid IS NOT NULL AND c.entry_ns IS NOT NULL
-                  AND (c.exit_line IS NULL OR c.duration_ns >= $min)
-            ), j AS (  -- a call that returned, unless switched out inside it (the scheduler events tell that sleep);
-                       -- an open call never switched out
-                SELECT c.*, n.line AS next_out, w.line AS wake_line, w.t_ns AS wake_ns, w.cpu AS wake_cpu,
-                       w.waker_pid, w.waker_comm
-                FROM c ASOF LEFT JOIN _stalls_outs n ON c.pid = n.pid AND n.line > c.line
-                       ASOF LEFT JOIN _stalls_wk w ON c.pid = w.pid AND w.line > c.line
-                WHERE CASE WHEN c.exit_line IS NOT NULL THEN n.line IS NULL OR n.line >= c.exit_line
-                           ELSE n.line IS NULL END
-            ), last AS (  -- the last line of each task with an open call not followed by a wake-up (a full scan:
-                          -- only for those tasks, usually none)
-                SELECT pid, max(l) AS last_line FROM (
-                    SELECT pid, greatest(line, coalesce(exit_line, line)) l FROM fg_call_rows WHERE source_id = $sid
-                    UNION ALL SELECT pid, line FROM trace_events WHERE source_id = $sid)
-                WHERE pid IN (SELECT pid FROM j WHERE exit_line IS NULL AND wake_line IS NULL) GROUP BY pid
-            )
-            SELECT j.* EXCLUDE (next_out) FROM j LEFT JOIN last ON last.pid = j.pid
-            -- an open call: followed by a wake-up, or by nothing more of its task until the trace ends
-            WHERE j.exit_line IS NOT NULL OR j.wake_line IS NOT NULL
-                  OR last.last_line <= j.line AND j.entry_ns <= $latest
-            -- innermost: a call that holds the next candidate of its task is dropped (below). A call whose entry the
-            -- trace missed (its exit line only: it began before the first line) holds the ones that returned before
-            -- it: in line order each call spans (its entry line, or -1 without one) .. (its exit line, or the end);
-            -- outer calls first
-            ORDER BY j.pid, CASE WHEN j.exit_only THEN -1 ELSE j.line END, -coalesce(j.exit_line, 4611686018427387904), j.line
+            SELECT c.line, c.pid, n.name AS comm, c.cpu, f.func, c.entry_ns, c.exit_ns, c.duration_ns, c.exit_line,
+                   c.partial AND c.exit_line = c.line AS exit_only
+            FROM fg_call_rows c JOIN _stalls_fn f USING (func_id)
+            LEFT JOIN fg_names n ON n.source_id = c.source_id AND n.id = c.comm_id
+            WHERE c.source_id = $sid AND f.role <> 'release' AND c.pid IS NOT NULL AND c.entry_ns IS NOT NULL
+              AND (c.exit_line IS NULL OR c.duration_ns >= $min)
             """,
-            params={"sid": sid, "min": MIN_CALL_SLEEP_NS, "latest": trace_end - MIN_CALL_SLEEP_NS},
+            params={"sid": sid, "min": MIN_CALL_SLEEP_NS},
         ).to_arrow_table()
     finally:
         con.unregister("_stalls_fn")
+    t = _unswitched(con, sid, c, trace_end)
     if not t.num_rows:
         return 0
     cpid = t.column("pid").to_numpy()
@@ -476,6 +455,68 @@ def _call_waits(con, sid: int, base: str, seq: int, candidates: dict, trace_end:
 
 
 _NO_SWITCH = "no sched_switch of the task in the trace: inferred from the call "
+
+
+def _unswitched(con, sid: int, c: pa.Table, trace_end: int) -> pa.Table:
+    """The candidates c (calls of sleeping primitives) kept, each with its task's first wake-up after its entry
+    (wake_line, wake_ns, wake_cpu, waker_pid, waker_comm): a call that returned, unless its task was switched out
+    inside it (the scheduler events tell that sleep); an open call never switched out, followed by a wake-up, or by
+    nothing more of its task until the trace ends. Innermost first: a call that holds the next candidate of its
+    task is dropped (by the caller); a call whose entry the trace missed (its exit line only: it began before the
+    first line) holds the ones that returned before it: in line order each call spans (its entry line, or -1
+    without one) .. (its exit line, or the end); by task, outer calls first."""
+    pid, line = (c.column(k).to_numpy() for k in ("pid", "line"))
+    outs = con.sql("SELECT line, pid FROM _stalls_outs").to_arrow_table()
+    wk = con.sql("SELECT line, t_ns, cpu, pid, waker_pid, waker_comm FROM _stalls_wk").to_arrow_table()
+    j = next_after(pid, line, outs.column("pid").to_numpy(), outs.column("line").to_numpy())
+    next_out = np.where(j >= 0, outs.column("line").to_numpy()[np.maximum(j, 0)] if len(outs) else 0, -1)
+    has_exit = c.column("exit_line").is_valid().to_numpy(zero_copy_only=False)
+    exit_line = c.column("exit_line").fill_null(0).to_numpy()
+    keep = np.where(has_exit, (next_out < 0) | (next_out >= exit_line), next_out < 0)
+    w = next_after(pid, line, wk.column("pid").to_numpy(), wk.column("line").to_numpy())
+    at = pa.array(w, mask=w < 0)
+    names = {"line": "wake_line", "t_ns": "wake_ns", "cpu": "wake_cpu", "waker_pid": "waker_pid"}
+    t = c.append_column("waker_comm", wk.column("waker_comm").take(at))
+    for k, name in reversed(names.items()):
+        t = t.add_column(c.num_columns, name, wk.column(k).take(at))
+    t = t.filter(pa.array(keep))
+    # an open call not woken: kept when its task shows nothing more until the end of the trace (a full scan: only
+    # for those tasks, usually none)
+    open_ = t.column("exit_line").is_null().to_numpy(zero_copy_only=False)
+    lone = open_ & t.column("wake_line").is_null().to_numpy(zero_copy_only=False)
+    keep = ~lone
+    if lone.any():
+        tpid = t.column("pid").to_numpy()
+        con.register("_stalls_lone", pa.table({"pid": np.unique(tpid[lone])}))
+        try:
+            last = con.sql(
+                """
+                SELECT pid, max(l) AS last_line FROM (
+                    SELECT pid, greatest(line, coalesce(exit_line, line)) l FROM fg_call_rows WHERE source_id = $sid
+                    UNION ALL SELECT pid, line FROM trace_events WHERE source_id = $sid)
+                WHERE pid IN (SELECT pid FROM _stalls_lone) GROUP BY pid
+                """,
+                params={"sid": sid},
+            ).fetchall()
+        finally:
+            con.unregister("_stalls_lone")
+        last_line = dict(last)
+        tline, entry = t.column("line").to_numpy(), t.column("entry_ns").to_numpy()
+        for k in np.flatnonzero(lone).tolist():
+            got = last_line.get(int(tpid[k]))
+            keep[k] = got is not None and got <= tline[k] and entry[k] <= trace_end - MIN_CALL_SLEEP_NS
+    t = t.filter(pa.array(keep))
+    exit_only = t.column("exit_only").fill_null(False).to_numpy(zero_copy_only=False)
+    tline = t.column("line").to_numpy()
+    order = np.lexsort(
+        (
+            tline,
+            -t.column("exit_line").fill_null(1 << 62).to_numpy(),
+            np.where(exit_only, -1, tline),
+            t.column("pid").to_numpy(),
+        )
+    )
+    return t.take(order)
 
 
 def _call_wait_columns(sid: int, c: pa.Table, trace_end: int) -> dict[str, pa.Array]:
