@@ -11,12 +11,13 @@ VmRSS is sampled every 20 ms and its progress polled; at the end VmHWM (the kern
 GiB whatever the size). Also the database's size (the disk an upload uses) and the CPU check. The servers are
 stopped at the end, whatever happens. Results: stdout (markdown) and bench-out/server.json.
 
-    python -m bench.server --ab base=/tmp/wt-base new=. [--rounds 3]
+    python -m bench.server --ab base=/tmp/wt-base new=. [--rounds 3] [--link-mbit 1000]
 
 compares checkouts (git worktrees with their C extensions built; the first is the reference) in one run: each round
 every upload is measured with each checkout's server in turn, the order turning every round; the table gives each
 one's ratio, drop to view and server CPU time, and its drop to view over the reference's in the same round
-(bench-out/server-ab.json).
+(bench-out/server-ab.json). `--link-mbit N` sends every upload, the bare transfer's too, no faster than a link of N
+Mbit/s (a machine on the network rather than loopback, where the bare transfer of 1 GiB takes ~0.5 s).
 """
 from __future__ import annotations
 
@@ -148,9 +149,13 @@ class Sampler(threading.Thread):
             conn.close()
 
 
-def upload(port: int, path: Path, token: str, url: str | None = None) -> tuple[int, dict, float, float]:
+def upload(
+    port: int, path: Path, token: str, url: str | None = None, link_mbit: float = 0
+) -> tuple[int, dict, float, float]:
     """POSTs path as multipart `files`, streamed from disk (to /api/analyses, or `url`); returns (status, JSON body,
-    seconds until the last byte was sent, seconds until the response)."""
+    seconds until the last byte was sent, seconds until the response). `link_mbit`: the bytes are sent no faster
+    than a link of that many Mbit/s would carry them (each 1 MiB chunk waits for its time), as from a machine on the
+    network rather than over loopback; 0: as fast as loopback takes them."""
     boundary = uuid.uuid4().hex
     head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nbench: server memory\r\n"
             f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"{path.name}\"\r\n"
@@ -164,9 +169,14 @@ def upload(port: int, path: Path, token: str, url: str | None = None) -> tuple[i
     conn.putheader("Content-Length", str(len(head) + size + len(tail)))
     conn.endheaders()
     conn.send(head)
+    pace = link_mbit * 1e6 / 8  # bytes per second, 0: unpaced
+    sent_bytes = len(head)
     with open(path, "rb") as f:
         while chunk := f.read(CHUNK):
+            if pace:
+                time.sleep(max(0.0, t0 + sent_bytes / pace - time.perf_counter()))
             conn.send(chunk)
+            sent_bytes += len(chunk)
     conn.send(tail)
     sent = time.perf_counter() - t0
     r = conn.getresponse()
@@ -180,14 +190,14 @@ def upload(port: int, path: Path, token: str, url: str | None = None) -> tuple[i
     return r.status, data, sent, total
 
 
-def bare_transfer(path: Path) -> float:
+def bare_transfer(path: Path, link_mbit: float = 0) -> float:
     """Seconds from the first byte sent to the answer of an endpoint that only reads the body (bench.sink), for the
     same multipart upload of path."""
     port = free_port()
     cmd = [sys.executable, "-m", "bench.sink", "--port", str(port)]
     with serve(DB, port, OUT / "sink.log", cmd):
         inputs.cached(path)
-        status, body, _, total = upload(port, path, "", url="/sink")
+        status, body, _, total = upload(port, path, "", url="/sink", link_mbit=link_mbit)
     if status != 200:
         raise SystemExit(f"bare transfer of {path} -> HTTP {status}: {json.dumps(body)[:500]}")
     return total
@@ -210,11 +220,11 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure(path: Path, code: Path | None = None) -> dict:
+def measure(path: Path, code: Path | None = None, link_mbit: float = 0) -> dict:
     """One file: the bare transfer, the upload to a fresh server (drop to view, peak memory, the server's CPU time),
     the bare transfer again; the ratio is taken against the faster bare transfer. `code`: the checkout whose server
-    runs (serve())."""
-    bare = [bare_transfer(path)]
+    runs (serve()). `link_mbit`: every transfer paced as upload() says."""
+    bare = [bare_transfer(path, link_mbit)]
     for p in (DB, Path(str(DB) + ".wal")):
         p.unlink(missing_ok=True)
     port = free_port()
@@ -231,7 +241,7 @@ def measure(path: Path, code: Path | None = None) -> dict:
         cpu0 = cpu_seconds(proc.pid)
         try:
             t0 = time.perf_counter()
-            status, body, sent_s, total_s = upload(port, path, token)
+            status, body, sent_s, total_s = upload(port, path, token, link_mbit=link_mbit)
             if status == 201:
                 viewable(port, body["id"])
             view_s = time.perf_counter() - t0
@@ -245,11 +255,11 @@ def measure(path: Path, code: Path | None = None) -> dict:
     steal = inputs.steal_seconds() - steal
     if status != 201:
         raise SystemExit(f"upload of {path} -> HTTP {status}: {json.dumps(body)[:500]}")
-    bare.append(bare_transfer(path))
+    bare.append(bare_transfer(path, link_mbit))
     src = body["sources"][0]
     peak = max(hwm_kib, sampler.max_rss_kib) * 1024
     return {
-        "file": path.name, "bytes": path.stat().st_size, "format": src["format"], "lines": src["lines"],
+        "file": path.name, "link_mbit": link_mbit, "bytes": path.stat().st_size, "format": src["format"], "lines": src["lines"],
         "events": src["events"], "upload_seconds": sent_s, "total_seconds": total_s, "view_seconds": view_s,
         "bare_seconds": bare, "ratio": view_s / min(bare), "pass_ratio": view_s <= RATIO_TARGET * min(bare),
         "phases_started_s": sampler.phase_started, "rss_mib_by_phase": {k: v / 1024 for k, v in
@@ -289,7 +299,7 @@ def server_files() -> list[Path]:
     return files
 
 
-def ab(checkouts: dict[str, Path], rounds: int) -> dict:
+def ab(checkouts: dict[str, Path], rounds: int, link_mbit: float = 0) -> dict:
     """Checkouts compared in one run: each round, for each upload, measure() with each checkout's server, the
     checkouts' order turning by one every round (none always first after a pause or last in a busy minute)."""
     names = list(checkouts)
@@ -299,9 +309,9 @@ def ab(checkouts: dict[str, Path], rounds: int) -> dict:
         for f in server_files():
             for name in order:
                 print(f"round {k + 1} of {rounds}: {f.name} with {name}...", file=sys.stderr, flush=True)
-                runs.append({"checkout": name, "round": k, **measure(f, checkouts[name])})
+                runs.append({"checkout": name, "round": k, **measure(f, checkouts[name], link_mbit)})
     return {"machine": inputs.machine(), "checkouts": {n: str(p) for n, p in checkouts.items()}, "rounds": rounds,
-            "runs": runs}
+            "link_mbit": link_mbit, "runs": runs}
 
 
 def ab_table(result: dict) -> str:
@@ -334,24 +344,28 @@ def main(argv: list[str] | None = None) -> int:
                     help="compare checkouts of this repository (worktrees with their C extensions built; the first "
                          "is the reference), interleaved in one run")
     ap.add_argument("--rounds", type=int, default=3, help="--ab: rounds")
+    ap.add_argument("--link-mbit", type=float, default=0,
+                    help="send every upload (the bare transfer's too) no faster than a link of this many Mbit/s, "
+                         "e.g. 1000 for a gigabit LAN (default: loopback, unpaced)")
     a = ap.parse_args(argv)
     OUT.mkdir(exist_ok=True)
     if a.ab:
         checkouts = {n: Path(p).resolve() for n, p in (x.split("=", 1) for x in a.ab)}
         try:
-            result = ab(checkouts, a.rounds)
+            result = ab(checkouts, a.rounds, a.link_mbit)
         finally:
             for p in (DB, Path(str(DB) + ".wal")):
                 p.unlink(missing_ok=True)
         (OUT / "server-ab.json").write_text(json.dumps(result, indent=1))
-        print("\n## Upload A/B: drop to view, interleaved checkouts\n")
+        link = f"a {a.link_mbit:g} Mbit/s link" if a.link_mbit else "loopback"
+        print(f"\n## Upload A/B: drop to view, interleaved checkouts ({link})\n")
         print(ab_table(result))
         return 0
     runs, kept = [], []
     files = server_files()
     try:
         for f in files:
-            runs.append(measure(f))
+            runs.append(measure(f, link_mbit=a.link_mbit))
             print(table({"runs": runs[-1:]}).split("\n\n")[0], file=sys.stderr, flush=True)
             if f in files[-2:] and DB.exists():  # the largest uploads' analyses: their views are measured below
                 kept.append(OUT / f"server-largest-{runs[-1]['format']}.duckdb")
@@ -367,7 +381,8 @@ def main(argv: list[str] | None = None) -> int:
     result = {"machine": inputs.machine(), "target_peak_bytes": TARGET_PEAK_BYTES, "ratio_target": RATIO_TARGET,
               "runs": runs, "largest_views": views}
     (OUT / "server.json").write_text(json.dumps(result, indent=1))
-    print("\n## Upload: drop to view against the bare transfer, and server memory\n")
+    link = f"a {a.link_mbit:g} Mbit/s link" if a.link_mbit else "loopback"
+    print(f"\n## Upload: drop to view against the bare transfer ({link}), and server memory\n")
     print(table(result))
     print("\n### Peak memory by upload size (the server's VmHWM; target ≤ 1 GiB whatever the size)\n")
     print(peak_table(result))
