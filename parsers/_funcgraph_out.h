@@ -1,0 +1,113 @@
+/*
+ * The rows _funcgraph.c builds before Python takes them: growable buffers (buf_t), Arrow-style string columns
+ * (strcol, str_put: bytes that are not UTF-8 become '?'), and the output tables of a chunk (out_t: fg_calls,
+ * sched_switch, sched_wakeup, trace_events, skipped and header lines; out_bufs lists every buffer). Included by
+ * _funcgraph.c once, before its state (whose size hints count N_OUT_BUFS); load8 is _text.h's.
+ */
+#ifndef STALLSCOPE_FUNCGRAPH_OUT_H
+#define STALLSCOPE_FUNCGRAPH_OUT_H
+
+/* ---------------------------------------------------------------- growable buffers */
+typedef struct { char *p; size_t len, cap; } buf_t;
+
+static __attribute__((noinline)) int buf_grow(buf_t *b, size_t extra) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra) cap *= 2;
+    char *q = realloc(b->p, cap);
+    if (!q) return -1;
+    b->p = q; b->cap = cap;
+    return 0;
+}
+static inline __attribute__((always_inline)) int buf_reserve(buf_t *b, size_t extra) {
+    return __builtin_expect(b->len + extra <= b->cap, 1) ? 0 : buf_grow(b, extra);
+}
+static inline __attribute__((always_inline)) int buf_put(buf_t *b, const void *p, size_t n) {
+    if (buf_reserve(b, n)) return -1;
+    if (n) memcpy(b->p + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+static inline __attribute__((always_inline)) int put64(buf_t *b, int64_t v) { return buf_put(b, &v, 8); }
+static inline __attribute__((always_inline)) int put32(buf_t *b, int32_t v) { return buf_put(b, &v, 4); }
+static inline int put8(buf_t *b, uint8_t v) { return buf_put(b, &v, 1); }
+
+typedef struct { buf_t off, data, valid; int64_t rows; } strcol;
+
+/* length of the valid UTF-8 sequence at p (1-4), or 0 if invalid */
+static size_t utf8_len(const unsigned char *p, const unsigned char *e) {
+    unsigned c = p[0];
+    size_t n; unsigned lo = 0x80, hi = 0xBF;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) n = 2;
+    else if (c >= 0xE0 && c <= 0xEF) { n = 3; if (c == 0xE0) lo = 0xA0; if (c == 0xED) hi = 0x9F; }
+    else if (c >= 0xF0 && c <= 0xF4) { n = 4; if (c == 0xF0) lo = 0x90; if (c == 0xF4) hi = 0x8F; }
+    else return 0;
+    if ((size_t)(e - p) < n) return 0;
+    if (p[1] < lo || p[1] > hi) return 0;
+    for (size_t i = 2; i < n; i++) if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+    return n;
+}
+
+/* appends [p, p+n) to the string column; bytes that are not UTF-8 become '?' (Arrow strings are UTF-8) */
+static int str_put(strcol *s, const char *p, size_t n, int valid) {
+    if (s->rows == 0 && s->off.len == 0 && put32(&s->off, 0)) return -1;
+    if (!valid) n = 0;
+    if (s->data.len + n > (size_t)INT32_MAX) return -1;
+    size_t start = s->data.len;
+    if (buf_put(&s->data, p, n)) return -1;
+    unsigned char *q = (unsigned char *)s->data.p + start, *qe = q + n;
+    for (unsigned char *x = q; x < qe;) {
+        if (qe - x >= 8 && !(load8((const char *)x) & 0x8080808080808080ULL)) { x += 8; continue; }
+        if (*x < 0x80) { x++; continue; }
+        size_t k = utf8_len(x, qe);
+        if (k) x += k; else *x++ = '?';
+    }
+    if (put32(&s->off, (int32_t)s->data.len) || put8(&s->valid, (uint8_t)(valid != 0))) return -1;
+    s->rows++;
+    return 0;
+}
+static void str_free(strcol *s) { free(s->off.p); free(s->data.p); free(s->valid.p); memset(s, 0, sizeof *s); }
+static void buf_free(buf_t *b) { free(b->p); memset(b, 0, sizeof *b); }
+
+/* ---------------------------------------------------------------- output tables */
+typedef struct {
+    /* fg_calls */
+    buf_t c_line, c_pid, c_cpu, c_depth, c_entry, c_exit, c_dur, c_parent, c_exit_line, c_partial;
+    buf_t c_comm, c_func; int64_t nc; /* ids of interned strings (the state's dictionary), -1: null */
+    /* sched_switch */
+    buf_t s_line, s_t, s_cpu, s_ppid, s_pprio, s_npid, s_nprio;
+    strcol s_pcomm, s_pstate, s_ncomm; int64_t ns;
+    /* sched_wakeup */
+    buf_t w_line, w_t, w_cpu, w_wpid, w_pid, w_prio, w_tcpu, w_succ;
+    strcol w_event, w_wcomm, w_comm; int64_t nw;
+    /* trace_events */
+    buf_t e_line, e_t, e_cpu, e_pid;
+    strcol e_comm, e_event, e_text; int64_t ne;
+    /* skipped lines, header lines (spans in the chunk) */
+    buf_t k_line, k_start, k_len, k_reason; int64_t nk;
+    buf_t h_start, h_len; int64_t nh;
+    int oom;
+} out_t;
+
+/* every buffer of the output (the string columns' three each), for freeing and for sizing the next chunk's */
+#define N_OUT_BUFS (37 + 3 * 9)
+static void out_bufs(out_t *o, buf_t **v) {
+    buf_t *bs[] = {&o->c_line, &o->c_pid, &o->c_cpu, &o->c_depth, &o->c_entry, &o->c_exit, &o->c_dur, &o->c_parent,
+                   &o->c_exit_line, &o->c_partial, &o->c_comm, &o->c_func, &o->s_line, &o->s_t, &o->s_cpu, &o->s_ppid, &o->s_pprio, &o->s_npid,
+                   &o->s_nprio, &o->w_line, &o->w_t, &o->w_cpu, &o->w_wpid, &o->w_pid, &o->w_prio, &o->w_tcpu,
+                   &o->w_succ, &o->e_line, &o->e_t, &o->e_cpu, &o->e_pid, &o->k_line, &o->k_start, &o->k_len,
+                   &o->k_reason, &o->h_start, &o->h_len};
+    strcol *ss[] = {&o->s_pcomm, &o->s_pstate, &o->s_ncomm, &o->w_event, &o->w_wcomm,
+                    &o->w_comm, &o->e_comm, &o->e_event, &o->e_text};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++) v[n++] = bs[i];
+    for (size_t i = 0; i < sizeof ss / sizeof ss[0]; i++) { v[n++] = &ss[i]->off; v[n++] = &ss[i]->data; v[n++] = &ss[i]->valid; }
+}
+
+static void out_free(out_t *o) {
+    buf_t *v[N_OUT_BUFS];
+    out_bufs(o, v);
+    for (size_t i = 0; i < N_OUT_BUFS; i++) buf_free(v[i]);
+}
+
+#endif /* STALLSCOPE_FUNCGRAPH_OUT_H */
