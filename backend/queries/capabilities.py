@@ -12,6 +12,7 @@ import re
 
 from . import stored
 from .run import run
+from .sqlsearch import rank_case
 
 # what each view reads, in the order the page shows its tabs
 TABS = ("stalls", "timeline", "dispatch", "offcpu", "sources")
@@ -76,17 +77,14 @@ _TIMED = (
 
 def _run_of(line: str, at: list[int]) -> str:
     """SQL: the run of lines `line` is in (between markers `at`, sorted): k, the number of markers before it, in
-    0..len(at); or len(at) + 1 + i when it is marker i's own line. A binary search (nested CASEs: ~log2 len(at)
-    comparisons a row)."""
+    0..len(at); or len(at) + 1 + i when it is marker i's own line."""
     n = len(at)
-
-    def search(lo: int, hi: int) -> str:  # `line` is past at[lo - 1] and at most at[hi] (when they exist)
-        if lo == hi:
-            return str(lo) if lo == n else f"CASE WHEN {line} = {at[lo]} THEN {n + 1 + lo} ELSE {lo} END"
-        mid = (lo + hi) // 2
-        return f"CASE WHEN {line} <= {at[mid]} THEN {search(lo, mid)} ELSE {search(mid + 1, hi)} END"
-
-    return search(0, n)
+    return rank_case(
+        line,
+        at,
+        strict=True,
+        leaf=lambda k: str(k) if k == n else f"CASE WHEN {line} = {at[k]} THEN {n + 1 + k} ELSE {k} END",
+    )
 
 
 def _lost_ranges(con, analysis_id: str) -> list[dict]:
