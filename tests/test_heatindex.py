@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from backend.queries import heatindex, memo, stalls
+from backend.queries import heatindex, heatmap_events, memo, stalls
 from backend.queries import heatmaps as heatmap
 from backend.queries import requests as blk
 from tests.conftest import SAMPLES, ingest_paths
@@ -190,9 +190,9 @@ def _compare_heatmaps(con, aid, metric, rng, filter=None, pid=None, dev=None):
         }
         if box["lat_min"] is not None and box["lat_max"] is not None and box["lat_max"] <= box["lat_min"]:
             box["lat_max"] = None
-        live = heatmap.events(con, aid, metric, filter=filter, pid=pid, dev=dev, live=True, **box)
-        assert heatmap.events(con, aid, metric, filter=filter, pid=pid, dev=dev, **box) == live, box
-    assert heatmap.events(con, aid, metric, filter=filter, pid=pid, dev=dev) == heatmap.events(
+        live = heatmap_events.events(con, aid, metric, filter=filter, pid=pid, dev=dev, live=True, **box)
+        assert heatmap_events.events(con, aid, metric, filter=filter, pid=pid, dev=dev, **box) == live, box
+    assert heatmap_events.events(con, aid, metric, filter=filter, pid=pid, dev=dev) == heatmap_events.events(
         con, aid, metric, filter=filter, pid=pid, dev=dev, live=True
     )
 
@@ -462,7 +462,7 @@ def test_more_events_than_an_index_holds_are_binned_in_sql(store, monkeypatch):
     memo.forget()
     args = (con, aid, "i2d", 120, 40)
     assert heatmap.heatmap(*args, pid=311) == heatmap.heatmap_sql(*args, pid=311)
-    assert heatmap.events(con, aid, "i2d", limit=5) == heatmap.events(con, aid, "i2d", limit=5, live=True)
+    assert heatmap_events.events(con, aid, "i2d", limit=5) == heatmap_events.events(con, aid, "i2d", limit=5, live=True)
     assert not heatindex._cache
     assert heatmap.heatmap(*args)["percentiles"] == heatmap.heatmap_sql(*args)["percentiles"]
     assert [type(v) for v in heatindex._cache.values()] == [heatsummary.Summary]

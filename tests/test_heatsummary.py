@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from backend.queries import heatindex, heatsummary, memo
+from backend.queries import heatindex, heatmap_events, heatsummary, memo
 from backend.queries import heatmaps as heatmap
 from tests.conftest import SAMPLES, ingest_paths
 
@@ -62,7 +62,7 @@ def _check(con, aid: str, metric: str, x_bins: int, y_bins: int, t0=None, t1=Non
     assert sum(c["count"] for c in got["cells"]) == got["percentiles"]["count"]
     ny = got["y_bins"]
     for c in got["cells"]:
-        total, rows = heatmap._box_sql(
+        total, rows = heatmap_events._box_sql(
             con,
             aid,
             metric,

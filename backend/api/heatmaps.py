@@ -12,6 +12,7 @@ from fastapi import HTTPException, Query, Response
 from pydantic import BaseModel, Field
 
 from ..limits import TIME_MAX, TIME_MIN
+from ..queries import heatmap_events as heatmap_event_queries
 from ..queries import heatmaps as heatmap_queries
 from .deps import INT64, NOT_FOUND, AnalysisId, AnalysisRouter, Cursor, TimeFilter
 from .models import ErrorBody
@@ -219,7 +220,7 @@ def heatmap_events(
             f"lat_max_ns ({lat_max_ns}) must be above lat_min_ns ({lat_min_ns}):"
             " the box holds lat_min_ns <= latency < lat_max_ns",
         )
-    return heatmap_queries.events(
+    return heatmap_event_queries.events(
         con,
         analysis_id,
         metric,
