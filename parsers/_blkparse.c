@@ -477,44 +477,9 @@ static int fold(Rebuilder *rb, out_t *o, const ev_t *v, int64_t line) {
     return 0;
 }
 
-/* ---- lines tokenized ahead, in a second thread ------------------------------------------------ */
+/* ---- lines tokenized ahead, in a second thread: _blkparse_ahead.h ---------------------------- */
 
-/* The tail of a chunk is tokenized (parse_line) by a thread of its own while this one tokenizes and folds the head,
- * then folds the tail's lines in order: the fold (requests, in file order) stays in one thread, the tokenizing,
- * most of the work, is split. A line's outcome depends on whether the summary block has begun (in_summary), which
- * the tail's thread knows only from its first event line or summary header on: until then it tokenizes a line
- * both ways, and a line whose outcome differs (a line that is not an event) is tokenized again in the fold. */
-#define REDO 1000
-#define SPLIT_MIN (1 << 20)  /* chunks smaller than this are tokenized in one thread */
-struct pre_s { ev_t v; const char *p, *e; int rc; int8_t state; }; /* state: after the line; -1: unchanged */
-typedef struct { const char *from, *to; pre_t *lines; size_t n, cap; int failed; } tail_t;
-
-static void *tokenize_tail(void *arg) {
-    tail_t *t = arg;
-    int known = -1; /* in_summary, once a line tells it */
-    for (const char *p = t->from; p < t->to;) {
-        const char *nl = memchr(p, '\n', t->to - p), *e = nl ? nl : t->to;
-        pre_t *q = room_for(t->lines, t->n, &t->cap, sizeof *q);
-        if (!q) { t->failed = 1; return NULL; }
-        t->lines = q;
-        pre_t *x = &t->lines[t->n++];
-        x->p = p; x->e = e; x->state = -1;
-        if (known >= 0) {
-            int before = known;
-            x->rc = parse_line(&x->v, p, e, &known);
-            if (known != before) x->state = (int8_t)known;
-        } else {
-            int a = 0, b = 1;
-            ev_t v2;
-            int ra = parse_line(&x->v, p, e, &a), rb2 = parse_line(&v2, p, e, &b);
-            x->rc = ra == rb2 ? ra : REDO;
-            if (a == b) known = x->state = (int8_t)a; /* an event line (0) or a summary header (1) */
-        }
-        if (!nl) break;
-        p = nl + 1;
-    }
-    return NULL;
-}
+#include "_blkparse_ahead.h"
 
 /* one line's outcome into the output: 0, or -1 on memory failure */
 static int take(Rebuilder *rb, out_t *o, ev_t *v, int rc, const char *s, const char *p, const char *e, int64_t lineno) {
