@@ -11,7 +11,7 @@ STALLSCOPE_PORT ?= 8000
 export STALLSCOPE_DB STALLSCOPE_HOST STALLSCOPE_PORT
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run serve test test-py test-unit test-e2e lint build bench openapi chromium trace-cmd clean
+.PHONY: lab run serve test test-py test-unit test-e2e lint build bench openapi chromium trace-cmd clean
 
 run: $(VENV)/.installed frontend/dist/index.html trace-cmd
 	$(VENV)/bin/stallscope serve --demo
@@ -75,6 +75,14 @@ test-e2e: $(VENV)/.installed build chromium
 # BENCH_ARGS="--parts api,page --reuse" runs some parts; BENCH_* variables scale it (bench/inputs.py).
 bench: $(VENV)/.installed build chromium
 	$(PY) -m bench.run $(BENCH_ARGS)
+
+# The lab: records each scenario's stall on a real Linux kernel in a virtual machine (lab/README.md) into
+# samples/real/NAME/. `make lab SCENARIO=NAME` records one; `make lab` all of them. Needs root (debootstrap, once).
+SCENARIO ?= $(notdir $(basename $(wildcard lab/scenarios/*.sh)))
+lab:
+	@command -v qemu-system-x86_64 >/dev/null && command -v debootstrap >/dev/null && command -v blkparse >/dev/null || \
+		{ $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q qemu-system-x86 debootstrap e2fsprogs blktrace trace-cmd; }
+	@for s in $(SCENARIO); do $(SUDO) bash lab/run.sh $$s || exit 1; done
 
 clean:
 	rm -rf $(VENV) node_modules frontend/dist build *.egg-info bench-out

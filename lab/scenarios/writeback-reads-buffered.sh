@@ -1,0 +1,8 @@
+# Writeback against reads, the writer buffered: random readers' latency beside a buffered writer's writeback.
+#
+# See lab/shared-steps/writeback-reads.sh (XFS, a 40 MB/s disk, mq-deadline, fio 4 random direct readers, a 192
+# MiB dd from the 3rd second). Truth: fio's own read latencies (workload/fio.json and its clat log) and dd's time;
+# compare with writeback-reads-direct.
+WRITE_MODE=buffered
+# shellcheck source=lab/shared-steps/writeback-reads.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../shared-steps/writeback-reads.sh"
