@@ -234,7 +234,9 @@ class HolderFinder:
             return found_waits[0], found_pids[0]
         obj, apid, exit_line, rel = self.obj, self.apid, self.exit_line, self.rel
         for name, waits in need.items():
-            k = self.objs[name]
+            k = self.objs.get(name)
+            if k is None:  # a wait found on this object by its recorded stack: none of its calls were traced
+                continue
             a, b = np.searchsorted(obj, [k, k + 1])  # the object's acquires, by exit line
             at, who = line[waits], pid[waits]
             j = np.searchsorted(exit_line[a:b], at) + a - 1  # the last acquire that returned before the wait began
