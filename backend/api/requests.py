@@ -61,6 +61,32 @@ class SchedulerMessage(BaseModel):
     message: str
 
 
+class BlockLayer(BaseModel):
+    source_id: int
+    line: int = Field(description="the line of this layer's request in its source (its first event)")
+    dev: str = Field(description="major,minor")
+    name: str | None = Field(description="the device's name when the capture names it (a blktrace set's NAME)")
+    sector: int | None
+    nsect: int | None
+    rwbs: str | None
+    pid: int | None
+    comm: str | None
+    q_ns: int | None
+    i_ns: int | None
+    d_ns: int | None
+    c_ns: int | None
+    q2c_ns: int | None
+    d2c_ns: int | None
+    held_ns: int | None = Field(
+        description="how long this layer held the I/O (ns): until the layer below queued it; the bottom layer's, from its"
+        " own start to its completion"
+    )
+    share: float | None = Field(description="held_ns over the sum of every layer's (0-1)")
+    kind: str = Field(
+        description="bio-based (remapped down) | request-based (remapped down) | the device that served it"
+    )
+
+
 class RequestDetail(BaseModel):
     request: BlockRequest
     events: list[BlockEvent]
@@ -71,6 +97,11 @@ class RequestDetail(BaseModel):
     )
     messages_total: int = Field(description="scheduler messages logged on the device while the request waited")
     messages_truncated: bool = Field(description="messages holds fewer than messages_total (a sample)")
+    layers: list[BlockLayer] = Field(
+        [],
+        description="the block stack's layers this I/O went through, top (a dm/md/LVM device's bio) to bottom (the"
+        " disk's request), each with the time it held the I/O; empty for an I/O of one layer",
+    )
 
 
 class Stats(BaseModel):

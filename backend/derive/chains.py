@@ -27,6 +27,7 @@ from collections import defaultdict
 import numpy as np
 import pyarrow as pa
 
+from .. import block_layers
 from ..schema.tables import STACK_SEP
 from .blk import REQUEST_SOURCES
 from .chain_plan import RELATIONS, plan
@@ -282,13 +283,44 @@ def match_requests(con, analysis_id: str, chains: list[dict]) -> None:
     con.unregister("_stalls_io")
     for r in rows:
         _, _, link = todo[r["k"]]
-        link["request"] = r
         d = -r["delta"]
         when = f"{duration_text(abs(d))} {'before' if d >= 0 else 'after'}"
         link["evidence"] += (
             f"; block request {r['dev']} {r['rwbs'] or ''} {r['sector']} + {r['nsect']} completed "
             f"{when} the wake-up (blktrace source {r['source_id']}, line {r['line']})"
         )
+        stack = block_layers.layers(
+            lambda sql, p: fetch_dicts(con.execute(sql, p)), analysis_id, r["source_id"], r["line"]
+        )
+        held = block_layers.holder(stack)
+        if held is not None and (held["source_id"], held["line"]) != (r["source_id"], r["line"]):
+            r = {**_request_row(con, held["source_id"], held["line"]), "k": r["k"], "delta": r["delta"]}
+        if stack:
+            link["evidence"] += "; " + _layers_text(stack, held)
+        link["request"] = r
+
+
+def _request_row(con, source_id: int, line: int) -> dict:
+    """A request's columns as a chain link keeps them (times: its source's own)."""
+    return fetch_dicts(
+        con.execute(
+            f"SELECT {', '.join(_REQUEST_TYPES)} FROM blk_requests WHERE source_id = ? AND line = ?", [source_id, line]
+        )
+    )[0]
+
+
+def _layers_text(stack: list[dict], held: dict | None) -> str:
+    """Where the I/O's time went, layer by layer (block_layers), and which layer held it."""
+    parts = [
+        f"{block_layers.device_text(x)} {'held it' if x is not stack[-1] else 'served it in'} "
+        f"{duration_text(x['held_ns']) if x['held_ns'] is not None else 'an unknown time'}"
+        + ("" if x is stack[-1] else " before passing it down")
+        for x in stack
+    ]
+    text = f"the I/O went through {len(stack)} block layers: " + ", then ".join(parts)
+    if held is not None:
+        text += f"; held longest by {block_layers.device_text(held)} (line {held['line']})"
+    return text
 
 
 _LINK_TYPES = {

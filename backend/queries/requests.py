@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from .. import block_layers
 from ..derive.blk import REQUEST_SOURCES
 from ..schema.tables import REQUEST_COLUMNS, TOP, TOP_METRICS
 from . import memo, paging, stored
@@ -281,6 +282,7 @@ def request_detail(con, analysis_id: str, source_id: int, line: int, max_message
         "messages_total": total,
         "messages_truncated": len(messages) < total,
         "clock_offset_ns": off,
+        "layers": block_layers.layers(lambda sql, p: run(con, sql, p, shape="dicts"), analysis_id, source_id, line),
     }
 
 

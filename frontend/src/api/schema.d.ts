@@ -796,6 +796,63 @@ export interface components {
             /** T Ns */
             t_ns: number;
         };
+        /** BlockLayer */
+        BlockLayer: {
+            /** C Ns */
+            c_ns: number | null;
+            /** Comm */
+            comm: string | null;
+            /** D2C Ns */
+            d2c_ns: number | null;
+            /** D Ns */
+            d_ns: number | null;
+            /**
+             * Dev
+             * @description major,minor
+             */
+            dev: string;
+            /**
+             * Held Ns
+             * @description how long this layer held the I/O (ns): until the layer below queued it; the bottom layer's, from its own start to its completion
+             */
+            held_ns: number | null;
+            /** I Ns */
+            i_ns: number | null;
+            /**
+             * Kind
+             * @description bio-based (remapped down) | request-based (remapped down) | the device that served it
+             */
+            kind: string;
+            /**
+             * Line
+             * @description the line of this layer's request in its source (its first event)
+             */
+            line: number;
+            /**
+             * Name
+             * @description the device's name when the capture names it (a blktrace set's NAME)
+             */
+            name: string | null;
+            /** Nsect */
+            nsect: number | null;
+            /** Pid */
+            pid: number | null;
+            /** Q2C Ns */
+            q2c_ns: number | null;
+            /** Q Ns */
+            q_ns: number | null;
+            /** Rwbs */
+            rwbs: string | null;
+            /** Sector */
+            sector: number | null;
+            /**
+             * Share
+             * @description held_ns over the sum of every layer's (0-1)
+             */
+            share: number | null;
+            /** Source Id */
+            source_id: number;
+        };
         /** BlockRequest */
         BlockRequest: {
             /** C Ns */
@@ -1947,6 +2004,12 @@ export interface components {
         RequestDetail: {
             /** Events */
             events: components["schemas"]["BlockEvent"][];
+            /**
+             * Layers
+             * @description the block stack's layers this I/O went through, top (a dm/md/LVM device's bio) to bottom (the disk's request), each with the time it held the I/O; empty for an I/O of one layer
+             * @default []
+             */
+            layers: components["schemas"]["BlockLayer"][];
             /**
              * Messages
              * @description I/O scheduler `m` lines logged on the device while the request waited (from I, else Q, G or D, to D, else C), in time order: all of them, or max_messages spread evenly over the whole wait (the first and the last included) when there are more

@@ -1,7 +1,7 @@
 import { useMemo, useState } from 'react';
 import { MAX_MESSAGES, MESSAGES, useRequestDetail } from '../../api/queries';
 import { ApiError } from '../../api/client';
-import type { AnalysisDetail, BlockRequest } from '../../api/types';
+import type { AnalysisDetail, BlockRequest, RequestDetail } from '../../api/types';
 import { EChart } from '../../charts/EChart';
 import { buildWaterfallOption, messagesNote, requestOrigin, requestSpan, waterfallPhases } from '../../charts/waterfall';
 import { ErrorBox, Loading } from '../../components/Status';
@@ -42,6 +42,7 @@ export function RequestDetailPanel({ analysis, reqRef }: { analysis: AnalysisDet
       {q.data && option && (
         <>
           <RequestFacts r={q.data.request} />
+          {q.data.layers.length > 1 && <BlockLayers layers={q.data.layers} reqRef={reqRef} />}
           <h3>Waterfall</h3>
           {note && (
             <p className="muted messages-note" data-testid="messages-note">
@@ -210,6 +211,64 @@ function RequestFacts({ r }: { r: BlockRequest }) {
             <span className="k">{label}</span> {formatNs(v)}
           </span>
         ))}
+      </div>
+    </>
+  );
+}
+
+/** The block stack's layers this I/O went through (a dm/md/LVM bio, then the disk's request), each with the time it
+ * held the I/O: where the time went, and a link to each layer's own request. */
+function BlockLayers({ layers, reqRef }: { layers: RequestDetail['layers']; reqRef: RequestRef }) {
+  const [, setView] = useViewState();
+  const longest = Math.max(...layers.map((l) => l.held_ns ?? 0));
+  return (
+    <>
+      <h3>Where the time went: {layers.length} block layers</h3>
+      <div className="table-scroll">
+        <table className="grid compact" data-testid="request-layers">
+          <thead>
+            <tr>
+              <th>Device</th>
+              <th>Layer</th>
+              <th>Process</th>
+              <th className="num" title="first sector + sectors (512 bytes)">Sector</th>
+              <th className="num" title="until the layer below queued it; the bottom layer's: from its start to its completion">
+                Held
+              </th>
+              <th className="num">Share</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {layers.map((l) => {
+              const here = l.source_id === reqRef.sourceId && l.line === reqRef.line;
+              return (
+                <tr key={`${l.source_id}:${l.line}`} className={l.held_ns !== null && l.held_ns === longest ? 'strong' : undefined}>
+                  <td className="mono">
+                    {l.dev}
+                    {l.name ? ` (${l.name})` : ''}
+                  </td>
+                  <td>{l.kind}</td>
+                  <td className="mono">
+                    {l.pid ?? '—'} {l.comm ?? ''}
+                  </td>
+                  <td className="num mono">{formatSector(l.sector, l.nsect)}</td>
+                  <td className="num">{formatNs(l.held_ns)}</td>
+                  <td className="num">{l.share === null ? '—' : `${(l.share * 100).toFixed(1)} %`}</td>
+                  <td>
+                    {here ? (
+                      <span className="muted">this request</span>
+                    ) : (
+                      <button className="btn small" onClick={() => setView({ req: { sourceId: l.source_id, line: l.line } })}>
+                        Open
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
       </div>
     </>
   );
