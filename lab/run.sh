@@ -5,6 +5,8 @@
 #   LAB_CACHE   where the guest is built and cached (default ~/.cache/stallscope-lab)
 #   LAB_ACCEL   qemu's accelerator (default tcg,thread=multi: software emulation; kvm where a stock kernel boots)
 #   LAB_OUT     where to write (default samples/real)
+#   LAB_SMP     the guest's CPUs (default 1: under emulation on a busy host, function_graph's code patching waits for
+#               every other CPU, and 2 CPUs met soft lockups while trace-cmd started)
 set -euo pipefail
 
 # (one function, read whole before it runs: the script may be edited while a recording runs)
@@ -16,6 +18,7 @@ main() {
 	LAB_CACHE=${LAB_CACHE:-$HOME/.cache/stallscope-lab}
 	LAB_ACCEL=${LAB_ACCEL:-tcg,thread=multi}
 	LAB_OUT=${LAB_OUT:-$repo/samples/real}
+	LAB_SMP=${LAB_SMP:-1}
 	export LAB_CACHE
 	bash "$here/build-guest.sh"
 
@@ -33,7 +36,7 @@ main() {
 	rm -f "$data"
 	truncate -s "${DATA_DISK_MB}M" "$data"
 	append="root=/dev/vda rw console=ttyS0 init=/sbin/lab-init panic=10 lab.scenario=$scenario"
-	qemu=(qemu-system-x86_64 -accel "$LAB_ACCEL" -cpu max -m 2G -smp 2
+	qemu=(qemu-system-x86_64 -accel "$LAB_ACCEL" -cpu max -m 2G -smp "$LAB_SMP"
 		-kernel "$LAB_CACHE/vmlinuz" -initrd "$LAB_CACHE/initrd.img" -append "$append"
 		-drive "file=$LAB_CACHE/rootfs.img,if=none,id=root,format=raw,snapshot=on"
 		-device virtio-blk-pci,drive=root,addr=0x4
@@ -51,16 +54,16 @@ main() {
 	if [ ! -f "$out/DONE" ]; then
 		echo "lab: $scenario did not finish (qemu exit $status after $elapsed s); the guest's log:" >&2
 		tail -40 "$out/guest.log" 2>/dev/null >&2 || tail -40 "$out.console.log" >&2
+		cat "$out/ps.log" >&2 2>/dev/null
 		exit 1
 	fi
 	echo "lab: $scenario recorded in $elapsed s"
 
-	# Derived on the host: the trace.dat's report text and the blktrace set's blkparse text (both readers have tests).
+	# Derived on the host: the blktrace set's blkparse text (its reader has tests too).
 	dest=$LAB_OUT/$scenario
 	rm -rf "$dest"
 	mkdir -p "$dest/blktrace"
-	if [ -f "$out/trace.dat" ]; then
-		trace-cmd report -i "$out/trace.dat" > "$dest/trace.report.txt" 2> /dev/null
+	if [ -f "$out/trace.dat" ]; then  # (its report text is ~25x larger: tests render it with trace-cmd report)
 		cp "$out/trace.dat" "$dest/trace.dat"
 	else  # FTRACE_WITH=tracefs: the tracefs `trace` file as read in the guest
 		cp "$out/trace.txt" "$dest/trace.txt"
@@ -72,15 +75,17 @@ main() {
 	(cd "$dest/blktrace" && blkparse -q "${inputs[@]}" -o "$dest/blkparse.txt" > /dev/null)
 	for f in perf.script.txt offcputime.txt offcputime.folded.txt offwaketime.txt TRUTH.json kernel.txt partitions.txt \
 		devices.txt dmsetup-table.txt schedulers.txt guest.log; do
-		cp "$out/$f" "$dest/$f"
+		[ -f "$out/$f" ] && cp "$out/$f" "$dest/$f"
 	done
 	[ -d "$out/workload" ] && cp -r "$out/workload" "$dest/workload"
+	# text outputs past 1 MiB are kept gzipped (tests read them through gunzip): a recording stays a few MB
+	find "$dest" -type f -name '*.txt' -size +1M -exec gzip -9 {} +
 	{
 		echo "# $scenario: recorded by \`make lab SCENARIO=$scenario\`"
 		echo
 		sed -n 's/^# \{0,1\}//p; /^[^#]/q' "$here/scenarios/$scenario.sh" | sed '/^!/d'
 		echo
-		echo "- kernel: $(cat "$out/kernel.txt") (Debian bookworm guest), qemu $LAB_ACCEL, 2 CPUs, 2 GiB"
+		echo "- kernel: $(cat "$out/kernel.txt") (Debian bookworm guest), qemu $LAB_ACCEL, $LAB_SMP CPU(s), 2 GiB"
 		echo "- recorded on $(date -u +%Y-%m-%d) in $elapsed s; the scenario: \`lab/scenarios/$scenario.sh\`;"
 		echo "  the recorders: \`lab/guest/record.sh\`"
 		echo "- data disk: ${DATA_DISK_MB} MiB virtio${DATA_DRIVE_OPTS:+, qemu drive options \`$DATA_DRIVE_OPTS\`}${DATA_DEVICE_OPTS:+, device options \`$DATA_DEVICE_OPTS\`}"

@@ -2,6 +2,8 @@
 #   GRAPH_FUNCS   function_graph filters (trace-cmd -g), GRAPH_DEPTH its --max-graph-depth
 #   TRACE_EVENTS  extra ftrace events (the filesystem's, jbd2's) beside sched and block
 #   BLK_DEVICES   every layer of the block stack to blktrace (/dev/dm-0 /dev/vdb)
+#   BCC_TOOLS     which of bcc's outputs (default all: offcputime offcputime-folded offwaketime); each costs a
+#                 minute or more of compiling under emulation
 # What it records (into $REC, then $OUT):
 #   trace.dat            trace-cmd record: function_graph, sched_switch/wakeup/waking, block:*, the scenario's
 #                        events, a kernel stack on every event (-T); file version 7, zstd
@@ -11,6 +13,7 @@
 # bcc's tools compile their programs first (minutes under software emulation): each is attached before the next
 # starts, and trace-cmd starts last (bcc and function_graph starting together once hung a guest).
 REC=/tmp/rec
+BCC_TOOLS=${BCC_TOOLS:-offcputime offcputime-folded offwaketime}
 declare -a REC_PIDS=()
 
 wait_for_bpf() {  # a bcc tool is attached once it holds a loaded BPF program
@@ -27,21 +30,19 @@ wait_for_bpf() {  # a bcc tool is attached once it holds a loaded BPF program
 start_bcc() {  # start_bcc OUTPUT TOOL ARGS...
 	local output=$1
 	shift
-	"$@" > "$REC/$output" 2> "$REC/$output.err" &
+	# a script's background job ignores SIGINT, and Python then never sees it: bcc's tool would not print and exit
+	env --default-signal=INT "$@" > "$REC/$output" 2> "$REC/$output.err" &
 	REC_PIDS+=($!)
 	wait_for_bpf $!
 }
 
-# A background job of a script ignores SIGINT unless job control is on, and Python then never sees it: bcc's tools
-# would not print and exit. So the recorders start with job control on (set -m).
 record_start() {
-	set -m
 	mkdir -p "$REC/blktrace"
 	local t0
 	t0=$(date +%s)
-	start_bcc offcputime.txt offcputime-bpfcc -K --state 2
-	start_bcc offcputime.folded.txt offcputime-bpfcc -K -f --state 2
-	start_bcc offwaketime.txt offwaketime-bpfcc -K --state 2
+	[[ " $BCC_TOOLS " == *" offcputime "* ]] && start_bcc offcputime.txt offcputime-bpfcc -K --state 2
+	[[ " $BCC_TOOLS " == *" offcputime-folded "* ]] && start_bcc offcputime.folded.txt offcputime-bpfcc -K -f --state 2
+	[[ " $BCC_TOOLS " == *" offwaketime "* ]] && start_bcc offwaketime.txt offwaketime-bpfcc -K --state 2
 	echo "lab: bcc attached in $(($(date +%s) - t0)) s"
 	local devs=() d
 	for d in $BLK_DEVICES; do devs+=(-d "$d"); done
@@ -54,7 +55,6 @@ record_start() {
 	PERF_PID=$!
 	if [ "${FTRACE_WITH:-trace-cmd}" = tracefs ]; then
 		tracefs_start
-		set +m
 		echo "lab: recording since $(($(date +%s) - t0)) s after the start"
 		return
 	fi
@@ -73,7 +73,6 @@ record_start() {
 		sleep 1
 	done
 	sleep 3
-	set +m
 	echo "lab: recording since $(($(date +%s) - t0)) s after the start"
 }
 

@@ -25,6 +25,11 @@ mark() { echo "$*" > /sys/kernel/tracing/trace_marker; }
 # Times the workload measures itself: wall-clock seconds from bash itself (no process started).
 now() { echo "$EPOCHREALTIME"; }
 
+# what the guest is doing, every 15 s, for a recording that hangs (the host keeps it beside the console log)
+( while sleep 15; do
+	{ date +%T; ps -eo pid,stat,etime,time,args --sort=start_time | tail -n 25
+		echo "tracer $(cat /sys/kernel/tracing/current_tracer) on $(cat /sys/kernel/tracing/tracing_on)"; } > /out/ps.log
+done ) &
 step() { echo "lab: $(date +%T) $*" >&2; "$@"; }
 step setup
 cat /proc/partitions > "$OUT/partitions.txt"

@@ -19,6 +19,7 @@ GRAPH_FUNCS="blkdev_write_iter blk_mq_dispatch_rq_list"
 GRAPH_DEPTH=2
 TRACE_EVENTS=""
 BLK_DEVICES="/dev/vdb"
+BCC_TOOLS="offcputime-folded"
 
 setup() {
 	echo mq-deadline > /sys/block/vdb/queue/scheduler

@@ -9,6 +9,7 @@ GRAPH_FUNCS="xfs_file_read_iter"
 GRAPH_DEPTH=2
 TRACE_EVENTS=""
 BLK_DEVICES="/dev/vdb"
+BCC_TOOLS="offcputime-folded"
 
 setup() {
 	echo mq-deadline > /sys/block/vdb/queue/scheduler
