@@ -66,6 +66,16 @@ def cmd_serve(args) -> int:
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 DEMOS = [  # (analysis name, files under samples/); the first is listed on top
     (
+        "Real kernel: dd's fsync waits for ext4's journal, whose write sat 200+ ms in device-mapper"
+        " (lab recording: trace.dat, blktrace of dm-0 and vdb, offcputime)",
+        [
+            "real/ext4-jbd2/trace.dat",
+            "real/ext4-jbd2/blktrace/dm-0.blktrace.0",
+            "real/ext4-jbd2/blktrace/vdb.blktrace.0",
+            "real/ext4-jbd2/offcputime.txt",
+        ],
+    ),
+    (
         "Demo: an app's write stalls 2.3 s behind an inode lock, down to the starved metadata write"
         " (synthetic, three sources)",
         ["incident.blkparse.txt", "incident.trace-cmd-report.txt", "incident.offcputime.txt"],

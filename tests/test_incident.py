@@ -319,14 +319,16 @@ def test_aligned_to_the_blktrace(client, store):
     assert 0 < logd["start_ns"] - req["c_ns"] <= 100_000  # xfslogd woke xfsconvertd just after the completion
 
 
-def test_it_is_the_first_demo(client, store):
-    name, files = DEMOS[0]
+def test_it_is_the_synthetic_demo(client, store):
+    """The demos: a real recording first (tests/test_lab_truth.py checks it), then this synthetic incident."""
+    assert DEMOS[0][0].startswith("Real kernel: ")
+    name, files = DEMOS[1]
     assert files == [gen_incident.BLK, gen_incident.TRACE, gen_incident.OFFCPU]
-    assert name.startswith("Demo: an app's write stalls 2.3 s behind an inode lock")
+    assert name.startswith("Demo: an app's write stalls 2.3 s behind an inode lock") and "(synthetic" in name
     load_demo(store)
     listed = client.get("/api/analyses").json()
     assert [a["name"] for a in listed] == [n for n, _ in DEMOS]  # newest first: the demos in their order
-    (c,) = client.get(f"/api/analyses/{listed[0]['id']}/chains", params={"limit": 1}).json()
+    (c,) = client.get(f"/api/analyses/{listed[1]['id']}/chains", params={"limit": 1}).json()
     assert [(link["comm"], link["relation"]) for link in c["links"]] == [
         ("file_writer", "woken_by"),
         ("file_reader", "woken_by"),

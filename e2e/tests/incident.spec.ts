@@ -8,7 +8,7 @@ import path from 'node:path';
 import { REPO, SCREENSHOTS } from './paths';
 import { copyLinkAndOpenElsewhere } from './share';
 
-// backend/cli.py DEMOS[0]: what `stallscope serve --demo` loads first.
+// backend/cli.py DEMOS[1]: the synthetic incident `stallscope serve --demo` loads after the lab recording.
 const DEMO_NAME =
   "Demo: an app's write stalls 2.3 s behind an inode lock, down to the starved metadata write (synthetic, three sources)";
 const DEMO_FILES = ['blkparse', 'trace-cmd-report', 'offcputime'].map((k) => path.join(REPO, `samples/incident.${k}.txt`));
