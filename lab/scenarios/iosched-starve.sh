@@ -2,7 +2,7 @@
 #
 # Injected cause: the virtio disk holds at most 4 requests (qemu `queue-size=4`) and serves at most 400 per
 # second (qemu throttling), and mq-deadline is told to prefer reads for ever (`writes_starved` 1000000,
-# `write_expire` 60 s). fio floods the disk with 4 KiB direct random reads (libaio, iodepth 32) for 12 s; meanwhile
+# `write_expire` 60 s, 256 requests of room). fio floods the disk with 4 KiB direct random reads (libaio, iodepth 32) for 12 s; meanwhile
 # one 4 KiB direct write (`dd oflag=direct`) starts every 3 s. Each write is inserted (I) at once and dispatched
 # (D) only when the flood ends: its dispatch wait is most of its time, as in the CFQ starvation report
 # (shared/seed-excerpts/cfq-dispatch-starvation) where xfsaild's write waited 15.6 s between I and D.
@@ -25,6 +25,9 @@ setup() {
 	echo mq-deadline > /sys/block/vdb/queue/scheduler
 	echo 1000000 > /sys/block/vdb/queue/iosched/writes_starved
 	echo 60000 > /sys/block/vdb/queue/iosched/write_expire
+	# room in the scheduler for the whole flood (its default, twice the device's 4, makes the reads wait for a tag
+	# before the scheduler, and the writes beside them: no starvation in the queue)
+	echo 256 > /sys/block/vdb/queue/nr_requests
 	grep . /sys/block/vdb/queue/iosched/* /sys/block/vdb/queue/nr_requests > "$WORK/iosched.txt"
 	dd if=/dev/zero of=/dev/vdb bs=1M count=64 oflag=direct status=none
 }
@@ -57,7 +60,7 @@ reads = json.load(open(sys.argv[2]))["jobs"][0]["read"]
 print(json.dumps({
     "scenario": "iosched-starve",
     "cause": {"kind": "scheduler", "device": "vdb", "scheduler": "mq-deadline", "writes_starved": 1000000,
-              "write_expire_ms": 60000, "device_queue_depth": 4, "device_iops_limit": 400,
+              "write_expire_ms": 60000, "device_queue_depth": 4, "nr_requests": 256, "device_iops_limit": 400,
               "flood": "fio randread 4k libaio iodepth 32, 12 s"},
     "stalled": {"comm": "dd", "count": len(secs), "family": "io", "op": "write",
                 "measured_ms": [round(s * 1000, 3) for s in secs], "max_ms": round(max(secs) * 1000, 3),

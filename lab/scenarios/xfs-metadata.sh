@@ -1,7 +1,7 @@
 # XFS metadata under a starved write: a file create blocks on xfs_buf_lock while its directory's buffer is written.
 #
 # Injected cause: as in iosched-starve, the virtio disk holds at most 4 requests (qemu `queue-size=4`, at most
-# 400 per second) and mq-deadline prefers reads for ever (`writes_starved` 1000000, `write_expire` 60 s); XFS
+# 400 per second) and mq-deadline prefers reads for ever (`writes_starved` 1000000, `write_expire` 60 s, 256 requests of room); XFS
 # pushes its log every second (`fs.xfs.xfssyncd_centisecs` 100), so xfsaild writes the directory's metadata
 # buffer back while a reader floods the disk with direct random reads for 12 s. A creator makes a file in that
 # directory every 0.2 s and times each open(O_CREAT): once xfsaild's write of the buffer is starved in the
@@ -23,6 +23,9 @@ setup() {
 	echo mq-deadline > /sys/block/vdb/queue/scheduler
 	echo 1000000 > /sys/block/vdb/queue/iosched/writes_starved
 	echo 60000 > /sys/block/vdb/queue/iosched/write_expire
+	# room in the scheduler for the whole flood (its default, twice the device's 4, makes the reads wait for a tag
+	# before the scheduler, and the writes beside them: no starvation in the queue)
+	echo 256 > /sys/block/vdb/queue/nr_requests
 	grep . /sys/block/vdb/queue/iosched/* /sys/block/vdb/queue/nr_requests > "$WORK/iosched.txt"
 	mkfs.xfs -q -f /dev/vdb
 	mount /dev/vdb /mnt/test
@@ -70,7 +73,7 @@ secs = sorted(((float(r["end_s"]) - float(r["start_s"]), int(r["n"])) for r in r
 print(json.dumps({
     "scenario": "xfs-metadata",
     "cause": {"kind": "scheduler", "device": "vdb", "scheduler": "mq-deadline", "writes_starved": 1000000,
-              "write_expire_ms": 60000, "device_queue_depth": 4, "device_iops_limit": 400, "xfssyncd_centisecs": 100,
+              "write_expire_ms": 60000, "device_queue_depth": 4, "nr_requests": 256, "device_iops_limit": 400, "xfssyncd_centisecs": 100,
               "flood": "fio randread 4k libaio iodepth 32 direct, 12 s"},
     "stalled": {"comm": "python3", "call": "open(O_CREAT)", "wait": "xfs_buf_lock", "family": "lock",
                 "creates": len(rows), "slowest_ms": round(secs[0][0] * 1000, 3), "slowest_n": secs[0][1],

@@ -229,13 +229,12 @@ function BlockLayers({ layers, reqRef }: { layers: RequestDetail['layers']; reqR
           <thead>
             <tr>
               <th>Device</th>
-              <th>Layer</th>
-              <th>Process</th>
-              <th className="num" title="first sector + sectors (512 bytes)">Sector</th>
               <th className="num" title="until the layer below queued it; the bottom layer's: from its start to its completion">
                 Held
               </th>
               <th className="num">Share</th>
+              <th>Layer</th>
+              <th>Process</th>
               <th />
             </tr>
           </thead>
@@ -248,13 +247,12 @@ function BlockLayers({ layers, reqRef }: { layers: RequestDetail['layers']; reqR
                     {l.dev}
                     {l.name ? ` (${l.name})` : ''}
                   </td>
+                  <td className="num">{formatNs(l.held_ns)}</td>
+                  <td className="num">{l.share === null ? '—' : `${(l.share * 100).toFixed(1)} %`}</td>
                   <td>{l.kind}</td>
                   <td className="mono">
                     {l.pid ?? '—'} {l.comm ?? ''}
                   </td>
-                  <td className="num mono">{formatSector(l.sector, l.nsect)}</td>
-                  <td className="num">{formatNs(l.held_ns)}</td>
-                  <td className="num">{l.share === null ? '—' : `${(l.share * 100).toFixed(1)} %`}</td>
                   <td>
                     {here ? (
                       <span className="muted">this request</span>
