@@ -20,6 +20,15 @@ from typing import Callable
 
 Fetch = Callable[[str, dict], list[dict]]
 
+# the sources (alias s) whose block requests an analysis shows: its blktraces (blkparse), else the ftrace-format
+# sources that rebuilt requests from block tracepoints (perf script text: parsers/perf.py; other ftrace captures:
+# derive/block_events.py), which would count a blktrace's requests a second time
+REQUEST_SOURCES = (
+    "(s.format = 'blkparse' OR s.format = 'ftrace'"
+    " AND NOT EXISTS (SELECT 1 FROM sources b WHERE b.analysis_id = s.analysis_id AND b.format = 'blkparse')"
+    " AND EXISTS (SELECT 1 FROM blk_requests q WHERE q.source_id = s.id))"
+)
+
 MAX_LAYERS = 8  # dm over md over a partition over a disk is 4; a loop guards against a remap cycle in a bad trace
 
 _COLUMNS = "r.source_id, r.line, r.dev, r.sector, r.nsect, r.rwbs, r.pid, r.comm"
@@ -29,7 +38,7 @@ _SELECT = f"""
     SELECT {_COLUMNS}, {", ".join(f"r.{c} + s.clock_offset_ns AS {c}" for c in _ALIGNED)}, r.q2c_ns, r.d2c_ns,
            r.from_dev, r.from_sector, regexp_extract(s.filename, '^(.+)\\.blktrace\\.[0-9]+$', 1) AS set_name
     FROM blk_requests r JOIN sources s ON s.id = r.source_id
-    WHERE s.analysis_id = $aid AND s.format = 'blkparse'
+    WHERE s.analysis_id = $aid AND {REQUEST_SOURCES}
 """
 
 _UPPER = (

@@ -224,18 +224,23 @@ def rebuild(chunks: Iterator[memoryview], report: ParseReport) -> Iterator[tuple
         yield from _batches(cols)
     yield from _batches(rebuilder.finish())
     report.facts = rebuilder.facts()
+    btt = btt_batch(rebuilder)
+    if btt is not None:
+        yield "blk_btt", btt
+
+
+def btt_batch(rebuilder) -> pa.RecordBatch | None:
+    """btt's figures of what a rebuilder read (table blk_btt), or None when it read no request."""
     rows = rebuilder.btt()
-    if rows:
-        cols = list(zip(*rows))
-        yield (
-            "blk_btt",
-            pa.RecordBatch.from_arrays(
-                [
-                    pa.array([f"{a},{b}" for a, b in zip(cols[0], cols[1])], pa.string()),
-                    pa.array(cols[2], pa.int64()),
-                    pa.array(cols[3], pa.string()),
-                    *(pa.array(c, pa.int64()) for c in cols[4:]),
-                ],
-                schema=BTT,
-            ),
-        )
+    if not rows:
+        return None
+    cols = list(zip(*rows))
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([f"{a},{b}" for a, b in zip(cols[0], cols[1])], pa.string()),
+            pa.array(cols[2], pa.int64()),
+            pa.array(cols[3], pa.string()),
+            *(pa.array(c, pa.int64()) for c in cols[4:]),
+        ],
+        schema=BTT,
+    )

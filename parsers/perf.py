@@ -359,18 +359,6 @@ def _requests(rebuilder, text: bytes, first: int) -> Iterator[tuple[str, pa.Reco
 
 
 def _btt(rebuilder) -> Iterator[tuple[str, pa.RecordBatch]]:
-    rows = rebuilder.btt()
-    if rows:
-        c = list(zip(*rows))
-        yield (
-            "blk_btt",
-            pa.RecordBatch.from_arrays(
-                [
-                    pa.array([f"{a},{b}" for a, b in zip(c[0], c[1])], pa.string()),
-                    pa.array(c[2], pa.int64()),
-                    pa.array(c[3], pa.string()),
-                    *(pa.array(x, pa.int64()) for x in c[4:]),
-                ],
-                schema=blkparse.BTT,
-            ),
-        )
+    btt = blkparse.btt_batch(rebuilder)
+    if btt is not None:
+        yield "blk_btt", btt

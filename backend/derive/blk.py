@@ -13,16 +13,9 @@ from __future__ import annotations
 
 from parsers.common import ParseReport
 
+# (where the sources whose requests an analysis shows are named: the layers of the block stack read them too)
+from ..block_layers import REQUEST_SOURCES  # noqa: E402,F401
 from ..schema.tables import REQUEST_COLUMNS, TOP_METRICS
-
-# the sources (alias s) whose block requests an analysis shows: its blktraces (blkparse), else the ftrace-format
-# sources that rebuilt requests from block tracepoints (perf script text: parsers/perf.py), which would count a
-# blktrace's requests a second time
-REQUEST_SOURCES = (
-    "(s.format = 'blkparse' OR s.format = 'ftrace'"
-    " AND NOT EXISTS (SELECT 1 FROM sources b WHERE b.analysis_id = s.analysis_id AND b.format = 'blkparse')"
-    " AND EXISTS (SELECT 1 FROM blk_requests q WHERE q.source_id = s.id))"
-)
 
 
 def derive(con, source_id: int, report: ParseReport) -> tuple[int | None, int | None]:

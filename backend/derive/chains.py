@@ -268,7 +268,7 @@ def match_requests(con, analysis_id: str, chains: list[dict]) -> None:
             f"""
         WITH r AS (
             SELECT r.source_id, r.line, r.dev, r.sector, r.nsect, r.rwbs, r.pid, r.comm, r.q_ns, r.i_ns, r.d_ns, r.c_ns,
-                   r.c_ns + s.clock_offset_ns AS c_at
+                   r.c_ns + s.clock_offset_ns AS c_at, s.format = 'blkparse' AS blktrace
             FROM blk_requests r JOIN sources s ON s.id = r.source_id
             WHERE s.analysis_id = $aid AND {REQUEST_SOURCES} AND r.c_ns IS NOT NULL
         )
@@ -287,7 +287,9 @@ def match_requests(con, analysis_id: str, chains: list[dict]) -> None:
         when = f"{duration_text(abs(d))} {'before' if d >= 0 else 'after'}"
         link["evidence"] += (
             f"; block request {r['dev']} {r['rwbs'] or ''} {r['sector']} + {r['nsect']} completed "
-            f"{when} the wake-up (blktrace source {r['source_id']}, line {r['line']})"
+            f"{when} the wake-up ("
+            + (f"blktrace source {r['source_id']}" if r.pop("blktrace") else "rebuilt from the trace's block events")
+            + f", line {r['line']})"
         )
         stack = block_layers.layers(
             lambda sql, p: fetch_dicts(con.execute(sql, p)), analysis_id, r["source_id"], r["line"]

@@ -4,7 +4,8 @@ backend/ingest/pipeline.py stages each file's rows (the parsers' tables, keyed b
 transaction:
 
 1. per source, as it is added (DERIVE_SOURCE[format]: fn(con, source_id, report) -> its time span, or None):
-   blkparse: `blk.derive` (blk_top, notes); ftrace: `blk.derive` when it rebuilt requests (perf), `waits.span`;
+   blkparse: `blk.derive` (blk_top, notes); ftrace: `block_events.derive` (requests from its block tracepoints,
+   when its parser rebuilt none), `blk.derive` when it has requests, `waits.span`;
 2. per analysis, once every source is in (DERIVE_ANALYSIS: fn(con, analysis_id)), in order:
    `align.derive` (each source's clock offset: chains compare times across sources), then
    `waits_chains_and_timeline`, which runs three threads of work:
@@ -44,10 +45,13 @@ from typing import Callable
 import pyarrow as pa
 
 from ..ingest.memory import trim_heap
-from . import align, blk, chain_plan, chains, cpus, stacks, timeline, wait_rows, waits
+from . import align, blk, block_events, chain_plan, chains, cpus, stacks, timeline, wait_rows, waits
 
 # (an ftrace-format source may hold block requests too: perf script text rebuilds them from block tracepoints)
-DERIVE_SOURCE: dict[str, list[Callable]] = {"blkparse": [blk.derive], "ftrace": [blk.derive, waits.span]}
+DERIVE_SOURCE: dict[str, list[Callable]] = {
+    "blkparse": [blk.derive],
+    "ftrace": [block_events.derive, blk.derive, waits.span],
+}
 
 
 def waits_chains_and_timeline(con, analysis_id: str) -> None:
