@@ -20,6 +20,20 @@ RELATIONS = (None, "io_completion", "woken_by", "held_by")
 _NEVER = 1 << 62
 
 
+def _reached(nxt: np.ndarray, worthy: np.ndarray) -> np.ndarray:
+    """The waits some chain passes through: the next links of the waits worth explaining (those that can start a
+    chain), then theirs, and so on. A wait that only an idle sleep leads to (a worker woken by the task it then
+    waits for) is no one's link: it starts a chain of its own."""
+    reached = np.zeros(len(nxt), bool)
+    step = nxt[worthy & (nxt >= 0)]
+    while len(step):
+        step = np.unique(step[~reached[step]])
+        reached[step] = True
+        step = nxt[step]
+        step = step[step >= 0]
+    return reached
+
+
 class SourcePlan:
     """A source's next links (rel: an index into RELATIONS; nxt: the next link's wait, -1 for none; end: the task
     (pid, line) that ends the chain when no wait follows) and groups (gid: -1 for none)."""
@@ -34,10 +48,8 @@ class SourcePlan:
     def heads(self) -> np.ndarray:
         """The first links of the source's chains: waits that are no other wait's next link and are worth
         explaining; of a group, its member (not a next link) with the longest known stall."""
-        n = len(self.rel)
-        target = np.zeros(n, bool)
-        target[self.nxt[self.nxt >= 0]] = True
         c = self.cols
+        target = _reached(self.nxt, c["worthy"])
         cand = ~target & c["worthy"]
         alone = np.flatnonzero(cand & (self.gid < 0))
         groups = np.unique(self.gid[cand & (self.gid >= 0)])
