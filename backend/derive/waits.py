@@ -605,7 +605,18 @@ _SCHED_WAIT = {  # the columns of a scheduler wait, in SQL over derive_waits' sc
 
 
 def span(con, source_id: int, report) -> tuple[int | None, int | None]:
-    """An ftrace source's time span (ns): its first and last timestamp of any kind."""
+    """An ftrace source's time span (ns): its first and last timestamp of any kind. Notes scheduler events that
+    carry no time (tracefs function_graph text without funcgraph-abstime prints an event as a comment with none):
+    no wait can be measured from them, and the user is told how to record them with it."""
+    untimed = con.execute(
+        "SELECT count(*) FILTER (WHERE t_ns IS NULL), count(*) FROM sched_switch WHERE source_id = ?", [source_id]
+    ).fetchall()[0]
+    if untimed[0]:
+        report.note(
+            f"{untimed[0]} of {untimed[1]} sched_switch events have no timestamp (function_graph text without"
+            " funcgraph-abstime), so no wait is measured from them: record with"
+            " `echo 1 > /sys/kernel/tracing/options/funcgraph-abstime` (and funcgraph-proc), or with trace-cmd"
+        )
     return con.execute(
         "SELECT min(lo), max(hi) FROM ("
         " SELECT min(coalesce(entry_ns, exit_ns)) lo, max(coalesce(exit_ns, entry_ns)) hi FROM fg_call_rows"
