@@ -38,10 +38,10 @@ def text_file(name: str, filename: str, tmp: Path) -> Path | None:
     return out
 
 
-def upload(name: str) -> list[Path]:
+def upload(name: str, tmp: Path) -> list[Path]:
     """The files a user would drop together: the ftrace capture, every layer's blktrace set, offcputime."""
     rec = REAL / name
-    ftrace = rec / "trace.dat" if (rec / "trace.dat").exists() else rec / "trace.txt"
+    ftrace = rec / "trace.dat" if (rec / "trace.dat").exists() else text_file(name, "trace.txt", tmp)
     files = [ftrace, *sorted((rec / "blktrace").glob("*.blktrace.*"))]
     for extra in ("offcputime.txt", "offcputime.folded.txt"):
         if (rec / extra).exists():

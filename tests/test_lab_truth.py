@@ -20,8 +20,9 @@ MS = 1_000_000
 @pytest.fixture(scope="module")
 def analyses(tmp_path_factory):
     """name -> (client, analysis id), each recording ingested once for the module."""
-    store = Store(tmp_path_factory.mktemp("lab") / "lab.duckdb")
-    ids = {name: ingest_paths(store, *lab.upload(name))["id"] for name in lab.names()}
+    tmp = tmp_path_factory.mktemp("lab")
+    store = Store(tmp / "lab.duckdb")
+    ids = {name: ingest_paths(store, *lab.upload(name, tmp))["id"] for name in lab.names()}
     with TestClient(create_app(store, warm=False), base_url="http://127.0.0.1") as client:
         yield {name: (client, aid) for name, aid in ids.items()}
     store.close()
@@ -95,3 +96,29 @@ def test_ext4_jbd2_fsyncs_wait_for_the_journal_held_in_device_mapper(analyses):
     assert layers["dm-0"]["kind"] == "bio-based (remapped down)"
     assert layers["vdb"]["held_ns"] <= truth["terminal"]["disk_ms_at_most"] * MS
     assert layers["dm-0"]["share"] > 0.9
+
+
+def test_stable_pages_writer_waits_for_the_page_under_writeback(analyses):
+    """fio's 1 KiB appends re-dirty the page the flusher writes: fio sleeps in folio_wait_writeback (stable pages)
+    until a kworker ends the writeback, behind a write that sat 200 ms in device-mapper. The issue's capture found
+    none of these sleeps (fio's longest chain was 2.8 ms): they were the next link of idle workers' sleeps."""
+    name = "stable-pages"
+    truth, dev = lab.truth(name), lab.devices(name)
+    client, aid = analyses[name]
+    delay = truth["cause"]["write_delay_ms"] * MS
+    sleeps = [w for w in _waits(client, aid, "fio", truth["stalled"]["wait"]) if w["state"] == "D"]
+    assert max(w["duration_ns"] for w in sleeps) >= delay
+    assert all(w["duration_ns"] <= truth["stalled"]["fio_clat_max_ms"] * MS for w in sleeps)  # fio's own worst
+
+    chains = _get(client, f"/api/analyses/{aid}/chains", limit=10)
+    first = chains[0]["links"][0]
+    assert (first["comm"], first["relation"]) == ("fio", "io_completion")
+    assert first["lock"].startswith(truth["stalled"]["wait"])
+    ended = [c for c in chains if c["links"][0]["comm"] == "fio" and c["links"][0]["request"]]
+    assert ended, "no fio chain reaches its block request"
+    req = ended[0]["links"][0]["request"]
+    assert req["dev"] == dev[truth["terminal"]["device"]]
+    detail = _get(client, f"/api/analyses/{aid}/requests/{req['source_id']}/{req['line']}")
+    layers = {x["name"]: x for x in detail["layers"]}
+    assert layers["dm-0"]["held_ns"] >= truth["terminal"]["held_ms_at_least"] * MS
+    assert layers["vdb"]["held_ns"] <= truth["terminal"]["disk_ms_at_most"] * MS

@@ -90,6 +90,9 @@ tracefs_start() {
 		echo 1 > "$t/events/${f/://}/enable"
 	done
 	echo 1 > $t/options/stacktrace
+	# each line with its time and task, as trace-cmd report prints them (the default has neither on an event's line)
+	echo 1 > $t/options/funcgraph-abstime
+	echo 1 > $t/options/funcgraph-proc
 	echo function_graph > $t/current_tracer
 	echo 1 > $t/tracing_on
 }

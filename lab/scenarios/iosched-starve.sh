@@ -1,6 +1,6 @@
 # The I/O scheduler starves writes: a direct write waits in mq-deadline's queue behind a flood of reads.
 #
-# Injected cause: the virtio disk holds at most 4 requests (qemu `queue-size=4`) and serves at most 400 per
+# Injected cause: the virtio disk holds at most 4 requests (qemu `queue-size=4`) and serves at most 20 per
 # second (qemu throttling), and mq-deadline is told to prefer reads for ever (`writes_starved` 1000000,
 # `write_expire` 60 s, 256 requests of room). fio floods the disk with 4 KiB direct random reads (libaio, iodepth 32) for 12 s; meanwhile
 # one 4 KiB direct write (`dd oflag=direct`) starts every 3 s. Each write is inserted (I) at once and dispatched
@@ -11,7 +11,7 @@
 
 DATA_DISK_MB=1024
 TIMEOUT_S=1500
-DATA_DRIVE_OPTS="throttling.iops-total=400"
+DATA_DRIVE_OPTS="throttling.iops-total=20"
 DATA_DEVICE_OPTS="queue-size=4"
 # ftrace through tracefs' files, read back as the `trace` text (trace.txt), not trace-cmd
 FTRACE_WITH=tracefs
@@ -60,7 +60,7 @@ reads = json.load(open(sys.argv[2]))["jobs"][0]["read"]
 print(json.dumps({
     "scenario": "iosched-starve",
     "cause": {"kind": "scheduler", "device": "vdb", "scheduler": "mq-deadline", "writes_starved": 1000000,
-              "write_expire_ms": 60000, "device_queue_depth": 4, "nr_requests": 256, "device_iops_limit": 400,
+              "write_expire_ms": 60000, "device_queue_depth": 4, "nr_requests": 256, "device_iops_limit": 20,
               "flood": "fio randread 4k libaio iodepth 32, 12 s"},
     "stalled": {"comm": "dd", "count": len(secs), "family": "io", "op": "write",
                 "measured_ms": [round(s * 1000, 3) for s in secs], "max_ms": round(max(secs) * 1000, 3),

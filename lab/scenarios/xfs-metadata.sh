@@ -1,7 +1,7 @@
 # XFS metadata under a starved write: a file create blocks on xfs_buf_lock while its directory's buffer is written.
 #
 # Injected cause: as in iosched-starve, the virtio disk holds at most 4 requests (qemu `queue-size=4`, at most
-# 400 per second) and mq-deadline prefers reads for ever (`writes_starved` 1000000, `write_expire` 60 s, 256 requests of room); XFS
+# 20 per second) and mq-deadline prefers reads for ever (`writes_starved` 1000000, `write_expire` 60 s, 256 requests of room); XFS
 # pushes its log every second (`fs.xfs.xfssyncd_centisecs` 100), so xfsaild writes the directory's metadata
 # buffer back while a reader floods the disk with direct random reads for 12 s. A creator makes a file in that
 # directory every 0.2 s and times each open(O_CREAT): once xfsaild's write of the buffer is starved in the
@@ -12,7 +12,7 @@
 
 DATA_DISK_MB=1024
 TIMEOUT_S=1500
-DATA_DRIVE_OPTS="throttling.iops-total=400"
+DATA_DRIVE_OPTS="throttling.iops-total=20"
 DATA_DEVICE_OPTS="queue-size=4"
 GRAPH_FUNCS="xfs_buf_lock xfs_create"
 GRAPH_DEPTH=3
@@ -30,7 +30,7 @@ setup() {
 	mkfs.xfs -q -f /dev/vdb
 	mount /dev/vdb /mnt/test
 	mkdir /mnt/test/db
-	dd if=/dev/urandom of=/mnt/test/readfile bs=1M count=128 oflag=direct status=none
+	dd if=/dev/urandom of=/mnt/test/readfile bs=1M count=32 oflag=direct status=none
 	sysctl -q fs.xfs.xfssyncd_centisecs=100
 	sync
 }
@@ -73,7 +73,7 @@ secs = sorted(((float(r["end_s"]) - float(r["start_s"]), int(r["n"])) for r in r
 print(json.dumps({
     "scenario": "xfs-metadata",
     "cause": {"kind": "scheduler", "device": "vdb", "scheduler": "mq-deadline", "writes_starved": 1000000,
-              "write_expire_ms": 60000, "device_queue_depth": 4, "nr_requests": 256, "device_iops_limit": 400, "xfssyncd_centisecs": 100,
+              "write_expire_ms": 60000, "device_queue_depth": 4, "nr_requests": 256, "device_iops_limit": 20, "xfssyncd_centisecs": 100,
               "flood": "fio randread 4k libaio iodepth 32 direct, 12 s"},
     "stalled": {"comm": "python3", "call": "open(O_CREAT)", "wait": "xfs_buf_lock", "family": "lock",
                 "creates": len(rows), "slowest_ms": round(secs[0][0] * 1000, 3), "slowest_n": secs[0][1],

@@ -1,10 +1,10 @@
 # Shared by the two writeback-reads scenarios (lab/scenarios/writeback-reads-*.sh set WRITE_MODE first): XFS on a
-# disk that serves at most 40 MB/s (qemu throttling); mq-deadline; fio's 4 random 4 KiB direct readers run for 14 s
-# and a 192 MiB dd writes beside them from the 3rd second, buffered (its writeback floods the device's queue ahead
+# disk that serves at most 8 MB/s (qemu throttling); mq-deadline; fio's 4 random 4 KiB direct readers run for 14 s
+# and a 64 MiB dd writes beside them from the 3rd second, buffered (its writeback floods the device's queue ahead
 # of the reads) or direct (one 1 MiB write at a time). The writeback-vs-direct-I/O report of shared/seed-excerpts.
 DATA_DISK_MB=1024
 TIMEOUT_S=1500
-DATA_DRIVE_OPTS="throttling.bps-total=41943040"
+DATA_DRIVE_OPTS="throttling.bps-total=8388608"
 GRAPH_FUNCS="xfs_file_read_iter"
 GRAPH_DEPTH=2
 TRACE_EVENTS=""
@@ -15,7 +15,7 @@ setup() {
 	echo mq-deadline > /sys/block/vdb/queue/scheduler
 	mkfs.xfs -q -f /dev/vdb
 	mount /dev/vdb /mnt/test
-	dd if=/dev/urandom of=/mnt/test/readfile bs=1M count=128 oflag=direct status=none
+	dd if=/dev/urandom of=/mnt/test/readfile bs=1M count=32 oflag=direct status=none
 	sync
 }
 
@@ -30,7 +30,7 @@ workload() {
 	mark "dd $WRITE_MODE start"
 	t0=$(now)
 	# shellcheck disable=SC2086
-	dd if=/dev/zero of=/mnt/test/written bs=1M count=192 $flag 2> "$WORK/dd.log"
+	dd if=/dev/zero of=/mnt/test/written bs=1M count=64 $flag 2> "$WORK/dd.log"
 	[ "$WRITE_MODE" = buffered ] && sync
 	t1=$(now)
 	mark "dd $WRITE_MODE done"
@@ -47,8 +47,8 @@ pct = reads["clat_ns"]["percentile"]
 print(json.dumps({
     "scenario": f"writeback-reads-{sys.argv[3]}",
     "cause": {"kind": "writeback" if sys.argv[3] == "buffered" else "direct-writes", "device": "vdb",
-              "scheduler": "mq-deadline", "device_bps_limit": 41943040,
-              "writer": f"dd bs=1M count=192 {'oflag=direct' if sys.argv[3] == 'direct' else '(buffered, then sync)'}"},
+              "scheduler": "mq-deadline", "device_bps_limit": 8388608,
+              "writer": f"dd bs=1M count=64 {'oflag=direct' if sys.argv[3] == 'direct' else '(buffered, then sync)'}"},
     "stalled": {"comm": "fio", "op": "read", "family": "io", "reads": reads["total_ios"],
                 "clat_p50_ms": round(pct["50.000000"] / 1e6, 3), "clat_p99_ms": round(pct["99.000000"] / 1e6, 3),
                 "clat_max_ms": round(reads["clat_ns"]["max"] / 1e6, 3)},
