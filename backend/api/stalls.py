@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from fastapi import Query
 from pydantic import BaseModel, Field
 
-from .. import locks
+from .. import locks, wait_kinds
 from ..queries import paging
 from ..queries import stalls as stall_queries
 from .deps import NOT_FOUND, AnalysisId, AnalysisRouter, Cursor, Int64, OptionalInt64, TimeFilter
@@ -51,6 +51,11 @@ class Wait(BaseModel):
     holder_line: int | None = Field(description="line of the holder's acquire call")
     holder_ns: int | None = Field(description="when the holder's acquire call returned")
     holder_evidence: str | None
+    wait_kind: str | None = Field(
+        description="why it waited (/api/wait-kinds): lock, io, memory, task, idle (not a stall) or other"
+    )
+    wait_rule: str | None = Field(description="the rule of /api/wait-kinds that says so, e.g. `buffer under I/O`")
+    wait_why: str | None = Field(description="that rule in a sentence")
 
 
 class AlsoWaiting(BaseModel):
@@ -183,8 +188,8 @@ def list_waits(
     idle: Annotated[
         bool,
         Query(
-            description="idle sleeps too: a task asleep interruptibly (S, I) on no known lock, e.g."
-            " a worker waiting for work; left out by default (they are not stalls)"
+            description="idle waits too (wait_kind idle, /api/wait-kinds): a worker or kernel thread waiting for"
+            " work, a poll, a futex, a nanosleep; left out by default (they are not stalls)"
         ),
     ] = False,
     starting: Starting = False,
@@ -320,3 +325,21 @@ class LockPrimitive(BaseModel):
 def lock_table():
     """The sleeping primitives recognised on stacks (what a wait was for, who releases it)."""
     return locks.as_table()
+
+
+class WaitKindRule(BaseModel):
+    name: str = Field(description="the rule, as a wait's wait_rule names it")
+    kind: str = Field(description="lock | io | memory | task | idle | other")
+    why: str
+    frames: list[str] = Field(description="it holds when any frame of the wait's stack is one of these")
+    innermost: list[str] = Field(
+        description="... and the innermost frame that is not scheduler plumbing is one of these"
+    )
+    primitives: list[str] = Field(description="... and the wait's /api/locks entry is one of these")
+    sleep: str = Field(description="any, or interruptible: a state other than D")
+
+
+@router.get("/wait-kinds", response_model=list[WaitKindRule])
+def wait_kind_table():
+    """Why a task waited: the rules, in order (the first that holds names a wait; empty conditions always hold)."""
+    return wait_kinds.as_table()

@@ -7,7 +7,7 @@ A source's waits come as `cols` (derive/waits.py, or chains.relink from the stor
 line, pid, start_ns, end_ns, duration_ns, end_known, waker (a waker is known), waker_pid, wake_ns, wake_line,
 waker_idle (the idle task or an interrupt woke it), waker_io (an I/O completion frame on the waker's stack), holder
 (a holder is inferred), holder_pid, holder_ns (0: none), holder_line, worthy (a locks.py primitive on its stack, or
-state D), and lock_key (a list of str or None)."""
+state D, and not idle: wait_kinds.py), and lock_key (a list of str or None)."""
 
 from __future__ import annotations
 

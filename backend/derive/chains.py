@@ -8,8 +8,8 @@
   lock), or the holder itself (running);
 * else nothing known: the chain ends.
 A chain starts at a wait that is no other wait's next link and is worth explaining (a locks.py primitive
-on its stack, or state D). Waits on the same lock (`lock_key`: the object, e.g. `xfs_ilock`, whatever the
-primitive) with the same next link are one chain: the first link is the one with the longest stall whose
+on its stack, or state D, and not idle: wait_kinds.py). Waits on the same lock (`lock_key`: the object, e.g.
+`xfs_ilock`, whatever the primitive) with the same next link are one chain: the first link is the one with the longest stall whose
 end is known (else the longest), the others are its `also_waiting`. Chains are ranked by the first
 link's duration, at most MAX_CHAINS per analysis, MAX_LINKS links each.
 An `io_completion` link is matched to a block request of a blkparse source of the same analysis: the one
@@ -112,7 +112,9 @@ def chain_columns(waits: list[dict]) -> dict:
     cols["waker_idle"] = flags(lambda w: is_idle_task(w["waker_pid"], w["waker_comm"]))
     cols["waker_io"] = flags(lambda w: any(map(is_io_completion, _frames(w["waker_stack_text"]) or ())))
     cols["holder"] = flags(lambda w: w["holder_pid"] is not None)
-    cols["worthy"] = flags(lambda w: w["primitive"] is not None or (w["state"] or "").startswith("D"))
+    cols["worthy"] = flags(
+        lambda w: (w["primitive"] is not None or (w["state"] or "").startswith("D")) and w.get("wait_kind") != "idle"
+    )
     cols["lock_key"] = [w["lock_key"] for w in waits]
     return cols
 

@@ -47,6 +47,8 @@ WAIT_TYPES = {
     "holder_ns": pa.int64(),
     "holder_evidence": pa.string(),
     "holder_stack_text": pa.string(),
+    "wait_kind": pa.string(),
+    "wait_rule": pa.string(),
 }
 # the columns found in Python per window; the others are the base table's (its `evidence`: before the recorded
 # stacks' `tail`)
@@ -62,6 +64,8 @@ FOUND = (
     "holder_ns",
     "holder_evidence",
     "holder_stack_text",
+    "wait_kind",
+    "wait_rule",
 )
 BASE_TYPES = {"seq": pa.int64(), **{k: t for k, t in WAIT_TYPES.items() if k not in FOUND}, "innermost": pa.int64()}
 _SQL_TYPES = {pa.int32(): "INTEGER", pa.int64(): "BIGINT", pa.string(): "VARCHAR", pa.bool_(): "BOOLEAN"}

@@ -50,7 +50,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import locks
+from .. import locks, wait_kinds
 from . import wait_rows
 from .frames import base_name, duration_text, is_io_completion
 from .recorded import event_stacks
@@ -244,6 +244,9 @@ def derive_waits(
     waker_of[woken] = np.arange(len(woken))
     hst = found.rest(con, sid, calls, st, hst)
     reasons = found.reasons
+    states = [s for (s,) in con.execute(f"SELECT state FROM {base} ORDER BY seq").fetchall()]
+    kind, rule = wait_kinds.classify_stacks(st.off, st.codes, st.names, states, reasons)
+    states = None
     summary = wait_rows.summary(con, base, reasons)
     if locked:
         locked(summary)
@@ -269,7 +272,9 @@ def derive_waits(
         "holder_ns": _spread(held.ns, rows, has_holder),
         "holder_line": _spread(held.line, rows, has_holder),
         "lock_key": [r[1] for r in reasons],
-        "worthy": np.array([r[2] is not None for r in reasons], bool) | w["state_d"][0].astype(bool),
+        # worth a chain: a lock on its stack or asleep in D, and not idle (wait_kinds.py)
+        "worthy": (np.array([r[2] is not None for r in reasons], bool) | w["state_d"][0].astype(bool))
+        & (np.array(kind, object) != "idle"),
     }
     chain["waker_io"][woken] = wst.any_frame(np.arange(len(woken)), io)
 
@@ -285,6 +290,8 @@ def derive_waits(
                     "waker_stack_text": wst.text(waker_of[r], waker_of[r] < 0),
                     **held.columns(r),
                     "holder_stack_text": hst.text(holder[r], holder[r] < 0),
+                    "wait_kind": pa.array(kind[r], pa.string()),
+                    "wait_rule": pa.array(rule[r], pa.string()),
                 }
                 tail = []
                 for m, t in zip(mine[r].tolist(), theirs_of(r)):

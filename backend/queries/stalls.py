@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from .. import locks
+from .. import locks, wait_kinds
 from . import memo, paging, stored
 from .run import run
 
@@ -38,6 +38,8 @@ WAIT_COLUMNS = [
     "holder_line",
     "holder_ns",
     "holder_evidence",
+    "wait_kind",
+    "wait_rule",
 ]
 _WAIT_ORDER = {
     "duration": "w.duration_ns DESC, w.source_id, w.line",
@@ -103,7 +105,7 @@ def waits(
     rows += f" WHERE s.analysis_id = $aid{where}"
     # the first `limit` waits found by their ids, then read whole: the view's stacks (a split of each stack's text)
     # are made for them only (read whole, all the waits': 0.052 CPU-s for 53 k waits, then 0.020)
-    return run(
+    found = run(
         con,
         f"SELECT {cols}{rows} AND (w.source_id, w.line) IN"
         f" (SELECT (w.source_id, w.line){rows} ORDER BY {_WAIT_ORDER[order]} LIMIT $limit)"
@@ -111,6 +113,10 @@ def waits(
         {"aid": analysis_id, "limit": limit, **given},
         shape="dicts",
     )
+    for w in found:  # the rule in a sentence
+        rule = wait_kinds.BY_NAME.get(w["wait_rule"])
+        w["wait_why"] = rule.why if rule else None
+    return found
 
 
 PAGE_LIMIT = 5000  # waits of a page at most

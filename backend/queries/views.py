@@ -38,7 +38,7 @@ _WAIT_COLUMNS = [
     "source_id", "line", "kind", "pid", "comm", "cpu", "start_ns", "end_ns", "duration_ns", "end_known", "end_line",
     "state", "lock", "primitive", "stack", "inferred", "evidence", "waker_pid", "waker_comm", "waker_stack",
     "wake_line", "wake_ns", "wake_cpu", "holder_pid", "holder_comm", "holder_line", "holder_ns", "holder_evidence",
-    "holder_stack",
+    "holder_stack", "wait_kind", "wait_rule",
 ]  # fmt: skip
 
 STACKS_OVER = """
@@ -85,10 +85,10 @@ VIEWS: tuple[View, ...] = (
     ),
     View(
         "waits",
-        "intervals a task was off CPU blocked (as /waits?idle=true): lock, stack, waker, inferred holder;"
-        " idle: an idle sleep (not a stall, left out of /waits by default)",
+        "intervals a task was off CPU blocked (as /waits?idle=true): lock, stack, waker, inferred holder; wait_kind"
+        " and wait_rule: why (/api/wait-kinds); idle: an idle wait (not a stall, left out of /waits by default)",
         f"SELECT {_cols('w', _WAIT_COLUMNS, {'start_ns', 'end_ns', 'wake_ns', 'holder_ns'})},"
-        " NOT (w.primitive IS NOT NULL OR NOT regexp_matches(coalesce(w.state, ''), '^[SI]')) AS idle"
+        " w.wait_kind = 'idle' AS idle"
         f" FROM waits w {_IN_ANALYSIS.format(a='w')}",
     ),
     View(

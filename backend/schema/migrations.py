@@ -15,6 +15,9 @@ they are right on any layout of version 0:
   sched_switch rows as an ingest makes them: the file's timelines gain their CPU tracks.
 * 4: `add_first_views`: the table of the answers of an analysis page's first requests, empty: an analysis without
   them is answered by computing (as before), and the warm-up stores them (backend/warm.py).
+* 5: `add_wait_kinds`: every stored wait's kind and rule (wait_kinds.py), from its stack, state and lock as an ingest
+  finds them; the stored first views are deleted (their waits were ranked without the kinds) and stored again by
+  the warm-up. The stored chains stay as they were built.
 The parsers' tables are rebuilt by schema/create.py when a column became generated (`rebuild`).
 """
 
@@ -22,9 +25,11 @@ from __future__ import annotations
 
 from typing import Callable
 
+import pyarrow as pa
+
 from parsers import funcgraph
 
-from .tables import CHAIN_LINKS_COLUMNS, FIRST_VIEWS_SCHEMA, TIMELINE_SCHEMA, WAITS_COLUMNS
+from .tables import CHAIN_LINKS_COLUMNS, FIRST_VIEWS_SCHEMA, STACK_SEP, TIMELINE_SCHEMA, WAITS_COLUMNS
 
 
 def stored_columns(con, table: str) -> list[str]:
@@ -150,18 +155,59 @@ def add_first_views(con) -> None:
     con.execute(FIRST_VIEWS_SCHEMA)
 
 
+def add_wait_kinds(con) -> None:
+    """wait_rows' columns wait_kind and wait_rule, filled for every stored wait by wait_kinds.classify (the rules an
+    ingest applies), in one transaction; the first views (waits ranked before the kinds) deleted."""
+    from .. import wait_kinds
+
+    if not stored_columns(con, "wait_rows"):
+        return
+    con.begin()
+    try:
+        for column in ("wait_kind", "wait_rule"):
+            con.execute(f"ALTER TABLE wait_rows ADD COLUMN IF NOT EXISTS {column} VARCHAR")
+        rows = con.execute(
+            "SELECT source_id, line, kind, stack_text, state, primitive, lock_key FROM wait_rows"
+        ).fetchall()
+        found = [wait_kinds.classify(t.split(STACK_SEP) if t else [], st, p, k) for *_, t, st, p, k in rows]
+        con.register(
+            "_wait_kinds",
+            pa.table(
+                {
+                    "source_id": pa.array([r[0] for r in rows], pa.int32()),
+                    "line": pa.array([r[1] for r in rows], pa.int64()),
+                    "kind": pa.array([r[2] for r in rows], pa.string()),
+                    "wait_kind": pa.array([f.kind for f in found], pa.string()),
+                    "wait_rule": pa.array([f.name for f in found], pa.string()),
+                }
+            ),
+        )
+        con.execute(
+            "UPDATE wait_rows w SET wait_kind = k.wait_kind, wait_rule = k.wait_rule FROM _wait_kinds k"
+            " WHERE w.source_id = k.source_id AND w.line = k.line AND w.kind = k.kind"
+        )
+        con.unregister("_wait_kinds")
+        if stored_columns(con, "first_views"):
+            con.execute("DELETE FROM first_views")
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
+
+
 def _to_version_1(con) -> None:
     migrate_calls(con)
     migrate_waits_and_links(con)
 
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # (the version a step makes, the step), in order
 STEPS: list[tuple[int, Callable]] = [
     (1, _to_version_1),
     (2, add_source_columns),
     (3, add_cpu_tracks),
     (4, add_first_views),
+    (5, add_wait_kinds),
 ]
 
 

@@ -125,7 +125,9 @@ WAITS_COLUMNS = """
     holder_line BIGINT,              -- the holder's acquire call (its entry line)
     holder_ns BIGINT,                -- ... and when it returned
     holder_evidence VARCHAR,
-    holder_stack_text VARCHAR        -- the holder's calls open when this wait began
+    holder_stack_text VARCHAR,       -- the holder's calls open when this wait began
+    wait_kind VARCHAR,               -- why it waited (backend/wait_kinds.py): lock | io | memory | task | idle | other
+    wait_rule VARCHAR                -- ... the rule of wait_kinds.RULES that says so
 """
 CHAIN_LINKS_COLUMNS = """
     analysis_id VARCHAR NOT NULL,
@@ -154,10 +156,9 @@ STALLS_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS wait_rows ({WAITS_COLUMNS});
 CREATE OR REPLACE VIEW waits AS
     SELECT *, {", ".join(_STACK.format(c=c) for c in ("stack", "waker_stack", "holder_stack"))} FROM wait_rows;
--- the waits that are stalls: all but idle sleeps, a task asleep interruptibly (S, or I for an idle kernel thread)
--- on no known lock: a worker waiting for work (schedule_timeout), a nanosleep, a poll; they are waits, not stalls
-CREATE OR REPLACE VIEW stall_waits AS
-    SELECT * FROM waits WHERE primitive IS NOT NULL OR NOT regexp_matches(coalesce(state, ''), '^[SI]');
+-- the waits that are stalls: all but idle ones (wait_kinds.py: a worker waiting for work, an RCU grace-period
+-- thread, a poll, a futex, a nanosleep...); they are waits, not stalls
+CREATE OR REPLACE VIEW stall_waits AS SELECT * FROM waits WHERE wait_kind IS DISTINCT FROM 'idle';
 CREATE TABLE IF NOT EXISTS chains (
     analysis_id VARCHAR NOT NULL,
     chain_id INTEGER NOT NULL,       -- rank, 1 = longest stall of its first task

@@ -659,6 +659,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/wait-kinds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Wait Kind Table
+         * @description Why a task waited: the rules, in order (the first that holds names a wait; empty conditions always hold).
+         */
+        get: operations["wait_kind_table_api_wait_kinds_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2559,6 +2579,21 @@ export interface components {
              * @description prev_state of the switch-out (D, S, ...); null for a wait inferred from a call
              */
             state: string | null;
+            /**
+             * Wait Kind
+             * @description why it waited (/api/wait-kinds): lock, io, memory, task, idle (not a stall) or other
+             */
+            wait_kind: string | null;
+            /**
+             * Wait Rule
+             * @description the rule of /api/wait-kinds that says so, e.g. `buffer under I/O`
+             */
+            wait_rule: string | null;
+            /**
+             * Wait Why
+             * @description that rule in a sentence
+             */
+            wait_why: string | null;
             /** Wake Line */
             wake_line: number | null;
             /** Wake Ns */
@@ -2572,6 +2607,41 @@ export interface components {
              * @description the waker's open calls at the wake-up, root first
              */
             waker_stack: string[] | null;
+        };
+        /** WaitKindRule */
+        WaitKindRule: {
+            /**
+             * Frames
+             * @description it holds when any frame of the wait's stack is one of these
+             */
+            frames: string[];
+            /**
+             * Innermost
+             * @description ... and the innermost frame that is not scheduler plumbing is one of these
+             */
+            innermost: string[];
+            /**
+             * Kind
+             * @description lock | io | memory | task | idle | other
+             */
+            kind: string;
+            /**
+             * Name
+             * @description the rule, as a wait's wait_rule names it
+             */
+            name: string;
+            /**
+             * Primitives
+             * @description ... and the wait's /api/locks entry is one of these
+             */
+            primitives: string[];
+            /**
+             * Sleep
+             * @description any, or interruptible: a state other than D
+             */
+            sleep: string;
+            /** Why */
+            why: string;
         };
         /** WaitPage */
         WaitPage: {
@@ -3942,7 +4012,7 @@ export interface operations {
                 t0_ns?: number | null;
                 /** @description ns, on the analysis timeline (within ±2^62) */
                 t1_ns?: number | null;
-                /** @description idle sleeps too: a task asleep interruptibly (S, I) on no known lock, e.g. a worker waiting for work; left out by default (they are not stalls) */
+                /** @description idle waits too (wait_kind idle, /api/wait-kinds): a worker or kernel thread waiting for work, a poll, a futex, a nanosleep; left out by default (they are not stalls) */
                 idle?: boolean;
                 /** @description with t0_ns: only the waits starting at or after t0_ns, not those begun before it and still waiting (by default a window keeps every wait overlapping it); how /compare counts a range's waits */
                 starting?: boolean;
@@ -4272,6 +4342,26 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ViewDoc"][];
+                };
+            };
+        };
+    };
+    wait_kind_table_api_wait_kinds_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WaitKindRule"][];
                 };
             };
         };

@@ -65,7 +65,10 @@ export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
         >
           <input className="text-input" placeholder="filter by lock…" aria-label="Filter waits by lock" value={draft} onChange={(e) => setDraft(e.target.value)} />
         </form>
-        <label className="control check" title="A task asleep interruptibly (S, I) on no known lock: a worker waiting for work, a nanosleep, a poll. Left out: they are not stalls.">
+        <label
+          className="control check"
+          title="Waits whose kind is idle (their Why column): a worker or kernel thread waiting for work, an RCU grace-period thread, a poll, a futex, a nanosleep. Left out: they are not stalls."
+        >
           <input type="checkbox" checked={view.idle} onChange={(e) => setView({ idle: e.target.checked })} /> idle sleeps too
         </label>
       </div>
@@ -85,6 +88,7 @@ export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
               <tr>
                 <th>Task</th>
                 <th>Lock</th>
+                <th title="Why it waited: the kind and the rule of /api/wait-kinds that says so">Why</th>
                 <th className="num">Duration</th>
                 <th className="num">From</th>
                 <th>Woken by / held by</th>
@@ -111,6 +115,9 @@ export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
                         {taskLabel(w.comm, w.pid)}
                       </td>
                       <td className="mono">{w.lock ?? '—'}</td>
+                      <td data-testid="wait-why" title={w.wait_why ?? undefined}>
+                        <WaitKind w={w} />
+                      </td>
                       <td className="num strong">
                         {formatWaitNs(w.duration_ns, w.end_known)}
                       </td>
@@ -125,7 +132,7 @@ export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
                     </tr>
                     {sel && !inChain && (
                       <tr ref={detail} className="wait-detail" data-testid="wait-detail">
-                        <td colSpan={7}>
+                        <td colSpan={8}>
                           <WaitDetail w={w} />
                         </td>
                       </tr>
@@ -148,6 +155,12 @@ function WaitDetail({ w }: { w: Wait }) {
   const pad = Math.max(Math.round((w.end_ns - w.start_ns) / 4), 1000);
   return (
     <div className="wait-detail-body">
+      {w.wait_kind && (
+        <p className="evidence" data-testid="wait-detail-why">
+          <span className="k">Why</span> <WaitKind w={w} />
+          {w.wait_why ? ` — ${w.wait_why}` : ''}
+        </p>
+      )}
       <p className="evidence">
         <span className="k">Evidence</span> {w.evidence}
         {w.holder_evidence ? ` · holder: ${w.holder_evidence}` : ''}
@@ -170,6 +183,16 @@ function WaitDetail({ w }: { w: Wait }) {
         {w.waker_stack && <Stack title={`Woken by ${taskLabel(w.waker_comm, w.waker_pid)}: its stack`} frames={w.waker_stack} testid="wait-waker-stack" />}
       </div>
     </div>
+  );
+}
+
+/** A wait's kind and the rule that names it, e.g. "io · buffer under I/O" (idle: not a stall). */
+function WaitKind({ w }: { w: Wait }) {
+  if (!w.wait_kind) return <span className="muted">—</span>;
+  return (
+    <span className={`wait-kind wait-kind-${w.wait_kind}`}>
+      <span className="badge">{w.wait_kind}</span> {w.wait_rule}
+    </span>
   );
 }
 
