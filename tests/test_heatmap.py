@@ -71,7 +71,7 @@ def test_xfsaild_outlier_is_the_top_cell(client, store, demo):
     h = client.get(f"/api/analyses/{demo}/heatmap", params={"metric": "i2d"}).json()
     assert h["percentiles"]["count"] == 5000
     assert h["percentiles"]["max_ns"] == XFSAILD_I2D_NS
-    assert h["y_edges_ns"][-1] == XFSAILD_I2D_NS
+    assert h["y_edges_ns"][-1] == XFSAILD_I2D_NS + 1  # the last bin ends just above the slowest
     top = [c for c in h["cells"] if c["y"] == h["y_bins"] - 1]
     assert len(top) == 1
     cell = top[0]
@@ -217,8 +217,8 @@ def test_func_heatmap_golden(client, xfs, ext4):
         "x_bins": 4,
         "x_bin_ns": 6593751,
         "y_bins": 3,
-        "y_edges_ns": [1000, 68161, 4645966, 316675180],
-        "cells": [  # xfsconvertd's 895 ns xfs_ilock (under the 1 µs floor: bin 0), file_writer's 316.7 ms one
+        "y_edges_ns": [100, 14685, 2156466, 316675181],  # from the decade below 895 ns to just above 316.7 ms
+        "cells": [  # xfsconvertd's 895 ns xfs_ilock, file_writer's 316.7 ms one
             {"x": 0, "y": 0, "count": 1, "max_ns": 895, "max_ref": _ref("call", x, 7, 251)},
             {"x": 3, "y": 2, "count": 1, "max_ns": 316675180, "max_ref": _ref("call", x, 93, 30495)},
         ],
@@ -230,7 +230,7 @@ def test_func_heatmap_golden(client, xfs, ext4):
         f"/api/analyses/{ext4}/heatmap", params={"metric": "func", "filter": "schedule", "x_bins": 4, "y_bins": 3}
     ).json()
     assert (h["t0_ns"], h["t1_ns"], h["x_bin_ns"]) == (7341201400000, 7341204027000, 656751)
-    assert h["y_edges_ns"] == [10865377, 11675114, 12545196, 13480120]
+    assert h["y_edges_ns"] == [10000000, 11046667, 12202885, 13480121]
     assert h["cells"] == [
         {"x": 0, "y": 2, "count": 2, "max_ns": 13480120, "max_ref": _ref("call", f, 29, 312)},
         {"x": 3, "y": 0, "count": 1, "max_ns": 10865377, "max_ref": _ref("call", f, 60, 4251)},
@@ -259,10 +259,10 @@ def test_wait_heatmap_golden(client, xfs, ext4):
         "x_bins": 4,
         "x_bin_ns": 6508751,
         "y_bins": 3,
-        "y_edges_ns": [316673836, 325057008, 333662105, 342495000],
+        "y_edges_ns": [100000000, 150736379, 227214560, 342495001],  # the decade below 316.7 ms to above 342.5 ms
         "cells": [
             {"x": 0, "y": 2, "count": 1, "max_ns": 342495000, "max_ref": _ref("wait", x, 61, 251)},
-            {"x": 3, "y": 0, "count": 2, "max_ns": 320902000, "max_ref": _ref("wait", x, 72, 505)},
+            {"x": 3, "y": 2, "count": 2, "max_ns": 320902000, "max_ref": _ref("wait", x, 72, 505)},
         ],
         "percentiles": _pct(3, 320902000, 342495000, 342495000),
     }
@@ -271,11 +271,11 @@ def test_wait_heatmap_golden(client, xfs, ext4):
     assert (h["t0_ns"], h["t1_ns"], h["y_edges_ns"]) == (
         358613964695000,
         358613968921000,
-        [316673836, 318076997, 319486376, 320902000],
+        [100000000, 147499588, 217561286, 320902001],
     )
     assert h["cells"] == [
         {"x": 0, "y": 2, "count": 1, "max_ns": 320902000, "max_ref": _ref("wait", x, 72, 505)},
-        {"x": 3, "y": 0, "count": 1, "max_ns": 316673836, "max_ref": _ref("wait", x, 94, 30495)},
+        {"x": 3, "y": 2, "count": 1, "max_ns": 316673836, "max_ref": _ref("wait", x, 94, 30495)},
     ]
     h = client.get(url, params={"metric": "wait", "filter": "xfs_ilock via down_write"}).json()
     assert [(c["count"], c["max_ref"]["line"]) for c in h["cells"]] == [(1, 94)]
@@ -286,7 +286,7 @@ def test_wait_heatmap_golden(client, xfs, ext4):
         f"/api/analyses/{ext4}/heatmap",
         params={"metric": "wait", "filter": "wait_transaction_locked", "x_bins": 4, "y_bins": 3},
     ).json()
-    assert h["y_edges_ns"] == [10862000, 11611144, 12411956, 13268000]
+    assert h["y_edges_ns"] == [10000000, 10988418, 12074533, 13268001]
     assert h["cells"] == [
         {"x": 0, "y": 2, "count": 1, "max_ns": 13268000, "max_ref": _ref("wait", f, 45, 4242)},
         {"x": 3, "y": 0, "count": 1, "max_ns": 10862000, "max_ref": _ref("wait", f, 61, 4251)},
@@ -437,11 +437,14 @@ def test_metrics_to_pick_from(client, xfs, ext4, demo):
 def test_edges_stay_strictly_increasing_when_the_range_is_narrow():
     from backend.queries.heatmaps import latency_edges
 
-    assert latency_edges(1000, 1005, 200) == [1000, 1001, 1002, 1003, 1004, 1005]
-    assert latency_edges(5000, 5000, 3) == [5000, 10772, 23208, 50000]  # one value: a decade above it
-    assert latency_edges(10, 20, 2) == [1000, 3162, 10000]  # all under the 1 µs floor: bin 0
+    # from the decade at or below the fastest to just above the slowest (issue 33: before, from the fastest or 1 µs
+    # to the slowest, so nanosecond latencies all fell in bin 0)
+    assert latency_edges(1000, 1005, 200) == [1000, 1001, 1002, 1003, 1004, 1005, 1006]
+    assert latency_edges(5000, 5000, 3) == [1000, 1710, 2924, 5001]  # one value: from its decade
+    assert latency_edges(10, 20, 2) == [10, 14, 21]  # nanoseconds: their own bins
+    assert latency_edges(0, 5, 4) == [1, 2, 3, 6]  # a latency of 0: bin 0, from 1 ns
     e = latency_edges(4463, 15626265317, 40)
-    assert len(e) == 41 and e[0] == 4463 and e[-1] == 15626265317
+    assert len(e) == 41 and e[0] == 1000 and e[-1] == 15626265318
 
 
 @pytest.mark.parametrize(

@@ -417,7 +417,7 @@ def heatmap_pair(con, a: Side, b: Side, metric: str, x_bins: int, y_bins: int, x
     vmax = max(h.stats[3] for h in there)
     grid = None
     if any(h.grid is not None for h in there):  # edges the grid's buckets fall in whole
-        lo_b = min(h.lb_range[0] if h.grid else heatsummary.lb_of(h.stats[2]) for h in there)
+        lo_b = heatsummary.decade_bucket(min(h.lb_range[0] if h.grid else heatsummary.lb_of(h.stats[2]) for h in there))
         hi_b = max(h.lb_range[1] if h.grid else heatsummary.lb_of(h.stats[3]) for h in there)
         grid = (lo_b, -(-(hi_b - lo_b + 1) // y_bins))
         edges = heatsummary.grid_edges(lo_b, hi_b, grid[1])

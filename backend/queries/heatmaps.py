@@ -17,7 +17,8 @@ and every time returned are such aligned times.
 
 x: time bins of x_bin_ns = ceil((t1 - t0 + 1) / x_bins) over [t0, t1] (default: the span of the
 metric's own placement times). y: latency bins with integer ns edges at equal steps in log10 from
-max(min latency, 1 µs) to the max latency (or a decade when they are equal); an event is in bin
+the decade at or below the fastest latency (1 ns at least: nanoseconds when the device is that fast) to just above
+the slowest (max + 1 ns), so every latency lies inside the bins; an event is in bin
 y = the number of inner edges y_edges[1..y_bins-1] at or below its latency, so bin 0 also holds anything
 below the lowest edge and the top bin holds the max. Edges are strictly increasing: when the latency
 range holds fewer distinct ns than the bins asked for, y_bins is lowered. The SQL finds that number by a binary
@@ -39,7 +40,7 @@ from .sqlsearch import rank_case
 
 BLOCK_METRICS = ("i2d", "d2c", "q2c")
 METRICS = (*BLOCK_METRICS, "func", "wait")
-FLOOR_NS = 1000  # the lowest edge is never below 1 µs
+FLOOR_NS = 1  # the lowest edge is never below 1 ns (a latency of 0 is in bin 0)
 QUANTILES = [0.5, 0.9, 0.99, 0.999, 0.9999]
 INDEX_MAX_EVENTS = 5_000_000  # events an in-memory index may hold (~40 bytes each); more: SQL (indexable)
 
@@ -105,10 +106,16 @@ def no_percentiles() -> dict:
     }
 
 
+def decade_below(v: int) -> int:
+    """The power of ten at or below v ns (FLOOR_NS at least): 281 -> 100, 1000 -> 1000."""
+    return 10 ** (len(str(max(int(v), FLOOR_NS))) - 1)
+
+
 def latency_edges(vmin: int, vmax: int, y_bins: int) -> list[int]:
-    """y_bins + 1 (or fewer, see the module docstring) strictly increasing ns edges, equal steps in log10."""
-    lo_exp = math.log10(max(vmin, FLOOR_NS))
-    hi_exp = math.log10(vmax) if vmax > max(vmin, FLOOR_NS) else lo_exp + 1
+    """y_bins + 1 (or fewer, see the module docstring) strictly increasing ns edges, equal steps in log10, from the
+    decade at or below vmin to vmax + 1: the first bin starts below the fastest, the last ends above the slowest."""
+    lo_exp = math.log10(decade_below(vmin))
+    hi_exp = math.log10(max(vmax, decade_below(vmin)) + 1)
     n = y_bins
     while True:
         step = (hi_exp - lo_exp) / n

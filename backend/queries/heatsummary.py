@@ -5,8 +5,9 @@ in the server's memory, and binning in SQL scans every event of the window at ea
 windows of 24 M requests). A summary answers from work that grows with the cells of the window, not its events.
 
 The grid, in aligned time (built per clock offsets: a PATCH makes a new key): time buckets of width W0 =
-ceil(span / 2^LOG_TB) from the first event, and fixed log latency buckets `lb` with edges G_j = round(1000 *
-10^(j / PER_DECADE)) (lb(v) = how many of G_1 .. G_{J-1} are <= v: bucket 0 also holds anything below 1 µs).
+ceil(span / 2^LOG_TB) from the first event, and fixed log latency buckets `lb` with edges G_j = round(GRID_FLOOR_NS *
+10^(j / PER_DECADE)) (lb(v) = how many of G_1 .. G_{J-1} are <= v: bucket 0 also holds anything below 100 ns; the
+grid starts there: below, integer edges 32 to a decade would repeat).
 
 * Cells: per (time bucket, lb), the count and the slowest event (latency, source, line, pid; ties: the first in
   source, line order, as heatmap_sql's arg_max), at level 0 and at coarser levels of FANOUT buckets each.
@@ -17,7 +18,8 @@ ceil(span / 2^LOG_TB) from the first event, and fixed log latency buckets `lb` w
 
 A heatmap is answered on this grid: its window starts at a bucket boundary of the coarsest level whose bucket
 is no wider than the asked time bin, its time bin is a whole number of those buckets (at most twice the asked
-one) and its latency edges are grid edges (every bin the same number of lb, at most y_bins bins). Every count,
+one) and its latency edges are grid edges (every bin the same number of lb, at most y_bins bins), from the decade at
+or below the fastest event's bucket to the edge above the slowest's (as heatmaps.latency_edges). Every count,
 slowest event and percentile is exact for those bins (tests compare them with the SQL over the same window and
 boxes); the events behind a cell are read by the exact box query. A window narrower than x_bins level-0 buckets
 is binned in SQL (it holds few events).
@@ -25,6 +27,7 @@ is binned in SQL (it holds few events).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -33,13 +36,14 @@ import numpy as np
 LOG_TB = 15  # level-0 time buckets over the span: 32768 (at 16384, windows of 0.4-0.7 % were the SQL's)
 FANOUT = 4  # level L + 1 buckets hold FANOUT level-L buckets
 PER_DECADE = 32  # latency buckets per decade
-DECADES = 12  # from 1 µs: the top bucket starts at 10^15 ns (above: the top bucket)
+GRID_FLOOR_NS = 100  # G_0: the grid's lowest edge
+DECADES = 13  # from 100 ns: the top bucket starts at 10^15 ns (above: the top bucket)
 V_BITS = 44  # a latency of K (below 2^44 ns, ~4.9 h: more and the analysis is binned in SQL)
 J = PER_DECADE * DECADES + 1  # latency buckets 0 .. J - 1
 
 
 def grid_edge(j: int) -> int:
-    return round(1000 * 10 ** (j / PER_DECADE))
+    return round(GRID_FLOOR_NS * 10 ** (j / PER_DECADE))
 
 
 EDGES = [grid_edge(j) for j in range(J + 1)]
@@ -103,6 +107,7 @@ class Summary:
         if st is None:
             return out
         a, b = st["lb_range"]
+        a = decade_bucket(a)
         step = -(-(b - a + 1) // y_bins)
         edges = grid_edges(a, b, step)
         cells = self.cells(li, c0, m, nx, a, step, len(edges) - 1)
@@ -183,6 +188,11 @@ class Summary:
 QUANTILES = [0.5, 0.9, 0.99, 0.999, 0.9999]  # heatmaps.QUANTILES (checked by a test)
 
 
+def decade_bucket(a: int) -> int:
+    """The grid bucket that starts the decade holding bucket a (bins start at the decade below the fastest)."""
+    return a - a % PER_DECADE
+
+
 def grid_edges(a: int, b: int, step: int) -> list[int]:
     """The latency edges of bins of `step` grid buckets each from bucket a, the last holding bucket b."""
     ny = -(-(b - a + 1) // step)
@@ -196,7 +206,10 @@ def lb_of(v: int) -> int:
 
 def bucket_sql(v: str) -> str:
     """SQL of lb(v): log10 binning corrected by one bucket against the integer edges ($g, 1-based)."""
-    y0 = f"least({J - 1}, greatest(0, floor((log10(greatest({v}, 1)) - 3) * {PER_DECADE})))::INTEGER"
+    y0 = (
+        f"least({J - 1}, greatest(0, floor((log10(greatest({v}, 1)) - {math.log10(GRID_FLOOR_NS):g}) * {PER_DECADE})))"
+        "::INTEGER"
+    )
     return (
         f"(SELECT y0 - (y0 > 0 AND {v} < $g[y0 + 1])::INTEGER + (y0 < {J - 1} AND {v} >= $g[y0 + 2])::INTEGER"
         f" FROM (SELECT {y0} AS y0))"
