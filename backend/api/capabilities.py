@@ -20,6 +20,10 @@ class MissingCapability(BaseModel):
     what: str = Field(description="what the analysis cannot show")
     why: str = Field(description="what the capture lacks for it")
     capture: str = Field(description="the capture command (or setting) that adds it next time")
+    own: bool = Field(
+        description="the uploaded capture itself lacks it (events it does not hold); false: another tool's capture"
+        " (none of that kind was uploaded)"
+    )
 
 
 class LostRange(BaseModel):

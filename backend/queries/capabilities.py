@@ -38,7 +38,8 @@ def _count_rows(con, analysis_id: str) -> dict:
       (SELECT count(*) FROM sched_wakeup WHERE source_id IN (SELECT id FROM s)),
       (SELECT count(*) FILTER (event IN ('kernel_stack', 'user_stack')), count(*) FILTER (event LIKE 'block_rq_%')
        FROM trace_events WHERE source_id IN (SELECT id FROM s)),
-      (SELECT count(*) FROM blk_requests WHERE source_id IN (SELECT id FROM s)),
+      (SELECT count(*), count(q_ns), count(i_ns), count(d_ns), count(c_ns), count(i2d_ns), count(d2c_ns),
+       count(q2c_ns) FROM blk_requests WHERE source_id IN (SELECT id FROM s)),
       (SELECT count(*), count(*) FILTER (kind = 'offwake') FROM offcpu_stacks WHERE source_id IN (SELECT id FROM s)),
       (SELECT count(*), count(*) FILTER (inferred AND kind = 'call'),
        count(*) FILTER (stack_text IS NOT NULL AND stack_text <> '') FROM wait_rows
@@ -55,6 +56,7 @@ def _count_rows(con, analysis_id: str) -> dict:
         "stack_events",
         "ftrace_block_events",
         "block_requests",
+        *(f"requests_with_{p}" for p in ("q", "i", "d", "c", "i2d", "d2c", "q2c")),  # (not API fields: BLOCK_PHASES)
         "offcpu_stacks",
         "offwake_stacks",
         "waits",
@@ -175,6 +177,65 @@ def _overruns(sources: list[dict]) -> list[dict]:
     return out
 
 
+# the block requests' timed phases, as the Dispatch view names them
+BLOCK_PHASES = (("i2d", "I→D"), ("d2c", "D→C"), ("q2c", "Q→C"))
+BLKTRACE = "blktrace -d /dev/sdX -o trace"
+
+
+def _block_gaps(n: dict) -> list[tuple[str, str, str]]:
+    """What the block requests lack, why and the command that adds it: (what, why, capture)."""
+    q, i, d, c = (n[f"requests_with_{p}"] for p in "qidc")
+    out = []
+    if not c:
+        out.append(
+            (
+                "D→C and Q→C: time in the device, and in all",
+                "no C events: a per-CPU file of this set may be missing (a completion is recorded on the CPU that"
+                " completes it, often not the one that issued it), or the capture's action mask left them out",
+                f"{BLKTRACE} (no -a mask), then upload every trace.blktrace.N file of the set together",
+            )
+        )
+    if q and not i and not d:
+        out.append(
+            (
+                "I→D and D→C: time in the I/O scheduler and in the device",
+                "no I/D events: a bio-based device (dm, md, ...): it queues and completes bios, the disks under it"
+                " insert and dispatch the requests",
+                "blktrace -d /dev/dm-0 -d /dev/sdX -o trace (the device and the disks under it)",
+            )
+        )
+    elif d and not i:
+        out.append(
+            (
+                "I→D (time in the I/O scheduler)" + ("" if q else " and Q→C (time in all)"),
+                "no I events"
+                + (
+                    " and no Q events: only D and C were captured (an action mask such as -a issue -a complete)"
+                    if not q
+                    else ": the requests were dispatched without an insert (no I/O scheduler on the path)"
+                ),
+                f"{BLKTRACE} (no -a mask: every action)",
+            )
+        )
+    elif c and not q and not d:
+        out.append(
+            (
+                "I→D, D→C and Q→C: every phase before the completion",
+                "only C events: the capture's action mask kept the completions alone (-a complete)",
+                f"{BLKTRACE} (no -a mask: every action)",
+            )
+        )
+    elif i and not d:
+        out.append(
+            (
+                "I→D and D→C: dispatch",
+                "no D events: the capture's action mask left them out, or a per-CPU file of this set is missing",
+                f"{BLKTRACE} (no -a mask), every trace.blktrace.N file",
+            )
+        )
+    return out
+
+
 def _view(tab: str, state: str, summary: str) -> dict:
     return {"tab": tab, "state": state, "summary": summary}
 
@@ -200,8 +261,8 @@ def _capabilities(con, analysis_id: str) -> dict:
     has_blk = n["block_requests"] > 0
     views, missing = [], []
 
-    def lack(what: str, why: str, capture: str) -> None:
-        missing.append({"what": what, "why": why, "capture": capture})
+    def lack(what: str, why: str, capture: str, own: bool = True) -> None:
+        missing.append({"what": what, "why": why, "capture": capture, "own": own})
 
     # Stalls: waits (scheduler events, or inferred from long calls), their stacks, wakers; or offwaketime's pairs
     if n["waits"]:
@@ -252,7 +313,18 @@ def _capabilities(con, analysis_id: str) -> dict:
 
     # Dispatch: block requests
     if has_blk:
-        views.append(_view("dispatch", "data", f"{n['block_requests']} block requests (I→D, D→C)"))
+        timed = [f"{label} {n[f'requests_with_{m}']}" for m, label in BLOCK_PHASES if n[f"requests_with_{m}"]]
+        gaps = _block_gaps(n)
+        views.append(
+            _view(
+                "dispatch",
+                "data" if timed else "empty",
+                f"{n['block_requests']} block requests, timed: {', '.join(timed)}"
+                + (f" ({'; '.join(why.split(':')[0] for _, why, _ in gaps)})" if gaps else "")
+                if timed
+                else f"{n['block_requests']} block requests, none timed: {'; '.join(why for _, why, _ in gaps)}",
+            )
+        )
     # Off-CPU: offcputime stacks
     if n["offcpu_stacks"]:
         views.append(_view("offcpu", "data", f"{n['offcpu_stacks']} off-CPU stack records"))
@@ -309,20 +381,26 @@ def _capabilities(con, analysis_id: str) -> dict:
             "waits: which task stalled, on which lock, who held it",
             "no ftrace capture",
             f"{RECORD} {FUNCGRAPH} {SCHED} -e block -T",
+            own=False,
         )
+    for gap in _block_gaps(n) if has_blk else ():
+        lack(*gap)
     if not has_blk:
         lack(
             "block requests: time in the I/O scheduler (I→D) and the device (D→C)",
             "no blktrace capture"
             + (" (the ftrace capture's block events are not requests)" if n["ftrace_block_events"] else ""),
             "blktrace -d /dev/sdX -o - | blkparse -i - > trace.blkparse.txt",
+            own=False,
         )
     if not n["offcpu_stacks"]:
         lack(
             "off-CPU flame graphs",
             "no offcputime capture",
             "offcputime -K -f 30 > offcpu.folded.txt",
+            own=False,
         )
     lost = _overruns(sources) + _lost_ranges(con, analysis_id)
-    events = {k: v for k, v in n.items() if k != "calls_per_cpu"}  # (said in `missing`: not an API field)
+    # (said in `missing` and the views: not API fields)
+    events = {k: v for k, v in n.items() if k != "calls_per_cpu" and not k.startswith("requests_with_")}
     return {"views": views, "missing": missing, "lost": lost, "events": events}

@@ -1952,6 +1952,11 @@ export interface components {
              */
             capture: string;
             /**
+             * Own
+             * @description the uploaded capture itself lacks it (events it does not hold); false: another tool's capture (none of that kind was uploaded)
+             */
+            own: boolean;
+            /**
              * What
              * @description what the analysis cannot show
              */

@@ -8,6 +8,7 @@ import { UploadError, fetchProgress, newProgressToken, uploadAnalysis, type Uplo
 import { ErrorBox, Loading } from '../components/Status';
 import { formatBytes, formatCount, formatDate, formatName } from '../lib/format';
 import { CompareWith } from './compare/CompareWith';
+import { UploadGaps } from './UploadGaps';
 
 type Upload =
   | { kind: 'idle' }
@@ -277,6 +278,7 @@ function UploadResult({ result }: { result: AnalysisCreated }) {
       {result.sources.map((s) => (
         <SkippedAndNotes key={s.id} filename={s.filename} skipped={s.skipped_examples} notes={s.notes} total={s.skipped_lines} />
       ))}
+      <UploadGaps analysisId={result.id} />
     </div>
   );
 }

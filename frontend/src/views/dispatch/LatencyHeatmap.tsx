@@ -3,9 +3,9 @@ import { useHeatmap } from '../../api/queries';
 import { HEATMAP_X_BINS, HEATMAP_Y_BINS, latencyHeatmap } from '../../api/tabQueries';
 import { binWords, type HeatmapDatum } from '../../charts/heatmap';
 import { ErrorBox, Loading } from '../../components/Status';
-import { useViewState } from '../../state/useViewState';
 import type { Phase } from '../../state/viewState';
 import { HeatmapBody } from '../heatmap/HeatmapBody';
+import { phaseAbsent, useDispatchView } from './phases';
 
 const METRICS: { key: Phase; label: string; title: string }[] = [
   { key: 'i2d', label: 'I2D', title: 'insert → dispatch, placed at I' },
@@ -14,7 +14,7 @@ const METRICS: { key: Phase; label: string; title: string }[] = [
 ];
 
 export function LatencyHeatmap({ analysisId }: { analysisId: string }) {
-  const [view, setView] = useViewState();
+  const [view, setView, present] = useDispatchView(analysisId);
   const query = latencyHeatmap(view);
   const q = useHeatmap(analysisId, query, HEATMAP_X_BINS, HEATMAP_Y_BINS);
   const onCell = useCallback((v: HeatmapDatum) => setView({ req: { sourceId: v[5], line: v[6] } }), [setView]);
@@ -26,7 +26,13 @@ export function LatencyHeatmap({ analysisId }: { analysisId: string }) {
         <h2>Latency heatmap</h2>
         <div className="segmented" role="group" aria-label="Heatmap metric">
           {METRICS.map((m) => (
-            <button key={m.key} title={m.title} aria-pressed={view.hm === m.key} onClick={() => setView({ hm: m.key })}>
+            <button
+              key={m.key}
+              title={phaseAbsent(m.key, present) ?? m.title}
+              disabled={phaseAbsent(m.key, present) !== null}
+              aria-pressed={view.hm === m.key}
+              onClick={() => setView({ hm: m.key })}
+            >
               {m.label}
             </button>
           ))}

@@ -5,8 +5,8 @@ import { MoreRows, usePagedRows } from '../../components/LongTable';
 import type { AnalysisDetail, BlockRequest } from '../../api/types';
 import { ErrorBox, Loading } from '../../components/Status';
 import { formatAbsTime, formatNs, formatSector } from '../../lib/format';
-import { useViewState } from '../../state/useViewState';
 import type { RequestOrder } from '../../state/viewState';
+import { phaseAbsent, useDispatchView } from './phases';
 import { requestOrigin } from '../../charts/waterfall';
 
 const ORDERS: { value: RequestOrder; label: string }[] = [
@@ -17,7 +17,7 @@ const ORDERS: { value: RequestOrder; label: string }[] = [
 ];
 
 export function RequestsTable({ analysis }: { analysis: AnalysisDetail }) {
-  const [view, setView] = useViewState();
+  const [view, setView, present] = useDispatchView(analysis.id);
   const filter = blockFilter(view);
   const q = useRequestsPage(analysis.id, view.order, REQUESTS_LIMIT, filter);
   const { pid, dev, t0, t1 } = filter;
@@ -37,7 +37,13 @@ export function RequestsTable({ analysis }: { analysis: AnalysisDetail }) {
         <h2>{view.order === 'time' ? 'Requests by time' : `Slowest requests by ${view.order.toUpperCase()}`}</h2>
         <div className="segmented" role="group" aria-label="Order requests by">
           {ORDERS.map((o) => (
-            <button key={o.value} aria-pressed={view.order === o.value} onClick={() => setView({ order: o.value }, { replace: true })}>
+            <button
+              key={o.value}
+              title={o.value === 'time' ? undefined : (phaseAbsent(o.value, present) ?? undefined)}
+              disabled={o.value !== 'time' && phaseAbsent(o.value, present) !== null}
+              aria-pressed={view.order === o.value}
+              onClick={() => setView({ order: o.value }, { replace: true })}
+            >
               {o.label}
             </button>
           ))}

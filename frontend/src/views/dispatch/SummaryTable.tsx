@@ -5,7 +5,7 @@ import { ErrorBox, Loading } from '../../components/Status';
 import { formatCount, formatNs } from '../../lib/format';
 import { UNNAMED_KEY, filterSummary, groupUnnamed, isRowSelected, rowLabel } from '../../lib/summary';
 import { ShowAll, TableFilter, useRowLimit } from '../../components/LongTable';
-import { useViewState } from '../../state/useViewState';
+import { useDispatchView } from './phases';
 import { bttAverage, bttFor, bttSeconds } from '../../lib/btt';
 import type { Phase, SortColumn, Stat } from '../../state/viewState';
 
@@ -15,7 +15,7 @@ const BTT_NOTE =
   "btt's figures, as `btt -A` prints them (seconds): btt counts per queued bio, not per request — a request that took merged bios counts one D2C and Q2C per bio, the halves of a split bio have no I2D, D2C or Q2C of their own — over the whole trace";
 
 export function SummaryTable({ analysisId }: { analysisId: string }) {
-  const [view, setView] = useViewState();
+  const [view, setView] = useDispatchView(analysisId); // (sorted by a phase the capture has)
   const q = useDispatchSummary(analysisId, view.by, { t0: view.t0, t1: view.t1 });
   const [text, setText] = useState('');
   // the processes blktrace could not name ("(null)", a pid each) are one row, opened on a click
@@ -42,6 +42,7 @@ export function SummaryTable({ analysisId }: { analysisId: string }) {
     return (
       <th
         key={column}
+        data-column={column}
         className={`${cls} sortable${active ? ' sorted' : ''}`}
         aria-sort={active ? (view.sort.desc ? 'descending' : 'ascending') : 'none'}
         onClick={() => sortBy(column)}
