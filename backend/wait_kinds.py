@@ -13,7 +13,8 @@ A stall is a wait something caused. The kinds:
 RULES is the one table: the first rule that matches a wait names it. A rule matches when every condition it has
 holds: `frames` (any frame of the stack is one of these functions), `innermost` (the innermost frame that is not
 scheduler plumbing, the wait's lock key when no lock of locks.py is on the stack, is one of these), `primitives` (the
-locks.py entry the wait's lock came from is one of these) and `sleep` ("interruptible": its state is not D; "any").
+locks.py entry the wait's lock came from is one of these) and `sleep` ("not D": its state is not D, or unknown, as a
+call wait's is; "interruptible": its state is known and not D; "any").
 Functions are matched after locks.base_name (`do_poll.constprop.0` is `do_poll`). Extend it by adding a rule before
 the fallbacks; each rule is tested on a real capture (tests/test_wait_kinds.py).
 
@@ -41,7 +42,7 @@ class Rule:
     frames: frozenset[str] = frozenset()
     innermost: frozenset[str] = frozenset()
     primitives: frozenset[str] = frozenset()
-    sleep: str = "any"  # "any" | "interruptible" (state not D: S, I, W, or unknown for a call wait)
+    sleep: str = "any"  # "any" | "not D" (S, I, W..., or unknown: a call wait) | "interruptible" (known, not D)
 
 
 def _f(*names: str) -> frozenset[str]:
@@ -279,14 +280,14 @@ RULES: tuple[Rule, ...] = (
         "idle",
         "a thread asleep until something happens (epoll, poll, select, a futex, a nanosleep, a pipe, a socket)",
         innermost=_EVENT_WAITS,
-        sleep="interruptible",
+        sleep="not D",
     ),
     Rule(
         "waiting for a child",
         "idle",
         "a parent waiting for its child to exit (wait4, waitpid): the child's own waits say why it took long",
         innermost=_f("do_wait", "kernel_waitid", "kernel_wait4"),
-        sleep="interruptible",
+        sleep="not D",
     ),
     Rule(
         "interruptible sleep",
@@ -294,14 +295,23 @@ RULES: tuple[Rule, ...] = (
         "asleep interruptibly on no known lock: a wait for an event, not a stall",
         sleep="interruptible",
     ),
-    Rule("uninterruptible sleep", "other", "asleep uninterruptibly (D) on nothing a rule knows: see its stack"),
+    Rule(
+        "unexplained sleep",
+        "other",
+        "asleep uninterruptibly (D), or in a call whose state the trace does not show, on nothing a rule knows: see"
+        " its stack",
+    ),
 )
 _FALLBACK = RULES[-1]
 
 
-def interruptible(state: str | None) -> bool:
-    """A sleep that is not D (S, I, W, ...; a call wait has no state: what it called says the rest)."""
-    return not (state or "").startswith("D")
+def asleep_as(rule: Rule, state: str | None) -> bool:
+    """The wait's state is one the rule takes (a call wait has none: "not D" takes it, "interruptible" does not)."""
+    if rule.sleep == "any":
+        return True
+    if state is None:
+        return rule.sleep == "not D"
+    return not state.startswith("D")
 
 
 def _first(masks: int, state: str | None, primitive: str | None, inner: str | None) -> Rule:
@@ -311,7 +321,7 @@ def _first(masks: int, state: str | None, primitive: str | None, inner: str | No
             (not rule.frames or masks >> r & 1)
             and (not rule.innermost or inner in rule.innermost)
             and (not rule.primitives or primitive in rule.primitives)
-            and (rule.sleep == "any" or interruptible(state))
+            and asleep_as(rule, state)
         ):
             return rule
     return _FALLBACK

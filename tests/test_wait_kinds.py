@@ -53,6 +53,13 @@ def test_langraph_waits_list_opens_on_jbd2s_io_wait_not_on_idle_workers(client):
     assert {w["wait_rule"] for w in every} >= {"kernel thread idle", "waiting for an event"}
     page = c.get(f"/api/analyses/{aid}/waits/page", params={"limit": 5}).json()
     assert page["items"][0]["line"] == top["line"]
+    # the chain it starts says the same
+    first_link = c.get(f"/api/analyses/{aid}/chains", params={"limit": 1}).json()[0]["links"][0]
+    assert (first_link["wait_line"], first_link["wait_kind"], first_link["wait_rule"]) == (
+        top["line"],
+        "io",
+        "buffer under I/O",
+    )
 
 
 # per real capture, how many waits each rule names (measured on them; every rule that one of them shows)
@@ -68,7 +75,7 @@ RULE_COUNTS = {
         ("io", "io_schedule"): 6,  # wait_for_completion_io_timeout, do_get_write_access's bit_wait_io
         ("task", "FUSE answer"): 11,  # df's statfs on a FUSE mount, in request_wait_answer
     },
-    RECORD_TGID.name: {("idle", "interruptible sleep"): 1148, ("other", "uninterruptible sleep"): 28},
+    RECORD_TGID.name: {("idle", "interruptible sleep"): 1148, ("other", "unexplained sleep"): 28},
     XFS.name: {("idle", "interruptible sleep"): 1, ("lock", "lock held"): 3},
 }
 
@@ -146,6 +153,9 @@ def test_every_rule_is_tested_and_idle_needs_no_lock():
     assert wait_kinds.classify(["do_sys_poll", "do_poll.constprop.0"], "D", None, "do_poll.constprop.0").kind == "other"
     lock = wait_kinds.classify(["worker_thread", "mutex_lock", "__mutex_lock"], "S", "mutex", "mutex")
     assert lock.kind == "lock"
+    # a call wait (no state): a nanosleep is idle, a call no rule knows is not (it may be a D sleep)
+    assert wait_kinds.classify(["do_nanosleep", "schedule"], None, None, "do_nanosleep").kind == "idle"
+    assert wait_kinds.classify(["schedule"], None, None, None).name == "unexplained sleep"
 
 
 def test_idle_waits_stay_out_of_heatmap_chains_and_lock_counts(client, captures):
