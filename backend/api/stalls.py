@@ -115,6 +115,9 @@ class ChainLink(BaseModel):
     request: LinkedRequest | None = Field(
         description="on an io_completion link: the block request whose completion fits"
     )
+    wait_kind: str | None = Field(description="its wait's kind, as /waits gives it (null: no wait)")
+    wait_rule: str | None = Field(description="... and the rule of /api/wait-kinds that says so")
+    wait_why: str | None = Field(description="that rule in a sentence")
 
 
 class Chain(BaseModel):

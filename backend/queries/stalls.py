@@ -228,8 +228,9 @@ def chains(con, analysis_id: str, limit: int = 50, t0=None, t1=None) -> list[dic
         "SELECT l.* EXCLUDE (analysis_id, stack_text) REPLACE (l.start_ns + s.clock_offset_ns AS start_ns,"
         " l.end_ns + s.clock_offset_ns AS end_ns, l.req_q_ns + r.clock_offset_ns AS req_q_ns,"
         " l.req_i_ns + r.clock_offset_ns AS req_i_ns, l.req_d_ns + r.clock_offset_ns AS req_d_ns,"
-        " l.req_c_ns + r.clock_offset_ns AS req_c_ns), s.clock_offset_ns AS _off"
+        " l.req_c_ns + r.clock_offset_ns AS req_c_ns), s.clock_offset_ns AS _off, w.wait_kind, w.wait_rule"
         " FROM chain_links l JOIN sources s ON s.id = l.source_id LEFT JOIN sources r ON r.id = l.req_source_id"
+        " LEFT JOIN wait_rows w ON w.source_id = l.source_id AND w.line = l.wait_line"
         " WHERE l.analysis_id = ? AND l.chain_id IN (SELECT unnest(?)) ORDER BY l.chain_id, l.pos",
         [analysis_id, [cid for cid, _ in heads]],
         shape="dicts",
@@ -244,6 +245,8 @@ def chains(con, analysis_id: str, limit: int = 50, t0=None, t1=None) -> list[dic
         also = json.loads(link["also_waiting"]) if isinstance(link["also_waiting"], str) else []
         link["also_waiting"] = [{**a, "start_ns": a["start_ns"] + off, "end_ns": a["end_ns"] + off} for a in also]
         link["lock_key"] = locks.label_key(link["lock"])
+        rule = wait_kinds.BY_NAME.get(link["wait_rule"])
+        link["wait_why"] = rule.why if rule else None
         by_chain[cid].append(link)
     return [{"id": cid, "duration_ns": dur, "links": by_chain[cid]} for cid, dur in heads]
 

@@ -11,6 +11,8 @@ const TRACE_DAT = path.join(PUBLIC, 'trace-cmd-report/trace-dat/langraph-trace.d
 test('Stalls lists jbd2’s I/O wait first, each wait with its reason; idle sleeps one toggle away', async ({ page, request }) => {
   const id = await analysis(request, 'langraph trace.dat', [file(TRACE_DAT)]);
   await page.goto(`/a/${id}?tab=stalls`);
+  // the chain it starts, opened first, says why too
+  await expect(page.getByTestId('chain-detail').getByTestId('link-why-1')).toHaveText('io buffer under I/O');
   const rows = page.getByTestId('waits-table').locator('tbody tr');
   const first = rows.first();
   await expect(first).toContainText('jbd2/sda3-8');
@@ -20,15 +22,17 @@ test('Stalls lists jbd2’s I/O wait first, each wait with its reason; idle slee
   await expect(rows.nth(19)).toBeVisible();
   const why = await page.getByTestId('wait-why').allTextContents();
   expect(why.slice(0, 20).filter((t) => t.startsWith('idle'))).toEqual([]);
+  await page.getByTestId('waits-panel').scrollIntoViewIfNeeded();
   await page.screenshot({ path: path.join(SCREENSHOTS, 'real-answers-waits.png') });
-  // its details say why, in a sentence
-  await first.click();
-  const detail = page.getByTestId('wait-detail-why');
-  if (await detail.count()) await expect(detail).toContainText('unlocked when its I/O completes');
   // the toggle brings the idle sleeps back, named so
-  await page.getByLabel('idle sleeps too').check();
+  await page.getByTestId('waits-panel').getByLabel('idle sleeps too').check();
+  await expect(page).toHaveURL(/idle=/);
   await expect(page.getByTestId('wait-why').first()).toContainText(/^idle (kernel thread idle|waiting for an event)/);
   await page.screenshot({ path: path.join(SCREENSHOTS, 'real-answers-waits-idle.png') });
+  // a wait outside every chain: its details say why, in a sentence
+  const idleRow = rows.first();
+  await idleRow.click();
+  await expect(page.getByTestId('wait-detail-why')).toContainText(/a kernel thread's loop waiting for work|a thread asleep until something happens/);
 });
 
 const LOOP = path.join(PUBLIC, 'blkparse-text/derived-romeus-loop0-dump-x0y1.blkparse.txt');

@@ -1110,10 +1110,25 @@ export interface components {
             /** Start Ns */
             start_ns: number | null;
             /**
+             * Wait Kind
+             * @description its wait's kind, as /waits gives it (null: no wait)
+             */
+            wait_kind: string | null;
+            /**
              * Wait Line
              * @description the link's wait (see /waits); null for the task or interrupt that ends the chain
              */
             wait_line: number | null;
+            /**
+             * Wait Rule
+             * @description ... and the rule of /api/wait-kinds that says so
+             */
+            wait_rule: string | null;
+            /**
+             * Wait Why
+             * @description that rule in a sentence
+             */
+            wait_why: string | null;
         };
         /** Column */
         Column: {

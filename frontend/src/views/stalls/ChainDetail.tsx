@@ -126,6 +126,11 @@ function LinkCard({
         {isWait ? (
           <>
             <span className="mono strong">{l.lock ?? 'off CPU'}</span>
+            {l.wait_kind && (
+              <span className={`wait-kind wait-kind-${l.wait_kind}`} title={l.wait_why ?? undefined} data-testid={`link-why-${pos}`}>
+                <span className="badge">{l.wait_kind}</span> {l.wait_rule}
+              </span>
+            )}
             <span className="strong">
               {formatNs(l.duration_ns)}
               {l.end_known ? '' : ' (end not traced)'}
