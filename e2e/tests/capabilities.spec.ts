@@ -22,9 +22,13 @@ test('function_graph alone, no task column: waits of the CPU\'s pseudo-task, its
   await expect(missing).toContainText("995 calls are kept per CPU, as 'CPU n (task unknown)'");
   await expect(missing.locator('code').first()).toHaveText('trace-cmd record -p function_graph -e sched_switch -e sched_wakeup -T');
 
-  // it opens on Stalls: the waits, each marked inferred, of "CPU 0 (task unknown)" (no pid shown)
+  // it opens on Stalls: the waits, each marked inferred, of "CPU 0 (task unknown)" (no pid shown); the four in
+  // n_tty_read (a tty read waiting for input: idle, issue 33) one toggle away
   await expect(page.getByRole('tab', { name: 'Stalls' })).toHaveAttribute('aria-selected', 'true');
   const rows = page.getByTestId('waits-table').locator('tbody tr');
+  await expect(rows).toHaveCount(1);
+  await expect(rows.first().getByTestId('wait-why')).toHaveText('other unexplained sleep');
+  await page.getByTestId('waits-panel').getByLabel('idle sleeps too').check();
   await expect(rows).toHaveCount(5);
   await expect(rows.first()).toContainText('CPU 0 (task unknown)');
   await expect(rows.first()).not.toContainText('unknown) -1');

@@ -70,13 +70,13 @@ test('a capture of one request: its heatmap is one column labelled with its inst
   await expect(chart).toHaveAttribute('data-ready', '1');
   await chart.scrollIntoViewIfNeeded();
   await page.screenshot({ path: path.join(SCREENSHOTS, 'fit-one-request-heatmap.png') });
-  // the request's cell spans the plot (it was 1 of 120 columns in the corner): three quarters across, the lowest
-  // latency bin (as charts/heatmap.ts's GRID lays it out), opens the request
+  // the request's cell spans the plot (it was 1 of 120 columns in the corner): three quarters across, the highest
+  // latency bin (the bins run from its decade to just above it; as charts/heatmap.ts's GRID lays it out), opens it
   const h = (await (await request.get(`/api/analyses/${id}/heatmap`, { params: { metric: 'i2d', x_bins: 120, y_bins: 40 } })).json()) as { y_bins: number };
   const b = (await chart.boundingBox())!;
   const GRID = { left: 78, right: 92, top: 14, bottom: 62 };
   const rowH = (b.height - GRID.top - GRID.bottom) / h.y_bins;
-  await page.mouse.click(b.x + GRID.left + 0.75 * (b.width - GRID.left - GRID.right), b.y + b.height - GRID.bottom - rowH / 2);
+  await page.mouse.click(b.x + GRID.left + 0.75 * (b.width - GRID.left - GRID.right), b.y + GRID.top + rowH / 2);
   await expect(page.getByTestId('request-detail')).toContainText('24803160');
 });
 
@@ -156,7 +156,8 @@ test("'What this capture can tell' opens only when a tab of the analysis is empt
   const hadoop = await analysis(request, 'landing hadoop', [file(path.join(PUBLIC, 'blkparse-text/derived-zzunny97-hadoop-sdb-cpu0-1.blkparse.txt'))]);
   await page.goto(`/a/${hadoop}`);
   const panel = page.getByTestId('capabilities');
-  await expect(panel.locator('summary')).toContainText('data for Timeline, Dispatch · 2 things it lacks');
+  // (ftrace, offcputime, and the completions its missing per-CPU file held)
+  await expect(panel.locator('summary')).toContainText('data for Timeline, Dispatch · 3 things it lacks');
   await expect(panel).not.toHaveAttribute('open');
   // Dispatch's heatmap in the first screen (the open panel pushed it ~215 px down, to the window's bottom edge)
   const heat = (await page.locator('[aria-label="Latency heatmap"]').boundingBox())!;

@@ -24,7 +24,8 @@ test('a long table brings its next pages by cursor: show more, then show all, ea
   await expect(more).toHaveCount(0); // every request is there
   const keys = await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-req')));
   expect(new Set(keys).size).toBe(1168);
-  await expect(page.getByRole('heading', { name: 'Slowest requests by I2D' })).toBeVisible();
+  // (keks has only D and C events: the slowest by D2C, issue 33)
+  await expect(page.getByRole('heading', { name: 'Slowest requests by D2C' })).toBeVisible();
 
   // another order starts over from its own first page
   await page.getByRole('group', { name: 'Order requests by' }).getByRole('button', { name: 'time' }).click();
