@@ -45,6 +45,7 @@ ADDED_SINCE = {
     "wait_kind",
     "wait_rule",
     "wait_why",  # why a wait waited (backend/wait_kinds.py, issue 33; migration 5 classifies the kept waits)
+    "layers",  # a request's block stack layers (27a9ae0: a dm bio and its disk request as one I/O)
 }
 
 
