@@ -25,7 +25,12 @@ test('Stalls lists jbd2’s I/O wait first, each wait with its reason; idle slee
   await page.getByTestId('waits-panel').scrollIntoViewIfNeeded();
   await page.screenshot({ path: path.join(SCREENSHOTS, 'real-answers-waits.png') });
   // the toggle brings the idle sleeps back, named so
-  await page.getByTestId('waits-panel').getByLabel('idle sleeps too').check();
+  // (the page may still be writing its first state to the URL: click until the box holds)
+  const toggle = page.getByTestId('waits-panel').getByLabel('idle sleeps too');
+  await expect(async () => {
+    if (!(await toggle.isChecked())) await toggle.click();
+    await expect(toggle).toBeChecked({ timeout: 2000 });
+  }).toPass();
   await expect(page).toHaveURL(/idle=/);
   await expect(page.getByTestId('wait-why').first()).toContainText(/^idle (kernel thread idle|waiting for an event)/);
   await page.screenshot({ path: path.join(SCREENSHOTS, 'real-answers-waits-idle.png') });
