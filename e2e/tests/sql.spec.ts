@@ -2,7 +2,7 @@ import { expect, test } from '@playwright/test';
 import path from 'node:path';
 import { copyLinkAndOpenElsewhere } from './share';
 import { upload } from './upload';
-import { REPO } from './paths';
+import { REPO, SCREENSHOTS, SHARED } from './paths';
 
 const INCIDENT = ['incident.blkparse.txt', 'incident.trace-cmd-report.txt', 'incident.offcputime.txt'].map((n) =>
   path.join(REPO, 'samples', n),
@@ -97,4 +97,23 @@ test('SQL: a question no view asks, a shared link, refusals, downloads, a chain 
   const text = await page.evaluate(() => navigator.clipboard.readText());
   expect(text.split('\n')[0]).toBe('Stall: file_writer (pid 3271) blocked 2.304 s on xfs_ilock via down_write');
   expect(text.split('\n').every((l) => l.length <= 80)).toBe(true);
+});
+
+test("SQL: a GROUP BY's quick chart is a bar per category, on a real trace.dat", async ({ page }) => {
+  // langraph's trace.dat (trace-cmd v7): waits per task, one row per comm. A histogram of the counts said nothing of
+  // which task waited; a bar per comm does.
+  await upload(page, [path.join(SHARED, 'samples-public/trace-cmd-report/trace-dat/langraph-trace.dat')], 'sql bars');
+  await page.getByRole('tablist').getByRole('tab', { name: 'SQL' }).click();
+  await page.getByTestId('sql-editor').fill('SELECT comm, count(*) AS waits FROM waits GROUP BY comm ORDER BY waits DESC');
+  await page.getByTestId('sql-run').click();
+  await expect(page.getByTestId('sql-table').locator('thead th')).toHaveText(['comm', 'waits']);
+  await expect(page.getByTestId('sql-chart-kind').locator('option:checked')).toHaveText('waits per comm (bars)');
+  const chart = page.getByRole('img', { name: "chart of the query's result" });
+  await expect(chart.locator('canvas').first()).toBeVisible();
+  await expect(page.getByTestId('sql-bars-note')).toContainText('The 30 largest of');
+  await page.getByTestId('sql-chart-kind').selectOption({ label: 'histogram of waits' });
+  await expect(page).toHaveURL(/[?&]sql_chart=histogram&sql_y=waits/);
+  await page.getByTestId('sql-chart-kind').selectOption({ label: 'waits per comm (bars)' });
+  await expect(page).toHaveURL(/[?&]sql_chart=bars&sql_x=comm&sql_y=waits/);
+  await chart.screenshot({ path: path.join(SCREENSHOTS, 'sql-bars-langraph.png') });
 });

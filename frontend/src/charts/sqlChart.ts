@@ -1,12 +1,13 @@
-// The SQL console's quick chart of a result: a histogram of one numeric column, or a time series (a time column
-// *_ns on x, a numeric column on y). Columns named *_ns are durations or times in ns: shown in ms or s.
+// The SQL console's quick chart of a result: a histogram of one numeric column, a time series (a time column *_ns on
+// x, a numeric column on y), or a bar per category (a text column's values, a numeric column's total for each: the
+// chart of a GROUP BY). Columns named *_ns are durations or times in ns: shown in ms or s.
 import { formatCount, formatNs } from '../lib/format';
 import { html, tooltipLines } from './html';
 import { C, axisCommon, baseTextStyle, tooltipStyle } from './theme';
 import type { EChartsOption } from './types';
 
 export type SqlColumn = { name: string; type: string };
-export type SqlChart = { kind: 'histogram'; y: number } | { kind: 'series'; x: number; y: number };
+export type SqlChart = { kind: 'histogram'; y: number } | { kind: 'series'; x: number; y: number } | { kind: 'bars'; x: number; y: number };
 
 const NUMERIC = /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|FLOAT|DOUBLE|DECIMAL)/;
 
@@ -17,7 +18,19 @@ export function numericColumns(columns: SqlColumn[]): number[] {
   return columns.flatMap((c, i) => (NUMERIC.test(c.type) ? [i] : []));
 }
 
-/** A first chart for a result: a time series when it has a time column (*_ns, not a duration) and another number,
+const ID = /^(pid|tid|tgid|cpu|line|dev|major|minor|depth)$|_(id|line|pid)$/; // numbers that name, not measure
+
+const CATEGORY = /^(VARCHAR|BOOLEAN|ENUM|UUID|DATE|TIME|TIMESTAMP|INTERVAL)/;
+
+/** The indices of the columns whose values can name a bar: text and other scalars that are not numbers (not lists,
+ * structs or maps). */
+export function categoryColumns(columns: SqlColumn[]): number[] {
+  return columns.flatMap((c, i) => (CATEGORY.test(c.type) && !/[[(]/.test(c.type) ? [i] : []));
+}
+
+/** A first chart for a result: a time series when it has a time column (*_ns, not a duration) and another number;
+ * else a bar per value of its first text column when it has one (a GROUP BY's rows), sized by its first number that
+ * is not an id (pid, cpu, line...);
  * else a histogram of its first numeric column; null when it has no numeric column. */
 export function defaultChart(columns: SqlColumn[]): SqlChart | null {
   const nums = numericColumns(columns);
@@ -26,7 +39,33 @@ export function defaultChart(columns: SqlColumn[]): SqlChart | null {
   const x = nums.find(isTime);
   const y = nums.find((i) => i !== x);
   if (x !== undefined && y !== undefined) return { kind: 'series', x, y };
+  const cat = categoryColumns(columns)[0];
+  if (cat !== undefined) return { kind: 'bars', x: cat, y: nums.find((i) => !ID.test(columns[i].name)) ?? nums[0] };
   return { kind: 'histogram', y: nums[0] };
+}
+
+/** The most bars a chart draws: the largest totals (the view says how many more there are). */
+export const MAX_BARS = 30;
+
+/** One bar per category (its value as text; NULL for none): the total of the numbers of its rows, largest first.
+ * `summed`: some category has several rows (the result was not grouped by it), so a bar is a sum. */
+export function categoryTotals(rows: unknown[][], x: number, y: number): { bars: [string, number][]; summed: boolean } {
+  const totals = new Map<string, number>();
+  let summed = false;
+  for (const r of rows) {
+    const v = r[y];
+    if (typeof v !== 'number' || !Number.isFinite(v)) continue;
+    const key = r[x] === null || r[x] === undefined ? 'NULL' : String(r[x]);
+    if (totals.has(key)) summed = true;
+    totals.set(key, (totals.get(key) ?? 0) + v);
+  }
+  return { bars: [...totals].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])), summed };
+}
+
+/** The chart's height in px: a bar chart grows with its bars (14 px each), the others are 220 px. */
+export function chartHeight(rows: unknown[][], chart: SqlChart): number {
+  if (chart.kind !== 'bars') return 220;
+  return Math.max(160, 60 + 16 * Math.min(MAX_BARS, categoryTotals(rows, chart.x, chart.y).bars.length));
 }
 
 /** Equal-width bins over [min, max]: [lo, hi, count] each. */
@@ -55,6 +94,7 @@ function numbers(rows: unknown[][], i: number): number[] {
 export function buildSqlChartOption(columns: SqlColumn[], rows: unknown[][], chart: SqlChart): EChartsOption {
   const yc = columns[chart.y];
   const base = { backgroundColor: 'transparent', textStyle: baseTextStyle, animation: false };
+  if (chart.kind === 'bars') return barsOption(columns, rows, chart);
   if (chart.kind === 'histogram') {
     const b = bins(numbers(rows, chart.y));
     return {
@@ -97,6 +137,33 @@ export function buildSqlChartOption(columns: SqlColumn[], rows: unknown[][], cha
     yAxis: { ...axisCommon, type: 'value', scale: true, name: yc.name,
              axisLabel: { ...axisCommon.axisLabel, formatter: (v: number) => fmt(yc, v) } },
     series: [{ type: 'scatter', data, symbolSize: 4, itemStyle: { color: C.i2d } }],
+  };
+}
+
+function barsOption(columns: SqlColumn[], rows: unknown[][], chart: Extract<SqlChart, { kind: 'bars' }>): EChartsOption {
+  const xc = columns[chart.x];
+  const yc = columns[chart.y];
+  const { bars, summed } = categoryTotals(rows, chart.x, chart.y);
+  const shown = bars.slice(0, MAX_BARS);
+  const value = summed ? `sum of ${yc.name}` : yc.name;
+  return {
+    backgroundColor: 'transparent',
+    textStyle: baseTextStyle,
+    animation: false,
+    grid: { left: 16, right: 24, top: 8, bottom: 36, containLabel: true },
+    tooltip: {
+      ...tooltipStyle,
+      trigger: 'item',
+      formatter: (p: unknown) => {
+        const [name, v] = shown[(p as { dataIndex: number }).dataIndex];
+        return tooltipLines(html`<b>${xc.name}</b> ${name}`, html`${value} ${fmt(yc, v)}`);
+      },
+    },
+    yAxis: { ...axisCommon, type: 'category', inverse: true, data: shown.map(([name]) => name),
+             axisLabel: { ...axisCommon.axisLabel, width: 260, overflow: 'truncate' } },
+    xAxis: { ...axisCommon, type: 'value', name: value, nameLocation: 'middle', nameGap: 24,
+             axisLabel: { ...axisCommon.axisLabel, formatter: (v: number) => fmt(yc, v) } },
+    series: [{ type: 'bar', data: shown.map(([, v]) => v), itemStyle: { color: C.d2c }, barCategoryGap: '20%' }],
   };
 }
 

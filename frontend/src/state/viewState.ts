@@ -15,7 +15,11 @@ export type HeatmapMetric = Phase | 'func' | 'wait';
 export type StallsHeatmapMetric = 'wait' | 'func';
 /** The SQL console's chart, by column names (a shared link names the same columns of the same query): none, a
  * histogram of y, or y over x. */
-export type SqlChartRef = { kind: 'none' } | { kind: 'histogram'; y: string } | { kind: 'series'; x: string; y: string };
+export type SqlChartRef =
+  | { kind: 'none' }
+  | { kind: 'histogram'; y: string }
+  | { kind: 'series'; x: string; y: string }
+  | { kind: 'bars'; x: string; y: string };
 /** The SQL console's result table sorted by a column (its name). */
 export type SqlSort = { col: string; desc: boolean };
 /** A brushed box of a heatmap: placed in [t0, t1] (ns, inclusive), latMin <= latency < latMax (null: open). */
@@ -200,20 +204,21 @@ export function parseMark(v: string | null): [number, number | null] | null {
   return a === null ? null : [a, b];
 }
 
-/** sql_chart=none | histogram (sql_y) | series (sql_x, sql_y): the SQL console's chart; malformed → null. */
+/** sql_chart=none | histogram (sql_y) | series (sql_x, sql_y) | bars (sql_x: the category, sql_y): the SQL console's
+ * chart; malformed → null. */
 export function parseSqlChart(params: URLSearchParams): SqlChartRef | null {
   const kind = params.get('sql_chart');
   const x = params.get('sql_x');
   const y = params.get('sql_y');
   if (kind === 'none') return { kind };
   if (kind === 'histogram' && y) return { kind, y };
-  if (kind === 'series' && x && y) return { kind, x, y };
+  if ((kind === 'series' || kind === 'bars') && x && y) return { kind, x, y };
   return null;
 }
 
 function encodeSqlChart(p: URLSearchParams, c: SqlChartRef): void {
   p.set('sql_chart', c.kind);
-  if (c.kind === 'series') p.set('sql_x', c.x);
+  if (c.kind === 'series' || c.kind === 'bars') p.set('sql_x', c.x);
   if (c.kind !== 'none') p.set('sql_y', c.y);
 }
 

@@ -2,7 +2,7 @@ import { useEffect, useMemo, useState } from 'react';
 import type { AnalysisDetail } from '../../api/types';
 import { SQL_MAX_ROWS, exportUrl, perfettoUrl, useSqlQuery, useSqlViews } from '../../api/sqlQueries';
 import { EChart } from '../../charts/EChart';
-import { buildSqlChartOption, numericColumns, toCsv, type SqlChart, type SqlColumn } from '../../charts/sqlChart';
+import { MAX_BARS, buildSqlChartOption, categoryColumns, categoryTotals, chartHeight, numericColumns, toCsv, type SqlChart, type SqlColumn } from '../../charts/sqlChart';
 import { ErrorBox, Loading } from '../../components/Status';
 import { formatCount } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
@@ -134,6 +134,7 @@ function Result({ columns, rows, truncated, ms }: { columns: SqlColumn[]; rows: 
   }, [rows, sort]);
   const option = useMemo(() => (chart && rows.length ? buildSqlChartOption(columns, rows, chart) : null), [columns, rows, chart]);
   const nums = numericColumns(columns);
+  const cats = categoryColumns(columns);
 
   function download() {
     const url = URL.createObjectURL(new Blob([toCsv(columns, sorted)], { type: 'text/csv' }));
@@ -159,18 +160,25 @@ function Result({ columns, rows, truncated, ms }: { columns: SqlColumn[]; rows: 
             Chart{' '}
             <select
               data-testid="sql-chart-kind"
-              value={chart === null ? 'none' : chart.kind === 'histogram' ? `h${chart.y}` : `s${chart.x}:${chart.y}`}
+              value={chart === null ? 'none' : chart.kind === 'histogram' ? `h${chart.y}` : `${chart.kind === 'bars' ? 'b' : 's'}${chart.x}:${chart.y}`}
               onChange={(e) => {
                 const v = e.target.value;
                 if (v === 'none') setChart(null);
                 else if (v[0] === 'h') setChart({ kind: 'histogram', y: Number(v.slice(1)) });
                 else {
                   const [x, y] = v.slice(1).split(':').map(Number);
-                  setChart({ kind: 'series', x, y });
+                  setChart({ kind: v[0] === 'b' ? 'bars' : 'series', x, y });
                 }
               }}
             >
               <option value="none">none</option>
+              {cats.flatMap((x) =>
+                nums.map((y) => (
+                  <option key={`b${x}:${y}`} value={`b${x}:${y}`}>
+                    {columns[y].name} per {columns[x].name} (bars)
+                  </option>
+                )),
+              )}
               {nums.map((i) => (
                 <option key={`h${i}`} value={`h${i}`}>
                   histogram of {columns[i].name}
@@ -189,7 +197,8 @@ function Result({ columns, rows, truncated, ms }: { columns: SqlColumn[]; rows: 
           </label>
         )}
       </div>
-      {option && <EChart option={option} height={220} ariaLabel="chart of the query's result" />}
+      {option && chart && <EChart option={option} height={chartHeight(rows, chart)} ariaLabel="chart of the query's result" />}
+      {option && chart?.kind === 'bars' && <BarsNote rows={rows} chart={chart} columns={columns} />}
       <div className="table-scroll">
         <table className="grid compact" data-testid="sql-table">
           <thead>
@@ -222,6 +231,17 @@ function Result({ columns, rows, truncated, ms }: { columns: SqlColumn[]; rows: 
       </div>
       {sorted.length > SHOWN && <p className="muted">The first {formatCount(SHOWN)} rows are shown; the CSV has all {formatCount(sorted.length)}.</p>}
     </>
+  );
+}
+
+/** What a bar chart leaves out: the categories past its MAX_BARS largest. */
+function BarsNote({ rows, chart, columns }: { rows: unknown[][]; chart: Extract<SqlChart, { kind: 'bars' }>; columns: SqlColumn[] }) {
+  const n = useMemo(() => categoryTotals(rows, chart.x, chart.y).bars.length, [rows, chart]);
+  if (n <= MAX_BARS) return null;
+  return (
+    <p className="muted" data-testid="sql-bars-note">
+      The {MAX_BARS} largest of {formatCount(n)} values of {columns[chart.x].name} are drawn.
+    </p>
   );
 }
 

@@ -14,7 +14,7 @@ const viaUrl = (patch: Partial<typeof DEFAULT_VIEW>) => decodeView(new URLSearch
 
 describe('the SQL result state in the URL', () => {
   it('opens the same chart from a link, by column names', () => {
-    for (const chart of [null, { kind: 'histogram' as const, y: 3 }, { kind: 'series' as const, x: 2, y: 0 }]) {
+    for (const chart of [null, { kind: 'histogram' as const, y: 3 }, { kind: 'series' as const, x: 2, y: 0 }, { kind: 'bars' as const, x: 1, y: 3 }]) {
       const v = viaUrl({ sql: 'SELECT 1', sqlChart: chartRef(chart, COLUMNS) });
       expect(chartOf(v.sqlChart, COLUMNS)).toEqual(chart);
     }
@@ -26,6 +26,7 @@ describe('the SQL result state in the URL', () => {
     expect(chartOf({ kind: 'histogram', y: 'gone' }, COLUMNS)).toEqual(byDefault);
     expect(chartOf({ kind: 'histogram', y: 'comm' }, COLUMNS)).toEqual(byDefault); // not a number
     expect(chartOf({ kind: 'series', x: 'pid', y: 'pid' }, COLUMNS)).toEqual(byDefault);
+    expect(chartOf({ kind: 'bars', x: 'pid', y: 'duration_ns' }, COLUMNS)).toEqual(byDefault); // a number names no bar
     expect(chartOf({ kind: 'none' }, COLUMNS)).toBeNull();
   });
 

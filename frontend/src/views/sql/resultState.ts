@@ -1,10 +1,10 @@
 // The SQL result's chart and sort as the URL keeps them (by column names: state/viewState.ts) and as the result
 // draws them (by column indices): a link opens the same chart and sort of the same query's columns.
-import { defaultChart, numericColumns, type SqlChart, type SqlColumn } from '../../charts/sqlChart';
+import { categoryColumns, defaultChart, numericColumns, type SqlChart, type SqlColumn } from '../../charts/sqlChart';
 import type { SqlChartRef, SqlSort } from '../../state/viewState';
 
 /** The chart the URL names, over these columns: null for none; the result's default where the URL names none or a
- * column the result does not have (or that is not a number). */
+ * column the result does not have (or that is not a number, or for a bar's category, not text). */
 export function chartOf(ref: SqlChartRef | null, columns: SqlColumn[]): SqlChart | null {
   if (ref === null) return defaultChart(columns);
   if (ref.kind === 'none') return null;
@@ -12,6 +12,10 @@ export function chartOf(ref: SqlChartRef | null, columns: SqlColumn[]): SqlChart
   const at = (name: string) => nums.find((i) => columns[i].name === name);
   const y = at(ref.y);
   if (ref.kind === 'histogram') return y !== undefined ? { kind: 'histogram', y } : defaultChart(columns);
+  if (ref.kind === 'bars') {
+    const x = categoryColumns(columns).find((i) => columns[i].name === ref.x);
+    return x !== undefined && y !== undefined ? { kind: 'bars', x, y } : defaultChart(columns);
+  }
   const x = at(ref.x);
   return x !== undefined && y !== undefined && x !== y ? { kind: 'series', x, y } : defaultChart(columns);
 }
@@ -20,7 +24,7 @@ export function chartOf(ref: SqlChartRef | null, columns: SqlColumn[]): SqlChart
 export function chartRef(chart: SqlChart | null, columns: SqlColumn[]): SqlChartRef {
   if (chart === null) return { kind: 'none' };
   if (chart.kind === 'histogram') return { kind: 'histogram', y: columns[chart.y].name };
-  return { kind: 'series', x: columns[chart.x].name, y: columns[chart.y].name };
+  return { kind: chart.kind, x: columns[chart.x].name, y: columns[chart.y].name };
 }
 
 /** The sorted column's index (the first of that name), or null when the result has none of that name. */
