@@ -142,3 +142,27 @@ test("btt's way shows btt's own figures for a real sample", async ({ page }) => 
   await page.reload();
   await expect(page.getByRole('button', { name: "btt's way" })).toHaveAttribute('aria-pressed', 'true');
 });
+
+test('the dispatch summary fits its panel at 1,440 px; narrower, it scrolls with its first column pinned', async ({ page }) => {
+  // liuzel01's sda set (LVM, 5 processes): its 20 columns were 1,608 px in a 1,370 px panel at 1,440 px, Q2C cut
+  const SET = path.join(SHARED, 'samples-public/blktrace-binary/liuzel01-sda');
+  await page.setViewportSize({ width: 1440, height: 1000 });
+  await upload(page, ['sda.blktrace.0', 'sda.blktrace.1'].map((f) => path.join(SET, f)), 'summary fit');
+  await page.getByRole('tablist').getByRole('tab', { name: 'Dispatch' }).click();
+  const scroll = page.getByTestId('summary-scroll');
+  await expect(scroll.locator('tbody tr')).toHaveCount(5);
+  const fit = await scroll.evaluate((e) => ({ scroll: e.scrollWidth, client: e.clientWidth }));
+  expect(fit.scroll).toBeLessThanOrEqual(fit.client);
+  await scroll.screenshot({ path: path.join(SCREENSHOTS, 'summary-1440.png') });
+
+  await page.setViewportSize({ width: 1000, height: 1000 });
+  await expect.poll(() => scroll.evaluate((e) => e.scrollWidth > e.clientWidth)).toBe(true);
+  await scroll.evaluate((e) => (e.scrollLeft = e.scrollWidth));
+  const first = scroll.locator('tbody tr').first().locator('td').first();
+  const [box, cell] = await Promise.all([scroll.boundingBox(), first.boundingBox()]);
+  expect(Math.abs(cell!.x - box!.x)).toBeLessThan(2); // still at the left edge, over the scrolled columns
+  await expect(first).toContainText('xfsaild');
+  const lastHead = scroll.locator('thead tr').last().locator('th').last();
+  const head = await lastHead.boundingBox();
+  expect(head!.x + head!.width).toBeLessThanOrEqual(box!.x + box!.width + 1); // Q2C max in view
+});

@@ -85,11 +85,12 @@ export function SummaryTable({ analysisId }: { analysisId: string }) {
       {q.isPending && <Loading what="dispatch summary" />}
       {q.isError && <ErrorBox title="Could not load the dispatch summary." error={q.error} />}
       {q.data && (
-        <div className="table-scroll">
+        // fits 1,440 px; narrower, it scrolls sideways with the process or device column pinned
+        <div className="table-scroll" data-testid="summary-scroll">
           <table className="grid summary" data-testid="summary-table">
             <thead>
               <tr className="group-row">
-                <th colSpan={2} />
+                <th colSpan={2} className="key-group" />
                 <th colSpan={COLS} className="group i2d">
                   I2D <span className="muted">insert → dispatch</span>
                 </th>
@@ -101,17 +102,17 @@ export function SummaryTable({ analysisId }: { analysisId: string }) {
                 </th>
               </tr>
               <tr>
-                {th('key', view.by === 'device' ? 'Device' : 'Process', '')}
+                {th('key', view.by === 'device' ? 'Device' : 'Process', 'key')}
                 {th('count', 'Requests')}
                 {PHASES.flatMap((p) =>
                   view.btt
                     ? ['N', 'MIN', 'AVG', 'MAX'].map((c) => (
-                        <th key={`${p}.btt.${c}`} className="num" title={BTT_NOTE}>
+                        <th key={`${p}.btt.${c}`} className={c === 'N' ? 'num phase-start' : 'num'} title={BTT_NOTE}>
                           {c}
                         </th>
                       ))
                     : [
-                        <th key={`${p}.min`} className="num">
+                        <th key={`${p}.min`} className="num phase-start">
                           min
                         </th>,
                         <th key={`${p}.avg`} className="num">
@@ -158,13 +159,15 @@ export function SummaryTable({ analysisId }: { analysisId: string }) {
         onClick={() => select(r)}
         title={group ? "processes blktrace could not name ('(null)'): their count and max; a percentile here is the highest of theirs (the group's own is at most that)" : undefined}
       >
-        <td className="mono">{group ? r.comm : rowLabel(r, view.by)}</td>
+        <td className="mono key" title={group ? undefined : rowLabel(r, view.by)}>
+          {group ? r.comm : rowLabel(r, view.by)}
+        </td>
         <td className="num">{formatCount(r.count)}</td>
         {PHASES.flatMap((p) => {
           if (view.btt) {
             const b = group ? null : bttFor(r, p);
             return [
-              <td key={`${p}.btt.n`} className="num">
+              <td key={`${p}.btt.n`} className="num phase-start">
                 {b ? String(b.n) : '—'}
               </td>,
               <td key={`${p}.btt.min`} className="num mono">
@@ -179,7 +182,7 @@ export function SummaryTable({ analysisId }: { analysisId: string }) {
             ];
           }
           return [
-            <td key={`${p}.min`} className="num">
+            <td key={`${p}.min`} className="num phase-start">
               {group ? '' : formatNs(r[p].min)}
             </td>,
             <td key={`${p}.avg`} className="num">
