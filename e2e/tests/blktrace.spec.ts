@@ -36,6 +36,8 @@ test('a blktrace per-CPU set dropped at once becomes one source listing its file
   await expect(rows.nth(0)).toContainText('2,398'); // the events blkparse prints for the set
   await expect(rows.nth(1)).toContainText('trace_x_0_y_1.bin');
   await expect(rows.nth(1)).toContainText('7,168');
+  // the chip names the kind of file read, not the text it was rendered to
+  await expect(result.getByTestId('source-format')).toHaveText(['blktrace binary', 'blktrace binary']);
 
   await result.getByRole('link', { name: /Open analysis/ }).click();
   await expect(page.getByRole('heading', { level: 1 })).toHaveText('blktrace binary set');

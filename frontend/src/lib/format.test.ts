@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatNsShort, formatMsTick, formatAbsTime, formatBytes, formatCount, formatNs, formatRelNs, formatSector, pickTimeUnit, formatAxisNumber, taskLabel, formatWaitNs } from './format';
+import { formatNsShort, formatMsTick, formatAbsTime, formatBytes, formatCount, formatNs, formatRelNs, formatSector, formatName, pickTimeUnit, formatAxisNumber, taskLabel, formatWaitNs } from './format';
 
 describe('formatNs', () => {
   it('picks an adaptive unit', () => {
@@ -85,5 +85,18 @@ describe('formatWaitNs', () => {
     expect(formatWaitNs(316673836, true)).toBe('316.7 ms');
     expect(formatWaitNs(316673836, false)).toBe('316.7 ms+');
     expect(formatWaitNs(null, true)).toBe('—');
+  });
+});
+
+describe('formatName', () => {
+  it('names the kind of file a source was read from', () => {
+    expect(formatName({ format: 'blkparse', files: [{ kind: 'blktrace per-CPU file, CPU 0' }] })).toBe('blktrace binary');
+    expect(formatName({ format: 'blkparse', files: [{ kind: 'blktrace stream (blkparse -d dump or blktrace -o -)' }] })).toBe('blktrace binary');
+    expect(formatName({ format: 'blkparse', files: [{ kind: 'blkparse text' }] })).toBe('blkparse');
+    expect(formatName({ format: 'ftrace', files: [{ kind: 'trace.dat v7 (zstd)' }] })).toBe('trace.dat v7 (zstd)');
+    expect(formatName({ format: 'ftrace', files: [{ kind: 'ftrace text' }] })).toBe('ftrace text');
+    expect(formatName({ format: 'ftrace', files: [{ kind: 'perf script text' }] })).toBe('perf script');
+    expect(formatName({ format: 'offcputime', waker_stacks: 3, files: [{ kind: 'offcputime text' }] })).toBe('offwaketime');
+    expect(formatName({ format: 'offcputime' })).toBe('offcputime');
   });
 });
