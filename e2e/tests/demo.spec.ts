@@ -32,3 +32,20 @@ test('the demo trace: chart, time window from the slider, request from a chart p
   await expect(page.getByTestId('request-detail')).toBeVisible();
   await page.screenshot({ path: path.join(SCREENSHOTS, 'analysis-demo-window.png'), fullPage: true });
 });
+
+test('the home page lists, per tool, the capture command whose output is dropped as it is', async ({ page }) => {
+  await page.setViewportSize({ width: 1600, height: 1000 });
+  await page.goto('/');
+  const list = page.getByTestId('capture-commands');
+  const rows = list.locator('tbody tr');
+  const command = (tool: string) => rows.filter({ has: page.getByRole('cell', { name: tool, exact: true }) }).locator('code');
+  await expect(command('blktrace')).toHaveText('blktrace -d /dev/sda -w 30');
+  await expect(command('blkparse')).toContainText('| blkparse -i - >');
+  await expect(command('trace-cmd (function_graph)')).toContainText('trace-cmd record -p function_graph -e sched_switch -e sched_wakeup');
+  await expect(command('ftrace (tracefs)')).toContainText('cat trace >');
+  await expect(command('perf script')).toContainText('perf record -a -g -e sched:sched_switch');
+  await expect(command('bcc offcputime')).toHaveText('offcputime -K -f 30 > offcpu.folded.txt');
+  await expect(command('bcc offwaketime')).toHaveText('offwaketime -K -f 30 > offwake.folded.txt');
+  await expect(page.locator('.upload-panel .hint')).toContainText('perf script');
+  await list.screenshot({ path: path.join(SCREENSHOTS, 'home-capture-commands.png') });
+});

@@ -7,6 +7,7 @@ import type { AnalysisCreated, AnalysisSummary, Progress } from '../api/types';
 import { UploadError, fetchProgress, newProgressToken, uploadAnalysis, type UploadProgress } from '../api/upload';
 import { ErrorBox, Loading } from '../components/Status';
 import { formatBytes, formatCount, formatDate, formatName } from '../lib/format';
+import { CaptureCommands } from './CaptureCommands';
 import { CompareWith } from './compare/CompareWith';
 import { UploadGaps } from './UploadGaps';
 
@@ -21,6 +22,7 @@ export function HomePage() {
     <div className="home">
       <UploadPanel />
       <AnalysesList />
+      <CaptureCommands />
     </div>
   );
 }
@@ -111,8 +113,9 @@ function UploadPanel() {
       <p className="hint">
         Upload one or more traces: <code>blkparse</code> text output or blktrace&apos;s binary files (drop every
         per-CPU <code>NAME.blktrace.N</code> of a capture at once: they become one source), ftrace /{' '}
-        <code>trace-cmd report</code> or trace-cmd&apos;s <code>trace.dat</code> as it is, bcc{' '}
-        <code>offcputime</code>. The format is detected from the content.
+        <code>trace-cmd report</code> or trace-cmd&apos;s <code>trace.dat</code> as it is, <code>perf script</code>{' '}
+        text, bcc <code>offcputime</code> or <code>offwaketime</code>. The format is detected from the content; the
+        commands that capture each are listed below.
       </p>
       <div
         className={`dropzone${drag ? ' drag' : ''}${running ? ' disabled' : ''}`}
