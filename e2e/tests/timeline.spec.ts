@@ -3,6 +3,7 @@ import path from 'node:path';
 import { copyLinkAndOpenElsewhere } from './share';
 import { upload } from './upload';
 import { REPO, SCREENSHOTS } from './paths';
+import { INCIDENT, analysis, file } from './walks';
 
 const EXT4_FTRACE = path.join(REPO, 'samples/ext4-jbd2-commit.trace-cmd-report.txt');
 const EXT4_BLK = path.join(REPO, 'samples/ext4-jbd2-commit.blkparse.txt');
@@ -80,4 +81,19 @@ test('clock offset: shown per source, edited by hand, and the chain follows', as
   await page.getByRole('tablist').getByRole('tab', { name: 'Stalls' }).click();
   await expect(page.getByTestId('chain-detail').getByTestId('request-link')).toContainText('8,0 WFS 1465352 + 8');
   await page.screenshot({ path: path.join(SCREENSHOTS, 'stalls-after-offset.png'), fullPage: true });
+});
+
+test("the drawer names a chain's tasks and device even when their lanes are filtered out of the tree", async ({ page, request }) => {
+  // the incident's chain #1 ends at xfsconvertd/0 (421), woken by the completion of a request on 8,0: with the tree
+  // searched for another task, the drawer read "task:2:421 ← io completion ← dev:1:8,0"
+  const id = await analysis(request, 'timeline names', INCIDENT.map(file));
+  await page.goto(`/a/${id}?tab=timeline&chain=1`);
+  const drawer = page.getByTestId('timeline-selected');
+  await expect(drawer.locator('.chain-arrows li')).toHaveCount(4);
+  await page.getByLabel('Find tracks').fill('file_writer');
+  await expect(page.getByTestId('track-tree').locator('.timeline-label')).toHaveCount(1);
+  const arrows = drawer.locator('.chain-arrows');
+  await expect(arrows).toContainText('xfsconvertd/0 (421) ← io completion ← 8,0 (device)');
+  await expect(arrows).toContainText('file_writer (3271) ← woken by ← file_reader (3274)');
+  await expect(arrows).not.toContainText(/task:|dev:/);
 });

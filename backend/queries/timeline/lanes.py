@@ -8,7 +8,7 @@ from collections import defaultdict
 import numpy as np
 import pyarrow.compute as pc
 
-from .. import memo
+from .. import devices, memo
 from ..run import run
 from .columns import distinct, take
 
@@ -290,6 +290,13 @@ def candidate_lanes(
                 )
             )
     ranked = {name: [] for name in ("device", "cpu", "blocked", "running", "calls", "process")}
+    named = {  # per source, the devices its capture names ("8,0 (sda)")
+        sid: devices.names(
+            next((s["filename"] for s in sources if s["id"] == sid), ""),
+            [dev for kind, _, dev, _ in reg.values() if kind == "device"],
+        )
+        for sid, reg in registry.items()
+    }
     for s in sources:
         if s["format"] == "offcputime":
             start = s["t_min_ns"] + s["clock_offset_ns"]
@@ -321,7 +328,13 @@ def candidate_lanes(
                     (
                         (-n, s["id"], dev),
                         lane_dict(
-                            s["id"], kind, None, dev, f"{dev} (device)", s["filename"], f"≈{n} requests in the window"
+                            s["id"],
+                            kind,
+                            None,
+                            dev,
+                            devices.label(dev, named.get(s["id"], {})),
+                            s["filename"],
+                            f"≈{n} requests in the window",
                         ),
                     )
                 )

@@ -1,18 +1,18 @@
 // What is selected on the timeline, in a drawer stuck to the bottom of the window (as Perfetto's details panel):
 // a click on a slice shows its details at once, wherever the timeline is scrolled.
-import type { Item, TimelineArrow } from '../../charts/timeline';
+import type { Item, TimelineArrow, TimelineLane } from '../../charts/timeline';
 import { RELATION_COLORS, STATE_COLORS, UNKNOWN_LOCK, requestOfSegment, waitName } from '../../charts/timeline';
 import { formatAbsTime, formatCount, formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import { useReveal } from '../../lib/reveal';
-import type { Layout } from '../../charts/timeline';
 
-export function SelectedItem({ item, chain, arrows, layout }: { item: Item | null; chain: number | null; arrows: TimelineArrow[]; layout: Layout }) {
+export function SelectedItem({ item, chain, arrows, lanes }: { item: Item | null; chain: number | null; arrows: TimelineArrow[]; lanes: TimelineLane[] }) {
   const [, setView] = useViewState();
   const key = item?.kind === 'segment' ? `s${item.seg.source_id}:${item.seg.line}:${item.lane.id}` : item?.kind === 'mark' ? `m${item.mark.line}` : chain !== null ? `c${chain}` : null;
   const ref = useReveal<HTMLElement>(key);
   const chainArrows = chain !== null ? arrows.filter((a) => a.chain_id === chain) : [];
-  const laneLabel = (id: string) => layout.byId.get(id)?.lane.label ?? id;
+  // by the lanes of the response, not the drawn layout: a lane folded away or filtered out by a search is still named
+  const laneLabel = (id: string) => lanes.find((l) => l.id === id)?.label ?? laneIdLabel(id);
   const close = () => setView({ tlSel: null, chain: null });
   const request = chainArrows.map((a) => a.request as { source_id?: number; line?: number } | null).find((r) => r && typeof r.line === 'number');
 
@@ -64,6 +64,16 @@ export function SelectedItem({ item, chain, arrows, layout }: { item: Item | nul
       {chainPart}
     </section>
   );
+}
+
+/** A lane the response does not hold, named from its id (task:<source>:<pid>, dev:<source>:<dev>): "pid 421",
+ * "device 8,0" — never the id itself. */
+export function laneIdLabel(id: string): string {
+  const [kind, , key] = id.split(':');
+  if (kind === 'task' || kind === 'proc') return `pid ${key}`;
+  if (kind === 'dev') return `${id.split(':').slice(2).join(':')} (device)`;
+  if (kind === 'cpu') return `CPU ${key}`;
+  return id;
 }
 
 function SegmentDetail({ item }: { item: Extract<Item, { kind: 'segment' }> }) {

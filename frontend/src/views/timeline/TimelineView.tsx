@@ -314,7 +314,7 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
           </div>
         )}
       </section>
-      {layout && t && <SelectedItem item={selected} chain={chain} arrows={t.arrows} layout={layout} />}
+      {layout && t && <SelectedItem item={selected} chain={chain} arrows={t.arrows} lanes={t.lanes} />}
     </div>
   );
 }
