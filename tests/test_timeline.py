@@ -11,7 +11,7 @@ from backend.api import timeline as models
 from backend.derive import cpus, timeline
 from backend.queries.timeline.lanes import lane_id, lane_key
 from backend.schema.tables import MAX_CALL_DEPTH, TRACKS
-from tests.conftest import SAMPLES, ingest_paths
+from tests.conftest import PUBLIC, SAMPLES, ingest_paths
 
 EXT4 = SAMPLES / "ext4-jbd2-commit.trace-cmd-report.txt"
 EXT4_BLK = SAMPLES / "ext4-jbd2-commit.blkparse.txt"
@@ -358,3 +358,23 @@ def test_thread_groups_inferred_from_the_process_events():
         (2, 100, "task_newtask", "pid=300 comm=x clone_flags=nothex oom_score_adj=0"),  # unreadable: nothing said
     ]
     assert infer_tgids(events) == {(1, 100): 100, (1, 101): 100, (1, 102): 100, (1, 200): 200}
+
+
+HTP = PUBLIC / "ftrace-funcgraph" / "perf-tools-funcgraph-Htp-abstime-header.txt"
+
+
+@pytest.mark.skipif(not HTP.is_file(), reason="the public samples are not here")
+def test_the_span_starts_at_the_first_printed_time_not_at_an_exit_only_calls_entry(store, client):
+    # the trace opens inside schedule_timeout(), whose exit prints 19354027 us: its entry is computed, 19.35 s before
+    # the first line (7238523.638008), and the span began there
+    aid = ingest_paths(store, HTP)["id"]
+    a = client.get(f"/api/analyses/{aid}").json()
+    assert (a["t_min_ns"], a["t_max_ns"]) == (7238523638008000, 7238524269606000)
+    con = store.cursor()
+    try:
+        entry, exit_ns = con.execute(
+            "SELECT entry_ns, exit_ns FROM fg_calls WHERE source_id = ? AND line = 159", [a["sources"][0]["id"]]
+        ).fetchall()[0]
+    finally:
+        con.close()
+    assert entry < a["t_min_ns"] < exit_ns  # kept as the trace says: entered before the capture began

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { copyLinkAndOpenElsewhere } from './share';
 import { upload } from './upload';
 import { REPO, SCREENSHOTS } from './paths';
-import { INCIDENT, analysis, file } from './walks';
+import { INCIDENT, PUBLIC, analysis, file } from './walks';
 
 const EXT4_FTRACE = path.join(REPO, 'samples/ext4-jbd2-commit.trace-cmd-report.txt');
 const EXT4_BLK = path.join(REPO, 'samples/ext4-jbd2-commit.blkparse.txt');
@@ -96,4 +96,17 @@ test("the drawer names a chain's tasks and device even when their lanes are filt
   await expect(arrows).toContainText('xfsconvertd/0 (421) ← io completion ← 8,0 (device)');
   await expect(arrows).toContainText('file_writer (3271) ← woken by ← file_reader (3274)');
   await expect(arrows).not.toContainText(/task:|dev:/);
+});
+
+test('a call seen only by its exit says it entered before the capture began', async ({ page, request }) => {
+  // perf-tools' funcgraph -H -t -p: the trace opens inside schedule_timeout(), whose exit (line 159) prints
+  // 19354027 us: the span started 19.35 s before the first line, and the call was a bar from there with no reason
+  const id = await analysis(request, 'exit-only calls', [file(path.join(PUBLIC, 'ftrace-funcgraph/perf-tools-funcgraph-Htp-abstime-header.txt'))]);
+  await page.setViewportSize({ width: 1600, height: 1000 });
+  await page.goto(`/a/${id}?tab=timeline&tl_sel=1:159`);
+  await expect(page.getByTestId('analysis-span')).toContainText('(631.6 ms)'); // the first line to the last
+  const drawer = page.getByTestId('timeline-selected');
+  await expect(drawer).toContainText('schedule_timeout()');
+  await expect(drawer.getByTestId('drawer-early')).toContainText('Entered before the capture began: the trace shows its exit only, at line 159');
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'timeline-exit-only-call.png') });
 });

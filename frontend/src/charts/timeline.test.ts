@@ -17,6 +17,8 @@ import {
   requestOfSegment,
   segmentLabel,
   waitName,
+  beganBeforeCapture,
+  type TimelineSegment,
   zoomWindow,
   type Timeline,
   type TimelineLane,
@@ -354,5 +356,25 @@ describe('waits of no known lock', () => {
     expect(segmentLabel(seg({ track: 'call', state: '?' }))).toBe('?');
     const lane: TimelineLane = { id: 't', kind: 'task', label: 'flush-8:0 (498)', why: '', source_id: 1, pid: 498, group: null, dev: null, segments: [w] } as unknown as TimelineLane;
     expect(describeItem({ kind: 'segment', lane, seg: w })).toContain('wait (no known lock)');
+  });
+});
+
+describe('a slice that began before its capture', () => {
+  const seg = (over: Partial<TimelineSegment>): TimelineSegment =>
+    ({ track: 'call', state: 'schedule_timeout', t0_ns: 1000, t1_ns: 1059, n: 1, max_ns: 19_354_027_000, line: 159, source_id: 1, depth: 2, ...over }) as TimelineSegment;
+  const starts = new Map([[1, 1000]]);
+
+  it('is a call or wait of one segment whose printed duration starts it before the first line', () => {
+    expect(beganBeforeCapture(seg({}), starts)).toBe(true);
+    expect(beganBeforeCapture(seg({ max_ns: 59 }), starts)).toBe(false); // entered at the first line
+    expect(beganBeforeCapture(seg({ n: 3 }), starts)).toBe(false); // merged: the longest says nothing of this one
+    expect(beganBeforeCapture(seg({ track: 'state' }), starts)).toBe(false);
+    expect(beganBeforeCapture(seg({ source_id: 2 }), starts)).toBe(false);
+  });
+
+  it('says so on its label, not a bare name', () => {
+    expect(segmentLabel(seg({}), true)).toBe('schedule_timeout · entered before the capture began');
+    expect(segmentLabel(seg({ track: 'wait', state: '?' }), true)).toBe('wait · waiting since before the capture began');
+    expect(segmentLabel(seg({}))).toBe('schedule_timeout');
   });
 });

@@ -224,7 +224,7 @@ export function requestOfSegment(seg: TimelineSegment): { sourceId: number; line
 
 /** What a drawn item is: the segment (or arrow, mark) behind it, for tooltips and clicks. */
 export type Item =
-  | { kind: 'segment'; lane: TimelineLane; seg: TimelineSegment }
+  | { kind: 'segment'; lane: TimelineLane; seg: TimelineSegment; early?: boolean }
   | { kind: 'arrow'; arrow: TimelineArrow }
   | { kind: 'mark'; mark: Timeline['marks'][number] }
   | { kind: 'band'; lane: TimelineLane };
@@ -266,10 +266,12 @@ export function waitName(seg: Pick<TimelineSegment, 'state'>): string {
   return seg.state === UNKNOWN_LOCK ? 'wait (no known lock)' : `wait in ${seg.state}`;
 }
 
-/** The text on a slice: the lock or function ("wait" for a wait of no known lock), the duration of a block phase. */
-export function segmentLabel(seg: TimelineSegment): string {
+/** The text on a slice: the lock or function ("wait" for a wait of no known lock), the duration of a block phase;
+ * `early`: it began before its capture (earlyNote). */
+export function segmentLabel(seg: TimelineSegment, early = false): string {
   if (seg.track === 'queued' || seg.track === 'service') return `${seg.track === 'queued' ? 'I→D' : 'D→C'} ${formatNs(seg.max_ns)}${seg.n > 1 ? ` ×${seg.n}` : ''}`;
   const name = seg.track === 'wait' && seg.state === UNKNOWN_LOCK ? 'wait' : seg.state;
+  if (early) return `${name} · ${earlyNote(seg)}`;
   return seg.n > 1 ? `${name} ×${seg.n}` : name;
 }
 
@@ -282,11 +284,28 @@ export function segmentColor(seg: TimelineSegment, lane?: Pick<TimelineLane, 'ki
  * arrows crossing every lane hid the lanes. */
 export type ArrowFilter = { chain: number | null; all: boolean };
 
+/** Where each source's capture began (ns, analysis timeline: its first printed timestamp): source id → time. */
+export type CaptureStarts = ReadonlyMap<number, number>;
+
+/** Did this call or wait begin before its capture did? A call seen only by its exit has the start its printed
+ * duration gives (exit − duration), before the trace's first line; so has the wait inferred from it. Only a slice
+ * that is one segment (n = 1) says when it began. */
+export function beganBeforeCapture(seg: TimelineSegment, starts: CaptureStarts): boolean {
+  const start = starts.get(seg.source_id);
+  return (seg.track === 'call' || seg.track === 'wait') && seg.n === 1 && start !== undefined && seg.t1_ns - seg.max_ns < start;
+}
+
+/** What a slice that began before its capture says, on it and in its details. */
+export function earlyNote(seg: Pick<TimelineSegment, 'track'>): string {
+  return seg.track === 'call' ? 'entered before the capture began' : 'waiting since before the capture began';
+}
+
 /** Every drawable item, in draw order (bands, segments, counters' lanes, arrows, marks). */
-export function timelineItems(t: Timeline, layout: Layout, arrows: ArrowFilter = { chain: null, all: true }): Item[] {
+export function timelineItems(t: Timeline, layout: Layout, arrows: ArrowFilter = { chain: null, all: true }, starts: CaptureStarts = new Map()): Item[] {
   const items: Item[] = [];
   for (const b of layout.lanes) if (b.lane.band) items.push({ kind: 'band', lane: b.lane });
-  for (const b of layout.lanes) for (const seg of b.lane.segments) items.push({ kind: 'segment', lane: b.lane, seg });
+  for (const b of layout.lanes)
+    for (const seg of b.lane.segments) items.push({ kind: 'segment', lane: b.lane, seg, ...(beganBeforeCapture(seg, starts) ? { early: true } : {}) });
   for (const a of t.arrows) {
     if (!layout.byId.has(a.from_lane) || !layout.byId.has(a.to_lane)) continue;
     if (arrows.all || a.chain_id === arrows.chain) items.push({ kind: 'arrow', arrow: a });
@@ -313,6 +332,7 @@ export function describeItem(it: Item): string {
       return tooltipLines(
         html`<b>${it.lane.label}</b>`,
         html`${what}`,
+        ...(it.early ? [html`<i>${earlyNote(s)}</i>: the trace shows its end only`] : []),
         html`${formatAbsTime(s.t0_ns)} → ${formatAbsTime(s.t1_ns)}`,
         html`${merged}`,
         html`<span style="color:${C.muted}">source ${s.source_id}, line ${s.line}</span>`,
@@ -426,7 +446,7 @@ export function timelineScene(layout: Layout, items: Item[], o: TimelineOptions,
         (it.seg.track === 'wait' || it.seg.track === 'call' || it.lane.kind === 'cpu' || ((it.seg.track === 'queued' || it.seg.track === 'service') && h >= 10)) &&
         w > 40 &&
         free.has(it.seg);
-      if (labelled) scene.labels.push({ x: x0 + 5, y: y(box.y + top) + h / 2, w: w - 6, text: segmentLabel(it.seg) });
+      if (labelled) scene.labels.push({ x: x0 + 5, y: y(box.y + top) + h / 2, w: w - 6, text: segmentLabel(it.seg, it.early) });
     } else if (it.kind === 'band') {
       const box = layout.byId.get(it.lane.id);
       if (!box) return;

@@ -98,7 +98,7 @@ function AnalysisHeader({ a }: { a: AnalysisDetail }) {
         <span className="muted">created {formatDate(a.created_at)}</span>
       </div>
       <div className="facts">
-        <span>
+        <span data-testid="analysis-span">
           <span className="k">Time span</span>{' '}
           {span !== null ? (
             <>

@@ -1,7 +1,7 @@
 // What is selected on the timeline, in a drawer stuck to the bottom of the window (as Perfetto's details panel):
 // a click on a slice shows its details at once, wherever the timeline is scrolled.
 import type { Item, TimelineArrow, TimelineLane } from '../../charts/timeline';
-import { RELATION_COLORS, STATE_COLORS, UNKNOWN_LOCK, requestOfSegment, waitName } from '../../charts/timeline';
+import { RELATION_COLORS, STATE_COLORS, UNKNOWN_LOCK, earlyNote, requestOfSegment, waitName } from '../../charts/timeline';
 import { formatAbsTime, formatCount, formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import { useReveal } from '../../lib/reveal';
@@ -86,6 +86,13 @@ function SegmentDetail({ item }: { item: Extract<Item, { kind: 'segment' }> }) {
       <h3>
         {lane.label}: {what}
       </h3>
+      {item.early && (
+        <p className="muted" data-testid="drawer-early">
+          {earlyNote(seg)[0].toUpperCase() + earlyNote(seg).slice(1)}: the trace shows its {seg.track === 'call' ? 'exit' : 'end'} only, at line{' '}
+          {seg.line}. Its start is that time minus the duration the trace printed ({formatNs(seg.max_ns)}), before the
+          capture&apos;s first event.
+        </p>
+      )}
       <table className="grid compact">
         <tbody>
           <tr>

@@ -72,12 +72,16 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
   if (!!layout !== plotShown) setPlotShown(!!layout);
   // the selected slice (by its source and line) and the chain it is part of: only that chain's arrows are drawn
   // (unless every chain's are asked for)
-  const allItems = useMemo(() => (q.data && layout ? timelineItems(q.data, layout, { chain: null, all: false }) : []), [q.data, layout]);
+  const starts = useMemo(
+    () => new Map(analysis.sources.flatMap((s) => (s.t_min_ns === null ? [] : [[s.id, s.t_min_ns + s.clock_offset_ns] as const]))),
+    [analysis.sources],
+  );
+  const allItems = useMemo(() => (q.data && layout ? timelineItems(q.data, layout, { chain: null, all: false }, starts) : []), [q.data, layout, starts]);
   const selected = useMemo(() => findSelected(allItems, view.tlSel), [allItems, view.tlSel]);
   const chain = view.chain;
   const items = useMemo(
-    () => (q.data && layout ? timelineItems(q.data, layout, { chain, all: view.tlArrows }) : []),
-    [q.data, layout, chain, view.tlArrows],
+    () => (q.data && layout ? timelineItems(q.data, layout, { chain, all: view.tlArrows }, starts) : []),
+    [q.data, layout, chain, view.tlArrows, starts],
   );
   useRevealSlice(box, layout, selected, view.tlSel ? `${view.tlSel.sourceId}:${view.tlSel.line}` : null);
   const selIndex = useMemo(() => {
