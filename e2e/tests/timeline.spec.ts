@@ -3,7 +3,7 @@ import path from 'node:path';
 import { copyLinkAndOpenElsewhere } from './share';
 import { upload } from './upload';
 import { REPO, SCREENSHOTS } from './paths';
-import { INCIDENT, PUBLIC, analysis, file } from './walks';
+import { INCIDENT, PUBLIC, analysis, file, sourceOf } from './walks';
 
 const EXT4_FTRACE = path.join(REPO, 'samples/ext4-jbd2-commit.trace-cmd-report.txt');
 const EXT4_BLK = path.join(REPO, 'samples/ext4-jbd2-commit.blkparse.txt');
@@ -103,10 +103,36 @@ test('a call seen only by its exit says it entered before the capture began', as
   // 19354027 us: the span started 19.35 s before the first line, and the call was a bar from there with no reason
   const id = await analysis(request, 'exit-only calls', [file(path.join(PUBLIC, 'ftrace-funcgraph/perf-tools-funcgraph-Htp-abstime-header.txt'))]);
   await page.setViewportSize({ width: 1600, height: 1000 });
-  await page.goto(`/a/${id}?tab=timeline&tl_sel=1:159`);
+  const source = await sourceOf(request, id, 'ftrace');
+  await page.goto(`/a/${id}?tab=timeline&tl_sel=${source}:159`);
   await expect(page.getByTestId('analysis-span')).toContainText('(631.6 ms)'); // the first line to the last
   const drawer = page.getByTestId('timeline-selected');
   await expect(drawer).toContainText('schedule_timeout()');
   await expect(drawer.getByTestId('drawer-early')).toContainText('Entered before the capture began: the trace shows its exit only, at line 159');
   await page.screenshot({ path: path.join(SCREENSHOTS, 'timeline-exit-only-call.png') });
+});
+
+test("panning past a source's end keeps its lanes, empty: the canvas does not shrink under the pointer", async ({ page, request }) => {
+  // the incident's ftrace capture spans 8.94–13.24 s of the analysis' 0–24 s: past 13.24 s its lanes (CPUs, tasks)
+  // were dropped and the canvas lost ~1,000 px under the pointer
+  const id = await analysis(request, 'timeline names', INCIDENT.map(file));
+  await page.setViewportSize({ width: 1600, height: 1000 });
+  await page.goto(`/a/${id}?tab=timeline&v0=12000000000&v1=13000000000`);
+  const tree = page.getByTestId('track-tree');
+  const ftraceLanes = tree.locator(`[data-lane^="task:"], [data-lane^="cpu:"]`);
+  await expect(ftraceLanes.first()).toBeVisible();
+  const before = await ftraceLanes.count();
+  // D pans a fifth of the window to the right: until the window starts past 13.24 s
+  const v0 = () => Number(new URL(page.url()).searchParams.get('v0'));
+  const pan = (key: string) => expect.poll(async () => (await page.keyboard.press(key), v0()), { timeout: 20_000 });
+  await pan('d').toBeGreaterThan(13_300_000_000);
+  await expect(page.getByTestId('lanes-outside')).toContainText('with no events in this window kept, empty (the window reaches past its source)');
+  await expect(ftraceLanes).toHaveCount(before);
+  await expect(tree.locator('.timeline-label.outside').first()).toBeVisible();
+  const canvas = page.getByTestId('timeline-view').locator('canvas').first();
+  expect((await canvas.boundingBox())!.height).toBeGreaterThan(800); // the lanes' rows, not the ruler alone
+  // back inside the source, they are filled again
+  await pan('a').toBeLessThan(12_500_000_000);
+  await expect(page.getByTestId('lanes-outside')).toHaveCount(0);
+  await expect(ftraceLanes.first()).toBeVisible();
 });

@@ -18,6 +18,7 @@ import {
   segmentLabel,
   waitName,
   beganBeforeCapture,
+  keepLanesOutside,
   type TimelineSegment,
   zoomWindow,
   type Timeline,
@@ -376,5 +377,28 @@ describe('a slice that began before its capture', () => {
     expect(segmentLabel(seg({}), true)).toBe('schedule_timeout · entered before the capture began');
     expect(segmentLabel(seg({ track: 'wait', state: '?' }), true)).toBe('wait · waiting since before the capture began');
     expect(segmentLabel(seg({}))).toBe('schedule_timeout');
+  });
+});
+
+describe('lanes of a source the window has left', () => {
+  const lane = (id: string, source_id: number, segments: TimelineLane['segments'] = []): TimelineLane =>
+    ({ id, kind: 'task', source_id, label: id, group: null, pid: 1, dev: null, why: '', segments }) as TimelineLane;
+  const spans = new Map<number, readonly [number, number]>([
+    [1, [0, 100]],
+    [2, [50, 400]],
+  ]);
+  const deep = [{ track: 'call', depth: 2 } as TimelineLane['segments'][number]];
+
+  it('keeps them in their places, empty and as tall, while the window is past their source', () => {
+    const prev = [lane('a', 1, deep), lane('b', 2), lane('c', 1)];
+    const next = [lane('b', 2), lane('d', 2)];
+    const out = keepLanesOutside(prev, next, spans, 200, 300);
+    expect(out.map((l) => [l.id, !!l.outside])).toEqual([['a', true], ['b', false], ['c', true], ['d', false]]);
+    expect(out[0].segments).toEqual([]);
+    expect(out[0].callRows).toBe(3);
+    // the window reaching past its source's end: kept too (the server dropped it, no events in the part inside)
+    expect(keepLanesOutside(prev, next, spans, 90, 300).map((l) => l.id)).toEqual(['a', 'b', 'c', 'd']);
+    // inside its source's span, a lane the server drops (ranked out) goes
+    expect(keepLanesOutside(prev, next, spans, 10, 90).map((l) => l.id)).toEqual(['b', 'd']);
   });
 });

@@ -22,7 +22,9 @@ export type TimelineSegment = {
   line: number;
   depth: number | null;
 };
-export type TimelineLane = Omit<WireLane, 'segs'> & { segments: TimelineSegment[] };
+// outside: kept from the previous response, its source having no events in the window (keepLanesOutside), with the
+// call rows it had then (callRows), so that it keeps its height
+export type TimelineLane = Omit<WireLane, 'segs'> & { segments: TimelineSegment[]; outside?: boolean; callRows?: number };
 export type Timeline = Omit<TimelineWire, 'lanes'> & { lanes: TimelineLane[] };
 export type TimelineArrow = components['schemas']['TimelineArrow'];
 
@@ -64,6 +66,31 @@ export const RELATION_COLORS: Record<string, string> = { woken_by: '#f2cc60', he
 const CALL_H = 15; // a call row: tall enough for its 10 px label (at 9 px the labels of two depths overlapped)
 const HEADER_H = 18;
 
+/** The lanes to draw for a response: its own, and, when the window reaches past a source's span (starts before it or
+ * ends after it: the server returns only the lanes with events in the window, none once the window has left the
+ * source), the lanes of that source the previous response had and this one has not, kept in their places, empty and
+ * marked `outside`. Zooming or panning past a source's end used to drop its lanes: the canvas shrank under the
+ * pointer. Inside a source's span its lanes come and go as the server ranks them. `spans`: each source's [start, end]
+ * on the analysis timeline. */
+export function keepLanesOutside(prev: TimelineLane[], next: TimelineLane[], spans: ReadonlyMap<number, readonly [number, number]>, v0: number, v1: number): TimelineLane[] {
+  const fresh = new Map(next.map((l) => [l.id, l]));
+  const left = (sid: number) => {
+    const s = spans.get(sid);
+    return s !== undefined && (s[0] > v0 || s[1] < v1);
+  };
+  const kept = prev.filter((l) => !fresh.has(l.id) && left(l.source_id));
+  if (!kept.length) return next;
+  const out: TimelineLane[] = [];
+  for (const l of prev) {
+    const now = fresh.get(l.id);
+    if (now) out.push(now);
+    else if (left(l.source_id))
+      out.push({ ...l, segments: [], counter: null, outside: true, callRows: laneHeight(l).depth, why: 'no events in this window, which reaches past its source' });
+  }
+  const placed = new Set(out.map((l) => l.id));
+  return [...out, ...next.filter((l) => !placed.has(l.id))];
+}
+
 /** A stable colour for a lock or function name (the same name is always the same colour). */
 export function nameColor(name: string): string {
   let h = 0;
@@ -86,7 +113,7 @@ function laneHeight(l: TimelineLane): { h: number; depth: number } {
   if (l.kind === 'process') return { h: 26, depth: 0 };
   if (l.kind === 'device') return { h: 40, depth: 0 };
   if (l.kind === 'cpu') return { h: 20, depth: 0 };
-  const depth = Math.max(-1, ...l.segments.filter((s) => s.track === 'call').map((s) => s.depth ?? 0)) + 1;
+  const depth = l.callRows ?? Math.max(-1, ...l.segments.filter((s) => s.track === 'call').map((s) => s.depth ?? 0)) + 1;
   return { h: 30 + depth * CALL_H, depth };
 }
 

@@ -2,7 +2,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import type { AnalysisDetail } from '../../api/types';
 import { useTimeline } from '../../api/queries';
 import { TIMELINE_WIDTH_PX, timelineWindow } from '../../api/tabQueries';
-import { GRID, chainOfSegment, panWindow, timelineItems, timelineLayout, zoomWindow, type Item, type Timeline, type TimelineOptions } from '../../charts/timeline';
+import { GRID, chainOfSegment, keepLanesOutside, panWindow, timelineItems, timelineLayout, zoomWindow, type Item, type Timeline, type TimelineLane, type TimelineOptions } from '../../charts/timeline';
 import { niceStep } from '../../charts/timeAxis';
 import { formatInstant } from '../../charts/timeAxis';
 import { ErrorBox, Loading } from '../../components/Status';
@@ -65,9 +65,29 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
   const q = useTimeline(analysis.id, { ...ask, v0: asked[0], v1: asked[1], maxLanes: view.tlQ ? MAX_LANES : ask.maxLanes });
 
   const names = useMemo(() => new Map(analysis.sources.map((s) => [s.id, `${formatName(s)} · ${s.filename}`])), [analysis.sources]);
+  // the lanes of a source the window has left stay, empty (keepLanesOutside): the previous response's, per analysis
+  const sourceSpans = useMemo(
+    () =>
+      new Map(
+        analysis.sources.flatMap((s) =>
+          s.t_min_ns === null ? [] : [[s.id, [s.t_min_ns + s.clock_offset_ns, (s.t_max_ns ?? s.t_min_ns) + s.clock_offset_ns] as const] as const],
+        ),
+      ),
+    [analysis.sources],
+  );
+  const shownBefore = useRef<{ id: string; lanes: TimelineLane[] }>({ id: analysis.id, lanes: [] });
+  const data = useMemo(() => {
+    if (!q.data) return undefined;
+    const prev = shownBefore.current.id === analysis.id ? shownBefore.current.lanes : [];
+    const lanes = q.data.t0_ns === null || q.data.t1_ns === null ? q.data.lanes : keepLanesOutside(prev, q.data.lanes, sourceSpans, q.data.t0_ns, q.data.t1_ns);
+    return lanes === q.data.lanes ? q.data : { ...q.data, lanes };
+  }, [q.data, sourceSpans, analysis.id]);
+  useEffect(() => {
+    if (data) shownBefore.current = { id: analysis.id, lanes: data.lanes };
+  }, [data, analysis.id]);
   const layout = useMemo(
-    () => (q.data ? timelineLayout(q.data, (id) => names.get(id) ?? `source ${id}`, { pinned: view.tlPin, folded: view.tlFold, query: view.tlQ }) : null),
-    [q.data, names, view.tlPin, view.tlFold, view.tlQ],
+    () => (data ? timelineLayout(data, (id) => names.get(id) ?? `source ${id}`, { pinned: view.tlPin, folded: view.tlFold, query: view.tlQ }) : null),
+    [data, names, view.tlPin, view.tlFold, view.tlQ],
   );
   if (!!layout !== plotShown) setPlotShown(!!layout);
   // the selected slice (by its source and line) and the chain it is part of: only that chain's arrows are drawn
@@ -76,12 +96,12 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
     () => new Map(analysis.sources.flatMap((s) => (s.t_min_ns === null ? [] : [[s.id, s.t_min_ns + s.clock_offset_ns] as const]))),
     [analysis.sources],
   );
-  const allItems = useMemo(() => (q.data && layout ? timelineItems(q.data, layout, { chain: null, all: false }, starts) : []), [q.data, layout, starts]);
+  const allItems = useMemo(() => (data && layout ? timelineItems(data, layout, { chain: null, all: false }, starts) : []), [data, layout, starts]);
   const selected = useMemo(() => findSelected(allItems, view.tlSel), [allItems, view.tlSel]);
   const chain = view.chain;
   const items = useMemo(
-    () => (q.data && layout ? timelineItems(q.data, layout, { chain, all: view.tlArrows }, starts) : []),
-    [q.data, layout, chain, view.tlArrows, starts],
+    () => (data && layout ? timelineItems(data, layout, { chain, all: view.tlArrows }, starts) : []),
+    [data, layout, chain, view.tlArrows, starts],
   );
   useRevealSlice(box, layout, selected, view.tlSel ? `${view.tlSel.sourceId}:${view.tlSel.line}` : null);
   const selIndex = useMemo(() => {
@@ -176,7 +196,7 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
     setDrag(null);
   };
 
-  const arrowsOfWindow = q.data?.arrows;
+  const arrowsOfWindow = data?.arrows;
   const pick = useCallback(
     (it: Item) => {
       if (it.kind === 'segment') {
@@ -195,7 +215,7 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
   const chartH = (layout?.height ?? 40) + GRID_TOP + GRID_BOTTOM;
   const mark = view.tlMark;
 
-  const t = q.data;
+  const t = data;
   return (
     <div className="timeline-view" data-testid="timeline-view">
       <section className="panel">
@@ -263,7 +283,7 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
               {layout.lanes.map((b) => (
                 <div
                   key={b.lane.id}
-                  className={`timeline-label kind-${b.lane.kind}${b.nested ? ' nested' : ''}`}
+                  className={`timeline-label kind-${b.lane.kind}${b.nested ? ' nested' : ''}${b.lane.outside ? ' outside' : ''}`}
                   style={{ top: RULER_H + GRID_TOP + b.y, height: b.h }}
                   title={`${b.lane.label}: ${b.lane.why}`}
                   data-lane={b.lane.id}
@@ -307,7 +327,8 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
           <div className="timeline-foot muted">
             <HiddenLanes
               timeline={t}
-              drawn={layout?.lanes.length ?? 0}
+              drawn={layout?.lanes.filter((b) => !b.lane.outside).length ?? 0}
+              outside={layout?.lanes.filter((b) => b.lane.outside).length ?? 0}
               query={view.tlQ}
               canAsk={view.tlN < MAX_LANES && !view.tlQ}
               onMore={() => setView({ tlN: Math.min(MAX_LANES, view.tlN + 40) })}
@@ -325,11 +346,17 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
 
 /** What the footer says of the lanes not drawn: which (the CPUs, block devices and dump windows are always in a
  * response, so the tasks and processes ranked lower in this window) and how to bring them in. */
-function HiddenLanes({ timeline: t, drawn, query, canAsk, onMore }: { timeline: Timeline; drawn: number; query: string | null; canAsk: boolean; onMore: () => void }) {
-  const hidden = t.total_lanes - t.lanes.length;
+function HiddenLanes({ timeline: t, drawn, outside, query, canAsk, onMore }: { timeline: Timeline; drawn: number; outside: number; query: string | null; canAsk: boolean; onMore: () => void }) {
+  const hidden = t.total_lanes - t.lanes.filter((l) => !l.outside).length;
   return (
     <span data-testid="hidden-lanes">
       {formatCount(drawn)} of {formatCount(t.total_lanes)} lanes with something in this window{query ? ` match “${query}”` : ''}
+      {outside > 0 && (
+        <span data-testid="lanes-outside">
+          {' · '}
+          {formatCount(outside)} lane{outside === 1 ? '' : 's'} with no events in this window kept, empty (the window reaches past its source)
+        </span>
+      )}
       {hidden > 0 && (
         <>
           {' · '}
