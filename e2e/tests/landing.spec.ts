@@ -221,3 +221,20 @@ test('F fits the selected slice, D and A pan by a fifth of the window', async ({
   await page.keyboard.press('a');
   await expect.poll(async () => (await win())[0]).toBeCloseTo(a, 5);
 });
+
+test("a chain's participant chip lands on that link's calls, stack and block request, all in view", async ({ page, request }) => {
+  // the incident's chain #1: xfsconvertd/0 (421) waited on the I/O of a block request. Its chip scrolled to the calls
+  // and left its stack and block request 1,500-2,500 px below, in a card at the end of the chain
+  const id = await analysis(request, 'landing incident', INCIDENT.map(file));
+  await page.goto(`/a/${id}?tab=stalls&idle=1&chain=1`);
+  const chainPath = page.getByTestId('chain-path');
+  await chainPath.getByRole('button', { name: /^xfsconvertd\/0 421/ }).click();
+  await expect(page).toHaveURL(/[?&]link=3/);
+  const focus = page.getByTestId('link-focus');
+  await expect(focus.getByTestId('calls-panel')).toContainText('Calls of xfsconvertd/0 421');
+  await expect(focus.getByRole('img', { name: 'Call flame chart' })).toHaveAttribute('data-ready', '1');
+  await expectInView(page, focus.getByTestId('calls-panel'));
+  await expectInView(page, focus.getByTestId('link-3').getByTestId('request-link'));
+  await expectInView(page, focus.getByTestId('stack-3').locator('li').first());
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'chain-chip-lands.png') });
+});

@@ -8,11 +8,11 @@ import { linkLabel } from '../../charts/chainWaterfall';
 import { ErrorBox, Loading } from '../../components/Status';
 import { formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
-import { useReveal } from '../../lib/reveal';
 
 /** Calls of a page (the first, and each "show more"); "show all" asks four times PAGE_MAX at a time. */
 const CALLS = 5000;
 
+/** A chain link's calls around its wait (ChainDetail brings them into view with the link's card). */
 export function CallsPanel({ analysisId, link, pos }: { analysisId: string; link: ChainLink; pos: number }) {
   const [, setView] = useViewState();
   const start = link.start_ns ?? link.end_ns ?? 0;
@@ -36,10 +36,9 @@ export function CallsPanel({ analysisId, link, pos }: { analysisId: string; link
     () => (q.data ? buildCallsOption(calls, { t0: w!.t0, t1: w!.t1, waitStart: start, waitEnd: end, waitLine: link.wait_line ?? null }) : null),
     [q.data, calls, w, start, end, link.wait_line],
   );
-  const panel = useReveal<HTMLElement>(`${link.source_id}:${link.line ?? link.wait_line}:${pos}`, !q.isPending); // the link clicked: its calls in view
   const depth = calls.reduce((d, c) => Math.max(d, c.depth + 1), 1);
   return (
-    <section ref={panel} className="panel" data-testid="calls-panel" aria-label="Calls around the wait">
+    <section className="panel" data-testid="calls-panel" aria-label="Calls around the wait">
       <div className="panel-head">
         <h2>
           Calls of {linkLabel(link)} <span className="muted">(link {pos})</span>

@@ -38,6 +38,18 @@ export function ChainDetail({ analysis, chain, marks }: { analysis: AnalysisDeta
   const request = chain.links.find((l) => l.request)?.request ?? null;
   // a chain chosen (in the list, or by a link from another tab) is brought into view; its link's calls, when one is
   const detail = useReveal<HTMLDivElement>(view.chain !== null && selectedLink === null ? String(chain.id) : null);
+  const focus = useReveal<HTMLDivElement>(selectedLink !== null && link ? `${chain.id}:${link.source_id}:${link.line ?? link.wait_line}:${selectedLink}` : null);
+  const card = (l: ChainLink, i: number) => (
+    <LinkCard
+      key={i}
+      link={l}
+      pos={i + 1}
+      next={chain.links[i + 1] ?? null}
+      selected={selectedLink === i + 1}
+      onOpen={() => setView({ chain: chain.id, link: i + 1 })}
+      analysis={analysis}
+    />
+  );
 
   return (
     <div ref={detail} className="chain-detail" data-testid="chain-detail">
@@ -74,20 +86,15 @@ export function ChainDetail({ analysis, chain, marks }: { analysis: AnalysisDeta
           running <span className="swatch request" /> block request <span className="swatch mark" /> print marker
         </div>
       </section>
-      {link && selectedLink !== null && <CallsPanel analysisId={analysis.id} link={link} pos={selectedLink} />}
-      <div className="link-cards">
-        {chain.links.map((l, i) => (
-          <LinkCard
-            key={i}
-            link={l}
-            pos={i + 1}
-            next={chain.links[i + 1] ?? null}
-            selected={selectedLink === i + 1}
-            onOpen={() => setView({ chain: chain.id, link: i + 1 })}
-            analysis={analysis}
-          />
-        ))}
-      </div>
+      {link && selectedLink !== null && (
+        // the link chosen (a chip of the path, a row of the waterfall): its calls and, right under them, its card (its
+        // stack, its block request), brought into view together; the card sat 1,500-2,500 px below the calls
+        <div ref={focus} className="link-focus" data-testid="link-focus">
+          <CallsPanel analysisId={analysis.id} link={link} pos={selectedLink} />
+          {card(link, selectedLink - 1)}
+        </div>
+      )}
+      <div className="link-cards">{chain.links.map((l, i) => (selectedLink === i + 1 ? null : card(l, i)))}</div>
     </div>
   );
 }
