@@ -42,7 +42,7 @@ test('the time range chip only where the view follows it; a dump without timesta
   const id = await analysis(request, 'landing incident', INCIDENT.map(file));
   const chip = page.getByTestId('time-range');
   await page.goto(`/a/${id}?tab=dispatch&t0=10000000000&t1=12000000000`);
-  await expect(chip).toContainText('time range 10.000000 s → 12.000000 s');
+  await expect(chip).toContainText('time range +10.000000 s → +12.000000 s'); // from the analysis' start (0 s)
   for (const tab of ['Sources', 'SQL']) {
     await page.getByRole('tablist').getByRole('tab', { name: tab }).click();
     await expect(page.getByRole('tablist').getByRole('tab', { name: tab })).toHaveAttribute('aria-selected', 'true');

@@ -208,13 +208,13 @@ test('F fits the selected slice, D and A pan by a fifth of the window', async ({
   await expect(page.getByTestId('timeline-selected')).toContainText('file_writer (3271): wait in xfs_ilock');
   const text = page.getByTestId('timeline-window');
   const win = async () => {
-    const m = /^(\d+\.\d+) s → (\d+\.\d+) s/.exec((await text.textContent())!)!;
+    const m = /^\+?(\d+\.\d+) s → \+?(\d+\.\d+) s/.exec((await text.textContent())!)!;
     return [Number(m[1]), Number(m[2])];
   };
   await page.mouse.move(5, 5);
   await page.keyboard.press('f');
   // the wait (10.482269 → 12.786439 s) and a tenth of it each side
-  await expect(text).toContainText('10.251852 s → 13.016856 s (2.77 s)');
+  await expect(text).toContainText('+10.251852 s → +13.016856 s (2.77 s)');
   const [a, b] = await win();
   await page.keyboard.press('d');
   await expect.poll(async () => (await win())[0]).toBeCloseTo(a + 0.2 * (b - a), 5);

@@ -19,7 +19,7 @@ test('timeline: lanes of both sources, W/A/S/D, drag to select a range, shared l
   await expect(view.locator('[data-lane^="task:"]').first()).toHaveText('postgres (4242)');
   await expect(view.locator('[data-lane^="dev:"]')).toContainText('8,0 (device)');
   await expect(view).toContainText('11 of 11 lanes'); // with the ftrace capture's 3 CPUs
-  await expect(view.getByTestId('timeline-window')).toContainText('7341.200000 s → 7341.215920 s (15.92 ms)');
+  await expect(view.getByTestId('timeline-window')).toContainText('+0.000000 s → +0.015920 s (15.92 ms)');
   await page.screenshot({ path: path.join(SCREENSHOTS, 'timeline-ext4.png'), fullPage: true });
 
   // W zooms in around the centre (the window is in the URL), A pans left, S zooms back out
@@ -40,9 +40,9 @@ test('timeline: lanes of both sources, W/A/S/D, drag to select a range, shared l
   await page.mouse.move(box.x + box.width * 0.5, box.y + 40, { steps: 5 });
   await page.mouse.up();
   await expect(page).toHaveURL(/t0=\d+&t1=\d+/);
-  await expect(page.getByTestId('time-range')).toContainText('time range 7341.20');
+  await expect(page.getByTestId('time-range')).toContainText('time range +0.00'); // from the analysis' start, 7341.200000 s
   // a quarter of the plot's width: about 4 ms of the 15.92 ms; zoomed to it, the window is the range
-  const range = /(\d+\.\d+ s) → (\d+\.\d+ s) \((\d\.\d+) ms\)/.exec((await page.getByTestId('time-range').textContent())!)!;
+  const range = /([+−]?\d+\.\d+ s) → ([+−]?\d+\.\d+ s) \((\d\.\d+) ms\)/.exec((await page.getByTestId('time-range').textContent())!)!;
   expect(Number(range[3])).toBeGreaterThan(3.5);
   expect(Number(range[3])).toBeLessThan(4.5);
   await view.getByTestId('zoom-to-selection').click();
@@ -135,4 +135,35 @@ test("panning past a source's end keeps its lanes, empty: the canvas does not sh
   await pan('a').toBeLessThan(12_500_000_000);
   await expect(page.getByTestId('lanes-outside')).toHaveCount(0);
   await expect(ftraceLanes.first()).toBeVisible();
+});
+
+test('one time base: from the capture start by default, the trace clock on hover and on one toggle', async ({ page, request }) => {
+  // langraph's trace.dat: the ruler read "+3.10 s" while the tables and the pointer read "11374.046209 s"
+  const id = await analysis(request, 'time base', [file(path.join(PUBLIC, 'trace-cmd-report/trace-dat/langraph-trace.dat'))]);
+  await page.setViewportSize({ width: 1600, height: 1000 });
+  await page.goto(`/a/${id}?tab=stalls&idle=1`);
+  const span = page.getByTestId('analysis-span');
+  await expect(span).toContainText(/^Time span \+0\.000000 s → \+\d+\.\d{6} s/);
+  const start = page.getByTestId('waits-table').locator('tbody tr').first().locator('.time');
+  await expect(start).toHaveText(/^\+\d+\.\d{6} s$/);
+  await expect(start).toHaveAttribute('title', /^\d{5}\.\d{6} s on the trace's clock$/); // absolute on hover
+
+  await page.getByRole('tablist').getByRole('tab', { name: 'Timeline' }).click();
+  const view = page.getByTestId('timeline-view');
+  await expect(view.getByTestId('timeline-window')).toContainText(/\+0\.000000 s → \+/);
+  await expect(view.getByTestId('timeline-ticks').locator('.tick').nth(1)).toHaveText(/^\+/);
+  const plot = view.locator('canvas').first();
+  const box = (await plot.boundingBox())!;
+  await page.mouse.move(box.x + box.width / 2, box.y + 40);
+  await expect(view.getByTestId('cursor-readout')).toHaveText(/^\+\d+\.\d{6,9} s$/); // the pointer as the ruler
+
+  // one toggle, kept in the URL: the trace's own clock everywhere
+  await page.getByTestId('time-base').getByRole('button', { name: 'trace clock' }).click();
+  await expect(page).toHaveURL(/[?&]time=abs/);
+  await expect(span).toContainText(/^Time span \d{5}\.\d{6} s → \d{5}\.\d{6} s/);
+  await expect(view.getByTestId('timeline-window')).toContainText(/\d{5}\.\d{6} s → \d{5}\.\d{6} s/);
+  await expect(view.getByTestId('timeline-ticks').locator('.tick').nth(1)).toHaveText(/^\d{5}/);
+  await page.mouse.move(box.x + box.width / 2 + 10, box.y + 40);
+  await expect(view.getByTestId('cursor-readout')).toHaveText(/^\d{5}\.\d{6,9} s$/);
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'timeline-trace-clock.png') });
 });

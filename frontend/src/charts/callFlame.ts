@@ -1,7 +1,7 @@
 // The flame chart of one task's function_graph calls around a wait: x = time, y = call depth,
 // one bar per call (calls still open at the window's edge run to that edge).
 import type { Call } from '../api/stallTypes';
-import { formatAbsTime, formatAxisNumber, formatNs, pickTimeUnit } from '../lib/format';
+import { ABSOLUTE_TIME, formatAxisNumber, formatNs, formatTime, pickTimeUnit, type TimeBase } from '../lib/format';
 import { html, tooltipLines } from './html';
 import { fitLabel, warmColor, type RenderApi, type RenderParams } from './labels';
 import { C, MONO, axisCommon, baseTextStyle, tooltipStyle } from './theme';
@@ -24,7 +24,7 @@ export function callBars(calls: Call[], w: CallWindow): CallBar[] {
 
 export const WAIT_CALL_COLOR = C.i2d;
 
-export function buildCallsOption(calls: Call[], w: CallWindow): EChartsOption {
+export function buildCallsOption(calls: Call[], w: CallWindow, time: TimeBase = ABSOLUTE_TIME): EChartsOption {
   const bars = callBars(calls, w);
   const unit = pickTimeUnit(Math.max(1, w.t1 - w.t0));
   const u = (ns: number) => ns / unit.ns;
@@ -74,7 +74,7 @@ export function buildCallsOption(calls: Call[], w: CallWindow): EChartsOption {
         return tooltipLines(
           html`<b class="mono">${c.func ?? ''}()</b> · ${dur}`,
           html`depth ${c.depth} · line ${c.line} · CPU ${c.cpu ?? '—'}`,
-          html`${formatAbsTime(c.entry_ns)} → ${formatAbsTime(c.exit_ns)}`,
+          html`${formatTime(c.entry_ns, time)} → ${formatTime(c.exit_ns, time)}`,
           c.partial && html`<i>entry or exit outside the trace</i>`,
         );
       },

@@ -1,7 +1,7 @@
 // The waterfall of one wait chain: one row per task, its wait as a bar on a shared time axis,
 // arrows from the waker / holder up to the waiter, `print` markers as vertical lines.
 import type { Chain, ChainLink, Mark } from '../api/stallTypes';
-import { formatAbsTime, formatAxisNumber, formatNs, formatSector, formatWaitNs, pickTimeUnit, taskLabel } from '../lib/format';
+import { ABSOLUTE_TIME, formatAxisNumber, formatTime, type TimeBase, formatNs, formatSector, formatWaitNs, pickTimeUnit, taskLabel } from '../lib/format';
 import { html, tooltipLines } from './html';
 import { fitLabel, type RenderApi, type RenderParams } from './labels';
 import { C, FONT, MONO, axisCommon, baseTextStyle, tooltipStyle } from './theme';
@@ -148,7 +148,7 @@ export function markLineData(marks: ChainLayout['marks'], axisRange: number, toU
   return items;
 }
 
-export function buildChainOption(chain: Chain, marks: Mark[] = [], selectedLink: number | null = null): EChartsOption {
+export function buildChainOption(chain: Chain, marks: Mark[] = [], selectedLink: number | null = null, time: TimeBase = ABSOLUTE_TIME): EChartsOption {
   const lay = chainLayout(chain, marks);
   const unit = pickTimeUnit(lay.span);
   const u = (ns: number) => ns / unit.ns;
@@ -216,13 +216,13 @@ export function buildChainOption(chain: Chain, marks: Mark[] = [], selectedLink:
         }
         if (componentType === 'markLine') {
           const m = lay.marks[dataIndex];
-          return m ? tooltipLines(html`print marker (line ${m.line})`, html`<b>${m.text}</b> at ${formatAbsTime(lay.origin + m.at)}`) : '';
+          return m ? tooltipLines(html`print marker (line ${m.line})`, html`<b>${m.text}</b> at ${formatTime(lay.origin + m.at, time)}`) : '';
         }
         const r = lay.rows[dataIndex];
         const l = r?.link ? chain.links[r.link - 1] : null;
         if (!r) return '';
         const head = html`<b>${r.label}</b> · ${r.text}${r.inferred && html` <i>(inferred)</i>`}`;
-        const when = html`${formatAbsTime(lay.origin + r.start)} → ${formatAbsTime(lay.origin + r.end)}${r.endKnown ? '' : ' (end not traced)'}`;
+        const when = html`${formatTime(lay.origin + r.start, time)} → ${formatTime(lay.origin + r.end, time)}${r.endKnown ? '' : ' (end not traced)'}`;
         const ev = l && html`<div style="max-width:460px;white-space:normal;color:${C.muted}">${l.evidence}</div>`;
         return tooltipLines(head, html`${when}${ev || ''}`, !!r.link && html`<i>click: calls of this task around it</i>`);
       },

@@ -3,7 +3,7 @@
 // log scale (legend in the events' noun). Clicking a cell leads to the event behind its max; dragging a
 // rectangle (brush) selects a box of cells whose events are listed below the chart.
 import type { paths } from '../api/schema';
-import { formatAbsTime, formatCount, formatNs, formatNsShort, pickTimeUnit } from '../lib/format';
+import { ABSOLUTE_TIME, formatCount, formatNs, formatNsShort, formatTime, pickTimeUnit, type TimeBase } from '../lib/format';
 import type { HeatmapBox, RequestRef } from '../state/viewState';
 import { html, tooltipLines } from './html';
 import { secondDecimals } from './latencyOverTime';
@@ -221,7 +221,7 @@ export function boxCells(data: Heatmap, box: HeatmapBox): { x0: number; x1: numb
 }
 
 /** "10.862102 s → 16.293145 s · 361.2 ms ≤ latency < 15.63 s" (open ends say so). */
-export function boxLabel(box: HeatmapBox): string {
+export function boxLabel(box: HeatmapBox, time: TimeBase = ABSOLUTE_TIME): string {
   const lat =
     box.latMin === null && box.latMax === null
       ? 'any latency'
@@ -230,12 +230,13 @@ export function boxLabel(box: HeatmapBox): string {
         : box.latMax === null
           ? `latency ≥ ${formatNs(box.latMin)}`
           : `${formatNs(box.latMin)} ≤ latency < ${formatNs(box.latMax)}`;
-  return `${formatAbsTime(box.t0)} → ${formatAbsTime(box.t1)} · ${lat}`;
+  return `${formatTime(box.t0, time)} → ${formatTime(box.t1, time)} · ${lat}`;
 }
 
 export type HeatmapOptionState = {
   selected?: RequestRef | null; // outline the cell whose max is this event
   box?: HeatmapBox | null; // fade the cells outside it
+  time?: TimeBase; // how its tooltips write times (lib/timeBase.tsx)
 };
 
 export function buildHeatmapOption(data: Heatmap, state: HeatmapOptionState = {}): HeatmapOption {
@@ -260,7 +261,7 @@ export function buildHeatmapOption(data: Heatmap, state: HeatmapOptionState = {}
         const [x, y, , count, max] = v;
         const [a, b] = timeRange(data, x);
         return tooltipLines(
-          html`<b>${title}</b> · ${formatAbsTime(a)} → ${formatAbsTime(b)}`,
+          html`<b>${title}</b> · ${formatTime(a, state.time)} → ${formatTime(b, state.time)}`,
           html`latency ${formatNs(data.y_edges_ns[y])} – ${formatNs(data.y_edges_ns[y + 1])}`,
           html`${countOf(data.kind, count)} · max: ${formatNs(max)}`,
           html`<span style="color:${C.muted}">${CLICK_HINT[data.kind]} · drag: list a box of cells</span>`,

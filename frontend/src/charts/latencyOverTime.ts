@@ -1,7 +1,7 @@
 // I2D and D2C over time: per time bucket the maximum (a point; clicking it opens the request
 // behind it), server-side aggregated. x = absolute time in seconds, y = latency in ms, log scale.
 import type { LatencyBucket, LatencyOverTime } from '../api/types';
-import { formatAbsTime, formatCount, formatMsTick, formatNs } from '../lib/format';
+import { ABSOLUTE_TIME, formatCount, formatMsTick, formatNs, formatTime, type TimeBase } from '../lib/format';
 import type { RequestRef } from '../state/viewState';
 import { html, tooltipLines } from './html';
 import { C, axisCommon, baseTextStyle, tooltipStyle } from './theme';
@@ -57,7 +57,7 @@ function series(name: string, color: string, points: LatencyPoint[], selected: R
   };
 }
 
-export function buildLatencyOverTimeOption(data: LatencyOverTime, selected: RequestRef | null = null): EChartsOption {
+export function buildLatencyOverTimeOption(data: LatencyOverTime, selected: RequestRef | null = null, time: TimeBase = ABSOLUTE_TIME): EChartsOption {
   const i2d = toPoints(data.series.i2d);
   const d2c = toPoints(data.series.d2c);
   const t0 = data.t0_ns ?? 0;
@@ -82,7 +82,7 @@ export function buildLatencyOverTimeOption(data: LatencyOverTime, selected: Requ
         const { seriesName, value } = p as { seriesName: string; value: LatencyPoint };
         const [t, maxMs, , , count, p50Ms] = value;
         return tooltipLines(
-          html`<b>${seriesName}</b> · bucket at ${formatAbsTime(Math.round(t * 1e9))}`,
+          html`<b>${seriesName}</b> · bucket at ${formatTime(Math.round(t * 1e9), time)}`,
           html`max ${formatNs(maxMs * 1e6)} · p50 ${p50Ms === null ? '—' : formatNs(p50Ms * 1e6)}`,
           html`${formatCount(count)} requests in ${formatNs(data.bucket_ns)} bucket`,
           html`<span style="color:${C.muted}">click: open the slowest request</span>`,

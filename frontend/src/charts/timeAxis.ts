@@ -1,5 +1,6 @@
 // Time-axis ticks whose labels are distinct and as precise as the zoom needs, down to nanoseconds (at a 242 ms
 // window the axis printed "+10.9 s" four times: labels were cut to 3 significant digits, whatever the step).
+import { ABSOLUTE_TIME, type TimeBase } from '../lib/format';
 
 const UNITS = [
   { unit: 's', ns: 1e9 },
@@ -53,8 +54,12 @@ export function ticks(lo: number, hi: number, target = 8): { spec: TickSpec; at:
 }
 
 /** A point in time to the precision a window of `span` ns shows (its pixel, about), rounded as formatAbsTime
- * rounds: "10.920483 s", "10.920483117 s". */
-export function formatInstant(ns: number, span: number): string {
+ * rounds: "10.920483 s", "10.920483117 s"; in a relative time base, from its origin: "+3.100000 s". */
+export function formatInstant(ns: number, span: number, base: TimeBase = ABSOLUTE_TIME): string {
+  if (!base.absolute && base.origin !== null) {
+    const d = ns - base.origin;
+    return `${d < 0 ? '−' : '+'}${formatInstant(Math.abs(d), span)}`;
+  }
   const decimals = Math.min(9, Math.max(6, Math.ceil(-Math.log10(Math.max(span, 1) / 1e9 / 1000))));
   const unit = 10 ** decimals;
   const q = Math.round(Math.abs(ns) / 10 ** (9 - decimals));

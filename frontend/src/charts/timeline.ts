@@ -3,7 +3,7 @@
 // of the plot, so lanes can have heights of their own. Pure: the layout and the scene depend only on the data, the
 // window and the width.
 import type { components } from '../api/schema';
-import { formatAbsTime, formatCount, formatNs } from '../lib/format';
+import { ABSOLUTE_TIME, formatCount, formatNs, formatTime, type TimeBase } from '../lib/format';
 import { html, tooltipLines } from './html';
 import { C } from './theme';
 
@@ -260,7 +260,8 @@ export type TimelineOptions = {
   v0: number; // the window drawn (ns, analysis timeline)
   v1: number;
   selection: [number, number] | null; // the analysis-wide time range, shaded
-  origin: number; // axis labels are relative to this (the analysis start)
+  origin: number; // axis labels are relative to this (the analysis start; 0 on the trace's clock)
+  time?: TimeBase; // how tooltips write times (lib/timeBase.tsx)
   tickStep?: number; // the grid lines' step (ns): the ruler's ticks (timeAxis.ts), drawn above the chart in HTML
   selected?: number | null; // the index in items of the selected item: outlined
 };
@@ -341,7 +342,7 @@ export function timelineItems(t: Timeline, layout: Layout, arrows: ArrowFilter =
   return items;
 }
 
-export function describeItem(it: Item): string {
+export function describeItem(it: Item, time: TimeBase = ABSOLUTE_TIME): string {
   switch (it.kind) {
     case 'segment': {
       const s = it.seg;
@@ -360,26 +361,26 @@ export function describeItem(it: Item): string {
         html`<b>${it.lane.label}</b>`,
         html`${what}`,
         ...(it.early ? [html`<i>${earlyNote(s)}</i>: the trace shows its end only`] : []),
-        html`${formatAbsTime(s.t0_ns)} → ${formatAbsTime(s.t1_ns)}`,
+        html`${formatTime(s.t0_ns, time)} → ${formatTime(s.t1_ns, time)}`,
         html`${merged}`,
         html`<span style="color:${C.muted}">source ${s.source_id}, line ${s.line}</span>`,
       );
     }
     case 'arrow': {
       const a = it.arrow;
-      return tooltipLines(html`chain #${a.chain_id}: ${a.relation.replace('_', ' ')}`, html`${formatAbsTime(a.to_ns)}`);
+      return tooltipLines(html`chain #${a.chain_id}: ${a.relation.replace('_', ' ')}`, html`${formatTime(a.to_ns, time)}`);
     }
     case 'mark':
       return tooltipLines(
         html`print: ${it.mark.text ?? ''}`,
         html`${it.mark.comm ?? ''} (${it.mark.pid})`,
-        html`${formatAbsTime(it.mark.t_ns)} · line ${it.mark.line}`,
+        html`${formatTime(it.mark.t_ns, time)} · line ${it.mark.line}`,
       );
     case 'band': {
       const b = it.lane.band!;
       return tooltipLines(
         html`${it.lane.group ?? ''}: capture window`,
-        html`${formatAbsTime(b.t0_ns)} → ${b.t1_ns === null ? 'length unknown' : formatAbsTime(b.t1_ns)}`,
+        html`${formatTime(b.t0_ns, time)} → ${b.t1_ns === null ? 'length unknown' : formatTime(b.t1_ns, time)}`,
       );
     }
   }
@@ -433,6 +434,7 @@ export type Scene = {
   arrows: { line: SceneLine; head: ScenePolygon }[]; // clipped to the plot
   marks: { line: SceneLine; head: ScenePolygon }[]; // not clipped: the handle is above the plot
   steps: SceneStep[];
+  time?: TimeBase; // how its tooltips write times (TimelineOptions.time)
 };
 
 /** The timeline drawn at `width` px (the canvas): each item as rects, lines and polygons, the labels that fit. A cold
@@ -445,7 +447,7 @@ export function timelineScene(layout: Layout, items: Item[], o: TimelineOptions,
   const y = (py: number) => plot.y + py;
   const clipX = (v: number) => Math.max(plot.x, Math.min(plot.x + plot.w, v));
   const free = labelFree(layout);
-  const scene: Scene = { width, height: layout.height + GRID.top + GRID.bottom, plot, grid: [], selection: null, rects: [], labels: [], arrows: [], marks: [], steps: [] };
+  const scene: Scene = { width, height: layout.height + GRID.top + GRID.bottom, plot, grid: [], selection: null, rects: [], labels: [], arrows: [], marks: [], steps: [], time: o.time };
   if (o.tickStep && o.tickStep > 0 && span / o.tickStep < 500) {
     // the ruler's ticks: multiples of the step from the analysis start
     for (let t = Math.ceil((o.v0 - o.origin) / o.tickStep) * o.tickStep; t <= o.v1 - o.origin; t += o.tickStep) scene.grid.push(x(t + o.origin));
@@ -529,7 +531,7 @@ export function timelineScene(layout: Layout, items: Item[], o: TimelineOptions,
 /** What is under the point (x, y) of the canvas: the item's index (-1: a counter's value, described in `html`), and the
  * tooltip's HTML (escaped: charts/html.ts). Marks first, then arrows, the counters' lines, the topmost slice. */
 export function sceneHit(scene: Scene, items: Item[], px: number, py: number): { item: number; html: string } | null {
-  const at = (item: number) => ({ item, html: describeItem(items[item]) });
+  const at = (item: number) => ({ item, html: describeItem(items[item], scene.time) });
   for (const m of scene.marks) {
     const [hx, hy] = m.head.points[2];
     if (Math.abs(px - hx) <= 3 && py >= hy - 9 && py <= m.line.y2) return at(m.line.item);
@@ -543,7 +545,7 @@ export function sceneHit(scene: Scene, items: Item[], px: number, py: number): {
     if (k >= 0 && Math.abs(s.points[k][1] - py) <= 3) {
       return {
         item: -1,
-        html: tooltipLines(html`${s.lane.label}: ${s.points[k][2]} ${s.unit} ${s.name}`, html`at ${formatAbsTime(s.lane.counter!.points[k][0])}`),
+        html: tooltipLines(html`${s.lane.label}: ${s.points[k][2]} ${s.unit} ${s.name}`, html`at ${formatTime(s.lane.counter!.points[k][0], scene.time)}`),
       };
     }
   }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatNsShort, formatMsTick, formatAbsTime, formatBytes, formatCount, formatNs, formatRelNs, formatSector, formatName, pickTimeUnit, formatAxisNumber, taskLabel, formatWaitNs } from './format';
+import { formatInstant } from '../charts/timeAxis';
+import { formatNsShort, formatMsTick, formatAbsTime, formatBytes, formatCount, formatNs, formatRelNs, formatSector, formatName, formatTime, pickTimeUnit, formatAxisNumber, taskLabel, formatWaitNs } from './format';
 
 describe('formatNs', () => {
   it('picks an adaptive unit', () => {
@@ -98,5 +99,18 @@ describe('formatName', () => {
     expect(formatName({ format: 'ftrace', files: [{ kind: 'perf script text' }] })).toBe('perf script');
     expect(formatName({ format: 'offcputime', waker_stacks: 3, files: [{ kind: 'offcputime text' }] })).toBe('offwaketime');
     expect(formatName({ format: 'offcputime' })).toBe('offcputime');
+  });
+});
+
+describe('formatTime', () => {
+  it("writes a time from the analysis' start, or on the trace's clock", () => {
+    const rel = { origin: 11_370_816_169_000, absolute: false };
+    expect(formatTime(11_374_046_209_000, rel)).toBe('+3.230040 s');
+    expect(formatTime(11_370_000_000_000, rel)).toBe('−0.816169 s');
+    expect(formatTime(11_374_046_209_000, { ...rel, absolute: true })).toBe('11374.046209 s');
+    expect(formatTime(11_374_046_209_000)).toBe('11374.046209 s');
+    expect(formatTime(null, rel)).toBe('—');
+    expect(formatInstant(11_374_046_209_117, 1_000, rel)).toBe('+3.230040117 s');
+    expect(formatInstant(11_374_046_209_117, 1_000)).toBe('11374.046209117 s');
   });
 });

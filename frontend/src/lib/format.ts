@@ -68,6 +68,19 @@ export function formatAbsTime(ns: number | null | undefined): string {
   return `${(ns / 1e9).toFixed(6)} s`;
 }
 
+/** How times are written: from the analysis' start (`origin`, its first event: "+3.100000 s"), or on the trace's own
+ * clock ("11374.046209 s", as the trace and the exports have them). One per analysis page (lib/timeBase.tsx). */
+export type TimeBase = { origin: number | null; absolute: boolean };
+export const ABSOLUTE_TIME: TimeBase = { origin: null, absolute: true };
+
+/** A point in time on the analysis timeline, in the time base: "+3.100000 s" from the start, or absolute. */
+export function formatTime(ns: number | null | undefined, base: TimeBase = ABSOLUTE_TIME): string {
+  if (ns === null || ns === undefined) return '—';
+  if (base.absolute || base.origin === null) return formatAbsTime(ns);
+  const d = ns - base.origin;
+  return `${d < 0 ? '−' : '+'}${(Math.abs(d) / 1e9).toFixed(6)} s`;
+}
+
 /** Time relative to a reference, signed: "+15.63 s", "−25.42 ms", "+0 ns". */
 export function formatRelNs(ns: number): string {
   if (ns === 0) return '+0 ns';

@@ -31,6 +31,7 @@ describe('view state <-> URL', () => {
       order: 'q2c',
       hm: 'd2c',
       btt: true,
+      timeAbs: true,
       chain: 2,
       link: 3,
       lock: 'xfs_buf_lock',
@@ -70,7 +71,7 @@ describe('view state <-> URL', () => {
     };
     const qs = encodeView(v).toString();
     expect(qs).toBe(
-      'tab=sources&by=device&pid=804&dev=8%2C0&t0=81092472813&t1=96718761435&sort=d2c.p99&order=q2c&hm=d2c&btt=1&req=1%3A2' +
+      'tab=sources&by=device&pid=804&dev=8%2C0&t0=81092472813&t1=96718761435&sort=d2c.p99&order=q2c&hm=d2c&btt=1&time=abs&req=1%3A2' +
         '&chain=2&link=3&lock=xfs_buf_lock&lock_key=down&idle=1&w_start=1&fg_unit=stacks&fg_pid=30495&fg_comm=file_writer&fg_q=xfs_buf_lock&fg_inv=1' +
         '&fg_zoom=dd%3Bentry_SYSCALL_64_fastpath&fg_diff=1&fg_warm=1&fg_a=4&fg_b=5&fg_ban=L8VWhW46&v0=81000000000&v1=97000000000' +
         '&tl_n=80&tl_sel=2%3A45&tl_arrows=1&tl_mark=81100000000_81100000250&tl_pin=task%3A1%3A42%7Cdev%3A2%3A8%2C0&tl_fold=src%3A3&tl_q=postgres&wp=1%3A85&wp_comm=cksum&wp_lock=page+lock&shm=func&shf=xfs_ilock' +

@@ -37,6 +37,7 @@ export type ViewState = {
   order: RequestOrder;
   hm: Phase; // latency heatmap metric
   btt: boolean; // the dispatch summary shows btt's figures (per queued bio, as `btt -A` prints them)
+  timeAbs: boolean; // times on the trace's own clock (absolute); else from the analysis' start (lib/timeBase.tsx)
   // Stalls
   chain: number | null; // chain id
   link: number | null; // 1-based position of the link in the chain
@@ -94,6 +95,7 @@ export const DEFAULT_VIEW: ViewState = {
   order: 'i2d',
   hm: 'i2d',
   btt: false,
+  timeAbs: false,
   chain: null,
   link: null,
   lock: null,
@@ -251,6 +253,7 @@ export function decodeView(params: URLSearchParams): ViewState {
     order: order === 'd2c' || order === 'q2c' || order === 'time' ? order : 'i2d',
     hm: hm === 'd2c' || hm === 'q2c' ? hm : 'i2d',
     btt: params.get('btt') === '1',
+    timeAbs: params.get('time') === 'abs',
     chain: parseIntParam(params.get('chain')),
     link: parsePositive(params.get('link')),
     lock: params.get('lock') || null,
@@ -304,6 +307,7 @@ export function encodeView(v: ViewState): URLSearchParams {
   if (v.order !== DEFAULT_VIEW.order) p.set('order', v.order);
   if (v.hm !== DEFAULT_VIEW.hm) p.set('hm', v.hm);
   if (v.btt) p.set('btt', '1');
+  if (v.timeAbs) p.set('time', 'abs');
   if (v.req !== null) p.set('req', encodeRequestRef(v.req));
   if (v.chain !== null) p.set('chain', String(v.chain));
   if (v.link !== null) p.set('link', String(v.link));

@@ -4,7 +4,9 @@ import type { AnalysisDetail } from '../api/types';
 import { ApiError } from '../api/client';
 import { CopyLink } from '../components/CopyLink';
 import { ErrorBox, Loading } from '../components/Status';
-import { formatAbsTime, formatCount, formatDate, formatNs, formatBytes, formatName } from '../lib/format';
+import { useMemo, type ReactNode } from 'react';
+import { formatCount, formatDate, formatNs, formatBytes, formatName, type TimeBase } from '../lib/format';
+import { Time, TimeBaseContext } from '../lib/timeBase';
 import { useViewState } from '../state/useViewState';
 import { hasWakerStacks } from '../lib/wakers';
 import { CaptureCapabilities, useCapabilities } from './CaptureCapabilities';
@@ -31,28 +33,51 @@ export function AnalysisPage() {
   const tabs = availableTabs(a);
   const tab: Tab = view.tab !== null && tabs.includes(view.tab) ? view.tab : defaultTab(tabs, caps.data?.views);
   return (
-    <div className="analysis">
-      <AnalysisHeader a={a} />
-      <CaptureCapabilities analysisId={a.id} tabs={tabs} />
-      <nav className="tabs" role="tablist">
-        {tabs.map((t) => (
-          <button key={t} role="tab" aria-selected={tab === t} className="tab" onClick={() => setView({ tab: t })}>
-            {TAB_LABEL[t]}
-          </button>
-        ))}
-        <span className="tabs-spacer" />
-        <Link className="btn small" to={`/compare?a=${encodeURIComponent(a.id)}`} data-testid="compare-link">
-          Compare with…
-        </Link>
-        <CopyLink />
-      </nav>
-      {followsTimeRange(tab, a) && <TimeRange />}
-      {tab === 'dispatch' && <DispatchView analysis={a} />}
-      {tab === 'stalls' && <StallsView analysis={a} />}
-      {tab === 'timeline' && <TimelineView analysis={a} />}
-      {tab === 'offcpu' && <OffcpuView analysis={a} />}
-      {tab === 'sources' && <SourcesView a={a} />}
-      {tab === 'sql' && <SqlView analysis={a} />}
+    <AnalysisTimeBase origin={a.t_min_ns} absolute={view.timeAbs}>
+      <div className="analysis">
+        <AnalysisHeader a={a} />
+        <CaptureCapabilities analysisId={a.id} tabs={tabs} />
+        <nav className="tabs" role="tablist">
+          {tabs.map((t) => (
+            <button key={t} role="tab" aria-selected={tab === t} className="tab" onClick={() => setView({ tab: t })}>
+              {TAB_LABEL[t]}
+            </button>
+          ))}
+          <span className="tabs-spacer" />
+          <Link className="btn small" to={`/compare?a=${encodeURIComponent(a.id)}`} data-testid="compare-link">
+            Compare with…
+          </Link>
+          <CopyLink />
+        </nav>
+        {followsTimeRange(tab, a) && <TimeRange />}
+        {tab === 'dispatch' && <DispatchView analysis={a} />}
+        {tab === 'stalls' && <StallsView analysis={a} />}
+        {tab === 'timeline' && <TimelineView analysis={a} />}
+        {tab === 'offcpu' && <OffcpuView analysis={a} />}
+        {tab === 'sources' && <SourcesView a={a} />}
+        {tab === 'sql' && <SqlView analysis={a} />}
+      </div>
+    </AnalysisTimeBase>
+  );
+}
+
+/** The page's time base (lib/timeBase.tsx): from the analysis' start unless the URL says time=abs. */
+function AnalysisTimeBase({ origin, absolute, children }: { origin: number | null; absolute: boolean; children: ReactNode }) {
+  const base = useMemo<TimeBase>(() => ({ origin, absolute }), [origin, absolute]);
+  return <TimeBaseContext.Provider value={base}>{children}</TimeBaseContext.Provider>;
+}
+
+/** The one toggle of the page's time base. */
+function TimeBaseToggle() {
+  const [view, setView] = useViewState();
+  return (
+    <div className="segmented" role="group" aria-label="Times" data-testid="time-base">
+      <button aria-pressed={!view.timeAbs} onClick={() => setView({ timeAbs: false }, { replace: true })} title="times from the analysis' start (its first event)">
+        from start
+      </button>
+      <button aria-pressed={view.timeAbs} onClick={() => setView({ timeAbs: true }, { replace: true })} title="times on the trace's own clock, as the trace and the exports have them">
+        trace clock
+      </button>
     </div>
   );
 }
@@ -95,6 +120,7 @@ function AnalysisHeader({ a }: { a: AnalysisDetail }) {
     <header className="panel analysis-header">
       <div className="title-row">
         <h1>{a.name || a.id}</h1>
+        {span !== null && <TimeBaseToggle />}
         <span className="muted">created {formatDate(a.created_at)}</span>
       </div>
       <div className="facts">
@@ -102,7 +128,7 @@ function AnalysisHeader({ a }: { a: AnalysisDetail }) {
           <span className="k">Time span</span>{' '}
           {span !== null ? (
             <>
-              {formatAbsTime(a.t_min_ns)} → {formatAbsTime(a.t_max_ns)} <b>({formatNs(span)})</b>
+              <Time ns={a.t_min_ns} /> → <Time ns={a.t_max_ns} /> <b>({formatNs(span)})</b>
             </>
           ) : (
             <span className="muted" data-testid="no-time-span">
@@ -136,8 +162,12 @@ function AnalysisHeader({ a }: { a: AnalysisDetail }) {
               <td className="num">{formatCount(s.events)}</td>
               <td className={`num${s.skipped_lines ? ' warn' : ''}`}>{formatCount(s.skipped_lines)}</td>
               <td className="num">{formatBytes(s.bytes)}</td>
-              <td className="num mono">{formatAbsTime(s.t_min_ns === null ? null : s.t_min_ns + s.clock_offset_ns)}</td>
-              <td className="num mono">{formatAbsTime(s.t_max_ns === null ? null : s.t_max_ns + s.clock_offset_ns)}</td>
+              <td className="num mono">
+                <Time ns={s.t_min_ns === null ? null : s.t_min_ns + s.clock_offset_ns} />
+              </td>
+              <td className="num mono">
+                <Time ns={s.t_max_ns === null ? null : s.t_max_ns + s.clock_offset_ns} />
+              </td>
             </tr>
           ))}
         </tbody>
@@ -153,7 +183,7 @@ function TimeRange() {
   return (
     <div className="time-range" data-testid="time-range">
       <span className="chip">
-        time range {formatAbsTime(view.t0)} → {formatAbsTime(view.t1)} ({formatNs(view.t1 - view.t0)})
+        time range <Time ns={view.t0} /> → <Time ns={view.t1} /> ({formatNs(view.t1 - view.t0)})
         <button aria-label="Clear the time range" onClick={() => setView({ t0: null, t1: null })}>
           ×
         </button>

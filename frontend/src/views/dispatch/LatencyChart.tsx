@@ -1,4 +1,5 @@
 import { useMemo, useRef } from 'react';
+import { useTimeBase } from '../../lib/timeBase';
 import { useLatencyOverTime } from '../../api/queries';
 import { LATENCY_BUCKETS, blockFilter } from '../../api/tabQueries';
 import { EChart, type EChartHandler } from '../../charts/EChart';
@@ -10,7 +11,8 @@ import { useViewState } from '../../state/useViewState';
 export function LatencyChart({ analysisId }: { analysisId: string }) {
   const [view, setView] = useViewState();
   const q = useLatencyOverTime(analysisId, LATENCY_BUCKETS, blockFilter(view));
-  const option = useMemo(() => (q.data ? buildLatencyOverTimeOption(q.data, view.req) : null), [q.data, view.req]);
+  const time = useTimeBase();
+  const option = useMemo(() => (q.data ? buildLatencyOverTimeOption(q.data, view.req, time) : null), [q.data, view.req, time]);
   const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
 
   const events = useMemo<Record<string, EChartHandler>>(

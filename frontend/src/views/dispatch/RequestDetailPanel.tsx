@@ -1,11 +1,12 @@
 import { useMemo, useState } from 'react';
+import { Time } from '../../lib/timeBase';
 import { MAX_MESSAGES, MESSAGES, useRequestDetail } from '../../api/queries';
 import { ApiError } from '../../api/client';
 import type { AnalysisDetail, BlockRequest, RequestDetail } from '../../api/types';
 import { EChart } from '../../charts/EChart';
 import { buildWaterfallOption, messagesNote, requestOrigin, requestSpan, waterfallPhases } from '../../charts/waterfall';
 import { ErrorBox, Loading } from '../../components/Status';
-import { formatAbsTime, formatCount, formatNs, formatRelNs, formatSector } from '../../lib/format';
+import { formatCount, formatNs, formatRelNs, formatSector } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import { useReveal } from '../../lib/reveal';
 import type { RequestRef } from '../../state/viewState';
@@ -81,7 +82,9 @@ export function RequestDetailPanel({ analysis, reqRef }: { analysis: AnalysisDet
                 {q.data.events.map((e) => (
                   <tr key={e.line}>
                     <td className="num mono">{e.line}</td>
-                    <td className="num mono">{formatAbsTime(e.t_ns)}</td>
+                    <td className="num mono">
+                      <Time ns={e.t_ns} />
+                    </td>
                     <td className="num">{relToI(q.data.request, e.t_ns)}</td>
                     <td className="num">{e.cpu}</td>
                     <td className="mono strong">{e.action}</td>
@@ -179,7 +182,9 @@ function RequestFacts({ r }: { r: BlockRequest }) {
           </span>
         </span>
         <span>
-          <span className="k">Start</span> <span className="mono">{formatAbsTime(requestOrigin(r))}</span>
+          <span className="k">Start</span> <span className="mono">
+            <Time ns={requestOrigin(r)} />
+          </span>
         </span>
         {r.from_dev && (
           <span>

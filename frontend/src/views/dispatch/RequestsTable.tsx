@@ -1,10 +1,11 @@
 import { useCallback } from 'react';
+import { Time } from '../../lib/timeBase';
 import { MORE_PAGE, PAGE_MAX, fetchRequestsPage, useRequestsPage } from '../../api/pagedQueries';
 import { REQUESTS_LIMIT, blockFilter } from '../../api/tabQueries';
 import { MoreRows, usePagedRows } from '../../components/LongTable';
 import type { AnalysisDetail, BlockRequest } from '../../api/types';
 import { ErrorBox, Loading } from '../../components/Status';
-import { formatAbsTime, formatNs, formatSector } from '../../lib/format';
+import { formatNs, formatSector } from '../../lib/format';
 import type { RequestOrder } from '../../state/viewState';
 import { phaseAbsent, useDispatchView } from './phases';
 import { requestOrigin } from '../../charts/waterfall';
@@ -82,7 +83,9 @@ export function RequestsTable({ analysis }: { analysis: AnalysisDetail }) {
                     data-req={`${r.source_id}:${r.line}`}
                     onClick={() => setView({ req: sel ? null : { sourceId: r.source_id, line: r.line } })}
                   >
-                    <td className="num mono">{formatAbsTime(requestOrigin(r))}</td>
+                    <td className="num mono">
+                      <Time ns={requestOrigin(r)} />
+                    </td>
                     <td className="mono">{r.dev}</td>
                     <td className="num mono">{formatSector(r.sector, r.nsect)}</td>
                     <td className="mono">{r.rwbs ?? '—'}</td>

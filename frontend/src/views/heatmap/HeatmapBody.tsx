@@ -1,6 +1,7 @@
 // The body of a latency heatmap panel (Dispatch and Stalls): the chart with its brush, the percentile
 // table beside it, and the events of the brushed box (kept in the URL) below.
 import { useMemo, useRef } from 'react';
+import { Time, useTimeBase } from '../../lib/timeBase';
 import * as echarts from 'echarts/core';
 import { HeatmapChart } from 'echarts/charts';
 import { BrushComponent, VisualMapContinuousComponent } from 'echarts/components';
@@ -22,7 +23,7 @@ import {
   type HeatmapEvent,
 } from '../../charts/heatmap';
 import { ErrorBox, Loading } from '../../components/Status';
-import { formatAbsTime, formatCount, formatNs, formatSector, formatWaitNs } from '../../lib/format';
+import { formatCount, formatNs, formatSector, formatWaitNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import type { HeatmapBox, RequestRef } from '../../state/viewState';
 import { eventLink } from './eventLink';
@@ -80,7 +81,8 @@ export function HeatmapBody({ analysisId, query, data: asked, selected, onCell, 
   const [view, setView] = useViewState();
   const data = useMemo(() => fitInstant(asked), [asked]);
   const box = view.hbox !== null && view.hbox.metric === query.metric ? view.hbox : null;
-  const option = useMemo(() => buildHeatmapOption(data, { selected, box }) as EChartsOption, [data, selected, box]);
+  const time = useTimeBase();
+  const option = useMemo(() => buildHeatmapOption(data, { selected, box, time }) as EChartsOption, [data, selected, box, time]);
   const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
 
   const events = useMemo<Record<string, EChartHandler>>(
@@ -136,13 +138,14 @@ function BoxEvents({ analysisId, query, box, kind }: { analysisId: string; query
     return !!w && view.wait?.sourceId === w.source_id && view.wait.line === w.line;
   };
   const data = q.data;
+  const time = useTimeBase();
   // a cell clicked or a box drawn: its list, under the chart, brought into view once it is there
   const ref = useReveal<HTMLDivElement>(`${box.metric}:${box.t0}:${box.t1}:${box.latMin}:${box.latMax}`, !!data);
   return (
     <div ref={ref} className="heatmap-events" data-testid="heatmap-events">
       <div className="panel-head">
         <span className="chip" data-testid="heatmap-box">
-          box {boxLabel(box)}
+          box {boxLabel(box, time)}
           <button aria-label="Clear the box" onClick={() => setView({ hbox: null })}>
             ×
           </button>
@@ -200,7 +203,9 @@ function BoxEvents({ analysisId, query, box, kind }: { analysisId: string; query
                     <td className="num strong">
                       {formatWaitNs(e.latency_ns, e.end_known)}
                     </td>
-                    <td className="num mono">{formatAbsTime(e.t_ns)}</td>
+                    <td className="num mono">
+                      <Time ns={e.t_ns} />
+                    </td>
                     <td className="mono">
                       {e.comm ?? '?'} {e.ref.pid ?? ''}
                     </td>

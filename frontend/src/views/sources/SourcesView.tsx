@@ -1,8 +1,9 @@
 import { useState } from 'react';
+import { Time } from '../../lib/timeBase';
 import { useNavigate } from 'react-router';
 import type { AnalysisDetail, SourceDetail } from '../../api/types';
 import { usePlaceSource } from '../../api/queries';
-import { formatAbsTime, formatBytes, formatCount, formatNs, formatName } from '../../lib/format';
+import { formatBytes, formatCount, formatNs, formatName } from '../../lib/format';
 import { DeleteAnalysis, SkippedAndNotes, SourceFiles } from '../HomePage';
 
 const METHOD: Record<string, string> = {
@@ -68,7 +69,13 @@ export function SourcesView({ a }: { a: AnalysisDetail }) {
               <td className="num">{formatCount(s.skipped_lines)}</td>
               <td>{s.clock ?? <span className="muted">not named in the file</span>}</td>
               <td className="num mono">
-                {s.t_min_ns === null ? '—' : `${formatAbsTime(s.t_min_ns + s.clock_offset_ns)} → ${s.t_max_ns === null ? '?' : formatAbsTime(s.t_max_ns + s.clock_offset_ns)}`}
+                {s.t_min_ns === null ? (
+                  '—'
+                ) : (
+                  <>
+                    <Time ns={s.t_min_ns + s.clock_offset_ns} /> → {s.t_max_ns === null ? '?' : <Time ns={s.t_max_ns + s.clock_offset_ns} />}
+                  </>
+                )}
               </td>
             </tr>
           ))}

@@ -1,10 +1,11 @@
 import { useMemo } from 'react';
+import { Time, useTimeBase } from '../../lib/timeBase';
 import { Link } from 'react-router';
 import type { AnalysisDetail } from '../../api/types';
 import type { Chain, ChainLink, Mark } from '../../api/stallTypes';
 import { EChart, type EChartHandler } from '../../charts/EChart';
 import { buildChainOption, chainLayout, linkLabel, relationLabel } from '../../charts/chainWaterfall';
-import { formatAbsTime, formatNs, formatSector, formatWaitNs, taskLabel } from '../../lib/format';
+import { formatNs, formatSector, formatWaitNs, taskLabel } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import { encodeView, updateView, type ViewState } from '../../state/viewState';
 import { hasWakerStacks } from '../../lib/wakers';
@@ -17,7 +18,8 @@ import { CopyChainText } from './CopyChainText';
 export function ChainDetail({ analysis, chain, marks }: { analysis: AnalysisDetail; chain: Chain; marks: Mark[] }) {
   const [view, setView] = useViewState();
   const selectedLink = view.link !== null && view.link <= chain.links.length ? view.link : null;
-  const option = useMemo(() => buildChainOption(chain, marks, selectedLink), [chain, marks, selectedLink]);
+  const time = useTimeBase();
+  const option = useMemo(() => buildChainOption(chain, marks, selectedLink, time), [chain, marks, selectedLink, time]);
   const rows = useMemo(() => chainLayout(chain, marks).rows, [chain, marks]);
   const events = useMemo<Record<string, EChartHandler>>(
     () => ({
@@ -38,7 +40,6 @@ export function ChainDetail({ analysis, chain, marks }: { analysis: AnalysisDeta
   const request = chain.links.find((l) => l.request)?.request ?? null;
   // a chain chosen (in the list, or by a link from another tab) is brought into view; its link's calls, when one is
   const detail = useReveal<HTMLDivElement>(view.chain !== null && selectedLink === null ? String(chain.id) : null);
-  const focus = useReveal<HTMLDivElement>(selectedLink !== null && link ? `${chain.id}:${link.source_id}:${link.line ?? link.wait_line}:${selectedLink}` : null);
   const card = (l: ChainLink, i: number) => (
     <LinkCard
       key={i}
@@ -87,12 +88,10 @@ export function ChainDetail({ analysis, chain, marks }: { analysis: AnalysisDeta
         </div>
       </section>
       {link && selectedLink !== null && (
-        // the link chosen (a chip of the path, a row of the waterfall): its calls and, right under them, its card (its
-        // stack, its block request), brought into view together; the card sat 1,500-2,500 px below the calls
-        <div ref={focus} className="link-focus" data-testid="link-focus">
-          <CallsPanel analysisId={analysis.id} link={link} pos={selectedLink} />
+        // the link chosen (a chip of the path, a row of the waterfall): its calls and, right under them, its card
+        <CallsPanel analysisId={analysis.id} link={link} pos={selectedLink}>
           {card(link, selectedLink - 1)}
-        </div>
+        </CallsPanel>
       )}
       <div className="link-cards">{chain.links.map((l, i) => (selectedLink === i + 1 ? null : card(l, i)))}</div>
     </div>
@@ -156,10 +155,14 @@ function LinkCard({
       </div>
       <div className="facts">
         <span>
-          <span className="k">From</span> <span className="mono">{formatAbsTime(l.start_ns)}</span>
+          <span className="k">From</span> <span className="mono">
+            <Time ns={l.start_ns} />
+          </span>
         </span>
         <span>
-          <span className="k">To</span> <span className="mono">{formatAbsTime(l.end_ns)}</span>
+          <span className="k">To</span> <span className="mono">
+            <Time ns={l.end_ns} />
+          </span>
         </span>
       </div>
       <p className="evidence">

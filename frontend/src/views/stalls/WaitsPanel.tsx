@@ -1,4 +1,5 @@
 import { Fragment, useCallback, useMemo, useState } from 'react';
+import { Time } from '../../lib/timeBase';
 import type { AnalysisDetail } from '../../api/types';
 import type { Wait } from '../../api/stallTypes';
 import { useChains } from '../../api/queries';
@@ -7,7 +8,7 @@ import { MoreRows, usePagedRows } from '../../components/LongTable';
 import { useReveal } from '../../lib/reveal';
 import { Stack } from './Stack';
 import { ErrorBox, Loading } from '../../components/Status';
-import { formatAbsTime, formatWaitNs, taskLabel } from '../../lib/format';
+import { formatWaitNs, taskLabel } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 
 export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
@@ -121,7 +122,9 @@ export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
                       <td className="num strong">
                         {formatWaitNs(w.duration_ns, w.end_known)}
                       </td>
-                      <td className="num mono">{formatAbsTime(w.start_ns)}</td>
+                      <td className="num mono">
+                        <Time ns={w.start_ns} />
+                      </td>
                       <td className="mono">
                         {w.waker_comm ? `woken by ${taskLabel(w.waker_comm, w.waker_pid)}` : w.holder_comm ? `held by ${taskLabel(w.holder_comm, w.holder_pid)}` : '—'}
                       </td>

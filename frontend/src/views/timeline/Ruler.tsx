@@ -2,7 +2,7 @@
 // (two instants and the time between them), drawn in HTML over the plot.
 import { useEffect, useState, type RefObject } from 'react';
 import { formatInstant, labelFits, ticks } from '../../charts/timeAxis';
-import { formatNs } from '../../lib/format';
+import { formatNs, type TimeBase } from '../../lib/format';
 
 export const RULER_H = 24;
 
@@ -10,10 +10,12 @@ export type Geometry = { v0: number; v1: number; left: number; width: number }; 
 
 export const xOf = (g: Geometry, ns: number) => g.left + ((ns - g.v0) / (g.v1 - g.v0)) * g.width;
 
-/** Ticks every nice step, relative to `origin` (the analysis start), about one per 130 px; a label that would run
- * past the ruler's right edge (`right`, px) is left out (its line stays, its time in its tooltip). */
-export function Ruler({ g, origin, right }: { g: Geometry; origin: number; right: number }) {
+/** Ticks every nice step, relative to `origin` (the analysis start; 0 and `absolute` on the trace's clock, written
+ * without a sign), about one per 130 px; a label that would run past the ruler's right edge (`right`, px) is left out
+ * (its line stays, its time in its tooltip). */
+export function Ruler({ g, origin, absolute, right }: { g: Geometry; origin: number; absolute: boolean; right: number }) {
   const t = ticks(g.v0 - origin, g.v1 - origin, Math.max(2, Math.floor(g.width / 130)));
+  if (absolute) t.labels = t.labels.map((l) => l.replace(/^\+/, ''));
   return (
     <div className="timeline-ruler" style={{ height: RULER_H }} data-testid="timeline-ticks" title="Click to place a mark: two marks measure the time between them">
       {t.at.map((v, i) => {
@@ -31,7 +33,7 @@ export function Ruler({ g, origin, right }: { g: Geometry; origin: number; right
 
 /** The pointer's time: a line down the plot and its time in the ruler (its own state: moving the pointer redraws
  * nothing else). */
-export function Cursor({ box, g }: { box: RefObject<HTMLDivElement | null>; g: Geometry }) {
+export function Cursor({ box, g, time }: { box: RefObject<HTMLDivElement | null>; g: Geometry; time: TimeBase }) {
   const [x, setX] = useState<number | null>(null);
   useEffect(() => {
     const el = box.current;
@@ -54,7 +56,7 @@ export function Cursor({ box, g }: { box: RefObject<HTMLDivElement | null>; g: G
     <>
       <div className="timeline-cursor" style={{ left: x }} />
       <span className="cursor-readout" data-testid="cursor-readout" style={{ left: x }}>
-        {formatInstant(ns, g.v1 - g.v0)}
+        {formatInstant(ns, g.v1 - g.v0, time)}
       </span>
     </>
   );

@@ -1,8 +1,9 @@
 // What is selected on the timeline, in a drawer stuck to the bottom of the window (as Perfetto's details panel):
 // a click on a slice shows its details at once, wherever the timeline is scrolled.
 import type { Item, TimelineArrow, TimelineLane } from '../../charts/timeline';
+import { Time } from '../../lib/timeBase';
 import { RELATION_COLORS, STATE_COLORS, UNKNOWN_LOCK, earlyNote, requestOfSegment, waitName } from '../../charts/timeline';
-import { formatAbsTime, formatCount, formatNs } from '../../lib/format';
+import { formatCount, formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import { useReveal } from '../../lib/reveal';
 
@@ -27,7 +28,9 @@ export function SelectedItem({ item, chain, arrows, lanes }: { item: Item | null
           {chainArrows.map((a, i) => (
             <li key={i}>
               <span className="swatch" style={{ background: RELATION_COLORS[a.relation] ?? '#ccc' }} /> {laneLabel(a.to_lane)} ← {a.relation.replace('_', ' ')} ←{' '}
-              {laneLabel(a.from_lane)} <span className="muted">at {formatAbsTime(a.to_ns)}</span>
+              {laneLabel(a.from_lane)} <span className="muted">
+                at <Time ns={a.to_ns} />
+              </span>
             </li>
           ))}
         </ol>
@@ -56,7 +59,7 @@ export function SelectedItem({ item, chain, arrows, lanes }: { item: Item | null
           <h3>print marker</h3>
           <p className="mono">{item.mark.text}</p>
           <p className="muted">
-            {item.mark.comm} ({item.mark.pid}) at {formatAbsTime(item.mark.t_ns)} · source {item.mark.source_id}, line {item.mark.line}
+            {item.mark.comm} ({item.mark.pid}) at <Time ns={item.mark.t_ns} /> · source {item.mark.source_id}, line {item.mark.line}
           </p>
         </>
       )}
@@ -98,7 +101,7 @@ function SegmentDetail({ item }: { item: Extract<Item, { kind: 'segment' }> }) {
           <tr>
             <th>From → to (shown)</th>
             <td className="mono">
-              {formatAbsTime(seg.t0_ns)} → {formatAbsTime(seg.t1_ns)} ({formatNs(seg.t1_ns - seg.t0_ns)})
+              <Time ns={seg.t0_ns} /> → <Time ns={seg.t1_ns} /> ({formatNs(seg.t1_ns - seg.t0_ns)})
             </td>
             <th>{seg.n > 1 ? 'Longest of the merged' : 'Duration'}</th>
             <td>{formatNs(seg.max_ns)}</td>

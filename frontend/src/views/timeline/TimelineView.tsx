@@ -12,6 +12,7 @@ import { Cursor, Measure, RULER_H, Ruler, type Geometry } from './Ruler';
 import { Legend, SelectedItem } from './SelectedItem';
 import { TimelineCanvas } from './TimelineCanvas';
 import { useRevealSlice } from './revealSlice';
+import { useTimeBase } from '../../lib/timeBase';
 
 const GRID_LEFT = GRID.left;
 const GRID_RIGHT = GRID.right;
@@ -29,6 +30,9 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
   const lo = analysis.t_min_ns ?? 0;
   const hi = Math.max(analysis.t_max_ns ?? lo + 1, lo + 1);
   const v0 = view.v0 ?? lo;
+  // the page's time base: the ruler, the pointer and the tooltips from the analysis' start, or on the trace's clock
+  const time = useTimeBase();
+  const origin = time.absolute ? 0 : lo;
   const v1 = view.v1 ?? hi;
   const box = useRef<HTMLDivElement>(null);
   // the pixels the window is asked for: TIMELINE_WIDTH_PX (what main.tsx asked before the page was laid out),
@@ -113,8 +117,8 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
   const selection: [number, number] | null = sel0 !== null && sel1 !== null ? [sel0, sel1] : null;
   const tickStep = niceStep(v1 - v0, Math.max(2, Math.floor(plotPx / 130)));
   const options = useMemo<TimelineOptions>(
-    () => ({ v0, v1, selection: sel0 !== null && sel1 !== null ? [sel0, sel1] : null, origin: lo, tickStep, selected: selIndex }),
-    [v0, v1, sel0, sel1, lo, tickStep, selIndex],
+    () => ({ v0, v1, selection: sel0 !== null && sel1 !== null ? [sel0, sel1] : null, origin, tickStep, selected: selIndex, time }),
+    [v0, v1, sel0, sel1, origin, tickStep, selIndex, time],
   );
 
   const setWindow = useCallback(
@@ -222,12 +226,12 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
         <div className="panel-head">
           <h2>Timeline</h2>
           <span className="muted mono" data-testid="timeline-window">
-            {formatInstant(v0, v1 - v0)} → {formatInstant(v1, v1 - v0)} ({formatNs(v1 - v0)})
+            {formatInstant(v0, v1 - v0, time)} → {formatInstant(v1, v1 - v0, time)} ({formatNs(v1 - v0)})
             {t?.bucket_ns ? ` · 1 px = ${formatNs(t.bucket_ns)}` : ''}
           </span>
           {mark && (
             <span className="chip" data-testid="measure">
-              {mark[1] === null ? `mark at ${formatInstant(mark[0], v1 - v0)} · click the ruler again to measure` : `Δt ${formatNs(Math.abs(mark[1] - mark[0]))}`}
+              {mark[1] === null ? `mark at ${formatInstant(mark[0], v1 - v0, time)} · click the ruler again to measure` : `Δt ${formatNs(Math.abs(mark[1] - mark[0]))}`}
               <button aria-label="Clear the measurement" onClick={() => setView({ tlMark: null })}>
                 ×
               </button>
@@ -305,10 +309,10 @@ export function TimelineView({ analysis }: { analysis: AnalysisDetail }) {
               onMouseLeave={() => setDrag(null)}
               style={{ position: 'relative' }}
             >
-              <Ruler g={g} origin={lo} right={GRID_LEFT + plotPx + GRID_RIGHT} />
+              <Ruler g={g} origin={origin} absolute={time.absolute} right={GRID_LEFT + plotPx + GRID_RIGHT} />
               <TimelineCanvas layout={layout} items={items} options={options} onPick={pick} ariaLabel="Analysis timeline" />
               {mark && <Measure g={g} mark={mark} />}
-              <Cursor box={box} g={g} />
+              <Cursor box={box} g={g} time={time} />
               {drag && Math.abs(drag.to - drag.from) > 0 && (
                 <div
                   className={`timeline-drag${drag.measure ? ' measure' : ''}`}
