@@ -14,7 +14,9 @@ end is known (else the longest), the others are its `also_waiting`. Chains are r
 link's duration, at most MAX_CHAINS per analysis, MAX_LINKS links each.
 An `io_completion` link is matched to a block request of a blkparse source of the same analysis: the one
 completed (C) within REQUEST_WINDOW_NS before the wake-up (or REQUEST_SLACK_NS after it, for clock
-jitter), preferring a request queued by the waiting task, then the completion closest to the wake-up.
+jitter), preferring a request queued by the waiting task, then the completion closest to the wake-up; else,
+when the completion ran late (a workqueue's I/O end, a busy machine), the I/O that was already in flight when
+the wait began and completed last before the wake-up.
 Times are compared on the analysis timeline (each source's clock_offset_ns as it was at ingest).
 """
 
@@ -261,23 +263,26 @@ def match_requests(con, analysis_id: str, chains: list[dict]) -> None:
         {
             "k": list(range(len(todo))),
             "wake": [link["_wait"]["wake_ns"] + (link["_wait"]["off"] or 0) for _, _, link in todo],
+            "began": [link["_wait"]["start_ns"] + (link["_wait"]["off"] or 0) for _, _, link in todo],
             "pid": [link["pid"] for _, _, link in todo],
         },
-        {"k": pa.int64(), "wake": pa.int64(), "pid": pa.int64()},
+        {"k": pa.int64(), "wake": pa.int64(), "began": pa.int64(), "pid": pa.int64()},
     )
     rows = fetch_dicts(
         con.execute(
             f"""
         WITH r AS (
             SELECT r.source_id, r.line, r.dev, r.sector, r.nsect, r.rwbs, r.pid, r.comm, r.q_ns, r.i_ns, r.d_ns, r.c_ns,
-                   r.c_ns + s.clock_offset_ns AS c_at, s.format = 'blkparse' AS blktrace
+                   r.c_ns + s.clock_offset_ns AS c_at, coalesce(r.q_ns, r.i_ns, r.d_ns) + s.clock_offset_ns AS q_at,
+                   s.format = 'blkparse' AS blktrace
             FROM blk_requests r JOIN sources s ON s.id = r.source_id
             WHERE s.analysis_id = $aid AND {REQUEST_SOURCES} AND r.c_ns IS NOT NULL
         )
-        SELECT l.k, r.* EXCLUDE (c_at), r.c_at - l.wake AS delta
+        SELECT l.k, r.* EXCLUDE (c_at, q_at), r.c_at - l.wake AS delta, r.c_at < l.wake - $win AS in_flight
         FROM _stalls_io l JOIN r ON r.c_at BETWEEN l.wake - $win AND l.wake + $slack
-        QUALIFY row_number() OVER (PARTITION BY l.k ORDER BY (r.pid = l.pid) DESC NULLS LAST, (r.c_at <= l.wake) DESC,
-                                   abs(r.c_at - l.wake), r.source_id, r.line) = 1
+            OR r.q_at < l.began AND r.c_at BETWEEN l.began AND l.wake
+        QUALIFY row_number() OVER (PARTITION BY l.k ORDER BY in_flight, (r.pid = l.pid) DESC NULLS LAST,
+                                   (r.c_at <= l.wake) DESC, abs(r.c_at - l.wake), r.source_id, r.line) = 1
         """,
             {"aid": analysis_id, "win": REQUEST_WINDOW_NS, "slack": REQUEST_SLACK_NS},
         )
@@ -289,7 +294,8 @@ def match_requests(con, analysis_id: str, chains: list[dict]) -> None:
         when = f"{duration_text(abs(d))} {'before' if d >= 0 else 'after'}"
         link["evidence"] += (
             f"; block request {r['dev']} {r['rwbs'] or ''} {r['sector']} + {r['nsect']} completed "
-            f"{when} the wake-up ("
+            + ("(in flight when the wait began: the last such I/O to complete) " if r.pop("in_flight") else "")
+            + f"{when} the wake-up ("
             + (f"blktrace source {r['source_id']}" if r.pop("blktrace") else "rebuilt from the trace's block events")
             + f", line {r['line']})"
         )
