@@ -19,7 +19,10 @@ export default defineConfig({
   workers: 1,
   retries: process.env.CI ? 1 : 0,
   forbidOnly: !!process.env.CI,
-  reporter: process.env.CI ? [['list'], ['html', { open: 'never' }]] : 'list',
+  // shared-skips.ts: one line for the tests skipped without ../shared/samples-public (tests/paths.ts: needsPublic)
+  reporter: process.env.CI
+    ? [['list'], ['html', { open: 'never' }], ['./shared-skips.ts']]
+    : [['list'], ['./shared-skips.ts']],
   use: {
     baseURL: `http://127.0.0.1:${PORT}`,
     browserName: 'chromium',

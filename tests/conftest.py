@@ -20,10 +20,52 @@ from backend.server import config
 from backend.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-SEED = SHARED / "seed-excerpts"
-PUBLIC = SHARED / "samples-public"
 SAMPLES = REPO / "samples"
+# The corpus beside the repository (../shared): CI has it, a clone of the repository alone does not. A test that reads
+# it is marked `@needs_public` (or its module's `pytestmark = needs_public`) and skips without it; the seed excerpts
+# it also holds are in samples/ (the same bytes), where the tests read them.
+SHARED = REPO.parent / "shared"
+PUBLIC = SHARED / "samples-public"
+SEED = SAMPLES  # the kernel bug report's excerpts (../shared/seed-excerpts/*.txt), copied byte for byte
+CORPORA = {"samples-public": "the public captures", "seed-excerpts": "the kernel bug report's excerpts"}
+
+
+def needs_shared(corpus: str) -> pytest.MarkDecorator:
+    """Marks a test (or, as `pytestmark`, a module) that reads ../shared/<corpus>: skipped when it is missing."""
+    assert corpus in CORPORA, corpus
+    return pytest.mark.needs_shared(corpus)
+
+
+needs_public = needs_shared("samples-public")
+
+
+def _missing(corpus: str) -> str:
+    return f"needs ../shared/{corpus} ({CORPORA[corpus]}; see README's Development section)"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "needs_shared(corpus): reads ../shared/<corpus>; skipped when it is missing")
+
+
+def pytest_collection_modifyitems(config, items):
+    # Prepended, the skip outranks pytest's own for a parametrization over a missing folder (an empty parameter set).
+    for item in items:
+        missing = [m.args[0] for m in item.iter_markers("needs_shared") if not (SHARED / m.args[0]).is_dir()]
+        if missing:
+            item.add_marker(pytest.mark.skip(reason=_missing(missing[0])), append=False)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line per missing corpus, however many tests it skipped."""
+    for corpus in CORPORA:
+        reason = _missing(corpus)
+        n = sum(
+            1
+            for r in terminalreporter.stats.get("skipped", [])
+            if isinstance(r.longrepr, tuple) and r.longrepr[2].endswith(reason)
+        )
+        if n:
+            terminalreporter.write_line(f"{n} tests skipped, as ../shared/{corpus} ({CORPORA[corpus]}) is not here")
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 from backend.queries.requests import request_detail
 from parsers import blkparse
 from parsers.common import ParseReport
-from tests.conftest import PUBLIC, SAMPLES, SEED, ingest_paths
+from tests.conftest import PUBLIC, SAMPLES, SEED, ingest_paths, needs_public
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "blkparse")
 SAMPLE_FILES = sorted((PUBLIC / "blkparse-text").glob("*.txt"))
@@ -292,6 +292,7 @@ def summarize(store, path) -> dict:
     }
 
 
+@needs_public
 @pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.name)
 def test_public_samples_golden(store, path):
     got = summarize(store, path)
@@ -303,6 +304,7 @@ def test_public_samples_golden(store, path):
         assert got == json.load(f)
 
 
+@needs_public
 def test_hand_checked_requests(store):
     """Requests checked line by line against the sample files."""
     aid = ingest_paths(
@@ -459,6 +461,7 @@ def test_file_with_stored_phase_durations_is_rebuilt_with_them_computed(tmp_path
         s.close()
 
 
+@needs_public
 @pytest.mark.parametrize("top", [1, 5, 1000])
 def test_facts_equal_a_scan_of_the_requests(top, monkeypatch):
     """What the parser keeps as it emits the requests (report.facts, for blk.derive: no scan of blk_requests) equals
@@ -501,6 +504,7 @@ def test_facts_equal_a_scan_of_the_requests(top, monkeypatch):
     assert kept_some or top == 1000
 
 
+@needs_public
 def test_split_halves_share_their_queue(store):
     """hadoop lines 107 (Q 572828880 + 1792), 108 (X at 572830312), 109/113/114 (G I D of the first 1432 sectors),
     111/117/118 (G I D of the other 360): the second half is a request of its own, queued by the one Q (its line is

@@ -23,8 +23,8 @@ import pytest
 from parsers import blkparse, blktrace
 from parsers.common import ParseError, ParseReport
 from parsers.detect import detect
+from tests.conftest import PUBLIC, needs_public
 
-PUBLIC = Path(__file__).resolve().parents[2] / "shared" / "samples-public"
 BIN = PUBLIC / "blktrace-binary"
 TEXT = PUBLIC / "blkparse-text"
 
@@ -96,6 +96,7 @@ def parse_text(path: Path) -> tuple[dict[str, pa.Table], ParseReport]:
         return tables(blkparse.parse(f, report)), report
 
 
+@needs_public
 @pytest.mark.parametrize(("paths", "text"), GOLDENS, ids=IDS)
 def test_rendered_lines_are_blkparses(paths, text):
     want = event_lines((TEXT / text).read_bytes())
@@ -103,6 +104,7 @@ def test_rendered_lines_are_blkparses(paths, text):
     assert got == want
 
 
+@needs_public
 @pytest.mark.parametrize(("paths", "text"), GOLDENS, ids=IDS)
 def test_tables_equal_the_texts_column_by_column(paths, text):
     got, report = parse_binary(paths)
@@ -118,6 +120,7 @@ def test_tables_equal_the_texts_column_by_column(paths, text):
     assert len(report.files) == len(paths)
 
 
+@needs_public
 @pytest.mark.skipif(shutil.which("blkparse") is None, reason="blkparse (Debian's blktrace) is not installed")
 @pytest.mark.parametrize("path", DUMPS, ids=[p.stem for p in DUMPS])
 def test_every_dump_renders_as_blkparse_reads_it_from_stdin(path):
@@ -125,6 +128,7 @@ def test_every_dump_renders_as_blkparse_reads_it_from_stdin(path):
     assert rendered([(path.name, path.read_bytes())]) == event_lines(want)
 
 
+@needs_public
 def test_small_reads_give_the_same_lines():
     """Every record boundary may fall between two reads: the reading resumes where it stopped."""
     paths, text = GOLDENS[1]
@@ -133,6 +137,7 @@ def test_small_reads_give_the_same_lines():
         assert rendered([(p.name, p.read_bytes()) for p in paths], read_bytes=size) == want
 
 
+@needs_public
 def test_small_output_chunks_give_the_same_tables():
     paths, _ = GOLDENS[3]
     whole, _ = parse_binary(paths)
@@ -174,6 +179,7 @@ def version8(data: bytes, order: str = "<") -> bytes:
     return bytes(out)
 
 
+@needs_public
 @pytest.mark.parametrize("convert", [big_endian, version8, lambda d: version8(d, ">")], ids=["be", "v8", "v8-be"])
 def test_other_byte_order_and_version_8_render_the_same(convert):
     paths, text = GOLDENS[1]
@@ -230,6 +236,7 @@ def blkparse_of(files: dict[str, bytes], name: str, tmp=Path("/tmp")) -> bytes:
     return event_lines(out)
 
 
+@needs_public
 def test_a_set_notes_a_missing_cpu_and_records_of_another_cpu():
     paths = sorted((BIN / "isotopp-keks").glob("keks.blktrace.*"))
     members = [(p.name, p.read_bytes()) for p in paths if not p.name.endswith((".2", ".5"))]
@@ -239,6 +246,7 @@ def test_a_set_notes_a_missing_cpu_and_records_of_another_cpu():
     assert any("records say CPU 1, not 0" in n for n in report.notes), report.notes
 
 
+@needs_public
 def test_an_empty_per_cpu_file_belongs_to_its_set():
     paths = sorted((BIN / "liuzel01-sda").glob("sda.blktrace.*"))
     members = [(p.name, p.read_bytes()) for p in paths] + [("sda.blktrace.2", b"")]
@@ -278,6 +286,7 @@ def offsets(data: bytes) -> list[int]:
     return out
 
 
+@needs_public
 def test_a_file_cut_mid_record_is_refused_at_that_records_offset():
     data = SDA0.read_bytes()
     starts = offsets(data)
@@ -286,6 +295,7 @@ def test_a_file_cut_mid_record_is_refused_at_that_records_offset():
     assert "the file was cut" in str(e) and "sda.blktrace.0, byte" in str(e)
 
 
+@needs_public
 def test_a_corrupt_magic_is_refused_with_its_offset():
     data = bytearray(SDA0.read_bytes())
     at = offsets(bytes(data))[57]
@@ -296,6 +306,7 @@ def test_a_corrupt_magic_is_refused_with_its_offset():
     assert (e.filename, e.offset) == ("sda.blktrace.0", at) and "bad magic 0xefbeadde" in e.message
 
 
+@needs_public
 def test_a_payload_past_the_end_is_refused_with_its_offset():
     data = bytearray(SDA0.read_bytes())
     last = offsets(bytes(data))[-1]
@@ -304,6 +315,7 @@ def test_a_payload_past_the_end_is_refused_with_its_offset():
     assert e.offset == last and "payload (5000 bytes) runs past the end of the file" in e.message
 
 
+@needs_public
 def test_an_unknown_version_and_an_unknown_binary_are_refused():
     data = bytearray(SDA0.read_bytes())
     at = offsets(bytes(data))[3]
@@ -339,6 +351,7 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
     return bytes(data)
 
 
+@needs_public
 @pytest.mark.parametrize("seed", range(40))
 def test_mutated_binaries_never_crash(seed):
     """Random bytes, header fields, cuts and insertions: the file is read, or refused with a byte offset inside it;
@@ -375,6 +388,7 @@ def columns(con, source_id: int, table: str) -> list[tuple]:
     return con.execute(f"SELECT {cols} FROM {table} WHERE source_id = ? ORDER BY line", [source_id]).fetchall()
 
 
+@needs_public
 @pytest.mark.parametrize(("paths", "text"), GOLDENS, ids=IDS)
 def test_a_capture_and_its_text_ingest_to_the_same_rows(store, paths, text):
     """Dropped together, a capture's files and its blkparse text: the set is one source, the text another, and
@@ -404,6 +418,7 @@ def test_a_capture_and_its_text_ingest_to_the_same_rows(store, paths, text):
     assert [f["filename"] for f in json.loads(files)] == [p.name for p in paths]
 
 
+@needs_public
 def test_a_refused_file_of_a_set_leaves_nothing(store):
     from backend.ingest import IngestError
     from backend.schema import PARSER_TABLES

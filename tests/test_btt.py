@@ -16,7 +16,7 @@ import pytest
 from backend.queries.requests import BTT_METRICS, dispatch_summary
 from parsers import blkparse, blktrace
 from parsers.common import ParseReport
-from tests.conftest import PUBLIC, ingest_paths
+from tests.conftest import PUBLIC, ingest_paths, needs_public
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden" / "btt"
@@ -71,12 +71,14 @@ def parsed_text(path: Path) -> list[dict]:
         return btt_rows(blkparse.parse(f, ParseReport(path.name)))
 
 
+@needs_public
 @pytest.mark.parametrize("path", TEXTS, ids=lambda p: p.name)
 def test_every_blkparse_sample_gives_btts_figures(path):
     golden = btt_per_device(GOLDEN / (path.name + ".btt.avg"))
     assert per_device(parsed_text(path)) == golden
 
 
+@needs_public
 def test_the_samples_have_btt_rows_to_compare():
     """The comparison above is not empty: the samples hold btt's rows of every kind a trace of theirs can give."""
     rows = set()
@@ -98,6 +100,7 @@ def _binary(name: str) -> list[tuple[str, object]]:
     return [(p.name, open(p, "rb")) for p in sorted((BINARY / name).iterdir())]
 
 
+@needs_public
 @pytest.mark.parametrize(
     "name, golden",
     [
@@ -117,6 +120,7 @@ def test_blktrace_binary_sets_give_btts_figures(name, golden):
     assert per_device(rows) == btt_per_device(GOLDEN / f"{golden}.btt.avg")
 
 
+@needs_public
 @pytest.mark.parametrize("path", sorted((BINARY / "romeus-blkparse-dump").glob("*.bin")), ids=lambda p: p.name)
 def test_blkparse_dumps_give_btts_figures(path):
     """btt reads a dump's raw times; blkparse prints each record's time from a genesis it takes again at a record of
@@ -131,6 +135,7 @@ def test_blkparse_dumps_give_btts_figures(path):
     assert got == btt_per_device(GOLDEN / f"binary-romeus-{path.stem}.as-printed.btt.avg")
 
 
+@needs_public
 def test_dispatch_summary_shows_btts_figures_beside_the_requests(store):
     """The dispatch summary per device: each request counted once (n, min, avg, percentiles), and btt's rows (per
     queued bio) that equal btt's report; per process, btt's rows per pid of the queued bio sum to the device's."""

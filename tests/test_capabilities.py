@@ -4,7 +4,7 @@ events."""
 
 from __future__ import annotations
 
-from tests.conftest import PUBLIC, SAMPLES, ingest_bytes, ingest_paths
+from tests.conftest import PUBLIC, SAMPLES, ingest_bytes, ingest_paths, needs_public
 
 FG = PUBLIC / "ftrace-funcgraph"
 
@@ -15,6 +15,7 @@ def caps(client, aid):
     return r.json()
 
 
+@needs_public
 def test_function_graph_without_task_column(client, store):
     aid = ingest_paths(store, FG / "perf-tools-funcgraph-Htp-abstime-header.txt")["id"]
     c = caps(client, aid)
@@ -35,6 +36,7 @@ def test_function_graph_without_task_column(client, store):
     assert c["events"]["calls"] > 0 and c["events"]["calls_with_task"] == 0 and c["lost"] == []
 
 
+@needs_public
 def test_scheduler_events_only(client, store):
     aid = ingest_paths(store, PUBLIC / "trace-cmd-report" / "derived-elainecole-report-sched_switch.txt")["id"]
     c = caps(client, aid)
@@ -48,6 +50,7 @@ def test_scheduler_events_only(client, store):
     assert {m["capture"] for m in c["missing"]} >= {"trace-cmd record -e sched_switch -e sched_wakeup -T"}
 
 
+@needs_public
 def test_overrun_and_lost_markers(client, store):
     aid = ingest_paths(store, FG / "packt-lkd-pingreport-condensed-latency-overrun.txt")["id"]
     (lost,) = caps(client, aid)["lost"]

@@ -17,7 +17,7 @@ from backend.access import Access
 from backend.api.compare import Comparison
 from backend.app import create_app
 from backend.queries.compare import delta
-from tests.conftest import PUBLIC, SEED, ingest_paths
+from tests.conftest import PUBLIC, SEED, ingest_paths, needs_public
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "compare"
 LOOP = PUBLIC / "blkparse-text" / "derived-romeus-loop0-dump-x0y1.blkparse.txt"  # 1024 requests on 7,0 in 31 ms
@@ -92,6 +92,7 @@ def _reference_cells(store, aid: str, metric: str, lo: int, hi: int, x_bin: int,
     return sorted((x, y, n, mx) for (x, y), (n, mx) in cells.items())
 
 
+@needs_public
 def test_two_captures_side_by_side(client, store, loop, lvm):
     body = _compare(client, a=loop, b=lvm, x_bins=8, y_bins=5)
     assert (body["a"]["name"], body["b"]["name"], body["same_analysis"]) == ("loop0 blktst", "sda lvm", False)
@@ -127,6 +128,7 @@ def test_two_captures_side_by_side(client, store, loop, lvm):
     _golden("loop-vs-lvm.json", body)
 
 
+@needs_public
 def test_each_side_on_its_own_time_axis(client, store, loop, lvm):
     """x_time=own: the 31 ms capture beside the 110 s one gets as many time bins as the long one, of its own width;
     the latency edges stay those of the shared answer, the colour maximum the largest cell of either side."""
@@ -152,6 +154,7 @@ def test_each_side_on_its_own_time_axis(client, store, loop, lvm):
     assert r.status_code == 422 and "x_time" in r.json()["detail"]
 
 
+@needs_public
 def test_one_capture_in_two_ranges(client, store, loop):
     whole = client.get(f"/api/analyses/{loop}").json()
     t0, t1 = whole["t_min_ns"], whole["t_max_ns"]
@@ -268,6 +271,7 @@ def test_delta_rules():
     assert delta("p99", "ns", None, 5)["abs"] is None
 
 
+@needs_public
 def test_unknown_ids_and_bad_ranges(client, loop):
     r = client.get("/api/compare", params={"a": "nosuch"})
     assert r.status_code == 404 and "'nosuch'" in r.json()["detail"]
@@ -283,6 +287,7 @@ def test_unknown_ids_and_bad_ranges(client, loop):
     assert client.get("/api/compare").status_code == 422  # a is required
 
 
+@needs_public
 def test_shared_server_reads_by_link(store, loop, lvm):
     """On a shared server a comparison needs the two links, as reading each analysis does, not the token."""
     app = create_app(store, warm=False, access=Access(token="t" * 24))
@@ -292,6 +297,7 @@ def test_shared_server_reads_by_link(store, loop, lvm):
         assert c.get("/api/compare", params={"a": loop, "b": "x" * 22}).status_code == 404
 
 
+@needs_public
 def test_widest_ranges_and_bins(client, loop, xfs):
     """The widest ranges the API takes, and one bin: the heatmaps start at the first event, nothing overflows."""
     lo, hi = -(1 << 62), (1 << 62) - 1
@@ -367,6 +373,7 @@ def _check_sides(store, pair: dict, aids: dict) -> None:
         )
 
 
+@needs_public
 def test_a_side_past_the_index_reads_the_grid_summary(client, store, loop, lvm, small_cap):
     """Side a has more requests than an index may hold (before: its index was loaded through the row cap, a 422):
     it is answered from the grid summary the Dispatch heatmap reads, its window from a grid bucket's start, its bins
@@ -390,6 +397,7 @@ def test_a_side_past_the_index_reads_the_grid_summary(client, store, loop, lvm, 
         _check_sides(store, pair, {"a": loop, "b": lvm})
 
 
+@needs_public
 def test_two_ranges_past_the_index_one_grid(client, store, loop, small_cap):
     """Two ranges of one analysis past the index: both from its grid, one width; a range narrower than x_bins of the
     grid's buckets (on its own time axis) is read by an index of its own events (a few: within the row cap)."""

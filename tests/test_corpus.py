@@ -20,7 +20,7 @@ from backend.ingest import InputFile
 from backend.ingest.files import IngestError
 from backend.queries.capabilities import capabilities
 from backend.store import Store
-from tests.conftest import PUBLIC, SAMPLES
+from tests.conftest import PUBLIC, SAMPLES, SHARED, needs_public, needs_shared
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "corpus.json"
 
@@ -163,6 +163,7 @@ def _golden() -> dict:
     return json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
 
 
+@needs_public
 def test_golden_lists_every_file(corpus):
     if os.environ.get("UPDATE_GOLDEN"):
         GOLDEN.write_text(json.dumps(corpus, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
@@ -185,13 +186,25 @@ def test_opens_on_content_or_says_what_it_lacks(corpus, name):
     assert with_data or caps["missing"], name
 
 
+@needs_public
 def test_unsupported_formats_are_refused(corpus):
     for name, r in corpus.items():
         if "/bcc-histogram/" in name or "/fio/" in name:
             assert "refused" in r, name
 
 
+@needs_public
 def test_langraph_waits_have_stacks_and_locks(corpus):
     r = corpus["public/trace-cmd-report/derived-langraph-report-sched-softirq-kstack.txt"]
     assert r["waits"]["rows"] == r["waits"]["with_stack"] > 0
     assert r["waits"]["top"]["lock"] not in (None, "?")
+
+
+@needs_shared("seed-excerpts")
+def test_the_seed_excerpts_in_samples_are_the_bug_reports():
+    """samples/ holds the kernel bug report's excerpts byte for byte: the tests read them there, with or without
+    ../shared."""
+    excerpts = sorted((SHARED / "seed-excerpts").glob("*.txt"))
+    assert len(excerpts) == 3
+    for p in excerpts:
+        assert (SAMPLES / p.name).read_bytes() == p.read_bytes(), p.name

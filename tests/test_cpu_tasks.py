@@ -4,11 +4,12 @@ long sleeping calls, the timeline's lanes and the calls view, on real captures (
 
 from __future__ import annotations
 
-from tests.conftest import PUBLIC, ingest_bytes, ingest_paths
+from tests.conftest import PUBLIC, ingest_bytes, ingest_paths, needs_public
 
 FG = PUBLIC / "ftrace-funcgraph"
 
 
+@needs_public
 def test_calls_per_cpu_make_waits_lanes_and_calls(client, store):
     aid = ingest_paths(store, FG / "perf-tools-funcgraph-Htp-abstime-header.txt")["id"]
     waits = client.get(f"/api/analyses/{aid}/waits").json()
@@ -39,6 +40,7 @@ def test_calls_per_cpu_make_waits_lanes_and_calls(client, store):
     assert len(calls["calls"]) > 900 and {c["comm"] for c in calls["calls"]} == {"CPU 0 (task unknown)"}
 
 
+@needs_public
 def test_context_switch_marker_names_the_task(store):
     """default options (no abstime, no task column): the calls after ` 0)  platfor-3210 => vmstat-2854` are
     vmstat's, those still open at the marker platfor's (the tokenizer); the ones that returned before it stay CPU 0's

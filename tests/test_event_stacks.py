@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from backend.app import create_app
 from backend.derive.recorded import frames_of_stack_text
 from backend.store import Store
-from tests.conftest import PUBLIC, ingest_bytes, ingest_paths
+from tests.conftest import PUBLIC, ingest_bytes, ingest_paths, needs_public
 
 LANGRAPH = PUBLIC / "trace-cmd-report" / "derived-langraph-report-sched-softirq-kstack.txt"
 
@@ -40,6 +40,7 @@ def test_frames_of_a_stack_event():
     assert frames_of_stack_text(None) == []
 
 
+@needs_public
 def test_langraph_waits_carry_their_stacks_and_locks(langraph):
     c, aid = langraph
     waits = c.get(f"/api/analyses/{aid}/waits", params={"limit": 2000, "idle": True}).json()
@@ -75,6 +76,7 @@ def test_langraph_waits_carry_their_stacks_and_locks(langraph):
     assert (by_lock["waits"], by_lock["total_ns"]) == (4, 305879000)
 
 
+@needs_public
 def test_langraph_chain_shows_the_stack(langraph):
     c, aid = langraph
     chains = c.get(f"/api/analyses/{aid}/chains", params={"limit": 500}).json()

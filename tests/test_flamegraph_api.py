@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.conftest import PUBLIC, SAMPLES, SEED, ingest_paths
+from tests.conftest import PUBLIC, SAMPLES, SEED, ingest_paths, needs_public
 
 FOLDED = PUBLIC / "offcputime" / "bcc-offcputime-K-f-folded.txt"
 SEED_STACK = SEED / "xfs-open-stall.offcputime.txt"
@@ -17,6 +17,7 @@ def find(node, name):
     return None
 
 
+@needs_public
 def test_tree_units_filter_and_lock_marks(client, store):
     aid = ingest_paths(store, FOLDED, SEED_STACK)["id"]
     us = client.get(f"/api/analyses/{aid}/flamegraph").json()
@@ -41,6 +42,7 @@ def test_tree_units_filter_and_lock_marks(client, store):
     assert [(c["name"], c["value"]) for c in inv["root"]["children"]] == [("schedule", 184680988)]
 
 
+@needs_public
 def test_diff_and_tasks(client, store):
     a = ingest_paths(store, FOLDED)["id"]
     b = ingest_paths(store, FOLDED, SEED_STACK)["id"]

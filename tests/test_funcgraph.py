@@ -18,14 +18,13 @@ import pytest
 
 from parsers import detect, funcgraph
 from parsers.common import ParseReport, head_lines
+from tests.conftest import PUBLIC, SAMPLES, needs_public
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-SEED = SHARED / "seed-excerpts" / "xfs-unwritten-stall.trace-cmd-report.txt"
-PUBLIC = SHARED / "samples-public"
+SEED = SAMPLES / "xfs-unwritten-stall.trace-cmd-report.txt"
 GOLDEN = Path(__file__).resolve().parent / "golden" / "funcgraph"
-SAMPLE_FILES = sorted(
-    [p for p in (PUBLIC / "ftrace-funcgraph").iterdir() if p.suffix in (".txt", ".log")]
-    + [p for p in (PUBLIC / "trace-cmd-report").iterdir() if p.suffix in (".txt", ".log")]
+SAMPLE_FILES = sorted(  # none without ../shared
+    [p for p in (PUBLIC / "ftrace-funcgraph").glob("*") if p.suffix in (".txt", ".log")]
+    + [p for p in (PUBLIC / "trace-cmd-report").glob("*") if p.suffix in (".txt", ".log")]
 )
 US = 1000  # ns
 
@@ -258,6 +257,7 @@ def summary(path: Path) -> dict:
     }
 
 
+@needs_public
 @pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.name)
 def test_sample_golden(path):
     got = summary(path)
@@ -317,6 +317,7 @@ SAMPLE_CHECKS = {
 }
 
 
+@needs_public
 @pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.name)
 def test_sample_hand_checked_counts(path):
     checks = SAMPLE_CHECKS[path.name]
@@ -329,6 +330,7 @@ def test_sample_hand_checked_counts(path):
             assert gold[key] == want, key
 
 
+@needs_public
 def test_record_tgid_thread_groups():
     """The record-tgid prefix "comm-pid (tgid)" gives each task's process: kernelshark's threads are in its group,
     a single-threaded task is its own; a file without the prefix has no task_tgids."""
@@ -341,6 +343,7 @@ def test_record_tgid_thread_groups():
     assert "task_tgids" not in out
 
 
+@needs_public
 def test_sample_spot_values():
     P = PUBLIC / "ftrace-funcgraph"
     # abstime + proc + latency flags: line 18 ext4_bread_batch() { closed by line 21 '} /* ext4_bread_batch */'
@@ -540,9 +543,14 @@ def test_sample_spot_values():
     "path",
     [
         SEED,
-        PUBLIC / "trace-cmd-report" / "derived-langraph-report-sched-softirq-kstack.txt",
-        PUBLIC / "ftrace-funcgraph" / "perf-tools-funcgraph-default-ctxswitch.txt",
-        PUBLIC / "ftrace-funcgraph" / "packt-lkd-pingreport-condensed-latency-overrun.txt",
+        *(
+            pytest.param(p, marks=needs_public)
+            for p in (
+                PUBLIC / "trace-cmd-report" / "derived-langraph-report-sched-softirq-kstack.txt",
+                PUBLIC / "ftrace-funcgraph" / "perf-tools-funcgraph-default-ctxswitch.txt",
+                PUBLIC / "ftrace-funcgraph" / "packt-lkd-pingreport-condensed-latency-overrun.txt",
+            )
+        ),
     ],
     ids=lambda p: p.name,
 )
@@ -554,6 +562,7 @@ def test_chunking_does_not_change_results(path):
     assert (rep1.lines, rep1.skipped, rep1.events) == (rep2.lines, rep2.skipped, rep2.events)
 
 
+@needs_public
 def test_chunk_tokenized_in_two_threads_same_as_in_one():
     """A chunk of 1 MiB or more is parsed by two threads (its tail's function_graph lines tokenized ahead, in a
     second one; every other line parsed in the fold): the tables and the report are the same as with chunks parsed by
@@ -598,6 +607,5 @@ def test_chunk_tokenized_in_two_threads_same_as_in_one():
 def test_detect_picks_ftrace():
     for p in SAMPLE_FILES + [SEED]:
         assert detect.detect(p.read_bytes()[:65536], p.name).FORMAT == "ftrace", p
-    for p in (SHARED / "seed-excerpts").glob("*.txt"):
-        if p != SEED:
-            assert funcgraph.sniff(head_lines(p.read_bytes())) < 0.3
+    for p in (SAMPLES / "cfq-dispatch-starvation.blkparse.txt", SAMPLES / "xfs-open-stall.offcputime.txt"):
+        assert funcgraph.sniff(head_lines(p.read_bytes())) < 0.3

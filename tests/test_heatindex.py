@@ -20,7 +20,7 @@ import pytest
 from backend.queries import heatindex, heatmap_events, memo, stalls
 from backend.queries import heatmaps as heatmap
 from backend.queries import requests as blk
-from tests.conftest import SAMPLES, ingest_paths
+from tests.conftest import PUBLIC, SAMPLES, ingest_paths
 
 DEMO = SAMPLES / "demo-cfq-starvation.blkparse.txt"
 XFS = SAMPLES / "xfs-unwritten-stall.trace-cmd-report.txt"
@@ -366,14 +366,13 @@ def test_tree_from_columns_equals_build_tree(seed):
 def test_flamegraph_equals_the_merged_stacks(store, client):
     from backend.queries import offcpu
 
-    public = SAMPLES.parent.parent / "shared" / "samples-public"
     files = [
         SAMPLES / "xfs-open-stall.offcputime.txt",
         SAMPLES / "incident.offcputime.txt",
         SAMPLES / "ext4-jbd2-commit.offwaketime.txt",
     ]
-    files += sorted((public / "offcputime").glob("*.txt")) + sorted((public / "offwaketime").glob("*.txt"))
-    aid = ingest_paths(store, *[f for f in files if f.exists()])["id"]
+    files += sorted((PUBLIC / "offcputime").glob("*.txt")) + sorted((PUBLIC / "offwaketime").glob("*.txt"))  # if any
+    aid = ingest_paths(store, *files)["id"]
     con = store.cursor()
     for side in ("target", "waker"):
         for kw in (

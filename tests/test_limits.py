@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from backend.access import Access
 from backend.app import create_app
 from backend.limits import Busy, Limits, UploadSlots
-from tests.conftest import PUBLIC, SAMPLES, served_on_loopback
+from tests.conftest import PUBLIC, SAMPLES, needs_public, served_on_loopback
 
 SAMPLE = SAMPLES / "cfq-dispatch-starvation.blkparse.txt"
 
@@ -42,6 +42,7 @@ def test_the_next_upload_past_the_cap_gets_503_with_retry_after(store):
         assert (app.state.uploads.uploads, app.state.uploads.spooled) == (0, 0)  # and after a refused one
 
 
+@needs_public
 def test_spooled_bytes_are_capped_across_uploads(store):
     """Uploads are parsed as they arrive and spool nothing (a text file passes with the cap all but full); the files
     of a blktrace per-CPU set are copied to disk until the set is complete, and counted: past the cap, 503."""

@@ -16,11 +16,11 @@ import pytest
 from backend.queries.flame import build_tree, diff_trees
 from parsers import detect, offcpu
 from parsers.common import ParseError, ParseReport, head_lines
+from tests.conftest import PUBLIC, SAMPLES, needs_public
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-OFFCPU = SHARED / "samples-public" / "offcputime"
-OFFWAKE = SHARED / "samples-public" / "offwaketime"
-SEED = SHARED / "seed-excerpts" / "xfs-open-stall.offcputime.txt"
+OFFCPU = PUBLIC / "offcputime"
+OFFWAKE = PUBLIC / "offwaketime"
+SEED = SAMPLES / "xfs-open-stall.offcputime.txt"
 
 
 def parse_bytes(data: bytes, name: str = "t.txt") -> tuple[list[dict], ParseReport]:
@@ -77,6 +77,7 @@ def test_seed_excerpt_bare_stack_is_one_incomplete_record():
 # --------------------------------------------------------------------------------------- offcputime
 
 
+@needs_public
 def test_default_stacks_kernel_only():
     rows, report = parse_file(OFFCPU / "bcc-offcputime-K-default-stacks.txt")
     assert len(rows) == 61
@@ -102,6 +103,7 @@ def test_default_stacks_kernel_only():
     assert r["frames"][0] == "entry_SYSCALL_64_fastpath" and r["frames"][-1] == "schedule"
 
 
+@needs_public
 def test_folded_kernel_only():
     rows, report = parse_file(OFFCPU / "bcc-offcputime-K-f-folded.txt")
     assert "layout: folded stacks (one stack per line)" in report.notes
@@ -132,6 +134,7 @@ def test_folded_kernel_only():
     assert r["comm"] == "supervise" and r["value_us"] == 40835611 and len(r["frames"]) == 7
 
 
+@needs_public
 def test_offcputime_doc_file():
     path = OFFCPU / "bcc-offcputime_example.txt"
     rows, report = parse_file(path)
@@ -155,6 +158,7 @@ def test_offcputime_doc_file():
     assert max(r["line"] for r in rows) == 709
 
 
+@needs_public
 def test_profile_doc_modern_layout():
     rows, report = parse_file(OFFCPU / "bcc-profile_example-same-stack-format.txt")
     assert len(rows) == 52 + 222 + 1
@@ -207,6 +211,7 @@ def test_profile_doc_modern_layout():
 # --------------------------------------------------------------------------------------- offwaketime
 
 
+@needs_public
 def test_offwaketime_doc_file():
     rows, report = parse_file(OFFWAKE / "bcc-offwaketime_example.txt")
     assert len(rows) == 5 + 118
@@ -241,6 +246,7 @@ def test_offwaketime_doc_file():
     assert r["comm"] == "supervise" and r["waker_comm"] is None and r["waker_frames"] == [] and r["value_us"] == 2
 
 
+@needs_public
 def test_wakeuptime_doc_file():
     rows, report = parse_file(OFFWAKE / "bcc-wakeuptime_example.txt")
     assert len(rows) == 18 + 105
@@ -381,14 +387,15 @@ def test_detect_picks_offcpu(path):
     assert offcpu.sniff(head_lines(head)) >= 0.9
 
 
+@needs_public
 @pytest.mark.parametrize("sub", ["blkparse-text", "ftrace-funcgraph", "trace-cmd-report", "bcc-histogram", "fio"])
 def test_sniff_rejects_other_formats(sub):
-    files = [p for p in (SHARED / "samples-public" / sub).rglob("*") if p.is_file()]
+    files = [p for p in (PUBLIC / sub).rglob("*") if p.is_file()]
     assert files
     for p in files:
         head = p.read_bytes()[: 64 << 10]
         assert offcpu.sniff(head_lines(head)) < 0.3, p.name
-    for p in (SHARED / "samples-public" / "blkparse-text").glob("*"):
+    for p in (PUBLIC / "blkparse-text").glob("*"):
         head = p.read_bytes()[: 64 << 10]
         assert detect.detect(head, p.name).FORMAT == "blkparse"
 

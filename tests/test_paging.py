@@ -10,8 +10,9 @@ import json
 
 import pytest
 
-from tests.conftest import PUBLIC, SAMPLES, ingest_paths
+from tests.conftest import PUBLIC, SAMPLES, ingest_paths, needs_public
 
+pytestmark = needs_public  # every test reads `real`
 BLK = PUBLIC / "blkparse-text" / "derived-isotopp-keks-8cpu-sdd4-zfs.blkparse.txt"  # 1168 requests, 8 CPUs
 SCHED = PUBLIC / "trace-cmd-report" / "derived-elainecole-report-sched_switch.txt"  # 2585 waits
 FUNCGRAPH = PUBLIC / "ftrace-funcgraph" / "packt-lkd-ping-funcgraph-latency-format.txt"  # 1987 calls

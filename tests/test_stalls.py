@@ -288,10 +288,9 @@ def test_openapi_types_the_new_routes(client):
 
 
 def test_print_marks(client, store):
-    from tests.conftest import SEED as _SEED
     from tests.conftest import ingest_paths as _ingest
 
-    aid = _ingest(store, _SEED / "xfs-unwritten-stall.trace-cmd-report.txt")["id"]
+    aid = _ingest(store, SEED / "xfs-unwritten-stall.trace-cmd-report.txt")["id"]
     marks = client.get(f"/api/analyses/{aid}/marks").json()
     assert [(m["line"], m["t_ns"], m["pid"], m["comm"], m["text"]) for m in marks] == [
         (73, 358613968909000, 30495, "file_writer", "delay start")

@@ -11,7 +11,7 @@ from backend.api import timeline as models
 from backend.derive import cpus, timeline
 from backend.queries.timeline.lanes import lane_id, lane_key
 from backend.schema.tables import MAX_CALL_DEPTH, TRACKS
-from tests.conftest import PUBLIC, SAMPLES, ingest_paths
+from tests.conftest import PUBLIC, SAMPLES, ingest_paths, needs_public
 
 EXT4 = SAMPLES / "ext4-jbd2-commit.trace-cmd-report.txt"
 EXT4_BLK = SAMPLES / "ext4-jbd2-commit.blkparse.txt"
@@ -97,11 +97,10 @@ def test_cpu_tracks_from_the_scheduler_switches(store, client):
     ]
 
 
+@needs_public
 def test_task_lanes_carry_their_process_when_the_capture_recorded_it(store, client):
     """record-tgid: each task lane says its thread group (the frontend nests threads under their process); a capture
     without it has none."""
-    from tests.conftest import PUBLIC
-
     aid = ingest_paths(store, PUBLIC / "ftrace-funcgraph" / "langraph-tracefs-events-record-tgid.log")["id"]
     t = client.get(f"/api/analyses/{aid}/timeline", params={"max_lanes": 200}).json()
     tgid = {lane["pid"]: lane["tgid"] for lane in t["lanes"] if lane["kind"] == "task"}
@@ -328,11 +327,10 @@ def test_summary_and_raw_reads_draw_every_segment_once(store, client, monkeypatc
                 assert len(points) > 10
 
 
+@needs_public
 def test_cpu_tracks_devices_and_windows_are_in_the_first_view_beside_the_lane_budget(store, client):
     """A real 4-CPU desktop capture (sched_switch only) has more tasks than a first view's lanes: every CPU track is in
     it all the same, and max_lanes counts the other lanes, in their rank order."""
-    from tests.conftest import PUBLIC
-
     aid = ingest_paths(store, PUBLIC / "trace-cmd-report" / "derived-elainecole-report-sched_switch.txt")["id"]
     (src,) = client.get(f"/api/analyses/{aid}").json()["sources"]
     t = client.get(f"/api/analyses/{aid}/timeline", params={"max_lanes": 5}).json()

@@ -8,7 +8,7 @@ offwaketime example) plus the folded lines that have a waker after their `-` sep
 from __future__ import annotations
 
 from samples import gen_ext4_jbd2
-from tests.conftest import PUBLIC, SAMPLES, ingest_bytes, ingest_paths
+from tests.conftest import PUBLIC, SAMPLES, ingest_bytes, ingest_paths, needs_public
 
 OFFWAKE = PUBLIC / "offwaketime" / "bcc-offwaketime_example.txt"
 WAKEUP = PUBLIC / "offwaketime" / "bcc-wakeuptime_example.txt"
@@ -42,6 +42,7 @@ BIO_END_WAKE = [
 ]
 
 
+@needs_public
 def test_offwaketime_example_pairs(client, store):
     aid = ingest_paths(store, OFFWAKE)["id"]
     # 5 multi-line records (30254518 µs) + 48 folded lines with a waker (76818452 µs); the 70 old-bcc folded
@@ -76,6 +77,7 @@ def test_offwaketime_example_pairs(client, store):
     assert (none["matched_by"], none["total_us"], none["records"], none["items"]) == ("pid", 0, 0, [])
 
 
+@needs_public
 def test_lock_filter(client, store):
     aid = ingest_paths(store, OFFWAKE)["id"]
     url = f"/api/analyses/{aid}/wakers"
@@ -136,6 +138,7 @@ def test_lock_key_is_exact_as_in_waits(client, store):
     assert comms(lock_key="xfs_iunlock") == comms(lock_key="xfs") == []  # a release function; a part of a name
 
 
+@needs_public
 def test_wakeuptime_pairs_have_no_target_stack(client, store):
     aid = ingest_paths(store, WAKEUP)["id"]
     w = client.get(f"/api/analyses/{aid}/wakers", params={"comm": "vmstat"}).json()
@@ -143,6 +146,7 @@ def test_wakeuptime_pairs_have_no_target_stack(client, store):
     assert all(i["waker_frames"] for i in w["items"])
 
 
+@needs_public
 def test_pid_match_and_sources_count(client, store):
     """Current bcc prints pids; the ext4 sample's offwaketime (samples/gen_ext4_jbd2.py) pairs with its chain."""
     aid = ingest_paths(store, *EXT4)["id"]
@@ -207,6 +211,7 @@ def test_row_refs_are_capped_and_in_file_order(client, store):
     assert [r["line"] for r in item["rows"]] == list(range(2, 12))  # the first 10 of lines 2..13
 
 
+@needs_public
 def test_errors(client, store):
     aid = ingest_paths(store, OFFWAKE)["id"]
     r = client.get("/api/analyses/no-such-id/wakers")

@@ -1,10 +1,11 @@
 import { expect, test } from '@playwright/test';
 import fs from 'node:fs';
 import path from 'node:path';
-import { SHARED } from './paths';
+import { PUBLIC, needsPublic } from './paths';
 
-const SET = path.join(SHARED, 'samples-public/blktrace-binary/isotopp-keks');
-const DUMP = path.join(SHARED, 'samples-public/blktrace-binary/romeus-blkparse-dump/trace_x_0_y_1.bin');
+needsPublic();
+const SET = path.join(PUBLIC, 'blktrace-binary/isotopp-keks');
+const DUMP = path.join(PUBLIC, 'blktrace-binary/romeus-blkparse-dump/trace_x_0_y_1.bin');
 
 /** Drops files on the home page's drop zone at once, as a file manager does (a DataTransfer of File objects). */
 async function drop(page: import('@playwright/test').Page, files: string[]) {

@@ -1,9 +1,9 @@
 import { expect, test } from '@playwright/test';
 import path from 'node:path';
 import { upload } from './upload';
-import { SCREENSHOTS, SHARED } from './paths';
+import { PUBLIC, SCREENSHOTS, needsPublic } from './paths';
 
-const PUBLIC = path.join(SHARED, 'samples-public');
+needsPublic();
 const FG_ONLY = path.join(PUBLIC, 'ftrace-funcgraph/perf-tools-funcgraph-Htp-abstime-header.txt');
 const FG_ONCPU = path.join(PUBLIC, 'ftrace-funcgraph/perf-tools-funcgraph-Ctp-oncpu-abstime.txt');
 const LANGRAPH = path.join(PUBLIC, 'trace-cmd-report/derived-langraph-report-sched-softirq-kstack.txt');

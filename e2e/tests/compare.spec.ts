@@ -2,12 +2,12 @@ import { expect, test, type Page } from '@playwright/test';
 import path from 'node:path';
 import { copyLinkAndOpenElsewhere } from './share';
 import { upload } from './upload';
-import { SCREENSHOTS, SHARED } from './paths';
+import { PUBLIC, SCREENSHOTS, SEED_XFS, needsPublic } from './paths';
 
 // two public blkparse captures (figures: tests/golden/compare/loop-vs-lvm.json) and the XFS seed's waits
-const LOOP = path.join(SHARED, 'samples-public/blkparse-text/derived-romeus-loop0-dump-x0y1.blkparse.txt');
-const LVM = path.join(SHARED, 'samples-public/blkparse-text/derived-liuzel01-sda-lvm.blkparse.txt');
-const XFS = path.join(SHARED, 'seed-excerpts/xfs-unwritten-stall.trace-cmd-report.txt');
+const LOOP = path.join(PUBLIC, 'blkparse-text/derived-romeus-loop0-dump-x0y1.blkparse.txt');
+const LVM = path.join(PUBLIC, 'blkparse-text/derived-liuzel01-sda-lvm.blkparse.txt');
+const XFS = SEED_XFS;
 
 /** The before | after | change cells of a figure in a row. */
 function triple(row: ReturnType<Page['getByTestId']>, id: string) {
@@ -44,6 +44,7 @@ async function expectLoopVsLvm(page: Page) {
 }
 
 test('compare two captures from the analysis list; the shared link opens the same view', async ({ page, browser }) => {
+  needsPublic();
   await upload(page, [LOOP], 'cmp loop0 before');
   await upload(page, [LVM], 'cmp sda after');
   await upload(page, [LOOP], 'cmp a capture named at length, as people name what they keep: db01 fsync stalls under the nightly backup, before the scheduler change, 2026-11-27');
@@ -98,6 +99,7 @@ test('compare two captures from the analysis list; the shared link opens the sam
 });
 
 test('two halves of one capture, from its analysis page; ranges in the URL', async ({ page }) => {
+  needsPublic();
   await upload(page, [LOOP], 'cmp loop0 halves');
   await page.getByTestId('compare-link').click();
   await expect(page.getByTestId('compare-choose')).toBeVisible();

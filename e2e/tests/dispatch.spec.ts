@@ -2,7 +2,7 @@ import { expect, test, type Page } from '@playwright/test';
 import fs from 'node:fs';
 import path from 'node:path';
 import { copyLinkAndOpenElsewhere } from './share';
-import { REPO, SCREENSHOTS, SEED_CFQ, SHARED } from './paths';
+import { PUBLIC, REPO, SCREENSHOTS, SEED_CFQ, needsPublic } from './paths';
 import { upload } from './upload';
 
 async function uploadSeed(page: Page, name: string) {
@@ -125,8 +125,9 @@ function bttReport(file: string, metric: string, dev: string): string[] {
 }
 
 test("btt's way shows btt's own figures for a real sample", async ({ page }) => {
+  needsPublic();
   const sample = 'derived-liuzel01-sda-lvm.blkparse.txt';
-  await upload(page, [path.join(SHARED, 'samples-public/blkparse-text', sample)], 'btt way');
+  await upload(page, [path.join(PUBLIC, 'blkparse-text', sample)], 'btt way');
   await page.getByRole('button', { name: 'per device' }).click();
   const table = page.getByTestId('summary-table');
   const row = table.locator('tbody tr', { hasText: '8,0' }).first();

@@ -5,8 +5,8 @@
 import { expect, test } from '@playwright/test';
 import fs from 'node:fs';
 import path from 'node:path';
-import { SCREENSHOTS, SHARED } from './paths';
-import { INCIDENT, PUBLIC, analysis, file } from './walks';
+import { PUBLIC, SCREENSHOTS, SEED_CFQ, needsPublic } from './paths';
+import { INCIDENT, analysis, file } from './walks';
 
 test.use({ viewport: { width: 1600, height: 1000 } });
 
@@ -51,12 +51,14 @@ test('the time range chip only where the view follows it; a dump without timesta
   await page.getByRole('tablist').getByRole('tab', { name: 'Stalls' }).click();
   await expect(chip).toBeVisible();
 
+  needsPublic(); // (what precedes runs without it)
   const dump = await analysis(request, 'landing offcputime only', [file(OFFCPU_ONLY)]);
   await page.goto(`/a/${dump}`);
   await expect(page.getByTestId('no-time-span')).toHaveText('none: offcputime totals per stack carry no timestamps');
 });
 
 test('a capture of one request: its heatmap is one column labelled with its instant, without a slider', async ({ page, request }) => {
+  needsPublic();
   // one request of a real capture (Q G I D C of one sector, SOURCES.md), as blkparse printed it
   const lines = fs.readFileSync(LVM, 'utf8').split('\n');
   const one = [...lines.slice(0, 6), lines[12]].join('\n') + '\n';
@@ -81,6 +83,7 @@ test('a capture of one request: its heatmap is one column labelled with its inst
 });
 
 test('a capture of completions only: its requests belong to no traced process, and say so', async ({ page, request }) => {
+  needsPublic();
   const id = await analysis(request, 'landing completions', [file(COMPLETIONS_ONLY)]);
   await page.goto(`/a/${id}?tab=dispatch`);
   const first = page.getByTestId('summary-table').locator('tbody tr').first();
@@ -89,6 +92,7 @@ test('a capture of completions only: its requests belong to no traced process, a
 });
 
 test('the idle task has one name: an offwaketime waker swapper/N is <idle> 0', async ({ page, request }) => {
+  needsPublic();
   const id = await analysis(request, 'landing offwaketime', [file(OFFWAKE)]);
   await page.goto(`/a/${id}`);
   await expect(page.locator('.sources-table .badge')).toHaveText('offwaketime');
@@ -103,13 +107,14 @@ test('an upload prints a refused file once; its progress polls never meet a 404'
   await page.goto('/');
   await page.getByTestId('file-input').setInputFiles([
     { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('hello world\nthis is not a trace\n') },
-    { name: 'cfq.blkparse.txt', mimeType: 'text/plain', buffer: fs.readFileSync(path.join(SHARED, 'seed-excerpts/cfq-dispatch-starvation.blkparse.txt')) },
+    { name: 'cfq.blkparse.txt', mimeType: 'text/plain', buffer: fs.readFileSync(SEED_CFQ) },
   ]);
   await page.getByRole('button', { name: /^Analyse/ }).click();
   const err = page.getByTestId('upload-error');
   await expect(err).toContainText('notes.txt line 1');
   await expect(page.getByText(/notes\.txt line 1/)).toHaveCount(1); // printed once, not once per list
   // a 15 MB trace-cmd report: the page polls the server's progress while it parses
+  needsPublic(); // (what precedes runs without it)
   const polls: number[] = [];
   page.on('response', (r) => r.url().includes('/api/progress/') && polls.push(r.status()));
   await page.goto('/');
@@ -122,6 +127,7 @@ test('an upload prints a refused file once; its progress polls never meet a 404'
 });
 
 test("the ruler's labels end inside it: none cut at its right edge", async ({ page, request }) => {
+  needsPublic();
   // the ping capture (function_graph, 255 ms): its +250 ms tick sat at the ruler's end, printed "+250 m"
   const id = await analysis(request, 'landing ping', [file(PING)]);
   for (const q of ['', '&v0=384905506000&v1=384905506050']) {
@@ -142,6 +148,7 @@ test("the ruler's labels end inside it: none cut at its right edge", async ({ pa
 });
 
 test('a function_graph capture where no task waited opens on its Timeline, not an empty Stalls', async ({ page, request }) => {
+  needsPublic();
   const id = await analysis(request, 'landing ping', [file(PING)]);
   await page.goto(`/a/${id}`);
   await expect(page.getByRole('tablist').getByRole('tab', { name: 'Timeline' })).toHaveAttribute('aria-selected', 'true');
@@ -152,6 +159,7 @@ test('a function_graph capture where no task waited opens on its Timeline, not a
 });
 
 test("'What this capture can tell' opens only when a tab of the analysis is empty", async ({ page, request }) => {
+  needsPublic();
   // the Hadoop blkparse: every tab it has shows data (it lacks ftrace and offcputime: said in one line)
   const hadoop = await analysis(request, 'landing hadoop', [file(path.join(PUBLIC, 'blkparse-text/derived-zzunny97-hadoop-sdb-cpu0-1.blkparse.txt'))]);
   await page.goto(`/a/${hadoop}`);

@@ -1,10 +1,10 @@
 import { expect, test, type Locator, type Page } from '@playwright/test';
 import path from 'node:path';
-import { REPO, SCREENSHOTS, SHARED } from './paths';
+import { REPO, SCREENSHOTS, SEED_XFS } from './paths';
 import { copyLinkAndOpenElsewhere } from './share';
 
 const DEMO = path.join(REPO, 'samples/demo-cfq-starvation.blkparse.txt');
-const XFS_SEED = path.join(SHARED, 'seed-excerpts/xfs-unwritten-stall.trace-cmd-report.txt');
+const XFS_SEED = SEED_XFS;
 // As in frontend/src/charts/heatmap.ts (GRID) and LatencyHeatmap.tsx (bins).
 const GRID = { left: 78, right: 92, top: 14, bottom: 62 };
 const X_BINS = 120;

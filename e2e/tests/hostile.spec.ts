@@ -2,7 +2,7 @@ import { expect, test, type Page } from '@playwright/test';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { REPO, SHARED } from './paths';
+import { REPO, SEED_OFFCPU } from './paths';
 import { upload } from './upload';
 
 // Every name field a trace or a user supplies holds markup: a function, a comm, a frame (and so a lock's
@@ -23,7 +23,7 @@ function hostileFiles(): string[] {
     .replaceAll('ext4_file_write_iter', TOKEN(2))
     .replaceAll('checkpoint-flush start', `${TEXT(3)} start`);
   const blk = fs.readFileSync(path.join(REPO, 'samples/ext4-jbd2-commit.blkparse.txt'), 'utf8').replaceAll('jbd2/sda1-8', TOKEN(4));
-  const offcpu = fs.readFileSync(path.join(SHARED, 'seed-excerpts/xfs-open-stall.offcputime.txt'), 'utf8').replaceAll('_xfs_buf_find', TOKEN(5));
+  const offcpu = fs.readFileSync(SEED_OFFCPU, 'utf8').replaceAll('_xfs_buf_find', TOKEN(5));
   return [
     write('ext4.trace-cmd-report.txt', ftrace),
     write(`${TEXT(6)}.blkparse.txt`, blk),

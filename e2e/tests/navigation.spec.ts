@@ -2,16 +2,16 @@
 // new user would, at 1600×1000: what a click opens must be in the viewport (its box checked), without scrolling.
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
 import path from 'node:path';
-import { REPO, SCREENSHOTS, SHARED } from './paths';
+import { PUBLIC, REPO, SCREENSHOTS, needsPublic } from './paths';
 import { analysis as upload, expectInView, file, INCIDENT } from './walks';
 
 test.use({ viewport: { width: 1600, height: 1000 } });
 
-const HADOOP = path.join(SHARED, 'samples-public/blkparse-text/derived-zzunny97-hadoop-sdb-cpu0-1.blkparse.txt');
+const HADOOP = path.join(PUBLIC, 'blkparse-text/derived-zzunny97-hadoop-sdb-cpu0-1.blkparse.txt');
 const SEED_OFFCPU = path.join(REPO, 'samples/xfs-open-stall.offcputime.txt');
 const CFQ_DEMO = path.join(REPO, 'samples/demo-cfq-starvation.blkparse.txt');
-const SCHED_SWITCH = path.join(SHARED, 'samples-public/trace-cmd-report/derived-elainecole-report-sched_switch.txt');
-const RECORD_TGID = path.join(SHARED, 'samples-public/ftrace-funcgraph/langraph-tracefs-events-record-tgid.log');
+const SCHED_SWITCH = path.join(PUBLIC, 'trace-cmd-report/derived-elainecole-report-sched_switch.txt');
+const RECORD_TGID = path.join(PUBLIC, 'ftrace-funcgraph/langraph-tracefs-events-record-tgid.log');
 
 /** An analysis of these files (made once per run, through the API). */
 const analysis = (request: APIRequestContext, name: string, paths: string[]) => upload(request, name, paths.map(file));
@@ -165,6 +165,7 @@ test('timeline ruler: distinct labels at every zoom; Shift+drag measures; the tr
 });
 
 test('CPU tracks: what ran on each CPU of a real capture, a group of their own that folds and is searched', async ({ page, request }) => {
+  needsPublic();
   // trace-cmd report of sched_switch on a 4-CPU desktop (shared/samples-public/trace-cmd-report/SOURCES.md)
   const id = await analysis(request, 'nav sched_switch', [SCHED_SWITCH]);
   await page.goto(`/a/${id}?tab=timeline`);
@@ -200,6 +201,7 @@ test('CPU tracks: what ran on each CPU of a real capture, a group of their own t
 });
 
 test("a process' threads nest under it (record-tgid): fold it, find it by its pid", async ({ page, request }) => {
+  needsPublic();
   // tracefs events with record-tgid: kernelshark (154961) and its threads (shared/samples-public/ftrace-funcgraph)
   const id = await analysis(request, 'nav record-tgid', [RECORD_TGID]);
   await page.goto(`/a/${id}?tab=timeline&tl_n=200`);
@@ -219,6 +221,7 @@ test("a process' threads nest under it (record-tgid): fold it, find it by its pi
 });
 
 test('long tables: the first 20 rows, show all, a filter; the unnamed processes of a real capture as one row', async ({ page, request }) => {
+  needsPublic();
   const id = await analysis(request, 'nav hadoop', [HADOOP]);
   await page.goto(`/a/${id}?tab=dispatch`);
   const table = page.getByTestId('summary-table');
@@ -288,6 +291,7 @@ test('a request row opens its detail in view; every row of the waits table is a 
 });
 
 test('a first view keeps every CPU track, says which lanes are hidden and finds a hidden one', async ({ page, request }) => {
+  needsPublic();
   // the 4-CPU desktop capture has more tasks than 5 lanes: its CPUs are drawn all the same
   const id = await analysis(request, 'nav sched_switch', [SCHED_SWITCH]);
   await page.goto(`/a/${id}?tab=timeline&tl_n=5`);

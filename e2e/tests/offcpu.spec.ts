@@ -1,12 +1,12 @@
 import { expect, test } from '@playwright/test';
 import path from 'node:path';
 import { copyLinkAndOpenElsewhere } from './share';
-import { SCREENSHOTS, SHARED } from './paths';
+import { PUBLIC, SCREENSHOTS, SEED_OFFCPU, needsPublic } from './paths';
 
-const SEED_OFFCPU = path.join(SHARED, 'seed-excerpts/xfs-open-stall.offcputime.txt');
-const FOLDED = path.join(SHARED, 'samples-public/offcputime/bcc-offcputime-K-f-folded.txt');
+const FOLDED = path.join(PUBLIC, 'offcputime/bcc-offcputime-K-f-folded.txt');
 
 test('off-CPU flame graph: stacks unit, search share, zoom, shared link', async ({ page, browser }) => {
+  needsPublic();
   await page.goto('/');
   await page.getByTestId('file-input').setInputFiles([SEED_OFFCPU, FOLDED]);
   await page.getByLabel('Name (optional)').fill('offcpu xfs open');

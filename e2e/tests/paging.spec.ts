@@ -1,10 +1,12 @@
 import { expect, test } from '@playwright/test';
 import path from 'node:path';
-import { SHARED } from './paths';
+import { PUBLIC, needsPublic } from './paths';
 import { upload } from './upload';
 
+needsPublic();
+
 // a real capture of 1168 block requests (SOURCES.md): more than a table's first page of 100
-const BLK = path.join(SHARED, 'samples-public/blkparse-text/derived-isotopp-keks-8cpu-sdd4-zfs.blkparse.txt');
+const BLK = path.join(PUBLIC, 'blkparse-text/derived-isotopp-keks-8cpu-sdd4-zfs.blkparse.txt');
 
 test('a long table brings its next pages by cursor: show more, then show all, each request once', async ({ page }) => {
   await upload(page, [BLK], 'paging');

@@ -2,9 +2,9 @@ import { expect, test } from '@playwright/test';
 import path from 'node:path';
 import { copyLinkAndOpenElsewhere } from './share';
 import { upload } from './upload';
-import { REPO, SCREENSHOTS, SHARED } from './paths';
+import { REPO, SCREENSHOTS, SEED_XFS } from './paths';
 
-const XFS_FTRACE = path.join(SHARED, 'seed-excerpts/xfs-unwritten-stall.trace-cmd-report.txt');
+const XFS_FTRACE = SEED_XFS;
 const EXT4_FTRACE = path.join(REPO, 'samples/ext4-jbd2-commit.trace-cmd-report.txt');
 const EXT4_BLK = path.join(REPO, 'samples/ext4-jbd2-commit.blkparse.txt');
 

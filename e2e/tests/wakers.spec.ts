@@ -2,12 +2,13 @@ import { expect, test } from '@playwright/test';
 import path from 'node:path';
 import { copyLinkAndOpenElsewhere } from './share';
 import { upload } from './upload';
-import { REPO, SCREENSHOTS, SHARED } from './paths';
+import { PUBLIC, REPO, SCREENSHOTS, needsPublic } from './paths';
 
-const OFFWAKE = path.join(SHARED, 'samples-public/offwaketime/bcc-offwaketime_example.txt');
+const OFFWAKE = path.join(PUBLIC, 'offwaketime/bcc-offwaketime_example.txt');
 const EXT4 = ['trace-cmd-report', 'blkparse', 'offwaketime'].map((k) => path.join(REPO, `samples/ext4-jbd2-commit.${k}.txt`));
 
 test('offwaketime alone: wake-up pairs in Stalls, a pair selected by lock, shared link', async ({ page, browser }) => {
+  needsPublic();
   await upload(page, [OFFWAKE], 'offwaketime example');
 
   // No ftrace, but waker stacks: the Stalls tab is there (the default) and shows the pairs, no chains.

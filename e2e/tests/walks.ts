@@ -3,9 +3,8 @@
 import { expect, type APIRequestContext, type Locator, type Page } from '@playwright/test';
 import fs from 'node:fs';
 import path from 'node:path';
-import { REPO, SHARED } from './paths';
+import { REPO } from './paths';
 
-export const PUBLIC = path.join(SHARED, 'samples-public');
 export const INCIDENT = ['blkparse', 'trace-cmd-report', 'offcputime'].map((k) => path.join(REPO, `samples/incident.${k}.txt`));
 
 const made = new Map<string, string>();
