@@ -15,7 +15,8 @@ export default class SharedSkips implements Reporter {
   }
 
   onEnd() {
-    if (this.skipped) console.log(`${this.skipped} tests skipped, as ../shared/samples-public (the public captures) is not here`);
+    const tests = this.skipped === 1 ? '1 test' : `${this.skipped} tests`;
+    if (this.skipped) console.log(`${tests} skipped, as ../shared/samples-public (the public captures) is not here`);
   }
 
   printsToStdio() {

@@ -65,7 +65,8 @@ def pytest_terminal_summary(terminalreporter):
             if isinstance(r.longrepr, tuple) and r.longrepr[2].endswith(reason)
         )
         if n:
-            terminalreporter.write_line(f"{n} tests skipped, as ../shared/{corpus} ({CORPORA[corpus]}) is not here")
+            tests = "1 test" if n == 1 else f"{n} tests"
+            terminalreporter.write_line(f"{tests} skipped, as ../shared/{corpus} ({CORPORA[corpus]}) is not here")
 
 
 @pytest.fixture
