@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import PUBLIC, ingest_bytes, ingest_paths
+from tests.conftest import PUBLIC, ingest_bytes, ingest_paths, needs_public
 
 KEKS = PUBLIC / "blktrace-binary" / "isotopp-keks"  # 8 per-CPU files, D and C events only
 HADOOP = PUBLIC / "blktrace-binary" / "zzunny97-hadoop-eternity8-partial"  # 2 of 40 per-CPU files: no C events
@@ -26,6 +26,7 @@ def _caps(client, aid: str) -> tuple[dict, list[dict], list[str]]:
     return dispatch, c["missing"], metrics
 
 
+@needs_public
 def test_keks_has_d2c_only_and_says_why(client, store):
     aid = ingest_paths(store, *_set(KEKS))["id"]
     dispatch, missing, metrics = _caps(client, aid)
@@ -38,6 +39,7 @@ def test_keks_has_d2c_only_and_says_why(client, store):
     assert gap["capture"].startswith("blktrace -d /dev/sdX") and "no -a mask" in gap["capture"]
 
 
+@needs_public
 def test_hadoop_without_completions_does_not_claim_d2c(client, store):
     aid = ingest_paths(store, *_set(HADOOP))["id"]
     dispatch, missing, metrics = _caps(client, aid)
@@ -71,6 +73,7 @@ def test_a_bio_based_device_opens_on_q2c(client, store):
     assert gap["capture"].startswith("blktrace -d /dev/dm-0 -d /dev/sdX")
 
 
+@needs_public
 def test_a_full_capture_lacks_no_phase(client, store):
     aid = ingest_paths(store, PUBLIC / "blkparse-text" / "derived-liuzel01-sda-lvm.blkparse.txt")["id"]
     dispatch, missing, metrics = _caps(client, aid)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from backend.queries import devices
-from tests.conftest import PUBLIC, ingest_paths
+from tests.conftest import PUBLIC, ingest_paths, needs_public
 
 LIUZEL = PUBLIC / "blktrace-binary" / "liuzel01-sda"
 KEKS = PUBLIC / "blktrace-binary" / "isotopp-keks"
@@ -25,7 +23,7 @@ def test_a_set_named_after_its_disk_names_it():
     assert devices.label("8,52", {}) == "8,52 (device)"
 
 
-@pytest.mark.skipif(not LIUZEL.is_dir(), reason="the public samples are not here")
+@needs_public
 def test_the_timeline_names_the_traced_disk_of_a_real_set(store, client):
     aid = ingest_paths(store, *sorted(LIUZEL.iterdir()), *sorted(KEKS.iterdir()))["id"]
     t = client.get(f"/api/analyses/{aid}/timeline", params={"max_lanes": 200}).json()

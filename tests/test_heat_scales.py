@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from backend.queries import heatmaps
-from tests.conftest import PUBLIC, ingest_bytes, ingest_paths
+from tests.conftest import PUBLIC, ingest_bytes, ingest_paths, needs_public
 
 LOOP = PUBLIC / "blkparse-text" / "derived-romeus-loop0-dump-x0y1.blkparse.txt"  # 1024 requests on loop 7,0
 LOOP_BINARY = PUBLIC / "blktrace-binary" / "romeus-blkparse-dump" / "trace_x_1_y_1.bin"  # another dump of it
@@ -64,6 +64,7 @@ def loop(store):
     return ingest_paths(store, LOOP, name="loop0")["id"]
 
 
+@needs_public
 def test_loop_device_i2d_lands_in_sub_microsecond_bins(client, store, loop):
     values = _values(store, loop, "i2d")
     h = client.get(f"/api/analyses/{loop}/heatmap", params={"metric": "i2d"}).json()
@@ -81,6 +82,7 @@ def test_loop_device_i2d_lands_in_sub_microsecond_bins(client, store, loop):
         assert got[0] == 1000  # D2C's fastest is 1.0-9.9 µs: its decade
 
 
+@needs_public
 def test_compare_of_two_loop_dumps_has_one_scale_reaching_both(client, store, loop):
     other = ingest_paths(store, LOOP_BINARY, name="loop0 x1y1")["id"]
     r = client.get("/api/compare", params={"a": loop, "b": other, "y_bins": 30})
@@ -92,6 +94,7 @@ def test_compare_of_two_loop_dumps_has_one_scale_reaching_both(client, store, lo
     assert edges[0] < 1000 and i2d["y_bins"] == 30  # not "30 latency bins 1.00 µs – 1.62 µs"
 
 
+@needs_public
 def test_grid_summary_starts_at_the_decade_below(client, store, loop, monkeypatch):
     """Past the index's events (a large analysis), the heatmap is read from the grid summary: its edges too start at
     the decade below the fastest and end above the slowest."""

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from backend import wait_kinds
 from backend.app import create_app
 from backend.store import Store
-from tests.conftest import PUBLIC, SEED, ingest_paths
+from tests.conftest import PUBLIC, SEED, ingest_paths, needs_public
 
 TRACE_DAT = PUBLIC / "trace-cmd-report" / "trace-dat" / "langraph-trace.dat"
 RECORD_TGID = PUBLIC / "ftrace-funcgraph" / "langraph-tracefs-events-record-tgid.log"
@@ -35,6 +35,7 @@ def client(captures):
         yield c, ids
 
 
+@needs_public
 def test_langraph_waits_list_opens_on_jbd2s_io_wait_not_on_idle_workers(client):
     c, ids = client
     aid = ids[TRACE_DAT.name]
@@ -80,6 +81,7 @@ RULE_COUNTS = {
 }
 
 
+@needs_public
 def test_each_rule_on_a_real_capture(captures):
     store, ids = captures
     con = store.cursor()
@@ -158,6 +160,7 @@ def test_every_rule_is_tested_and_idle_needs_no_lock():
     assert wait_kinds.classify(["schedule"], None, None, None).name == "unexplained sleep"
 
 
+@needs_public
 def test_idle_waits_stay_out_of_heatmap_chains_and_lock_counts(client, captures):
     c, ids = client
     aid = ids[TRACE_DAT.name]

@@ -146,7 +146,8 @@ test("btt's way shows btt's own figures for a real sample", async ({ page }) => 
 
 test('the dispatch summary fits its panel at 1,440 px; narrower, it scrolls with its first column pinned', async ({ page }) => {
   // liuzel01's sda set (LVM, 5 processes): its 20 columns were 1,608 px in a 1,370 px panel at 1,440 px, Q2C cut
-  const SET = path.join(SHARED, 'samples-public/blktrace-binary/liuzel01-sda');
+  needsPublic();
+  const SET = path.join(PUBLIC, 'blktrace-binary/liuzel01-sda');
   await page.setViewportSize({ width: 1440, height: 1000 });
   await upload(page, ['sda.blktrace.0', 'sda.blktrace.1'].map((f) => path.join(SET, f)), 'summary fit');
   await page.getByRole('tablist').getByRole('tab', { name: 'Dispatch' }).click();

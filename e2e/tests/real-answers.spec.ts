@@ -1,8 +1,10 @@
 // Issue 33, points 1-3: answers that hold on real captures (public samples), at 1600×1000.
 import { expect, test } from '@playwright/test';
 import path from 'node:path';
-import { SCREENSHOTS } from './paths';
-import { analysis, file, PUBLIC } from './walks';
+import { PUBLIC, SCREENSHOTS, needsPublic } from './paths';
+import { analysis, file } from './walks';
+
+needsPublic(); // every walk here reads the public captures
 
 test.use({ viewport: { width: 1600, height: 1000 } });
 

@@ -2,7 +2,7 @@ import { expect, test } from '@playwright/test';
 import path from 'node:path';
 import { copyLinkAndOpenElsewhere } from './share';
 import { upload } from './upload';
-import { REPO, SCREENSHOTS, SHARED } from './paths';
+import { REPO, SCREENSHOTS, SHARED, needsPublic } from './paths';
 
 const INCIDENT = ['incident.blkparse.txt', 'incident.trace-cmd-report.txt', 'incident.offcputime.txt'].map((n) =>
   path.join(REPO, 'samples', n),
@@ -100,6 +100,7 @@ test('SQL: a question no view asks, a shared link, refusals, downloads, a chain 
 });
 
 test("SQL: a GROUP BY's quick chart is a bar per category, on a real trace.dat", async ({ page }) => {
+  needsPublic();
   // langraph's trace.dat (trace-cmd v7): waits per task, one row per comm. A histogram of the counts said nothing of
   // which task waited; a bar per comm does.
   await upload(page, [path.join(SHARED, 'samples-public/trace-cmd-report/trace-dat/langraph-trace.dat')], 'sql bars');

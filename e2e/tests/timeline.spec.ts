@@ -2,8 +2,8 @@ import { expect, test } from '@playwright/test';
 import path from 'node:path';
 import { copyLinkAndOpenElsewhere } from './share';
 import { upload } from './upload';
-import { REPO, SCREENSHOTS } from './paths';
-import { INCIDENT, PUBLIC, analysis, file, sourceOf } from './walks';
+import { PUBLIC, REPO, SCREENSHOTS, needsPublic } from './paths';
+import { INCIDENT, analysis, file, sourceOf } from './walks';
 
 const EXT4_FTRACE = path.join(REPO, 'samples/ext4-jbd2-commit.trace-cmd-report.txt');
 const EXT4_BLK = path.join(REPO, 'samples/ext4-jbd2-commit.blkparse.txt');
@@ -99,6 +99,7 @@ test("the drawer names a chain's tasks and device even when their lanes are filt
 });
 
 test('a call seen only by its exit says it entered before the capture began', async ({ page, request }) => {
+  needsPublic();
   // perf-tools' funcgraph -H -t -p: the trace opens inside schedule_timeout(), whose exit (line 159) prints
   // 19354027 us: the span started 19.35 s before the first line, and the call was a bar from there with no reason
   const id = await analysis(request, 'exit-only calls', [file(path.join(PUBLIC, 'ftrace-funcgraph/perf-tools-funcgraph-Htp-abstime-header.txt'))]);
@@ -138,6 +139,7 @@ test("panning past a source's end keeps its lanes, empty: the canvas does not sh
 });
 
 test('one time base: from the capture start by default, the trace clock on hover and on one toggle', async ({ page, request }) => {
+  needsPublic();
   // langraph's trace.dat: the ruler read "+3.10 s" while the tables and the pointer read "11374.046209 s"
   const id = await analysis(request, 'time base', [file(path.join(PUBLIC, 'trace-cmd-report/trace-dat/langraph-trace.dat'))]);
   await page.setViewportSize({ width: 1600, height: 1000 });
