@@ -145,3 +145,21 @@ def test_xfs_create_blocks_on_a_buffer_whose_write_is_starved(analyses):
     assert req["rwbs"].startswith("W") and "in flight when the wait began" in end["evidence"]
     detail = _get(client, f"/api/analyses/{aid}/requests/{req['source_id']}/{req['line']}")["request"]
     assert detail["i2d_ns"] >= 0.8 * longest and detail["i2d_ns"] > 10 * detail["d2c_ns"]  # the scheduler held it
+
+
+def test_a_direct_write_starved_in_the_scheduler(analyses):
+    """mq-deadline told to prefer reads for ever, a read flood on a 20-IOPS disk: a 4 KiB direct write is inserted at
+    once and dispatched only when the flood ends. Its wait ends at its own request, held between I and D (a
+    tracefs function_graph capture with abstime: the tracefs text reader)."""
+    name = "iosched-starve"
+    truth, dev = lab.truth(name), lab.devices(name)
+    client, aid = analyses[name]
+    slowest = truth["stalled"]["max_ms"] * MS
+    chain = _get(client, f"/api/analyses/{aid}/chains", limit=5)[0]
+    first = chain["links"][0]
+    assert (first["comm"], first["relation"]) == (truth["stalled"]["comm"], "io_completion")
+    assert 0.8 * slowest <= first["duration_ns"] <= slowest  # most of what the write took by the workload's clock
+    req = first["request"]
+    assert req["dev"] == dev[truth["terminal"]["device"]] and req["rwbs"].startswith("W")
+    detail = _get(client, f"/api/analyses/{aid}/requests/{req['source_id']}/{req['line']}")["request"]
+    assert detail["i2d_ns"] >= 0.8 * first["duration_ns"] and detail["i2d_ns"] > 10 * detail["d2c_ns"]
