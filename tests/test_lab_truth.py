@@ -64,6 +64,15 @@ def test_every_first_view_answers(analyses, name):
         assert r.status_code == 200, (name, url, r.status_code, r.text[:300])
 
 
+@pytest.mark.parametrize("name", lab.names())
+def test_no_idle_sleep_among_the_first_waits(analyses, name):
+    """A stall is a wait something caused: the first 20 waits of a real capture are none of its idle sleeps (the
+    worker and RCU threads that fill a guest's trace while it waits for work)."""
+    client, aid = analyses[name]
+    first = _get(client, f"/api/analyses/{aid}/waits", limit=20)
+    assert first and all(w["wait_kind"] != "idle" for w in first), [(w["comm"], w["lock"]) for w in first]
+
+
 def test_ext4_jbd2_fsyncs_wait_for_the_journal_held_in_device_mapper(analyses):
     """The issue's "Why" capture: dd's fsync waits in jbd2_log_wait_commit for jbd2/dm-0-8, whose journal write sat
     in the dm `delay` target (writes +200 ms), not in the disk below (a fast request the matcher found first)."""
