@@ -19,14 +19,11 @@ GRAPH_DEPTH=3
 TRACE_EVENTS="xfs:xfs_buf_lock xfs:xfs_buf_lock_done xfs:xfs_buf_iodone xfs:xfs_ail_push"
 BLK_DEVICES="/dev/vdb"
 
+# shellcheck source=lab/shared-steps/starve-writes.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../shared-steps/starve-writes.sh"
+
 setup() {
-	echo mq-deadline > /sys/block/vdb/queue/scheduler
-	echo 1000000 > /sys/block/vdb/queue/iosched/writes_starved
-	echo 60000 > /sys/block/vdb/queue/iosched/write_expire
-	# room in the scheduler for the whole flood (its default, twice the device's 4, makes the reads wait for a tag
-	# before the scheduler, and the writes beside them: no starvation in the queue)
-	echo 256 > /sys/block/vdb/queue/nr_requests
-	grep . /sys/block/vdb/queue/iosched/* /sys/block/vdb/queue/nr_requests > "$WORK/iosched.txt"
+	starve_writes
 	mkfs.xfs -q -f /dev/vdb
 	mount /dev/vdb /mnt/test
 	mkdir /mnt/test/db
