@@ -21,6 +21,7 @@ from .headers import SecurityHeaders
 from .limits import BodyTimeout, Limits, ReadTimeouts, UploadSlots
 from .queries import memo
 from .queries.run import QueryTimeout, TooManyRows
+from .queries.sql import Console
 from .readcache import ResponseCache
 from .store import Store
 from .warm import CountRequests, Warmer
@@ -64,12 +65,16 @@ def create_app(
         con.close()
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI):
+    async def lifespan(app: FastAPI):
         if warmer:
             warmer.start()
         if retention:
             retention.start()
+        # the SQL console's worker processes (backend/queries/sql_pool.py): started on the first query, stopped here
+        app.state.sql_console = Console(store.path)
         yield
+        app.state.sql_console.close()
+        app.state.sql_console = None
         if retention:
             retention.stop()
         if warmer:
@@ -86,6 +91,7 @@ def create_app(
     app.state.access = access
     app.state.limits = limits
     app.state.uploads = UploadSlots(limits)
+    app.state.sql_console = None  # the lifespan's
     if warmer:
         app.add_middleware(CountRequests, warmer=warmer)
     app.add_middleware(ResponseCache)  # outside CountRequests: a body sent again does not hold the warm-up back

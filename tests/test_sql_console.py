@@ -6,7 +6,7 @@ import duckdb
 import pytest
 
 from backend.queries import sql as sql_queries
-from backend.queries import views
+from backend.queries import sql_worker, views
 from tests.conftest import SAMPLES, ingest_paths
 
 INCIDENT = ["incident.blkparse.txt", "incident.trace-cmd-report.txt", "incident.offcputime.txt"]
@@ -79,9 +79,9 @@ def test_other_analyses_are_not_reachable(client, store, two):
     for stored in ("analyses", "blk_requests", "wait_rows", "fg_call_rows", "chain_link_rows", "edit_keys"):
         r = q(client, a, f"SELECT * FROM {stored}")
         assert r.status_code == 400 and "does not exist" in r.json()["detail"], stored
-    r = q(client, a, "SELECT path FROM duckdb_databases() WHERE path IS NOT NULL")
-    [[path]] = r.json()["rows"]  # its copy alone
-    assert path.rsplit("/", 1)[1].startswith(f"{a}.")
+    r = q(client, a, "SELECT DISTINCT database_name FROM duckdb_tables()")
+    [[name]] = r.json()["rows"]  # its copy alone
+    assert name == a
 
 
 ESCAPES = {
@@ -116,8 +116,8 @@ ESCAPES = {
     "SELECT * FROM read_json_auto('/proc/self/environ')": (403, "no file, network or extension access"),
     "SELECT * FROM duckdb_extensions()": (403, "no file, network or extension access"),
     # SQL run from inside a SELECT
-    "SELECT * FROM query('SET enable_external_access = true')": (400, "SELECT"),
-    "SELECT * FROM query('ATTACH ''/tmp/x.duckdb''')": (400, "SELECT"),
+    "SELECT * FROM query('SET enable_external_access = true')": (403, "refused (query)"),
+    "SELECT * FROM query('ATTACH ''/tmp/x.duckdb''')": (403, "refused (query)"),
 }
 
 
@@ -130,15 +130,17 @@ def test_sandbox_escapes_are_refused_with_a_clear_4xx(client, two, sql, expected
     assert says in r.json()["detail"]
 
 
-def test_the_configuration_is_locked_and_nothing_was_written(client, two):
+def test_the_configuration_is_locked_and_nothing_was_written(client, store, two):
     a, _ = two
-    rows = q(
-        client,
-        a,
+    assert q(client, a, "SELECT 1").status_code == 200
+    [path] = sql_queries.copies_dir(store.path).glob(f"{a}.*.duckdb")
+    copy = sql_worker.open_copy(str(path), "256MB")  # as the worker opens it
+    rows = copy.execute(
         "SELECT name, value FROM duckdb_settings() WHERE name IN ('enable_external_access',"
         " 'lock_configuration', 'threads', 'autoload_known_extensions', 'autoinstall_known_extensions',"
         " 'python_enable_replacements') ORDER BY name",
-    ).json()["rows"]
+    ).fetchall()
+    copy.close()
     assert dict(rows) == {
         "autoinstall_known_extensions": "false",
         "autoload_known_extensions": "false",
@@ -225,7 +227,7 @@ def test_the_sandbox_alone_refuses_what_the_statement_check_would(store, two):
     con = store.cursor()
     try:
         path = console.snapshot(con, a)
-        cur = console._cursor(path)
+        cur = sql_worker.open_copy(str(path), "256MB")
         for sql in (
             "COPY waits TO '/tmp/stallscope-escape.csv'",
             "ATTACH '/tmp/x.duckdb'",

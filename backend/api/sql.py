@@ -7,51 +7,34 @@ The query is a POST (its text may be long) but changes nothing: the same-origin 
 
 from __future__ import annotations
 
-import threading
-from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import JSONResponse
+from fastapi import HTTPException, Request, Response
 from pydantic import BaseModel, Field
 
 from ..queries import sql as sql_queries
 from .deps import NOT_FOUND, AnalysisId, AnalysisRouter, Cursor
 from .models import ErrorBody
 
-_starting = threading.Lock()
-
 
 def console(request: Request) -> sql_queries.Console:
-    """The app's SQL console (made on first use, beside the database file; closed when the app stops)."""
-    state = request.app.state
-    with _starting:
-        if getattr(state, "sql_console", None) is None:
-            state.sql_console = sql_queries.Console(state.store.path)
-        return state.sql_console
+    """The app's SQL console: made by the app's lifespan (backend/app.py), its workers stopped at shutdown."""
+    found = getattr(request.app.state, "sql_console", None)
+    if found is None:
+        raise HTTPException(503, "the SQL console is not running (the server is starting or stopping)")
+    return found
 
 
 def forget_copies(request: Request, analysis_id: str) -> None:
-    """The console's copies of a deleted analysis: closed and deleted."""
-    state = request.app.state
-    with _starting:
-        found = getattr(state, "sql_console", None)
+    """The console's copies of a deleted analysis: deleted (and closed by its workers)."""
+    found = getattr(request.app.state, "sql_console", None)
     if found is not None:
         found.forget(analysis_id)
     else:
-        sql_queries.delete_copies(state.store.path, analysis_id)
+        sql_queries.delete_copies(request.app.state.store.path, analysis_id)
 
 
-@asynccontextmanager
-async def _closing_console(app: FastAPI):
-    yield
-    with _starting:
-        found, app.state.sql_console = getattr(app.state, "sql_console", None), None
-    if found is not None:
-        found.close()
-
-
-router = AnalysisRouter(prefix="/api", lifespan=_closing_console)  # the app runs its lifespan with its own
+router = AnalysisRouter(prefix="/api")
 
 
 class QueryIn(BaseModel):
@@ -67,7 +50,10 @@ class Column(BaseModel):
 class QueryResult(BaseModel):
     columns: list[Column]
     rows: list[list[Any]] = Field(description="one array per row, values in the order of columns")
-    truncated: bool = Field(description="the result had more rows than max_rows: the first max_rows are here")
+    truncated: bool = Field(
+        description="the result had more rows than max_rows, or its rows more than the console's byte cap (16 MiB):"
+        " the first ones are here"
+    )
     elapsed_ms: float
 
 
@@ -79,8 +65,11 @@ class ViewDoc(BaseModel):
 
 QUERY_ERRORS = {
     400: {"model": ErrorBody, "description": "not one SELECT, or DuckDB refused it (its message)"},
-    403: {"model": ErrorBody, "description": "a file, network or extension access: not available here"},
-    503: {"model": ErrorBody, "description": "interrupted at the time limit, or the console is busy"},
+    403: {
+        "model": ErrorBody,
+        "description": "a file, network or extension access, or the server's settings or files: not available here",
+    },
+    503: {"model": ErrorBody, "description": "stopped at the time, memory or CPU limit, or the console is busy"},
     **NOT_FOUND,
 }
 
@@ -91,10 +80,10 @@ def run_query(analysis_id: AnalysisId, con: Cursor, body: QueryIn, request: Requ
     lists them; times in ns on the analysis timeline) in a sandbox: no file, network or extension access, only this
     analysis' rows, a time limit, a memory limit and a row cap."""
     try:
-        result = console(request).query(con, analysis_id, body.sql, body.max_rows)
+        answer = console(request).answer(con, analysis_id, body.sql, body.max_rows)
     except sql_queries.SqlError as e:
         raise HTTPException(e.status, str(e)) from e
-    return JSONResponse(result)
+    return Response(answer, media_type="application/json")
 
 
 @router.get("/sql/views", response_model=list[ViewDoc])

@@ -9,11 +9,13 @@ through its own connection inside the ingest's transaction and does not use this
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import os
 import threading
 import time
+from collections.abc import Iterator
 
 import duckdb
 import pyarrow as pa
@@ -90,6 +92,24 @@ class _Watchdog:
 
 
 _watchdog = _Watchdog()
+
+
+@contextlib.contextmanager
+def deadline(con: duckdb.DuckDBPyConnection, seconds: float) -> Iterator[None]:
+    """What the block runs on `con` is interrupted after `seconds` (QueryTimeout), as `run` does: for a reader that
+    consumes a result its own way (the SQL console's worker)."""
+    ticket = _watchdog.arm(con, seconds)
+    interrupted = False
+    try:
+        yield
+    except duckdb.InterruptException as e:
+        interrupted = True
+        if _watchdog.disarm(ticket):
+            raise QueryTimeout(seconds) from e
+        raise
+    finally:
+        if not interrupted:
+            _watchdog.disarm(ticket)
 
 
 def run(
