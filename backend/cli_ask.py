@@ -3,7 +3,6 @@ shell, on a database file (the same answers as POST /api/analyses/{id}/query and
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
 
@@ -81,9 +80,11 @@ def cmd_sql(args) -> int:
     if args.format == "json":
         print(json.dumps(result))
     elif args.format == "csv":
-        out = csv.writer(sys.stdout, lineterminator="\n")
-        out.writerow(names)
-        out.writerows([json.dumps(v) if isinstance(v, (list, dict)) else v for v in r] for r in result["rows"])
+        from .inert_csv import line
+
+        print(line(names))
+        for r in result["rows"]:
+            print(line(json.dumps(v) if isinstance(v, (list, dict)) else v for v in r))
     else:
         print(_table(names, result["rows"]))
         more = f", cut at {len(result['rows'])}" if result["truncated"] else ""

@@ -7,6 +7,7 @@ import collections
 import io
 import json
 
+import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
@@ -290,3 +291,110 @@ def test_report_text_is_ascii_whatever_the_trace_names(store):
     assert ascii_text("kworker/0:1H\x1b[31m→µs é <b>") == "kworker/0:1H?[31m->us e <b>"
     assert [duration(n) for n in (512, 6400, 5_617_000, 2_304_170_000, 123_456_000_000)] == [
         "512 ns", "6.400 us", "5.617 ms", "2.304 s", "123.5 s"]  # fmt: skip
+
+
+# ---- inert CSV (issue 34) --------------------------------------------------------------------------------------------
+
+HOSTILE = ["=cmd|' /C calc'!A0", "+SUM(1)", "-2+3+cmd|' /C calc'!A0", "@SUM(A1)", "\t=1+1", "\r=1+1"]
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _is_number(text: str) -> bool:
+    import re
+
+    from backend.inert_csv import NUMBER
+
+    return re.match(NUMBER, text) is not None
+
+
+def _make_every_text_hostile(store, aid: str) -> int:
+    """Every VARCHAR column of every table row of the analysis set to a formula (one of HOSTILE, by column)."""
+    con = store.cursor()
+    n = 0
+    try:
+        tables = con.execute(
+            "SELECT table_name, list(column_name ORDER BY column_index) FILTER (data_type = 'VARCHAR'),"
+            " bool_or(column_name = 'source_id'), bool_or(column_name = 'analysis_id') FROM duckdb_columns()"
+            " WHERE NOT internal AND table_name IN (SELECT table_name FROM duckdb_tables()) GROUP BY 1"
+        ).fetchall()
+        for table, text_columns, by_source, by_analysis in tables:
+            if not text_columns or not (by_source or by_analysis) or table in ("analyses", "edit_keys"):
+                continue
+            where = (
+                "source_id IN (SELECT id FROM sources WHERE analysis_id = $aid)" if by_source else "analysis_id = $aid"
+            )
+            for i, column in enumerate(text_columns):
+                if column in ("id", "analysis_id", "format", "clock", "files", "alignment", "notes"):
+                    continue  # keys and JSON the views parse
+                con.execute(f"UPDATE {table} SET {column} = $h WHERE {where} AND {column} IS NOT NULL",
+                            {"h": HOSTILE[(n + i) % len(HOSTILE)], "aid": aid})  # fmt: skip
+                n += 1
+        names = con.execute("SELECT count(*) FROM fg_names").fetchone()[0]
+        if names:
+            con.execute("UPDATE fg_names SET name = $h", {"h": HOSTILE[0]})
+    finally:
+        con.close()
+    from backend.queries import memo
+
+    memo.forget()
+    return n
+
+
+@pytest.mark.parametrize("view", [v.name for v in views.VIEWS])
+def test_every_csv_export_is_inert_with_hostile_names_in_every_text_column(client, store, two, view):
+    import csv
+
+    a, _ = two
+    assert _make_every_text_hostile(store, a) > 10
+    want = _view_rows(store, a, views.BY_NAME[view])
+    text_columns = [f.name for f in want.schema if pa.types.is_string(f.type) or pa.types.is_list(f.type)]
+    r = client.get(f"/api/analyses/{a}/export/{view}.csv")
+    assert r.status_code == 200, r.text
+    rows = list(csv.DictReader(io.StringIO(r.content.decode(), newline="")))
+    assert len(rows) == want.num_rows
+    hostile_seen = 0
+    for row in rows:
+        for name, cell in row.items():
+            assert not (cell.startswith(FORMULA_START) and not _is_number(cell)), (view, name, cell)
+            if name in text_columns and cell[1:] in HOSTILE:
+                assert cell.startswith("'")
+                hostile_seen += 1
+    if want.num_rows and text_columns:
+        assert hostile_seen, view
+    for f in want.schema:  # numbers stay numbers
+        if pa.types.is_integer(f.type):
+            got = [None if row[f.name] == "" else int(row[f.name]) for row in rows]
+            assert sorted(got, key=lambda v: (v is None, v)) == sorted(
+                want.column(f.name).to_pylist(), key=lambda v: (v is None, v)
+            )
+
+
+def test_inert_csv_cells_keep_numbers_and_quote_formulas():
+    from backend import inert_csv
+
+    batch = pa.record_batch(
+        {
+            "text": ["=cmd|' /C calc'!A0", "-12", "+3.5e-2", "@x", "\tx", "\rx", 'a,"b"', "", None, "-", "plain"],
+            "n": [1, -2, None, 4, 5, 6, 7, 8, 9, 10, -11],
+        }
+    )
+    out = io.BytesIO()
+    with pacsv.CSVWriter(out, batch.schema) as writer:
+        writer.write_batch(inert_csv.inert_batch(batch))
+    lines = out.getvalue().decode().split("\n")
+    assert lines[1:4] == ["\"'=cmd|' /C calc'!A0\",1", '"-12",-2', '"+3.5e-2",']
+    assert lines[4:7] == ['"\'@x",4', '"\'\tx",5', '"\'\rx",6']
+    assert lines[7:12] == ['"a,""b""",7', '"",8', ",9", '"\'-",10', '"plain",-11']
+    assert [inert_csv.cell(v) for v in ("=1", "-1", -1, None, "@", "")] == ['"\'=1"', "-1", "-1", "", '"\'@"', '""']
+    assert inert_csv.line(["a", "=b", 'c"d']) == 'a,"\'=b","c""d"'
+
+
+def test_the_command_lines_csv_is_inert(store, two, capsys):
+    from backend import cli
+
+    a, _ = two
+    path = str(store.path)
+    store.close()
+    sql = "SELECT '=cmd|'' /C calc''!A0' AS name, -5 AS n, '-7' AS t, '@SUM(A1)' AS a"
+    assert cli.main(["sql", "--db", path, "--format", "csv", a, sql]) == 0
+    assert capsys.readouterr().out == "name,n,t,a\n\"'=cmd|' /C calc'!A0\",-5,-7,\"'@SUM(A1)\"\n"

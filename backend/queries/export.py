@@ -2,8 +2,8 @@
 
 The rows are read from DuckDB in record batches of BATCH rows (a streaming result: DuckDB does not hold the whole
 view) and each is written out at once, so memory stays at a batch or two whatever the view's size; no row cap.
-Parquet: one row group per batch, zstd. CSV: a header line, RFC 4180 quoting; a list column (a stack) is its items
-joined by LIST_SEP.
+Parquet: one row group per batch, zstd. CSV: a header line, RFC 4180 quoting, cells a spreadsheet would read as a
+formula made inert (backend/inert_csv.py); a list column (a stack) is its items joined by LIST_SEP.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from .. import inert_csv
 from . import views
 
 BATCH = 64 * 1024
@@ -75,7 +76,7 @@ def stream(con: duckdb.DuckDBPyConnection, analysis_id: str, view_name: str, fmt
             schema = _flat(pa.RecordBatch.from_pylist([], schema)).schema
             writer = pacsv.CSVWriter(sink, schema)
             for batch in reader:
-                writer.write_batch(_flat(batch))
+                writer.write_batch(inert_csv.inert_batch(_flat(batch)))
                 if sink.parts:
                     yield sink.take()
         else:

@@ -1,4 +1,5 @@
 import { expect, test } from '@playwright/test';
+import fs from 'node:fs';
 import path from 'node:path';
 import { copyLinkAndOpenElsewhere } from './share';
 import { upload } from './upload';
@@ -117,4 +118,16 @@ test("SQL: a GROUP BY's quick chart is a bar per category, on a real trace.dat",
   await page.getByTestId('sql-chart-kind').selectOption({ label: 'waits per comm (bars)' });
   await expect(page).toHaveURL(/[?&]sql_chart=bars&sql_x=comm&sql_y=waits/);
   await chart.screenshot({ path: path.join(SCREENSHOTS, 'sql-bars-langraph.png') });
+});
+
+test('SQL: a shared link cannot put a formula in the downloaded CSV; numbers stay numbers', async ({ page }) => {
+  await upload(page, INCIDENT.slice(0, 1), 'sql inert csv');
+  const url = new URL(page.url());
+  url.searchParams.set('tab', 'sql');
+  url.searchParams.set('sql', "SELECT '=cmd|'' /C calc''!A0' AS name, -5 AS n, '-7' AS t, '@SUM(A1)' AS a, '+1+x' AS p");
+  await page.goto(url.toString());
+  await expect(page.getByTestId('sql-table').locator('tbody tr')).toHaveCount(1);
+  const [csv] = await Promise.all([page.waitForEvent('download'), page.getByTestId('sql-csv').click()]);
+  const text = fs.readFileSync((await csv.path())!, 'utf8');
+  expect(text).toBe(`name,n,t,a,p\r\n"'=cmd|' /C calc'!A0",-5,-7,"'@SUM(A1)","'+1+x"\r\n`);
 });

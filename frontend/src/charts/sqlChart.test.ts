@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_BARS, bins, buildSqlChartOption, categoryColumns, categoryTotals, defaultChart, numericColumns, toCsv, type SqlColumn } from './sqlChart';
+import { MAX_BARS, bins, buildSqlChartOption, categoryColumns, categoryTotals, defaultChart, numericColumns, type SqlColumn } from './sqlChart';
 
 const cols: SqlColumn[] = [
   { name: 'comm', type: 'VARCHAR' },
@@ -65,11 +65,5 @@ describe('sqlChart', () => {
     const evil: SqlColumn[] = [{ name: '<img src=x onerror=alert(1)>_ns', type: 'BIGINT' }];
     const e = buildSqlChartOption(evil, [[1], [2]], { kind: 'histogram', y: 0 }) as any;
     expect(e.tooltip.formatter({ dataIndex: 0 })).not.toContain('<img');
-  });
-
-  it('writes CSV with quoting and lists as JSON', () => {
-    expect(toCsv(cols, [['a,"b"', 1, 2, ['x', 'y']]])).toBe(
-      'comm,start_ns,duration_ns,stack\r\n"a,""b""",1,2,"[""x"",""y""]"\r\n',
-    );
   });
 });

@@ -166,12 +166,3 @@ function barsOption(columns: SqlColumn[], rows: unknown[][], chart: Extract<SqlC
     series: [{ type: 'bar', data: shown.map(([, v]) => v), itemStyle: { color: C.d2c }, barCategoryGap: '20%' }],
   };
 }
-
-/** The result as CSV text (RFC 4180: fields with a comma, quote or line break quoted; lists and objects as JSON). */
-export function toCsv(columns: SqlColumn[], rows: unknown[][]): string {
-  const field = (v: unknown) => {
-    const s = v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
-    return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-  };
-  return [columns.map((c) => field(c.name)), ...rows.map((r) => r.map(field))].map((l) => l.join(',')).join('\r\n') + '\r\n';
-}

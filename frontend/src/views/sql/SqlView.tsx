@@ -2,7 +2,8 @@ import { useEffect, useMemo, useState } from 'react';
 import type { AnalysisDetail } from '../../api/types';
 import { SQL_MAX_ROWS, exportUrl, perfettoUrl, useSqlQuery, useSqlViews } from '../../api/sqlQueries';
 import { EChart } from '../../charts/EChart';
-import { MAX_BARS, buildSqlChartOption, categoryColumns, categoryTotals, chartHeight, numericColumns, toCsv, type SqlChart, type SqlColumn } from '../../charts/sqlChart';
+import { MAX_BARS, buildSqlChartOption, categoryColumns, categoryTotals, chartHeight, numericColumns, type SqlChart, type SqlColumn } from '../../charts/sqlChart';
+import { toCsv } from '../../lib/csv';
 import { ErrorBox, Loading } from '../../components/Status';
 import { formatCount } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
@@ -137,7 +138,7 @@ function Result({ columns, rows, truncated, ms }: { columns: SqlColumn[]; rows: 
   const cats = categoryColumns(columns);
 
   function download() {
-    const url = URL.createObjectURL(new Blob([toCsv(columns, sorted)], { type: 'text/csv' }));
+    const url = URL.createObjectURL(new Blob([toCsv(columns.map((c) => c.name), sorted)], { type: 'text/csv' }));
     const a = document.createElement('a');
     a.href = url;
     a.download = 'query.csv';
