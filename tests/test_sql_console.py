@@ -190,8 +190,8 @@ def test_values_of_every_kind_come_back_as_json(client, two):
         " '<b>x</b>' AS html",
     )
     body = r.json()
-    assert body["rows"] == [[1.5, None, "2024-01-02", 3_000_000_000, "00ff", [1, 2], {"a": 1}, None, "<b>x</b>"]]
-    assert [c["type"] for c in body["columns"]][:2] == ["DECIMAL", "DOUBLE"]
+    assert body["rows"] == [[1.5, "nan", "2024-01-02", "00:00:03", "00ff", [1, 2], {"a": 1}, None, "<b>x</b>"]]
+    assert [c["type"] for c in body["columns"]][:4] == ["DECIMAL(4,2)", "DOUBLE", "DATE", "INTERVAL"]
 
 
 def test_an_unknown_analysis_is_404_and_bad_sql_says_what_duckdb_said(client, two):

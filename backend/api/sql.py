@@ -44,12 +44,16 @@ class QueryIn(BaseModel):
 
 class Column(BaseModel):
     name: str
-    type: str = Field(description="DuckDB's name of the type: BIGINT, VARCHAR, VARCHAR[], ...")
+    type: str = Field(description="DuckDB's name of the type: BIGINT, VARCHAR, VARCHAR[], DECIMAL(18,3), ...")
 
 
 class QueryResult(BaseModel):
     columns: list[Column]
-    rows: list[list[Any]] = Field(description="one array per row, values in the order of columns")
+    rows: list[list[Any]] = Field(
+        description="one array per row, values in the order of columns, each exactly: a value JSON cannot hold"
+        " exactly (an infinite or out-of-range date, NaN, an integer past 64 bits, a decimal of more than 15 digits,"
+        " an interval) comes as the text DuckDB writes for it; the column's type says what it is"
+    )
     truncated: bool = Field(
         description="the result had more rows than max_rows, or its rows more than the console's byte cap (16 MiB):"
         " the first ones are here"
