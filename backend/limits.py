@@ -18,6 +18,7 @@ import os
 import threading
 from dataclasses import dataclass
 
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 RETRY_AFTER_S = 30
@@ -126,12 +127,16 @@ class Slot:
             self.slots.spooled -= self.held
 
 
-class BodyTimeout(Exception):
-    """A request body sent nothing for body_timeout_s: answered 408 (app.py)."""
+class BodyTimeout(HTTPException):
+    """A request body sent nothing for body_timeout_s: answered 408 (app.py). An HTTPException, so that FastAPI's
+    reading of a JSON body passes it on instead of answering 400 (a body it could not parse)."""
 
     def __init__(self, seconds: float):
         self.seconds = seconds
-        super().__init__(f"the request body sent nothing for {seconds:g} s: it was dropped")
+        super().__init__(408, f"the request body sent nothing for {seconds:g} s: it was dropped")
+
+    def __str__(self) -> str:
+        return self.detail
 
 
 class ReadTimeouts:

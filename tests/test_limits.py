@@ -123,3 +123,21 @@ def test_a_body_that_stalls_gets_408(live_server):
         answer = s.recv(4096)
         assert answer.startswith(b"HTTP/1.1 408"), answer
         assert time.monotonic() - t0 < 5
+
+
+def test_a_json_body_that_stalls_gets_408_not_400(live_server, store):
+    from tests.conftest import ingest_paths
+
+    aid = ingest_paths(store, SAMPLE)["id"]
+    with socket.create_connection(("127.0.0.1", live_server), timeout=10) as s:
+        s.sendall(
+            f"POST /api/analyses/{aid}/query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            'Content-Length: 1000\r\n\r\n{"sql": "SELECT '.encode()
+        )
+        t0 = time.monotonic()
+        answer = b""
+        while chunk := s.recv(4096):  # to its end: the connection is closed
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 408"), answer
+        assert b"sent nothing for 1 s" in answer
+        assert time.monotonic() - t0 < 5

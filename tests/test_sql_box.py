@@ -148,3 +148,48 @@ def test_the_command_line_reads_the_workers_answer(store, aid, capsys):
     store.close()
     assert cli.main(["sql", "--db", path, "--format", "json", aid, "SELECT 1 AS one"]) == 0
     assert json.loads(capsys.readouterr().out)["rows"] == [[1]]
+
+
+def _open_deleted_copies(pids: list[int], copies: Path) -> list[str]:
+    """The files under `copies` that these processes hold open though they were deleted."""
+    found = []
+    for pid in pids:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith(str(copies)) and target.endswith("(deleted)"):
+                found.append(target)
+    return found
+
+
+def test_a_7th_analysis_evicting_a_busy_copy_closes_and_deletes_it(client, store):
+    """The first query to a 7th analysis, while a query runs on the least recently used copy, evicts that copy: no
+    500, and once the query ended no process holds the deleted copy."""
+    import threading
+
+    ids = [ingest_paths(store, SAMPLES / "incident.offcputime.txt", name=f"a{i}")["id"] for i in range(7)]
+    console = client.app.state.sql_console
+    console.seconds = 10.0  # still running when its copy is evicted
+    busy: dict = {}
+
+    def long_query():  # on ids[0]: interrupted at the time limit, its copy evicted meanwhile
+        busy["r"] = q(client, ids[0], "SELECT count(*) FROM range(100000000000) x, range(100) y")
+
+    runner = threading.Thread(target=long_query)
+    runner.start()
+    time.sleep(0.5)
+    for aid in ids[1:6]:  # 5 more copies, more recent than ids[0]'s
+        assert q(client, aid, "SELECT 1").status_code == 200
+    copies = sql_queries.copies_dir(store.path)
+    assert len(list(copies.glob(f"{ids[0]}.*.duckdb"))) == 1
+    r = q(client, ids[6], "SELECT count(*) FROM offcpu_stacks")  # a 7th: ids[0]'s copy goes
+    assert r.status_code == 200, r.text
+    assert not list(copies.glob(f"{ids[0]}.*.duckdb"))
+    runner.join(30)
+    assert busy["r"].status_code in (200, 503), busy["r"].text
+    assert "internal error" not in busy["r"].text
+    assert len(list(copies.glob("*.duckdb"))) == 6
+    assert _open_deleted_copies([os.getpid(), *console.workers.pids()], copies) == []
+    assert q(client, ids[0], "SELECT count(*) FROM offcpu_stacks").status_code == 200  # made again
