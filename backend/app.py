@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 from contextlib import asynccontextmanager
@@ -58,6 +59,8 @@ def create_app(
     retention = disk.Retention(store, days, on_delete=memo.forget) if days else None
     access = access or Access.from_env()
     limits = limits or Limits.from_env(max_upload_bytes=max_upload_bytes)
+    if access.shared and not limits.one_upload_per_client:  # a team's server: one upload per client address
+        limits = dataclasses.replace(limits, one_upload_per_client=True)
     con = store.cursor()
     try:
         access_model.create_keys_table(con)

@@ -7,6 +7,10 @@
   they are copied;
 * an upload's size (STALLSCOPE_MAX_UPLOAD, 8 GiB): larger ones are answered 413 (declared: at once);
 * a request body that sends nothing for STALLSCOPE_BODY_TIMEOUT seconds (30) is answered 408 and its spool freed;
+* an upload must keep moving: after STALLSCOPE_UPLOAD_GRACE seconds (30) it must have averaged
+  STALLSCOPE_UPLOAD_MIN_RATE bytes/s (16384: a 1 Mbit/s link sends 125000), and end within STALLSCOPE_UPLOAD_DEADLINE
+  seconds (86400: 8 GiB at 1 Mbit/s takes 19 h); else 408, and its slot is free at once;
+* on a shared server (a token set), one upload at a time per client address (the next gets 503);
 * request headers not complete STALLSCOPE_HEADER_TIMEOUT seconds (10) after the connection opened (or after the
   previous response on a kept-alive connection): the connection is closed (backend/server.py).
 """
@@ -35,6 +39,10 @@ class Limits:
     spool_bytes: int = 4 << 30
     body_timeout_s: float = 30.0
     header_timeout_s: float = 10.0
+    upload_min_rate: float = 16384.0  # bytes/s, averaged from the upload's start
+    upload_grace_s: float = 30.0  # the average is not checked before
+    upload_deadline_s: float = 86400.0
+    one_upload_per_client: bool = False  # a shared server's (create_app sets it)
 
     @classmethod
     def from_env(cls, env: dict | None = None, **overrides) -> "Limits":
@@ -59,6 +67,9 @@ class Limits:
             "spool_bytes": number("STALLSCOPE_SPOOL_LIMIT", d.spool_bytes, int),
             "body_timeout_s": number("STALLSCOPE_BODY_TIMEOUT", d.body_timeout_s, float),
             "header_timeout_s": number("STALLSCOPE_HEADER_TIMEOUT", d.header_timeout_s, float),
+            "upload_min_rate": number("STALLSCOPE_UPLOAD_MIN_RATE", d.upload_min_rate, float),
+            "upload_grace_s": number("STALLSCOPE_UPLOAD_GRACE", d.upload_grace_s, float),
+            "upload_deadline_s": number("STALLSCOPE_UPLOAD_DEADLINE", d.upload_deadline_s, float),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
@@ -77,10 +88,16 @@ class UploadSlots:
         self._lock = threading.Lock()
         self.uploads = 0
         self.spooled = 0
+        self.by_client: dict[str, int] = {}  # uploads in flight per client address
 
-    def take(self, declared: int | None = None) -> "Slot":
-        """A slot for one upload (`declared` bytes of spool reserved), or Busy."""
+    def take(self, declared: int | None = None, client: str | None = None) -> "Slot":
+        """A slot for one upload (`declared` bytes of spool reserved) from `client` (its address), or Busy."""
         with self._lock:
+            if self.limits.one_upload_per_client and client is not None and self.by_client.get(client):
+                raise Busy(
+                    f"an upload from this address ({client}) is being read or analysed: a shared server takes one"
+                    f" at a time per address; try again when it is done"
+                )
             if self.uploads >= self.limits.max_uploads:
                 raise Busy(
                     f"{self.uploads} uploads are being read or analysed, the most this server takes at once;"
@@ -94,12 +111,15 @@ class UploadSlots:
                 )
             self.uploads += 1
             self.spooled += reserve
-        return Slot(self, reserve)
+            if client is not None:
+                self.by_client[client] = self.by_client.get(client, 0) + 1
+        return Slot(self, reserve, client)
 
 
 class Slot:
-    def __init__(self, slots: UploadSlots, reserved: int):
+    def __init__(self, slots: UploadSlots, reserved: int, client: str | None = None):
         self.slots, self.held, self.reserved, self.seen = slots, reserved, reserved, 0
+        self.client = client
         self.closed = False
 
     def count(self, n: int) -> None:
@@ -125,18 +145,46 @@ class Slot:
         with self.slots._lock:
             self.slots.uploads -= 1
             self.slots.spooled -= self.held
+            if self.client is not None:
+                left = self.slots.by_client.pop(self.client) - 1
+                if left:
+                    self.slots.by_client[self.client] = left
 
 
 class BodyTimeout(HTTPException):
     """A request body sent nothing for body_timeout_s: answered 408 (app.py). An HTTPException, so that FastAPI's
     reading of a JSON body passes it on instead of answering 400 (a body it could not parse)."""
 
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float, message: str | None = None):
         self.seconds = seconds
-        super().__init__(408, f"the request body sent nothing for {seconds:g} s: it was dropped")
+        super().__init__(408, message or f"the request body sent nothing for {seconds:g} s: it was dropped")
 
     def __str__(self) -> str:
         return self.detail
+
+
+class UploadPace:
+    """An upload's clock: how long its next read may wait before the upload is too slow (UploadTooSlow)."""
+
+    def __init__(self, limits: Limits, now: float):
+        self.limits, self.started, self.seen = limits, now, 0
+
+    def wait_s(self, now: float) -> float:
+        """Seconds until the average falls under the minimum rate or the deadline passes (0: it has)."""
+        lim = self.limits
+        by_rate = self.started + max(lim.upload_grace_s, self.seen / lim.upload_min_rate)
+        return max(0.0, min(by_rate, self.started + lim.upload_deadline_s) - now)
+
+    def too_slow(self, now: float) -> BodyTimeout:
+        lim, took = self.limits, now - self.started
+        if took >= lim.upload_deadline_s:
+            why = f"it did not end within {lim.upload_deadline_s:g} s (STALLSCOPE_UPLOAD_DEADLINE)"
+        else:
+            why = (
+                f"it sent {self.seen} bytes in {took:.0f} s, under {lim.upload_min_rate:g} bytes/s on average"
+                " (STALLSCOPE_UPLOAD_MIN_RATE)"
+            )
+        return BodyTimeout(took, f"the upload was too slow and was dropped: {why}")
 
 
 class ReadTimeouts:

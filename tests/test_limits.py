@@ -141,3 +141,66 @@ def test_a_json_body_that_stalls_gets_408_not_400(live_server, store):
         assert answer.startswith(b"HTTP/1.1 408"), answer
         assert b"sent nothing for 1 s" in answer
         assert time.monotonic() - t0 < 5
+
+
+def test_a_trickling_upload_is_cut_with_408_and_frees_its_slot_at_once(store):
+    """One byte every 0.3 s never stalls for the body timeout (30 s); it is under the minimum average rate after
+    the grace, so it is cut (408) and the next upload gets the one slot at once."""
+    limits = Limits(max_uploads=1, upload_min_rate=1000, upload_grace_s=1.0)
+    with served_on_loopback(_app(store, max_uploads=1, upload_min_rate=1000, upload_grace_s=1.0), limits) as port:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(
+                b"POST /api/analyses HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary=b"
+                b'\r\nContent-Length: 100000\r\n\r\n--b\r\nContent-Disposition: form-data; name="files"; '
+                b'filename="a.txt"\r\n\r\n'
+            )
+            s.settimeout(0.3)
+            t0 = time.monotonic()
+            answer = b""
+            while not answer and time.monotonic() - t0 < 10:
+                try:
+                    s.sendall(b"8")
+                    answer = s.recv(4096)
+                except TimeoutError:
+                    continue
+                except OSError:
+                    break
+            assert answer.startswith(b"HTTP/1.1 408"), answer
+            assert time.monotonic() - t0 < 4
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as ok:  # the slot is free
+            body = SAMPLE.read_bytes()
+            part = (b'--b\r\nContent-Disposition: form-data; name="files"; filename="' + SAMPLE.name.encode()
+                    + b'"\r\n\r\n' + body + b"\r\n--b--\r\n")  # fmt: skip
+            ok.sendall(
+                b"POST /api/analyses HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: multipart/"
+                b"form-data; boundary=b\r\nContent-Length: " + str(len(part)).encode() + b"\r\n\r\n" + part
+            )
+            assert ok.recv(4096).startswith(b"HTTP/1.1 201")
+
+
+def test_the_pace_lets_a_1_mbit_link_through_and_is_configurable():
+    d = Limits()
+    assert d.upload_min_rate < 1_000_000 / 8  # bytes/s of a 1 Mbit/s link
+    assert d.upload_deadline_s >= d.max_upload_bytes / (1_000_000 / 8)  # the largest upload at 1 Mbit/s
+    got = Limits.from_env({"STALLSCOPE_UPLOAD_MIN_RATE": "500", "STALLSCOPE_UPLOAD_GRACE": "5",
+                           "STALLSCOPE_UPLOAD_DEADLINE": "60"})  # fmt: skip
+    assert (got.upload_min_rate, got.upload_grace_s, got.upload_deadline_s) == (500, 5, 60)
+    with pytest.raises(ValueError, match="STALLSCOPE_UPLOAD_MIN_RATE"):
+        Limits.from_env({"STALLSCOPE_UPLOAD_MIN_RATE": "0"})
+
+
+def test_a_shared_server_takes_one_upload_per_client_address(store):
+    slots = UploadSlots(Limits(max_uploads=4, one_upload_per_client=True))
+    first = slots.take(client="10.0.0.1")
+    with pytest.raises(Busy, match="this address"):
+        slots.take(client="10.0.0.1")
+    other = slots.take(client="10.0.0.2")
+    first.release()
+    slots.take(client="10.0.0.1").release()
+    other.release()
+    assert slots.uploads == 0 and slots.by_client == {}
+    local = UploadSlots(Limits(max_uploads=4))  # a laptop's server: as many as max_uploads
+    local.take(client="127.0.0.1")
+    local.take(client="127.0.0.1")
+    app = create_app(store, warm=False, access=Access(token="x" * 16, allowed_hosts=("*",)))
+    assert app.state.limits.one_upload_per_client

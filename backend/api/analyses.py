@@ -18,7 +18,7 @@ from .. import access, disk
 from ..derive import align, chains
 from ..ingest import IngestError
 from ..ingest.arrivals import Arrivals, ReceiveAborted
-from ..limits import RETRY_AFTER_S, BodyTimeout, Busy, Limits
+from ..limits import RETRY_AFTER_S, BodyTimeout, Busy, Limits, UploadPace
 from ..queries import analyses, memo, stored
 from ..store import Store
 from . import models, upload_body
@@ -79,7 +79,7 @@ async def create_analysis(
     if declared is not None and declared > limit:
         raise HTTPException(413, f"upload of {declared} bytes is larger than the limit of {limit} bytes")
     try:
-        slot = request.app.state.uploads.take()
+        slot = request.app.state.uploads.take(client=request.client.host if request.client else None)
     except Busy as e:
         raise HTTPException(503, str(e), headers={"Retry-After": str(RETRY_AFTER_S)})
     prog = board.start(progress)
@@ -89,14 +89,18 @@ async def create_analysis(
         run_in_threadpool(store.ingest, arrivals, None, prog, bytes_total=declared or 0, spool=slot.count)
     )
     try:
-        seen = 0
+        loop = asyncio.get_running_loop()
+        pace = UploadPace(limits, loop.time())
         receive = request._receive
 
         async def counting_receive():
-            nonlocal seen
-            message = await receive()  # at most limits.body_timeout_s each (limits.ReadTimeouts)
-            seen += len(message.get("body", b""))
-            if seen > limit:
+            # at most limits.body_timeout_s each (limits.ReadTimeouts), and the upload must keep its pace
+            try:
+                message = await asyncio.wait_for(receive(), pace.wait_s(loop.time()))
+            except TimeoutError:
+                raise pace.too_slow(loop.time()) from None
+            pace.seen += len(message.get("body", b""))
+            if pace.seen > limit:
                 raise TooLarge()
             return message
 
