@@ -1136,7 +1136,7 @@ export interface components {
             name: string;
             /**
              * Type
-             * @description DuckDB's name of the type: BIGINT, VARCHAR, VARCHAR[], ...
+             * @description DuckDB's name of the type: BIGINT, VARCHAR, VARCHAR[], DECIMAL(18,3), ...
              */
             type: string;
         };
@@ -2031,12 +2031,12 @@ export interface components {
             elapsed_ms: number;
             /**
              * Rows
-             * @description one array per row, values in the order of columns
+             * @description one array per row, values in the order of columns, each exactly: a value JSON cannot hold exactly (an infinite or out-of-range date, NaN, an integer past 64 bits, a decimal of more than 15 digits, an interval) comes as the text DuckDB writes for it; the column's type says what it is
              */
             rows: unknown[][];
             /**
              * Truncated
-             * @description the result had more rows than max_rows: the first max_rows are here
+             * @description the result had more rows than max_rows, or its rows more than the console's byte cap (16 MiB): the first ones are here
              */
             truncated: boolean;
         };
@@ -3713,7 +3713,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a file, network or extension access: not available here */
+            /** @description a file, network or extension access, or the server's settings or files: not available here */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3740,7 +3740,7 @@ export interface operations {
                     "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
-            /** @description interrupted at the time limit, or the console is busy */
+            /** @description stopped at the time, memory or CPU limit, or the console is busy */
             503: {
                 headers: {
                     [name: string]: unknown;
