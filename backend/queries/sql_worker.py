@@ -239,16 +239,18 @@ def main(argv: list[str]) -> int:
             _answer(answers, {"status": "swept"})
             continue
         worker.sweep()
+        body = b""
         try:
             body = worker.query(ask["path"], ask["sql"], ask["max_rows"], ask["max_bytes"], ask["seconds"])
-            _answer(answers, {"status": 200}, body)
+            header = {"status": 200}
         except Refused as e:
-            _answer(answers, {"status": e.status, "detail": str(e)})
+            header = {"status": e.status, "detail": str(e)}
         except FileNotFoundError:
-            _answer(answers, {"status": "gone"})
+            header = {"status": "gone"}
         except (duckdb.OutOfMemoryException, MemoryError):
-            _answer(answers, {"status": 400, "detail": "the result needs more than the console's memory"})
-        worker.sweep()
+            header = {"status": 400, "detail": "the result needs more than the console's memory"}
+        worker.sweep()  # before the answer: once it is in, no copy deleted meanwhile is held open
+        _answer(answers, header, body)
 
 
 if __name__ == "__main__":
