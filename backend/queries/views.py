@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..block_layers import REQUEST_SOURCES
 from ..schema.tables import REQUEST_COLUMNS
 
 _OFF = "s.clock_offset_ns"
 _IN_ANALYSIS = "JOIN sources s ON s.id = {a}.source_id WHERE s.analysis_id = $aid"
+# the block requests an analysis shows (as /requests): its blktraces', else those an ftrace source rebuilt
+_REQUESTS_SHOWN = _IN_ANALYSIS + f" AND {REQUEST_SOURCES}"
 
 
 def _cols(alias: str, columns: list[str], times: set[str]) -> str:
@@ -65,7 +68,7 @@ VIEWS: tuple[View, ...] = (
     View(
         "requests",
         "block requests rebuilt from blktrace (as /requests): phase times, I2D/D2C/Q2C (ns), each phase's line",
-        f"SELECT {_cols('r', _REQUEST_SELECT, _REQUEST_TIMES)} FROM blk_requests r {_IN_ANALYSIS.format(a='r')}",
+        f"SELECT {_cols('r', _REQUEST_SELECT, _REQUEST_TIMES)} FROM blk_requests r {_REQUESTS_SHOWN.format(a='r')}",
     ),
     View(
         "bios",
@@ -73,7 +76,7 @@ VIEWS: tuple[View, ...] = (
         "SELECT b.source_id, b.line, b.dev, b.sector, b.nsect, b.rwbs, b.pid, b.comm, b.a_ns + s.clock_offset_ns AS"
         " a_ns, b.a_line, b.q_ns + s.clock_offset_ns AS q_ns, b.q_line, b.q_cpu, b.merge_ns + s.clock_offset_ns AS"
         f" merge_ns, b.merge_line, b.front, b.from_dev, b.from_sector, b.req_line FROM blk_bios b"
-        f" {_IN_ANALYSIS.format(a='b')}",
+        f" {_REQUESTS_SHOWN.format(a='b')}",
     ),
     View(
         "events",
@@ -81,7 +84,7 @@ VIEWS: tuple[View, ...] = (
         " (action 'm', message), with the request they belong to (req_line)",
         "SELECT e.source_id, e.line, e.dev, e.cpu, e.t_ns + s.clock_offset_ns AS t_ns, e.pid, e.action, e.rwbs,"
         " e.sector, e.nsect, e.elapsed_ns, e.error, e.comm, e.from_dev, e.from_sector, e.split_sector, e.depth,"
-        f" e.message, e.req_line FROM blk_events e {_IN_ANALYSIS.format(a='e')}",
+        f" e.message, e.req_line FROM blk_events e {_REQUESTS_SHOWN.format(a='e')}",
     ),
     View(
         "waits",
