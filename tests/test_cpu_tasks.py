@@ -12,9 +12,16 @@ FG = PUBLIC / "ftrace-funcgraph"
 @needs_public
 def test_calls_per_cpu_make_waits_lanes_and_calls(client, store):
     aid = ingest_paths(store, FG / "perf-tools-funcgraph-Htp-abstime-header.txt")["id"]
-    waits = client.get(f"/api/analyses/{aid}/waits").json()
+    waits = client.get(f"/api/analyses/{aid}/waits", params={"idle": "true"}).json()
     # schedule() calls of 19.35 s (its entry before the first line), 207.9, 159.5, 136.1 and 127.5 ms: one wait each,
-    # the innermost sleeping call (not schedule_timeout() around it), all of CPU 0's pseudo-task
+    # the innermost sleeping call (not schedule_timeout() around it), all of CPU 0's pseudo-task; the terminal reads
+    # (n_tty_read) wait for input: idle, listed with idle=true only (backend/wait_kinds.py)
+    assert {(w["line"], w["wait_kind"]) for w in waits if w["lock"] == "n_tty_read"} == {
+        (222, "idle"),
+        (480, "idle"),
+        (739, "idle"),
+        (999, "idle"),
+    }
     assert sorted((w["line"], w["duration_ns"]) for w in waits) == [
         (158, 19_354_026_000),
         (222, 159_502_800),
