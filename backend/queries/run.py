@@ -127,9 +127,7 @@ def run(
     past `seconds` (QUERY_SECONDS), TooManyRows past `max_rows`; with `cut` (arrow only), returns the first
     max_rows + 1 rows instead (more than max_rows: the result was cut)."""
     seconds = QUERY_SECONDS if seconds is None else seconds
-    ticket = _watchdog.arm(con, seconds)
-    interrupted = False
-    try:
+    with deadline(con, seconds):
         if shape == "arrow":
             reader = con.sql(sql, params=params).to_arrow_reader(min(ARROW_BATCH, max_rows + 1))
             batches, n = [], 0
@@ -158,14 +156,6 @@ def run(
                 elif shape != "rows":
                     raise ValueError(f"unknown result shape {shape!r}")
                 out = got
-    except duckdb.InterruptException as e:
-        interrupted = True
-        if _watchdog.disarm(ticket):
-            raise QueryTimeout(seconds) from e
-        raise
-    finally:
-        if not interrupted:
-            _watchdog.disarm(ticket)
     if n > max_rows:
         raise TooManyRows(max_rows)
     return out
