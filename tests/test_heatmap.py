@@ -200,7 +200,7 @@ def test_brushed_box_lists_the_events_of_its_cells(client, demo):
     r = client.get(
         f"{url}/events", params={"metric": "i2d", "lat_min_ns": 15_000_000_000, "lat_max_ns": XFSAILD_I2D_NS}
     ).json()
-    assert r == {"metric": "i2d", "filter": None, "kind": "request", "count": 0, "events": []}
+    assert r == {"metric": "i2d", "idle": False, "filter": None, "kind": "request", "count": 0, "events": []}
 
 
 def test_func_heatmap_golden(client, xfs, ext4):
@@ -210,6 +210,7 @@ def test_func_heatmap_golden(client, xfs, ext4):
     x = _source_ids(client, xfs)["ftrace"]
     assert h == {
         "metric": "func",
+        "idle": False,
         "filter": "xfs_ilock",
         "kind": "call",
         "t0_ns": 358613942546000,
@@ -252,6 +253,7 @@ def test_wait_heatmap_golden(client, xfs, ext4):
     # file_reader's 246 µs sleep (S, no lock known) is an idle sleep, not drawn
     assert h == {
         "metric": "wait",
+        "idle": False,
         "filter": None,
         "kind": "wait",
         "t0_ns": 358613942886000,

@@ -186,6 +186,38 @@ def test_idle_waits_stay_out_of_heatmap_chains_and_lock_counts(client, captures)
     assert kinds and "idle" not in kinds  # no chain starts at an idle wait
     heat = c.get(f"/api/analyses/{aid}/heatmap", params={"metric": "wait"}).json()
     assert (heat["percentiles"]["count"], heat["percentiles"]["max_ns"]) == (stalls, 229746000)
+    assert heat["idle"] is False
+
+
+@needs_public
+def test_idle_sleeps_come_back_in_the_heatmap_with_idle(client):
+    """The waits heatmap's toggle: idle=true counts every wait (1,126 on langraph, the longest a 6.79 s worker sleep
+    the stalls' heatmap leaves out), its box lists idle sleeps, its lock choices name the idle loops; idle does not
+    apply to other metrics."""
+    c, ids = client
+    aid = ids[TRACE_DAT.name]
+    url = f"/api/analyses/{aid}/heatmap"
+    every = c.get(url, params={"metric": "wait", "idle": True}).json()
+    assert every["idle"] is True and every["metric"] == "wait"
+    assert every["percentiles"]["count"] == 45 + 1081
+    assert every["percentiles"]["max_ns"] > 6_000_000_000  # an idle worker's sleep, not jbd2's 229.7 ms
+    stalls = c.get(url, params={"metric": "wait"}).json()
+    assert stalls["percentiles"]["count"] == 45  # the stalls' answer is not the idle one (kept apart)
+    box = c.get(
+        f"{url}/events", params={"metric": "wait", "idle": True, "lat_min_ns": 1_000_000_000, "limit": 5}
+    ).json()
+    assert box["idle"] is True and box["count"] > 0
+    assert box["events"][0]["latency_ns"] == every["percentiles"]["max_ns"]
+    assert not c.get(f"{url}/events", params={"metric": "wait", "lat_min_ns": 1_000_000_000}).json()["count"]
+    m = c.get(f"{url}/metrics", params={"idle": True}).json()
+    counts = {x["metric"]: x["count"] for x in m["metrics"]}
+    assert counts["wait"] == 45 + 1081
+    assert {"worker_thread", "rcu_gp_fqs_loop"} <= {lk["lock_key"] for lk in m["locks"]}
+    plain = c.get(f"{url}/metrics").json()
+    assert {x["metric"]: x["count"] for x in plain["metrics"]}["wait"] == 45
+    assert "worker_thread" not in {lk["lock_key"] for lk in plain["locks"]}
+    bad = c.get(url, params={"metric": "i2d", "idle": True})
+    assert bad.status_code == 422 and "idle does not apply" in bad.text
 
 
 def test_a_version_4_file_gets_its_waits_kinds(tmp_path):

@@ -36,6 +36,13 @@ FilterQuery = Annotated[
         description="func: the function name (exact, required); wait: a lock_key or lock label (none: all)",
     ),
 ]
+IdleQuery = Annotated[
+    bool,
+    Query(
+        description="metric=wait: idle sleeps too (a thread waiting for work, a poll, a nanosleep: wait_kind idle),"
+        " left out by default as they are not stalls"
+    ),
+]
 PidQuery = Annotated[int | None, Query(ge=-INT64, le=INT64, description="the task (block: the request's issuer)")]
 DevQuery = Annotated[str | None, Query(max_length=32, pattern=r"^\d+,\d+$", description="block metrics only")]
 BAD = {
@@ -77,6 +84,7 @@ class Percentiles(BaseModel):
 
 class Heatmap(BaseModel):
     metric: Metric
+    idle: bool = Field(description="metric=wait: idle sleeps are counted too (idle=true was asked)")
     filter: str | None
     kind: Kind = Field(description="what the counted events are")
     t0_ns: int | None
@@ -111,6 +119,7 @@ class HeatmapEvent(BaseModel):
 
 class HeatmapEvents(BaseModel):
     metric: Metric
+    idle: bool = Field(description="metric=wait: idle sleeps are counted too (idle=true was asked)")
     filter: str | None
     kind: Kind
     count: int = Field(description="all events in the box (events holds at most `limit` of them)")
@@ -150,9 +159,11 @@ def _json(content: dict) -> Response:
     return Response(pydantic_core.to_json(content), media_type="application/json")
 
 
-def _check(metric: str, filter: str | None, dev: str | None) -> str | None:
+def _check(metric: str, filter: str | None, dev: str | None, idle: bool) -> str | None:
     """The filter to use; a 422 when a parameter does not apply to the metric."""
     filter = filter.strip() if filter else None
+    if idle and metric != "wait":
+        raise HTTPException(422, f"idle does not apply to metric={metric}: only waits can be idle sleeps")
     if metric == "func" and not filter:
         raise HTTPException(
             422,
@@ -182,13 +193,13 @@ def heatmap(
     dev: DevQuery = None,
     t0_ns: TimeFilter = None,
     t1_ns: TimeFilter = None,
+    idle: IdleQuery = False,
 ):
     """Events counted per time bin × log latency bin, each cell with the event behind its max; and exact
     p50…p99.99/max/count of the latency over the same filter and window."""
-    filter = _check(metric, filter, dev)
-    return _json(
-        heatmap_queries.heatmap(con, analysis_id, metric, x_bins, y_bins, pid, dev, t0_ns, t1_ns, filter=filter)
-    )
+    filter = _check(metric, filter, dev, idle)
+    key = heatmap_queries.spec_key(metric, idle)
+    return _json(heatmap_queries.heatmap(con, analysis_id, key, x_bins, y_bins, pid, dev, t0_ns, t1_ns, filter=filter))
 
 
 @router.get("/analyses/{analysis_id}/heatmap/events", response_model=HeatmapEvents, responses=BAD)
@@ -208,10 +219,11 @@ def heatmap_events(
     lat_min_ns: Annotated[int | None, Query(ge=0, le=INT64, description="latency at least this (ns)")] = None,
     lat_max_ns: Annotated[int | None, Query(ge=0, le=INT64, description="latency below this (ns)")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    idle: IdleQuery = False,
 ):
     """The events inside a box of the heatmap (a time range × a latency range), slowest first, with their
     references (request, call or wait) and the count of all in the box."""
-    filter = _check(metric, filter, dev)
+    filter = _check(metric, filter, dev, idle)
     if t0_ns is not None and t1_ns is not None and t1_ns < t0_ns:
         raise HTTPException(422, f"t1_ns ({t1_ns}) is before t0_ns ({t0_ns})")
     if lat_min_ns is not None and lat_max_ns is not None and lat_max_ns <= lat_min_ns:
@@ -223,7 +235,7 @@ def heatmap_events(
     return heatmap_event_queries.events(
         con,
         analysis_id,
-        metric,
+        heatmap_queries.spec_key(metric, idle),
         filter=filter,
         pid=pid,
         dev=dev,
@@ -240,7 +252,8 @@ def heatmap_metrics(
     analysis_id: AnalysisId,
     con: Cursor,
     limit: Annotated[int, Query(ge=1, le=1000, description="at most this many functions")] = 50,
+    idle: Annotated[bool, Query(description="count idle sleeps among the waits and their locks too")] = False,
 ):
     """What a heatmap can show for this analysis: the metrics with events, the traced functions (metric=func)
-    and the locks waited on (metric=wait)."""
-    return heatmap_queries.metrics(con, analysis_id, limit)
+    and the locks waited on (metric=wait; with idle, idle sleeps' too)."""
+    return heatmap_queries.metrics(con, analysis_id, limit, idle)

@@ -67,7 +67,14 @@ def events(
         _attach_waits_of_calls(con, analysis_id, rows, out)
     if spec.kind in ("call", "wait") and rows:
         _attach_chains(con, analysis_id, out)
-    return {"metric": metric, "filter": filter, "kind": spec.kind, "count": total, "events": out}
+    return {
+        "metric": spec.metric,
+        "idle": spec.idle,
+        "filter": filter,
+        "kind": spec.kind,
+        "count": total,
+        "events": out,
+    }
 
 
 def _columns(spec: Spec, at: str) -> str:

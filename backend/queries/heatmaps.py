@@ -52,16 +52,26 @@ class Spec:
     value: str  # the latency column of `a`
     at: str  # the column of `a` that places the event in time (the source's own clock)
     extra: tuple[str, ...]  # columns of `a` an event in a box also shows
+    metric: str  # the metric's name in the API (a variant of a metric shares its name: spec_key)
+    idle: bool = False  # waits: idle sleeps counted too (wait_kinds.py), not only the stalls
 
 
+WAIT_EXTRA = ("comm", "lock", "lock_key", "end_known")
 SPECS = {
     **{
-        m: Spec("request", "blk_requests", f"{m}_ns", at, ("comm", "dev", "rwbs", "sector", "nsect"))
+        m: Spec("request", "blk_requests", f"{m}_ns", at, ("comm", "dev", "rwbs", "sector", "nsect"), m)
         for m, at in (("i2d", "i_ns"), ("d2c", "d_ns"), ("q2c", "q_ns"))
     },
-    "func": Spec("call", "fg_calls", "duration_ns", "entry_ns", ("comm", "func")),
-    "wait": Spec("wait", "stall_waits", "duration_ns", "start_ns", ("comm", "lock", "lock_key", "end_known")),
+    "func": Spec("call", "fg_calls", "duration_ns", "entry_ns", ("comm", "func"), "func"),
+    "wait": Spec("wait", "stall_waits", "duration_ns", "start_ns", WAIT_EXTRA, "wait"),
+    # every wait, idle sleeps too: the API's metric=wait with idle=true (spec_key), cached apart from the stalls
+    "wait+idle": Spec("wait", "waits", "duration_ns", "start_ns", WAIT_EXTRA, "wait", True),
 }
+
+
+def spec_key(metric: str, idle: bool) -> str:
+    """The SPECS key of an API metric: metric=wait with idle asked is every wait, idle sleeps too."""
+    return "wait+idle" if metric == "wait" and idle else metric
 
 
 def kind_of(metric: str) -> str:
@@ -82,7 +92,7 @@ def events_from(
     if metric == "func":
         sql += " AND a.func = $filter"
         params["filter"] = filter
-    elif metric == "wait" and filter:
+    elif spec.kind == "wait" and filter:
         sql += " AND (a.lock_key = $filter OR a.lock = $filter)"
         params["filter"] = filter
     if pid is not None:
@@ -272,7 +282,8 @@ def heatmap_summary(summary: heatsummary.Summary, metric: str, filter, x_bins: i
 
 def _empty(metric: str, filter, lo, hi, x_bins: int, y_bins: int) -> dict:
     return {
-        "metric": metric,
+        "metric": SPECS[metric].metric,
+        "idle": SPECS[metric].idle,
         "filter": filter,
         "kind": SPECS[metric].kind,
         "t0_ns": lo,
@@ -495,16 +506,18 @@ def own_bounds(con, analysis_id: str, spec: Spec, params: dict, lo, hi) -> str:
     return out
 
 
-def metrics(con, analysis_id: str, limit: int = 50) -> dict:
+def metrics(con, analysis_id: str, limit: int = 50, idle: bool = False) -> dict:
     """What can be drawn for this analysis: the metrics with events (and how many), the functions with a
-    known call duration (top `limit` by total duration) and the locks of the waits (by total wait). Computed
-    once per analysis and limit (it holds no time: stored.py)."""
+    known call duration (top `limit` by total duration) and the locks of the waits (by total wait; with idle,
+    of every wait, idle sleeps too). Computed once per analysis, limit and idle (it holds no time: stored.py)."""
+    key = (limit, idle) if idle else (limit,)
     return stored.get(
-        con, analysis_id, "heatmap-metrics", (limit,), lambda: _metrics(con, analysis_id, limit), timed=False
+        con, analysis_id, "heatmap-metrics", key, lambda: _metrics(con, analysis_id, limit, idle), timed=False
     )
 
 
-def _metrics(con, analysis_id: str, limit: int) -> dict:
+def _metrics(con, analysis_id: str, limit: int, idle: bool) -> dict:
+    waits_table = SPECS[spec_key("wait", idle)].table
     counts = _block_events(con, analysis_id)
     # the calls by function id first, named after (fg_calls, the view, would name each of millions of calls); their
     # count from the same groups (part 0), the functions after (part 1)
@@ -522,7 +535,7 @@ def _metrics(con, analysis_id: str, limit: int) -> dict:
     calls = calls[2]
     waits = run(
         con,
-        "SELECT count(*) FROM stall_waits a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid",
+        f"SELECT count(*) FROM {waits_table} a JOIN sources s ON s.id = a.source_id WHERE s.analysis_id = $aid",
         {"aid": analysis_id},
     )[0][0]
     found = [{"metric": m, "count": n} for m, n in zip(METRICS, (*counts, calls, waits)) if n]
@@ -530,7 +543,7 @@ def _metrics(con, analysis_id: str, limit: int) -> dict:
     lock_rows = run(
         con,
         "SELECT a.lock_key, count(*), sum(a.duration_ns)::BIGINT AS total, max(a.duration_ns),"
-        " list(DISTINCT a.lock ORDER BY a.lock) FROM stall_waits a JOIN sources s ON s.id = a.source_id"
+        f" list(DISTINCT a.lock ORDER BY a.lock) FROM {waits_table} a JOIN sources s ON s.id = a.source_id"
         " WHERE s.analysis_id = $aid AND a.lock_key IS NOT NULL GROUP BY 1 ORDER BY total DESC, 1",
         {"aid": analysis_id},
     )

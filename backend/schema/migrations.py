@@ -195,12 +195,19 @@ def add_wait_kinds(con) -> None:
         raise
 
 
+def forget_first_views(con) -> None:
+    """The stored first views deleted: their answers changed shape (the heatmaps say whether idle sleeps are
+    counted, `idle`). The warm-up stores them again, newest analyses first."""
+    if stored_columns(con, "first_views"):
+        con.execute("DELETE FROM first_views")
+
+
 def _to_version_1(con) -> None:
     migrate_calls(con)
     migrate_waits_and_links(con)
 
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # (the version a step makes, the step), in order
 STEPS: list[tuple[int, Callable]] = [
     (1, _to_version_1),
@@ -208,6 +215,7 @@ STEPS: list[tuple[int, Callable]] = [
     (3, add_cpu_tracks),
     (4, add_first_views),
     (5, add_wait_kinds),
+    (6, forget_first_views),
 ]
 
 

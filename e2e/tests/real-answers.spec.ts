@@ -36,6 +36,22 @@ test('Stalls lists jbd2’s I/O wait first, each wait with its reason; idle slee
   await expect(page).toHaveURL(/idle=/);
   await expect(page.getByTestId('wait-why').first()).toContainText(/^idle (kernel thread idle|waiting for an event)/);
   await page.screenshot({ path: path.join(SCREENSHOTS, 'real-answers-waits-idle.png') });
+  // the waits heatmap follows the same toggle (its own box in its header): every wait, the 6.79 s worker sleep its max
+  const heat = page.getByTestId('stalls-heatmap');
+  const pct = heat.getByTestId('heatmap-percentiles');
+  await expect(heat.getByLabel('idle sleeps too')).toBeChecked();
+  await expect(pct).toContainText('wait (idle sleeps too)');
+  await expect(pct).toContainText('1,126 waits');
+  await expect(heat.getByLabel('Lock')).toContainText('worker_thread');
+  await heat.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'real-answers-heatmap-idle.png') });
+  // unticked there, both the heatmap and the list are the stalls again
+  await heat.getByLabel('idle sleeps too').uncheck();
+  await expect(pct).toContainText('45 waits');
+  await expect(pct.locator('tr', { hasText: 'max' })).toContainText('229.7 ms');
+  await expect(toggle).not.toBeChecked();
+  await expect(heat.getByLabel('Lock')).not.toContainText('worker_thread');
+  await toggle.check();
   // a wait outside every chain: its details say why, in a sentence
   const idleRow = rows.first();
   await idleRow.click();

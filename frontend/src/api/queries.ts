@@ -218,13 +218,15 @@ export function useOffcpuTasks(id: string) {
   return useQuery(offcpuTasksQuery(id));
 }
 
-export type HeatmapQuery = RequestFilter & { metric: HeatmapMetric; filter: string | null };
+/** idle: metric=wait counts idle sleeps too (the Stalls tab's "idle sleeps too"); absent: stalls only. */
+export type HeatmapQuery = RequestFilter & { metric: HeatmapMetric; filter: string | null; idle?: boolean };
 
-/** The heatmap's own filters: pid for all metrics, dev for the block ones, filter for func and wait. */
+/** The heatmap's own filters: pid for all metrics, dev for the block ones, filter for func and wait, idle for wait. */
 function heatmapFilters(q: HeatmapQuery) {
   const block = q.metric !== 'func' && q.metric !== 'wait';
   return {
     metric: q.metric,
+    ...(q.metric === 'wait' && q.idle ? { idle: true } : {}),
     ...(q.pid !== null ? { pid: q.pid } : {}),
     ...(block && q.dev !== null ? { dev: q.dev } : {}),
     ...(!block && q.filter !== null ? { filter: q.filter } : {}),
@@ -233,7 +235,7 @@ function heatmapFilters(q: HeatmapQuery) {
 
 export const heatmapQuery = (id: string, q: HeatmapQuery, xBins: number, yBins: number) =>
   queryOptions({
-    queryKey: ['heatmap', id, q.metric, q.filter, xBins, yBins, q.pid, q.dev, q.t0, q.t1],
+    queryKey: ['heatmap', id, q.metric, q.filter, xBins, yBins, q.pid, q.dev, q.t0, q.t1, q.metric === 'wait' && !!q.idle],
     queryFn: ({ signal }) =>
       unwrap(
         api.GET('/api/analyses/{analysis_id}/heatmap', {
@@ -250,7 +252,7 @@ export function useHeatmap(id: string, q: HeatmapQuery, xBins: number, yBins: nu
 /** The events inside a brushed box of a heatmap (the box's time range replaces the window). */
 export function useHeatmapEvents(id: string, q: HeatmapQuery, box: HeatmapBox | null, limit = 200) {
   return useQuery({
-    queryKey: ['heatmap-events', id, q.metric, q.filter, q.pid, q.dev, box?.t0, box?.t1, box?.latMin, box?.latMax, limit],
+    queryKey: ['heatmap-events', id, q.metric, q.filter, q.pid, q.dev, box?.t0, box?.t1, box?.latMin, box?.latMax, limit, q.metric === 'wait' && !!q.idle],
     enabled: box !== null,
     queryFn: ({ signal }) =>
       unwrap(
@@ -273,15 +275,22 @@ export function useHeatmapEvents(id: string, q: HeatmapQuery, box: HeatmapBox | 
   });
 }
 
-export const heatmapMetricsQuery = (id: string, limit = 100) =>
+/** What a heatmap can show; idle: the waits and their locks counted with idle sleeps too. */
+export const heatmapMetricsQuery = (id: string, limit = 100, idle = false) =>
   queryOptions({
-    queryKey: ['heatmap-metrics', id, limit],
+    queryKey: ['heatmap-metrics', id, limit, idle],
     queryFn: ({ signal }) =>
-      unwrap(api.GET('/api/analyses/{analysis_id}/heatmap/metrics', { params: { path: { analysis_id: id }, query: { limit } }, signal })),
+      unwrap(
+        api.GET('/api/analyses/{analysis_id}/heatmap/metrics', {
+          params: { path: { analysis_id: id }, query: { limit, ...(idle ? { idle: true } : {}) } },
+          signal,
+        }),
+      ),
+    placeholderData: keepPreviousData,
   });
 
-export function useHeatmapMetrics(id: string, limit = 100) {
-  return useQuery(heatmapMetricsQuery(id, limit));
+export function useHeatmapMetrics(id: string, limit = 100, idle = false) {
+  return useQuery(heatmapMetricsQuery(id, limit, idle));
 }
 
 /** The timeline's window (null: the whole analysis, the server's default) drawn on widthPx pixels. */

@@ -298,7 +298,7 @@ export interface paths {
         /**
          * Heatmap Metrics
          * @description What a heatmap can show for this analysis: the metrics with events, the traced functions (metric=func)
-         *     and the locks waited on (metric=wait).
+         *     and the locks waited on (metric=wait; with idle, idle sleeps' too).
          */
         get: operations["heatmap_metrics_api_analyses__analysis_id__heatmap_metrics_get"];
         put?: never;
@@ -1465,6 +1465,11 @@ export interface components {
             /** Filter */
             filter: string | null;
             /**
+             * Idle
+             * @description metric=wait: idle sleeps are counted too (idle=true was asked)
+             */
+            idle: boolean;
+            /**
              * Kind
              * @description what the counted events are
              * @enum {string}
@@ -1591,6 +1596,11 @@ export interface components {
             events: components["schemas"]["HeatmapEvent"][];
             /** Filter */
             filter: string | null;
+            /**
+             * Idle
+             * @description metric=wait: idle sleeps are counted too (idle=true was asked)
+             */
+            idle: boolean;
             /**
              * Kind
              * @enum {string}
@@ -3405,6 +3415,8 @@ export interface operations {
                 t0_ns?: number | null;
                 /** @description ns, on the analysis timeline (within ±2^62) */
                 t1_ns?: number | null;
+                /** @description metric=wait: idle sleeps too (a thread waiting for work, a poll, a nanosleep: wait_kind idle), left out by default as they are not stalls */
+                idle?: boolean;
             };
             header?: never;
             path: {
@@ -3463,6 +3475,8 @@ export interface operations {
                 /** @description latency below this (ns) */
                 lat_max_ns?: number | null;
                 limit?: number;
+                /** @description metric=wait: idle sleeps too (a thread waiting for work, a poll, a nanosleep: wait_kind idle), left out by default as they are not stalls */
+                idle?: boolean;
             };
             header?: never;
             path: {
@@ -3506,6 +3520,8 @@ export interface operations {
             query?: {
                 /** @description at most this many functions */
                 limit?: number;
+                /** @description count idle sleeps among the waits and their locks too */
+                idle?: boolean;
             };
             header?: never;
             path: {

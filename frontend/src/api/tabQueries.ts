@@ -49,7 +49,7 @@ type AnyQuery = FetchQueryOptions<any, any, any, any>;
 /** Stalls' waits heatmap, as StallsHeatmap asks it first (its metric chosen automatically asks for waits until
  * the metrics say the capture has none); null: a function's durations, which wait for the metrics. */
 export const stallsHeatmap = (v: ViewState): HeatmapQuery | null =>
-  v.shm === 'func' ? null : { metric: 'wait', filter: v.shf, pid: null, dev: null, t0: v.t0, t1: v.t1 };
+  v.shm === 'func' ? null : { metric: 'wait', filter: v.shf, pid: null, dev: null, t0: v.t0, t1: v.t1, idle: v.idle };
 
 /** The queries the tab of this view state draws first (none when the tab is the analysis' default: it depends on
  * the analysis' sources, and main.tsx asks again once the analysis is there). */
@@ -62,7 +62,7 @@ export function firstQueries(id: string, v: ViewState): AnyQuery[] {
         chainsQuery(id, range),
         waitsPageQuery(id, { lock: v.lock, lockKey: v.lockKey }, 100, { ...range, starting: v.wStart }, v.idle),
         marksQuery(id),
-        heatmapMetricsQuery(id),
+        heatmapMetricsQuery(id, 100, v.idle),
         ...(hm ? [heatmapQuery(id, hm, HEATMAP_X_BINS, HEATMAP_Y_BINS)] : []),
       ];
     }

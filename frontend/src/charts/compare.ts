@@ -60,7 +60,7 @@ export function buildCompareHeatmapOption(pair: HeatmapPair, side: SideKey, labe
   const top = Math.max(pair.max_count, 1);
   const bins = sideTimeBins(pair, side);
   const unit = relTimeUnit(bins);
-  const yl = yLabels({ ...pair, metric: pair.metric, filter: null, kind, t0_ns: null, t1_ns: null, cells: [], percentiles: emptyPct });
+  const yl = yLabels({ ...pair, metric: pair.metric, idle: false, filter: null, kind, t0_ns: null, t1_ns: null, cells: [], percentiles: emptyPct });
   return {
     backgroundColor: 'transparent',
     animation: false,

@@ -106,10 +106,10 @@ export function countOf(kind: EventKind, n: number): string {
   return `${formatCount(n)} ${NOUN[kind][n === 1 ? 0 : 1]}`;
 }
 
-/** What the latency is: "I2D", "xfs_ilock duration", "wait on xfs_ilock", "wait". */
-export function metricTitle(data: Pick<Heatmap, 'metric' | 'filter'>): string {
+/** What the latency is: "I2D", "xfs_ilock duration", "wait on xfs_ilock", "wait", "wait (idle sleeps too)". */
+export function metricTitle(data: Pick<Heatmap, 'metric' | 'filter'> & { idle?: boolean }): string {
   if (data.metric === 'func') return `${data.filter ?? 'function'} duration`;
-  if (data.metric === 'wait') return data.filter ? `wait on ${data.filter}` : 'wait';
+  if (data.metric === 'wait') return `${data.filter ? `wait on ${data.filter}` : 'wait'}${data.idle ? ' (idle sleeps too)' : ''}`;
   return data.metric.toUpperCase();
 }
 

@@ -9,6 +9,7 @@ import { formatCount, formatNs } from '../../lib/format';
 import { useViewState } from '../../state/useViewState';
 import type { StallsHeatmapMetric } from '../../state/viewState';
 import { HEATMAP_X_BINS, HEATMAP_Y_BINS, HeatmapBody } from '../heatmap/HeatmapBody';
+import { IdleToggle } from './IdleToggle';
 
 const METRICS: { key: StallsHeatmapMetric; label: string; title: string }[] = [
   { key: 'wait', label: 'waits (by lock)', title: 'how long tasks waited, placed at the start of each wait' },
@@ -17,7 +18,7 @@ const METRICS: { key: StallsHeatmapMetric; label: string; title: string }[] = [
 
 export function StallsHeatmap({ analysis }: { analysis: AnalysisDetail }) {
   const [view, setView] = useViewState();
-  const choices = useHeatmapMetrics(analysis.id);
+  const choices = useHeatmapMetrics(analysis.id, 100, view.idle);
   const functions = choices.data?.functions ?? [];
   // the metric chosen, else waits when the capture has any, else function durations (a function_graph capture
   // without waits: its calls' durations are what it can show)
@@ -25,7 +26,7 @@ export function StallsHeatmap({ analysis }: { analysis: AnalysisDetail }) {
   const metric: StallsHeatmapMetric = view.shm ?? (choices.data && !has('wait') && has('func') ? 'func' : 'wait');
   // function duration: the chosen function, else the one with the most time in calls
   const filter = metric === 'func' ? (view.shf ?? functions[0]?.func ?? null) : view.shf;
-  const query: HeatmapQuery = { metric, filter, pid: null, dev: null, t0: view.t0, t1: view.t1 };
+  const query: HeatmapQuery = { metric, filter, pid: null, dev: null, t0: view.t0, t1: view.t1, idle: view.idle };
   const ready = metric === 'wait' || filter !== null;
   const q = useHeatmap(analysis.id, query, HEATMAP_X_BINS, HEATMAP_Y_BINS, ready);
 
@@ -40,7 +41,7 @@ export function StallsHeatmap({ analysis }: { analysis: AnalysisDetail }) {
 
   const noChoice = choices.data && metric === 'func' && functions.length === 0;
   const empty = q.data && q.data.cells.length === 0;
-  const noun = metric === 'wait' ? 'waits' : 'calls';
+  const noun = metric === 'func' ? 'calls' : view.idle ? 'waits' : 'stalls';
   return (
     <section className="panel chart-panel" data-testid="stalls-heatmap">
       <div className="panel-head">
@@ -62,7 +63,7 @@ export function StallsHeatmap({ analysis }: { analysis: AnalysisDetail }) {
             value={view.shf ?? ''}
             onChange={(e) => setView({ shf: e.target.value || null })}
           >
-            <option value="">all waits</option>
+            <option value="">{view.idle ? 'all waits, idle sleeps too' : 'all stalls (idle sleeps left out)'}</option>
             {choices.data.locks.map((l) => (
               <option key={l.lock_key} value={l.lock_key} title={l.locks.join(', ')}>
                 {l.lock_key} · {formatCount(l.waits)} {l.waits === 1 ? 'wait' : 'waits'} · {formatNs(l.total_ns)} in all
@@ -70,6 +71,7 @@ export function StallsHeatmap({ analysis }: { analysis: AnalysisDetail }) {
             ))}
           </select>
         )}
+        {metric === 'wait' && <IdleToggle />}
         {metric === 'func' && choices.data && functions.length > 0 && (
           <FunctionPicker
             value={filter ?? ''}

@@ -6,6 +6,7 @@ import { useChains } from '../../api/queries';
 import { MORE_PAGE, PAGE_MAX, fetchWaitsPage, useWaitsPage } from '../../api/pagedQueries';
 import { MoreRows, usePagedRows } from '../../components/LongTable';
 import { useReveal } from '../../lib/reveal';
+import { IdleToggle } from './IdleToggle';
 import { Stack } from './Stack';
 import { ErrorBox, Loading } from '../../components/Status';
 import { formatWaitNs, taskLabel } from '../../lib/format';
@@ -66,12 +67,7 @@ export function WaitsPanel({ analysis }: { analysis: AnalysisDetail }) {
         >
           <input className="text-input" placeholder="filter by lock…" aria-label="Filter waits by lock" value={draft} onChange={(e) => setDraft(e.target.value)} />
         </form>
-        <label
-          className="control check"
-          title="Waits whose kind is idle (their Why column): a worker or kernel thread waiting for work, an RCU grace-period thread, a poll, a futex, a nanosleep. Left out: they are not stalls."
-        >
-          <input type="checkbox" checked={view.idle} onChange={(e) => setView({ idle: e.target.checked })} /> idle sleeps too
-        </label>
+        <IdleToggle />
       </div>
       {q.isPending && <Loading what="waits" />}
       {q.isError && <ErrorBox title="Could not load the waits." error={q.error} />}
