@@ -28,6 +28,75 @@ def analyses(tmp_path_factory):
     store.close()
 
 
+# Why each recording's tasks waited: wait_kind/wait_rule -> waits (idle sleeps too), as derived at ingest
+LAB_RULE_COUNTS = {
+    "ext4-jbd2": {
+        "idle/kernel thread idle": 2313,
+        "idle/waiting for a child": 63,
+        "idle/waiting for an event": 712,
+        "io/hypervisor file call": 59,
+        "io/io_schedule": 53,
+        "io/journal commit": 12,
+        "io/page write-back": 13,
+        "lock/lock held": 3,
+        "other/unexplained sleep": 4,
+    },
+    "iosched-starve": {
+        "idle/kernel thread idle": 5295,
+        "idle/waiting for a child": 32,
+        "idle/waiting for an event": 1852,
+        "io/hypervisor file call": 19,
+        "io/io_schedule": 116,
+        "task/completion": 1,
+    },
+    "stable-pages": {
+        "idle/kernel thread idle": 2316,
+        "idle/waiting for a child": 15,
+        "idle/waiting for an event": 2211,
+        "io/hypervisor file call": 38,
+        "io/io_schedule": 52,
+        "io/page write-back": 13,
+        "task/completion": 3,
+    },
+    "writeback-reads-buffered": {
+        "idle/kernel thread idle": 4055,
+        "idle/waiting for a child": 27,
+        "idle/waiting for an event": 1879,
+        "io/hypervisor file call": 61,
+        "io/io_schedule": 974,
+        "io/journal commit": 1,
+        "io/page write-back": 4,
+        "memory/write-back throttling": 12,
+        "other/unexplained sleep": 1,
+    },
+    "writeback-reads-direct": {
+        "idle/kernel thread idle": 3270,
+        "idle/waiting for a child": 20,
+        "idle/waiting for an event": 1676,
+        "io/hypervisor file call": 34,
+        "io/io_schedule": 826,
+    },
+    "xfs-metadata": {
+        "idle/kernel thread idle": 3288,
+        "idle/waiting for a child": 18,
+        "idle/waiting for an event": 1487,
+        "io/hypervisor file call": 30,
+        "io/io_schedule": 37,
+        "io/journal commit": 5,
+        "lock/lock held": 10,
+        "memory/write-back throttling": 4,
+        "other/unexplained sleep": 2,
+        "task/completion": 8,
+    },
+}
+
+
+def _query(client, aid: str, sql: str) -> list[list]:
+    r = client.post(f"/api/analyses/{aid}/query", json={"sql": sql})
+    assert r.status_code == 200, (sql, r.status_code, r.text[:300])
+    return r.json()["rows"]
+
+
 def _get(client, url: str, **params):
     r = client.get(url, params=params)
     assert r.status_code == 200, (url, r.status_code, r.text[:500])
@@ -192,3 +261,19 @@ def test_writeback_raises_read_latency_in_the_compare_view(analyses):
         assert d["b"] == pytest.approx(buffered["stalled"][own] * MS, rel=0.15)
     flusher = [r for r in got["dispatch_by_process"]["rows"] if r["key"].startswith("kworker") and r["b"]]
     assert max(r["b"]["d2c"]["max"] for r in flusher) > deltas["q2c.max"]["b"]
+
+
+@pytest.mark.parametrize("name", lab.names())
+def test_why_each_recordings_tasks_waited(analyses, name):
+    """Every wait's kind and rule (backend/wait_kinds.py) on a real kernel: the rules the lab's stalls exercise, each
+    on the recording whose cause was injected for it (the journal's commit on ext4-jbd2, a page under write-back on
+    stable-pages, the block layer's write-back throttling while writeback-reads-buffered's dd flushed, xfs' buffer
+    lock on xfs-metadata), counted; the idle sleeps the guest's threads fill it with counted apart. With idle=true
+    the waits heatmap counts every one of them."""
+    client, aid = analyses[name]
+    rows = _query(client, aid, "SELECT wait_kind, wait_rule, count(*) FROM waits GROUP BY ALL")
+    assert {f"{k}/{r}": n for k, r, n in rows} == LAB_RULE_COUNTS[name]
+    every = _get(client, f"/api/analyses/{aid}/heatmap", metric="wait", idle=True)["percentiles"]["count"]
+    stalls = _get(client, f"/api/analyses/{aid}/heatmap", metric="wait")["percentiles"]["count"]
+    idle = sum(n for k, n in LAB_RULE_COUNTS[name].items() if k.startswith("idle/"))
+    assert (every, stalls) == (sum(LAB_RULE_COUNTS[name].values()), every - idle)

@@ -20,7 +20,7 @@ describe('the queries a page starts from its address', () => {
     expect(keys('?tab=timeline&v0=5&v1=9&tl_n=80')).toEqual([['timeline', 'A', 5, 9, 1200, 80]]);
     expect(keys('?tab=dispatch&pid=42&t0=1&t1=2&hm=d2c&by=device&order=q2c')).toEqual([
       ['latency-over-time', 'A', 240, 42, null, 1, 2],
-      ['heatmap', 'A', 'd2c', null, 120, 40, 42, null, 1, 2],
+      ['heatmap', 'A', 'd2c', null, 120, 40, 42, null, 1, 2, false],
       ['dispatch-summary', 'A', 'device', 1, 2],
       ['requests-page', 'A', 'q2c', 100, 42, null, 1, 2],
     ]);
@@ -29,12 +29,17 @@ describe('the queries a page starts from its address', () => {
       ['chains', 'A', 1, 2],
       ['waits-page', 'A', 'xfs', null, 100, 1, 2, false, false],
       ['marks', 'A'],
-      ['heatmap-metrics', 'A', 100],
-      ['heatmap', 'A', 'wait', null, 120, 40, null, null, 1, 2],
+      ['heatmap-metrics', 'A', 100, false],
+      ['heatmap', 'A', 'wait', null, 120, 40, null, null, 1, 2, false],
     ]);
     // a lock's waits starting in the range (Compare's link): the query the Waits panel asks; no range, no such list
     expect(keys('?tab=stalls&t0=1&t1=2&lock_key=xfs_ilock&w_start=1')[1]).toEqual(['waits-page', 'A', null, 'xfs_ilock', 100, 1, 2, true, false]);
     expect(keys('?tab=stalls&lock_key=xfs_ilock&w_start=1')[1]).toEqual(['waits-page', 'A', null, 'xfs_ilock', 100, null, null, false, false]);
+    // "idle sleeps too": the list, the heatmap's choices and the waits heatmap all count idle sleeps
+    expect(keys('?tab=stalls&idle=1').slice(3)).toEqual([
+      ['heatmap-metrics', 'A', 100, true],
+      ['heatmap', 'A', 'wait', null, 120, 40, null, null, null, null, true],
+    ]);
     expect(keys('?tab=stalls&shm=func').map((k) => k[0])).toEqual(['chains', 'waits-page', 'marks', 'heatmap-metrics']); // (the function: from the choices)
     expect(keys('?tab=offcpu&fg_unit=stacks')).toEqual([
       ['offcpu-tasks', 'A'],
