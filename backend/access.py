@@ -115,15 +115,6 @@ def key_digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-KEYS_SCHEMA = "CREATE TABLE IF NOT EXISTS edit_keys (analysis_id VARCHAR PRIMARY KEY, key_sha256 VARCHAR NOT NULL)"
-
-
-def create_keys_table(con) -> None:
-    """The table of edit keys' digests (a file written before it has none: its analyses have no key, and only the
-    token changes them on a shared server)."""
-    con.execute(KEYS_SCHEMA)
-
-
 def keep_edit_key(con, analysis_id: str, key: str) -> None:
     con.execute(
         "INSERT OR REPLACE INTO edit_keys (analysis_id, key_sha256) VALUES (?, ?)", [analysis_id, key_digest(key)]

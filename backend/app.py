@@ -13,7 +13,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
-from . import access as access_model
 from . import disk
 from .access import Access, HostAndOrigin
 from .api import analyses, capabilities, compare, export, heatmaps, offcpu, requests, sql, stalls, timeline
@@ -61,11 +60,6 @@ def create_app(
     limits = limits or Limits.from_env(max_upload_bytes=max_upload_bytes)
     if access.shared and not limits.one_upload_per_client:  # a team's server: one upload per client address
         limits = dataclasses.replace(limits, one_upload_per_client=True)
-    con = store.cursor()
-    try:
-        access_model.create_keys_table(con)
-    finally:
-        con.close()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):

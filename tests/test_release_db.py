@@ -46,6 +46,7 @@ ADDED_SINCE = {
     "wait_rule",
     "wait_why",  # why a wait waited (backend/wait_kinds.py, issue 33; migration 5 classifies the kept waits)
     "layers",  # a request's block stack layers (27a9ae0: a dm bio and its disk request as one I/O)
+    "idle",  # a heatmap's: idle sleeps counted too (metric=wait&idle=true; issue 33)
 }
 
 

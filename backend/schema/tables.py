@@ -1,7 +1,7 @@
 """Every table and view the backend derives, in one place: their definitions (DDL) and the constants that say how
 their rows are laid out.
 
-`analyses` and `sources` (CORE_SCHEMA) say which rows make which analysis. The parsers' tables (raw events, keyed
+`analyses` and `sources` (CORE_SCHEMA) say which rows make which analysis, `edit_keys` who may change one. The parsers' tables (raw events, keyed
 by source_id) are defined by each parser's Arrow schemas (`TABLES`, with `GENERATED` columns and `VIEWS`:
 parsers/blkparse.py, funcgraph.py, offcpu.py; PARSER_TABLES names them) and created by schema/create.py. Everything
 derived from them is here (SCHEMA): `blk_top`, the waits and chains (stored as `wait_rows` / `chain_link_rows`, read
@@ -42,6 +42,12 @@ CREATE TABLE IF NOT EXISTS sources (
     clock VARCHAR,                   -- the clock its times come from, when known
     alignment JSON,                  -- how clock_offset_ns was found (derive/align.py)
     files JSON                       -- the files it was read from (NULL: written before sources had it)
+);
+-- who may change an analysis (backend/access.py): its edit key's SHA-256, returned once at upload; none for an
+-- analysis written before keys existed (only the token changes it on a shared server)
+CREATE TABLE IF NOT EXISTS edit_keys (
+    analysis_id VARCHAR PRIMARY KEY,
+    key_sha256 VARCHAR NOT NULL
 );
 """
 
