@@ -197,7 +197,7 @@ def test_the_first_requests_parameters_are_the_frontends():
         one("api/queries.ts", r"/chains', \{ params: \{ path: \{ analysis_id: id \}, query: \{ limit: (\d+)")
     )
     got["heatmap metrics"] = int(
-        one("api/queries.ts", r"export function useHeatmapMetrics\(id: string, limit = (\d+)\)")
+        one("api/queries.ts", r"export function useHeatmapMetrics\(id: string, limit = (\d+)(?:, idle = false)?\)")
     )
     got["waits"] = int(one("views/stalls/WaitsPanel.tsx", r"useWaitsPage\(analysis\.id, \{[^}]*\}, (\d+),"))
     got["offcpu tasks"] = int(
