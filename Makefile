@@ -53,8 +53,8 @@ test: $(VENV)/.installed node_modules/.installed build chromium trace-cmd
 # Linters: ruff's checks and format for Python (pinned and configured in pyproject.toml), ESLint for the frontend
 # (frontend/eslint.config.js), and each C tokenizer compiled with setup.py's flags, its warnings as errors.
 lint: $(VENV)/.installed node_modules/.installed
-	$(VENV)/bin/ruff check backend tests parsers setup.py
-	$(VENV)/bin/ruff format --check backend tests parsers setup.py
+	$(VENV)/bin/ruff check backend tests parsers bench setup.py
+	$(VENV)/bin/ruff format --check backend tests parsers bench setup.py
 	npm run lint
 	@include=$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])'); \
 	for src in parsers/_*.c; do \

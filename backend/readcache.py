@@ -10,8 +10,8 @@ client. A query naming another analysis (a flame graph diff's `b_analysis`) is k
 too: every query value is taken for an id. Budget: MAX_BYTES in all, bodies up to MAX_BODY each (larger ones, such as exports, are not kept), least
 recently used dropped first.
 
-Why: under uploads, 30 readers of analysis pages waited ~430 ms per read on average (docs/BENCHMARKS.md, issue 24),
-mostly re-running the same reads; a page's reads repeat per viewer and per tab switch.
+Why: under uploads, 30 readers of analysis pages waited ~430 ms per read on average (docs/BENCHMARKS-HISTORY.md,
+issue 24), mostly re-running the same reads; a page's reads repeat per viewer and per tab switch.
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ def ingest_once(checkout: Path, path: Path) -> dict:
 
 
 def run_measured_in(checkout: Path, cmd: list[str]) -> tuple[dict, float, int, float]:
-    """bench.run.run_measured with the checkout as working directory (`python -m` puts it first on sys.path: the
+    """bench.inputs.run_measured with the checkout as working directory (`python -m` puts it first on sys.path: the
     checkout's code is what runs)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=checkout, stdout=subprocess.PIPE, text=True)

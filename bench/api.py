@@ -17,6 +17,7 @@ and bench-out/api.json. Environment: BENCH_API_CALLS (50) and the sizes of bench
 
 `--reuse` keeps an existing bench-out/api.duckdb (skips the ingest) when it holds one analysis.
 """
+
 from __future__ import annotations
 
 import json
@@ -80,8 +81,9 @@ def build(paths: list[Path]) -> tuple[str, float, dict]:
     try:
         print(f"ingesting {', '.join(p.name for p in paths)} into {DB}...", file=sys.stderr, flush=True)
         c0, t0 = _cpu_s(), time.perf_counter()
-        created = store.ingest([InputFile(p.name, f, p.stat().st_size) for p, f in zip(paths, files)],
-                               name="bench: api latency")
+        created = store.ingest(
+            [InputFile(p.name, f, p.stat().st_size) for p, f in zip(paths, files)], name="bench: api latency"
+        )
         seconds = time.perf_counter() - t0
         fv.update(ingest_seconds=seconds, ingest_cpu_s=_cpu_s() - c0)
     finally:
@@ -90,10 +92,13 @@ def build(paths: list[Path]) -> tuple[str, float, dict]:
             f.close()
         store.close()  # checkpoints: the file size below is the data, not a WAL
     if "seconds" in fv:
-        print(f"first views: {fv['seconds']:.1f} s ({fv['cpu_s']:.1f} s CPU) of the ingest's {seconds:.1f} s"
-              f" ({fv['ingest_cpu_s']:.1f} s CPU): CPU x{fv['ingest_cpu_s'] / (fv['ingest_cpu_s'] - fv['cpu_s']):.3f};"
-              f" peak RSS {fv['peak_before_mib']:.0f} MiB before them, {fv['peak_after_mib']:.0f} MiB after",
-              file=sys.stderr, flush=True)
+        print(
+            f"first views: {fv['seconds']:.1f} s ({fv['cpu_s']:.1f} s CPU) of the ingest's {seconds:.1f} s"
+            f" ({fv['ingest_cpu_s']:.1f} s CPU): CPU x{fv['ingest_cpu_s'] / (fv['ingest_cpu_s'] - fv['cpu_s']):.3f};"
+            f" peak RSS {fv['peak_before_mib']:.0f} MiB before them, {fv['peak_after_mib']:.0f} MiB after",
+            file=sys.stderr,
+            flush=True,
+        )
     return created["id"], seconds, fv
 
 
@@ -109,10 +114,16 @@ def routes(aid: str, t_min: int, t_max: int) -> list[tuple[str, str, object]]:
     """(name, path, params(rng, i) -> dict) per measured route."""
     base = f"/api/analyses/{aid}"
     return [
-        ("timeline (random window, width_px=1200)", f"{base}/timeline",
-         lambda rng, i: {**window(rng, t_min, t_max), "width_px": 1200}),
-        ("heatmap i2d (half with a random window)", f"{base}/heatmap",
-         lambda rng, i: {"metric": "i2d", **(window(rng, t_min, t_max) if i % 2 else {})}),
+        (
+            "timeline (random window, width_px=1200)",
+            f"{base}/timeline",
+            lambda rng, i: {**window(rng, t_min, t_max), "width_px": 1200},
+        ),
+        (
+            "heatmap i2d (half with a random window)",
+            f"{base}/heatmap",
+            lambda rng, i: {"metric": "i2d", **(window(rng, t_min, t_max) if i % 2 else {})},
+        ),
         ("requests order=i2d limit=100", f"{base}/requests", lambda rng, i: {"order": "i2d", "limit": 100}),
         ("dispatch-summary", f"{base}/dispatch-summary", lambda rng, i: {}),
         ("waits limit=100", f"{base}/waits", lambda rng, i: {"limit": 100}),
@@ -152,14 +163,28 @@ def measure(client: TestClient, name: str, path: str, params, span: int) -> dict
         return ", ".join(f"{k}={v}" for k, v in q.items()) or "(no parameters)"
 
     res = {
-        "route": name, "path": path.rsplit("/", 1)[-1],
-        "first_ms": first["ms"], "first": {**first, "what": describe(first)},
-        "calls": len(calls), "p50_ms": pct(ms, 0.50), "p95_ms": pct(ms, 0.95), "max_ms": ms[-1],
-        "max_bytes": biggest["bytes"], "min_bytes": min(c["bytes"] for c in calls),
-        "slowest": {"ms": slowest["ms"], "bytes": slowest["bytes"], "params": slowest["params"],
-                    "what": describe(slowest)},
-        "biggest": {"ms": biggest["ms"], "bytes": biggest["bytes"], "params": biggest["params"],
-                    "what": describe(biggest)},
+        "route": name,
+        "path": path.rsplit("/", 1)[-1],
+        "first_ms": first["ms"],
+        "first": {**first, "what": describe(first)},
+        "calls": len(calls),
+        "p50_ms": pct(ms, 0.50),
+        "p95_ms": pct(ms, 0.95),
+        "max_ms": ms[-1],
+        "max_bytes": biggest["bytes"],
+        "min_bytes": min(c["bytes"] for c in calls),
+        "slowest": {
+            "ms": slowest["ms"],
+            "bytes": slowest["bytes"],
+            "params": slowest["params"],
+            "what": describe(slowest),
+        },
+        "biggest": {
+            "ms": biggest["ms"],
+            "bytes": biggest["bytes"],
+            "params": biggest["params"],
+            "what": describe(biggest),
+        },
         "each": [{"ms": round(c["ms"], 2), "bytes": c["bytes"], "what": describe(c)} for c in calls],
     }
     res["pass_p95"] = res["p95_ms"] <= TARGET_P95_MS
@@ -181,30 +206,39 @@ def reusable(paths: list[Path]) -> str | None:
 
 
 def table(summary: dict) -> str:
-    rows = ["| route | first call ms | p50 ms | p95 ms | max ms | max JSON bytes | p95 ≤ 100 ms | JSON ≤ 1 MB |",
-            "|---|---:|---:|---:|---:|---:|---|---|"]
+    rows = [
+        "| route | first call ms | p50 ms | p95 ms | max ms | max JSON bytes | p95 ≤ 100 ms | JSON ≤ 1 MB |",
+        "|---|---:|---:|---:|---:|---:|---|---|",
+    ]
     for r in summary["routes"]:
-        rows.append(f"| `{r['route']}` | {r['first_ms']:.0f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | "
-                    f"{r['max_ms']:.1f} | {r['max_bytes']:,} | {'PASS' if r['pass_p95'] else '**MISS**'} | "
-                    f"{'PASS' if r['pass_bytes'] else '**MISS**'} |")
+        rows.append(
+            f"| `{r['route']}` | {r['first_ms']:.0f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | "
+            f"{r['max_ms']:.1f} | {r['max_bytes']:,} | {'PASS' if r['pass_p95'] else '**MISS**'} | "
+            f"{'PASS' if r['pass_bytes'] else '**MISS**'} |"
+        )
     return "\n".join(rows)
 
 
 def describe_analysis(summary: dict) -> str:
-    srcs = ", ".join(f"{s['filename']} ({s['format']}: {s['lines']:,} lines, {s['events']:,} events)"
-                     for s in summary["sources"])
+    srcs = ", ".join(
+        f"{s['filename']} ({s['format']}: {s['lines']:,} lines, {s['events']:,} events)" for s in summary["sources"]
+    )
     ingest = summary["ingest_seconds"]
-    return (f"analysis: {srcs}; {summary['events']:,} events in all, span {summary['span_ns'] / 1e9:.1f} s"
-            + (f", ingested in {ingest:.1f} s" if ingest else " (reused)")
-            + f". DuckDB file: {summary['db_bytes'] / 2**20:.0f} MiB = "
-              f"{summary['db_mib_per_million_events']:.1f} MiB per million events")
+    return (
+        f"analysis: {srcs}; {summary['events']:,} events in all, span {summary['span_ns'] / 1e9:.1f} s"
+        + (f", ingested in {ingest:.1f} s" if ingest else " (reused)")
+        + f". DuckDB file: {summary['db_bytes'] / 2**20:.0f} MiB = "
+        f"{summary['db_mib_per_million_events']:.1f} MiB per million events"
+    )
 
 
 def warm_line(summary: dict) -> str:
     w = summary.get("warm_up") or {}
     steps = ", ".join(f"{k} {v * 1000:.0f}" for k, v in (w.get("steps") or {}).items()) or "nothing warmed"
-    return (f"The app's warm-up after its start (backend/warm.py) took {w.get('seconds', 0):.1f} s before the first"
-            f" call (ms per step: {steps}).")
+    return (
+        f"The app's warm-up after its start (backend/warm.py) took {w.get('seconds', 0):.1f} s before the first"
+        f" call (ms per step: {steps})."
+    )
 
 
 def worst_cases(summary: dict) -> str:
@@ -242,13 +276,24 @@ def main(argv: list[str] | None = None) -> int:
     store.close()
 
     summary = {
-        "machine": bench_inputs.machine(), "analysis_id": aid, "calls_per_route": CALLS, "warmup_calls": WARMUP,
-        "seed": SEED, "max_zoom": MAX_ZOOM,
+        "machine": bench_inputs.machine(),
+        "analysis_id": aid,
+        "calls_per_route": CALLS,
+        "warmup_calls": WARMUP,
+        "seed": SEED,
+        "max_zoom": MAX_ZOOM,
         "sources": [{k: s.get(k) for k in ("filename", "format", "lines", "events", "bytes")} for s in info["sources"]],
-        "events": events, "span_ns": span, "ingest_seconds": ingest_s, "first_views": first,
-        "db_bytes": db_bytes, "db_mib_per_million_events": db_bytes / 2**20 / (events / 1e6),
-        "targets": {"p95_ms": TARGET_P95_MS, "max_bytes": TARGET_BYTES}, "warm_up": warm_up, "routes": results,
-        "load_before": load0, "load_after": bench_inputs.loadavg(),
+        "events": events,
+        "span_ns": span,
+        "ingest_seconds": ingest_s,
+        "first_views": first,
+        "db_bytes": db_bytes,
+        "db_mib_per_million_events": db_bytes / 2**20 / (events / 1e6),
+        "targets": {"p95_ms": TARGET_P95_MS, "max_bytes": TARGET_BYTES},
+        "warm_up": warm_up,
+        "routes": results,
+        "load_before": load0,
+        "load_after": bench_inputs.loadavg(),
     }
     (OUT / "api.json").write_text(json.dumps(summary, indent=1))
 

@@ -40,17 +40,32 @@ def measure_db(db: Path) -> list[dict]:
                 todo = api.routes(aid, t_min, t_max)
                 if any(s["format"] == "ftrace" for s in info["sources"]):  # the heatmaps a trace of calls opens on
                     base = f"/api/analyses/{aid}/heatmap"
-                    todo += [(f"heatmap {m} (half with a random window)", base,
-                              lambda rng, i, m=m: {"metric": m, **(api.window(rng, t_min, t_max) if i % 2 else {})})
-                             for m in ("wait",)]
+                    todo += [
+                        (
+                            f"heatmap {m} (half with a random window)",
+                            base,
+                            lambda rng, i, m=m: {"metric": m, **(api.window(rng, t_min, t_max) if i % 2 else {})},
+                        )
+                        for m in ("wait",)
+                    ]
                 routes = [api.measure(client, name, path, params, t_max - t_min) for name, path, params in todo]
                 for r in routes:
                     r.pop("each")
-                out.append({"db": db.name, "db_bytes": db.stat().st_size, "analysis_id": aid,
-                            "sources": [{k: s.get(k) for k in ("filename", "format", "lines", "events", "bytes")}
-                                        for s in info["sources"]],
-                            "warm_up_seconds": warm, "routes": routes, "load": [load0, inputs.loadavg()],
-                            "cpu_check_mb_s": check})
+                out.append(
+                    {
+                        "db": db.name,
+                        "db_bytes": db.stat().st_size,
+                        "analysis_id": aid,
+                        "sources": [
+                            {k: s.get(k) for k in ("filename", "format", "lines", "events", "bytes")}
+                            for s in info["sources"]
+                        ],
+                        "warm_up_seconds": warm,
+                        "routes": routes,
+                        "load": [load0, inputs.loadavg()],
+                        "cpu_check_mb_s": check,
+                    }
+                )
     finally:
         store.close()
     return out
@@ -60,9 +75,11 @@ def main(argv: list[str]) -> int:
     results = [r for db in argv for r in measure_db(Path(db))]
     for r in results:
         s = r["sources"][0]
-        print(f"\n{s['filename']} ({s['format']}, {s['bytes'] / 2**30:.2f} GiB, {s['events']:,} events; database "
-              f"{r['db_bytes'] / 2**30:.2f} GiB; warm-up {r['warm_up_seconds']:.1f} s; CPU check "
-              f"{r['cpu_check_mb_s']:.0f} MB/s; load {r['load'][0]:.1f}-{r['load'][1]:.1f}):\n")
+        print(
+            f"\n{s['filename']} ({s['format']}, {s['bytes'] / 2**30:.2f} GiB, {s['events']:,} events; database "
+            f"{r['db_bytes'] / 2**30:.2f} GiB; warm-up {r['warm_up_seconds']:.1f} s; CPU check "
+            f"{r['cpu_check_mb_s']:.0f} MB/s; load {r['load'][0]:.1f}-{r['load'][1]:.1f}):\n"
+        )
         print(api.table({"routes": r["routes"]}))
     print(json.dumps(results))
     return 0

@@ -7,6 +7,7 @@ the lines parsers/_blktrace.c renders for it (equal to blkparse's: tests/test_bl
 ingests the set, then the text, each by `python -m bench.ingest` in a fresh process into a fresh database, with the
 CPU check before each; bench-out/binary.json.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,7 @@ import sys
 from pathlib import Path
 
 from bench import inputs
-from bench.inputs import OUT
+from bench.inputs import OUT, run_measured
 
 REQUESTS = int(os.environ.get("BENCH_BLKTRACE_REQUESTS", "2000000"))
 RUNS = int(os.environ.get("BENCH_INGEST_RUNS", "3"))
@@ -33,18 +34,23 @@ def capture(requests: int = REQUESTS) -> tuple[list[Path], Path, str]:
         shutil.rmtree(directory, ignore_errors=True)
         sys.path.insert(0, str(Path(__file__).parent))
         from gen_blktrace import generate
+
         generate(directory, requests)
         done.write_text("")
     files = sorted(directory.glob("bench.blktrace.*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))
-    maker = "blkparse -i (Debian's blktrace " + _blkparse_version() + ")" if shutil.which("blkparse") else \
-        "parsers/_blktrace.c (blkparse is not installed)"
+    maker = (
+        "blkparse -i (Debian's blktrace " + _blkparse_version() + ")"
+        if shutil.which("blkparse")
+        else "parsers/_blktrace.c (blkparse is not installed)"
+    )
     if not text.exists():
         print(f"writing {text} with {maker}...", file=sys.stderr, flush=True)
         tmp = text.with_name(text.name + ".part")
         if shutil.which("blkparse"):
             with open(tmp, "wb") as out:
-                subprocess.run(["blkparse", "-i", "bench"], cwd=directory, stdout=out, stderr=subprocess.DEVNULL,
-                               check=True)
+                subprocess.run(
+                    ["blkparse", "-i", "bench"], cwd=directory, stdout=out, stderr=subprocess.DEVNULL, check=True
+                )
         else:
             _render_to(tmp, files)
         tmp.rename(text)
@@ -58,6 +64,7 @@ def _blkparse_version() -> str:
 
 def _render_to(path: Path, files: list[Path]) -> None:
     from parsers import _blktrace
+
     r = _blktrace.Renderer(len(files), True)
     streams = [open(p, "rb") for p in files]
     out, end = bytearray(16 << 20), 0
@@ -74,7 +81,6 @@ def _render_to(path: Path, files: list[Path]) -> None:
 
 
 def compare(runs: int = RUNS) -> dict:
-    from bench.run import run_measured
     files, text, maker = capture()
     db = OUT / "bench-binary.duckdb"
     rounds = []
@@ -89,9 +95,9 @@ def compare(runs: int = RUNS) -> dict:
                     inputs.cached(p)
                 check = inputs.cpu_check()
                 result, wall, rss_kib, cpu = run_measured(
-                    [sys.executable, "-m", "bench.ingest", *map(str, paths), str(db)])
-                result.update(process_seconds=wall, cpu_seconds=cpu, peak_rss_mib=rss_kib / 1024,
-                              cpu_check_mb_s=check)
+                    [sys.executable, "-m", "bench.ingest", *map(str, paths), str(db)]
+                )
+                result.update(process_seconds=wall, cpu_seconds=cpu, peak_rss_mib=rss_kib / 1024, cpu_check_mb_s=check)
                 row[kind] = result
             rounds.append(row)
     finally:
@@ -102,10 +108,16 @@ def compare(runs: int = RUNS) -> dict:
         runs_ = [r[kind] for r in rounds]
         best = min(runs_, key=lambda r: r["seconds"])
         secs = sorted(r["seconds"] for r in runs_)
-        out[kind] = {"bytes": best["bytes"], "events": best["events"], "lines": best["lines"],
-                     "best_seconds": best["seconds"], "median_seconds": secs[len(secs) // 2],
-                     "best_bytes_s": best["bytes"] / best["seconds"], "best_events_s": best["events"] / best["seconds"],
-                     "peak_rss_mib_max": max(r["peak_rss_mib"] for r in runs_)}
+        out[kind] = {
+            "bytes": best["bytes"],
+            "events": best["events"],
+            "lines": best["lines"],
+            "best_seconds": best["seconds"],
+            "median_seconds": secs[len(secs) // 2],
+            "best_bytes_s": best["bytes"] / best["seconds"],
+            "best_events_s": best["events"] / best["seconds"],
+            "peak_rss_mib_max": max(r["peak_rss_mib"] for r in runs_),
+        }
     out["ratio_events_s"] = out["binary"]["best_events_s"] / out["text"]["best_events_s"]
     out["ratio_median_seconds"] = out["text"]["median_seconds"] / out["binary"]["median_seconds"]
     (OUT / "binary.json").write_text(json.dumps(out, indent=1))
@@ -113,19 +125,26 @@ def compare(runs: int = RUNS) -> dict:
 
 
 def table(r: dict) -> str:
-    rows = ["| input (same capture) | size | events | ingest best (median) of "
-            f"{len(r['rounds'])} | MB/s | M events/s | peak RSS |", "|---|---:|---:|---:|---:|---:|---:|"]
+    rows = [
+        "| input (same capture) | size | events | ingest best (median) of "
+        f"{len(r['rounds'])} | MB/s | M events/s | peak RSS |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for kind, label in (("binary", "blktrace per-CPU set (4 files)"), ("text", "its blkparse text")):
         k = r[kind]
-        rows.append(f"| {label} | {k['bytes'] / 2**20:,.0f} MiB | {k['events']:,} | {k['best_seconds']:.2f} s "
-                    f"({k['median_seconds']:.2f}) | {k['best_bytes_s'] / 1e6:.0f} | **{k['best_events_s'] / 1e6:.2f}** | "
-                    f"{k['peak_rss_mib_max']:.0f} MiB |")
-    checks = "; ".join(f"{row['binary']['cpu_check_mb_s']:.0f} / {row['text']['cpu_check_mb_s']:.0f}"
-                       for row in r["rounds"])
+        rows.append(
+            f"| {label} | {k['bytes'] / 2**20:,.0f} MiB | {k['events']:,} | {k['best_seconds']:.2f} s "
+            f"({k['median_seconds']:.2f}) | {k['best_bytes_s'] / 1e6:.0f} | **{k['best_events_s'] / 1e6:.2f}** | "
+            f"{k['peak_rss_mib_max']:.0f} MiB |"
+        )
+    checks = "; ".join(
+        f"{row['binary']['cpu_check_mb_s']:.0f} / {row['text']['cpu_check_mb_s']:.0f}" for row in r["rounds"]
+    )
     return "\n".join(rows) + (
         f"\n\nBinary / text: **{r['ratio_events_s']:.2f}×** the events per second (best runs), "
         f"{r['ratio_median_seconds']:.2f}× by median time. Text made by {r['text_made_by']}. Rounds alternate "
-        f"binary then text; CPU check (SHA-256 MB/s) before each, binary / text: {checks}.")
+        f"binary then text; CPU check (SHA-256 MB/s) before each, binary / text: {checks}."
+    )
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ Over all of them: back merges (a second bio Q + M: 5 % of requests; samples 0.5�
 (F: 0.2 %; zzunny97 has a few), splits (`X … / …` then both halves G I D C: 1 %; zzunny97: X 0.9 % of lines),
 requeues (D R D: 0.05 %; zzunny97: 1 R in 28 868 lines) and failed completions ([-5]: 0.01 %).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,15 @@ import sys
 import numpy as np
 
 BATCH = 50_000
-COMMS = [("postgres", 2210), ("kworker/u16:2", 311), ("java", 18233), ("xfsaild/sda1", 804), ("fio", 4711),
-         ("jbd2/dm-0-8", 617), ("(null)", 21279)]
+COMMS = [
+    ("postgres", 2210),
+    ("kworker/u16:2", 311),
+    ("java", 18233),
+    ("xfsaild/sda1", 804),
+    ("fio", 4711),
+    ("jbd2/dm-0-8", 617),
+    ("(null)", 21279),
+]
 RWBS = ["R", "W", "WS", "RA", "RM", "WM", "WFS", "RS"]
 
 
@@ -141,8 +149,18 @@ def line(e, seq: dict) -> str:
     else:
         key = (dev, cpu)
         sq = seq[key] = seq.get(key, 0) + 1
-    return "%3d,%-3d %2d %8d %5d.%09d %5d %2s %3s %s\n" % (dev[0], dev[1], cpu, sq, t // 1_000_000_000,
-                                                          t % 1_000_000_000, pid, act, rwbs, tail)
+    return "%3d,%-3d %2d %8d %5d.%09d %5d %2s %3s %s\n" % (
+        dev[0],
+        dev[1],
+        cpu,
+        sq,
+        t // 1_000_000_000,
+        t % 1_000_000_000,
+        pid,
+        act,
+        rwbs,
+        tail,
+    )
 
 
 def main(argv=None) -> int:

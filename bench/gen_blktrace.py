@@ -8,6 +8,7 @@ interrupt), 4 KiB at a sector of its own, reads and writes; its queue and servic
 notify record for every process (names come from notify records, as in a real capture). Records are version 7,
 little-endian, written with numpy a million at a time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,15 +16,32 @@ from pathlib import Path
 
 import numpy as np
 
-HEADER = np.dtype([("magic", "<u4"), ("sequence", "<u4"), ("time", "<u8"), ("sector", "<u8"), ("bytes", "<u4"),
-                   ("action", "<u4"), ("pid", "<u4"), ("device", "<u4"), ("cpu", "<u4"), ("error", "<u2"),
-                   ("pdu_len", "<u2")])
+HEADER = np.dtype(
+    [
+        ("magic", "<u4"),
+        ("sequence", "<u4"),
+        ("time", "<u8"),
+        ("sector", "<u8"),
+        ("bytes", "<u4"),
+        ("action", "<u4"),
+        ("pid", "<u4"),
+        ("device", "<u4"),
+        ("cpu", "<u4"),
+        ("error", "<u2"),
+        ("pdu_len", "<u2"),
+    ]
+)
 assert HEADER.itemsize == 48
 MAGIC = 0x65617407
 DEVICE = 8 << 20 | 16
 TC = {"read": 1 << 16, "write": 2 << 16, "queue": 1 << 20, "issue": 1 << 22, "complete": 1 << 23, "fs": 1 << 24}
-ACTIONS = {"Q": 1 | TC["queue"], "G": 4 | TC["queue"], "I": 12 | TC["queue"], "D": 7 | TC["issue"],
-           "C": 8 | TC["complete"]}
+ACTIONS = {
+    "Q": 1 | TC["queue"],
+    "G": 4 | TC["queue"],
+    "I": 12 | TC["queue"],
+    "D": 7 | TC["issue"],
+    "C": 8 | TC["complete"],
+}
 PROCESS = 0x04000000
 PIDS = np.array([1201, 1202, 1203, 1204, 1377, 2210, 2211, 4096], dtype=np.uint32)
 COMMS = [b"fio", b"fio", b"fio", b"fio", b"postgres", b"kworker/u16:2", b"kworker/u16:3", b"jbd2/sdb1-8"]
@@ -61,8 +79,14 @@ def notify_records(cpu: int) -> bytes:
     out = bytearray()
     for pid, comm in zip(PIDS, COMMS):
         rec = np.zeros(1, HEADER)
-        rec["magic"], rec["action"], rec["pid"], rec["device"], rec["cpu"], rec["pdu_len"] = \
-            MAGIC, PROCESS, pid, DEVICE, cpu, 16
+        rec["magic"], rec["action"], rec["pid"], rec["device"], rec["cpu"], rec["pdu_len"] = (
+            MAGIC,
+            PROCESS,
+            pid,
+            DEVICE,
+            cpu,
+            16,
+        )
         out += rec.tobytes() + comm.ljust(16, b"\0")
     return bytes(out)
 
@@ -88,7 +112,7 @@ def generate(directory: Path, requests: int, cpus: int = 4, name: str = "bench")
                 recs = np.concatenate([held[c], block.get(c, np.zeros(0, HEADER))])
                 recs = recs[np.argsort(recs["time"], kind="stable")]
                 final = recs if last else recs[recs["time"] < cut]
-                held[c] = recs[len(final):]
+                held[c] = recs[len(final) :]
                 final["sequence"] = np.arange(seq[c], seq[c] + len(final), dtype=np.uint32)
                 seq[c] += len(final)
                 files[c].write(final.tobytes())

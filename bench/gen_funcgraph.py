@@ -49,27 +49,76 @@ leaves with durations, exits with the marks + ! # * @ $), and what a real captur
 Every call that is not cut by a drop is closed by its task; `generate` returns the lines written and the calls left
 without an exit (open at the end or cut by a drop).
 """
+
 from __future__ import annotations
 
 import argparse
 import random
 import zlib
 
-FUNCS = ["vfs_read", "vfs_write", "xfs_file_read_iter", "xfs_ilock", "down_write", "down_read", "mutex_lock",
-         "_raw_spin_lock", "kmem_cache_alloc", "submit_bio", "blk_mq_submit_bio", "xfs_iomap_write_unwritten",
-         "filemap_read", "ext4_bread", "rcu_read_lock_held", "e1000_clean [e1000]", "_copy_to_user",
-         "copy_page_to_iter", "generic_perform_write", "xfs_trans_alloc"]
-SYSCALLS = ["__x64_sys_read", "__x64_sys_write", "__x64_sys_pread64", "__x64_sys_futex", "__x64_sys_fsync",
-            "__x64_sys_openat", "__x64_sys_epoll_wait", "__x64_sys_io_submit"]
-LEAVES = ["_cond_resched", "find_vma", "ktime_get", "idle_cpu", "update_curr", "__msecs_to_jiffies",
-          "xfs_bmbt_get_all", "_raw_spin_unlock_irqrestore"]
+FUNCS = [
+    "vfs_read",
+    "vfs_write",
+    "xfs_file_read_iter",
+    "xfs_ilock",
+    "down_write",
+    "down_read",
+    "mutex_lock",
+    "_raw_spin_lock",
+    "kmem_cache_alloc",
+    "submit_bio",
+    "blk_mq_submit_bio",
+    "xfs_iomap_write_unwritten",
+    "filemap_read",
+    "ext4_bread",
+    "rcu_read_lock_held",
+    "e1000_clean [e1000]",
+    "_copy_to_user",
+    "copy_page_to_iter",
+    "generic_perform_write",
+    "xfs_trans_alloc",
+]
+SYSCALLS = [
+    "__x64_sys_read",
+    "__x64_sys_write",
+    "__x64_sys_pread64",
+    "__x64_sys_futex",
+    "__x64_sys_fsync",
+    "__x64_sys_openat",
+    "__x64_sys_epoll_wait",
+    "__x64_sys_io_submit",
+]
+LEAVES = [
+    "_cond_resched",
+    "find_vma",
+    "ktime_get",
+    "idle_cpu",
+    "update_curr",
+    "__msecs_to_jiffies",
+    "xfs_bmbt_get_all",
+    "_raw_spin_unlock_irqrestore",
+]
 COMMS = ["kworker/u8:1", "file_writer", "flush-8:0", "V8 WorkerThread", "rs:main Q:Reg", "xfslogd/7", "postgres"]
-DEVICE_IRQS = [(35, "nvme0q2", "nvme_irq"), (36, "nvme0q3", "nvme_irq"), (24, "ahci[0000:00:1f.2]", "ahci_single_level_irq_intr"),
-               (41, "eth0-TxRx-1", "e1000_intr [e1000]")]
-SOFTIRQS = [(1, "TIMER", "run_timer_softirq"), (7, "SCHED", "run_rebalance_domains"), (9, "RCU", "rcu_core_si"),
-            (4, "BLOCK", "blk_done_softirq")]
-TIMER_IRQ = ["asm_sysvec_apic_timer_interrupt", "sysvec_apic_timer_interrupt", "__sysvec_apic_timer_interrupt",
-             "hrtimer_interrupt", "__hrtimer_run_queues", "tick_sched_timer"]
+DEVICE_IRQS = [
+    (35, "nvme0q2", "nvme_irq"),
+    (36, "nvme0q3", "nvme_irq"),
+    (24, "ahci[0000:00:1f.2]", "ahci_single_level_irq_intr"),
+    (41, "eth0-TxRx-1", "e1000_intr [e1000]"),
+]
+SOFTIRQS = [
+    (1, "TIMER", "run_timer_softirq"),
+    (7, "SCHED", "run_rebalance_domains"),
+    (9, "RCU", "rcu_core_si"),
+    (4, "BLOCK", "blk_done_softirq"),
+]
+TIMER_IRQ = [
+    "asm_sysvec_apic_timer_interrupt",
+    "sysvec_apic_timer_interrupt",
+    "__sysvec_apic_timer_interrupt",
+    "hrtimer_interrupt",
+    "__hrtimer_run_queues",
+    "tick_sched_timer",
+]
 DEVICE_IRQ = ["asm_common_interrupt", "common_interrupt", "__common_interrupt", "handle_edge_irq", "handle_irq_event"]
 FAULT = ["asm_exc_page_fault", "exc_page_fault", "do_user_addr_fault", "handle_mm_fault", "__handle_mm_fault"]
 SYSCALL_BOTTOM = ["do_syscall_64", "entry_SYSCALL_64_after_hwframe"]
@@ -83,7 +132,7 @@ def mark(us: float) -> str:
 
 
 def addr(name: str) -> str:
-    return f"ffffffff{(0xa8800000 + (zlib.crc32(name.encode()) & 0xffffff) * 16) & 0xffffffff:08x}"
+    return f"ffffffff{(0xA8800000 + (zlib.crc32(name.encode()) & 0xFFFFFF) * 16) & 0xFFFFFFFF:08x}"
 
 
 class Writer:
@@ -107,8 +156,9 @@ class Writer:
         st = t["stack"]
         stamp = self.tick()
         st.append((f, self.ts))
-        self.buf.append(f"{self.head(t)}{stamp}: funcgraph_entry:                   |  {'  ' * (len(st) - 1)}"
-                        f"{f}() {{\n")
+        self.buf.append(
+            f"{self.head(t)}{stamp}: funcgraph_entry:                   |  {'  ' * (len(st) - 1)}{f}() {{\n"
+        )
         self.n += 1
 
     def leave(self, t: dict) -> None:
@@ -121,8 +171,10 @@ class Writer:
 
     def leaf(self, t: dict, f: str, us: float | None = None) -> None:
         us = self.rnd.randint(50, 5000) / 1000 if us is None else us
-        self.buf.append(f"{self.head(t)}{self.tick()}: funcgraph_entry:      {mark(us)}{us:8.3f} us |  "
-                        f"{'  ' * len(t['stack'])}{f}();\n")
+        self.buf.append(
+            f"{self.head(t)}{self.tick()}: funcgraph_entry:      {mark(us)}{us:8.3f} us |  "
+            f"{'  ' * len(t['stack'])}{f}();\n"
+        )
         self.ts += int(us * 1000)
         self.n += 1
 
@@ -149,6 +201,7 @@ class Writer:
         def inner():
             self.leaf(t, "tick_sched_handle")
             self.leaf(t, "update_process_times", self.rnd.randint(800, 4000) / 1000)
+
         self.nest(t, TIMER_IRQ, inner)
 
     def device_irq(self, t: dict) -> None:
@@ -158,6 +211,7 @@ class Writer:
             self.event(t, "irq_handler_entry", f"irq={irq} name={name}", ["__handle_irq_event_percpu"])
             self.leaf(t, handler, self.rnd.randint(1000, 12000) / 1000)
             self.event(t, "irq_handler_exit", f"irq={irq} ret=handled", ["__handle_irq_event_percpu"])
+
         self.nest(t, DEVICE_IRQ, inner)
 
     def softirq(self, t: dict) -> None:
@@ -167,6 +221,7 @@ class Writer:
             self.event(t, "softirq_entry", f"vec={vec} [action={action}]", ["__do_softirq"])
             self.leaf(t, fn, self.rnd.randint(500, 30000) / 1000)
             self.event(t, "softirq_exit", f"vec={vec} [action={action}]", ["__do_softirq"])
+
         self.nest(t, ["irq_exit_rcu", "__do_softirq"], inner)
 
     def interrupt(self, t: dict, timer: bool) -> None:
@@ -186,8 +241,12 @@ class Writer:
                 self.leaf(t, "folio_wait_bit_common", self.rnd.randint(80_000, 3_000_000) / 1000)
                 self.leave(t)
             else:
-                self.leaf(t, self.rnd.choice(["do_anonymous_page", "filemap_map_pages", "do_wp_page"]),
-                          self.rnd.randint(300, 6000) / 1000)
+                self.leaf(
+                    t,
+                    self.rnd.choice(["do_anonymous_page", "filemap_map_pages", "do_wp_page"]),
+                    self.rnd.randint(300, 6000) / 1000,
+                )
+
         self.nest(t, FAULT, inner)
 
 
@@ -230,12 +289,16 @@ def generate(out, lines: int, seed: int = 1) -> tuple[int, int]:
                 w.event(t, "print", f"tracing_mark_write: op {w.n} start", ["tracing_mark_write", "vfs_write"])
             else:
                 sector = rnd.randint(0, 1 << 30)
-                w.event(t, "block_rq_issue", f"8,0 WS 4096 () {sector} + 8 [{t['comm']}]",
-                        ["blk_mq_start_request", "nvme_queue_rq", "blk_mq_dispatch_rq_list"])
+                w.event(
+                    t,
+                    "block_rq_issue",
+                    f"8,0 WS 4096 () {sector} + 8 [{t['comm']}]",
+                    ["blk_mq_start_request", "nvme_queue_rq", "blk_mq_dispatch_rq_list"],
+                )
             if w.n >= next_drop:
                 next_drop = w.n + rnd.randint(100_000, 500_000)
                 lost = min(len(st), rnd.randint(1, 3))
-                del st[len(st) - lost:]
+                del st[len(st) - lost :]
                 cut += lost
                 w.buf.append(f"CPU:{t['cpu']} [{rnd.randint(200, 20000)} EVENTS DROPPED]\n")
                 w.n += 1
@@ -244,12 +307,17 @@ def generate(out, lines: int, seed: int = 1) -> tuple[int, int]:
         if nxt == cur:
             nxt = (cur + 1) % len(tasks)
         u = tasks[nxt]
-        w.event(t, "sched_waking", f"comm={u['comm']} pid={u['pid']} prio=120 target_cpu={t['cpu']:03d}",
-                ["try_to_wake_up", "wake_up_q", "futex_wake"])
+        w.event(
+            t,
+            "sched_waking",
+            f"comm={u['comm']} pid={u['pid']} prio=120 target_cpu={t['cpu']:03d}",
+            ["try_to_wake_up", "wake_up_q", "futex_wake"],
+        )
         w.enter(t, "schedule")
         w.enter(t, "__schedule")
-        w.event(t, "sched_switch", f"{t['comm']}:{t['pid']} [120] {rnd.choice('SDR')} ==> {u['comm']}:{u['pid']} "
-                "[120]", [])
+        w.event(
+            t, "sched_switch", f"{t['comm']}:{t['pid']} [120] {rnd.choice('SDR')} ==> {u['comm']}:{u['pid']} [120]", []
+        )
         u["cpu"] = t["cpu"] if rnd.random() < 0.5 else u["cpu"]
         t["cpu"] = rnd.randrange(8)
         cur = nxt
@@ -280,8 +348,10 @@ def main() -> None:
             for name, batch in funcgraph.parse(f, rep):
                 rows[name] = rows.get(name, 0) + batch.num_rows
         dt = time.perf_counter() - t0
-        print(f"{rep.lines} lines, {rep.bytes_read / 1e6:.0f} MB in {dt:.2f} s: {rep.lines / dt:,.0f} lines/s, "
-              f"{rep.bytes_read / dt / 1e6:.0f} MB/s; rows {rows}; skipped {rep.skipped}")
+        print(
+            f"{rep.lines} lines, {rep.bytes_read / 1e6:.0f} MB in {dt:.2f} s: {rep.lines / dt:,.0f} lines/s, "
+            f"{rep.bytes_read / dt / 1e6:.0f} MB/s; rows {rows}; skipped {rep.skipped}"
+        )
         return
     with open(a.out, "w") as f:
         f.write("cpus=8\n")

@@ -16,6 +16,7 @@ records are sorted by value, as bcc prints them.
 Default: bcc's multi-line output (kernel frames leaf first, `--` delimiter, user frames leaf first,
 `-  comm (pid)`, total µs). --folded writes the same records as `-f` folded lines.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,6 +25,8 @@ import random
 
 WINDOW_S = 30
 
+# (the grammar is kept as written, one path per line: ruff format would put each frame on a line of its own)
+# fmt: off
 # ---------------------------------------------------------------------------------------------------
 # kernel grammar; every list is ROOT FIRST (the printer reverses it: bcc prints the leaf first)
 
@@ -394,6 +397,7 @@ RECLAIM_TAILS = [
 
 KERNEL_PREEMPT = 0.10  # of the kernel stacks: preempted in the middle of the path
 RECLAIM_P = 0.08  # of the kernel stacks: blocked in direct reclaim from an allocation in the path
+# fmt: on
 
 
 def kernel_stack(rnd: random.Random, syscall: str) -> list[str]:
@@ -427,8 +431,14 @@ def kernel_stack(rnd: random.Random, syscall: str) -> list[str]:
     if r < KERNEL_PREEMPT + RECLAIM_P and waits and len(path) > 3:
         where = rnd.choice(list(RECLAIM))
         tail, rwaits = rnd.choice(RECLAIM_TAILS)
-        return (path[: rnd.randint(3, len(path))] + rnd.choice(ALLOCATORS) + RECLAIM[where] + tail
-                + _wait(rnd, rnd.choice(rwaits)) + SCHED_TAIL)
+        return (
+            path[: rnd.randint(3, len(path))]
+            + rnd.choice(ALLOCATORS)
+            + RECLAIM[where]
+            + tail
+            + _wait(rnd, rnd.choice(rwaits))
+            + SCHED_TAIL
+        )
     return path + (_wait(rnd, rnd.choice(waits)) if waits else []) + SCHED_TAIL
 
 
@@ -449,8 +459,15 @@ def tasks(rnd: random.Random) -> list[dict]:
         for _ in range(procs):
             pid += rnd.randint(3, 400)
             for t in range(threads):
-                out.append({"comm": rnd.choice(thread_comms) if thread_comms else comm, "pid": pid + t,
-                            "base": base, "paths": paths, "weights": [w for _, _, w in paths]})
+                out.append(
+                    {
+                        "comm": rnd.choice(thread_comms) if thread_comms else comm,
+                        "pid": pid + t,
+                        "base": base,
+                        "paths": paths,
+                        "weights": [w for _, _, w in paths],
+                    }
+                )
     return out
 
 
@@ -538,8 +555,10 @@ def main() -> None:
     ap.add_argument("--folded", action="store_true", help="bcc -f folded lines instead of the multi-line output")
     a = ap.parse_args()
     info = write(a.out, a.records, a.seed, a.folded)
-    print(f"{a.out}: {info['records']:,} records, {info['lines']:,} lines, {info['kernel_stacks']:,} distinct "
-          f"kernel stacks, {info['tasks']} tasks")
+    print(
+        f"{a.out}: {info['records']:,} records, {info['lines']:,} lines, {info['kernel_stacks']:,} distinct "
+        f"kernel stacks, {info['tasks']} tasks"
+    )
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ assumed). Each round, on 4 CPUs:
 
 Events per round: 66 funcgraph entries/exits, 2 sched_switch, 1 sched_waking (69); 33 calls.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,19 @@ T0 = 11_400_000_000_000  # ns, after the sample's own span
 ROUND_NS = 200_000
 WRITE_PATH = ["do_syscall_64", "__x64_sys_write", "ksys_write", "vfs_write", "ext4_buffered_write_iter"]
 READ_PATH = ["do_syscall_64", "__x64_sys_read", "ksys_read", "vfs_read", "ext4_file_read_iter"]
-FUNCS = sorted({*WRITE_PATH, *READ_PATH, "down_write", "rwsem_down_write_slowpath", "schedule", "up_write",
-                "filemap_read", "mutex_lock", "mutex_unlock"})
+FUNCS = sorted(
+    {
+        *WRITE_PATH,
+        *READ_PATH,
+        "down_write",
+        "rwsem_down_write_slowpath",
+        "schedule",
+        "up_write",
+        "filemap_read",
+        "mutex_lock",
+        "mutex_unlock",
+    }
+)
 CALLS_PER_ROUND = 33
 EVENTS_PER_ROUND = 69
 
@@ -47,8 +59,9 @@ class Formats:
     def __init__(self, dat: Path):
         text = ""
         for what in ("--ftrace-events", "--events"):
-            text += subprocess.run(["trace-cmd", "dump", "-i", str(dat), what], capture_output=True, text=True,
-                                   check=True).stdout
+            text += subprocess.run(
+                ["trace-cmd", "dump", "-i", str(dat), what], capture_output=True, text=True, check=True
+            ).stdout
         self.ids, self.fields = {}, {}
         for block in re.split(r"\n(?=name: )", text):
             name = re.match(r"name: (\S+)", block)
@@ -56,10 +69,13 @@ class Formats:
             if not (name and ident):
                 continue
             self.ids[name[1]] = int(ident[1])
-            self.fields[name[1]] = {m[1]: (int(m[2]), int(m[3])) for m in re.finditer(
-                r"field:[^;]*?(\w+)(?:\[\d+\])?;\s*offset:(\d+);\s*size:(\d+);", block)}
-        syms = subprocess.run(["trace-cmd", "dump", "-i", str(dat), "--kallsyms"], capture_output=True, text=True,
-                              check=True).stdout
+            self.fields[name[1]] = {
+                m[1]: (int(m[2]), int(m[3]))
+                for m in re.finditer(r"field:[^;]*?(\w+)(?:\[\d+\])?;\s*offset:(\d+);\s*size:(\d+);", block)
+            }
+        syms = subprocess.run(
+            ["trace-cmd", "dump", "-i", str(dat), "--kallsyms"], capture_output=True, text=True, check=True
+        ).stdout
         self.addr = {m[2]: int(m[1], 16) for m in re.finditer(r"^([0-9a-f]{16}) [Tt] (\S+)$", syms, re.M)}
 
     def record(self, event: str, common_pid: int, **values) -> bytes:
@@ -89,12 +105,30 @@ def events(fmt: Formats, rounds: int) -> dict[int, list[tuple[int, bytes]]]:
             t = inner(t, len(path))
         for func in leaves:
             per_cpu[cpu].append((t, fmt.record("funcgraph_entry", pid, func=fmt.addr[func], depth=len(path))))
-            per_cpu[cpu].append((t + 900, fmt.record("funcgraph_exit", pid, func=fmt.addr[func], depth=len(path),
-                                                     overrun=0, calltime=t, rettime=t + 900)))
+            per_cpu[cpu].append(
+                (
+                    t + 900,
+                    fmt.record(
+                        "funcgraph_exit",
+                        pid,
+                        func=fmt.addr[func],
+                        depth=len(path),
+                        overrun=0,
+                        calltime=t,
+                        rettime=t + 900,
+                    ),
+                )
+            )
             t += 1500
         for func, depth, start in reversed(stack):
-            per_cpu[cpu].append((t, fmt.record("funcgraph_exit", pid, func=fmt.addr[func], depth=depth, overrun=0,
-                                               calltime=start, rettime=t)))
+            per_cpu[cpu].append(
+                (
+                    t,
+                    fmt.record(
+                        "funcgraph_exit", pid, func=fmt.addr[func], depth=depth, overrun=0, calltime=start, rettime=t
+                    ),
+                )
+            )
             t += 600
         return t
 
@@ -105,17 +139,42 @@ def events(fmt: Formats, rounds: int) -> dict[int, list[tuple[int, bytes]]]:
         def holder_release(t: int, depth: int) -> int:
             # up_write { sched_waking(writer) }: the holder's release wakes the writer
             per_cpu[1].append((t, fmt.record("funcgraph_entry", HOLDER[0], func=fmt.addr["up_write"], depth=depth)))
-            per_cpu[1].append((wake_at, fmt.record("sched_waking", HOLDER[0], comm=WRITER[1], pid=WRITER[0], prio=120,
-                                                   target_cpu=0)))
-            per_cpu[1].append((wake_at + 800, fmt.record("funcgraph_exit", HOLDER[0], func=fmt.addr["up_write"],
-                                                         depth=depth, overrun=0, calltime=t, rettime=wake_at + 800)))
+            per_cpu[1].append(
+                (wake_at, fmt.record("sched_waking", HOLDER[0], comm=WRITER[1], pid=WRITER[0], prio=120, target_cpu=0))
+            )
+            per_cpu[1].append(
+                (
+                    wake_at + 800,
+                    fmt.record(
+                        "funcgraph_exit",
+                        HOLDER[0],
+                        func=fmt.addr["up_write"],
+                        depth=depth,
+                        overrun=0,
+                        calltime=t,
+                        rettime=wake_at + 800,
+                    ),
+                )
+            )
             return wake_at + 1500
 
         def holder_body(t: int, depth: int) -> int:
             for func in ("down_write", "filemap_read"):
                 per_cpu[1].append((t, fmt.record("funcgraph_entry", HOLDER[0], func=fmt.addr[func], depth=depth)))
-                per_cpu[1].append((t + 2000, fmt.record("funcgraph_exit", HOLDER[0], func=fmt.addr[func], depth=depth,
-                                                        overrun=0, calltime=t, rettime=t + 2000)))
+                per_cpu[1].append(
+                    (
+                        t + 2000,
+                        fmt.record(
+                            "funcgraph_exit",
+                            HOLDER[0],
+                            func=fmt.addr[func],
+                            depth=depth,
+                            overrun=0,
+                            calltime=t,
+                            rettime=t + 2000,
+                        ),
+                    )
+                )
                 t += 3000
             return holder_release(max(t, wake_at - 5000), depth)
 
@@ -126,16 +185,55 @@ def events(fmt: Formats, rounds: int) -> dict[int, list[tuple[int, bytes]]]:
                 per_cpu[0].append((t, fmt.record("funcgraph_entry", WRITER[0], func=fmt.addr[func], depth=depth + i)))
                 opened.append((func, depth + i, t))
                 t += 500
-            per_cpu[0].append((t, fmt.record("sched_switch", WRITER[0], prev_comm=WRITER[1], prev_pid=WRITER[0],
-                                             prev_prio=120, prev_state=2, next_comm="swapper/0", next_pid=0,
-                                             next_prio=120)))
+            per_cpu[0].append(
+                (
+                    t,
+                    fmt.record(
+                        "sched_switch",
+                        WRITER[0],
+                        prev_comm=WRITER[1],
+                        prev_pid=WRITER[0],
+                        prev_prio=120,
+                        prev_state=2,
+                        next_comm="swapper/0",
+                        next_pid=0,
+                        next_prio=120,
+                    ),
+                )
+            )
             t = wake_at + 4000
-            per_cpu[0].append((t, fmt.record("sched_switch", 0, prev_comm="swapper/0", prev_pid=0, prev_prio=120,
-                                             prev_state=0, next_comm=WRITER[1], next_pid=WRITER[0], next_prio=120)))
+            per_cpu[0].append(
+                (
+                    t,
+                    fmt.record(
+                        "sched_switch",
+                        0,
+                        prev_comm="swapper/0",
+                        prev_pid=0,
+                        prev_prio=120,
+                        prev_state=0,
+                        next_comm=WRITER[1],
+                        next_pid=WRITER[0],
+                        next_prio=120,
+                    ),
+                )
+            )
             t += 1000
             for func, d, start in reversed(opened):
-                per_cpu[0].append((t, fmt.record("funcgraph_exit", WRITER[0], func=fmt.addr[func], depth=d, overrun=0,
-                                                 calltime=start, rettime=t)))
+                per_cpu[0].append(
+                    (
+                        t,
+                        fmt.record(
+                            "funcgraph_exit",
+                            WRITER[0],
+                            func=fmt.addr[func],
+                            depth=d,
+                            overrun=0,
+                            calltime=start,
+                            rettime=t,
+                        ),
+                    )
+                )
                 t += 400
             return t
 
@@ -171,8 +269,22 @@ def write(out: Path, rounds: int, template: Path | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if template is None:
             template = Path(tmp) / "template-v6.dat"
-            subprocess.run(["trace-cmd", "convert", "-i", str(SAMPLE), "-o", str(template), "--file-version", "6",
-                            "--compression", "none"], check=True, capture_output=True)
+            subprocess.run(
+                [
+                    "trace-cmd",
+                    "convert",
+                    "-i",
+                    str(SAMPLE),
+                    "-o",
+                    str(template),
+                    "--file-version",
+                    "6",
+                    "--compression",
+                    "none",
+                ],
+                check=True,
+                capture_output=True,
+            )
         fmt = Formats(template)
         data = template.read_bytes()
         with open(template, "rb") as f:

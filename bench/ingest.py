@@ -1,10 +1,11 @@
 """One ingest, timed from the first byte read to the commit (run in its own process by bench.run).
 
-    python -m bench.ingest FILE... DB            # ingest the FILEs into a new analysis in DB; prints JSON
-    python -m bench.ingest FILE... --parse-only  # only the format's parser over the FILEs (function_graph: with the
-                                                 # call reconstruction; blktrace's per-CPU files: read as one set),
-                                                 # its record batches counted, not stored
+python -m bench.ingest FILE... DB            # ingest the FILEs into a new analysis in DB; prints JSON
+python -m bench.ingest FILE... --parse-only  # only the format's parser over the FILEs (function_graph: with the
+                                             # call reconstruction; blktrace's per-CPU files: read as one set),
+                                             # its record batches counted, not stored
 """
+
 import json
 import os
 import sys
@@ -45,8 +46,15 @@ def parse_only(paths: list[str]) -> dict:
     finally:
         for f in files:
             f.close()
-    return {"seconds": elapsed, "lines": report.lines, "events": report.events, "rows": rows,
-            "bytes": sum(os.path.getsize(p) for p in paths), "format": parser.FORMAT, "vmhwm_kib": own_peak_kib()}
+    return {
+        "seconds": elapsed,
+        "lines": report.lines,
+        "events": report.events,
+        "rows": rows,
+        "bytes": sum(os.path.getsize(p) for p in paths),
+        "format": parser.FORMAT,
+        "vmhwm_kib": own_peak_kib(),
+    }
 
 
 if __name__ == "__main__":
@@ -66,5 +74,15 @@ if __name__ == "__main__":
     elapsed = time.perf_counter() - t0
     store.close()
     src = created["sources"][0]
-    print(json.dumps({"seconds": elapsed, "lines": src["lines"], "events": src["events"], "bytes": src["bytes"],
-                      "id": created["id"], "vmhwm_kib": own_peak_kib()}))
+    print(
+        json.dumps(
+            {
+                "seconds": elapsed,
+                "lines": src["lines"],
+                "events": src["events"],
+                "bytes": src["bytes"],
+                "id": created["id"],
+                "vmhwm_kib": own_peak_kib(),
+            }
+        )
+    )

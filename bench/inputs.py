@@ -10,9 +10,11 @@ Every file is written once into bench-out/ by a seeded generator (same sizes, sa
     BENCH_SERVER_GIB       the server part's upload sizes, GiB (default "1,2.5,5"): per size a blkparse file of
                            bench/gen_blkparse.py (remaps, LVM, NVMe, BFQ messages...) and a function_graph report
 """
+
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
 import subprocess
@@ -74,6 +76,22 @@ def offcpu(records: int = OFFCPU_RECORDS) -> Path:
     return generate(p, ["bench/gen_offcpu.py", str(p), "--records", str(records)])
 
 
+def run_measured(cmd: list[str]) -> tuple[dict, float, int, float]:
+    """Runs cmd; returns its JSON output, wall seconds, that process' own peak RSS (KiB: the VmHWM it reports as
+    `vmhwm_kib`, bench/ingest.py; else wait4's ru_maxrss, which is at least this process' own peak when it started
+    the child) and CPU seconds."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed with exit code {proc.returncode}")
+    result = json.loads(out)
+    return result, wall, result.get("vmhwm_kib") or usage.ru_maxrss, usage.ru_utime + usage.ru_stime
+
+
 def machine() -> dict:
     """What the figures were measured on."""
     cpu = "?"
@@ -96,15 +114,22 @@ def machine() -> dict:
     except ImportError:
         duck = "?"
     return {
-        "cpu": cpu, "nproc": os.cpu_count(), "mem_gib": round(mem / 2**30, 1), "kernel": platform.release(),
-        "arch": platform.machine(), "python": platform.python_version(), "duckdb": duck,
+        "cpu": cpu,
+        "nproc": os.cpu_count(),
+        "mem_gib": round(mem / 2**30, 1),
+        "kernel": platform.release(),
+        "arch": platform.machine(),
+        "python": platform.python_version(),
+        "duckdb": duck,
     }
 
 
 def machine_line(m: dict | None = None) -> str:
     m = m or machine()
-    return (f"{m['arch']}, {m['cpu']}, {m['nproc']} cores (nproc), {m['mem_gib']} GiB, Linux {m['kernel']}, "
-            f"Python {m['python']}, DuckDB {m['duckdb']}")
+    return (
+        f"{m['arch']}, {m['cpu']}, {m['nproc']} cores (nproc), {m['mem_gib']} GiB, Linux {m['kernel']}, "
+        f"Python {m['python']}, DuckDB {m['duckdb']}"
+    )
 
 
 def cached(path: Path) -> None:

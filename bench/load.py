@@ -26,12 +26,12 @@ import http.client
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import threading
 import time
 import uuid
-import shutil
 from pathlib import Path
 
 from bench import inputs
@@ -51,8 +51,14 @@ def reader_captures() -> list[list[Path]]:
     found = [
         [SAMPLES / n for n in DEMO],
         [SAMPLES / "demo-cfq-starvation.blkparse.txt"],
-        [SAMPLES / n for n in ("ext4-jbd2-commit.trace-cmd-report.txt", "ext4-jbd2-commit.blkparse.txt",
-                               "ext4-jbd2-commit.offwaketime.txt")],
+        [
+            SAMPLES / n
+            for n in (
+                "ext4-jbd2-commit.trace-cmd-report.txt",
+                "ext4-jbd2-commit.blkparse.txt",
+                "ext4-jbd2-commit.offwaketime.txt",
+            )
+        ],
     ]
     if shutil.which("trace-cmd"):
         for rec in sorted(LAB.glob("*/trace.dat")):
@@ -63,10 +69,17 @@ def reader_captures() -> list[list[Path]]:
 def windowed_routes(a: str, span: tuple[int, int] | None) -> list[str]:
     """An analysis page's routes; {w} is where a window's t0_ns/t1_ns go."""
     w = "{w}" if span else ""
-    return [a, f"{a}/timeline?width_px=1200{w}", f"{a}/requests?order=i2d&limit=100{w}",
-            f"{a}/dispatch-summary?by=device{w}", f"{a}/latency-over-time?buckets=400{w}",
-            f"{a}/heatmap?metric=wait{w}", f"{a}/heatmap?metric=i2d{w}", f"{a}/chains?limit=50{w}",
-            f"{a}/waits?limit=100{w}"]
+    return [
+        a,
+        f"{a}/timeline?width_px=1200{w}",
+        f"{a}/requests?order=i2d&limit=100{w}",
+        f"{a}/dispatch-summary?by=device{w}",
+        f"{a}/latency-over-time?buckets=400{w}",
+        f"{a}/heatmap?metric=wait{w}",
+        f"{a}/heatmap?metric=i2d{w}",
+        f"{a}/chains?limit=50{w}",
+        f"{a}/waits?limit=100{w}",
+    ]
 
 
 def random_window(rng: random.Random, span: tuple[int, int]) -> str:
@@ -79,10 +92,14 @@ def random_window(rng: random.Random, span: tuple[int, int]) -> str:
 
 def multipart(paths: list[Path]) -> tuple[bytes, str]:
     b = uuid.uuid4().hex
-    parts = [f"--{b}\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nbench load\r\n".encode()]
+    parts = [f'--{b}\r\nContent-Disposition: form-data; name="name"\r\n\r\nbench load\r\n'.encode()]
     for p in paths:
-        parts.append(f"--{b}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"{p.name}\"\r\n"
-                     f"Content-Type: text/plain\r\n\r\n".encode() + p.read_bytes() + b"\r\n")
+        parts.append(
+            f'--{b}\r\nContent-Disposition: form-data; name="files"; filename="{p.name}"\r\n'
+            f"Content-Type: text/plain\r\n\r\n".encode()
+            + p.read_bytes()
+            + b"\r\n"
+        )
     parts.append(f"--{b}--\r\n".encode())
     return b"".join(parts), f"multipart/form-data; boundary={b}"
 
@@ -100,8 +117,13 @@ def post(port: int, body: bytes, ctype: str) -> tuple[int, dict, str | None]:
 
 def serve(repo: Path, db: Path, port: int, log: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(repo)}
-    proc = subprocess.Popen([sys.executable, "-m", "backend.cli", "serve", "--db", str(db), "--host", "127.0.0.1",
-                             "--port", str(port)], cwd=repo, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "backend.cli", "serve", "--db", str(db), "--host", "127.0.0.1", "--port", str(port)],
+        cwd=repo,
+        env=env,
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -140,8 +162,14 @@ def upload_analysis(port: int, paths: list[Path]) -> tuple[str, tuple[int, int] 
     return a, ((lo, hi) if lo is not None and hi is not None and hi > lo else None)
 
 
-def read_for(port: int, seconds: float, pages: list[tuple[str, tuple[int, int] | None]], one_page: bool,
-             uploaders: int, upload: tuple[bytes, str]) -> dict:
+def read_for(
+    port: int,
+    seconds: float,
+    pages: list[tuple[str, tuple[int, int] | None]],
+    one_page: bool,
+    uploaders: int,
+    upload: tuple[bytes, str],
+) -> dict:
     """Each reader (one per page) GETs its page's routes for `seconds`, beside `uploaders` uploading."""
     stop = time.monotonic() + seconds
     lat: list[float] = []
@@ -189,9 +217,16 @@ def read_for(port: int, seconds: float, pages: list[tuple[str, tuple[int, int] |
     def q(p):
         return lat[min(len(lat) - 1, int(p * len(lat)))] * 1000 if lat else float("nan")
 
-    return {"gets": len(lat), "get_p50_ms": q(0.5), "get_p95_ms": q(0.95), "get_p99_ms": q(0.99),
-            "get_max_ms": q(1.0) if lat else None, "get_errors": len(errors), "error_statuses": sorted(set(errors)),
-            "uploads": ups}
+    return {
+        "gets": len(lat),
+        "get_p50_ms": q(0.5),
+        "get_p95_ms": q(0.95),
+        "get_p99_ms": q(0.99),
+        "get_max_ms": q(1.0) if lat else None,
+        "get_errors": len(errors),
+        "error_statuses": sorted(set(errors)),
+        "uploads": ups,
+    }
 
 
 def measure(repo: Path, seconds: float, uploaders: int, readers: int, one_page: bool = False) -> dict:
@@ -214,26 +249,40 @@ def measure(repo: Path, seconds: float, uploaders: int, readers: int, one_page: 
     finally:
         proc.terminate()
         proc.wait(60)
-    return {"repo": str(repo), "commit": subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
-                                                       capture_output=True, text=True).stdout.strip(),
-            "seconds": seconds, "uploaders": uploaders, "readers": readers,
-            "readers_on": "one page" if one_page else "own analysis, random windows",
-            "analyses": len(made), "setup_s": setup_s, **loaded, "idle": idle,
-            "cpu_check_mb_s": check, "load_average": inputs.loadavg()}
+    return {
+        "repo": str(repo),
+        "commit": subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip(),
+        "seconds": seconds,
+        "uploaders": uploaders,
+        "readers": readers,
+        "readers_on": "one page" if one_page else "own analysis, random windows",
+        "analyses": len(made),
+        "setup_s": setup_s,
+        **loaded,
+        "idle": idle,
+        "cpu_check_mb_s": check,
+        "load_average": inputs.loadavg(),
+    }
 
 
 def table(results: list[dict]) -> str:
-    rows = ["| server | readers on | GETs | GET p50 | GET p95 | GET p99 | GET max | idle p95 (same reads, no uploads)"
-            " | p95 / idle p95 | uploads done / 503 / failed | non-200 | CPU check | load |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
+    rows = [
+        "| server | readers on | GETs | GET p50 | GET p95 | GET p99 | GET max | idle p95 (same reads, no uploads)"
+        " | p95 / idle p95 | uploads done / 503 / failed | non-200 | CPU check | load |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
+    ]
     for r in results:
         u, idle = r["uploads"], r.get("idle") or {}
         idle_p95 = idle.get("get_p95_ms", float("nan"))
-        rows.append(f"| {r['commit']} ({r['repo']}) | {r.get('readers_on', 'one page')} | {r['gets']} | "
-                    f"{r['get_p50_ms']:.0f} ms | **{r['get_p95_ms']:.0f} ms** | {r.get('get_p99_ms', float('nan')):.0f} ms"
-                    f" | {r['get_max_ms']:.0f} ms | {idle_p95:.0f} ms | {r['get_p95_ms'] / idle_p95:.2f}x | "
-                    f"{u['done']} / {u['refused']} / {u['failed']} | {r['get_errors']} | "
-                    f"{r.get('cpu_check_mb_s', float('nan')):.0f} MB/s | {r.get('load_average', float('nan')):.1f} |")
+        rows.append(
+            f"| {r['commit']} ({r['repo']}) | {r.get('readers_on', 'one page')} | {r['gets']} | "
+            f"{r['get_p50_ms']:.0f} ms | **{r['get_p95_ms']:.0f} ms** | {r.get('get_p99_ms', float('nan')):.0f} ms"
+            f" | {r['get_max_ms']:.0f} ms | {idle_p95:.0f} ms | {r['get_p95_ms'] / idle_p95:.2f}x | "
+            f"{u['done']} / {u['refused']} / {u['failed']} | {r['get_errors']} | "
+            f"{r.get('cpu_check_mb_s', float('nan')):.0f} MB/s | {r.get('load_average', float('nan')):.1f} |"
+        )
     return "\n".join(rows)
 
 
@@ -248,8 +297,11 @@ def main() -> None:
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
     repos = [REPO, *(args.repo or [])]
-    results = [measure(repo, args.seconds, args.uploaders, args.readers, args.one_page)
-               for k in range(args.rounds) for repo in (repos if k % 2 == 0 else repos[::-1])]
+    results = [
+        measure(repo, args.seconds, args.uploaders, args.readers, args.one_page)
+        for k in range(args.rounds)
+        for repo in (repos if k % 2 == 0 else repos[::-1])
+    ]
     (OUT / "load.json").write_text(json.dumps(results, indent=1))
     print(f"\n## Reads under ingest: {args.uploaders} uploaders, {args.readers} readers, {args.seconds:g} s\n")
     print(table(results), flush=True)

@@ -16,6 +16,7 @@ Times are from navigation start. Target: <= 2 s for the page with its timeline, 
 (the timeline and dispatch tabs). Reports first (cold server), p50, max per tab and p50 per part; the server
 is stopped at the end. Results: stdout (markdown) and bench-out/page.json (the raw runs: bench-out/page-raw.json).
 """
+
 from __future__ import annotations
 
 import json
@@ -54,16 +55,22 @@ def summarize(raw: dict) -> dict:
             for a in r.get("api", []):
                 api.setdefault(a["path"], []).append(a["end"] - a["start"])
         t = {
-            "url": runs[0]["url"], "runs": len(runs), "ready_runs": len(ready),
+            "url": runs[0]["url"],
+            "runs": len(runs),
+            "ready_runs": len(ready),
             "failed": [{"missing": r.get("missing"), "error": r.get("error")} for r in runs if "ready" not in r],
-            "first_ms": runs[0].get("ready"), "p50_ms": pct(ready, 0.5) if ready else None,
-            "max_ms": max(ready) if ready else None, "all_ms": [r.get("ready") for r in runs],
+            "first_ms": runs[0].get("ready"),
+            "p50_ms": pct(ready, 0.5) if ready else None,
+            "max_ms": max(ready) if ready else None,
+            "all_ms": [r.get("ready") for r in runs],
             "parts_p50_ms": {k: pct(v, 0.5) for k, v in parts.items()},
             "api_p50_ms": {k: pct(v, 0.5) for k, v in api.items()},
             "api_done_p50_ms": pct([max(a["end"] for a in r["api"]) for r in runs if r.get("api")], 0.5)
-            if any(r.get("api") for r in runs) else None,
+            if any(r.get("api") for r in runs)
+            else None,
             "dom_content_loaded_p50_ms": pct([r["domContentLoaded"] for r in runs if r.get("domContentLoaded")], 0.5)
-            if any(r.get("domContentLoaded") for r in runs) else None,
+            if any(r.get("domContentLoaded") for r in runs)
+            else None,
         }
         t["target"] = tab in TARGET_TABS
         t["pass_p50"] = t["p50_ms"] is not None and t["p50_ms"] <= TARGET_MS and not t["failed"]
@@ -73,8 +80,11 @@ def summarize(raw: dict) -> dict:
 
 
 def table(result: dict) -> str:
-    rows = ["| tab (what is drawn) | first ms | p50 ms | max ms | p50 per part (ms) | slowest API call, p50 "
-            "| last API response, p50 | p50 ≤ 2 s | max ≤ 2 s |", "|---|---:|---:|---:|---|---|---:|---|---|"]
+    rows = [
+        "| tab (what is drawn) | first ms | p50 ms | max ms | p50 per part (ms) | slowest API call, p50 "
+        "| last API response, p50 | p50 ≤ 2 s | max ≤ 2 s |",
+        "|---|---:|---:|---:|---|---|---:|---|---|",
+    ]
 
     def f(v):
         return "—" if v is None else f"{v:.0f}"
@@ -85,8 +95,10 @@ def table(result: dict) -> str:
         fail = f" ({len(t['failed'])} of {t['runs']} never ready)" if t["failed"] else ""
         api = max(t["api_p50_ms"].items(), key=lambda kv: kv[1], default=None)
         api = f"`{api[0]}` {api[1]:.0f} ms" if api else "—"
-        rows.append(f"| {tab}{fail} | {f(t['first_ms'])} | {f(t['p50_ms'])} | {f(t['max_ms'])} | {parts} | {api} | "
-                    f"{f(t['api_done_p50_ms'])} | {verdict(t['pass_p50'])} | {verdict(t['pass_max'])} |")
+        rows.append(
+            f"| {tab}{fail} | {f(t['first_ms'])} | {f(t['p50_ms'])} | {f(t['max_ms'])} | {parts} | {api} | "
+            f"{f(t['api_done_p50_ms'])} | {verdict(t['pass_p50'])} | {verdict(t['pass_max'])} |"
+        )
     return "\n".join(rows)
 
 
@@ -110,11 +122,22 @@ def main() -> int:
     load0 = inputs.loadavg()
     print(f"page ready: {RUNS} cold loads per tab of http://127.0.0.1:{port}/a/{aid}...", file=sys.stderr, flush=True)
     with serve(DB, port, OUT / "page-server.log"):
-        subprocess.run(["node", "bench/page.mjs", f"http://127.0.0.1:{port}", aid, str(RUNS), str(raw_path)],
-                       check=True, timeout=NODE_TIMEOUT_S)
+        subprocess.run(
+            ["node", "bench/page.mjs", f"http://127.0.0.1:{port}", aid, str(RUNS), str(raw_path)],
+            check=True,
+            timeout=NODE_TIMEOUT_S,
+        )
     raw = json.loads(raw_path.read_text())
-    result = {"machine": inputs.machine(), "browser": raw["browser"], "analysis_id": aid, "runs": RUNS,
-              "target_ms": TARGET_MS, "tabs": summarize(raw), "load_before": load0, "load_after": inputs.loadavg()}
+    result = {
+        "machine": inputs.machine(),
+        "browser": raw["browser"],
+        "analysis_id": aid,
+        "runs": RUNS,
+        "target_ms": TARGET_MS,
+        "tabs": summarize(raw),
+        "load_before": load0,
+        "load_after": inputs.loadavg(),
+    }
     (OUT / "page.json").write_text(json.dumps(result, indent=1))
     print(f"\n## Analysis page ready in headless Chromium ({raw['browser']}, {RUNS} cold loads per tab)\n")
     print(table(result))

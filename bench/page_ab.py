@@ -1,5 +1,5 @@
-"""Analysis page cold, old vs new in one run (docs/BENCHMARKS.md, issue 25 point 7): `bench/page.mjs` against two
-running servers, alternating, so that both see the same minutes of a shared machine.
+"""Analysis page cold, old vs new in one run (docs/BENCHMARKS-HISTORY.md, issue 25 point 7): `bench/page.mjs`
+against two running servers, alternating, so that both see the same minutes of a shared machine.
 
     python -m bench.page_ab --old URL ID --new URL ID [--rounds 6] [--runs 2] [--out bench-out/page-ab.json]
 

@@ -1,4 +1,4 @@
-// Where a cold analysis page's main-thread time goes (docs/BENCHMARKS.md, issue 25): headless Chromium, a fresh
+// Where a cold analysis page's main-thread time goes (docs/BENCHMARKS-HISTORY.md, issue 25): headless Chromium, a fresh
 // browser context per load, V8's sampling profiler (Chrome DevTools protocol, 200 µs) from navigation until a selector
 // is in the page; self time summed per script (the chunk's name without its hash) or native frame, averaged.
 //

@@ -19,6 +19,7 @@ one's ratio, drop to view and server CPU time, and its drop to view over the ref
 (bench-out/server-ab.json). `--link-mbit N` sends every upload, the bare transfer's too, no faster than a link of N
 Mbit/s (a machine on the network rather than loopback, where the bare transfer of 1 GiB takes ~0.5 s).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -157,9 +158,11 @@ def upload(
     than a link of that many Mbit/s would carry them (each 1 MiB chunk waits for its time), as from a machine on the
     network rather than over loopback; 0: as fast as loopback takes them."""
     boundary = uuid.uuid4().hex
-    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nbench: server memory\r\n"
-            f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"{path.name}\"\r\n"
-            f"Content-Type: text/plain\r\n\r\n").encode()
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\nbench: server memory\r\n'
+        f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="{path.name}"\r\n'
+        f"Content-Type: text/plain\r\n\r\n"
+    ).encode()
     tail = f"\r\n--{boundary}--\r\n".encode()
     size = path.stat().st_size
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_S)
@@ -231,8 +234,11 @@ def measure(path: Path, code: Path | None = None, link_mbit: float = 0) -> dict:
     token = secrets.token_hex(8)
     load0 = inputs.loadavg()
     check, steal = inputs.cpu_check(), inputs.steal_seconds()
-    print(f"uploading {path} ({path.stat().st_size / 2**30:.2f} GiB) to a fresh server on 127.0.0.1:{port}...",
-          file=sys.stderr, flush=True)
+    print(
+        f"uploading {path} ({path.stat().st_size / 2**30:.2f} GiB) to a fresh server on 127.0.0.1:{port}...",
+        file=sys.stderr,
+        flush=True,
+    )
     with serve(DB, port, OUT / "server.log", code=code) as proc:
         idle_kib = _status_kib(proc.pid, "VmRSS") or 0
         inputs.cached(path)
@@ -259,34 +265,57 @@ def measure(path: Path, code: Path | None = None, link_mbit: float = 0) -> dict:
     src = body["sources"][0]
     peak = max(hwm_kib, sampler.max_rss_kib) * 1024
     return {
-        "file": path.name, "link_mbit": link_mbit, "bytes": path.stat().st_size, "format": src["format"], "lines": src["lines"],
-        "events": src["events"], "upload_seconds": sent_s, "total_seconds": total_s, "view_seconds": view_s,
-        "bare_seconds": bare, "ratio": view_s / min(bare), "pass_ratio": view_s <= RATIO_TARGET * min(bare),
-        "phases_started_s": sampler.phase_started, "rss_mib_by_phase": {k: v / 1024 for k, v in
-                                                                      sampler.rss_at_phase.items()},
-        "idle_rss_mib": idle_kib / 1024, "vmhwm_mib": hwm_kib / 1024, "sampled_max_rss_mib": sampler.max_rss_kib / 1024,
-        "rss_after_mib": after_kib / 1024, "samples": sampler.samples, "peak_mib": peak / 2**20,
-        "pass": peak <= TARGET_PEAK_BYTES, "load_before": load0, "load_after": inputs.loadavg(),
-        "cpu_check_mb_s": check, "steal_seconds": steal, "db_bytes": db_bytes, "server_cpu_seconds": cpu_s,
+        "file": path.name,
+        "link_mbit": link_mbit,
+        "bytes": path.stat().st_size,
+        "format": src["format"],
+        "lines": src["lines"],
+        "events": src["events"],
+        "upload_seconds": sent_s,
+        "total_seconds": total_s,
+        "view_seconds": view_s,
+        "bare_seconds": bare,
+        "ratio": view_s / min(bare),
+        "pass_ratio": view_s <= RATIO_TARGET * min(bare),
+        "phases_started_s": sampler.phase_started,
+        "rss_mib_by_phase": {k: v / 1024 for k, v in sampler.rss_at_phase.items()},
+        "idle_rss_mib": idle_kib / 1024,
+        "vmhwm_mib": hwm_kib / 1024,
+        "sampled_max_rss_mib": sampler.max_rss_kib / 1024,
+        "rss_after_mib": after_kib / 1024,
+        "samples": sampler.samples,
+        "peak_mib": peak / 2**20,
+        "pass": peak <= TARGET_PEAK_BYTES,
+        "load_before": load0,
+        "load_after": inputs.loadavg(),
+        "cpu_check_mb_s": check,
+        "steal_seconds": steal,
+        "db_bytes": db_bytes,
+        "server_cpu_seconds": cpu_s,
     }
 
 
 def table(result: dict) -> str:
-    rows = ["| file | format | size | lines | bare transfer s (before, after) | drop to view s | **ratio** "
-            f"(≤ {RATIO_TARGET}) | lines/s | peak RSS (VmHWM) | ≤ 1 GiB | database | CPU check MB/s; steal s |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|"]
+    rows = [
+        "| file | format | size | lines | bare transfer s (before, after) | drop to view s | **ratio** "
+        f"(≤ {RATIO_TARGET}) | lines/s | peak RSS (VmHWM) | ≤ 1 GiB | database | CPU check MB/s; steal s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|",
+    ]
     for r in result["runs"]:
-        rows.append(f"| {r['file']} | {r['format']} | {r['bytes'] / 2**30:.2f} GiB | {r['lines']:,} | "
-                    f"{' / '.join(f'{b:.2f}' for b in r['bare_seconds'])} | {r['view_seconds']:.2f} | "
-                    f"**{r['ratio']:.2f}×** {'PASS' if r['pass_ratio'] else 'MISS'} | "
-                    f"{r['lines'] / r['view_seconds'] / 1e6:.2f} M | **{r['peak_mib']:.0f} MiB** | "
-                    f"{'PASS' if r['pass'] else 'MISS'} | {r['db_bytes'] / 2**30:.2f} GiB | "
-                    f"{r['cpu_check_mb_s']:.0f}; {r['steal_seconds']:.1f} |")
+        rows.append(
+            f"| {r['file']} | {r['format']} | {r['bytes'] / 2**30:.2f} GiB | {r['lines']:,} | "
+            f"{' / '.join(f'{b:.2f}' for b in r['bare_seconds'])} | {r['view_seconds']:.2f} | "
+            f"**{r['ratio']:.2f}×** {'PASS' if r['pass_ratio'] else 'MISS'} | "
+            f"{r['lines'] / r['view_seconds'] / 1e6:.2f} M | **{r['peak_mib']:.0f} MiB** | "
+            f"{'PASS' if r['pass'] else 'MISS'} | {r['db_bytes'] / 2**30:.2f} GiB | "
+            f"{r['cpu_check_mb_s']:.0f}; {r['steal_seconds']:.1f} |"
+        )
     return "\n".join(rows) + (
         "\n\nBare transfer: the same multipart bytes POSTed by the same client to an endpoint that only reads them"
         " (bench/sink.py, served by the same uvicorn), just before and just after the upload; the ratio is taken"
         " against the faster. Drop to view: from the first byte sent to the answer of GET /api/analyses/{id} after"
-        " the 201. Peak RSS: the server process' VmHWM (its resident set sampled every 20 ms agrees).")
+        " the 201. Peak RSS: the server process' VmHWM (its resident set sampled every 20 ms agrees)."
+    )
 
 
 def server_files() -> list[Path]:
@@ -305,13 +334,18 @@ def ab(checkouts: dict[str, Path], rounds: int, link_mbit: float = 0) -> dict:
     names = list(checkouts)
     runs = []
     for k in range(rounds):
-        order = names[k % len(names):] + names[: k % len(names)]
+        order = names[k % len(names) :] + names[: k % len(names)]
         for f in server_files():
             for name in order:
                 print(f"round {k + 1} of {rounds}: {f.name} with {name}...", file=sys.stderr, flush=True)
                 runs.append({"checkout": name, "round": k, **measure(f, checkouts[name], link_mbit)})
-    return {"machine": inputs.machine(), "checkouts": {n: str(p) for n, p in checkouts.items()}, "rounds": rounds,
-            "link_mbit": link_mbit, "runs": runs}
+    return {
+        "machine": inputs.machine(),
+        "checkouts": {n: str(p) for n, p in checkouts.items()},
+        "rounds": rounds,
+        "link_mbit": link_mbit,
+        "runs": runs,
+    }
 
 
 def ab_table(result: dict) -> str:
@@ -319,9 +353,11 @@ def ab_table(result: dict) -> str:
     checkout's median of its per-round ratios to the reference's (the first checkout) on the same file."""
     names = list(result["checkouts"])
     ref = names[0]
-    rows = ["| file | checkout | drop to view / bare transfer, median (each round) | drop to view s, median | "
-            f"server CPU s, median | × {ref}'s drop to view (per round, median) | peak RSS max | load |",
-            "|---|---|---:|---:|---:|---:|---:|---|"]
+    rows = [
+        "| file | checkout | drop to view / bare transfer, median (each round) | drop to view s, median | "
+        f"server CPU s, median | × {ref}'s drop to view (per round, median) | peak RSS max | load |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
+    ]
     files = list(dict.fromkeys(r["file"] for r in result["runs"]))
     for f in files:
         for name in names:
@@ -334,19 +370,28 @@ def ab_table(result: dict) -> str:
                 f"{statistics.median(r['view_seconds'] for r in mine):.2f} | "
                 f"{statistics.median(r['server_cpu_seconds'] for r in mine):.2f} | "
                 f"{statistics.median(per_round):.2f} | {max(r['peak_mib'] for r in mine):.0f} MiB | "
-                f"{min(r['load_before'] for r in mine):.1f}–{max(r['load_after'] for r in mine):.1f} |")
+                f"{min(r['load_before'] for r in mine):.1f}–{max(r['load_after'] for r in mine):.1f} |"
+            )
     return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--ab", nargs="+", metavar="NAME=CHECKOUT",
-                    help="compare checkouts of this repository (worktrees with their C extensions built; the first "
-                         "is the reference), interleaved in one run")
+    ap.add_argument(
+        "--ab",
+        nargs="+",
+        metavar="NAME=CHECKOUT",
+        help="compare checkouts of this repository (worktrees with their C extensions built; the first "
+        "is the reference), interleaved in one run",
+    )
     ap.add_argument("--rounds", type=int, default=3, help="--ab: rounds")
-    ap.add_argument("--link-mbit", type=float, default=0,
-                    help="send every upload (the bare transfer's too) no faster than a link of this many Mbit/s, "
-                         "e.g. 1000 for a gigabit LAN (default: loopback, unpaced)")
+    ap.add_argument(
+        "--link-mbit",
+        type=float,
+        default=0,
+        help="send every upload (the bare transfer's too) no faster than a link of this many Mbit/s, "
+        "e.g. 1000 for a gigabit LAN (default: loopback, unpaced)",
+    )
     a = ap.parse_args(argv)
     OUT.mkdir(exist_ok=True)
     if a.ab:
@@ -378,8 +423,13 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for p in (DB, Path(str(DB) + ".wal"), *kept, *(Path(str(k) + ".wal") for k in kept)):
             p.unlink(missing_ok=True)
-    result = {"machine": inputs.machine(), "target_peak_bytes": TARGET_PEAK_BYTES, "ratio_target": RATIO_TARGET,
-              "runs": runs, "largest_views": views}
+    result = {
+        "machine": inputs.machine(),
+        "target_peak_bytes": TARGET_PEAK_BYTES,
+        "ratio_target": RATIO_TARGET,
+        "runs": runs,
+        "largest_views": views,
+    }
     (OUT / "server.json").write_text(json.dumps(result, indent=1))
     link = f"a {a.link_mbit:g} Mbit/s link" if a.link_mbit else "loopback"
     print(f"\n## Upload: drop to view against the bare transfer ({link}), and server memory\n")
@@ -407,17 +457,21 @@ def peak_table(result: dict) -> str:
     """A row per format, a column per upload size: peak RSS, and the database's size per GiB of input."""
     runs = result["runs"]
     sizes = sorted({round(r["bytes"] / 2**30, 2) for r in runs})
-    rows = ["| format | " + " | ".join(f"{g:g} GiB: peak RSS" for g in sizes) + " | flat (largest / smallest) | "
-            "database per GiB of input |", "|---|" + "---:|" * len(sizes) + "---:|---:|"]
+    rows = [
+        "| format | " + " | ".join(f"{g:g} GiB: peak RSS" for g in sizes) + " | flat (largest / smallest) | "
+        "database per GiB of input |",
+        "|---|" + "---:|" * len(sizes) + "---:|---:|",
+    ]
     for fmt in dict.fromkeys(r["format"] for r in runs):
         mine = {round(r["bytes"] / 2**30, 2): r for r in runs if r["format"] == fmt}
-        cells = [f"**{mine[g]['peak_mib']:.0f} MiB** {'PASS' if mine[g]['pass'] else 'MISS'}" if g in mine else ""
-                 for g in sizes]
+        cells = [
+            f"**{mine[g]['peak_mib']:.0f} MiB** {'PASS' if mine[g]['pass'] else 'MISS'}" if g in mine else ""
+            for g in sizes
+        ]
         lo, hi = mine[min(mine)], mine[max(mine)]
         per_gib = sum(r["db_bytes"] for r in mine.values()) / sum(r["bytes"] for r in mine.values())
         flat = f"{hi['peak_mib'] / lo['peak_mib']:.2f}×" if len(mine) > 1 else "— (one size)"
-        rows.append(f"| {fmt} | {' | '.join(cells)} | {flat} | "
-                    f"{per_gib:.2f} GiB |")
+        rows.append(f"| {fmt} | {' | '.join(cells)} | {flat} | {per_gib:.2f} GiB |")
     return "\n".join(rows)
 
 

@@ -1,9 +1,11 @@
-"""The in-process alternative measured for trace.dat (docs/BENCHMARKS.md, "trace.dat vs its trace-cmd report text"):
+"""The in-process alternative measured for trace.dat (docs/BENCHMARKS-HISTORY.md, "trace.dat vs its trace-cmd report
+text"):
 libtracecmd + libtraceevent through ctypes, iterating every record of a trace.dat ("count") and printing each with
 tep_print_event into a trace_seq ("print", the event's INFO only: no plugins loaded, so not the report's text).
 
     python -m bench.tracecmd_ctypes FILE.dat ...
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -12,8 +14,13 @@ import time
 
 
 class TraceSeq(ctypes.Structure):
-    _fields_ = [("buffer", ctypes.c_char_p), ("buffer_size", ctypes.c_uint), ("len", ctypes.c_uint),
-                ("readpos", ctypes.c_uint), ("state", ctypes.c_int)]
+    _fields_ = [
+        ("buffer", ctypes.c_char_p),
+        ("buffer_size", ctypes.c_uint),
+        ("len", ctypes.c_uint),
+        ("readpos", ctypes.c_uint),
+        ("state", ctypes.c_int),
+    ]
 
 
 CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
@@ -47,8 +54,18 @@ def measure(path: str, mode: str) -> tuple[float, int, int]:
     def each(_handle, record, _cpu, _data) -> int:
         counts[0] += 1
         if mode == "print":
-            te.tep_print_event(ctypes.c_void_p(tep), ctypes.byref(seq), ctypes.c_void_p(record), b"%s-%d [%03d] %s: %s: %s",
-                               b"COMM", b"PID", b"CPU", b"TS", b"NAME", b"INFO")
+            te.tep_print_event(
+                ctypes.c_void_p(tep),
+                ctypes.byref(seq),
+                ctypes.c_void_p(record),
+                b"%s-%d [%03d] %s: %s: %s",
+                b"COMM",
+                b"PID",
+                b"CPU",
+                b"TS",
+                b"NAME",
+                b"INFO",
+            )
             counts[1] += seq.len
             te.trace_seq_reset(ctypes.byref(seq))
         return 0

@@ -11,6 +11,7 @@ alternately (.dat, text, .dat, ...) `--runs` times, each into a fresh database i
 the first byte read to the committed analysis, input MB/s, events/s. Then the .dat path's parts alone: the layout
 walk (with every zstd chunk decompressed), `trace-cmd report` to /dev/null, and the text parser alone on the report.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,9 +31,13 @@ from parsers.common import ParseReport
 from parsers.tracedat_layout import read_layout
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "samples-public" / "trace-cmd-report"
-SAMPLES = [(SHARED / "trace-dat" / "langraph-trace.dat", SHARED / "derived-langraph-report-sched-softirq-kstack.txt"),
-           (SHARED / "trace-dat" / "elainecole-kernel-monitor-trace.dat",
-            SHARED / "derived-elainecole-report-sched_switch.txt")]
+SAMPLES = [
+    (SHARED / "trace-dat" / "langraph-trace.dat", SHARED / "derived-langraph-report-sched-softirq-kstack.txt"),
+    (
+        SHARED / "trace-dat" / "elainecole-kernel-monitor-trace.dat",
+        SHARED / "derived-elainecole-report-sched_switch.txt",
+    ),
+]
 COPY_SPAN_NS = 20_000_000_000  # each copy's pages 20 s after the previous copy's (the sample spans ~10 s)
 
 
@@ -75,11 +80,28 @@ def inputs(work: Path, copies: int, fg_rounds: int) -> list[tuple[Path, Path]]:
     v6 = work / "langraph-v6.dat"
     big6, big7 = work / f"langraph-x{copies}-v6.dat", work / f"langraph-x{copies}-v7-zstd.dat"
     if not big7.exists():
-        subprocess.run(["trace-cmd", "convert", "-i", str(SAMPLES[0][0]), "-o", str(v6), "--file-version", "6",
-                        "--compression", "none"], check=True, capture_output=True)
+        subprocess.run(
+            [
+                "trace-cmd",
+                "convert",
+                "-i",
+                str(SAMPLES[0][0]),
+                "-o",
+                str(v6),
+                "--file-version",
+                "6",
+                "--compression",
+                "none",
+            ],
+            check=True,
+            capture_output=True,
+        )
         scaled_v6(v6, copies, big6)
-        subprocess.run(["trace-cmd", "convert", "-i", str(big6), "-o", str(big7), "--file-version", "7",
-                        "--compression", "zstd"], check=True, capture_output=True)
+        subprocess.run(
+            ["trace-cmd", "convert", "-i", str(big6), "-o", str(big7), "--file-version", "7", "--compression", "zstd"],
+            check=True,
+            capture_output=True,
+        )
     for dat in (big6, big7, made):
         txt = dat.with_suffix(".txt")
         if not txt.exists():
@@ -91,8 +113,10 @@ def inputs(work: Path, copies: int, fg_rounds: int) -> list[tuple[Path, Path]]:
 
 def _cpu() -> float:
     """CPU seconds of this process and of its reaped children (trace-cmd)."""
-    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
-                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+    return sum(
+        r.ru_utime + r.ru_stime
+        for r in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN))
+    )
 
 
 def ingest_once(path: Path, db: Path) -> tuple[float, float, int]:
@@ -134,8 +158,10 @@ def main() -> None:
     pairs = inputs(args.out, args.copies, args.fg_rounds)
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "b.duckdb"
-        print("| capture | input | bytes | events | median s (runs) | CPU s | MB/s | events/s |\n"
-              "|---|---|---|---|---|---|---|---|")
+        print(
+            "| capture | input | bytes | events | median s (runs) | CPU s | MB/s | events/s |\n"
+            "|---|---|---|---|---|---|---|---|"
+        )
         for dat, txt in pairs:
             times: dict[Path, list[float]] = {dat: [], txt: []}
             cpu: dict[Path, list[float]] = {dat: [], txt: []}
@@ -148,9 +174,11 @@ def main() -> None:
             for path in (dat, txt):
                 med = statistics.median(times[path])
                 size = path.stat().st_size
-                print(f"| {dat.stem} | {'trace.dat' if path == dat else 'report text'} | {size:,} | {events[path]:,} | "
-                      f"{med:.2f} ({', '.join(f'{s:.2f}' for s in times[path])}) | {statistics.median(cpu[path]):.2f} | "
-                      f"{size / med / 1e6:.1f} | {events[path] / med:,.0f} |")
+                print(
+                    f"| {dat.stem} | {'trace.dat' if path == dat else 'report text'} | {size:,} | {events[path]:,} | "
+                    f"{med:.2f} ({', '.join(f'{s:.2f}' for s in times[path])}) | {statistics.median(cpu[path]):.2f} | "
+                    f"{size / med / 1e6:.1f} | {events[path] / med:,.0f} |"
+                )
         print("\n| capture | " + " | ".join(parts(*pairs[0])) + " |\n|---|---|---|---|")
         for dat, txt in pairs:
             p = parts(dat, txt)

@@ -60,6 +60,20 @@ def test_deadlines_of_concurrent_reads_are_their_own(store):
     assert len(errors) == 1
 
 
+def test_a_finished_read_leaves_its_connection_to_no_one(store):
+    """The watchdog holds a connection only while its query runs: one it kept until the deadline outlived the cursor
+    (and, its thread being a daemon, the process: DuckDB's bindings printed each as leaked at exit)."""
+    con = store.cursor()
+    try:
+        for seconds in (30, 0.5, 3600):
+            assert query.run(con, "SELECT 42", seconds=seconds) == [(42,)]
+        with query.deadline(con, 30):
+            con.execute("SELECT 1").fetchall()
+        assert all(entry[2] is not con for entry in query._watchdog._heap)
+    finally:
+        con.close()
+
+
 def test_the_api_answers_a_read_stopped_by_its_limits_with_503_or_422(client, monkeypatch):
     from backend.queries import analyses
 

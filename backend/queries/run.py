@@ -69,26 +69,32 @@ class _Watchdog:
         return ticket
 
     def disarm(self, ticket: int) -> bool:
-        """Whether the ticket's query was interrupted for its deadline."""
+        """Whether the ticket's query was interrupted for its deadline. A query that finished in time leaves the
+        heap now, not at its deadline: the heap holds only running queries' connections (one it kept past its
+        query would outlive the query's cursor, and a process' exit)."""
         with self._cond:
-            return self._armed.pop(ticket)
+            fired = self._armed.pop(ticket)
+            if not fired:
+                i = next(i for i, entry in enumerate(self._heap) if entry[1] == ticket)
+                self._heap[i] = self._heap[-1]
+                self._heap.pop()
+                heapq.heapify(self._heap)  # a heap of the queries running now: a few entries
+            return fired
 
     def _watch(self) -> None:
         with self._cond:
             while True:
-                while self._heap and self._heap[0][1] not in self._armed:  # finished in time
-                    heapq.heappop(self._heap)
                 if not self._heap:
                     self._cond.wait()
                     continue
-                deadline, ticket, con = self._heap[0]
-                wait = deadline - time.monotonic()
+                wait = self._heap[0][0] - time.monotonic()
                 if wait > 0:
                     self._cond.wait(wait)
                     continue
-                heapq.heappop(self._heap)
+                _, ticket, con = heapq.heappop(self._heap)
                 self._armed[ticket] = True
                 con.interrupt()  # under the lock: the ticket's query has not been disarmed
+                del con  # nor does this thread keep it while it waits
 
 
 _watchdog = _Watchdog()
