@@ -10,13 +10,15 @@ from pathlib import Path
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from . import disk
 from .access import Access, HostAndOrigin
 from .api import analyses, capabilities, compare, export, heatmaps, offcpu, requests, sql, stalls, timeline
 from .api.deps import Board
+from .api.models import ErrorBody
 from .headers import SecurityHeaders
 from .limits import BodyTimeout, Limits, ReadTimeouts, UploadSlots
 from .queries import memo
@@ -39,6 +41,21 @@ def _validation_message(exc: RequestValidationError) -> str:
         where = ".".join(str(x) for x in err.get("loc", ()) if x not in ("query", "path", "body"))
         parts.append(f"{where}: {err.get('msg')}" if where else str(err.get("msg")))
     return "invalid request: " + "; ".join(parts)
+
+
+def error(status: int, detail: str, headers: dict | None = None, **more) -> JSONResponse:
+    """An error answer: its body an ErrorBody (backend/api/models.py), as every error of the API is."""
+    return JSONResponse(ErrorBody(detail=detail, **more).model_dump(exclude_none=True), status, headers=headers)
+
+
+def _methods_at(path: str) -> set[str]:
+    """The methods the API answers at a path: those of its routes that match it (whatever their method)."""
+    methods = {m for resource in ROUTERS for r in resource.router.routes if r.path_regex.match(path) for m in r.methods}
+    return methods | {"OPTIONS"} if methods else methods
+
+
+def _allow(methods: set[str]) -> str:
+    return ", ".join(sorted(methods))
 
 
 def create_app(
@@ -100,35 +117,52 @@ def create_app(
     for resource in ROUTERS:
         app.include_router(resource.router)
 
-    @app.exception_handler(HTTPException)
-    async def http_error(_: Request, exc: HTTPException):
-        return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
+    # every error is an ErrorBody (the OpenAPI document declares it on every operation: backend/api/deps.py)
+    @app.exception_handler(StarletteHTTPException)  # FastAPI's HTTPException too, and Starlette's 404s and 405s
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        headers = dict(exc.headers or {})
+        path = request.scope["path"]
+        if exc.status_code == 405 and path.startswith("/api/"):  # every method at the path, not the first route's
+            methods = _methods_at(path)
+            if not methods:  # only the catch-all (api_not_found) matched
+                return error(404, f"no API endpoint {path}; see /docs")
+            headers["Allow"] = _allow(methods)
+        return error(exc.status_code, str(exc.detail), headers)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError):
-        return JSONResponse({"detail": _validation_message(exc)}, status_code=422)
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": str(e.get("msg")), "type": str(e.get("type"))} for e in exc.errors()
+        ]
+        return error(422, _validation_message(exc), errors=errors)
 
     @app.exception_handler(BodyTimeout)
     async def body_timeout(_: Request, exc: BodyTimeout):
-        return JSONResponse({"detail": str(exc)}, status_code=408, headers={"Connection": "close"})
+        return error(408, str(exc), {"Connection": "close"})
 
     @app.exception_handler(QueryTimeout)
     @app.exception_handler(TooManyRows)
     async def query_limit(_: Request, exc: QueryTimeout | TooManyRows):  # a read stopped by its limits (queries/run.py)
-        return JSONResponse({"detail": str(exc)}, status_code=exc.status)
+        return error(exc.status, str(exc))
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception):
         """A defect: the answer names an id to quote, nothing of the internals (they go to the server's log)."""
         ref = secrets.token_hex(6)
         log.error("internal error %s on %s %s", ref, request.method, request.url.path, exc_info=exc)
-        return JSONResponse(
-            {"detail": f"internal error (reference {ref}): the server's log has the details"}, status_code=500
-        )
+        return error(500, f"internal error (reference {ref}): the server's log has the details")
 
     @app.get("/api/{rest:path}", include_in_schema=False)
     def api_not_found(rest: str):
         raise HTTPException(404, f"no API endpoint /api/{rest}; see /docs")
+
+    @app.options("/api/{rest:path}", include_in_schema=False)
+    def api_options(rest: str, request: Request):
+        """The methods of an endpoint (Allow): those its OpenAPI operations list, with HEAD and OPTIONS."""
+        methods = _methods_at(request.scope["path"])
+        if not methods:
+            raise HTTPException(404, f"no API endpoint /api/{rest}; see /docs")
+        return Response(status_code=204, headers={"Allow": _allow(methods)})
 
     index = static_dir / "index.html"
     if (static_dir / "assets").is_dir():

@@ -23,9 +23,6 @@ from ..queries import analyses, memo, stored
 from ..store import Store
 from . import models, upload_body
 from .deps import (
-    FORBIDDEN,
-    NOT_FOUND,
-    UNAUTHORIZED,
     AnalysisId,
     AnalysisRouter,
     Cursor,
@@ -43,6 +40,7 @@ from .sql import forget_copies
 router = AnalysisRouter(prefix="/api")
 
 MAX_FILES = 64
+RETRY_AFTER = {"Retry-After": {"description": "seconds", "required": True, "schema": {"type": "integer"}}}
 
 
 class TooLarge(Exception):
@@ -55,12 +53,13 @@ class TooLarge(Exception):
     response_model=models.Created,
     dependencies=[TokenRequired],
     responses={
-        400: {"model": models.ErrorBody},
-        **UNAUTHORIZED,
-        408: {"model": models.ErrorBody},
-        413: {"model": models.ErrorBody},
-        422: {"model": models.ErrorBody},
-        503: {"model": models.ErrorBody},
+        400: {"description": "the body is not multipart/form-data, or was not received whole"},
+        408: {
+            "description": "the upload stopped arriving or was too slow (STALLSCOPE_UPLOAD_MIN_RATE) and was dropped"
+        },
+        413: {"description": "the upload is larger than the limit (STALLSCOPE_MAX_UPLOAD)"},
+        422: {"description": "no file could be read as a trace (`files` says why, each)"},
+        503: {"description": "the server takes no more uploads now (Retry-After)", "headers": RETRY_AFTER},
     },
 )
 async def create_analysis(
@@ -171,7 +170,11 @@ def _keep_edit_key(store: Store, analysis_id: str, key: str) -> None:
         con.close()
 
 
-@router.get("/progress/{token}", response_model=models.IngestProgress, responses={404: {"model": models.ErrorBody}})
+@router.get(
+    "/progress/{token}",
+    response_model=models.IngestProgress,
+    responses={404: {"description": "no upload in progress with this token"}},
+)
 def get_progress(token: str, board: ProgressBoard):
     """How far the upload that was sent with ?progress=token has got."""
     prog = board.get(token)
@@ -180,7 +183,7 @@ def get_progress(token: str, board: ProgressBoard):
     return prog.as_dict()
 
 
-@router.get("/analyses", response_model=list[models.AnalysisItem], responses=UNAUTHORIZED)
+@router.get("/analyses", response_model=list[models.AnalysisItem])
 def list_analyses(
     con: Cursor,
     request: Request,
@@ -198,7 +201,7 @@ def list_analyses(
     return analyses.analyses(con, id)
 
 
-@router.get("/analyses/{analysis_id}", response_model=models.Analysis, responses=NOT_FOUND)
+@router.get("/analyses/{analysis_id}", response_model=models.Analysis)
 def get_analysis(analysis_id: AnalysisId, con: Cursor):
     """An analysis, its sources (with what was skipped) and its time span."""
     return analyses.with_span(con, analyses.analysis(con, analysis_id))
@@ -209,11 +212,9 @@ def get_analysis(analysis_id: AnalysisId, con: Cursor):
     response_model=models.SourceDetail,
     dependencies=[EditAllowed],
     responses={
-        **NOT_FOUND,
-        **UNAUTHORIZED,
-        **FORBIDDEN,
-        409: {"model": models.ErrorBody},
-        422: {"model": models.ErrorBody},
+        404: {"description": "no analysis with this id, or no such source in it"},
+        409: {"description": "the analysis was changed by another request at the same time: try again"},
+        422: {"description": "not exactly one of clock_offset_ns and same_span_as, or a placement out of range"},
     },
 )
 def place_source(
@@ -250,7 +251,7 @@ def place_source(
     status_code=204,
     response_class=Response,
     dependencies=[EditAllowed],
-    responses={**NOT_FOUND, **UNAUTHORIZED, **FORBIDDEN},
+    responses={204: {"description": "deleted"}},
 )
 def delete_analysis(analysis_id: AnalysisId, con: Cursor, request: Request):
     """Delete an analysis and all its rows; their space is reused by the next uploads, and given back to the system

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from ..queries import capabilities as capability_queries
-from .deps import NOT_FOUND, AnalysisId, AnalysisRouter, Cursor
+from .deps import AnalysisId, AnalysisRouter, Cursor
 
 router = AnalysisRouter(prefix="/api")
 
@@ -60,7 +60,7 @@ class Capabilities(BaseModel):
     events: CaptureEvents
 
 
-@router.get("/analyses/{analysis_id}/capabilities", response_model=Capabilities, responses=NOT_FOUND)
+@router.get("/analyses/{analysis_id}/capabilities", response_model=Capabilities)
 def capture_capabilities(analysis_id: AnalysisId, con: Cursor):
     """What this capture can tell: which views have data, what is missing for the others and the capture command
     that would add it next time, and where events were lost."""

@@ -15,7 +15,6 @@ from pydantic import BaseModel, Field
 from ..queries import compare as compare_queries
 from .deps import AnalysisRouter, Cursor, TimeFilter, require_analysis
 from .heatmaps import Percentiles
-from .models import ErrorBody
 from .requests import Stats
 
 router = AnalysisRouter(prefix="/api")
@@ -141,8 +140,8 @@ class Comparison(BaseModel):
 
 
 BAD = {
-    404: {"model": ErrorBody, "description": "no analysis with one of these ids"},
-    422: {"model": ErrorBody, "description": "a range is reversed or holds nothing of its analysis"},
+    404: {"description": "no analysis with one of these ids"},
+    422: {"description": "a range is reversed or holds nothing of its analysis"},
 }
 
 

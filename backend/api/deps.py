@@ -11,6 +11,7 @@ from typing import Annotated, Iterator
 
 import duckdb
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
+from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from .. import access
@@ -62,7 +63,6 @@ Cursor = Annotated[duckdb.DuckDBPyConnection, Depends(get_cursor)]
 ProgressBoard = Annotated[Board, Depends(get_board)]
 
 
-NOT_FOUND = {404: {"model": ErrorBody, "description": "no analysis with this id"}}
 TimeFilter = Annotated[
     int | None, Query(ge=TIME_MIN, le=TIME_MAX, description="ns, on the analysis timeline (within ±2^62)")
 ]
@@ -78,8 +78,6 @@ _bearer = HTTPBearer(auto_error=False, description="STALLSCOPE_TOKEN, on a serve
 _edit_key = APIKeyHeader(
     name=access.EDIT_KEY_HEADER, auto_error=False, description="the edit key returned when the analysis was created"
 )
-UNAUTHORIZED = {401: {"model": ErrorBody, "description": "this server needs its token (STALLSCOPE_TOKEN)"}}
-FORBIDDEN = {403: {"model": ErrorBody, "description": "neither the token nor this analysis' edit key was given"}}
 
 
 def get_access(request: Request) -> access.Access:
@@ -139,15 +137,104 @@ def require_analysis(con: duckdb.DuckDBPyConnection, analysis_id: str) -> dict:
 AnalysisId = Annotated[str, "analysis id"]  # the path's analysis_id: an AnalysisRouter's route finds it first
 
 
+class DeclaredErrors(APIRoute):
+    """A route whose OpenAPI responses declare its errors (error_responses): what it answers depends on its
+    parameters and dependencies, known once FastAPI has read them, so the route is made again with them."""
+
+    def __init__(self, path: str, endpoint, *, responses: dict | None = None, **kwargs) -> None:
+        super().__init__(path, endpoint, responses=responses, **kwargs)
+        if self.include_in_schema:
+            super().__init__(path, endpoint, responses=error_responses(self, responses or {}), **kwargs)
+
+
 class AnalysisRouter(APIRouter):
     """The router of a resource of analyses: a route whose path holds {analysis_id} runs only once the analysis is
     found, else answers 404 (require_analysis, on the route's cursor `con`). The check comes after FastAPI has
-    validated the request's parameters, so a malformed request is a 422 whether or not the analysis exists."""
+    validated the request's parameters, so a malformed request is a 422 whether or not the analysis exists.
+
+    Each route's errors are declared in the OpenAPI document from what the route is (DeclaredErrors): every error
+    the app answers has one body, ErrorBody (backend/app.py). A route's `responses` name only its own reasons
+    ({status: {"description": ...}}), added to those."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(route_class=DeclaredErrors, **kwargs)
 
     def add_api_route(self, path: str, endpoint, **kwargs) -> None:
         if "{analysis_id}" in path:
             endpoint = _after_finding_analysis(endpoint)
         super().add_api_route(path, endpoint, **kwargs)
+
+
+def _calls(dependant) -> Iterator:
+    yield dependant
+    for sub in dependant.dependencies:
+        yield from _calls(sub)
+
+
+# why a route answers each status, by what it is
+HOST = "the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS)"
+ORIGIN = "a page of another origin may not change anything here"
+MALFORMED = "a parameter or the body is missing or malformed (`errors` says which)"
+TOO_MANY_ROWS = "the result has more rows than its cap"
+NO_ANALYSIS = "no analysis with this id"
+BODY_TIMEOUT = "the request body stopped arriving (STALLSCOPE_BODY_TIMEOUT) and was dropped"
+QUERY_TIMEOUT = "a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped"
+DEFECT = "a defect: the answer names a reference to quote; the server's log has the details"
+TOKEN = "this server needs its token (STALLSCOPE_TOKEN)"
+EDIT_KEY = "this server needs its token (STALLSCOPE_TOKEN) or the analysis' edit key"
+WRONG_EDIT_KEY = "the edit key given is not this analysis'"
+CHALLENGE = {"WWW-Authenticate": {"required": True, "schema": {"type": "string", "const": "Bearer"}}}
+
+
+def error_responses(route, own: dict) -> dict:
+    """The OpenAPI responses of a route: its own (a 2xx, and the reasons of its errors it names) and the errors it
+    answers by what it is: any request a Host refused (400) or a defect (500); a state-changing one a page of
+    another origin (403, backend/access.py); a request with parameters or a body, malformed (422); a body that
+    stops arriving (408, backend/limits.py); a read of the database, too long or too large (503, 422:
+    queries/run.py); an analysis in the path, unknown (404); a token or an edit key, missing or wrong (401, 403).
+    Every error status gets the body ErrorBody, as JSON whatever the route's success is."""
+    dependant = route.dependant
+    deps = [d.call for d in _calls(dependant)]
+    takes_params = any(d.path_params or d.query_params or d.header_params or d.cookie_params for d in _calls(dependant))
+    has_body = route.body_field is not None
+    reads = get_cursor in deps
+    why: dict[int, list[str]] = {400: [HOST], 500: [DEFECT]}
+    if route.methods - set(access.SAFE_METHODS):
+        why.setdefault(403, []).append(ORIGIN)
+    if takes_params or has_body:
+        why.setdefault(422, []).append(MALFORMED)
+    if has_body:
+        why.setdefault(408, []).append(BODY_TIMEOUT)
+    if reads:
+        why.setdefault(422, []).append(TOO_MANY_ROWS)
+        why.setdefault(503, []).append(QUERY_TIMEOUT)
+    if "{analysis_id}" in route.path:
+        why.setdefault(404, []).append(NO_ANALYSIS)
+    if require_edit in deps:
+        why.setdefault(401, []).append(EDIT_KEY)
+        why.setdefault(403, []).append(WRONG_EDIT_KEY)
+    elif has_token in deps:
+        why.setdefault(401, []).append(TOKEN)
+    responses = {k: dict(v) for k, v in own.items()}
+    for status, reasons in why.items():
+        responses.setdefault(status, {})
+    for status, response in responses.items():
+        if int(status) < 400:
+            continue
+        if response.get("model") is not ErrorBody:
+            assert "model" not in response and "content" not in response, f"{route.path}: {status} is an ErrorBody"
+        reasons = [response["description"]] if response.get("description") else []
+        reasons += [r for r in why.get(int(status), ()) if not any(r in known for known in reasons)]
+        response.update(model=ErrorBody, description="; or ".join(reasons))
+        if int(status) == 401:
+            response.setdefault("headers", {}).update(CHALLENGE)
+    response_class = getattr(route.response_class, "value", route.response_class)  # FastAPI's Default(JSONResponse)
+    media_type = response_class.media_type
+    assert media_type in (None, "application/json"), (
+        f"{route.path}: FastAPI would declare its errors as {media_type}; use response_class=Response and declare"
+        " the success's content in responses[200]"
+    )
+    return responses
 
 
 def _after_finding_analysis(endpoint):

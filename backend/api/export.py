@@ -7,13 +7,12 @@ import re
 from typing import Annotated
 
 from fastapi import HTTPException, Path, Request
-from fastapi.responses import PlainTextResponse, StreamingResponse
+from fastapi.responses import PlainTextResponse, Response, StreamingResponse
 
 from ..queries import analyses as analysis_queries
 from ..queries import export as export_queries
 from ..queries import perfetto, report, views
-from .deps import INT64, NOT_FOUND, AnalysisId, AnalysisRouter, Cursor
-from .models import ErrorBody
+from .deps import INT64, AnalysisId, AnalysisRouter, Cursor
 
 router = AnalysisRouter(prefix="/api")
 
@@ -31,7 +30,7 @@ def _attachment(filename: str) -> dict:
 
 @router.get(
     "/analyses/{analysis_id}/export/perfetto.json",
-    responses={200: {"content": {"application/json": {}}, "description": "Chrome JSON trace events"}, **NOT_FOUND},
+    responses={200: {"content": {"application/json": {}}, "description": "Chrome JSON trace events"}},
     response_class=StreamingResponse,
 )
 def export_perfetto(analysis_id: AnalysisId, con: Cursor, request: Request):
@@ -47,7 +46,7 @@ def export_perfetto(analysis_id: AnalysisId, con: Cursor, request: Request):
     "/analyses/{analysis_id}/export/{filename}",
     responses={
         200: {"content": {f: {} for f in export_queries.FORMATS.values()}, "description": "every row of the view"},
-        404: {"model": ErrorBody, "description": "no analysis with this id, or no such view"},
+        404: {"description": "no analysis with this id, or no such view"},
     },
     response_class=StreamingResponse,
 )
@@ -73,8 +72,11 @@ def export_view(
 
 @router.get(
     "/analyses/{analysis_id}/chains/{rank}/report.txt",
-    response_class=PlainTextResponse,
-    responses={404: {"model": ErrorBody, "description": "no analysis with this id, or no chain of this rank"}},
+    response_class=Response,  # the errors are JSON (ErrorBody), the report text
+    responses={
+        200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "the report, ASCII"},
+        404: {"description": "no analysis with this id, or no chain of this rank"},
+    },
 )
 def chain_report(analysis_id: AnalysisId, con: Cursor, rank: Annotated[int, Path(ge=1, le=INT64)]):
     """A chain of waits as plain ASCII text of at most 80 columns, for a bug report: the tasks, pids, locks and

@@ -14,8 +14,7 @@ from pydantic import BaseModel, Field
 from ..limits import TIME_MAX, TIME_MIN
 from ..queries import heatmap_events as heatmap_event_queries
 from ..queries import heatmaps as heatmap_queries
-from .deps import INT64, NOT_FOUND, AnalysisId, AnalysisRouter, Cursor, TimeFilter
-from .models import ErrorBody
+from .deps import INT64, AnalysisId, AnalysisRouter, Cursor, TimeFilter
 
 router = AnalysisRouter(prefix="/api")
 
@@ -46,8 +45,7 @@ IdleQuery = Annotated[
 PidQuery = Annotated[int | None, Query(ge=-INT64, le=INT64, description="the task (block: the request's issuer)")]
 DevQuery = Annotated[str | None, Query(max_length=32, pattern=r"^\d+,\d+$", description="block metrics only")]
 BAD = {
-    404: {"model": ErrorBody, "description": "no analysis with this id"},
-    422: {"model": ErrorBody, "description": "a parameter is missing, malformed or does not apply to the metric"},
+    422: {"description": "a parameter is missing, malformed or does not apply to the metric"},
 }
 
 
@@ -247,7 +245,7 @@ def heatmap_events(
     )
 
 
-@router.get("/analyses/{analysis_id}/heatmap/metrics", response_model=HeatmapMetrics, responses=NOT_FOUND)
+@router.get("/analyses/{analysis_id}/heatmap/metrics", response_model=HeatmapMetrics)
 def heatmap_metrics(
     analysis_id: AnalysisId,
     con: Cursor,

@@ -122,9 +122,20 @@ class FileError(BaseModel):
     offset: int | None = Field(None, description="the byte offset of the problem, in a binary file")
 
 
+class FieldError(BaseModel):
+    loc: list[str | int] = Field(
+        description="where: the part of the request (path, query, header, body), then the name"
+    )
+    msg: str
+    type: str = Field(description="the kind of error (pydantic's): missing, int_parsing, less_than_equal, ...")
+
+
 class ErrorBody(BaseModel):
-    detail: str
-    files: list[FileError] | None = None
+    """The body of every error the API answers (4xx and 5xx; backend/app.py)."""
+
+    detail: str = Field(description="what was wrong, in words")
+    errors: list[FieldError] | None = Field(None, description="422 for a malformed request: each parameter's error")
+    files: list[FileError] | None = Field(None, description="422 for an upload: the files that could not be read")
 
 
 class IngestProgress(BaseModel):

@@ -8,7 +8,7 @@ from fastapi import Query, Response
 from pydantic import BaseModel, Field
 
 from ..queries import offcpu as offcpu_queries
-from .deps import NOT_FOUND, AnalysisId, AnalysisRouter, Cursor, require_analysis
+from .deps import AnalysisId, AnalysisRouter, Cursor, require_analysis
 
 router = AnalysisRouter(prefix="/api")
 
@@ -98,7 +98,7 @@ Unit = Annotated[Literal["us", "stacks"], Query(description="us: µs off CPU; st
 ByTask = Annotated[bool, Query(description="the task (comm) as the root frame")]
 
 
-@router.get("/analyses/{analysis_id}/flamegraph", response_model=FlameGraph, responses=NOT_FOUND)
+@router.get("/analyses/{analysis_id}/flamegraph", response_model=FlameGraph)
 def flamegraph(
     analysis_id: AnalysisId,
     con: Cursor,
@@ -128,7 +128,7 @@ def flamegraph(
     return Response(body, media_type="application/json")
 
 
-@router.get("/analyses/{analysis_id}/flamegraph/diff", response_model=FlameDiff, responses=NOT_FOUND)
+@router.get("/analyses/{analysis_id}/flamegraph/diff", response_model=FlameDiff)
 def flamegraph_diff(
     analysis_id: AnalysisId,
     con: Cursor,
@@ -150,13 +150,13 @@ def flamegraph_diff(
     )
 
 
-@router.get("/analyses/{analysis_id}/offcpu-tasks", response_model=list[OffcpuTask], responses=NOT_FOUND)
+@router.get("/analyses/{analysis_id}/offcpu-tasks", response_model=list[OffcpuTask])
 def offcpu_tasks(analysis_id: AnalysisId, con: Cursor, limit: Annotated[int, Query(ge=1, le=1000)] = 100):
     """Tasks by off-CPU time, for the flame graph's task filter."""
     return offcpu_queries.tasks(con, analysis_id, limit)
 
 
-@router.get("/analyses/{analysis_id}/wakers", response_model=WakerPairs, responses=NOT_FOUND)
+@router.get("/analyses/{analysis_id}/wakers", response_model=WakerPairs)
 def wakers(
     analysis_id: AnalysisId,
     con: Cursor,

@@ -9,8 +9,7 @@ from pydantic import BaseModel, Field
 
 from ..queries import paging
 from ..queries import requests as request_queries
-from .deps import NOT_FOUND, AnalysisId, AnalysisRouter, Cursor, OptionalInt64, PathInt64, TimeFilter
-from .models import ErrorBody
+from .deps import AnalysisId, AnalysisRouter, Cursor, OptionalInt64, PathInt64, TimeFilter
 
 router = AnalysisRouter(prefix="/api")
 
@@ -161,7 +160,7 @@ class LatencyOverTime(BaseModel):
     series: LatencySeries
 
 
-@router.get("/analyses/{analysis_id}/requests", response_model=list[BlockRequest], responses=NOT_FOUND)
+@router.get("/analyses/{analysis_id}/requests", response_model=list[BlockRequest])
 def list_requests(
     analysis_id: AnalysisId,
     con: Cursor,
@@ -199,7 +198,7 @@ def bad_cursor(e: paging.BadCursor) -> HTTPException:
 @router.get(
     "/analyses/{analysis_id}/requests/page",
     response_model=RequestPage,
-    responses={**NOT_FOUND, 422: {"model": ErrorBody, "description": "a cursor this list did not make"}},
+    responses={422: {"description": "a cursor this list did not make"}},
 )
 def page_requests(
     analysis_id: AnalysisId,
@@ -223,7 +222,7 @@ def page_requests(
 @router.get(
     "/analyses/{analysis_id}/requests/{source_id}/{line}",
     response_model=RequestDetail,
-    responses={404: {"model": ErrorBody}},
+    responses={404: {"description": "no analysis with this id, or no block request at this source and line"}},
 )
 def get_request(
     analysis_id: AnalysisId,
@@ -246,7 +245,7 @@ def get_request(
     return detail
 
 
-@router.get("/analyses/{analysis_id}/dispatch-summary", response_model=list[DispatchGroup], responses=NOT_FOUND)
+@router.get("/analyses/{analysis_id}/dispatch-summary", response_model=list[DispatchGroup])
 def dispatch_summary(
     analysis_id: AnalysisId,
     con: Cursor,
@@ -259,7 +258,7 @@ def dispatch_summary(
     return request_queries.dispatch_summary(con, analysis_id, by, t0_ns, t1_ns)
 
 
-@router.get("/analyses/{analysis_id}/latency-over-time", response_model=LatencyOverTime, responses=NOT_FOUND)
+@router.get("/analyses/{analysis_id}/latency-over-time", response_model=LatencyOverTime)
 def latency_over_time(
     analysis_id: AnalysisId,
     con: Cursor,

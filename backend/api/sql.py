@@ -13,8 +13,7 @@ from fastapi import HTTPException, Request, Response
 from pydantic import BaseModel, Field
 
 from ..queries import sql as sql_queries
-from .deps import NOT_FOUND, AnalysisId, AnalysisRouter, Cursor
-from .models import ErrorBody
+from .deps import AnalysisId, AnalysisRouter, Cursor
 
 
 def console(request: Request) -> sql_queries.Console:
@@ -68,13 +67,9 @@ class ViewDoc(BaseModel):
 
 
 QUERY_ERRORS = {
-    400: {"model": ErrorBody, "description": "not one SELECT, or DuckDB refused it (its message)"},
-    403: {
-        "model": ErrorBody,
-        "description": "a file, network or extension access, or the server's settings or files: not available here",
-    },
-    503: {"model": ErrorBody, "description": "stopped at the time, memory or CPU limit, or the console is busy"},
-    **NOT_FOUND,
+    400: {"description": "not one SELECT, or DuckDB refused it (its message)"},
+    403: {"description": "a file, network or extension access, or the server's settings or files: not available here"},
+    503: {"description": "stopped at the time, memory or CPU limit, or the console is busy"},
 }
 
 

@@ -14,8 +14,7 @@ from pydantic import BaseModel, Field
 from .. import locks, wait_kinds
 from ..queries import paging
 from ..queries import stalls as stall_queries
-from .deps import NOT_FOUND, AnalysisId, AnalysisRouter, Cursor, Int64, OptionalInt64, TimeFilter
-from .models import ErrorBody
+from .deps import AnalysisId, AnalysisRouter, Cursor, Int64, OptionalInt64, TimeFilter
 from .requests import PageCursor, bad_cursor
 
 router = AnalysisRouter(prefix="/api")
@@ -167,7 +166,7 @@ Starting = Annotated[
 ]
 
 
-@router.get("/analyses/{analysis_id}/waits", response_model=list[Wait], responses=NOT_FOUND)
+@router.get("/analyses/{analysis_id}/waits", response_model=list[Wait])
 def list_waits(
     analysis_id: AnalysisId,
     con: Cursor,
@@ -215,7 +214,7 @@ class WaitPage(BaseModel):
 @router.get(
     "/analyses/{analysis_id}/waits/page",
     response_model=WaitPage,
-    responses={**NOT_FOUND, 422: {"model": ErrorBody, "description": "a cursor this list did not make"}},
+    responses={422: {"description": "a cursor this list did not make"}},
 )
 def page_waits(
     analysis_id: AnalysisId,
@@ -247,7 +246,7 @@ class LockWaits(BaseModel):
     total_ns: int = Field(description="their total duration, ns")
 
 
-@router.get("/analyses/{analysis_id}/waits/by-lock", response_model=list[LockWaits], responses=NOT_FOUND)
+@router.get("/analyses/{analysis_id}/waits/by-lock", response_model=list[LockWaits])
 def waits_by_lock(
     analysis_id: AnalysisId,
     con: Cursor,
@@ -267,7 +266,7 @@ def waits_by_lock(
     return stall_queries.lock_waits(con, analysis_id, lock_key, t0_ns, t1_ns)
 
 
-@router.get("/analyses/{analysis_id}/chains", response_model=list[Chain], responses=NOT_FOUND)
+@router.get("/analyses/{analysis_id}/chains", response_model=list[Chain])
 def list_chains(
     analysis_id: AnalysisId,
     con: Cursor,
@@ -283,7 +282,7 @@ def list_chains(
     return stall_queries.chains(con, analysis_id, limit, t0_ns, t1_ns)
 
 
-@router.get("/analyses/{analysis_id}/calls", response_model=Calls, responses=NOT_FOUND)
+@router.get("/analyses/{analysis_id}/calls", response_model=Calls)
 def list_calls(
     analysis_id: AnalysisId,
     con: Cursor,
@@ -303,7 +302,7 @@ def list_calls(
         raise bad_cursor(e) from None
 
 
-@router.get("/analyses/{analysis_id}/marks", response_model=list[Mark], responses=NOT_FOUND)
+@router.get("/analyses/{analysis_id}/marks", response_model=list[Mark])
 def list_marks(
     analysis_id: AnalysisId,
     con: Cursor,

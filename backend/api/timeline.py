@@ -8,7 +8,7 @@ from fastapi import HTTPException, Query, Response
 from pydantic import BaseModel, Field
 
 from ..queries import timeline as timeline_queries
-from .deps import NOT_FOUND, AnalysisId, AnalysisRouter, Cursor, TimeFilter
+from .deps import AnalysisId, AnalysisRouter, Cursor, TimeFilter
 
 router = AnalysisRouter(prefix="/api")
 
@@ -106,7 +106,7 @@ class Timeline(BaseModel):
     max_items: int = Field(description="items at most in one response (dense lanes get wider buckets to fit)")
 
 
-@router.get("/analyses/{analysis_id}/timeline", response_model=Timeline, responses=NOT_FOUND)
+@router.get("/analyses/{analysis_id}/timeline", response_model=Timeline)
 def get_timeline(
     analysis_id: AnalysisId,
     con: Cursor,

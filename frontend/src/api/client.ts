@@ -25,16 +25,11 @@ export class ApiError extends Error {
   }
 }
 
-/** A human message from an API error body: a string `detail`, or FastAPI's validation list. */
+/** A human message from an API error body: its `detail` (every error of the API has one, a 422 naming each
+ * malformed parameter in it); `fallback` for a body that is not the API's. */
 export function errorMessage(body: ApiErrorBody | null | undefined, fallback: string): string {
-  const d = body?.detail;
-  if (typeof d === 'string' && d) return d;
-  if (Array.isArray(d) && d.length) {
-    return d
-      .map((e: { loc?: unknown[]; msg?: string }) => [e.loc?.slice(1).join('.'), e.msg].filter(Boolean).join(': '))
-      .join('; ');
-  }
-  return fallback;
+  const d: unknown = body?.detail;
+  return typeof d === 'string' && d ? d : fallback;
 }
 
 /** Unwrap an openapi-fetch result: data on success, a thrown ApiError otherwise. */

@@ -1332,11 +1332,25 @@ export interface components {
             pids: number[];
             q2c: components["schemas"]["Stats"];
         };
-        /** ErrorBody */
+        /**
+         * ErrorBody
+         * @description The body of every error the API answers (4xx and 5xx; backend/app.py).
+         */
         ErrorBody: {
-            /** Detail */
+            /**
+             * Detail
+             * @description what was wrong, in words
+             */
             detail: string;
-            /** Files */
+            /**
+             * Errors
+             * @description 422 for a malformed request: each parameter's error
+             */
+            errors?: components["schemas"]["FieldError"][] | null;
+            /**
+             * Files
+             * @description 422 for an upload: the files that could not be read
+             */
             files?: components["schemas"]["FileError"][] | null;
         };
         /** EventRef */
@@ -1359,6 +1373,21 @@ export interface components {
             pid: number | null;
             /** Source Id */
             source_id: number;
+        };
+        /** FieldError */
+        FieldError: {
+            /**
+             * Loc
+             * @description where: the part of the request (path, query, header, body), then the name
+             */
+            loc: (string | number)[];
+            /** Msg */
+            msg: string;
+            /**
+             * Type
+             * @description the kind of error (pydantic's): missing, int_parsing, less_than_equal, ...
+             */
+            type: string;
         };
         /** FileError */
         FileError: {
@@ -1449,11 +1478,6 @@ export interface components {
             max_ns: number;
             /** Total Ns */
             total_ns: number;
-        };
-        /** HTTPValidationError */
-        HTTPValidationError: {
-            /** Detail */
-            detail?: components["schemas"]["ValidationError"][];
         };
         /** Heatmap */
         Heatmap: {
@@ -2493,19 +2517,6 @@ export interface components {
              */
             track: number[];
         };
-        /** ValidationError */
-        ValidationError: {
-            /** Context */
-            ctx?: Record<string, never>;
-            /** Input */
-            input?: unknown;
-            /** Location */
-            loc: (string | number)[];
-            /** Message */
-            msg: string;
-            /** Error Type */
-            type: string;
-        };
         /** ViewCapability */
         ViewCapability: {
             /**
@@ -2792,8 +2803,8 @@ export interface operations {
                     "application/json": components["schemas"]["AnalysisItem"][];
                 };
             };
-            /** @description this server needs its token (STALLSCOPE_TOKEN) */
-            401: {
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2801,13 +2812,41 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description this server needs its token (STALLSCOPE_TOKEN) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2833,7 +2872,7 @@ export interface operations {
                     "application/json": components["schemas"]["Created"];
                 };
             };
-            /** @description Bad Request */
+            /** @description the body is not multipart/form-data, or was not received whole; or the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2845,13 +2884,23 @@ export interface operations {
             /** @description this server needs its token (STALLSCOPE_TOKEN) */
             401: {
                 headers: {
+                    "WWW-Authenticate": "Bearer";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Request Timeout */
+            /** @description a page of another origin may not change anything here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the upload stopped arriving or was too slow (STALLSCOPE_UPLOAD_MIN_RATE) and was dropped */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2860,7 +2909,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Request Entity Too Large */
+            /** @description the upload is larger than the limit (STALLSCOPE_MAX_UPLOAD) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2869,7 +2918,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Unprocessable Entity */
+            /** @description no file could be read as a trace (`files` says why, each); or a parameter or the body is missing or malformed (`errors` says which) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2878,9 +2927,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Service Unavailable */
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the server takes no more uploads now (Retry-After) */
             503: {
                 headers: {
+                    /** @description seconds */
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2909,6 +2969,15 @@ export interface operations {
                     "application/json": components["schemas"]["Analysis"];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -2918,13 +2987,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2940,15 +3027,15 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Successful Response */
+            /** @description deleted */
             204: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description this server needs its token (STALLSCOPE_TOKEN) */
-            401: {
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2956,7 +3043,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description neither the token nor this analysis' edit key was given */
+            /** @description this server needs its token (STALLSCOPE_TOKEN) or the analysis' edit key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a page of another origin may not change anything here; or the edit key given is not this analysis' */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2974,13 +3071,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3016,6 +3131,15 @@ export interface operations {
                     "application/json": components["schemas"]["Calls"];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -3025,13 +3149,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3056,6 +3198,15 @@ export interface operations {
                     "application/json": components["schemas"]["Capabilities"];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -3065,13 +3216,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3102,6 +3271,15 @@ export interface operations {
                     "application/json": components["schemas"]["Chain"][];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -3111,13 +3289,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3134,7 +3330,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Successful Response */
+            /** @description the report, ASCII */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3143,22 +3339,49 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id, or no chain of this rank */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/plain": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3189,6 +3412,15 @@ export interface operations {
                     "application/json": components["schemas"]["DispatchGroup"][];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -3198,13 +3430,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3229,6 +3479,15 @@ export interface operations {
                     "application/json": unknown;
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -3238,13 +3497,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3272,6 +3549,15 @@ export interface operations {
                     "text/csv; charset=utf-8": unknown;
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id, or no such view */
             404: {
                 headers: {
@@ -3281,13 +3567,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3324,6 +3628,15 @@ export interface operations {
                     "application/json": components["schemas"]["FlameGraph"];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -3333,13 +3646,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3378,6 +3709,15 @@ export interface operations {
                     "application/json": components["schemas"]["FlameDiff"];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -3387,13 +3727,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3435,6 +3793,15 @@ export interface operations {
                     "application/json": components["schemas"]["Heatmap"];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -3444,8 +3811,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a parameter is missing, malformed or does not apply to the metric */
+            /** @description a parameter is missing, malformed or does not apply to the metric; or a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3495,6 +3880,15 @@ export interface operations {
                     "application/json": components["schemas"]["HeatmapEvents"];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -3504,8 +3898,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a parameter is missing, malformed or does not apply to the metric */
+            /** @description a parameter is missing, malformed or does not apply to the metric; or a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3540,6 +3952,15 @@ export interface operations {
                     "application/json": components["schemas"]["HeatmapMetrics"];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -3549,13 +3970,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3588,6 +4027,15 @@ export interface operations {
                     "application/json": components["schemas"]["LatencyOverTime"];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -3597,13 +4045,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3634,6 +4100,15 @@ export interface operations {
                     "application/json": components["schemas"]["Mark"][];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -3643,13 +4118,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3676,6 +4169,15 @@ export interface operations {
                     "application/json": components["schemas"]["OffcpuTask"][];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -3685,13 +4187,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3720,7 +4240,7 @@ export interface operations {
                     "application/json": components["schemas"]["QueryResult"];
                 };
             };
-            /** @description not one SELECT, or DuckDB refused it (its message) */
+            /** @description not one SELECT, or DuckDB refused it (its message); or the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3729,7 +4249,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a file, network or extension access, or the server's settings or files: not available here */
+            /** @description a file, network or extension access, or the server's settings or files: not available here; or a page of another origin may not change anything here */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3747,16 +4267,34 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description the request body stopped arriving (STALLSCOPE_BODY_TIMEOUT) and was dropped */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description stopped at the time, memory or CPU limit, or the console is busy */
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description stopped at the time, memory or CPU limit, or the console is busy; or a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3796,6 +4334,15 @@ export interface operations {
                     "application/json": components["schemas"]["BlockRequest"][];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -3805,13 +4352,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3847,6 +4412,15 @@ export interface operations {
                     "application/json": components["schemas"]["RequestPage"];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -3856,8 +4430,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a cursor this list did not make */
+            /** @description a cursor this list did not make; or a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3892,7 +4484,16 @@ export interface operations {
                     "application/json": components["schemas"]["RequestDetail"];
                 };
             };
-            /** @description Not Found */
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no analysis with this id, or no block request at this source and line */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3901,13 +4502,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3937,8 +4556,8 @@ export interface operations {
                     "application/json": components["schemas"]["SourceDetail"];
                 };
             };
-            /** @description this server needs its token (STALLSCOPE_TOKEN) */
-            401: {
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3946,7 +4565,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description neither the token nor this analysis' edit key was given */
+            /** @description this server needs its token (STALLSCOPE_TOKEN) or the analysis' edit key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a page of another origin may not change anything here; or the edit key given is not this analysis' */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3955,7 +4584,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description no analysis with this id */
+            /** @description no analysis with this id, or no such source in it */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3964,7 +4593,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflict */
+            /** @description the request body stopped arriving (STALLSCOPE_BODY_TIMEOUT) and was dropped */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the analysis was changed by another request at the same time: try again */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3973,8 +4611,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Unprocessable Entity */
+            /** @description not exactly one of clock_offset_ns and same_span_as, or a placement out of range; or a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4014,6 +4670,15 @@ export interface operations {
                     "application/json": components["schemas"]["Timeline"];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -4023,13 +4688,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4070,6 +4753,15 @@ export interface operations {
                     "application/json": components["schemas"]["Wait"][];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -4079,13 +4771,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4117,6 +4827,15 @@ export interface operations {
                     "application/json": components["schemas"]["LockWaits"][];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -4126,13 +4845,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4175,6 +4912,15 @@ export interface operations {
                     "application/json": components["schemas"]["WaitPage"];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -4184,8 +4930,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a cursor this list did not make */
+            /** @description a cursor this list did not make; or a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4225,6 +4989,15 @@ export interface operations {
                     "application/json": components["schemas"]["WakerPairs"];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with this id */
             404: {
                 headers: {
@@ -4234,13 +5007,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4282,6 +5073,15 @@ export interface operations {
                     "application/json": components["schemas"]["Comparison"];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no analysis with one of these ids */
             404: {
                 headers: {
@@ -4291,8 +5091,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a range is reversed or holds nothing of its analysis */
+            /** @description a range is reversed or holds nothing of its analysis; or a parameter or the body is missing or malformed (`errors` says which); or the result has more rows than its cap */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4320,6 +5138,24 @@ export interface operations {
                     "application/json": components["schemas"]["LockPrimitive"][];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     get_progress_api_progress__token__get: {
@@ -4342,7 +5178,16 @@ export interface operations {
                     "application/json": components["schemas"]["IngestProgress"];
                 };
             };
-            /** @description Not Found */
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no upload in progress with this token */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4351,13 +5196,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description a parameter or the body is missing or malformed (`errors` says which) */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4380,6 +5234,42 @@ export interface operations {
                     "application/json": components["schemas"]["ViewDoc"][];
                 };
             };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the result has more rows than its cap */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a query ran past its time limit (STALLSCOPE_QUERY_SECONDS) and was stopped */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     wait_kind_table_api_wait_kinds_get: {
@@ -4398,6 +5288,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WaitKindRule"][];
+                };
+            };
+            /** @description the Host header does not name this server (STALLSCOPE_ALLOWED_HOSTS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a defect: the answer names a reference to quote; the server's log has the details */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };

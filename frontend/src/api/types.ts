@@ -26,8 +26,7 @@ export type PhaseStats = DispatchSummaryRow['i2d'];
 export type LatencyOverTime = Ok<'/api/analyses/{analysis_id}/latency-over-time', 'get'>;
 export type LatencyBucket = LatencyOverTime['series']['i2d'][number];
 
-/** Error body of the API: `detail` is a human message; uploads add per-file problems. */
-export type ApiErrorBody = {
-  detail?: unknown;
-  files?: { filename: string | null; error: string; line?: number | null; offset?: number | null }[] | null;
-};
+/** Error body of the API, the same for every error (ErrorBody): `detail` is a human message; a malformed request
+ * adds each parameter's error (`errors`), an upload its files' problems (`files`). Partial: an answer that is not the
+ * API's (a proxy's error page) has none of it. */
+export type ApiErrorBody = Partial<Json<paths['/api/analyses']['post']['responses'][422]>>;

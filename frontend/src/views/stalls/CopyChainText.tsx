@@ -16,7 +16,7 @@ export function CopyChainText({ analysisId, rank }: { analysisId: string; rank: 
     let text = '';
     try {
       const r = await fetch(chainReportUrl(analysisId, rank));
-      if (!r.ok) throw new ApiError(r.status, null, `${r.status} the report could not be made`);
+      if (!r.ok) throw new ApiError(r.status, await r.json().catch(() => null), `${r.status} the report could not be made`);
       text = await r.text();
       if (!navigator.clipboard) throw new Error('no clipboard');
       await navigator.clipboard.writeText(text);
