@@ -1,4 +1,4 @@
-# The same steps as `make run`: npm ci and the frontend build, trace-cmd from apt, an editable install of the
+# The same steps as `make run`: npm ci and the frontend build, trace-cmd and perf from apt, an editable install of the
 # Python package (which compiles the C tokenizers), then `stallscope serve --demo`.
 FROM node:20-bookworm-slim AS web
 WORKDIR /app
@@ -10,8 +10,9 @@ COPY frontend frontend
 RUN npm run build
 
 FROM python:3.11-slim-bookworm
-# trace-cmd: trace.dat uploads are decoded by `trace-cmd report` (parsers/tracedat.py)
-RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev trace-cmd \
+# trace-cmd and perf: trace.dat and perf.data uploads are decoded by `trace-cmd report` (parsers/tracedat.py) and
+# `perf script` (parsers/perfdata.py)
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev trace-cmd linux-perf \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY pyproject.toml setup.py README.md ./

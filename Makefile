@@ -1,6 +1,6 @@
 # Stallscope — `make run` serves the app with a demo analysis; `make test` runs every test.
 # Both install what they need first (a virtualenv, npm packages, the frontend build, Chromium for e2e, trace-cmd
-# for trace.dat uploads).
+# and perf for trace.dat and perf.data uploads).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -11,9 +11,9 @@ STALLSCOPE_PORT ?= 8000
 export STALLSCOPE_DB STALLSCOPE_HOST STALLSCOPE_PORT
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: lab run serve test test-py test-unit test-e2e lint build bench openapi chromium trace-cmd clean
+.PHONY: lab run serve test test-py test-unit test-e2e lint build bench openapi chromium trace-cmd perf clean
 
-run: $(VENV)/.installed frontend/dist/index.html trace-cmd
+run: $(VENV)/.installed frontend/dist/index.html trace-cmd perf
 	$(VENV)/bin/stallscope serve --demo
 
 $(VENV)/.installed: pyproject.toml setup.py $(wildcard parsers/_*.c parsers/_*.h)
@@ -43,7 +43,11 @@ chromium:
 trace-cmd:
 	@command -v trace-cmd >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q trace-cmd; }
 
-test: $(VENV)/.installed node_modules/.installed build chromium trace-cmd
+# perf.data uploads are decoded by `perf script` (parsers/perfdata.py)
+perf:
+	@command -v perf >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q linux-perf; }
+
+test: $(VENV)/.installed node_modules/.installed build chromium trace-cmd perf
 	npm run lint:compose
 	$(MAKE) lint
 	$(PY) -m pytest
@@ -62,7 +66,7 @@ lint: $(VENV)/.installed node_modules/.installed
 		$${CC:-cc} -c -o /dev/null -O2 -std=c11 -Wall -Wextra -Werror -pthread -fPIC -I"$$include" $$src || exit 1; \
 	done
 
-test-py: $(VENV)/.installed trace-cmd
+test-py: $(VENV)/.installed trace-cmd perf
 	$(PY) -m pytest
 
 test-unit: node_modules/.installed

@@ -20,6 +20,8 @@
 4. page (bench.page): the analysis page ready in headless Chromium (Playwright). bench-out/page.json.
 5. load (bench.load): GET latency of an analysis page's routes from 30 readers while 6 uploaders POST traces,
    60 s against `stallscope serve`. bench-out/load.json.
+6. perf_script (bench.perf_script): perf script text parsed by the C reader and by the Python reader it replaced, same
+   inputs, same run: lines/s of CPU and their ratio. bench-out/perf_script.json.
 
 Every part prints its markdown table; at the end all of them are printed again together, with the machine
 and the load average seen during each part (the runs share the cores with whatever else runs), and
@@ -42,7 +44,7 @@ from pathlib import Path
 from bench import baselines, inputs
 from bench.inputs import OUT, run_measured
 
-PARTS = ("ingest", "binary", "api", "server", "page", "load")
+PARTS = ("ingest", "binary", "api", "server", "page", "load", "perf_script")
 INGEST_RUNS = int(os.environ.get("BENCH_INGEST_RUNS", "3"))
 PART_TIMEOUT_S = 3 * 3600
 # the parser issues' targets: lines/s (None: none set) and peak memory of an ingest
@@ -331,6 +333,15 @@ def summary(parts: list[str], loads: dict, started: str, m: dict, code: dict) ->
             f"## Reads under ingest: 6 uploaders, 30 readers, 60 s{load('load')}",
             "",
             load_mod.table(load_result),
+            "",
+        ]
+    if perf_result := read("perf_script"):
+        from bench import perf_script
+
+        out += [
+            f"## perf script text: the C reader vs the Python reader{load('perf_script')}",
+            "",
+            perf_script.table(perf_result),
             "",
         ]
     return "\n".join(out)

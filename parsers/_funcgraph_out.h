@@ -2,35 +2,12 @@
  * The rows _funcgraph.c builds before Python takes them: growable buffers (buf_t), Arrow-style string columns
  * (strcol, str_put: bytes that are not UTF-8 become '?'), and the output tables of a chunk (out_t: fg_calls,
  * sched_switch, sched_wakeup, trace_events, skipped and header lines; out_bufs lists every buffer). Included by
- * _funcgraph.c once, before its state (whose size hints count N_OUT_BUFS); load8 is _text.h's.
+ * _funcgraph.c once, before its state (whose size hints count N_OUT_BUFS); buf_t and load8 are _text.h's.
  */
 #ifndef STALLSCOPE_FUNCGRAPH_OUT_H
 #define STALLSCOPE_FUNCGRAPH_OUT_H
 
-/* ---------------------------------------------------------------- growable buffers */
-typedef struct { char *p; size_t len, cap; } buf_t;
-
-static __attribute__((noinline)) int buf_grow(buf_t *b, size_t extra) {
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + extra) cap *= 2;
-    char *q = realloc(b->p, cap);
-    if (!q) return -1;
-    b->p = q; b->cap = cap;
-    return 0;
-}
-static inline __attribute__((always_inline)) int buf_reserve(buf_t *b, size_t extra) {
-    return __builtin_expect(b->len + extra <= b->cap, 1) ? 0 : buf_grow(b, extra);
-}
-static inline __attribute__((always_inline)) int buf_put(buf_t *b, const void *p, size_t n) {
-    if (buf_reserve(b, n)) return -1;
-    if (n) memcpy(b->p + b->len, p, n);
-    b->len += n;
-    return 0;
-}
-static inline __attribute__((always_inline)) int put64(buf_t *b, int64_t v) { return buf_put(b, &v, 8); }
-static inline __attribute__((always_inline)) int put32(buf_t *b, int32_t v) { return buf_put(b, &v, 4); }
-static inline int put8(buf_t *b, uint8_t v) { return buf_put(b, &v, 1); }
-
+/* growable buffers (buf_t, put64...): _text.h */
 typedef struct { buf_t off, data, valid; int64_t rows; } strcol;
 
 /* length of the valid UTF-8 sequence at p (1-4), or 0 if invalid */
@@ -67,7 +44,6 @@ static int str_put(strcol *s, const char *p, size_t n, int valid) {
     return 0;
 }
 static void str_free(strcol *s) { free(s->off.p); free(s->data.p); free(s->valid.p); memset(s, 0, sizeof *s); }
-static void buf_free(buf_t *b) { free(b->p); memset(b, 0, sizeof *b); }
 
 /* ---------------------------------------------------------------- output tables */
 typedef struct {

@@ -1,5 +1,5 @@
-/* Small helpers shared by the C tokenizers (parsers/_*.c): text scanning and a growable array. Input is untrusted:
- * every scanning function takes the end of its span and never reads past it. */
+/* Small helpers shared by the C tokenizers (parsers/_*.c): text scanning, a growable array and a byte buffer. Input is
+ * untrusted: every scanning function takes the end of its span and never reads past it. */
 #ifndef STALLSCOPE_TEXT_H
 #define STALLSCOPE_TEXT_H
 
@@ -64,5 +64,31 @@ static inline int parse_i64(const char *p, const char *e, int64_t *v) {
     if (neg) *v = -*v;
     return 0;
 }
+
+/* a growable byte buffer (column values, text): put* append, -1 when out of memory */
+typedef struct { char *p; size_t len, cap; } buf_t;
+
+static __attribute__((noinline, unused)) int buf_grow(buf_t *b, size_t extra) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra) cap *= 2;
+    char *q = realloc(b->p, cap);
+    if (!q) return -1;
+    b->p = q; b->cap = cap;
+    return 0;
+}
+static inline __attribute__((always_inline)) int buf_reserve(buf_t *b, size_t extra) {
+    return __builtin_expect(b->len + extra <= b->cap, 1) ? 0 : buf_grow(b, extra);
+}
+static inline __attribute__((always_inline)) int buf_put(buf_t *b, const void *p, size_t n) {
+    if (buf_reserve(b, n)) return -1;
+    if (n) memcpy(b->p + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+static inline __attribute__((always_inline)) int put64(buf_t *b, int64_t v) { return buf_put(b, &v, 8); }
+static inline __attribute__((always_inline)) int put32(buf_t *b, int32_t v) { return buf_put(b, &v, 4); }
+static inline int put8(buf_t *b, uint8_t v) { return buf_put(b, &v, 1); }
+
+static inline void buf_free(buf_t *b) { free(b->p); memset(b, 0, sizeof *b); }
 
 #endif

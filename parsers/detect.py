@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import blkparse, blktrace, funcgraph, offcpu, perf, tracedat
+from . import blkparse, blktrace, funcgraph, offcpu, perf, perfdata, tracedat
 from .common import ParseError, head_lines
 
 PARSERS: list[ModuleType] = [blkparse, offcpu, funcgraph, perf]  # perf script text: ftrace's tables (FORMAT ftrace)
@@ -24,12 +24,14 @@ def detect(head: bytes, filename: str) -> ModuleType:
         raise ParseError("the file is empty", filename=filename)
     if tracedat.recognise(head, filename):  # binary, known by its magic (a damaged one is refused there)
         return tracedat
+    if perfdata.recognise(head, filename):  # perf.data: binary, known by its magic, as a trace.dat
+        return perfdata
     sample = head[:4096]
     if b"\0" in sample or sum(b < 9 or 13 < b < 32 for b in sample) > len(sample) // 20:
         raise ParseError(
             f"this is a binary file of an unknown kind (its first bytes: {head[:8].hex(' ')}); Stallscope reads blktrace "
-            "binary files (per-CPU NAME.blktrace.N, blkparse -d dumps), trace-cmd's trace.dat and text traces "
-            "(blkparse output, ftrace/trace-cmd report text, perf script text, bcc offcputime output)",
+            "binary files (per-CPU NAME.blktrace.N, blkparse -d dumps), trace-cmd's trace.dat, perf's perf.data and "
+            "text traces (blkparse output, ftrace/trace-cmd report text, perf script text, bcc offcputime output)",
             filename=filename,
             offset=0,
         )
