@@ -19,12 +19,11 @@ from .access import Access, HostAndOrigin
 from .api import analyses, capabilities, compare, export, heatmaps, offcpu, requests, sql, stalls, timeline
 from .api.deps import Board
 from .api.models import ErrorBody
+from .cache import AnalysisCache, ResponseCache
 from .headers import SecurityHeaders
 from .limits import BodyTimeout, Limits, ReadTimeouts, UploadSlots
-from .queries import memo
 from .queries.run import QueryTimeout, TooManyRows
 from .queries.sql import Console
-from .readcache import ResponseCache
 from .store import Store
 from .warm import CountRequests, Warmer
 
@@ -69,10 +68,12 @@ def create_app(
 ) -> FastAPI:
     """warm: while the app runs (between its startup and shutdown), fill the caches of the newest analyses and of
     each new one in the background (backend/warm.py). access (who may do what, backend/access.py) and limits (what
-    the server takes at once, backend/limits.py) default to the environment's settings."""
-    warmer = Warmer(store) if warm else None
+    the server takes at once, backend/limits.py) default to the environment's settings. What the app remembers of
+    each analysis is one AnalysisCache (backend/cache/), app.state.cache."""
+    cache = AnalysisCache(store)
+    warmer = Warmer(store, cache) if warm else None
     days = disk.retention_days()
-    retention = disk.Retention(store, days, on_delete=memo.forget) if days else None
+    retention = disk.Retention(store, days, on_delete=cache.forget) if days else None
     access = access or Access.from_env()
     limits = limits or Limits.from_env(max_upload_bytes=max_upload_bytes)
     if access.shared and not limits.one_upload_per_client:  # a team's server: one upload per client address
@@ -101,6 +102,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.store = store
+    app.state.cache = cache
     app.state.warmer = warmer
     app.state.access = access
     app.state.limits = limits
@@ -108,7 +110,9 @@ def create_app(
     app.state.sql_console = None  # the lifespan's
     if warmer:
         app.add_middleware(CountRequests, warmer=warmer)
-    app.add_middleware(ResponseCache)  # outside CountRequests: a body sent again does not hold the warm-up back
+    app.add_middleware(
+        ResponseCache, cache=cache
+    )  # outside CountRequests: a body sent again does not hold the warm-up back
     app.add_middleware(ReadTimeouts, limits=limits)
     app.add_middleware(HostAndOrigin, access=access)  # before any route runs; its refusals get the headers below
     app.add_middleware(SecurityHeaders)  # added last: the outermost, so every response (errors too) gets them

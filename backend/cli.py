@@ -98,7 +98,8 @@ DEMOS = [  # (analysis name, files under samples/); the first is listed on top
 
 
 def load_demo(store) -> None:
-    """Loads the samples as demo analyses into a database that has none yet."""
+    """Loads the samples as demo analyses into a database that has none yet, each with its first views stored."""
+    from .cache import AnalysisCache
     from .ingest import InputFile
     from .queries import analyses
 
@@ -116,10 +117,12 @@ def load_demo(store) -> None:
         finally:
             for f in files:
                 f.stream.close()
+        AnalysisCache(store).precompute(created["id"])
         print(f"stallscope: loaded demo analysis {created['url']}: {name}", file=sys.stderr)
 
 
 def cmd_ingest(args) -> int:
+    from .cache import AnalysisCache
     from .ingest import IngestError, InputFile, Progress
     from .store import Store
 
@@ -150,6 +153,7 @@ def cmd_ingest(args) -> int:
     store = Store(args.db)
     try:
         created = store.ingest(files, args.name, progress)
+        AnalysisCache(store).precompute(created["id"])  # what its page's first requests read, stored
     except IngestError as e:
         done.set()
         if show:

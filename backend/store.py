@@ -2,8 +2,8 @@
 
 One `duckdb.DuckDBPyConnection` owns the file; every request and every ingest works on its own `cursor()` (a DuckDB
 connection is not shared across threads). Opening the file creates or migrates its schema (backend/schema/) and
-deletes what an ingest that never finished left; `ingest` hands the connection to backend/ingest/, then stores the
-new analysis' first views (derive/first_views.py).
+deletes what an ingest that never finished left; `ingest` hands the connection to backend/ingest/. (What is computed
+from an analysis once it is committed, its first views, is the AnalysisCache's `precompute`: backend/cache/.)
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ from typing import Iterable
 import duckdb
 
 from . import disk
-from .derive import first_views
 from .ingest.files import IngestError, InputFile, Progress
-from .ingest.memory import return_freed_blocks
 from .ingest.pipeline import discard_unfinished, ingest
+from .memory import return_freed_blocks
 from .queries import stored
 from .schema import create_or_migrate
 
@@ -69,8 +68,5 @@ class Store:
         self, files: Iterable[InputFile], name: str | None = None, progress: Progress | None = None, **how
     ) -> dict:
         """Creates one analysis from the files, a list or files that arrive (backend/ingest/pipeline.py: `how` is
-        bytes_total, spool). Raises IngestError (nothing written) if any is refused. Once the analysis is committed,
-        its first views are computed and stored (derive/first_views.py: what its page's first requests read)."""
-        created = ingest(self.db, files, name, progress, **how)
-        first_views.derive(self.db, created["id"])
-        return created
+        bytes_total, spool). Raises IngestError (nothing written) if any is refused."""
+        return ingest(self.db, files, name, progress, **how)

@@ -1,14 +1,14 @@
 """Fills, in a background thread, what an analysis page's requests would otherwise build (issues 6 and 25).
 
-An analysis' first views (what its page's first requests answer) are stored at ingest (derive/first_views.py), so
+An analysis' first views (what its page's first requests answer) are stored at ingest (queries/first_views.py), so
 after a server start a tab's first load reads them (ms) instead of computing them (seconds, on 2 cores, beside the
 other tabs' first loads: 3.6-6.1 s on the 18.5 M-event benchmark analysis before they were stored). What is left
 to a warm-up, per analysis, in two phases:
 
-1. the first views (first_views.STEPS, the same calls as the routes, inside `stored.writing()`): where they are
-   stored, each is read into memory (a few ms); where not (a file written before they were, an analysis whose
-   clock offset changed: the PATCH deleted its timed views), it is computed and stored. Each step starts once no
-   request has been in flight for QUIET_S.
+1. the first views (queries/first_views.STEPS, the same calls as the routes, one step at a time through
+   AnalysisCache.precompute): where they are stored, each is read into memory (a few ms); where not (a file
+   written before they were, an analysis whose clock offset changed: the PATCH deleted its timed views), it is
+   computed and stored. Each step starts once no request has been in flight for QUIET_S.
 2. what the requests after the first ones build, in memory only (INDEXES: the heatmaps' index of each first view,
    the timeline's summaries): a zoom of the Dispatch heatmap on 2 M requests took 4.7 s without its index, the
    timeline's first zoom 1.6 s without its summaries (measured on the benchmark analysis, load ~11). Each starts
@@ -21,7 +21,7 @@ source's clock offset changed, its analysis.
 
 One thread, one computation at a time: a request (or the upload of an ingest, until its response is sent) is never
 kept waiting for a computation it does not need, and a request that needs the one under way waits for it instead
-of doing it again (memo and heatindex compute a key once). Not a lower OS priority: such a request would then wait
+of doing it again (the AnalysisCache computes a key once). Not a lower OS priority: such a request would then wait
 on a starved thread.
 """
 
@@ -32,8 +32,9 @@ import threading
 import time
 from collections import deque
 
-from .derive.first_views import FIRST, STEPS
-from .queries import analyses, heatindex, heatmaps, memo, stored, timeline
+from .cache import AnalysisCache
+from .queries import analyses, heatmaps, timeline
+from .queries.first_views import FIRST, STEPS
 
 NEWEST = 3
 QUIET_S = 0.2
@@ -41,18 +42,18 @@ INDEX_QUIET_S = 3.0
 
 # (name, call): phase 2, what the first views' routes read from for any other window (the zooms), kept in memory
 INDEXES = (
-    ("heatmap index", lambda con, a: heatmaps.prepare(con, a, FIRST["hm"])),
-    ("waits heatmap index", lambda con, a: heatmaps.prepare(con, a, "wait")),
+    ("heatmap index", lambda con, c, a: heatmaps.prepare(con, c, a, FIRST["hm"])),
+    ("waits heatmap index", lambda con, c, a: heatmaps.prepare(con, c, a, "wait")),
     (
         "timeline summaries",
-        lambda con, a: timeline.timeline(con, a, None, None, FIRST["TIMELINE_WIDTH_PX"], None, FIRST["tlN"]),
+        lambda con, c, a: timeline.timeline(con, c, a, None, None, FIRST["TIMELINE_WIDTH_PX"], None, FIRST["tlN"]),
     ),
 )
 
 
 class Warmer:
-    def __init__(self, store):
-        self.store = store
+    def __init__(self, store, cache: AnalysisCache):
+        self.store, self.cache = store, cache
         self._queue: deque[tuple[str, bool]] = deque()  # (analysis id, stop when the caches are half full)
         self._cv = threading.Condition()
         self._busy = 0  # requests in flight
@@ -130,7 +131,7 @@ class Warmer:
                     return
                 analysis_id, bounded = self._queue.popleft()
                 self._working = True
-            if not bounded or max(memo.used(), heatindex.used()) < 0.5:
+            if not bounded or self.cache.used() < 0.5:
                 self._warm(analysis_id)
 
     def _warm(self, analysis_id: str) -> None:
@@ -139,14 +140,18 @@ class Warmer:
             self._con = con
         seconds: dict[str, float] = {}
         try:
-            for quiet, steps in ((QUIET_S, STEPS), (INDEX_QUIET_S, INDEXES)):
-                for name, call in steps:
-                    if not self._quiet(quiet):
-                        return
-                    t0 = time.perf_counter()
-                    with stored.writing():  # phase 1: what the analysis lacks is stored (queries/stored.py)
-                        call(con, analysis_id)
-                    seconds[name] = time.perf_counter() - t0
+            for name, _ in STEPS:  # phase 1: what the analysis lacks is computed and stored
+                if not self._quiet(QUIET_S):
+                    return
+                t0 = time.perf_counter()
+                self.cache.precompute(analysis_id, (name,))
+                seconds[name] = time.perf_counter() - t0
+            for name, call in INDEXES:  # phase 2: kept in memory only
+                if not self._quiet(INDEX_QUIET_S):
+                    return
+                t0 = time.perf_counter()
+                call(con, self.cache, analysis_id)
+                seconds[name] = time.perf_counter() - t0
         except Exception as e:  # a failed step is computed again by its request, which reports the error
             if not self._stopping:
                 print(

@@ -13,6 +13,7 @@ import uvicorn
 from fastapi.testclient import TestClient
 
 from backend.app import create_app
+from backend.cache import AnalysisCache
 from backend.ingest import InputFile
 from backend.limits import Limits
 from backend.schema import PARSER_TABLES, STAGED_TABLES
@@ -84,16 +85,21 @@ def client(store):
 
 
 def ingest_paths(store: Store, *paths: Path, name: str | None = None) -> dict:
+    """One analysis of the files, as an upload makes it: ingested, then its first views stored (precompute)."""
     files = [InputFile(p.name, open(p, "rb"), p.stat().st_size) for p in paths]
     try:
-        return store.ingest(files, name)
+        created = store.ingest(files, name)
     finally:
         for f in files:
             f.stream.close()
+    AnalysisCache(store).precompute(created["id"])
+    return created
 
 
 def ingest_bytes(store: Store, **named: bytes) -> dict:
-    return store.ingest([InputFile(n, io.BytesIO(b), len(b)) for n, b in named.items()])
+    created = store.ingest([InputFile(n, io.BytesIO(b), len(b)) for n, b in named.items()])
+    AnalysisCache(store).precompute(created["id"])
+    return created
 
 
 def table_counts(store: Store) -> dict[str, int]:

@@ -4,7 +4,6 @@ wraps for the run is put back afterwards."""
 from pathlib import Path
 
 from backend import store as store_module
-from backend.derive import first_views
 from backend.ingest import pipeline
 from bench import stages
 
@@ -17,7 +16,6 @@ def _wrappable():
         pipeline.stage_source,
         list(pipeline.DERIVE_ANALYSIS),
         {k: list(v) for k, v in pipeline.DERIVE_SOURCE.items()},
-        first_views.derive,
         store_module.ingest,
     )
 

@@ -328,20 +328,18 @@ def test_the_compare_page_is_served(store, tmp_path):
 
 
 @pytest.fixture
-def small_cap(monkeypatch):
+def small_cap(monkeypatch, client):
     """An index may hold 500 events and a read return 500 rows (5 M each in the server): the loop capture's 1024
     requests are then over both, as a 5 GiB upload's 10 M are; a grid of 64 time buckets (heatsummary.LOG_TB)."""
-    from backend.queries import heatindex, heatmaps, heatsummary, memo
+    from backend.queries import heatmaps, heatsummary
     from backend.queries import run as run_module
 
     monkeypatch.setattr(heatmaps, "INDEX_MAX_EVENTS", 500)
     monkeypatch.setitem(run_module.run.__kwdefaults__, "max_rows", 500)
     monkeypatch.setattr(heatsummary, "LOG_TB", 6)
-    heatindex.forget()
-    memo.forget()
+    client.app.state.cache.forget()  # nothing kept under the server's limits
     yield
-    heatindex.forget()
-    memo.forget()
+    client.app.state.cache.forget()
 
 
 def _reference_stats(store, aid: str, metric: str, lo: int, hi: int) -> dict:

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from backend.derive import first_views
+from backend.cache import AnalysisCache
 from backend.ingest import InputFile
 from backend.ingest.files import IngestError
+from backend.queries import first_views
 from backend.queries.capabilities import capabilities
 from backend.store import Store
 from tests.conftest import PUBLIC, SAMPLES, SHARED, needs_public, needs_shared
@@ -58,8 +59,9 @@ def _top_wait(w: dict) -> dict:
 def _summary(con, aid: str) -> dict:
     """Each tab's first answer, summarised: what it shows, how many rows, the top item."""
     out: dict = {}
+    cache = AnalysisCache()
     for name, call in first_views.STEPS:
-        r = call(con, aid)
+        r = call(con, cache, aid)
         if isinstance(r, bytes):
             r = json.loads(r)
         if name == "requests-page":

@@ -239,9 +239,7 @@ def test_perfetto_trace_escapes_whatever_a_trace_names(client, store, two):
                     " (SELECT id FROM sources WHERE analysis_id = $aid)", {"h": hostile, "aid": a})  # fmt: skip
     finally:
         con.close()
-    from backend.queries import memo
-
-    memo.forget()
+    client.app.state.cache.forget(a)  # the rows changed under the server: nothing kept from before
     trace = json.loads(client.get(f"/api/analyses/{a}/export/perfetto.json").content)
     waits = [e for e in trace["traceEvents"] if e.get("cat") == "wait"]
     assert waits and all(e["name"] == e["args"]["lock"] == e["args"]["evidence"] == hostile for e in waits)
@@ -307,7 +305,7 @@ def _is_number(text: str) -> bool:
     return re.match(NUMBER, text) is not None
 
 
-def _make_every_text_hostile(store, aid: str) -> int:
+def _make_every_text_hostile(client, store, aid: str) -> int:
     """Every VARCHAR column of every table row of the analysis set to a formula (one of HOSTILE, by column)."""
     con = store.cursor()
     n = 0
@@ -334,9 +332,7 @@ def _make_every_text_hostile(store, aid: str) -> int:
             con.execute("UPDATE fg_names SET name = $h", {"h": HOSTILE[0]})
     finally:
         con.close()
-    from backend.queries import memo
-
-    memo.forget()
+    client.app.state.cache.forget(aid)  # the rows changed under the server: nothing kept from before
     return n
 
 
@@ -345,7 +341,7 @@ def test_every_csv_export_is_inert_with_hostile_names_in_every_text_column(clien
     import csv
 
     a, _ = two
-    assert _make_every_text_hostile(store, a) > 10
+    assert _make_every_text_hostile(client, store, a) > 10
     want = _view_rows(store, a, views.BY_NAME[view])
     text_columns = [f.name for f in want.schema if pa.types.is_string(f.type) or pa.types.is_list(f.type)]
     r = client.get(f"/api/analyses/{a}/export/{view}.csv")

@@ -1,4 +1,4 @@
-"""The first views stored at ingest (derive/first_views.py, queries/stored.py): on real captures, each stored answer is
+"""The first views stored at ingest (queries/first_views.py, queries/stored.py): on real captures, each stored answer is
 byte for byte what its route computes without it; after a server start the first requests read them (they answer
 without computing); a file without them answers the same by computing."""
 
@@ -11,8 +11,9 @@ from fastapi.testclient import TestClient
 
 from backend import warm
 from backend.app import create_app
-from backend.derive import first_views
-from backend.queries import capabilities, heatindex, heatmaps, memo, offcpu, requests, stalls, stored, timeline
+from backend.cache import AnalysisCache
+from backend.queries import capabilities, first_views, heatmaps, offcpu, requests, stalls, timeline
+from backend.queries.offsets import offsets
 from tests.conftest import PUBLIC, SAMPLES, ingest_paths, needs_public
 
 # real captures of every format the first views read: the samples (each alone, and the incident's three files as
@@ -42,40 +43,38 @@ def views(con, aid: str) -> dict[str, tuple[bool, bytes]]:
     return {k: (timed, bytes(b)) for k, timed, b in rows}
 
 
-def computed(con, aid: str, monkeypatch) -> dict[str, tuple[bool, bytes]]:
+def computed(con, aid: str) -> dict[str, tuple[bool, bytes]]:
     """The first views as a request computes them without stored answers (nothing kept in memory, no row in the
     table: deleted in a transaction rolled back after; a whole heatmap from the index, not the SQL the storing
-    uses; the timeline from its whole summaries, not the levels the storing reads), keyed as they would be stored."""
-    memo.forget(aid)
-    heatindex.forget(aid)
+    uses; the timeline from its whole summaries, not the levels the storing reads), keyed as they would be stored:
+    a request's cache (not `storing`) that records what the queries answered."""
+    cache = AnalysisCache()
+    cache.recorded = []
     con.begin()
     try:
         con.execute("DELETE FROM first_views WHERE analysis_id = ?", [aid])
-        with monkeypatch.context() as m, stored.writing():  # (into the emptied table, in this transaction)
-            m.setattr(heatmaps, "_store_by_sql", lambda: False)
-            m.setattr(timeline, "_levels_only", lambda: False)
-            for _, call in first_views.STEPS:
-                call(con, aid)
-        return views(con, aid)
+        for _, call in first_views.STEPS:
+            call(con, cache, aid)
     finally:
         con.rollback()
-        memo.forget(aid)
-        heatindex.forget(aid)
+    return {
+        text: (timed, body.encode() if isinstance(body, str) else body) for _, _, text, timed, body in cache.recorded
+    }
 
 
 @pytest.mark.parametrize(
     "name", [pytest.param(n, marks=needs_public) if n.startswith("public/") else n for n in CAPTURES]
 )
-def test_each_stored_view_is_the_answer_computed_fresh(store, name, monkeypatch):
+def test_each_stored_view_is_the_answer_computed_fresh(store, name):
     aid = ingest_paths(store, *CAPTURES[name])["id"]
     con = store.cursor()
     try:
         kept = views(con, aid)
         assert len(kept) == len(first_views.STEPS)  # each step its own key, none failed
-        assert kept == computed(con, aid, monkeypatch)
+        assert kept == computed(con, aid)
         # every view holding times or chains is keyed by the offsets
-        offsets = json.loads(json.dumps(memo.offsets(con, aid)))
-        assert all((json.loads(k)[-1] == offsets) == timed for k, (timed, _) in kept.items())
+        now = json.loads(json.dumps(offsets(con, aid)))
+        assert all((json.loads(k)[-1] == now) == timed for k, (timed, _) in kept.items())
     finally:
         con.close()
 
@@ -118,8 +117,7 @@ def test_after_a_start_the_first_requests_read_the_stored_answers(store, monkeyp
         (offcpu, "flamegraph"),
     )
     with TestClient(create_app(store, warm=False), base_url="http://127.0.0.1") as c:
-        memo.forget()  # a server start: nothing in memory
-        heatindex.forget()
+        assert c.app.state.cache.answers.used_bytes() == 0  # a server start: nothing in memory
         with monkeypatch.context() as m:
             for module, name in computing:
 
@@ -133,7 +131,7 @@ def test_after_a_start_the_first_requests_read_the_stored_answers(store, monkeyp
         con = store.cursor()
         con.execute("DELETE FROM first_views")
         con.close()
-        memo.forget()
+        c.app.state.cache.forget()
         fresh = {u: c.get(u) for u in first_urls(aid)}
         assert {u: r.content for u, r in read.items()} == {u: r.content for u, r in fresh.items()}
         assert json.loads(read[first_urls(aid)[6]].content)  # the incident has chains: not an empty answer
@@ -170,6 +168,6 @@ def test_a_heatmap_past_the_index_is_stored_by_the_warm_up(store, monkeypatch):
         assert len(done) == len(first_views.STEPS) and kept.items() <= done.items()
         left = [json.loads(k)[:2] for k in set(done) - set(kept)]  # the incident has more than 10 requests
         assert ["heatmap", "i2d"] in left and all(k[0] == "heatmap" for k in left)
-        assert done == computed(con, aid, monkeypatch)
+        assert done == computed(con, aid)
     finally:
         con.close()

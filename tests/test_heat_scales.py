@@ -98,17 +98,13 @@ def test_compare_of_two_loop_dumps_has_one_scale_reaching_both(client, store, lo
 def test_grid_summary_starts_at_the_decade_below(client, store, loop, monkeypatch):
     """Past the index's events (a large analysis), the heatmap is read from the grid summary: its edges too start at
     the decade below the fastest and end above the slowest."""
-    from backend.queries import heatindex, heatsummary, memo
+    from backend.queries import heatsummary
 
     monkeypatch.setattr(heatmaps, "INDEX_MAX_EVENTS", 500)
     monkeypatch.setattr(heatsummary, "LOG_TB", 6)
-    heatindex.forget()
-    memo.forget()
-    try:
-        h = client.get(f"/api/analyses/{loop}/heatmap", params={"metric": "i2d", "x_bins": 8, "y_bins": 20}).json()
-    finally:
-        heatindex.forget()
-        memo.forget()
+    client.app.state.cache.forget()  # nothing kept under the server's limits
+    h = client.get(f"/api/analyses/{loop}/heatmap", params={"metric": "i2d", "x_bins": 8, "y_bins": 20}).json()
+    client.app.state.cache.forget()
     edges = h["y_edges_ns"]
     assert set(edges) <= {heatsummary.grid_edge(j) for j in range(heatsummary.J + 1)}  # the grid's
     assert edges[0] == 100

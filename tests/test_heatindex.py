@@ -17,9 +17,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from backend.queries import heatindex, heatmap_events, memo, stalls
+from backend.cache import AnalysisCache
+from backend.queries import heatindex, heatmap_events, stalls
 from backend.queries import heatmaps as heatmap
 from backend.queries import requests as blk
+from backend.queries.offsets import offsets as clock_offsets
 from tests.conftest import PUBLIC, SAMPLES, ingest_paths
 
 DEMO = SAMPLES / "demo-cfq-starvation.blkparse.txt"
@@ -33,9 +35,13 @@ def block_bits(request, monkeypatch):
     """The index with its real block size, and with blocks of 8 events (whole blocks, cut blocks, many of both)."""
     monkeypatch.setattr(heatindex, "LOG_BLOCK", request.param)
     monkeypatch.setattr(heatindex, "BLOCK", 1 << request.param)
-    heatindex.forget()
-    yield request.param
-    heatindex.forget()
+    return request.param
+
+
+@pytest.fixture
+def cache():
+    """What a server would remember, fresh for each test (nothing built under another test's block size)."""
+    return AnalysisCache()
 
 
 # ---- the index against brute force ----------------------------------------------------------------------------
@@ -170,15 +176,16 @@ def _windows(h: dict, rng: random.Random, k: int = 12) -> list[tuple[int | None,
     return out
 
 
-def _compare_heatmaps(con, aid, metric, rng, filter=None, pid=None, dev=None):
+def _compare_heatmaps(con, cache, aid, metric, rng, filter=None, pid=None, dev=None):
     whole = heatmap.heatmap_sql(con, aid, metric, 120, 40, pid, dev, filter=filter)
     if whole["t0_ns"] is None:  # nothing with these filters
-        assert heatmap.heatmap(con, aid, metric, 120, 40, pid, dev, filter=filter) == whole
+        assert heatmap.heatmap(con, cache, aid, metric, 120, 40, pid, dev, filter=filter) == whole
         return
     for t0, t1 in _windows(whole, rng):
         for x_bins, y_bins in ((120, 40), (9, 5), (1000, 200)):
             args = (con, aid, metric, x_bins, y_bins, pid, dev, t0, t1)
-            assert heatmap.heatmap(*args, filter=filter) == heatmap.heatmap_sql(*args, filter=filter), (t0, t1)
+            got = heatmap.heatmap(con, cache, *args[1:], filter=filter)
+            assert got == heatmap.heatmap_sql(*args, filter=filter), (t0, t1)
     for _ in range(15):  # boxes of cells, as the UI builds them
         x0 = rng.randrange(whole["x_bins"])
         box = {
@@ -190,44 +197,44 @@ def _compare_heatmaps(con, aid, metric, rng, filter=None, pid=None, dev=None):
         }
         if box["lat_min"] is not None and box["lat_max"] is not None and box["lat_max"] <= box["lat_min"]:
             box["lat_max"] = None
-        live = heatmap_events.events(con, aid, metric, filter=filter, pid=pid, dev=dev, live=True, **box)
-        assert heatmap_events.events(con, aid, metric, filter=filter, pid=pid, dev=dev, **box) == live, box
-    assert heatmap_events.events(con, aid, metric, filter=filter, pid=pid, dev=dev) == heatmap_events.events(
-        con, aid, metric, filter=filter, pid=pid, dev=dev, live=True
+        live = heatmap_events.events(con, cache, aid, metric, filter=filter, pid=pid, dev=dev, live=True, **box)
+        assert heatmap_events.events(con, cache, aid, metric, filter=filter, pid=pid, dev=dev, **box) == live, box
+    assert heatmap_events.events(con, cache, aid, metric, filter=filter, pid=pid, dev=dev) == heatmap_events.events(
+        con, cache, aid, metric, filter=filter, pid=pid, dev=dev, live=True
     )
 
 
-def test_block_heatmaps_equal_the_sql(store, block_bits):
+def test_block_heatmaps_equal_the_sql(store, block_bits, cache):
     aid = ingest_paths(store, DEMO)["id"]
     con = store.cursor()
     rng = random.Random(block_bits)
     for metric in ("i2d", "d2c", "q2c"):
-        _compare_heatmaps(con, aid, metric, rng)
+        _compare_heatmaps(con, cache, aid, metric, rng)
     for pid, dev in ((311, None), (None, "8,0"), (804, "8,0"), (999999, None), (None, "9,9")):
-        _compare_heatmaps(con, aid, "i2d", rng, pid=pid, dev=dev)
+        _compare_heatmaps(con, cache, aid, "i2d", rng, pid=pid, dev=dev)
 
 
-def test_func_and_wait_heatmaps_equal_the_sql(store, block_bits):
+def test_func_and_wait_heatmaps_equal_the_sql(store, block_bits, cache):
     rng = random.Random(1)
     for paths in ((XFS,), EXT4, INCIDENT):
         aid = ingest_paths(store, *paths)["id"]
         con = store.cursor()
-        for func in [f["func"] for f in heatmap.metrics(con, aid, limit=4)["functions"]]:
-            _compare_heatmaps(con, aid, "func", rng, filter=func)
-        _compare_heatmaps(con, aid, "wait", rng)
-        for lock in heatmap.metrics(con, aid)["locks"][:2]:
-            _compare_heatmaps(con, aid, "wait", rng, filter=lock["lock_key"])
+        for func in [f["func"] for f in heatmap.metrics(con, cache, aid, limit=4)["functions"]]:
+            _compare_heatmaps(con, cache, aid, "func", rng, filter=func)
+        _compare_heatmaps(con, cache, aid, "wait", rng)
+        for lock in heatmap.metrics(con, cache, aid)["locks"][:2]:
+            _compare_heatmaps(con, cache, aid, "wait", rng, filter=lock["lock_key"])
         for (pid,) in con.execute(
             "SELECT DISTINCT pid FROM waits w JOIN sources s ON s.id = w.source_id"
             " WHERE s.analysis_id = ? ORDER BY pid LIMIT 2",
             [aid],
         ).fetchall():
-            _compare_heatmaps(con, aid, "wait", rng, pid=pid)
-            func = heatmap.metrics(con, aid, limit=1)["functions"][0]["func"]
-            _compare_heatmaps(con, aid, "func", rng, filter=func, pid=pid)
+            _compare_heatmaps(con, cache, aid, "wait", rng, pid=pid)
+            func = heatmap.metrics(con, cache, aid, limit=1)["functions"][0]["func"]
+            _compare_heatmaps(con, cache, aid, "func", rng, filter=func, pid=pid)
 
 
-def test_several_sources_with_offsets_equal_the_sql(store, block_bits):
+def test_several_sources_with_offsets_equal_the_sql(store, block_bits, cache):
     """Two blkparse sources in one analysis, moved apart: one index, each source's offset added at read."""
     aid = ingest_paths(store, DEMO, EXT4[1], INCIDENT[0])["id"]
     con = store.cursor()
@@ -237,7 +244,7 @@ def test_several_sources_with_offsets_equal_the_sql(store, block_bits):
         for sid, off in zip(sids, offsets):
             con.execute("UPDATE sources SET clock_offset_ns = ? WHERE id = ?", [off, sid])
         for metric in ("i2d", "q2c"):
-            _compare_heatmaps(con, aid, metric, rng)
+            _compare_heatmaps(con, cache, aid, metric, rng)
 
 
 def test_the_route_body_is_the_model(client, store):
@@ -283,7 +290,7 @@ def test_requests_without_the_metric_follow_the_slowest(store):
         assert blk.requests(con, aid, order, 1000) == blk.requests_sql(con, aid, order, 1000)
 
 
-def test_dispatch_summary_kept_equals_live(store, client):
+def test_dispatch_summary_kept_equals_live(store, client, cache):
     aid = ingest_paths(store, DEMO, EXT4[1])["id"]
     con = store.cursor()
     span = client.get(f"/api/analyses/{aid}").json()
@@ -292,12 +299,12 @@ def test_dispatch_summary_kept_equals_live(store, client):
         btt = blk.btt_rows(con, aid, by)  # btt's figures come with the whole trace's summary only
         whole = [{**g, "btt": btt.get(g["dev"] if by == "device" else g["pid"], [])} for g in live]
         assert any(g["btt"] for g in whole)
-        assert blk.dispatch_summary(con, aid, by) == whole  # computed
-        assert blk.dispatch_summary(con, aid, by) == whole  # kept
+        assert blk.dispatch_summary(con, cache, aid, by) == whole  # computed
+        assert blk.dispatch_summary(con, cache, aid, by) == whole  # kept
         # a window holding every request is the same summary; a narrower one is computed, without btt's figures
-        assert blk.dispatch_summary(con, aid, by, span["t_min_ns"], span["t_max_ns"]) == whole
+        assert blk.dispatch_summary(con, cache, aid, by, span["t_min_ns"], span["t_max_ns"]) == whole
         t0, t1 = span["t_min_ns"] + 10**9, span["t_min_ns"] + 9 * 10**9
-        got = blk.dispatch_summary(con, aid, by, t0, t1)
+        got = blk.dispatch_summary(con, cache, aid, by, t0, t1)
         assert got == blk.dispatch_sql(con, aid, by, t0, t1) and got != live
         # against a straightforward query over the window (the old one: join, aligned time in the WHERE)
         rows = con.execute(
@@ -321,12 +328,11 @@ def test_waits_and_chains_follow_a_new_offset(client, store):
     assert waits == stalls.waits(con, aid, "duration", 100) and chains == stalls.chains(con, aid, 50)
     assert [w["start_ns"] for w in waits] != [w["start_ns"] for w in before[0]]
     # a change made behind the API's back (no PATCH) still gives the queries a new key: the offsets are part of it
-    # (the HTTP read cache is dropped by PATCH, the server's only writer of offsets: readcache.py)
+    # (the HTTP read cache is dropped by PATCH, the server's only writer of offsets: backend/cache/)
     con.execute("UPDATE sources SET clock_offset_ns = 5 WHERE id = ?", [ftrace])
     moved = stalls.waits(con, aid, "duration", 100)
     assert [w["start_ns"] for w in moved] != [w["start_ns"] for w in waits]
     assert moved == stalls.waits(con, aid, "duration", 100)
-    memo.forget(aid)
 
 
 # ---- flame graphs built from columns ---------------------------------------------------------------------------
@@ -422,7 +428,7 @@ def _lot_reference(con, aid, buckets, pid=None, dev=None, t0=None, t1=None):
     return lo, hi, bucket, out
 
 
-def test_latency_over_time_equals_the_query(store, client):
+def test_latency_over_time_equals_the_query(store, client, cache):
     aid = ingest_paths(store, DEMO, EXT4[1])["id"]
     con = store.cursor()
     sids = [s for (s,) in con.execute("SELECT id FROM sources WHERE analysis_id = ? ORDER BY id", [aid]).fetchall()]
@@ -434,7 +440,7 @@ def test_latency_over_time_equals_the_query(store, client):
             t0 = rng.randint(0, 30 * 10**9)
             calls.append({"t0": t0, "t1": t0 + rng.randint(1, 10**10)})
         for kw in calls:
-            got = blk.latency_over_time(con, aid, 37, **kw)
+            got = blk.latency_over_time(con, cache, aid, 37, **kw)
             lo, hi, bucket, want = _lot_reference(con, aid, 37, **kw)
             assert (got["t0_ns"], got["t1_ns"], got["bucket_ns"]) == (lo, hi, bucket)
             for m in ("i2d", "d2c"):
@@ -447,21 +453,21 @@ def test_latency_over_time_equals_the_query(store, client):
                     assert v == [(p["max_ns"],)]
 
 
-def test_more_events_than_an_index_holds_are_binned_in_sql(store, monkeypatch):
+def test_more_events_than_an_index_holds_are_binned_in_sql(store, monkeypatch, cache):
     """Past INDEX_MAX_EVENTS (a 5 GiB blkparse upload: ~24 M requests, whose index load passed the reads' row cap
     and answered 422) no index is built: a pid's or a device's heatmap and the boxes are the SQL's, the whole
     metric's is the grid summary's (tests/test_heatsummary.py)."""
-    from backend.queries import heatsummary
 
     aid = ingest_paths(store, DEMO)["id"]
     con = store.cursor()
     monkeypatch.setattr(heatmap, "INDEX_MAX_EVENTS", 10)
     con.execute("DELETE FROM first_views")  # the whole heatmap stored at ingest, under the threshold as it was
-    heatindex.forget()
-    memo.forget()
     args = (con, aid, "i2d", 120, 40)
-    assert heatmap.heatmap(*args, pid=311) == heatmap.heatmap_sql(*args, pid=311)
-    assert heatmap_events.events(con, aid, "i2d", limit=5) == heatmap_events.events(con, aid, "i2d", limit=5, live=True)
-    assert not heatindex._cache
-    assert heatmap.heatmap(*args)["percentiles"] == heatmap.heatmap_sql(*args)["percentiles"]
-    assert [type(v) for v in heatindex._cache.values()] == [heatsummary.Summary]
+    assert heatmap.heatmap(con, cache, *args[1:], pid=311) == heatmap.heatmap_sql(*args, pid=311)
+    assert heatmap_events.events(con, cache, aid, "i2d", limit=5) == heatmap_events.events(
+        con, cache, aid, "i2d", limit=5, live=True
+    )
+    assert cache.indexes.used_bytes() == 0  # no index built
+    assert heatmap.heatmap(con, cache, *args[1:])["percentiles"] == heatmap.heatmap_sql(*args)["percentiles"]
+    assert cache.index_kept((aid, "i2d", None, "summary", clock_offsets(con, aid)))  # the grid summary, kept
+    assert cache.indexes.used_bytes() == heatmap.grid_summary(con, cache, aid, "i2d", None).nbytes  # and only it

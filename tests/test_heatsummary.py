@@ -12,7 +12,8 @@ import random
 
 import pytest
 
-from backend.queries import heatindex, heatmap_events, heatsummary, memo
+from backend.cache import AnalysisCache
+from backend.queries import heatmap_events, heatsummary
 from backend.queries import heatmaps as heatmap
 from tests.conftest import SAMPLES, ingest_paths
 
@@ -26,17 +27,13 @@ INCIDENT_BLK = SAMPLES / "incident.blkparse.txt"
 def forced(request, monkeypatch):
     monkeypatch.setattr(heatmap, "INDEX_MAX_EVENTS", 0)
     monkeypatch.setattr(heatsummary, "LOG_TB", request.param)
-    heatindex.forget()
-    memo.forget()
-    yield
-    heatindex.forget()
-    memo.forget()
+    return AnalysisCache()  # nothing kept from another test's settings
 
 
-def _check(con, aid: str, metric: str, x_bins: int, y_bins: int, t0=None, t1=None, filter=None) -> bool:
+def _check(con, cache, aid: str, metric: str, x_bins: int, y_bins: int, t0=None, t1=None, filter=None) -> bool:
     """Checks one answer; False when it came from the SQL (a window too narrow for the grid)."""
-    got = heatmap.heatmap(con, aid, metric, x_bins, y_bins, t0=t0, t1=t1, filter=filter)
-    summary = heatmap.grid_summary(con, aid, metric, filter)
+    got = heatmap.heatmap(con, cache, aid, metric, x_bins, y_bins, t0=t0, t1=t1, filter=filter)
+    summary = heatmap.grid_summary(con, cache, aid, metric, filter)
     assert summary is not None
     by_grid = summary.heatmap(
         t0 if t0 is not None else summary.t0, t1 if t1 is not None else summary.t_last, x_bins, y_bins
@@ -86,15 +83,15 @@ def _check(con, aid: str, metric: str, x_bins: int, y_bins: int, t0=None, t1=Non
     return True
 
 
-def _random_windows(con, aid, metric, rng, filter=None, n=12):
+def _random_windows(con, cache, aid, metric, rng, filter=None, n=12):
     lo, hi = heatmap.heatmap_sql(con, aid, metric, 10, 10, filter=filter)["t0_ns"], None
     hi = heatmap.heatmap_sql(con, aid, metric, 10, 10, filter=filter)["t1_ns"]
     grid = 0
-    grid += _check(con, aid, metric, rng.choice([6, 40, 120]), rng.choice([4, 40]), filter=filter)
+    grid += _check(con, cache, aid, metric, rng.choice([6, 40, 120]), rng.choice([4, 40]), filter=filter)
     for _ in range(n):
         w = max(1, int((hi - lo) / 10 ** rng.uniform(0, 3)))
         t0 = lo + rng.randint(-w // 4, hi - lo)
-        grid += _check(con, aid, metric, rng.choice([3, 7, 40, 120]), rng.choice([1, 3, 40]), t0, t0 + w, filter)
+        grid += _check(con, cache, aid, metric, rng.choice([3, 7, 40, 120]), rng.choice([1, 3, 40]), t0, t0 + w, filter)
     return grid
 
 
@@ -102,7 +99,7 @@ def test_block_heatmaps_from_the_summary_equal_the_sql(store, forced):
     aid = ingest_paths(store, DEMO)["id"]
     con = store.cursor()
     rng = random.Random(3)
-    assert sum(_random_windows(con, aid, m, rng) for m in ("i2d", "d2c", "q2c")) > 1
+    assert sum(_random_windows(con, forced, aid, m, rng) for m in ("i2d", "d2c", "q2c")) > 1
 
 
 def test_several_sources_with_offsets(store, forced):
@@ -113,16 +110,16 @@ def test_several_sources_with_offsets(store, forced):
     for offsets in ((0, 0, 0), (0, 2_000_000_000, -7)):
         for sid, off in zip(sids, offsets):
             con.execute("UPDATE sources SET clock_offset_ns = ? WHERE id = ?", [off, sid])
-        assert _random_windows(con, aid, "i2d", rng, n=6) > 0
+        assert _random_windows(con, forced, aid, "i2d", rng, n=6) > 0
 
 
 def test_wait_and_func_heatmaps_from_the_summary(store, forced):
     aid = ingest_paths(store, XFS)["id"]
     con = store.cursor()
     rng = random.Random(7)
-    _random_windows(con, aid, "wait", rng, n=6)
-    func = heatmap.metrics(con, aid, limit=1)["functions"][0]["func"]
-    _random_windows(con, aid, "func", rng, filter=func, n=6)
+    _random_windows(con, forced, aid, "wait", rng, n=6)
+    func = heatmap.metrics(con, forced, aid, limit=1)["functions"][0]["func"]
+    _random_windows(con, forced, aid, "func", rng, filter=func, n=6)
 
 
 def test_windows_outside_the_events(store, forced):
@@ -137,7 +134,7 @@ def test_windows_outside_the_events(store, forced):
         (lo - span, hi + span),
         (-(2**62), 2**62),
     ):
-        _check(con, aid, "i2d", 120, 40, t0, t1)
+        _check(con, forced, aid, "i2d", 120, 40, t0, t1)
 
 
 def test_quantiles_are_the_heatmaps():

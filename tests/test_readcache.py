@@ -1,5 +1,5 @@
-"""Kept response bodies (backend/readcache.py): a read of an analysis is answered again without running its route,
-until the analysis changes (PATCH of an offset, DELETE, retention: memo.forget); a read that was under way when it
+"""Kept response bodies (backend/cache/bodies.py): a read of an analysis is answered again without running its route,
+until the analysis changes (PATCH of an offset, DELETE, retention: AnalysisCache.forget); a read that was under way when it
 changed is not kept; errors, other routes and bodies over the budget are not kept (issue 24, reads under load)."""
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from backend.app import create_app
-from backend.queries import memo
-from backend.readcache import ResponseCache
+from backend.cache import AnalysisCache, ResponseCache
 from tests.conftest import SAMPLES, ingest_paths
 
 
-def _counting_app(calls: list[str], on_call=None, status: int = 200, size: int = 10):
+def _counting_app(cache: AnalysisCache, calls: list[str], on_call=None, status: int = 200, size: int = 10):
     async def read(request):
         calls.append(request.url.path + "?" + request.url.query)
         if on_call:
@@ -29,7 +28,7 @@ def _counting_app(calls: list[str], on_call=None, status: int = 200, size: int =
         return JSONResponse([len(calls)])
 
     async def change(request):
-        memo.forget(request.path_params["aid"])
+        cache.forget(request.path_params["aid"])
         return Response(status_code=204)
 
     return Starlette(
@@ -43,7 +42,8 @@ def _counting_app(calls: list[str], on_call=None, status: int = 200, size: int =
 
 def test_a_read_is_answered_again_until_the_analysis_changes():
     calls: list[str] = []
-    c = TestClient(ResponseCache(_counting_app(calls)))
+    cache = AnalysisCache()
+    c = TestClient(ResponseCache(_counting_app(cache, calls), cache))
     first = c.get("/api/analyses/AAA/timeline?width_px=100")
     assert c.get("/api/analyses/AAA/timeline?width_px=100").content == first.content
     assert first.headers["content-type"] == "application/json"
@@ -51,7 +51,7 @@ def test_a_read_is_answered_again_until_the_analysis_changes():
     c.get("/api/analyses/AAA/timeline?width_px=200")  # other parameters: another body
     c.get("/api/analyses/BBB/timeline?width_px=100")  # another analysis
     assert len(calls) == 3
-    assert c.delete("/api/analyses/AAA").status_code == 204  # memo.forget("AAA")
+    assert c.delete("/api/analyses/AAA").status_code == 204  # cache.forget("AAA")
     assert c.get("/api/analyses/AAA/timeline?width_px=100").json()["n"] == 4
     assert c.get("/api/analyses/BBB/timeline?width_px=100").json()["n"] == 3  # BBB's kept body
     c.get("/api/analyses")
@@ -61,18 +61,20 @@ def test_a_read_is_answered_again_until_the_analysis_changes():
 
 def test_a_query_naming_another_analysis_follows_its_changes():
     calls: list[str] = []
-    c = TestClient(ResponseCache(_counting_app(calls)))
+    cache = AnalysisCache()
+    c = TestClient(ResponseCache(_counting_app(cache, calls), cache))
     c.get("/api/analyses/AAA/flamegraph-diff?b_analysis=CCC")
     c.get("/api/analyses/AAA/flamegraph-diff?b_analysis=CCC")
     assert len(calls) == 1
-    memo.forget("CCC")
+    cache.forget("CCC")
     c.get("/api/analyses/AAA/flamegraph-diff?b_analysis=CCC")
     assert len(calls) == 2
 
 
 def test_a_read_under_way_when_the_analysis_changed_is_not_kept():
     calls: list[str] = []
-    c = TestClient(ResponseCache(_counting_app(calls, on_call=lambda: memo.forget("DDD"))))
+    cache = AnalysisCache()
+    c = TestClient(ResponseCache(_counting_app(cache, calls, on_call=lambda: cache.forget("DDD")), cache))
     c.get("/api/analyses/DDD/chains")
     c.get("/api/analyses/DDD/chains")
     assert len(calls) == 2
@@ -80,12 +82,14 @@ def test_a_read_under_way_when_the_analysis_changed_is_not_kept():
 
 def test_errors_and_large_bodies_are_not_kept():
     calls: list[str] = []
-    c = TestClient(ResponseCache(_counting_app(calls, status=503)))
+    cache = AnalysisCache()
+    c = TestClient(ResponseCache(_counting_app(cache, calls, status=503), cache))
     c.get("/api/analyses/EEE/chains")
     c.get("/api/analyses/EEE/chains")
     assert len(calls) == 2
     calls.clear()
-    c = TestClient(ResponseCache(_counting_app(calls, size=5000), max_body=4000))
+    cache = AnalysisCache(max_body=4000)
+    c = TestClient(ResponseCache(_counting_app(cache, calls, size=5000), cache))
     body = c.get("/api/analyses/EEE/chains").json()
     assert len(body["pad"]) == 5000
     c.get("/api/analyses/EEE/chains")
@@ -94,13 +98,13 @@ def test_errors_and_large_bodies_are_not_kept():
 
 def test_the_budget_drops_the_least_recently_used():
     calls: list[str] = []
-    cache = ResponseCache(_counting_app(calls, size=1000), max_bytes=3500)
-    c = TestClient(cache)
+    cache = AnalysisCache(body_bytes=3500)
+    c = TestClient(ResponseCache(_counting_app(cache, calls, size=1000), cache))
     for k in range(3):
         c.get(f"/api/analyses/FFF/r{k}")
     c.get("/api/analyses/FFF/r0")  # kept, and now the most recently used
     c.get("/api/analyses/FFF/r3")  # drops r1
-    assert len(calls) == 4 and cache.used_bytes() <= 3500
+    assert len(calls) == 4 and cache.bodies.used_bytes() <= 3500
     c.get("/api/analyses/FFF/r0")
     c.get("/api/analyses/FFF/r2")
     assert len(calls) == 4

@@ -12,7 +12,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from backend.app import create_app
-from backend.queries import memo
 from backend.store import Store
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -24,11 +23,9 @@ def release_store(tmp_path):
     db = tmp_path / f"{RELEASE}.duckdb"
     with gzip.open(FIXTURES / f"{RELEASE}.duckdb.gz", "rb") as src, open(db, "wb") as dst:
         shutil.copyfileobj(src, dst)
-    memo.forget()
     store = Store(db)
     yield store
     store.close()
-    memo.forget()
 
 
 # fields added to answers since that release (each a deliberate API change, tested where it was made): the kept
@@ -133,9 +130,10 @@ def test_openapi_document_matches_the_backend(tmp_path):
 
 
 def test_release_database_answers_as_it_did_from_its_stored_first_views(release_store):
-    """The warm-up stores the first views of a file written before they were (derive/first_views.py); read from the
-    table, every answer is still the release's."""
-    from backend.derive import first_views
+    """The warm-up stores the first views of a file written before they were (AnalysisCache.precompute); read from
+    the table, every answer is still the release's."""
+    from backend.cache import AnalysisCache
+    from backend.queries import first_views
 
     con = release_store.cursor()
     try:
@@ -143,13 +141,13 @@ def test_release_database_answers_as_it_did_from_its_stored_first_views(release_
     finally:
         con.close()
     for aid in ids:
-        first_views.derive(release_store.db, aid)
+        AnalysisCache(release_store).precompute(aid)
     con = release_store.cursor()
     try:
         assert con.execute("SELECT count(*) FROM first_views").fetchall()[0][0] == len(ids) * len(first_views.STEPS)
     finally:
         con.close()
-    memo.forget()  # a server start: the answers come from the table
+    # a server start (a new app's cache): the answers come from the table
     kept = json.loads((FIXTURES / f"{RELEASE}.answers.json").read_text())
     with TestClient(create_app(release_store, warm=False)) as client:
         for url, answer in kept["answers"].items():

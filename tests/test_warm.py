@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 
 from backend import warm
 from backend.app import create_app
-from backend.derive import first_views
-from backend.queries import heatindex, memo, stalls
+from backend.cache import AnalysisCache
+from backend.queries import first_views, heatindex, stalls
 from backend.queries import heatmaps as heatmap
 from backend.queries import requests as blk
 from tests.conftest import SAMPLES, ingest_paths
@@ -24,10 +24,10 @@ DEMO = SAMPLES / "demo-cfq-starvation.blkparse.txt"
 INCIDENT = [SAMPLES / n for n in ("incident.blkparse.txt", "incident.trace-cmd-report.txt", "incident.offcputime.txt")]
 
 
-def kept(aid: str) -> set[str]:
-    """What the caches hold of this analysis (kinds of memo keys; 'index i2d' for the Dispatch heatmap's)."""
-    out = {k[1] for k in list(memo._items) if k[0] == aid}
-    return out | {"index i2d" for k in list(heatindex._cache) if k == (aid, "i2d", None, None, None)}
+def kept(cache, aid: str) -> set[str]:
+    """What the app's cache holds of this analysis (kinds of answers; 'index i2d' for the Dispatch heatmap's)."""
+    out = {k[1] for k in cache.answers.keys() if k[0] == aid}
+    return out | {"index i2d" for k in cache.indexes.keys() if k == (aid, "i2d", None, None, None)}
 
 
 @pytest.fixture(autouse=True)
@@ -40,9 +40,7 @@ def test_start_fills_the_caches_of_the_newest_analyses(store, monkeypatch):
     monkeypatch.setattr(warm, "NEWEST", 1)
     old = ingest_paths(store, DEMO)["id"]
     new = ingest_paths(store, *INCIDENT)["id"]
-    memo.forget()  # a server start: nothing in memory, the first views in the file
-    heatindex.forget()
-    with TestClient(create_app(store)) as c:
+    with TestClient(create_app(store)) as c:  # a server start: nothing in memory, the first views in the file
         assert c.app.state.warmer.wait(120)
         assert {
             "index i2d",
@@ -54,8 +52,8 @@ def test_start_fills_the_caches_of_the_newest_analyses(store, monkeypatch):
             "waits-page",
             "flamegraph",
             "capabilities",
-        } <= kept(new)
-        assert kept(old) == set()  # beyond the newest NEWEST
+        } <= kept(c.app.state.cache, new)
+        assert kept(c.app.state.cache, old) == set()  # beyond the newest NEWEST
         assert list(c.app.state.warmer.warmed[new]) == [name for name, _ in (*warm.STEPS, *warm.INDEXES)]
         # what the first requests get is what they would have computed
         con = store.cursor()
@@ -67,7 +65,6 @@ def test_start_fills_the_caches_of_the_newest_analyses(store, monkeypatch):
 
 def test_a_request_during_the_warm_up_waits_for_its_computation(store, monkeypatch):
     aid = ingest_paths(store, DEMO)["id"]
-    heatindex.forget()  # a server start
     started, release, builds = threading.Event(), threading.Event(), []
     build = heatindex.build
 
@@ -112,7 +109,7 @@ def test_an_upload_is_warmed_after_its_response(client):
     assert r.status_code == 201
     aid = r.json()["id"]
     assert client.app.state.warmer.wait(120)
-    assert {"index i2d", "dispatch-summary", "latency-over-time"} <= kept(aid)
+    assert {"index i2d", "dispatch-summary", "latency-over-time"} <= kept(client.app.state.cache, aid)
 
 
 def stored_views(store, aid: str) -> dict[str, tuple[bool, bytes]]:
@@ -133,13 +130,13 @@ def test_an_analysis_is_warmed_again_after_a_source_moved(store):
     assert len(before) == len(first_views.STEPS)
     with TestClient(create_app(store)) as c:
         warmer = c.app.state.warmer
-        assert warmer.wait(120) and {"chains", "timeline-summary", "dispatch-summary"} <= kept(aid)
+        assert warmer.wait(120) and {"chains", "timeline-summary", "dispatch-summary"} <= kept(c.app.state.cache, aid)
         ftrace = next(s for s in c.get(f"/api/analyses/{aid}").json()["sources"] if s["format"] == "ftrace")
         moved = ftrace["clock_offset_ns"] + 1_000_000
         r = c.patch(f"/api/analyses/{aid}/sources/{ftrace['id']}", json={"clock_offset_ns": moved})
         assert r.status_code == 200
         assert warmer.wait(120)
-        assert {"chains", "timeline-summary", "dispatch-summary"} <= kept(aid)
+        assert {"chains", "timeline-summary", "dispatch-summary"} <= kept(c.app.state.cache, aid)
         after = stored_views(store, aid)
         untimed = {k: v for k, v in before.items() if not v[0]}  # kept as they were: they hold no time
         assert untimed == {k: v for k, v in after.items() if not v[0]}
@@ -148,11 +145,10 @@ def test_an_analysis_is_warmed_again_after_a_source_moved(store):
         assert len(timed) == len(before) - len(untimed) and "chains" in {json.loads(k)[0] for k in timed}
         assert all([ftrace["id"], moved] in json.loads(k)[-1] for k in timed)  # stored under the new offsets
         con = store.cursor()  # with the new offset, computed without the stored answers
-        memo.forget(aid)
         con.begin()
         con.execute("DELETE FROM first_views")
         assert c.get(f"/api/analyses/{aid}/chains?limit=100").json() == json.loads(
-            json.dumps(stalls.first_chains(con, aid, 100), default=str)
+            json.dumps(stalls.first_chains(con, AnalysisCache(), aid, 100), default=str)
         )
         con.rollback()
         con.close()
@@ -166,7 +162,6 @@ def test_a_file_without_stored_views_gets_them_from_the_warm_up(store):
     con = store.cursor()
     con.execute("DELETE FROM first_views")
     con.close()
-    memo.forget()
     with TestClient(create_app(store)) as c:
         assert c.app.state.warmer.wait(120)
     assert stored_views(store, aid) == before

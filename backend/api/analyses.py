@@ -19,7 +19,7 @@ from ..derive import align, chains
 from ..ingest import IngestError
 from ..ingest.arrivals import Arrivals, ReceiveAborted
 from ..limits import RETRY_AFTER_S, BodyTimeout, Busy, Limits, UploadPace
-from ..queries import analyses, memo, stored
+from ..queries import analyses, stored
 from ..store import Store
 from . import models, upload_body
 from .deps import (
@@ -85,7 +85,9 @@ async def create_analysis(
     arrivals = Arrivals()
     # the ingest reads the files as they arrive, in a thread, while this reads the body (upload_body.py)
     ingesting = asyncio.ensure_future(
-        run_in_threadpool(store.ingest, arrivals, None, prog, bytes_total=declared or 0, spool=slot.count)
+        run_in_threadpool(
+            _ingest_and_precompute, store, request.app.state.cache, arrivals, prog, declared or 0, slot.count
+        )
     )
     try:
         loop = asyncio.get_running_loop()
@@ -152,6 +154,14 @@ async def create_analysis(
         else:  # this request was cancelled: the ingest ends (aborted) in its thread, then frees the slot
             arrivals.abort(ReceiveAborted("the request was cancelled"))
             ingesting.add_done_callback(lambda _: slot.release())
+
+
+def _ingest_and_precompute(store, cache, arrivals, prog, bytes_total: int, spool) -> dict:
+    """The upload's ingest, then its first views computed and stored (AnalysisCache.precompute: what the page's first
+    requests read), in this thread: the response is sent once both are done."""
+    created = store.ingest(arrivals, None, prog, bytes_total=bytes_total, spool=spool)
+    cache.precompute(created["id"])
+    return created
 
 
 async def _ended(ingesting: asyncio.Future) -> None:
@@ -231,8 +241,8 @@ def place_source(
         chains.relink(con, analysis_id)
         stored.drop_timed(con, analysis_id)  # the first views that hold times or chains (queries/stored.py)
         con.commit()
-        memo.forget(analysis_id)  # results kept with the old offsets or chains
-        if request.app.state.warmer:  # computed and stored again, once this response is sent (warm.py)
+        request.app.state.cache.forget(analysis_id)  # everything kept with the old offsets or chains
+        if request.app.state.warmer:  # its first views precomputed again, once this response is sent (warm.py)
             request.app.state.warmer.add(analysis_id)
     except LookupError as e:
         con.rollback()
@@ -257,6 +267,6 @@ def delete_analysis(analysis_id: AnalysisId, con: Cursor, request: Request):
     """Delete an analysis and all its rows; their space is reused by the next uploads, and given back to the system
     when the server next starts (backend/disk.py). Needs its edit key or the token on a shared server."""
     disk.delete_analysis(con, analysis_id)
-    memo.forget(analysis_id)
+    request.app.state.cache.forget(analysis_id)
     forget_copies(request, analysis_id)  # the SQL console's copy of its rows
     return Response(status_code=204)

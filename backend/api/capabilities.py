@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from ..queries import capabilities as capability_queries
-from .deps import AnalysisId, AnalysisRouter, Cursor
+from .deps import AnalysisId, AnalysisRouter, Cache, Cursor
 
 router = AnalysisRouter(prefix="/api")
 
@@ -61,7 +61,7 @@ class Capabilities(BaseModel):
 
 
 @router.get("/analyses/{analysis_id}/capabilities", response_model=Capabilities)
-def capture_capabilities(analysis_id: AnalysisId, con: Cursor):
+def capture_capabilities(analysis_id: AnalysisId, con: Cursor, cache: Cache):
     """What this capture can tell: which views have data, what is missing for the others and the capture command
     that would add it next time, and where events were lost."""
-    return capability_queries.capabilities(con, analysis_id)
+    return capability_queries.capabilities(con, cache, analysis_id)

@@ -13,7 +13,7 @@ from fastapi import HTTPException, Query, Response
 from pydantic import BaseModel, Field
 
 from ..queries import compare as compare_queries
-from .deps import AnalysisRouter, Cursor, TimeFilter, require_analysis
+from .deps import AnalysisRouter, Cache, Cursor, TimeFilter, require_analysis
 from .heatmaps import Percentiles
 from .requests import Stats
 
@@ -148,6 +148,7 @@ BAD = {
 @router.get("/compare", response_model=Comparison, responses=BAD)
 def compare(
     con: Cursor,
+    cache: Cache,
     a: IdQuery,
     b: Annotated[
         str | None, Query(min_length=1, max_length=64, description="the 'after' analysis (default: a, in b's range)")
@@ -173,7 +174,9 @@ def compare(
     found = require_analysis(con, a), require_analysis(con, b)
     sides = compare_queries.Side(a, a_from, a_to), compare_queries.Side(b, b_from, b_to)
     try:
-        body = compare_queries.compare(con, *sides, tuple(f["name"] for f in found), x_bins, y_bins, limit, x_time)
+        body = compare_queries.compare(
+            con, cache, *sides, tuple(f["name"] for f in found), x_bins, y_bins, limit, x_time
+        )
     except compare_queries.BadRange as e:
         raise HTTPException(422, str(e)) from None
     return Response(pydantic_core.to_json(body), media_type="application/json")  # validated by the tests

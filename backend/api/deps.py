@@ -15,6 +15,7 @@ from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from .. import access
+from ..cache import AnalysisCache
 from ..limits import TIME_MAX, TIME_MIN
 from ..queries import analyses
 from ..store import Progress, Store
@@ -60,6 +61,14 @@ def get_board(request: Request) -> Board:
 
 
 Cursor = Annotated[duckdb.DuckDBPyConnection, Depends(get_cursor)]
+
+
+def get_cache(request: Request) -> AnalysisCache:
+    """What the app remembers of each analysis (backend/cache/): the queries read and keep their answers there."""
+    return request.app.state.cache
+
+
+Cache = Annotated[AnalysisCache, Depends(get_cache)]
 ProgressBoard = Annotated[Board, Depends(get_board)]
 
 

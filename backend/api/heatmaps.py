@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from ..limits import TIME_MAX, TIME_MIN
 from ..queries import heatmap_events as heatmap_event_queries
 from ..queries import heatmaps as heatmap_queries
-from .deps import INT64, AnalysisId, AnalysisRouter, Cursor, TimeFilter
+from .deps import INT64, AnalysisId, AnalysisRouter, Cache, Cursor, TimeFilter
 
 router = AnalysisRouter(prefix="/api")
 
@@ -183,6 +183,7 @@ def _check(metric: str, filter: str | None, dev: str | None, idle: bool) -> str 
 def heatmap(
     analysis_id: AnalysisId,
     con: Cursor,
+    cache: Cache,
     metric: MetricQuery = "i2d",
     x_bins: Annotated[int, Query(ge=1, le=1000)] = 120,
     y_bins: Annotated[int, Query(ge=1, le=200)] = 40,
@@ -197,13 +198,16 @@ def heatmap(
     p50…p99.99/max/count of the latency over the same filter and window."""
     filter = _check(metric, filter, dev, idle)
     key = heatmap_queries.spec_key(metric, idle)
-    return _json(heatmap_queries.heatmap(con, analysis_id, key, x_bins, y_bins, pid, dev, t0_ns, t1_ns, filter=filter))
+    return _json(
+        heatmap_queries.heatmap(con, cache, analysis_id, key, x_bins, y_bins, pid, dev, t0_ns, t1_ns, filter=filter)
+    )
 
 
 @router.get("/analyses/{analysis_id}/heatmap/events", response_model=HeatmapEvents, responses=BAD)
 def heatmap_events(
     analysis_id: AnalysisId,
     con: Cursor,
+    cache: Cache,
     metric: MetricQuery = "i2d",
     filter: FilterQuery = None,
     pid: PidQuery = None,
@@ -232,6 +236,7 @@ def heatmap_events(
         )
     return heatmap_event_queries.events(
         con,
+        cache,
         analysis_id,
         heatmap_queries.spec_key(metric, idle),
         filter=filter,
@@ -249,9 +254,10 @@ def heatmap_events(
 def heatmap_metrics(
     analysis_id: AnalysisId,
     con: Cursor,
+    cache: Cache,
     limit: Annotated[int, Query(ge=1, le=1000, description="at most this many functions")] = 50,
     idle: Annotated[bool, Query(description="count idle sleeps among the waits and their locks too")] = False,
 ):
     """What a heatmap can show for this analysis: the metrics with events, the traced functions (metric=func)
     and the locks waited on (metric=wait; with idle, idle sleeps' too)."""
-    return heatmap_queries.metrics(con, analysis_id, limit, idle)
+    return heatmap_queries.metrics(con, cache, analysis_id, limit, idle)

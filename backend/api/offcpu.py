@@ -8,7 +8,7 @@ from fastapi import Query, Response
 from pydantic import BaseModel, Field
 
 from ..queries import offcpu as offcpu_queries
-from .deps import AnalysisId, AnalysisRouter, Cursor, require_analysis
+from .deps import AnalysisId, AnalysisRouter, Cache, Cursor, require_analysis
 
 router = AnalysisRouter(prefix="/api")
 
@@ -102,6 +102,7 @@ ByTask = Annotated[bool, Query(description="the task (comm) as the root frame")]
 def flamegraph(
     analysis_id: AnalysisId,
     con: Cursor,
+    cache: Cache,
     source: int | None = None,
     pid: int | None = None,
     comm: Annotated[str | None, Query(max_length=256)] = None,
@@ -115,6 +116,7 @@ def flamegraph(
     children have no `children`; `lock` is there only on marked frames."""
     body = offcpu_queries.flamegraph_json(
         con,
+        cache,
         analysis_id,
         side=side,
         invert=invert,
@@ -151,9 +153,9 @@ def flamegraph_diff(
 
 
 @router.get("/analyses/{analysis_id}/offcpu-tasks", response_model=list[OffcpuTask])
-def offcpu_tasks(analysis_id: AnalysisId, con: Cursor, limit: Annotated[int, Query(ge=1, le=1000)] = 100):
+def offcpu_tasks(analysis_id: AnalysisId, con: Cursor, cache: Cache, limit: Annotated[int, Query(ge=1, le=1000)] = 100):
     """Tasks by off-CPU time, for the flame graph's task filter."""
-    return offcpu_queries.tasks(con, analysis_id, limit)
+    return offcpu_queries.tasks(con, cache, analysis_id, limit)
 
 
 @router.get("/analyses/{analysis_id}/wakers", response_model=WakerPairs)

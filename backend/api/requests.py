@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from ..queries import paging
 from ..queries import requests as request_queries
-from .deps import AnalysisId, AnalysisRouter, Cursor, OptionalInt64, PathInt64, TimeFilter
+from .deps import AnalysisId, AnalysisRouter, Cache, Cursor, OptionalInt64, PathInt64, TimeFilter
 
 router = AnalysisRouter(prefix="/api")
 
@@ -203,6 +203,7 @@ def bad_cursor(e: paging.BadCursor) -> HTTPException:
 def page_requests(
     analysis_id: AnalysisId,
     con: Cursor,
+    cache: Cache,
     order: Literal["i2d", "d2c", "q2c", "time"] = "i2d",
     limit: Annotated[int, Query(ge=1, le=request_queries.PAGE_LIMIT)] = 500,
     cursor: PageCursor = None,
@@ -214,7 +215,7 @@ def page_requests(
     """The list of /requests a page at a time, every request exactly once over the pages: keyset paging on the
     order's key and the request's (source_id, line), so pages neither repeat nor skip a row."""
     try:
-        return request_queries.requests_page(con, analysis_id, order, limit, cursor, pid, dev, t0_ns, t1_ns)
+        return request_queries.requests_page(con, cache, analysis_id, order, limit, cursor, pid, dev, t0_ns, t1_ns)
     except paging.BadCursor as e:
         raise bad_cursor(e) from None
 
@@ -249,19 +250,21 @@ def get_request(
 def dispatch_summary(
     analysis_id: AnalysisId,
     con: Cursor,
+    cache: Cache,
     by: Literal["process", "device"] = "process",
     t0_ns: TimeFilter = None,
     t1_ns: TimeFilter = None,
 ):
     """Per process or device: request count and n/min/avg/p50/p95/p99/max of I2D, D2C and Q2C (ns), per request;
     and btt's figures (per queued bio, whole trace)."""
-    return request_queries.dispatch_summary(con, analysis_id, by, t0_ns, t1_ns)
+    return request_queries.dispatch_summary(con, cache, analysis_id, by, t0_ns, t1_ns)
 
 
 @router.get("/analyses/{analysis_id}/latency-over-time", response_model=LatencyOverTime)
 def latency_over_time(
     analysis_id: AnalysisId,
     con: Cursor,
+    cache: Cache,
     buckets: Annotated[int, Query(ge=1, le=5000)] = 400,
     pid: OptionalInt64 = None,
     dev: Annotated[str | None, Query(max_length=32, pattern=r"^\d+,\d+$")] = None,
@@ -269,4 +272,4 @@ def latency_over_time(
     t1_ns: TimeFilter = None,
 ):
     """I2D and D2C aggregated per time bucket: count, p50, max and the request behind the max."""
-    return request_queries.latency_over_time(con, analysis_id, buckets, pid, dev, t0_ns, t1_ns)
+    return request_queries.latency_over_time(con, cache, analysis_id, buckets, pid, dev, t0_ns, t1_ns)

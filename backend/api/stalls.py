@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from .. import locks, wait_kinds
 from ..queries import paging
 from ..queries import stalls as stall_queries
-from .deps import AnalysisId, AnalysisRouter, Cursor, Int64, OptionalInt64, TimeFilter
+from .deps import AnalysisId, AnalysisRouter, Cache, Cursor, Int64, OptionalInt64, TimeFilter
 from .requests import PageCursor, bad_cursor
 
 router = AnalysisRouter(prefix="/api")
@@ -170,6 +170,7 @@ Starting = Annotated[
 def list_waits(
     analysis_id: AnalysisId,
     con: Cursor,
+    cache: Cache,
     order: Literal["duration", "start"] = "duration",
     limit: Annotated[int, Query(ge=1, le=10000)] = 100,
     pid: OptionalInt64 = None,
@@ -198,7 +199,7 @@ def list_waits(
 ):
     """Intervals in which a task was off CPU while blocked, with their lock, waker and inferred holder."""
     if pid is None and lock is None and lock_key is None and t0_ns is None and t1_ns is None:  # the first list
-        return stall_queries.first_waits(con, analysis_id, order, limit, idle)
+        return stall_queries.first_waits(con, cache, analysis_id, order, limit, idle)
     return stall_queries.waits(
         con, analysis_id, order, limit, pid, lock, t0_ns, t1_ns, lock_key, idle, starting=starting
     )
@@ -219,6 +220,7 @@ class WaitPage(BaseModel):
 def page_waits(
     analysis_id: AnalysisId,
     con: Cursor,
+    cache: Cache,
     order: Literal["duration", "start"] = "duration",
     limit: Annotated[int, Query(ge=1, le=stall_queries.PAGE_LIMIT)] = 500,
     cursor: PageCursor = None,
@@ -234,7 +236,7 @@ def page_waits(
     key and the wait's (source_id, line), so pages neither repeat nor skip a row."""
     try:
         return stall_queries.waits_page(
-            con, analysis_id, order, limit, cursor, pid, lock, t0_ns, t1_ns, lock_key, idle, starting
+            con, cache, analysis_id, order, limit, cursor, pid, lock, t0_ns, t1_ns, lock_key, idle, starting
         )
     except paging.BadCursor as e:
         raise bad_cursor(e) from None
@@ -270,6 +272,7 @@ def waits_by_lock(
 def list_chains(
     analysis_id: AnalysisId,
     con: Cursor,
+    cache: Cache,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     t0_ns: TimeFilter = None,
     t1_ns: TimeFilter = None,
@@ -278,7 +281,7 @@ def list_chains(
     longest stall of the first task first. With t0_ns/t1_ns: the chains whose first link's wait overlaps the
     window (each keeps its rank as id)."""
     if t0_ns is None and t1_ns is None:
-        return stall_queries.first_chains(con, analysis_id, limit)
+        return stall_queries.first_chains(con, cache, analysis_id, limit)
     return stall_queries.chains(con, analysis_id, limit, t0_ns, t1_ns)
 
 
@@ -306,12 +309,13 @@ def list_calls(
 def list_marks(
     analysis_id: AnalysisId,
     con: Cursor,
+    cache: Cache,
     t0_ns: TimeFilter = None,
     t1_ns: TimeFilter = None,
     limit: Annotated[int, Query(ge=1, le=10000)] = 1000,
 ):
     """`print` (trace_marker) events, for markers on the time axis."""
-    return stall_queries.marks(con, analysis_id, t0_ns, t1_ns, limit)
+    return stall_queries.marks(con, cache, analysis_id, t0_ns, t1_ns, limit)
 
 
 class LockPrimitive(BaseModel):

@@ -8,7 +8,7 @@ from fastapi import HTTPException, Query, Response
 from pydantic import BaseModel, Field
 
 from ..queries import timeline as timeline_queries
-from .deps import AnalysisId, AnalysisRouter, Cursor, TimeFilter
+from .deps import AnalysisId, AnalysisRouter, Cache, Cursor, TimeFilter
 
 router = AnalysisRouter(prefix="/api")
 
@@ -110,6 +110,7 @@ class Timeline(BaseModel):
 def get_timeline(
     analysis_id: AnalysisId,
     con: Cursor,
+    cache: Cache,
     t0_ns: TimeFilter = None,
     t1_ns: TimeFilter = None,
     width_px: Annotated[int, Query(ge=10, le=4000, description="pixels the window is drawn on")] = 1200,
@@ -124,5 +125,5 @@ def get_timeline(
     wanted = [x for x in (lanes or "").split(",") if x] or None
     # the body as built, in the model's shape, serialised without validating it again (tests/test_timeline.py
     # checks bodies against the model): thousands of items per response
-    body = timeline_queries.timeline_json(con, analysis_id, t0_ns, t1_ns, width_px, wanted, max_lanes)
+    body = timeline_queries.timeline_json(con, cache, analysis_id, t0_ns, t1_ns, width_px, wanted, max_lanes)
     return Response(body, media_type="application/json")

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from parsers.common import ParseReport
 
-# (where the sources whose requests an analysis shows are named: the layers of the block stack read them too)
-from ..block_layers import REQUEST_SOURCES  # noqa: E402,F401
 from ..schema.tables import REQUEST_COLUMNS, TOP_METRICS
 
 

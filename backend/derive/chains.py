@@ -30,8 +30,8 @@ import numpy as np
 import pyarrow as pa
 
 from .. import block_layers
+from ..block_layers import REQUEST_SOURCES
 from ..schema.tables import STACK_SEP
-from .blk import REQUEST_SOURCES
 from .chain_plan import RELATIONS, plan
 from .frames import duration_text, io_completion_in, is_idle_task, is_io_completion, path_mark, task_text, waker_path
 from .wait_rows import insert_arrow

@@ -44,7 +44,7 @@ from typing import Callable
 
 import pyarrow as pa
 
-from ..ingest.memory import trim_heap
+from ..memory import trim_heap
 from . import align, blk, block_events, chain_plan, chains, cpus, stacks, timeline, wait_rows, waits
 
 # (an ftrace-format source may hold block requests too: perf script text rebuilds them from block tracepoints)

@@ -257,7 +257,7 @@ def _walk(w: dict, ks: np.ndarray, tasks, task, at, inner, has_inner, levels: li
     levels.append((ks, count, codes))
 
 
-# calls per window of the stacks' scan: its arrays stay under glibc's mmap threshold (1 MiB, ingest/memory.py), so
+# calls per window of the stacks' scan: its arrays stay under glibc's mmap threshold (1 MiB, backend/memory.py), so
 # they reuse the heap instead of being mapped and faulted in afresh per window (262 k calls: +0.5 s of system time
 # per scan of a 1 GiB capture)
 _SCAN_ROWS = 100_000

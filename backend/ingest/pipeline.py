@@ -37,6 +37,7 @@ from parsers.detect import detect
 
 from ..derive.cpu_tasks import name_cpu_tasks
 from ..derive.pipeline import DERIVE_ANALYSIS, DERIVE_SOURCE
+from ..memory import trim_heap
 from ..schema.tables import PARSER_TABLES, STAGED_TABLES
 from .files import (
     CountingReader,
@@ -49,7 +50,6 @@ from .files import (
     source_name,
 )
 from .hashes import FileHashes, source_digest
-from .memory import trim_heap
 from .streams import TableStreams
 
 SOURCE_ROW_TABLES = (*PARSER_TABLES, *STAGED_TABLES)  # the tables an ingest writes before its sources rows exist

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING
 
 from . import stored
 from .run import run
 from .sqlsearch import rank_case
+
+if TYPE_CHECKING:
+    from ..cache import AnalysisCache
 
 # what each view reads, in the order the page shows its tabs
 TABS = ("stalls", "timeline", "dispatch", "offcpu", "sources")
@@ -240,9 +244,9 @@ def _view(tab: str, state: str, summary: str) -> dict:
     return {"tab": tab, "state": state, "summary": summary}
 
 
-def capabilities(con, analysis_id: str) -> dict:
+def capabilities(con, cache: AnalysisCache, analysis_id: str) -> dict:
     """See the module's docstring: {views, missing, lost, events}."""
-    return stored.get(con, analysis_id, "capabilities", (), lambda: _capabilities(con, analysis_id), timed=True)
+    return stored.get(con, cache, analysis_id, "capabilities", (), lambda: _capabilities(con, analysis_id), timed=True)
 
 
 def _capabilities(con, analysis_id: str) -> dict:

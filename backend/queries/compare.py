@@ -24,9 +24,14 @@ fewer or shorter waits is better; a count of requests is neither), `same` within
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from . import heatindex, heatmaps, heatsummary, memo, requests, stalls
+from . import heatindex, heatmaps, heatsummary, requests, stalls
+from .offsets import source_offsets
 from .run import run
+
+if TYPE_CHECKING:
+    from ..cache import AnalysisCache
 
 SAME_WITHIN = 0.05  # |b − a| below 5 % of a: the same (timer and scheduling noise of a re-run)
 HEATMAP_METRICS = ("i2d", "d2c", "wait")
@@ -116,16 +121,16 @@ def _paired(a_rows: dict, b_rows: dict, order) -> list[tuple]:
 # ---- dispatch ----------------------------------------------------------------------------------------------------
 
 
-def _whole_or_range(con, side: Side, what: str, compute):
-    """compute() over the side; kept (memo.py) for a whole analysis: its figures hold no time."""
+def _whole_or_range(cache: AnalysisCache, side: Side, what: str, compute):
+    """compute() over the side; kept (in the cache) for a whole analysis: its figures hold no time."""
     if side.t0 is None and side.t1 is None:
-        return memo.get((side.analysis_id, what), compute)
+        return cache.get((side.analysis_id, what), compute)
     return compute()
 
 
-def _process_groups(con, side: Side) -> list[dict]:
+def _process_groups(con, cache: AnalysisCache, side: Side) -> list[dict]:
     """The dispatch summary's figures per command name (every pid of that name together) over the side's range."""
-    return _whole_or_range(con, side, "compare-process", lambda: _process_rows(con, side))
+    return _whole_or_range(cache, side, "compare-process", lambda: _process_rows(con, side))
 
 
 def _process_rows(con, side: Side) -> list[dict]:
@@ -146,11 +151,11 @@ def _process_rows(con, side: Side) -> list[dict]:
     return out
 
 
-def _device_groups(con, side: Side) -> list[dict]:
+def _device_groups(con, cache: AnalysisCache, side: Side) -> list[dict]:
     """The dispatch summary per device (queries/requests.py: kept when the range holds the whole analysis)."""
     return [
         {"key": g["dev"], "pids": [], "count": g["count"], "i2d": g["i2d"], "d2c": g["d2c"], "q2c": g["q2c"]}
-        for g in requests.dispatch_summary(con, side.analysis_id, "device", side.t0, side.t1)
+        for g in requests.dispatch_summary(con, cache, side.analysis_id, "device", side.t0, side.t1)
     ]
 
 
@@ -166,12 +171,12 @@ def _strip(row: dict | None) -> dict | None:
     return None if row is None else {k: v for k, v in row.items() if k != "key"}
 
 
-def dispatch(con, a: Side, b: Side, by: str, limit: int) -> dict:
+def dispatch(con, cache: AnalysisCache, a: Side, b: Side, by: str, limit: int) -> dict:
     """Per device or per process (command name), both sides' figures and their deltas; the rows with most requests
     on either side first, at most `limit` (total: how many there were)."""
     groups = _device_groups if by == "device" else _process_groups
-    a_rows = {g["key"]: g for g in groups(con, a)}
-    b_rows = {g["key"]: g for g in groups(con, b)}
+    a_rows = {g["key"]: g for g in groups(con, cache, a)}
+    b_rows = {g["key"]: g for g in groups(con, cache, b)}
     pairs = _paired(a_rows, b_rows, lambda p: (-max(p[1]["count"] if p[1] else 0, p[2]["count"] if p[2] else 0), p[0]))
     return {
         "total": len(pairs),
@@ -185,10 +190,10 @@ def dispatch(con, a: Side, b: Side, by: str, limit: int) -> dict:
 # ---- waits per lock ------------------------------------------------------------------------------------------------
 
 
-def _lock_groups(con, side: Side) -> dict:
+def _lock_groups(con, cache: AnalysisCache, side: Side) -> dict:
     """Per lock_key (None: waits on no known lock), the side's stall waits starting in its range: how many, their
     total, exact p50/p90/p99 and max duration, the lock labels seen."""
-    rows = _whole_or_range(con, side, "compare-locks", lambda: _lock_rows(con, side))
+    rows = _whole_or_range(cache, side, "compare-locks", lambda: _lock_rows(con, side))
     return {r["lock_key"]: {k: v for k, v in r.items() if k != "lock_key"} for r in rows}
 
 
@@ -219,9 +224,9 @@ def _lock_rows(con, side: Side) -> list[dict]:
     ]
 
 
-def locks(con, a: Side, b: Side, limit: int) -> dict:
+def locks(con, cache: AnalysisCache, a: Side, b: Side, limit: int) -> dict:
     """Per lock, both sides' stall waits and their deltas; the most waited-on (total, either side) first."""
-    a_rows, b_rows = _lock_groups(con, a), _lock_groups(con, b)
+    a_rows, b_rows = _lock_groups(con, cache, a), _lock_groups(con, cache, b)
     pairs = _paired(
         a_rows,
         b_rows,
@@ -280,14 +285,14 @@ def _indexed(idx, offsets: dict, side: Side) -> _HeatSide | None:
     return _HeatSide(*found, idx=idx, offsets=offsets, wins=wins, stats=stats) if stats[0] else None
 
 
-def _heat_side(con, side: Side, metric: str) -> _HeatSide | None:
+def _heat_side(con, cache: AnalysisCache, side: Side, metric: str) -> _HeatSide | None:
     """The metric's events in the side's range (None: none): from the analysis' index of them, or when it holds
     more than an index may, from the grid summary (its window set by _snap once the time bins are known), or
     when the grid cannot hold them (a latency past its bits), an index of the range's events."""
-    offsets = heatmaps.source_offsets(con, side.analysis_id)
-    if heatmaps.indexable(con, side.analysis_id, metric, None):
-        return _indexed(heatmaps.event_index(con, side.analysis_id, metric, None), offsets, side)
-    grid = heatmaps.grid_summary(con, side.analysis_id, metric, None)
+    offsets = source_offsets(con, side.analysis_id)
+    if heatmaps.indexable(con, cache, side.analysis_id, metric, None):
+        return _indexed(heatmaps.event_index(con, cache, side.analysis_id, metric, None), offsets, side)
+    grid = heatmaps.grid_summary(con, cache, side.analysis_id, metric, None)
     if grid is None:
         return _indexed(_range_index(con, side, metric, side.t0, side.t1), offsets, side)
     found = _clip(side, (grid.t0, grid.t_last))
@@ -326,7 +331,7 @@ def _snap(con, side: Side, metric: str, h: _HeatSide, x_bin: int) -> _HeatSide |
     holding lo); a range narrower than that level-0 bucket's x_bins: an index of its events instead."""
     level = h.grid.level_for(x_bin)
     if level is None:
-        offsets = heatmaps.source_offsets(con, side.analysis_id)
+        offsets = source_offsets(con, side.analysis_id)
         return _indexed(_range_index(con, side, metric, h.lo, h.hi), offsets, side)
     return _HeatSide(h.lo, h.hi, grid=h.grid, level=level, c0=(h.lo - h.grid.t0) // h.grid.levels[level].width)
 
@@ -386,7 +391,9 @@ def _heat_cells(h: _HeatSide, x_bin: int, edges: list[int], grid: tuple | None) 
     }
 
 
-def heatmap_pair(con, a: Side, b: Side, metric: str, x_bins: int, y_bins: int, x_time: str = "shared") -> dict | None:
+def heatmap_pair(
+    con, cache: AnalysisCache, a: Side, b: Side, metric: str, x_bins: int, y_bins: int, x_time: str = "shared"
+) -> dict | None:
     """Both sides' heatmaps of the metric on one scale: latency edges over both sides' min and max, one colour
     maximum, and (x_time "shared") one time-bin width, the longer side in x_bins bins, or ("own") each side in
     x_bins bins of its own width; x is time since the side's start. Their exact percentiles and deltas. None when
@@ -395,7 +402,7 @@ def heatmap_pair(con, a: Side, b: Side, metric: str, x_bins: int, y_bins: int, x
     A side of an analysis with more of the metric's events than an index may hold (heatmaps.INDEX_MAX_EVENTS) is
     read from the grid summary the Dispatch heatmap reads: its window starts on a grid bucket, its time bins are
     whole buckets and the latency edges are grid edges (heatsummary.py), exact for those bins."""
-    sides = [_heat_side(con, s, metric) for s in (a, b)]
+    sides = [_heat_side(con, cache, s, metric) for s in (a, b)]
     if all(h is None for h in sides):
         return None
     first = _widths(sides, x_bins, x_time)  # the grid sides' levels: their windows then start on a bucket
@@ -472,22 +479,32 @@ def side_summary(
     }
 
 
-def compare(con, a: Side, b: Side, names: tuple, x_bins: int, y_bins: int, limit: int, x_time: str = "shared") -> dict:
+def compare(
+    con,
+    cache: AnalysisCache,
+    a: Side,
+    b: Side,
+    names: tuple,
+    x_bins: int,
+    y_bins: int,
+    limit: int,
+    x_time: str = "shared",
+) -> dict:
     """The whole comparison (the API's answer); x_time: the heatmaps' time bins (heatmap_pair). BadRange for a
     side's range that is reversed or holds nothing of its analysis."""
     spans = [span(con, s.analysis_id) for s in (a, b)]
     for name, side, whole in zip("ab", (a, b), spans):
         check_range(name, side, whole)
-    by_device = dispatch(con, a, b, "device", 10_000)  # every device: the sides' request counts add them up
-    by_process = dispatch(con, a, b, "process", limit)
-    lock_rows = locks(con, a, b, 10_000)
+    by_device = dispatch(con, cache, a, b, "device", 10_000)  # every device: the sides' request counts add them up
+    by_process = dispatch(con, cache, a, b, "process", limit)
+    lock_rows = locks(con, cache, a, b, 10_000)
     summary = [
         side_summary(con, s, n, whole, by_device["rows"], lock_rows["rows"], k)
         for s, n, whole, k in zip((a, b), names, spans, "ab")
     ]
     by_device["rows"] = by_device["rows"][:limit]
     lock_rows["rows"] = lock_rows["rows"][:limit]
-    pairs = [heatmap_pair(con, a, b, m, x_bins, y_bins, x_time) for m in HEATMAP_METRICS]
+    pairs = [heatmap_pair(con, cache, a, b, m, x_bins, y_bins, x_time) for m in HEATMAP_METRICS]
     return {
         "a": summary[0],
         "b": summary[1],

@@ -7,8 +7,8 @@ number of cells, not of events, and gives exactly what the SQL gives (tests comp
 
 An index holds the events of one (analysis, metric, filter): the rows heatmap._base selects, without a pid or
 dev filter (those calls are answered in SQL). It is built on first use, one query and a few numpy sorts
-(~0.3 s for 2 M requests), and kept in a process-wide LRU cache bounded in bytes (STALLSCOPE_HEATMAP_CACHE_MB,
-default 512): the events of an analysis never change after its ingest, and every time in it is the source's
+(~0.3 s for 2 M requests), and kept in the AnalysisCache's indexes (backend/cache/, bounded in bytes by
+STALLSCOPE_HEATMAP_CACHE_MB, default 512): the events of an analysis never change after its ingest, and every time in it is the source's
 own (clock offsets are read per call and added then, so a PATCH of an offset needs no rebuild).
 
 * Rank: events ordered by (latency desc, source_id, line); rank 0 is the slowest. The smallest rank of any set
@@ -25,9 +25,6 @@ own (clock offsets are read per call and added then, so a PATCH of an offset nee
 
 from __future__ import annotations
 
-import os
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -40,7 +37,6 @@ BLOCK = (
     1 << LOG_BLOCK
 )  # events per block, by measurement on 2 M requests: 1024 was the fastest of 256..2048 (by <= 25 %)
 LOG_COARSE = 8  # ranks are also counted per block in 2^8 coarse ranges (Part.c): order statistics of a window
-CACHE_BYTES = int(os.environ.get("STALLSCOPE_HEATMAP_CACHE_MB", "512")) << 20
 
 
 @dataclass(eq=False)
@@ -366,57 +362,3 @@ def _time_order(t: np.ndarray, r: np.ndarray, bits: int) -> tuple[np.ndarray, np
         return (key >> bits) + t0, key & ((1 << bits) - 1)
     o = np.lexsort((r, t))
     return t[o], r[o]
-
-
-# ---- the cache ----------------------------------------------------------------------------------------------
-
-_cache: OrderedDict[tuple, Index] = OrderedDict()
-_cache_bytes = 0
-_lock = threading.Lock()
-_building: dict[tuple, threading.Lock] = {}
-
-
-def get(key: tuple, load, make=None) -> Index:
-    """The index of `key` (analysis id, metric, filter), built by load() -> pa.Table on first use (or
-    make(load()): any object with nbytes, such as a heatsummary.Summary). Concurrent callers of one key wait for
-    one build."""
-    global _cache_bytes
-    with _lock:
-        idx = _cache.get(key)
-        if idx is not None:
-            _cache.move_to_end(key)
-            return idx
-        building = _building.setdefault(key, threading.Lock())
-    with building:
-        with _lock:
-            idx = _cache.get(key)
-            if idx is not None:
-                return idx
-        idx = (make or build)(load())
-        with _lock:
-            _building.pop(key, None)
-            _cache[key] = idx
-            _cache_bytes += idx.nbytes
-            while _cache_bytes > CACHE_BYTES and len(_cache) > 1:
-                _, old = _cache.popitem(last=False)
-                _cache_bytes -= old.nbytes
-        return idx
-
-
-def kept(key: tuple) -> bool:
-    """Whether the index of `key` is built and kept."""
-    with _lock:
-        return key in _cache
-
-
-def used() -> float:
-    """The share of CACHE_BYTES in use."""
-    return _cache_bytes / CACHE_BYTES
-
-
-def forget(analysis_id: str | None = None) -> None:
-    """Drops the indexes of an analysis (all: None)."""
-    global _cache_bytes
-    with _lock:
-        for key in [k for k in _cache if analysis_id is None or k[0] == analysis_id]:
-            _cache_bytes -= _cache.pop(key).nbytes

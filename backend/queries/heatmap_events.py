@@ -4,11 +4,16 @@ wait and chain they belong to. Read from the metric's in-memory index (heatindex
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from . import memo
-from .heatmaps import SPECS, Spec, event_index, events_from, indexable, own_bounds, source_offsets
+from .heatmaps import SPECS, Spec, event_index, events_from, indexable, own_bounds
+from .offsets import offsets, source_offsets
 from .run import run
+
+if TYPE_CHECKING:
+    from ..cache import AnalysisCache
 
 _DETAIL = {  # what an event in a box shows beyond its ref, time and latency (see HeatmapEvent)
     "request": "",
@@ -19,6 +24,7 @@ _DETAIL = {  # what an event in a box shows beyond its ref, time and latency (se
 
 def events(
     con,
+    cache: AnalysisCache,
     analysis_id: str,
     metric: str,
     *,
@@ -36,10 +42,10 @@ def events(
     (ties in source, line order), at most `limit`, and how many match in all. From the index (which events,
     how many) and the event table (their details) unless live is asked."""
     spec = SPECS[metric]
-    if live or not indexable(con, analysis_id, metric, filter, pid, dev):
+    if live or not indexable(con, cache, analysis_id, metric, filter, pid, dev):
         total, rows = _box_sql(con, analysis_id, metric, filter, pid, dev, t0, t1, lat_min, lat_max, limit)
     else:
-        idx = event_index(con, analysis_id, metric, filter, pid, dev)
+        idx = event_index(con, cache, analysis_id, metric, filter, pid, dev)
         offsets = source_offsets(con, analysis_id)
         total, ranks = idx.box(idx.window(offsets, t0, t1), lat_min, lat_max, limit)
         rows = _details(con, metric, offsets, idx.sid[ranks].tolist(), idx.line[ranks].tolist())
@@ -64,9 +70,9 @@ def events(
         }
         out.append(e)
     if spec.kind == "call" and rows:
-        _attach_waits_of_calls(con, analysis_id, rows, out)
+        _attach_waits_of_calls(con, cache, analysis_id, rows, out)
     if spec.kind in ("call", "wait") and rows:
-        _attach_chains(con, analysis_id, out)
+        _attach_chains(con, cache, analysis_id, out)
     return {
         "metric": spec.metric,
         "idle": spec.idle,
@@ -125,9 +131,9 @@ def _details(con, metric: str, offsets: dict[int, int], sids: list[int], lines: 
     return [found[k] for k in zip(sids, lines)]
 
 
-def _waits_by_task(con, analysis_id: str) -> dict:
+def _waits_by_task(con, cache: AnalysisCache, analysis_id: str) -> dict:
     """Per (source, pid): its waits by start (own time): starts, durations, lines, lock labels and keys. Read
-    once per analysis (memo.shared): a call's wait is then a binary search, not a join over every wait."""
+    once per analysis (kept in the cache): a call's wait is then a binary search, not a join over every wait."""
 
     def build():
         by: dict = {}
@@ -149,17 +155,17 @@ def _waits_by_task(con, analysis_id: str) -> dict:
             for k, ws in by.items()
         }
 
-    return memo.shared(
+    return cache.shared(
         (analysis_id, "waits-by-task"),
         build,
         lambda by: sum(a.nbytes + b.nbytes + c.nbytes + 100 * len(d) for a, b, c, d, _ in by.values()),
     )
 
 
-def _attach_waits_of_calls(con, analysis_id: str, rows: list[dict], out: list[dict]) -> None:
+def _attach_waits_of_calls(con, cache: AnalysisCache, analysis_id: str, rows: list[dict], out: list[dict]) -> None:
     """Each call's longest wait of its task that began while the call ran (same source: its own times; ties:
     the first line)."""
-    by_task = _waits_by_task(con, analysis_id)
+    by_task = _waits_by_task(con, cache, analysis_id)
     for r, e in zip(rows, out):
         found = by_task.get((r["source_id"], r["pid"]))
         if found is None or r["_start"] is None or r["_end"] is None:
@@ -175,7 +181,7 @@ def _attach_waits_of_calls(con, analysis_id: str, rows: list[dict], out: list[di
         e["lock"], e["lock_key"] = locks_[i], keys[i]
 
 
-def _chain_of_wait(con, analysis_id: str) -> dict:
+def _chain_of_wait(con, cache: AnalysisCache, analysis_id: str) -> dict:
     """(source_id, wait line) -> (chain_id, pos) of the link explaining that wait: the link that is it, else
     the link it waits alongside (also_waiting); the best-ranked chain when several. Read once per analysis and
     offsets (chains are linked again when an offset is set)."""
@@ -196,17 +202,17 @@ def _chain_of_wait(con, analysis_id: str) -> dict:
                 best[(sid, line)] = rank
         return {k: (c, p) for k, (_, c, p) in best.items()}
 
-    return memo.shared((analysis_id, "chain-of-wait", memo.offsets(con, analysis_id)), build, lambda d: 200 * len(d))
+    return cache.shared((analysis_id, "chain-of-wait", offsets(con, analysis_id)), build, lambda d: 200 * len(d))
 
 
-def _attach_chains(con, analysis_id: str, out: list[dict]) -> None:
+def _attach_chains(con, cache: AnalysisCache, analysis_id: str, out: list[dict]) -> None:
     """The chain (and 1-based link) that explains each wait (a call's: the wait inside it)."""
     chains = None
     for e in out:
         w = e["wait"] if e["ref"]["kind"] == "call" else e["ref"]
         if w is None:
             continue
-        chains = chains if chains is not None else _chain_of_wait(con, analysis_id)
+        chains = chains if chains is not None else _chain_of_wait(con, cache, analysis_id)
         found = chains.get((w["source_id"], w["line"]))
         if found is not None:
             e["chain_id"], e["link"] = found[0], found[1] + 1

@@ -31,12 +31,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import heatindex, heatsummary, memo, stored
+from . import heatindex, heatsummary, stored
+from .offsets import offsets as clock_offsets
+from .offsets import source_offsets
 from .run import run
 from .sqlsearch import rank_case
+
+if TYPE_CHECKING:
+    from ..cache import AnalysisCache
 
 BLOCK_METRICS = ("i2d", "d2c", "q2c")
 METRICS = (*BLOCK_METRICS, "func", "wait")
@@ -135,29 +141,24 @@ def latency_edges(vmin: int, vmax: int, y_bins: int) -> list[int]:
         n -= 1
 
 
-def source_offsets(con, analysis_id: str) -> dict[int, int]:
-    """Each source's clock offset: aligned time = own time + offset (read per call: a PATCH moves them)."""
-    return dict(run(con, "SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ?", [analysis_id]))
-
-
-def indexable(con, analysis_id: str, metric: str, filter: str | None, pid=None, dev=None) -> bool:
+def indexable(con, cache: AnalysisCache, analysis_id: str, metric: str, filter: str | None, pid=None, dev=None) -> bool:
     """Whether the metric's events with these filters fit an in-memory index (INDEX_MAX_EVENTS; counted once per
-    key: memo.py). More (a 5 GiB blkparse upload has ~24 M requests) are binned in SQL at each read instead: the
+    key, kept in the cache). More (a 5 GiB blkparse upload has ~24 M requests) are binned in SQL at each read instead: the
     index would hold them all in the server's memory, and its load would pass the reads' row cap (a 422)."""
     if metric in BLOCK_METRICS and filter is None and pid is None and dev is None:
-        return _block_events(con, analysis_id)[BLOCK_METRICS.index(metric)] <= INDEX_MAX_EVENTS
+        return _block_events(con, cache, analysis_id)[BLOCK_METRICS.index(metric)] <= INDEX_MAX_EVENTS
     base, params = events_from(metric, analysis_id, filter, pid, dev if SPECS[metric].kind == "request" else None)
     key = (analysis_id, "heatmap-events", metric, filter, pid, dev)
-    return memo.get(key, lambda: run(con, f"SELECT count(*){base}", params)[0][0]) <= INDEX_MAX_EVENTS
+    return cache.get(key, lambda: run(con, f"SELECT count(*){base}", params)[0][0]) <= INDEX_MAX_EVENTS
 
 
-def _block_events(con, analysis_id: str) -> list[int]:
+def _block_events(con, cache: AnalysisCache, analysis_id: str) -> list[int]:
     """How many of the analysis' requests have each of BLOCK_METRICS (events_from's rows), counted in one scan, once
-    per analysis (memo.py): the heatmap's `indexable` and the metrics' counts."""
+    per analysis (kept in the cache): the heatmap's `indexable` and the metrics' counts."""
     counts = ", ".join(
         f"count(*) FILTER (WHERE a.{SPECS[m].value} IS NOT NULL AND a.{SPECS[m].at} IS NOT NULL)" for m in BLOCK_METRICS
     )
-    return memo.get(
+    return cache.get(
         (analysis_id, "heatmap-block-events"),
         lambda: list(
             run(
@@ -169,7 +170,9 @@ def _block_events(con, analysis_id: str) -> list[int]:
     )
 
 
-def event_index(con, analysis_id: str, metric: str, filter: str | None, pid=None, dev=None) -> heatindex.Index:
+def event_index(
+    con, cache: AnalysisCache, analysis_id: str, metric: str, filter: str | None, pid=None, dev=None
+) -> heatindex.Index:
     """The in-memory index of the metric's events with these filters, built on first use (a pid's or a device's
     events get an index of their own: the first call with a filter costs about what the SQL did, the next ones,
     zooming in, what the index costs)."""
@@ -185,26 +188,28 @@ def event_index(con, analysis_id: str, metric: str, filter: str | None, pid=None
             shape="arrow",
         )
 
-    return heatindex.get((analysis_id, metric, filter, pid, dev), load)
+    return cache.index((analysis_id, metric, filter, pid, dev), lambda: heatindex.build(load()))
 
 
-def prepare(con, analysis_id: str, metric: str, filter: str | None = None) -> None:
+def prepare(con, cache: AnalysisCache, analysis_id: str, metric: str, filter: str | None = None) -> None:
     """Builds now what the metric's heatmaps of windows are read from (the index, or the grid summary past
     INDEX_MAX_EVENTS), unless it is kept already: the warm-up's, for the zooms after a first view."""
-    if indexable(con, analysis_id, metric, filter):
-        event_index(con, analysis_id, metric, filter)
+    if indexable(con, cache, analysis_id, metric, filter):
+        event_index(con, cache, analysis_id, metric, filter)
     else:
-        grid_summary(con, analysis_id, metric, filter)
+        grid_summary(con, cache, analysis_id, metric, filter)
 
 
-def grid_summary(con, analysis_id: str, metric: str, filter: str | None) -> heatsummary.Summary | None:
+def grid_summary(
+    con, cache: AnalysisCache, analysis_id: str, metric: str, filter: str | None
+) -> heatsummary.Summary | None:
     """The grid summary (heatsummary.py) of the metric's events, built on first use per clock offsets (its
     buckets are in aligned time); None when a latency is negative or past heatsummary.V_BITS (then: SQL)."""
     spec = SPECS[metric]
     at, v = f"(a.{spec.at} + s.clock_offset_ns)", f"a.{spec.value}"
     base, params = events_from(metric, analysis_id, filter, None, None)
-    offsets = memo.offsets(con, analysis_id)
-    t_lo, t_hi, vmin, vmax = memo.get(
+    offsets = clock_offsets(con, analysis_id)
+    t_lo, t_hi, vmin, vmax = cache.get(
         (analysis_id, "heatmap-summary-span", metric, filter, offsets),
         lambda: list(run(con, f"SELECT min({at}), max({at}), min({v}), max({v}){base}", params)[0]),
     )
@@ -256,7 +261,7 @@ def grid_summary(con, analysis_id: str, metric: str, filter: str | None) -> heat
         del cells, ref, pid
         return heatsummary.build(t_lo, t_hi, width, rows, key)
 
-    return heatindex.get((analysis_id, metric, filter, "summary", offsets), load, make)
+    return cache.index((analysis_id, metric, filter, "summary", offsets), lambda: make(load()))
 
 
 def heatmap_summary(summary: heatsummary.Summary, metric: str, filter, x_bins: int, y_bins: int, t0, t1) -> dict | None:
@@ -328,6 +333,7 @@ def _filled(empty: dict, edges: list[int], x_bin: int, cells: list[dict], percen
 
 def heatmap(
     con,
+    cache: AnalysisCache,
     analysis_id: str,
     metric: str,
     x_bins: int,
@@ -346,42 +352,39 @@ def heatmap(
     if pid is None and dev is None and t0 is None and t1 is None:
         return stored.get(
             con,
+            cache,
             analysis_id,
             "heatmap",
             (metric, filter, x_bins, y_bins),
-            lambda: _whole(con, analysis_id, metric, x_bins, y_bins, filter),
+            lambda: _whole(con, cache, analysis_id, metric, x_bins, y_bins, filter),
             timed=True,
         )
-    return _heatmap(con, analysis_id, metric, x_bins, y_bins, pid, dev, t0, t1, filter)
+    return _heatmap(con, cache, analysis_id, metric, x_bins, y_bins, pid, dev, t0, t1, filter)
 
 
-def _store_by_sql() -> bool:
-    """Whether a whole heatmap computed now is binned in SQL when no index is kept: when it is being stored (at
-    ingest, by the warm-up), not for a request (whose zooms that follow read the index it builds)."""
-    return stored.is_writing()
-
-
-def _whole(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, filter) -> dict:
-    """The whole analysis' heatmap. Stored (stored.writing(): the ingest's first views, the warm-up): binned in SQL
+def _whole(con, cache: AnalysisCache, analysis_id: str, metric: str, x_bins: int, y_bins: int, filter) -> dict:
+    """The whole analysis' heatmap. Being stored (a precompute's RecordingCache records it): binned in SQL
     (DuckDB, within its memory limit) unless the index is kept already: the same answer (the index is tested against
     the SQL), without an index built for it; on the benchmark's 2 M requests the index's build took ~320 MiB more
     at its peak and held ~200 MiB, beside the ingest's own. Else from the index (or grid summary), which the zooms
     then read."""
     if (
-        _store_by_sql()
-        and not heatindex.kept((analysis_id, metric, filter, None, None))
-        and indexable(con, analysis_id, metric, filter)
+        cache.storing
+        and not cache.index_kept((analysis_id, metric, filter, None, None))
+        and indexable(con, cache, analysis_id, metric, filter)
     ):
         return heatmap_sql(con, analysis_id, metric, x_bins, y_bins, None, None, None, None, filter)
-    return _heatmap(con, analysis_id, metric, x_bins, y_bins, None, None, None, None, filter)
+    return _heatmap(con, cache, analysis_id, metric, x_bins, y_bins, None, None, None, None, filter)
 
 
-def _heatmap(con, analysis_id: str, metric: str, x_bins: int, y_bins: int, pid, dev, t0, t1, filter) -> dict:
-    if not indexable(con, analysis_id, metric, filter, pid, dev):
-        summary = grid_summary(con, analysis_id, metric, filter) if pid is None and dev is None else None
+def _heatmap(
+    con, cache: AnalysisCache, analysis_id: str, metric: str, x_bins: int, y_bins: int, pid, dev, t0, t1, filter
+) -> dict:
+    if not indexable(con, cache, analysis_id, metric, filter, pid, dev):
+        summary = grid_summary(con, cache, analysis_id, metric, filter) if pid is None and dev is None else None
         found = heatmap_summary(summary, metric, filter, x_bins, y_bins, t0, t1) if summary else None
         return found or heatmap_sql(con, analysis_id, metric, x_bins, y_bins, pid, dev, t0, t1, filter)
-    idx = event_index(con, analysis_id, metric, filter, pid, dev)
+    idx = event_index(con, cache, analysis_id, metric, filter, pid, dev)
     offsets = source_offsets(con, analysis_id)
     lo, hi = t0, t1
     if lo is None or hi is None:
@@ -506,19 +509,19 @@ def own_bounds(con, analysis_id: str, spec: Spec, params: dict, lo, hi) -> str:
     return out
 
 
-def metrics(con, analysis_id: str, limit: int = 50, idle: bool = False) -> dict:
+def metrics(con, cache: AnalysisCache, analysis_id: str, limit: int = 50, idle: bool = False) -> dict:
     """What can be drawn for this analysis: the metrics with events (and how many), the functions with a
     known call duration (top `limit` by total duration) and the locks of the waits (by total wait; with idle,
     of every wait, idle sleeps too). Computed once per analysis, limit and idle (it holds no time: stored.py)."""
     key = (limit, idle) if idle else (limit,)
     return stored.get(
-        con, analysis_id, "heatmap-metrics", key, lambda: _metrics(con, analysis_id, limit, idle), timed=False
+        con, cache, analysis_id, "heatmap-metrics", key, lambda: _metrics(con, cache, analysis_id, limit, idle), False
     )
 
 
-def _metrics(con, analysis_id: str, limit: int, idle: bool) -> dict:
+def _metrics(con, cache: AnalysisCache, analysis_id: str, limit: int, idle: bool) -> dict:
     waits_table = SPECS[spec_key("wait", idle)].table
-    counts = _block_events(con, analysis_id)
+    counts = _block_events(con, cache, analysis_id)
     # the calls by function id first, named after (fg_calls, the view, would name each of millions of calls); their
     # count from the same groups (part 0), the functions after (part 1)
     calls, *rows = run(

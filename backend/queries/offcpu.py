@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pydantic_core
@@ -10,6 +11,9 @@ import pydantic_core
 from .. import locks
 from . import flame, stored
 from .run import run
+
+if TYPE_CHECKING:
+    from ..cache import AnalysisCache
 
 _FILTERS = {"source": "o.source_id = $source", "pid": "o.pid = $pid", "comm": "o.comm = $comm"}
 _SIDES = {"target": "o.frames", "waker": "o.waker_frames"}
@@ -95,6 +99,7 @@ def flamegraph(
 
 def flamegraph_json(
     con,
+    cache: AnalysisCache,
     analysis_id: str,
     *,
     side: str = "target",
@@ -120,6 +125,7 @@ def flamegraph_json(
     }
     return stored.get(
         con,
+        cache,
         analysis_id,
         "flamegraph",
         tuple(args.values()),
@@ -195,9 +201,11 @@ def flamegraph_diff(
     }
 
 
-def tasks(con, analysis_id: str, limit: int) -> list[dict]:
+def tasks(con, cache: AnalysisCache, analysis_id: str, limit: int) -> list[dict]:
     """The tasks by off-CPU time (the flame graph's task filter, the Off-CPU tab's first: stored.py)."""
-    return stored.get(con, analysis_id, "offcpu-tasks", (limit,), lambda: _tasks(con, analysis_id, limit), timed=False)
+    return stored.get(
+        con, cache, analysis_id, "offcpu-tasks", (limit,), lambda: _tasks(con, analysis_id, limit), timed=False
+    )
 
 
 def _tasks(con, analysis_id: str, limit: int) -> list[dict]:

@@ -6,12 +6,15 @@ comes from a fixed table; exact percentiles with `quantile_disc`; a time window 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from .. import block_layers
-from ..derive.blk import REQUEST_SOURCES
 from ..schema.tables import REQUEST_COLUMNS, TOP, TOP_METRICS
-from . import memo, paging, stored
+from . import paging, stored
 from .run import run
+
+if TYPE_CHECKING:
+    from ..cache import AnalysisCache
 
 ORDER = {
     "i2d": "r.i2d_ns DESC NULLS LAST",
@@ -40,21 +43,19 @@ def _filters(**values) -> tuple[str, dict]:
 
 
 def _request_source_ids(con, analysis_id: str) -> list[int]:
-    """The ids of the analysis' sources of block requests (blkparse; else perf's: REQUEST_SOURCES), in order; found
-    once per analysis (memo.py: its sources never change). (REQUEST_SOURCES' EXISTS over blk_requests is a join
-    with every request: 0.03-0.09 CPU-s for 2 M requests, and the Dispatch tab's first views asked it 5 times.)"""
-    return memo.shared(
-        (analysis_id, "request-sources"),
-        lambda: [
-            r[0]
-            for r in run(
-                con,
-                f"SELECT s.id FROM sources s WHERE s.analysis_id = ? AND {REQUEST_SOURCES} ORDER BY s.id",
-                [analysis_id],
-            )
-        ],
-        lambda ids: 100 + 30 * len(ids),
-    )
+    """The ids of the analysis' sources of block requests, in order: its blkparse sources; with none, its ftrace
+    sources that have requests (perf's, or rebuilt from block tracepoints). The same as the SQL condition
+    block_layers.REQUEST_SOURCES, asked one source at a time (its first request found by the zone maps: a
+    semi-join with every request cost 0.03-0.09 CPU-s for 2 M requests, and the Dispatch tab asks it 5 times)."""
+    sources = run(con, "SELECT id, format FROM sources WHERE analysis_id = ? ORDER BY id", [analysis_id])
+    blkparse = [sid for sid, fmt in sources if fmt == "blkparse"]
+    if blkparse:
+        return blkparse
+    return [
+        sid
+        for sid, fmt in sources
+        if fmt == "ftrace" and run(con, "SELECT 1 FROM blk_requests WHERE source_id = ? LIMIT 1", [sid])
+    ]
 
 
 def _blk_sources(con, analysis_id: str) -> list[tuple[int, int]]:
@@ -138,7 +139,16 @@ def _request_keys(order: str, off: str) -> list[paging.SortKey]:
 
 
 def requests_page(
-    con, analysis_id: str, order: str, limit: int, cursor: str | None = None, pid=None, dev=None, t0=None, t1=None
+    con,
+    cache: AnalysisCache,
+    analysis_id: str,
+    order: str,
+    limit: int,
+    cursor: str | None = None,
+    pid=None,
+    dev=None,
+    t0=None,
+    t1=None,
 ) -> dict:
     """A page of the list in the same order as `requests` (and `requests_sql`), each row once over all the pages:
     {items, next_cursor}; `cursor` (a page's next_cursor) starts after its last row. BadCursor for a cursor this
@@ -160,7 +170,7 @@ def requests_page(
             key = lambda r: [r[f"{order}_ns"], r["source_id"], r["line"]]  # noqa: E731
             return paging.page(rows, limit, key, "requests", analysis_id, filters)
 
-        return stored.get(con, analysis_id, "requests-page", (order, limit), first_page, timed=True)
+        return stored.get(con, cache, analysis_id, "requests-page", (order, limit), first_page, timed=True)
     scope, params = _scope(sources, t0, t1)
     params.update(off_params)
     where, given = _filters(pid=pid, dev=dev)
@@ -293,7 +303,7 @@ def _stats(expr: str) -> str:
     )
 
 
-def dispatch_summary(con, analysis_id: str, by: str, t0=None, t1=None) -> list[dict]:
+def dispatch_summary(con, cache: AnalysisCache, analysis_id: str, by: str, t0=None, t1=None) -> list[dict]:
     """Per process or device: request count, and count, min, avg, p50, p95, p99 and max of I2D, D2C and Q2C (exact),
     each request counted once; beside them btt's figures (`btt`, per queued bio as btt counts: btt_rows), over the
     whole trace only (none with a window that leaves requests out).
@@ -302,7 +312,7 @@ def dispatch_summary(con, analysis_id: str, by: str, t0=None, t1=None) -> list[d
     maps)."""
     if _holds_all(con, analysis_id, t0, t1):
         return stored.get(
-            con, analysis_id, "dispatch-summary", (by,), lambda: _with_btt(con, analysis_id, by), timed=False
+            con, cache, analysis_id, "dispatch-summary", (by,), lambda: _with_btt(con, analysis_id, by), timed=False
         )
     return dispatch_sql(con, analysis_id, by, t0, t1)
 
@@ -406,13 +416,16 @@ def phase_stats(row: dict) -> dict:
     return out
 
 
-def latency_over_time(con, analysis_id: str, buckets: int, pid=None, dev=None, t0=None, t1=None) -> dict:
+def latency_over_time(
+    con, cache: AnalysisCache, analysis_id: str, buckets: int, pid=None, dev=None, t0=None, t1=None
+) -> dict:
     """I2D (placed at I) and D2C (at D) per time bucket: count, exact p50, max and the request behind it. Without
     filters or window, kept after the first call (stored.py: keyed by the clock offsets, the result holds times);
     else computed, each source's window in its own time (zone maps)."""
     if pid is None and dev is None and t0 is None and t1 is None:
         return stored.get(
             con,
+            cache,
             analysis_id,
             "latency-over-time",
             (buckets,),

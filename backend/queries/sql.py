@@ -32,7 +32,7 @@ from pathlib import Path
 import duckdb
 
 from . import views
-from .memo import offsets
+from .offsets import offsets
 from .run import run
 from .sql_pool import GRACE_S, Busy, WorkerFailed, WorkerPool
 from .sql_values import type_name

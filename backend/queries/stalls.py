@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from .. import locks, wait_kinds
-from . import memo, paging, stored
+from . import paging, stored
+from .offsets import offsets
 from .run import run
+
+if TYPE_CHECKING:
+    from ..cache import AnalysisCache
 
 WAIT_COLUMNS = [
     "source_id",
@@ -129,6 +134,7 @@ _WAIT_ID = [paging.SortKey("w.source_id", nullable=False), paging.SortKey("w.lin
 
 def waits_page(
     con,
+    cache: AnalysisCache,
     analysis_id: str,
     order: str = "duration",
     limit: int = 100,
@@ -148,7 +154,7 @@ def waits_page(
     if starting and t0 is not None:  # another list than the overlapping one: its cursors are its own
         filters["starting"] = True
     if order == "start":  # a key on the analysis timeline: moved by a source's clock offset
-        filters["clock"] = memo.offsets(con, analysis_id)
+        filters["clock"] = offsets(con, analysis_id)
     keys = [*_WAIT_KEYS[order], *_WAIT_ID]
     start = paging.decode(cursor, "waits", analysis_id, filters, len(keys)) if cursor is not None else None
     time_key = "duration_ns" if order == "duration" else "start_ns"
@@ -157,6 +163,7 @@ def waits_page(
     if start is None and unfiltered:  # the Stalls tab's first page: stored (stored.py)
         return stored.get(
             con,
+            cache,
             analysis_id,
             "waits-page",
             (order, limit, idle),
@@ -170,10 +177,13 @@ def waits_page(
     return paging.page(rows, limit, key_of, "waits", analysis_id, filters)
 
 
-def first_waits(con, analysis_id: str, order: str = "duration", limit: int = 100, idle: bool = False) -> list[dict]:
+def first_waits(
+    con, cache: AnalysisCache, analysis_id: str, order: str = "duration", limit: int = 100, idle: bool = False
+) -> list[dict]:
     """The unfiltered list of waits (/waits' first), kept per analysis and clock offsets (stored.py)."""
     return stored.get(
         con,
+        cache,
         analysis_id,
         "waits",
         (order, limit, idle),
@@ -182,9 +192,9 @@ def first_waits(con, analysis_id: str, order: str = "duration", limit: int = 100
     )
 
 
-def first_chains(con, analysis_id: str, limit: int = 50) -> list[dict]:
+def first_chains(con, cache: AnalysisCache, analysis_id: str, limit: int = 50) -> list[dict]:
     """The chains over the whole analysis (the Stalls tab's first), kept as first_waits is."""
-    return stored.get(con, analysis_id, "chains", (limit,), lambda: chains(con, analysis_id, limit), timed=True)
+    return stored.get(con, cache, analysis_id, "chains", (limit,), lambda: chains(con, analysis_id, limit), timed=True)
 
 
 def lock_waits(con, analysis_id: str, lock_keys: list[str], t0=None, t1=None) -> list[dict]:
@@ -269,7 +279,7 @@ def calls(
     this list, analysis, task and filters did not make)."""
     limit = min(limit, MAX_CALLS)
     filters = {"pid": pid, "t0": t0, "t1": t1, "depth": max_depth, "source": source_id}
-    filters["clock"] = memo.offsets(con, analysis_id)  # the key (entry) is on the analysis timeline: moved by them
+    filters["clock"] = offsets(con, analysis_id)  # the key (entry) is on the analysis timeline: moved by them
     start = paging.decode(cursor, "calls", analysis_id, filters, len(_CALL_KEYS)) if cursor is not None else None
     given = {k: v for k, v in {"t0": t0, "t1": t1, "depth": max_depth, "source": source_id}.items() if v is not None}
     flt = {
@@ -297,12 +307,12 @@ def calls(
     return {"pid": pid, "calls": out["items"], "truncated": len(rows) > limit, "next_cursor": out["next_cursor"]}
 
 
-def marks(con, analysis_id: str, t0: int | None, t1: int | None, limit: int) -> list[dict]:
+def marks(con, cache: AnalysisCache, analysis_id: str, t0: int | None, t1: int | None, limit: int) -> list[dict]:
     """The `print` events in [t0, t1] (aligned), in time order; the whole analysis' (the Stalls tab's first) kept
     per clock offsets (stored.py)."""
     if t0 is None and t1 is None:
         return stored.get(
-            con, analysis_id, "marks", (limit,), lambda: _marks(con, analysis_id, None, None, limit), timed=True
+            con, cache, analysis_id, "marks", (limit,), lambda: _marks(con, analysis_id, None, None, limit), timed=True
         )
     return _marks(con, analysis_id, t0, t1, limit)
 

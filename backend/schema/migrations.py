@@ -149,7 +149,7 @@ def add_cpu_tracks(con) -> None:
 
 
 def add_first_views(con) -> None:
-    """The table `first_views` (derive/first_views.py), empty: none of the file's analyses has its first views stored
+    """The table `first_views` (queries/first_views.py), empty: none of the file's analyses has its first views stored
     yet. Not computed here (seconds per analysis of millions of events, at every open of an old file's server): the
     warm-up stores them, newest analyses first, and until then a request computes its answer as before."""
     con.execute(FIRST_VIEWS_SCHEMA)

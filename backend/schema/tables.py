@@ -6,7 +6,7 @@ by source_id) are defined by each parser's Arrow schemas (`TABLES`, with `GENERA
 parsers/blkparse.py, funcgraph.py, offcpu.py; PARSER_TABLES names them) and created by schema/create.py. Everything
 derived from them is here (SCHEMA): `blk_top`, the waits and chains (stored as `wait_rows` / `chain_link_rows`, read
 through the views `waits`, `stall_waits`, `chain_links`), the timeline's task slices and summaries, and the answers
-of an analysis page's first requests (`first_views`, derive/first_views.py). Older layouts are brought to these by
+of an analysis page's first requests (`first_views`, queries/first_views.py). Older layouts are brought to these by
 schema/migrations.py.
 """
 
@@ -230,7 +230,7 @@ CREATE TABLE IF NOT EXISTS tl_calls (  -- calls of depth <= MAX_CALL_DEPTH at le
 # is committed, in a transaction of its own; until then no read joins them, and a failed ingest deletes them
 STAGED_TABLES = ("task_slices", "tl_meta", "tl_lanes", "tl_bins", "tl_long", "tl_depth", "tl_calls", "cpu_slices")
 
-# ---- the first views: what an analysis page's first requests answer (derive/first_views.py, queries/stored.py) ------
+# ---- the first views: what an analysis page's first requests answer (queries/first_views.py, queries/stored.py) ------
 
 FIRST_VIEWS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS first_views (

@@ -30,7 +30,7 @@ trace). Lanes are ranked from a coarser level (a few hundred buckets over the wi
 `why` are close to, not exactly, what the window holds (said with ≈).
 
 The summaries above level 0, tl_depth, tl_calls and the chains are kept in memory per analysis from its first
-read (memo.py; ~45 MB, ~0.3 s to load, for the 17 M-event benchmark analysis), as numpy arrays found by binary
+read (the AnalysisCache's answers; ~45 MB, ~0.3 s to load, for the 17 M-event benchmark analysis), as numpy arrays found by binary
 search; level 0 and the raw rows of a narrow window are one query per table, and everything is bucketed and
 merged in numpy, all lanes at once. Modules: `lanes` (which lanes, ranked; arrows and markers), `levels` (what a
 source's lanes are drawn from in the window), `items` (runs of merged buckets within the response's budget),
@@ -42,22 +42,26 @@ All times are on the analysis timeline (the source's own time + its clock_offset
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pydantic_core
 
 from ...schema.tables import TRACKS
-from .. import memo, stored
+from .. import stored
 from ..run import run
 from .items import MAX_ITEMS, fit_items
 from .lanes import arrows, candidate_lanes, chain_links, lane_registry, marks, task_tgids
 from .levels import lane_inputs, read_source
 
+if TYPE_CHECKING:
+    from ...cache import AnalysisCache
 
-def _sources(con, analysis_id: str) -> list[dict]:
+
+def _sources(con, cache: AnalysisCache, analysis_id: str) -> list[dict]:
     """The analysis' sources (their offsets read each time: they may be set later), with the levels of their
-    summaries (w0_ns, top_level; None: none), kept per analysis (memo.py)."""
-    meta = memo.shared(
+    summaries (w0_ns, top_level; None: none), kept per analysis."""
+    meta = cache.shared(
         (analysis_id, "timeline-meta"),
         lambda: {
             sid: (w0, top)
@@ -104,39 +108,51 @@ def budget(candidates: list[dict], max_lanes: int) -> list[dict]:
     return out
 
 
-def span(con, analysis_id: str) -> tuple[int | None, int | None]:
-    return _span(_sources(con, analysis_id))
+def span(con, cache: AnalysisCache, analysis_id: str) -> tuple[int | None, int | None]:
+    return _span(_sources(con, cache, analysis_id))
 
 
 def timeline_json(
-    con, analysis_id: str, t0: int | None, t1: int | None, width_px: int, lanes: list[str] | None, max_lanes: int
+    con,
+    cache: AnalysisCache,
+    analysis_id: str,
+    t0: int | None,
+    t1: int | None,
+    width_px: int,
+    lanes: list[str] | None,
+    max_lanes: int,
 ) -> bytes:
     """timeline()'s body as JSON (the route sends it without validating it again); the whole analysis' without
     chosen lanes (the Timeline tab's first) kept per clock offsets (stored.py: its arrows are the chains')."""
     if t0 is None and t1 is None and not lanes:
         return stored.get(
             con,
+            cache,
             analysis_id,
             "timeline",
             (width_px, max_lanes),
             lambda: pydantic_core.to_json(
-                timeline(con, analysis_id, None, None, width_px, None, max_lanes, levels_only=_levels_only())
+                timeline(
+                    con, cache, analysis_id, None, None, width_px, None, max_lanes, levels_only=_levels_only(cache)
+                )
             ),
             timed=True,
             raw=True,
         )
-    return pydantic_core.to_json(timeline(con, analysis_id, t0, t1, width_px, lanes, max_lanes))
+    return pydantic_core.to_json(timeline(con, cache, analysis_id, t0, t1, width_px, lanes, max_lanes))
 
 
-def _levels_only() -> bool:
+def _levels_only(cache: AnalysisCache) -> bool:
     """Whether the whole analysis' view read now reads only the levels of the summaries it draws from, without
-    keeping them (levels.py's _summary): when it is being stored (the ingest's first views, the warm-up's first
-    phase, which then builds the whole summaries), not for a request (whose zooms that follow read the summaries)."""
-    return stored.is_writing()
+    keeping them (levels.py's _summary): when it is being stored (a precompute's RecordingCache: the ingest's first
+    views, the warm-up, which then builds the whole summaries), not for a request (whose zooms that follow read the
+    summaries)."""
+    return cache.storing
 
 
 def timeline(
     con,
+    cache: AnalysisCache,
     analysis_id: str,
     t0: int | None,
     t1: int | None,
@@ -147,7 +163,7 @@ def timeline(
 ) -> dict:
     """The response body, complete (every field of the response model: the route sends it without validating).
     With `levels_only`, the summaries' levels drawn from are read, not kept (_levels_only)."""
-    sources = _sources(con, analysis_id)
+    sources = _sources(con, cache, analysis_id)
     lo, hi = _span(sources)
     t0 = lo if t0 is None else t0
     t1 = hi if t1 is None else t1
@@ -168,15 +184,15 @@ def timeline(
     b = max(1, -(-(t1 - t0) // width_px))
     out["bucket_ns"] = b
     p = {"aid": analysis_id, "t0": t0, "t1": t1, "b": b, "width_px": width_px}
-    chains = chain_links(con, analysis_id, sources, p) if any(s["format"] == "ftrace" for s in sources) else []
+    chains = chain_links(con, cache, analysis_id, sources, p) if any(s["format"] == "ftrace" for s in sources) else []
     names: dict[str, int] = {}  # the state names of this response -> their codes in the columns read
-    registry = lane_registry(con, analysis_id)
+    registry = lane_registry(con, cache, analysis_id)
     reads = {
-        s["id"]: read_source(con, analysis_id, s, p, registry.get(s["id"], {}), names, levels_only)
+        s["id"]: read_source(con, cache, analysis_id, s, p, registry.get(s["id"], {}), names, levels_only)
         for s in sources
         if s["w0_ns"] is not None
     }
-    candidates = candidate_lanes(p, sources, chains, registry, reads, names, task_tgids(con, analysis_id))
+    candidates = candidate_lanes(p, sources, chains, registry, reads, names, task_tgids(con, cache, analysis_id))
     out["total_lanes"] = len(candidates)
     if lanes:
         wanted = set(lanes)
@@ -189,7 +205,7 @@ def timeline(
         if c["kind"] != "window":
             by_source[c["source_id"]].append(c)
     parts = [
-        lane_inputs(con, analysis_id, s, p, by_source[s["id"]], reads[s["id"]], names)
+        lane_inputs(con, cache, analysis_id, s, p, by_source[s["id"]], reads[s["id"]], names)
         for s in sources
         if by_source.get(s["id"]) and s["id"] in reads
     ]
@@ -205,5 +221,5 @@ def timeline(
         c.pop("_lane", None), c.pop("_index", None)
     out["lanes"] = chosen
     out["arrows"] = arrows(chains, {c["id"] for c in chosen})
-    out["marks"] = marks(con, analysis_id, sources, p)
+    out["marks"] = marks(con, cache, analysis_id, sources, p)
     return out

@@ -4,13 +4,17 @@ processes ranked from a coarse level), the chains' arrows across them and the pr
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow.compute as pc
 
-from .. import devices, memo
+from .. import devices
 from ..run import run
 from .columns import distinct, take
+
+if TYPE_CHECKING:
+    from ...cache import AnalysisCache
 
 MAX_MARKS = 500
 MAX_CHAINS = 50
@@ -30,10 +34,10 @@ CHAIN_COLS = (
 )
 
 
-def chain_links(con, analysis_id: str, sources: list[dict], p: dict) -> list[dict]:
+def chain_links(con, cache: AnalysisCache, analysis_id: str, sources: list[dict], p: dict) -> list[dict]:
     """Links of the top chains whose first wait overlaps the window, times aligned. The analysis' links (an Arrow
     table by chain and position, ~3 MB for 28 k links) and their first link's aligned span are kept per clock offsets
-    (memo.py): a window's are picked without a query."""
+    (the AnalysisCache): a window's are picked without a query."""
     offsets = {s["id"]: s["clock_offset_ns"] for s in sources}
 
     def build():
@@ -55,7 +59,7 @@ def chain_links(con, analysis_id: str, sources: list[dict], p: dict) -> list[dic
             "t1": first["end_ns"].to_numpy() + off,
         }
 
-    chains = memo.shared(
+    chains = cache.shared(
         (analysis_id, "timeline-chains", tuple(offsets.items())),
         build,
         lambda d: d["links"].nbytes + 24 * len(d["ids"]),
@@ -138,8 +142,8 @@ def _lane_scores(rd: dict, s: dict, names: dict[str, int]) -> dict[int, dict]:
     }
 
 
-def lane_registry(con, analysis_id: str) -> dict[int, dict[int, tuple]]:
-    """Per source, its lanes: lane -> (kind, pid, dev, comm); kept per analysis (memo.py: rows that never change)."""
+def lane_registry(con, cache: AnalysisCache, analysis_id: str) -> dict[int, dict[int, tuple]]:
+    """Per source, its lanes: lane -> (kind, pid, dev, comm); kept per analysis (the AnalysisCache: rows that never change)."""
 
     def build():
         reg: dict[int, dict[int, tuple]] = defaultdict(dict)
@@ -152,14 +156,14 @@ def lane_registry(con, analysis_id: str) -> dict[int, dict[int, tuple]]:
             reg[sid][lane] = (kind, pid, dev, comm)
         return dict(reg)
 
-    return memo.shared((analysis_id, "timeline-lanes"), build, lambda reg: 200 * sum(len(x) for x in reg.values()))
+    return cache.shared((analysis_id, "timeline-lanes"), build, lambda reg: 200 * sum(len(x) for x in reg.values()))
 
 
 CLONE_THREAD = 0x10000  # a task_newtask's clone_flags: the new task is a thread of its creator's process
 
 
-def task_tgids(con, analysis_id: str) -> dict[tuple[int, int], int]:
-    """(source, pid) -> the task's thread group (its process' pid); kept per analysis (memo.py). Where the capture
+def task_tgids(con, cache: AnalysisCache, analysis_id: str) -> dict[tuple[int, int], int]:
+    """(source, pid) -> the task's thread group (its process' pid); kept per analysis (the AnalysisCache). Where the capture
     recorded it (the ftrace record-tgid option: task_tgids), as recorded; else inferred from the process events the
     trace holds: `sched_process_exec` makes its task a process of its own (an exec'd task leads its group), and
     `task_newtask` (emitted by the creator) puts the new task in its creator's group when its clone_flags have
@@ -178,7 +182,7 @@ def task_tgids(con, analysis_id: str) -> dict[tuple[int, int], int]:
         }
         return {**infer_tgids(_process_events(con, analysis_id)), **recorded}
 
-    return memo.shared((analysis_id, "timeline-tgids"), build, lambda d: 100 * len(d))
+    return cache.shared((analysis_id, "timeline-tgids"), build, lambda d: 100 * len(d))
 
 
 def _process_events(con, analysis_id: str) -> list[tuple]:
@@ -419,14 +423,14 @@ def arrows(chains: list[dict], lane_ids: set) -> list[dict]:
     return [a for a in arrows if a["from_lane"] in lane_ids and a["to_lane"] in lane_ids]
 
 
-def marks(con, analysis_id: str, sources: list[dict], p: dict) -> list[dict]:
+def marks(con, cache: AnalysisCache, analysis_id: str, sources: list[dict], p: dict) -> list[dict]:
     """The first MAX_MARKS print markers in the window, from each ftrace source in its own time: the times of its
-    markers are kept per analysis (memo.py), so that the query reads a range holding those only."""
+    markers are kept per analysis (the AnalysisCache), so that the query reads a range holding those only."""
     rows = []
     for s in sources:
         if s["format"] != "ftrace":
             continue
-        times = memo.shared(
+        times = cache.shared(
             (analysis_id, "timeline-marks", s["id"]),
             lambda: np.asarray(
                 run(

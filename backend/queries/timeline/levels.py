@@ -5,16 +5,19 @@ flight. Columns are numpy arrays; text as codes into the response's names."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...schema.tables import BLK_PHASES, FAN, MAX_CALL_DEPTH
-from .. import memo
 from ..run import run
 from .columns import distinct, empty_columns, group, longest_per_group, runs, sort_order, take
 from .lanes import lane_key
+
+if TYPE_CHECKING:
+    from ...cache import AnalysisCache
 
 MAX_CALLS = 2000  # calls per lane (the longest), before coarsening
 RANK_BUCKETS = 512  # lanes are ranked from the finest level with at most this many buckets in the window
@@ -61,7 +64,14 @@ def _fetch(
 
 
 def read_source(
-    con, analysis_id: str, s: dict, p: dict, lanes: dict[int, tuple], names: dict[str, int], levels_only: bool = False
+    con,
+    cache: AnalysisCache,
+    analysis_id: str,
+    s: dict,
+    p: dict,
+    lanes: dict[int, tuple],
+    names: dict[str, int],
+    levels_only: bool = False,
 ) -> dict:
     """What one source's lanes are ranked from and drawn with in the window, read once (own clock): the levels of
     the ranking (`kr`, at most RANK_BUCKETS buckets over the window) and of the drawing (`k`, the finest whose bucket
@@ -93,15 +103,15 @@ def read_source(
         return rd
     if levels_only:  # (the levels of tl_bins this read draws from: _summary)
         s["_levels"] = {lvl for lvl in (k, kr) if lvl >= 1}
-    rd["long"] = _long(con, analysis_id, s, min(k, kr), q, names)
-    rd["rank"] = _bins(con, analysis_id, s, kr, q, names)
+    rd["long"] = _long(con, cache, analysis_id, s, min(k, kr), q, names)
+    rd["rank"] = _bins(con, cache, analysis_id, s, kr, q, names)
     if k < 1 or kr < 1:
         rd["raw"], rd["events"] = _raw(con, s, q, lanes, names, calls=kr < 1)
     return rd
 
 
-def _summary(con, analysis_id: str, s: dict) -> dict:
-    """A source's summaries above level 0, kept per analysis from a window's first read (memo.py; ~45 bytes a row:
+def _summary(con, cache: AnalysisCache, analysis_id: str, s: dict) -> dict:
+    """A source's summaries above level 0, kept per analysis from a window's first read (the AnalysisCache; ~45 bytes a row:
     ~45 MB, ~0.3 s, for the 17 M-event benchmark analysis) so that a window reads them without a query: per level,
     tl_bins' rows by lane, track, state and bucket (key ("tl_bins", level); their runs of one lane, track and
     state: ("tl_groups", level), _groups) and tl_long's by start (("tl_long", level)); states as codes into
@@ -115,11 +125,11 @@ def _summary(con, analysis_id: str, s: dict) -> dict:
     (the order of their first rows), so the view is the same, byte for byte."""
     key = (analysis_id, "timeline-summary", s["id"])
     levels = s.get("_levels")
-    if levels is not None and not memo.kept(key):
+    if levels is not None and not cache.kept(key):
         if s.get("_summary") is None or s["_summary"]["levels"] != levels:
             s["_summary"] = {**_read_summary(con, s, sorted(levels)), "levels": set(levels)}
         return s["_summary"]
-    return memo.shared(
+    return cache.shared(
         key,
         lambda: _read_summary(con, s, None),
         lambda x: sum(v.nbytes for k, c in x.items() if k != "states" for v in c.values()) + 64 * len(x["states"]),
@@ -193,7 +203,14 @@ def _coded(rows: dict[str, np.ndarray], states: np.ndarray, names: dict[str, int
 
 
 def _bins(
-    con, analysis_id: str, s: dict, level: int, q: dict, names: dict[str, int], drawn: np.ndarray | None = None
+    con,
+    cache: AnalysisCache,
+    analysis_id: str,
+    s: dict,
+    level: int,
+    q: dict,
+    names: dict[str, int],
+    drawn: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """The rows of a tl_bins level whose bucket is in the window [lo, hi] (own clock): every lane, or above level 0
     with `drawn` (per source lane: whether it is drawn) those of the drawn lanes but their call track (drawn from
@@ -207,7 +224,7 @@ def _bins(
             {**q, "w": w},
             names,
         )
-    sm = _summary(con, analysis_id, s)
+    sm = _summary(con, cache, analysis_id, s)
     x, g = sm[("tl_bins", level)], sm[("tl_groups", level)]
     low, span = g["low_span"].tolist()
     pick = np.arange(len(g["first"]))
@@ -223,11 +240,13 @@ def _bins(
     return _coded({c: v[at] for c, v in x.items() if c != "key"}, sm["states"], names)
 
 
-def _long(con, analysis_id: str, s: dict, k: int, q: dict, names: dict[str, int]) -> dict[str, np.ndarray]:
+def _long(
+    con, cache: AnalysisCache, analysis_id: str, s: dict, k: int, q: dict, names: dict[str, int]
+) -> dict[str, np.ndarray]:
     """The segments of tl_long above level k (at least a level-k bucket long) overlapping [lo, hi] (own clock), with
     their level: per level those starting at most one of its buckets before lo (shorter than it), the longest all."""
     parts = []
-    top, sm = s["top_level"], _summary(con, analysis_id, s)
+    top, sm = s["top_level"], _summary(con, cache, analysis_id, s)
     for lvl in range(max(k + 1, 0), top + 2):
         x = sm[("tl_long", lvl)]
         a = np.searchsorted(x["s"], q["lo"] - s["w0_ns"] * FAN**lvl, "left") if lvl <= top else 0
@@ -349,7 +368,9 @@ def _raw(con, s: dict, q: dict, lanes: dict[int, tuple], names: dict[str, int], 
     return {c: np.concatenate([x[c] for x in parts]) for c in SEG_COLS}, events
 
 
-def lane_inputs(con, analysis_id: str, s: dict, p: dict, lanes: list[dict], rd: dict, names: dict[str, int]) -> dict:
+def lane_inputs(
+    con, cache: AnalysisCache, analysis_id: str, s: dict, p: dict, lanes: list[dict], rd: dict, names: dict[str, int]
+) -> dict:
     """What the lanes of one source are drawn from, as columns whose `lane` is the lane's `_index` in the response:
     the merged buckets at the lanes' bucket (`px`: lane, track, state, px, tot, n, mx, line; the depth-0 call track
     of tl_bins only ranks lanes: calls are drawn from the calls), per lane and track the `width_px` longest segments
@@ -378,7 +399,7 @@ def lane_inputs(con, analysis_id: str, s: dict, p: dict, lanes: list[dict], rd: 
     elif rd["none"]:
         bins = empty_columns(("lane", "track", "state", "t_at", "tot", "n", "mx", "line"))
     else:  # the segments shorter than a level-k bucket, from its bins
-        bins = _bins(con, analysis_id, s, k, q, names, index >= 0 if k >= 1 else None)
+        bins = _bins(con, cache, analysis_id, s, k, q, names, index >= 0 if k >= 1 else None)
         bins["t_at"] = bins.pop("bucket") * w0 * FAN**k
         bins = mine(bins, bins["track"] != 2)
     # per lane and track the longest width_px of those at least a bucket long as they are (then by line); the
@@ -423,9 +444,9 @@ def lane_inputs(con, analysis_id: str, s: dict, p: dict, lanes: list[dict], rd: 
     kept["s"], kept["e"] = kept["s"] + off, kept["e"] + off
     calls = empty_columns(CALL_COLS)
     if not rd["none"]:
-        calls = _calls(con, analysis_id, s, p, rd, [c for c in lanes if c["kind"] == "task"], names)
+        calls = _calls(con, cache, analysis_id, s, p, rd, [c for c in lanes if c["kind"] == "task"], names)
         devs = [c for c in own if c["kind"] == "device"]
-        counters = _inflight(con, analysis_id, s, p, rd, devs)
+        counters = _inflight(con, cache, analysis_id, s, p, rd, devs)
         for c in devs:
             c["counter"] = counters[c["id"]]
     for c in lanes:
@@ -441,17 +462,17 @@ CALL_COLS = ("lane", "func", "depth", "s", "e", "dur", "line")
 
 
 def _calls(
-    con, analysis_id: str, s: dict, p: dict, rd: dict, tasks: list[dict], names: dict[str, int]
+    con, cache: AnalysisCache, analysis_id: str, s: dict, p: dict, rd: dict, tasks: list[dict], names: dict[str, int]
 ) -> dict[str, np.ndarray]:
     """The task lanes' calls (depth <= MAX_CALL_DEPTH) at least a pixel long overlapping the window, per lane the
     MAX_CALLS longest (then by line), as columns: lane (the response's index), func (a code into `names`), depth,
-    s, e (aligned), dur, line. From tl_calls (those at least w0_ns long, kept per analysis: memo.py), and below a
+    s, e (aligned), dur, line. From tl_calls (those at least w0_ns long, kept per analysis: the AnalysisCache), and below a
     level-0 bucket per pixel the shorter ones from fg_calls too (starting at most w0_ns before the window: a range)."""
     if not tasks:
         return empty_columns(CALL_COLS)
     q, off = rd["q"], s["clock_offset_ns"]
     pids = [c["pid"] for c in tasks]
-    kept, funcs, (longest, minus_dur) = _long_calls(con, analysis_id, s["id"])
+    kept, funcs, (longest, minus_dur) = _long_calls(con, cache, analysis_id, s["id"])
     # those at least a pixel long first (a prefix of the rows by length: few in a wide window), in their order
     at = np.zeros(len(longest), bool)
     at[longest[: np.searchsorted(minus_dur, -p["b"], "right")]] = True
@@ -478,9 +499,11 @@ def _calls(
     return rows
 
 
-def _long_calls(con, analysis_id: str, sid: int) -> tuple[dict[str, np.ndarray], np.ndarray, tuple]:
+def _long_calls(
+    con, cache: AnalysisCache, analysis_id: str, sid: int
+) -> tuple[dict[str, np.ndarray], np.ndarray, tuple]:
     """tl_calls of the source as columns (func: codes into the names returned with them) and the rows' order by
-    length, the longest first, with their lengths negated (ascending), kept per analysis (memo.py)."""
+    length, the longest first, with their lengths negated (ascending), kept per analysis (the AnalysisCache)."""
 
     def build():
         funcs: dict[str, int] = {}
@@ -494,7 +517,7 @@ def _long_calls(con, analysis_id: str, sid: int) -> tuple[dict[str, np.ndarray],
         longest = np.argsort(-cols["dur"], kind="stable")
         return cols, np.array(list(funcs) or [""], object), (longest, -cols["dur"][longest])
 
-    return memo.shared(
+    return cache.shared(
         (analysis_id, "timeline-calls", sid),
         build,
         lambda x: sum(v.nbytes for v in x[0].values()) + 64 * len(x[1]) + x[2][0].nbytes + x[2][1].nbytes,
@@ -509,8 +532,8 @@ def _recode(codes: np.ndarray, funcs: np.ndarray, names: dict[str, int]) -> np.n
     ]
 
 
-def _depth(con, analysis_id: str, sid: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Per device lane of the source, tl_depth's (bucket, in flight) in bucket order; kept per analysis (memo.py)."""
+def _depth(con, cache: AnalysisCache, analysis_id: str, sid: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per device lane of the source, tl_depth's (bucket, in flight) in bucket order; kept per analysis (the AnalysisCache)."""
 
     def build():
         rows = run(
@@ -527,19 +550,21 @@ def _depth(con, analysis_id: str, sid: int) -> dict[int, tuple[np.ndarray, np.nd
             if len(ln)
         }
 
-    return memo.shared(
+    return cache.shared(
         (analysis_id, "timeline-depth", sid), build, lambda d: sum(b.nbytes + v.nbytes for b, v in d.values())
     )
 
 
-def _inflight(con, analysis_id: str, s: dict, p: dict, rd: dict, devs: list[dict]) -> dict[str, dict]:
+def _inflight(
+    con, cache: AnalysisCache, analysis_id: str, s: dict, p: dict, rd: dict, devs: list[dict]
+) -> dict[str, dict]:
     """Per device lane, the requests in flight at the end of each pixel (first point: at t0): from tl_depth at the
     end of the last level-0 bucket ending by then (within w0 <= a pixel), and below a level-0 bucket per pixel exact,
     from the level-0 bucket before the window's then each insert and completion (`events` of _raw)."""
     w0, off, b, t0, t1, q = s["w0_ns"], s["clock_offset_ns"], p["b"], p["t0"], p["t1"], rd["q"]
     n_px = -(-(t1 - t0) // b)
     ends = np.minimum(t1, t0 + (np.arange(n_px, dtype=np.int64) + 1) * b)  # each pixel's end, aligned
-    depth = _depth(con, analysis_id, s["id"]) if devs else {}
+    depth = _depth(con, cache, analysis_id, s["id"]) if devs else {}
     start_bucket = q["lo"] // w0
     out = {}
     for c in devs:

@@ -1,5 +1,6 @@
 """The first views of an analysis: what its page's first requests answer, computed once the ingest has committed and
-stored in the table `first_views` (queries/stored.py says how they are keyed, found and kept).
+stored in the table `first_views` (queries/stored.py says how they are keyed, found and kept), by
+AnalysisCache.precompute (backend/cache/).
 
 Why at ingest: those answers depend only on the rows and the clock offsets, and computing them takes seconds for
 millions of events (on the 18.5 M-event benchmark analysis: the heatmap 2.0 s, the flame graph 1.8 s, the
@@ -10,16 +11,16 @@ compute: the first requests read bytes.
 Why after the commit, not in the ingest's transaction: the timeline's summaries are committed by a transaction of
 their own during the derivation (derive/pipeline.py), which the ingest's transaction, begun before, does not see.
 Each view is computed by the very function its route calls, with the route's parameters as the frontend asks them
-(FIRST, compared with the frontend's sources by tests/test_warm.py), inside `stored.writing()`: so the stored
-answer is, byte for byte, what the route would compute (tests/test_first_views.py). They are computed on PARALLEL
+(FIRST, compared with the frontend's sources by tests/test_warm.py), through a RecordingCache: so the stored answer
+is, byte for byte, what the route would compute (tests/test_first_views.py). They are computed on PARALLEL
 cursors at once (each view's queries leave a core idle part of their time: ~1.5 cores busy on 2), then stored in one
 transaction (a commit per view cost ~10 ms each). At the end of a 1 GiB ingest they take ~0.9 CPU-s (blkparse, 2 M
 requests) and ~0.8 (function_graph, 12 M lines), the heatmap, the dispatch summary and the latency over time, then
 the lost events' ranges and the timeline the largest.
 
-A view that fails is reported and left out: its request computes it, as before this step existed. The warm-up
-(backend/warm.py) stores the views an analysis lacks (a file written before the table existed, an analysis whose
-clock offsets changed: the PATCH deletes its timed views).
+A view that fails is reported and left out: its request computes it. The warm-up (backend/warm.py) precomputes the
+views an analysis lacks (a file written before the table existed); a PATCH of a clock offset deletes its timed views
+and precomputes them again.
 
 Left to the warm-up (AT_INGEST): a heatmap of more events than an in-memory index holds (heatmaps.INDEX_MAX_EVENTS,
 5 M) is read from the grid summary, whose build peaks at ~0.9 GiB for 24 M requests (a 5 GiB blkparse upload):
@@ -34,9 +35,13 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
-from ..ingest.memory import trim_heap
-from ..queries import capabilities, heatmaps, offcpu, requests, stalls, stored, timeline
+from ..memory import trim_heap
+from . import capabilities, heatmaps, offcpu, requests, stalls, stored, timeline
+
+if TYPE_CHECKING:
+    from ..cache import AnalysisCache
 
 # the parameters of the frontend's first requests (keep them equal: tests/test_warm.py reads them from the frontend's
 # sources): api/tabQueries.ts' constants, the default view's (state/viewState.ts), the limits of useChains,
@@ -62,25 +67,28 @@ MARKS_LIMIT = 1000  # /marks' default: the frontend's marksQuery asks without a 
 # the capabilities (every tab asks), the Stalls tab's (the default tab with ftrace: heatmap choices, chains, waits,
 # marks, the waits' heatmap), the Off-CPU tab's (its tasks, the flame graph with its defaults)
 STEPS = (
-    ("heatmap", lambda con, a: heatmaps.heatmap(con, a, FIRST["hm"], FIRST["HEATMAP_X_BINS"], FIRST["HEATMAP_Y_BINS"])),
-    ("latency-over-time", lambda con, a: requests.latency_over_time(con, a, FIRST["LATENCY_BUCKETS"])),
-    ("dispatch-summary", lambda con, a: requests.dispatch_summary(con, a, FIRST["by"])),
-    ("requests-page", lambda con, a: requests.requests_page(con, a, FIRST["order"], FIRST["REQUESTS_LIMIT"])),
+    (
+        "heatmap",
+        lambda con, c, a: heatmaps.heatmap(con, c, a, FIRST["hm"], FIRST["HEATMAP_X_BINS"], FIRST["HEATMAP_Y_BINS"]),
+    ),
+    ("latency-over-time", lambda con, c, a: requests.latency_over_time(con, c, a, FIRST["LATENCY_BUCKETS"])),
+    ("dispatch-summary", lambda con, c, a: requests.dispatch_summary(con, c, a, FIRST["by"])),
+    ("requests-page", lambda con, c, a: requests.requests_page(con, c, a, FIRST["order"], FIRST["REQUESTS_LIMIT"])),
     (
         "timeline",
-        lambda con, a: timeline.timeline_json(con, a, None, None, FIRST["TIMELINE_WIDTH_PX"], None, FIRST["tlN"]),
+        lambda con, c, a: timeline.timeline_json(con, c, a, None, None, FIRST["TIMELINE_WIDTH_PX"], None, FIRST["tlN"]),
     ),
-    ("capabilities", lambda con, a: capabilities.capabilities(con, a)),
-    ("heatmap-metrics", lambda con, a: heatmaps.metrics(con, a, FIRST["heatmap metrics"])),
-    ("chains", lambda con, a: stalls.first_chains(con, a, FIRST["chains"])),
-    ("waits", lambda con, a: stalls.waits_page(con, a, "duration", FIRST["waits"])),
-    ("marks", lambda con, a: stalls.marks(con, a, None, None, MARKS_LIMIT)),
+    ("capabilities", lambda con, c, a: capabilities.capabilities(con, c, a)),
+    ("heatmap-metrics", lambda con, c, a: heatmaps.metrics(con, c, a, FIRST["heatmap metrics"])),
+    ("chains", lambda con, c, a: stalls.first_chains(con, c, a, FIRST["chains"])),
+    ("waits", lambda con, c, a: stalls.waits_page(con, c, a, "duration", FIRST["waits"])),
+    ("marks", lambda con, c, a: stalls.marks(con, c, a, None, None, MARKS_LIMIT)),
     (
         "waits-heatmap",
-        lambda con, a: heatmaps.heatmap(con, a, "wait", FIRST["HEATMAP_X_BINS"], FIRST["HEATMAP_Y_BINS"]),
+        lambda con, c, a: heatmaps.heatmap(con, c, a, "wait", FIRST["HEATMAP_X_BINS"], FIRST["HEATMAP_Y_BINS"]),
     ),
-    ("offcpu-tasks", lambda con, a: offcpu.tasks(con, a, FIRST["offcpu tasks"])),
-    ("flamegraph", lambda con, a: offcpu.flamegraph_json(con, a)),
+    ("offcpu-tasks", lambda con, c, a: offcpu.tasks(con, c, a, FIRST["offcpu tasks"])),
+    ("flamegraph", lambda con, c, a: offcpu.flamegraph_json(con, c, a)),
 )
 
 
@@ -111,26 +119,32 @@ PARALLEL = 2
 
 # steps computed at ingest only when this holds (the others by the warm-up: see the module's docstring)
 AT_INGEST = {
-    "heatmap": lambda con, a: heatmaps.indexable(con, a, FIRST["hm"], None),
-    "waits-heatmap": lambda con, a: heatmaps.indexable(con, a, "wait", None),
+    "heatmap": lambda con, c, a: heatmaps.indexable(con, c, a, FIRST["hm"], None),
+    "waits-heatmap": lambda con, c, a: heatmaps.indexable(con, c, a, "wait", None),
 }
 
 
-def derive(db, analysis_id: str) -> dict[str, float]:
-    """Computes and stores the analysis' first views (it is committed): computed on PARALLEL cursors (INGEST_ORDER),
-    stored in one transaction once all are computed; returns the seconds each took."""
-    pending: list = []  # the answers to store (stored.writing)
+def precompute(db, cache: AnalysisCache, analysis_id: str, names: tuple[str, ...] | None = None) -> dict[str, float]:
+    """Computes the analysis' first views (it is committed) through a RecordingCache of `cache` on PARALLEL cursors
+    (INGEST_ORDER, the flame graph alone first), then stores what they recorded in one transaction; returns the
+    seconds each took. A view stored already is read, not computed again. All of them (after an ingest): those
+    AT_INGEST allows; `names` (the warm-up's): these steps, whatever their size."""
+    recording = cache.recording()
     seconds: dict[str, float] = {}
-    alone = [step for step in INGEST_ORDER if step[0] in ALONE]
-    rest = [step for step in INGEST_ORDER if step[0] not in ALONE]
-    _compute(db, analysis_id, alone, pending, seconds, threading.Lock())
+    steps = [step for step in INGEST_ORDER if names is None or step[0] in names]
+    skip = AT_INGEST if names is None else {}
+    alone = [step for step in steps if step[0] in ALONE]
+    rest = [step for step in steps if step[0] not in ALONE]
+    _compute(db, recording, analysis_id, alone, skip, seconds, threading.Lock())
     taking = threading.Lock()
     with ThreadPoolExecutor(PARALLEL, thread_name_prefix="stallscope-first-views") as pool:
-        for done in [pool.submit(_compute, db, analysis_id, rest, pending, seconds, taking) for _ in range(PARALLEL)]:
+        for done in [
+            pool.submit(_compute, db, recording, analysis_id, rest, skip, seconds, taking) for _ in range(PARALLEL)
+        ]:
             done.result()
     con = db.cursor()
     try:
-        stored.store_pending(con, pending)
+        stored.store(con, recording.recorded)
     except Exception as e:  # their requests compute them, and report the error
         _report(analysis_id, "storing", e)
     finally:
@@ -138,26 +152,27 @@ def derive(db, analysis_id: str) -> dict[str, float]:
     return {name: seconds[name] for name, _ in INGEST_ORDER if name in seconds}
 
 
-def _compute(db, analysis_id: str, steps: list, pending: list, seconds: dict, taking: threading.Lock) -> None:
+def _compute(
+    db, cache: AnalysisCache, analysis_id: str, steps: list, skip: dict, seconds: dict, taking: threading.Lock
+) -> None:
     """Computes steps on a cursor of its own, taking each from the list (under `taking`: threads share it) until it
-    is empty; their answers are appended to `pending`."""
+    is empty, but those whose `skip` condition does not hold; what they read is recorded by the (recording) cache."""
     con = db.cursor()
     try:
-        with stored.writing(pending):
-            while True:
-                with taking:
-                    if not steps:
-                        return
-                    name, call = steps.pop(0)
-                t0 = time.perf_counter()
-                try:
-                    if name in AT_INGEST and not AT_INGEST[name](con, analysis_id):
-                        continue
-                    call(con, analysis_id)
-                    trim_heap()  # what the step freed, back to the OS before the next one's peak
-                except Exception as e:  # its request computes it, and reports the error
-                    _report(analysis_id, name, e)
-                seconds[name] = time.perf_counter() - t0
+        while True:
+            with taking:
+                if not steps:
+                    return
+                name, call = steps.pop(0)
+            t0 = time.perf_counter()
+            try:
+                if name in skip and not skip[name](con, cache, analysis_id):
+                    continue
+                call(con, cache, analysis_id)
+                trim_heap()  # what the step freed, back to the OS before the next one's peak
+            except Exception as e:  # its request computes it, and reports the error
+                _report(analysis_id, name, e)
+            seconds[name] = time.perf_counter() - t0
     finally:
         con.close()
 
