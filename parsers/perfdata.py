@@ -36,7 +36,7 @@ from .common import ParseError, ParseReport
 FORMAT = perf.FORMAT
 TABLES = perf.TABLES
 GENERATED = perf.GENERATED
-KIND = "perf script (perf.data)"  # (the frontend's chip for a source says `perf script` for kinds that start so)
+KIND = "perf script (perf.data)"  # (the frontend's chip for a source of this kind says `perf.data`)
 MAGIC = b"PERFILE2"  # as a little-endian file starts; a big-endian one starts "2ELIFREP"
 MAGIC_BE = MAGIC[::-1]
 PERF = os.environ.get("STALLSCOPE_PERF", "perf")

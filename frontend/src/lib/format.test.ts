@@ -97,6 +97,7 @@ describe('formatName', () => {
     expect(formatName({ format: 'ftrace', files: [{ kind: 'trace.dat v7 (zstd)' }] })).toBe('trace.dat v7 (zstd)');
     expect(formatName({ format: 'ftrace', files: [{ kind: 'ftrace text' }] })).toBe('ftrace text');
     expect(formatName({ format: 'ftrace', files: [{ kind: 'perf script text' }] })).toBe('perf script');
+    expect(formatName({ format: 'ftrace', files: [{ kind: 'perf script (perf.data)' }] })).toBe('perf.data');
     expect(formatName({ format: 'offcputime', waker_stacks: 3, files: [{ kind: 'offcputime text' }] })).toBe('offwaketime');
     expect(formatName({ format: 'offcputime' })).toBe('offcputime');
   });

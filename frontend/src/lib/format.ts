@@ -129,13 +129,14 @@ export function formatDate(iso: string): string {
 
 /** A source's chip: the kind of file it was read from, as the tool that wrote it calls it. Several kinds share a
  * parser's format (parsers' report.files say which): blktrace's binary records are read as the blkparse text they
- * render to, a trace.dat through `trace-cmd report`, perf script's text into ftrace's tables; bcc's offwaketime (and
+ * render to, a trace.dat through `trace-cmd report`, perf script's text (a perf.data through `perf script`) into ftrace's tables; bcc's offwaketime (and
  * wakeuptime) are read by the offcputime parser, but their records carry the waker's stack. */
 export function formatName(s: { format: string; waker_stacks?: number; files?: { kind: string }[] }): string {
   if (s.format === 'offcputime') return (s.waker_stacks ?? 0) > 0 ? 'offwaketime' : 'offcputime';
   const kind = s.files?.[0]?.kind ?? '';
   if (kind.startsWith('blktrace')) return 'blktrace binary';
   if (kind.startsWith('trace.dat')) return kind; // "trace.dat v7 (zstd)"
+  if (kind === 'perf script (perf.data)') return 'perf.data';
   if (kind.startsWith('perf script')) return 'perf script';
   if (s.format === 'ftrace') return 'ftrace text';
   return s.format;
