@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from backend.cache import AnalysisCache
 from backend.queries.requests import BTT_METRICS, dispatch_summary
 from parsers import blkparse, blktrace
 from parsers.common import ParseReport
@@ -142,7 +143,7 @@ def test_dispatch_summary_shows_btts_figures_beside_the_requests(store):
     path = PUBLIC / "blkparse-text" / "derived-liuzel01-sda-lvm.blkparse.txt"
     aid = ingest_paths(store, path)["id"]
     con = store.cursor()
-    (dev,) = [g for g in dispatch_summary(con, aid, "device") if g["dev"] == "8,0"]
+    (dev,) = [g for g in dispatch_summary(con, AnalysisCache(), aid, "device") if g["dev"] == "8,0"]
     assert dev["btt"] is not None
     got = {
         ("8,0", r["metric"]): as_btt_prints(r["n"], r["min_ns"], r["max_ns"], r["total_ns"])
@@ -154,7 +155,7 @@ def test_dispatch_summary_shows_btts_figures_beside_the_requests(store):
     # per request: 109 requests dispatched and completed; btt counts 113 D2C (4 merged bios each get one)
     assert (dev["d2c"]["n"], {r["metric"]: r["n"] for r in dev["btt"]}["D2C"]) == (109, 113)
     assert dev["d2c"]["min"] <= dev["d2c"]["avg"] <= dev["d2c"]["max"]
-    procs = dispatch_summary(con, aid, "process")
+    procs = dispatch_summary(con, AnalysisCache(), aid, "process")
     by_pid = {}
     for g in procs:
         for r in g["btt"] or []:
@@ -162,4 +163,4 @@ def test_dispatch_summary_shows_btts_figures_beside_the_requests(store):
     assert sum(m.get("D2C", 0) for m in by_pid.values()) == 113
     # with a window that leaves requests out: the requests' figures only
     t = con.execute("SELECT min(t_ns), max(t_ns) FROM blk_requests").fetchall()[0]
-    assert all(g["btt"] is None for g in dispatch_summary(con, aid, "device", t[0] + 1, t[1]))
+    assert all(g["btt"] is None for g in dispatch_summary(con, AnalysisCache(), aid, "device", t[0] + 1, t[1]))

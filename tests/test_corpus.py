@@ -121,7 +121,7 @@ def _summary(con, aid: str) -> dict:
                 "top": kids[0]["name"] if kids else None,
                 "locks": [[x["lock"], x["value"]] for x in r["locks"]][:3],
             }
-    c = capabilities(con, aid)
+    c = capabilities(con, cache, aid)
     out["capabilities"] = {
         "views": {v["tab"]: v["state"] for v in c["views"]},
         "missing": [m["what"] for m in c["missing"]],
