@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import threading
+from typing import Callable, Iterator
 
 from .common import ParseError
 
@@ -212,6 +213,23 @@ class ChildText:
             f"{self.tool} could not read it (exit status {rc})" + (f": {said}" if said else ""),
             filename=self.filename,
         )
+
+    def parsed(self, parse_text: Callable[[ChildText], Iterator]) -> Iterator:
+        """What parse_text yields reading this child's output, then the child stopped. The child's own failure
+        refuses the file rather than the text reader's refusal of what it wrote (a text that ended early); a text
+        refused while the child still ran is said to be in the tool's output."""
+        try:
+            yield from parse_text(self)
+        except ParseError as e:
+            failure = self.failure() if self.ended else None
+            if failure:
+                raise failure from None
+            raise ParseError(f"{e.message} (in the output of {self.tool})", filename=e.filename, line=e.line) from None
+        finally:
+            self.stop()
+        failure = self.failure()
+        if failure:
+            raise failure
 
     def stderr_text(self, limit: int = 400) -> str:
         text = " / ".join(ln.strip() for ln in self.err.decode("utf-8", "replace").splitlines() if ln.strip())

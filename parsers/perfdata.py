@@ -285,21 +285,7 @@ def parse(
             filename=report.filename,
             install_hint=INSTALL_HINT,
         )
-        try:
-            yield from perf.parse(proc, report, chunk_bytes or TEXT_CHUNK_BYTES)
-        except ParseError as e:
-            # an output that ended: perf's failure says more than the text reader's refusal of what it wrote
-            failure = proc.failure() if proc.ended else None
-            if failure:
-                raise failure from None
-            raise ParseError(
-                f"{e.message} (in the output of `perf script`)", filename=e.filename, line=e.line
-            ) from None
-        finally:
-            proc.stop()
-        failure = proc.failure()
-        if failure:
-            raise failure
+        yield from proc.parsed(lambda out: perf.parse(out, report, chunk_bytes or TEXT_CHUNK_BYTES))
         report.note(
             f"{layout.describe()}, decoded by perf script {version} ({proc.text_bytes:,} bytes of text, "
             f"{report.lines:,} lines; line numbers are perf script's)"

@@ -99,21 +99,7 @@ def parse(
         if any(b.latency for b in layout.buffers):
             report.note("the file holds latency-tracer text: its lines are read as the ftrace text they are")
         child = tracecmd.Report(path, tmp, layout, size, report.filename)
-        try:
-            yield from funcgraph.parse(child, report, chunk_bytes or REPORT_CHUNK_BYTES)
-        except ParseError as e:
-            # a report that ended: trace-cmd's failure says more than the text parser's refusal of what it wrote
-            failure = child.failure() if child.ended else None
-            if failure:
-                raise failure from None
-            raise ParseError(
-                f"{e.message} (in the output of `trace-cmd report`)", filename=e.filename, line=e.line
-            ) from None
-        finally:
-            child.stop()
-        failure = child.failure()
-        if failure:
-            raise failure
+        yield from child.parsed(lambda out: funcgraph.parse(out, report, chunk_bytes or REPORT_CHUNK_BYTES))
         _notes(report, layout, size, child)
 
 

@@ -90,11 +90,6 @@ def store(con, recorded: list) -> None:
         raise
 
 
-def stored_keys(con, analysis_id: str) -> set[str]:
-    """The keys of the analysis' stored first views."""
-    return {k for (k,) in run(con, "SELECT key FROM first_views WHERE analysis_id = ?", [analysis_id])}
-
-
 def drop_timed(con, analysis_id: str) -> None:
     """Deletes the analysis' views that depend on its clock offsets (a source's offset changed)."""
     con.execute("DELETE FROM first_views WHERE analysis_id = ? AND timed", [analysis_id])
