@@ -16,7 +16,9 @@ export function renderApp(queryClient: QueryClient): void {
   createRoot(document.getElementById('root')!).render(
     <StrictMode>
       <QueryClientProvider client={queryClient}>
-        <BrowserRouter>
+        {/* The URL is the view state: a control bound to it (a checkbox, a sort) must show a click at once, so the
+            router's updates are urgent, not transitions (under load a transition left a box unticked after its click) */}
+        <BrowserRouter useTransitions={false}>
           <Routes>
             <Route element={<Layout />}>
               <Route index element={<HomePage />} />
