@@ -13,7 +13,7 @@ from backend import warm
 from backend.app import create_app
 from backend.cache import AnalysisCache
 from backend.queries import capabilities, first_views, heatmaps, offcpu, requests, stalls, timeline
-from backend.queries.offsets import offsets
+from backend.queries.catalogue import offsets_now
 from tests.conftest import PUBLIC, SAMPLES, ingest_paths, needs_public
 
 # real captures of every format the first views read: the samples (each alone, and the incident's three files as
@@ -73,7 +73,7 @@ def test_each_stored_view_is_the_answer_computed_fresh(store, name):
         assert len(kept) == len(first_views.STEPS)  # each step its own key, none failed
         assert kept == computed(con, aid)
         # every view holding times or chains is keyed by the offsets
-        now = json.loads(json.dumps(offsets(con, aid)))
+        now = json.loads(json.dumps(offsets_now(con, aid)))
         assert all((json.loads(k)[-1] == now) == timed for k, (timed, _) in kept.items())
     finally:
         con.close()

@@ -21,7 +21,7 @@ from backend.cache import AnalysisCache
 from backend.queries import heatindex, heatmap_events, stalls
 from backend.queries import heatmaps as heatmap
 from backend.queries import requests as blk
-from backend.queries.offsets import offsets as clock_offsets
+from backend.queries.catalogue import offsets_now as clock_offsets
 from tests.conftest import PUBLIC, SAMPLES, ingest_paths
 
 DEMO = SAMPLES / "demo-cfq-starvation.blkparse.txt"
@@ -243,6 +243,7 @@ def test_several_sources_with_offsets_equal_the_sql(store, block_bits, cache):
     for offsets in ((0, 0, 0), (0, 2_000_000_000, -7), (-5_000_000_000, 10**12, 3)):
         for sid, off in zip(sids, offsets):
             con.execute("UPDATE sources SET clock_offset_ns = ? WHERE id = ?", [off, sid])
+        cache.forget(aid)  # as a PATCH does: the analysis' catalogue holds its offsets
         for metric in ("i2d", "q2c"):
             _compare_heatmaps(con, cache, aid, metric, rng)
 
@@ -268,7 +269,10 @@ def test_requests_from_blk_top_equal_the_query(store):
     assert con.execute("SELECT count(*) FROM blk_top").fetchall()[0][0] > 0
     for order in ("i2d", "d2c", "q2c", "time"):
         for limit in (1, 100, blk.TOP, blk.TOP + 1, 10000):
-            assert blk.requests(con, aid, order, limit) == blk.requests_sql(con, aid, order, limit), (order, limit)
+            assert blk.requests(con, AnalysisCache(), aid, order, limit) == blk.requests_sql(con, aid, order, limit), (
+                order,
+                limit,
+            )
     # filters and windows (each source's window in its own time)
     sids = [s for (s,) in con.execute("SELECT id FROM sources WHERE analysis_id = ? ORDER BY id", [aid]).fetchall()]
     con.execute("UPDATE sources SET clock_offset_ns = ? WHERE id = ?", [3_000_000_000, sids[1]])
@@ -278,8 +282,10 @@ def test_requests_from_blk_top_equal_the_query(store):
         t1 = rng.choice([None, (t0 or 0) + rng.randint(0, 20 * 10**9)])
         kw = {"pid": rng.choice([None, 311, 804]), "dev": rng.choice([None, "8,0"]), "t0": t0, "t1": t1}
         order = rng.choice(["i2d", "d2c", "q2c", "time"])
-        assert blk.requests(con, aid, order, 50, **kw) == blk.requests_sql(con, aid, order, 50, **kw), kw
-    assert blk.requests(con, aid, "i2d", 100) == blk.requests_sql(con, aid, "i2d", 100)
+        assert blk.requests(con, AnalysisCache(), aid, order, 50, **kw) == blk.requests_sql(
+            con, aid, order, 50, **kw
+        ), kw
+    assert blk.requests(con, AnalysisCache(), aid, "i2d", 100) == blk.requests_sql(con, aid, "i2d", 100)
 
 
 def test_requests_without_the_metric_follow_the_slowest(store):
@@ -287,7 +293,7 @@ def test_requests_without_the_metric_follow_the_slowest(store):
     aid = ingest_paths(store, EXT4[1])["id"]
     con = store.cursor()
     for order in ("i2d", "d2c", "q2c"):
-        assert blk.requests(con, aid, order, 1000) == blk.requests_sql(con, aid, order, 1000)
+        assert blk.requests(con, AnalysisCache(), aid, order, 1000) == blk.requests_sql(con, aid, order, 1000)
 
 
 def test_dispatch_summary_kept_equals_live(store, client, cache):
@@ -295,8 +301,8 @@ def test_dispatch_summary_kept_equals_live(store, client, cache):
     con = store.cursor()
     span = client.get(f"/api/analyses/{aid}").json()
     for by in ("process", "device"):
-        live = blk.dispatch_sql(con, aid, by)
-        btt = blk.btt_rows(con, aid, by)  # btt's figures come with the whole trace's summary only
+        live = blk.dispatch_sql(con, AnalysisCache(), aid, by)
+        btt = blk.btt_rows(con, AnalysisCache(), aid, by)  # btt's figures come with the whole trace's summary only
         whole = [{**g, "btt": btt.get(g["dev"] if by == "device" else g["pid"], [])} for g in live]
         assert any(g["btt"] for g in whole)
         assert blk.dispatch_summary(con, cache, aid, by) == whole  # computed
@@ -305,7 +311,7 @@ def test_dispatch_summary_kept_equals_live(store, client, cache):
         assert blk.dispatch_summary(con, cache, aid, by, span["t_min_ns"], span["t_max_ns"]) == whole
         t0, t1 = span["t_min_ns"] + 10**9, span["t_min_ns"] + 9 * 10**9
         got = blk.dispatch_summary(con, cache, aid, by, t0, t1)
-        assert got == blk.dispatch_sql(con, aid, by, t0, t1) and got != live
+        assert got == blk.dispatch_sql(con, AnalysisCache(), aid, by, t0, t1) and got != live
         # against a straightforward query over the window (the old one: join, aligned time in the WHERE)
         rows = con.execute(
             "SELECT count(*), quantile_disc(r.i2d_ns, [0.5, 0.95, 0.99]), max(r.q2c_ns) FROM blk_requests r"
@@ -435,6 +441,7 @@ def test_latency_over_time_equals_the_query(store, client, cache):
     rng = random.Random(4)
     for off in (0, 4_000_000_000):
         con.execute("UPDATE sources SET clock_offset_ns = ? WHERE id = ?", [off, sids[1]])
+        cache.forget(aid)  # as a PATCH does: the analysis' catalogue holds its offsets
         calls = [{}, {}, {"pid": 311}, {"dev": "8,0"}]
         for _ in range(6):
             t0 = rng.randint(0, 30 * 10**9)

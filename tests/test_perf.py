@@ -102,9 +102,10 @@ def test_block_requests_with_their_phases(store):
     ]
     # the dispatch summary reads them (no blktrace in the analysis)
     aid = con.execute("SELECT id FROM analyses").fetchall()[0][0]
+    from backend.cache import AnalysisCache
     from backend.queries import requests
 
-    groups = requests.dispatch_sql(con, aid, "device")
+    groups = requests.dispatch_sql(con, AnalysisCache(), aid, "device")
     assert groups and groups[0]["count"] == 12
     # a wait that ended at an I/O completion leads to the request that completed
     assert con.execute("SELECT count(*) FROM chain_links WHERE relation = 'io_completion'").fetchall()[0][0] > 0
@@ -189,9 +190,10 @@ def test_aligned_with_a_blktrace_of_the_same_capture(store):
     assert [r[0] for r in rows] == ["blkparse", "ftrace"]
     assert rows[1][1] == -(t0 - 1_000) and '"block_events"' in rows[1][2]
     aid = con.execute("SELECT id FROM analyses").fetchall()[0][0]
+    from backend.cache import AnalysisCache
     from backend.queries import requests
 
-    (dev,) = requests.dispatch_sql(con, aid, "device")
+    (dev,) = requests.dispatch_sql(con, AnalysisCache(), aid, "device")
     blk_count = con.execute(
         "SELECT count(*) FROM blk_requests r JOIN sources s ON s.id = r.source_id WHERE s.format = 'blkparse'"
     ).fetchall()[0][0]

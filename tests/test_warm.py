@@ -57,8 +57,8 @@ def test_start_fills_the_caches_of_the_newest_analyses(store, monkeypatch):
         assert list(c.app.state.warmer.warmed[new]) == [name for name, _ in (*warm.STEPS, *warm.INDEXES)]
         # what the first requests get is what they would have computed
         con = store.cursor()
-        btt = blk.btt_rows(con, new, "process")  # the whole trace's summary carries btt's figures
-        computed = [{**g, "btt": btt.get(g["pid"], [])} for g in blk.dispatch_sql(con, new, "process")]
+        btt = blk.btt_rows(con, AnalysisCache(), new, "process")  # the whole trace's summary carries btt's figures
+        computed = [{**g, "btt": btt.get(g["pid"], [])} for g in blk.dispatch_sql(con, AnalysisCache(), new, "process")]
         assert c.get(f"/api/analyses/{new}/dispatch-summary").json() == json.loads(json.dumps(computed))
         con.close()
 

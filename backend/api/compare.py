@@ -171,7 +171,7 @@ def compare(
     """Side a (before) and side b (after): dispatch summary per device and per process, stall waits per lock,
     I2D/D2C/wait heatmaps on one scale with their percentiles, each figure with its delta (b − a)."""
     b = b or a
-    found = require_analysis(con, a), require_analysis(con, b)
+    found = require_analysis(con, cache, a), require_analysis(con, cache, b)
     sides = compare_queries.Side(a, a_from, a_to), compare_queries.Side(b, b_from, b_to)
     try:
         body = compare_queries.compare(

@@ -17,7 +17,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from .. import access
 from ..cache import AnalysisCache
 from ..limits import TIME_MAX, TIME_MIN
-from ..queries import analyses
+from ..queries.catalogue import catalogue
 from ..store import Progress, Store
 from .models import ErrorBody
 
@@ -135,12 +135,12 @@ TokenRequired = Depends(require_token)
 EditAllowed = Depends(require_edit)
 
 
-def require_analysis(con: duckdb.DuckDBPyConnection, analysis_id: str) -> dict:
-    """The analysis (id, name, created_at), or a 404 that says so."""
-    found = analyses.analysis(con, analysis_id)
+def require_analysis(con: duckdb.DuckDBPyConnection, cache: AnalysisCache, analysis_id: str) -> dict:
+    """The analysis (id, name, created_at), or a 404 that says so (from its catalogue: kept once found)."""
+    found = catalogue(con, cache, analysis_id)
     if found is None:
         raise HTTPException(404, f"no analysis with id {analysis_id!r}: it may have been mistyped or deleted")
-    return found
+    return {"id": found.id, "name": found.name, "created_at": found.created_at}
 
 
 AnalysisId = Annotated[str, "analysis id"]  # the path's analysis_id: an AnalysisRouter's route finds it first
@@ -247,10 +247,20 @@ def error_responses(route, own: dict) -> dict:
 
 
 def _after_finding_analysis(endpoint):
-    @functools.wraps(endpoint)  # FastAPI reads the parameters of `endpoint` (inspect follows __wrapped__)
+    """The endpoint, run once its analysis is found (require_analysis on its `con`, with the app's cache: the
+    analysis' catalogue is kept there). FastAPI reads the endpoint's parameters (inspect follows __wrapped__); an
+    endpoint that does not take the cache is given it by this wrapper's signature, and the wrapper keeps it."""
+    signature = inspect.signature(endpoint)
+    gives_cache = "cache" not in signature.parameters
+
+    @functools.wraps(endpoint)
     def found_first(*args, **kwargs):
-        require_analysis(kwargs["con"], kwargs["analysis_id"])
+        cache = kwargs.pop("cache") if gives_cache else kwargs["cache"]
+        require_analysis(kwargs["con"], cache, kwargs["analysis_id"])
         return endpoint(*args, **kwargs)
 
+    if gives_cache:
+        cache = inspect.Parameter("cache", inspect.Parameter.KEYWORD_ONLY, annotation=Cache)
+        found_first.__signature__ = signature.replace(parameters=[*signature.parameters.values(), cache])
     assert not inspect.iscoroutinefunction(endpoint), f"{endpoint.__name__}: an analysis route runs in a thread"
     return found_first

@@ -134,6 +134,7 @@ def flamegraph(
 def flamegraph_diff(
     analysis_id: AnalysisId,
     con: Cursor,
+    cache: Cache,
     a: Annotated[int | None, Query(description="source of the 'before' side (default: all of this analysis)")] = None,
     b: Annotated[int | None, Query(description="source of the 'after' side")] = None,
     b_analysis: Annotated[str | None, Query(max_length=64, description="take 'after' from another analysis")] = None,
@@ -146,7 +147,7 @@ def flamegraph_diff(
     """Differential flame graph: value = after, delta = after − before."""
     other = b_analysis or analysis_id
     if b_analysis:
-        require_analysis(con, b_analysis)
+        require_analysis(con, cache, b_analysis)
     return offcpu_queries.flamegraph_diff(
         con, (analysis_id, a), (other, b), side=side, invert=invert, filter=filter, unit=unit, by_task=by_task
     )

@@ -164,6 +164,7 @@ class LatencyOverTime(BaseModel):
 def list_requests(
     analysis_id: AnalysisId,
     con: Cursor,
+    cache: Cache,
     order: Literal["i2d", "d2c", "q2c", "time"] = "i2d",
     limit: Annotated[int, Query(ge=1, le=10000)] = 100,
     pid: OptionalInt64 = None,
@@ -172,7 +173,7 @@ def list_requests(
     t1_ns: TimeFilter = None,
 ):
     """Block requests rebuilt from the trace, slowest first for i2d/d2c/q2c, or in time order."""
-    return request_queries.requests(con, analysis_id, order, limit, pid, dev, t0_ns, t1_ns)
+    return request_queries.requests(con, cache, analysis_id, order, limit, pid, dev, t0_ns, t1_ns)
 
 
 class RequestPage(BaseModel):

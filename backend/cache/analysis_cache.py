@@ -5,7 +5,7 @@ An analysis' rows never change after its ingest, except its chains and clock off
 
 * `answers`: results of queries (JSON-like, a copy returned each time: `get`) and lookup structures (the same object
   each time, read only: `shared`), keyed by (analysis id, what, parameters...). An answer holding aligned times or
-  chains includes the clock offsets in its key (queries/offsets.py), so a PATCH makes new keys.
+  chains includes the clock offsets in its key (queries/catalogue.py), so a PATCH makes new keys.
 * `indexes`: the heatmaps' in-memory event indexes and grid summaries (queries/heatindex.py, heatsummary.py).
 * `bodies`: response bodies of GET /api/analyses/<id>/..., sent again while the analysis' generation holds
   (bodies.py).

@@ -30,8 +30,13 @@ class Lru:
                 hit = self._items.get(key)
             if hit is not None:
                 return hit[0]
-            value = compute()
-            nbytes = size(value)
+            try:
+                value = compute()
+                nbytes = size(value)
+            except BaseException:
+                with self._lock:  # nothing kept, nor the key's lock (a computation that raised may be asked again)
+                    self._computing.pop(key, None)
+                raise
             with self._lock:
                 self._computing.pop(key, None)
                 if key not in self._items:

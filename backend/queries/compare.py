@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import heatindex, heatmaps, heatsummary, requests, stalls
-from .offsets import source_offsets
+from .catalogue import offsets_now, source_offsets
 from .run import run
 
 if TYPE_CHECKING:
@@ -130,11 +130,11 @@ def _whole_or_range(cache: AnalysisCache, side: Side, what: str, compute):
 
 def _process_groups(con, cache: AnalysisCache, side: Side) -> list[dict]:
     """The dispatch summary's figures per command name (every pid of that name together) over the side's range."""
-    return _whole_or_range(cache, side, "compare-process", lambda: _process_rows(con, side))
+    return _whole_or_range(cache, side, "compare-process", lambda: _process_rows(con, cache, side))
 
 
-def _process_rows(con, side: Side) -> list[dict]:
-    scope, params = requests.requests_in_range(con, side.analysis_id, side.t0, side.t1)
+def _process_rows(con, cache: AnalysisCache, side: Side) -> list[dict]:
+    scope, params = requests.requests_in_range(con, cache, side.analysis_id, side.t0, side.t1)
     rows = run(
         con,
         f"SELECT coalesce(r.comm, '?') AS comm, list(DISTINCT r.pid ORDER BY r.pid) FILTER (WHERE r.pid IS NOT NULL)"
@@ -289,7 +289,7 @@ def _heat_side(con, cache: AnalysisCache, side: Side, metric: str) -> _HeatSide 
     """The metric's events in the side's range (None: none): from the analysis' index of them, or when it holds
     more than an index may, from the grid summary (its window set by _snap once the time bins are known), or
     when the grid cannot hold them (a latency past its bits), an index of the range's events."""
-    offsets = source_offsets(con, side.analysis_id)
+    offsets = source_offsets(con, cache, side.analysis_id)
     if heatmaps.indexable(con, cache, side.analysis_id, metric, None):
         return _indexed(heatmaps.event_index(con, cache, side.analysis_id, metric, None), offsets, side)
     grid = heatmaps.grid_summary(con, cache, side.analysis_id, metric, None)
@@ -331,7 +331,7 @@ def _snap(con, side: Side, metric: str, h: _HeatSide, x_bin: int) -> _HeatSide |
     holding lo); a range narrower than that level-0 bucket's x_bins: an index of its events instead."""
     level = h.grid.level_for(x_bin)
     if level is None:
-        offsets = source_offsets(con, side.analysis_id)
+        offsets = dict(offsets_now(con, side.analysis_id))
         return _indexed(_range_index(con, side, metric, h.lo, h.hi), offsets, side)
     return _HeatSide(h.lo, h.hi, grid=h.grid, level=level, c0=(h.lo - h.grid.t0) // h.grid.levels[level].width)
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .catalogue import offsets, source_offsets
 from .heatmaps import SPECS, Spec, event_index, events_from, indexable, own_bounds
-from .offsets import offsets, source_offsets
 from .run import run
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def events(
         total, rows = _box_sql(con, analysis_id, metric, filter, pid, dev, t0, t1, lat_min, lat_max, limit)
     else:
         idx = event_index(con, cache, analysis_id, metric, filter, pid, dev)
-        offsets = source_offsets(con, analysis_id)
+        offsets = source_offsets(con, cache, analysis_id)
         total, ranks = idx.box(idx.window(offsets, t0, t1), lat_min, lat_max, limit)
         rows = _details(con, metric, offsets, idx.sid[ranks].tolist(), idx.line[ranks].tolist())
     out = []
@@ -202,7 +202,7 @@ def _chain_of_wait(con, cache: AnalysisCache, analysis_id: str) -> dict:
                 best[(sid, line)] = rank
         return {k: (c, p) for k, (_, c, p) in best.items()}
 
-    return cache.shared((analysis_id, "chain-of-wait", offsets(con, analysis_id)), build, lambda d: 200 * len(d))
+    return cache.shared((analysis_id, "chain-of-wait", offsets(con, cache, analysis_id)), build, lambda d: 200 * len(d))
 
 
 def _attach_chains(con, cache: AnalysisCache, analysis_id: str, out: list[dict]) -> None:

@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import heatindex, heatsummary, stored
-from .offsets import offsets as clock_offsets
-from .offsets import source_offsets
+from .catalogue import offsets as clock_offsets
+from .catalogue import offsets_now, source_offsets
 from .run import run
 from .sqlsearch import rank_case
 
@@ -208,7 +208,7 @@ def grid_summary(
     spec = SPECS[metric]
     at, v = f"(a.{spec.at} + s.clock_offset_ns)", f"a.{spec.value}"
     base, params = events_from(metric, analysis_id, filter, None, None)
-    offsets = clock_offsets(con, analysis_id)
+    offsets = clock_offsets(con, cache, analysis_id)
     t_lo, t_hi, vmin, vmax = cache.get(
         (analysis_id, "heatmap-summary-span", metric, filter, offsets),
         lambda: list(run(con, f"SELECT min({at}), max({at}), min({v}), max({v}){base}", params)[0]),
@@ -385,7 +385,7 @@ def _heatmap(
         found = heatmap_summary(summary, metric, filter, x_bins, y_bins, t0, t1) if summary else None
         return found or heatmap_sql(con, analysis_id, metric, x_bins, y_bins, pid, dev, t0, t1, filter)
     idx = event_index(con, cache, analysis_id, metric, filter, pid, dev)
-    offsets = source_offsets(con, analysis_id)
+    offsets = source_offsets(con, cache, analysis_id)
     lo, hi = t0, t1
     if lo is None or hi is None:
         span = idx.span(offsets) or (None, None)
@@ -496,7 +496,7 @@ _PACKED = f"(v::HUGEINT << 64) | (({_SID_END - 1} - sid)::HUGEINT << 40) | ({_LI
 def own_bounds(con, analysis_id: str, spec: Spec, params: dict, lo, hi) -> str:
     """The same window in the sources' own times, widened to hold every source's (a constant range of the
     event column: DuckDB's zone maps skip the row groups outside it; the aligned condition stays exact)."""
-    offs = source_offsets(con, analysis_id).values()
+    offs = [off for _, off in offsets_now(con, analysis_id)]
     if not offs:
         return ""
     out = ""

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from .. import block_layers
 from ..schema.tables import REQUEST_COLUMNS, TOP, TOP_METRICS
 from . import paging, stored
+from .catalogue import catalogue
 from .run import run
 
 if TYPE_CHECKING:
@@ -42,30 +43,10 @@ def _filters(**values) -> tuple[str, dict]:
     return "".join(f" AND {_FILTERS[k]}" for k in given), given
 
 
-def _request_source_ids(con, analysis_id: str) -> list[int]:
-    """The ids of the analysis' sources of block requests, in order: its blkparse sources; with none, its ftrace
-    sources that have requests (perf's, or rebuilt from block tracepoints). The same as the SQL condition
-    block_layers.REQUEST_SOURCES, asked one source at a time (its first request found by the zone maps: a
-    semi-join with every request cost 0.03-0.09 CPU-s for 2 M requests, and the Dispatch tab asks it 5 times)."""
-    sources = run(con, "SELECT id, format FROM sources WHERE analysis_id = ? ORDER BY id", [analysis_id])
-    blkparse = [sid for sid, fmt in sources if fmt == "blkparse"]
-    if blkparse:
-        return blkparse
-    return [
-        sid
-        for sid, fmt in sources
-        if fmt == "ftrace" and run(con, "SELECT 1 FROM blk_requests WHERE source_id = ? LIMIT 1", [sid])
-    ]
-
-
-def _blk_sources(con, analysis_id: str) -> list[tuple[int, int]]:
-    """(id, clock_offset_ns) of the analysis' sources of block requests (`_request_source_ids`), the offsets read
-    each time (a PATCH moves them)."""
-    ids = set(_request_source_ids(con, analysis_id))
-    if not ids:
-        return []
-    offsets = run(con, "SELECT id, clock_offset_ns FROM sources WHERE analysis_id = ? ORDER BY id", [analysis_id])
-    return [(sid, off) for sid, off in offsets if sid in ids]
+def _blk_sources(con, cache: AnalysisCache, analysis_id: str) -> list[tuple[int, int]]:
+    """(id, clock_offset_ns) of the analysis' sources of block requests (catalogue.Catalogue.request_source_ids)."""
+    found = catalogue(con, cache, analysis_id)
+    return found.request_sources() if found else []
 
 
 def _scope(sources: list[tuple[int, int]], t0=None, t1=None, at: str = "t_ns") -> tuple[str, dict]:
@@ -99,8 +80,10 @@ def _aligned_by(columns, off: str, alias: str = "r") -> str:
     return ", ".join(f"{alias}.{c} + {off} AS {c}" if c in TIMES else f"{alias}.{c}" for c in columns)
 
 
-def requests(con, analysis_id: str, order: str, limit: int, pid=None, dev=None, t0=None, t1=None) -> list[dict]:
-    sources = _blk_sources(con, analysis_id)
+def requests(
+    con, cache: AnalysisCache, analysis_id: str, order: str, limit: int, pid=None, dev=None, t0=None, t1=None
+) -> list[dict]:
+    sources = _blk_sources(con, cache, analysis_id)
     scope, params = _scope(sources, t0, t1)
     off, off_params = _offset(sources)
     params.update(off_params)
@@ -153,7 +136,7 @@ def requests_page(
     """A page of the list in the same order as `requests` (and `requests_sql`), each row once over all the pages:
     {items, next_cursor}; `cursor` (a page's next_cursor) starts after its last row. BadCursor for a cursor this
     list, analysis, order and filters did not make."""
-    sources = _blk_sources(con, analysis_id)
+    sources = _blk_sources(con, cache, analysis_id)
     filters = {"order": order, "pid": pid, "dev": dev, "t0": t0, "t1": t1}
     if order == "time":  # a key on the analysis timeline: moved by a source's clock offset
         filters["clock"] = sources
@@ -166,7 +149,7 @@ def requests_page(
         # the first page of an unfiltered slowest list (the Dispatch tab's first, stored: queries/stored.py):
         # `requests` reads the slowest kept at ingest (blk_top)
         def first_page():
-            rows = requests(con, analysis_id, order, limit + 1)
+            rows = requests(con, cache, analysis_id, order, limit + 1)
             key = lambda r: [r[f"{order}_ns"], r["source_id"], r["line"]]  # noqa: E731
             return paging.page(rows, limit, key, "requests", analysis_id, filters)
 
@@ -310,18 +293,24 @@ def dispatch_summary(con, cache: AnalysisCache, analysis_id: str, by: str, t0=No
     Over all the requests (no window, or one holding every source's whole span): computed once and kept
     (stored.py: it holds no time); over a window: computed per call, each source's window in its own time (zone
     maps)."""
-    if _holds_all(con, analysis_id, t0, t1):
+    if _holds_all(con, cache, analysis_id, t0, t1):
         return stored.get(
-            con, cache, analysis_id, "dispatch-summary", (by,), lambda: _with_btt(con, analysis_id, by), timed=False
+            con,
+            cache,
+            analysis_id,
+            "dispatch-summary",
+            (by,),
+            lambda: _with_btt(con, cache, analysis_id, by),
+            timed=False,
         )
-    return dispatch_sql(con, analysis_id, by, t0, t1)
+    return dispatch_sql(con, cache, analysis_id, by, t0, t1)
 
 
 # btt's rows in the order btt prints them
 BTT_METRICS = ("Q2Qdm", "Q2Adm", "Q2Cdm", "Q2Q", "Q2A", "Q2G", "S2G", "G2I", "Q2M", "I2D", "M2D", "D2C", "Q2C")
 
 
-def btt_rows(con, analysis_id: str, by: str) -> dict:
+def btt_rows(con, cache: AnalysisCache, analysis_id: str, by: str) -> dict:
     """btt's figures per device (by='device': the key is the device) or per pid of the queued bio (by='process'),
     summed over the analysis' blkparse sources as btt sums them: {key: [{metric, n, min_ns, avg_ns, max_ns,
     total_ns}]}, metrics in btt's order. btt counts per queued bio (Q), where the requests count each request once:
@@ -334,7 +323,7 @@ def btt_rows(con, analysis_id: str, by: str) -> dict:
         f"SELECT {key} AS key, b.metric, sum(b.n)::BIGINT AS n, min(b.min_ns) AS min_ns, max(b.max_ns) AS max_ns,"
         " sum(b.total_ns)::BIGINT AS total_ns FROM blk_btt b"
         f" WHERE b.source_id IN (SELECT unnest($ids)) AND {key} IS NOT NULL GROUP BY ALL",
-        {"ids": _request_source_ids(con, analysis_id)},
+        {"ids": _blk_source_ids(con, cache, analysis_id)},
         shape="dicts",
     )
     out: dict = {}
@@ -344,30 +333,35 @@ def btt_rows(con, analysis_id: str, by: str) -> dict:
     return out
 
 
-def _with_btt(con, analysis_id: str, by: str) -> list[dict]:
-    groups = dispatch_sql(con, analysis_id, by)
-    btt = btt_rows(con, analysis_id, by)
+def _blk_source_ids(con, cache: AnalysisCache, analysis_id: str) -> list[int]:
+    return [sid for sid, _ in _blk_sources(con, cache, analysis_id)]
+
+
+def _with_btt(con, cache: AnalysisCache, analysis_id: str, by: str) -> list[dict]:
+    groups = dispatch_sql(con, cache, analysis_id, by)
+    btt = btt_rows(con, cache, analysis_id, by)
     for g in groups:
         g["btt"] = btt.get(g["dev"] if by == "device" else g["pid"], [])
     return groups
 
 
-def _holds_all(con, analysis_id: str, t0, t1) -> bool:
-    """Whether [t0, t1] (aligned, None: open) holds every blkparse source's whole span (so every request)."""
+def _holds_all(con, cache: AnalysisCache, analysis_id: str, t0, t1) -> bool:
+    """Whether [t0, t1] (aligned, None: open) holds every request source's whole span (so every request)."""
     if t0 is None and t1 is None:
         return True
-    spans = run(
-        con,
-        "SELECT s.t_min_ns + s.clock_offset_ns, s.t_max_ns + s.clock_offset_ns FROM sources s"
-        " WHERE s.analysis_id = $aid AND s.id IN (SELECT unnest($ids))",
-        {"aid": analysis_id, "ids": _request_source_ids(con, analysis_id)},
-    )
-    return all(lo is not None and (t0 is None or t0 <= lo) and (t1 is None or hi <= t1) for lo, hi in spans)
+    found = catalogue(con, cache, analysis_id)
+    ids = set(found.request_source_ids()) if found else set()
+    spans = [
+        (s.t_min_ns + s.clock_offset_ns, s.t_max_ns + s.clock_offset_ns)
+        for s in (found.sources if found else ())
+        if s.id in ids and s.t_min_ns is not None and s.t_max_ns is not None
+    ]
+    return len(spans) == len(ids) and all((t0 is None or t0 <= lo) and (t1 is None or hi <= t1) for lo, hi in spans)
 
 
-def dispatch_sql(con, analysis_id: str, by: str, t0=None, t1=None) -> list[dict]:
+def dispatch_sql(con, cache: AnalysisCache, analysis_id: str, by: str, t0=None, t1=None) -> list[dict]:
     """The dispatch summary over the requests starting in [t0, t1] (aligned, inclusive; None: open), computed now."""
-    scope, params = requests_in_range(con, analysis_id, t0, t1)
+    scope, params = requests_in_range(con, cache, analysis_id, t0, t1)
     keys = "r.pid, r.comm" if by == "process" else "r.dev"
     sql = (  # the keys last in the ORDER BY: groups tied on the rest always come in one order
         f"SELECT {keys}, count(*) AS count, {phase_stats_columns()}"
@@ -394,9 +388,9 @@ def phase_stats_columns() -> str:
     return ", ".join(_stats(f"{m}_ns") for m in ("i2d", "d2c", "q2c"))
 
 
-def requests_in_range(con, analysis_id: str, t0=None, t1=None) -> tuple[str, dict]:
+def requests_in_range(con, cache: AnalysisCache, analysis_id: str, t0=None, t1=None) -> tuple[str, dict]:
     """The WHERE clause (on `blk_requests r`) and parameters of the requests starting in [t0, t1] (aligned)."""
-    return _scope(_blk_sources(con, analysis_id), t0, t1)
+    return _scope(_blk_sources(con, cache, analysis_id), t0, t1)
 
 
 def phase_stats(row: dict) -> dict:
@@ -429,14 +423,16 @@ def latency_over_time(
             analysis_id,
             "latency-over-time",
             (buckets,),
-            lambda: _latency_over_time(con, analysis_id, buckets),
+            lambda: _latency_over_time(con, cache, analysis_id, buckets),
             timed=True,
         )
-    return _latency_over_time(con, analysis_id, buckets, pid, dev, t0, t1)
+    return _latency_over_time(con, cache, analysis_id, buckets, pid, dev, t0, t1)
 
 
-def _latency_over_time(con, analysis_id: str, buckets: int, pid=None, dev=None, t0=None, t1=None) -> dict:
-    sources = _blk_sources(con, analysis_id)
+def _latency_over_time(
+    con, cache: AnalysisCache, analysis_id: str, buckets: int, pid=None, dev=None, t0=None, t1=None
+) -> dict:
+    sources = _blk_sources(con, cache, analysis_id)
     where, params = _filters(pid=pid, dev=dev)
     scope, scope_params = _scope(sources)
     off, off_params = _offset(sources)

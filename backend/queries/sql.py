@@ -32,7 +32,7 @@ from pathlib import Path
 import duckdb
 
 from . import views
-from .offsets import offsets
+from .catalogue import offsets_now
 from .run import run
 from .sql_pool import GRACE_S, Busy, WorkerFailed, WorkerPool
 from .sql_values import type_name
@@ -126,7 +126,7 @@ class Console:
 
     def snapshot(self, con: duckdb.DuckDBPyConnection, analysis_id: str) -> Path:
         """The file holding the analysis' views (made now if there is none for its current clock offsets)."""
-        key = hashlib.sha256(json.dumps([SNAPSHOT_VERSION, offsets(con, analysis_id)]).encode()).hexdigest()[:16]
+        key = hashlib.sha256(json.dumps([SNAPSHOT_VERSION, offsets_now(con, analysis_id)]).encode()).hexdigest()[:16]
         path = self.dir / f"{analysis_id}.{key}.duckdb"
         if not path.exists():
             with self._making:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from .. import locks, wait_kinds
 from . import paging, stored
-from .offsets import offsets
+from .catalogue import offsets, offsets_now
 from .run import run
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ def waits_page(
     if starting and t0 is not None:  # another list than the overlapping one: its cursors are its own
         filters["starting"] = True
     if order == "start":  # a key on the analysis timeline: moved by a source's clock offset
-        filters["clock"] = offsets(con, analysis_id)
+        filters["clock"] = offsets(con, cache, analysis_id)
     keys = [*_WAIT_KEYS[order], *_WAIT_ID]
     start = paging.decode(cursor, "waits", analysis_id, filters, len(keys)) if cursor is not None else None
     time_key = "duration_ns" if order == "duration" else "start_ns"
@@ -279,7 +279,7 @@ def calls(
     this list, analysis, task and filters did not make)."""
     limit = min(limit, MAX_CALLS)
     filters = {"pid": pid, "t0": t0, "t1": t1, "depth": max_depth, "source": source_id}
-    filters["clock"] = offsets(con, analysis_id)  # the key (entry) is on the analysis timeline: moved by them
+    filters["clock"] = offsets_now(con, analysis_id)  # the key (entry) is on the analysis timeline: moved by them
     start = paging.decode(cursor, "calls", analysis_id, filters, len(_CALL_KEYS)) if cursor is not None else None
     given = {k: v for k, v in {"t0": t0, "t1": t1, "depth": max_depth, "source": source_id}.items() if v is not None}
     flt = {

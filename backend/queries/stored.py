@@ -8,7 +8,7 @@ computing the same. So they are computed once the ingest has committed and store
 table: the page's first requests after a start read bytes.
 
 A view is named by its key: what it is and its parameters, then, for an answer that holds aligned times or depends
-on the chains (`timed`), the analysis' clock offsets (queries/offsets.py) as they were when it was computed; it is
+on the chains (`timed`), the analysis' clock offsets (queries/catalogue.py) as they were when it was computed; it is
 the key the cache keeps the answer under. `get` looks for the answer in memory, then in the table, then computes it
 (a file written before the table existed, an analysis whose offsets changed since): every way gives the same bytes.
 A read never writes: through a RecordingCache (a precompute's), `get` also records the answer, and precompute stores
@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Callable
 
-from .offsets import offsets
+from .catalogue import offsets, offsets_now
 from .run import run
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def get(
     """compute()'s answer for (what, params) of the analysis, kept in the cache and found in the table when stored.
     compute() returns a JSON-like value (a fresh copy is returned each time), or bytes when raw (returned as kept:
     read them only)."""
-    key = (analysis_id, what, *params) + ((offsets(con, analysis_id),) if timed else ())
+    key = (analysis_id, what, *params) + ((offsets(con, cache, analysis_id),) if timed else ())
     text = _key_text(key)
 
     def load():
@@ -71,7 +71,7 @@ def store(con, recorded: list) -> None:
     con.begin()
     try:
         for analysis_id, key, text, timed, body in recorded:
-            if timed and offsets(con, analysis_id) != key[-1]:
+            if timed and offsets_now(con, analysis_id) != key[-1]:
                 continue
             con.execute(
                 "INSERT INTO first_views (analysis_id, key, timed, body) SELECT $aid, $key, $timed, $body"

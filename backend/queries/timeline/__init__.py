@@ -49,7 +49,7 @@ import pydantic_core
 
 from ...schema.tables import TRACKS
 from .. import stored
-from ..run import run
+from ..catalogue import catalogue
 from .items import MAX_ITEMS, fit_items
 from .lanes import arrows, candidate_lanes, chain_links, lane_registry, marks, task_tgids
 from .levels import lane_inputs, read_source
@@ -59,25 +59,21 @@ if TYPE_CHECKING:
 
 
 def _sources(con, cache: AnalysisCache, analysis_id: str) -> list[dict]:
-    """The analysis' sources (their offsets read each time: they may be set later), with the levels of their
-    summaries (w0_ns, top_level; None: none), kept per analysis."""
-    meta = cache.shared(
-        (analysis_id, "timeline-meta"),
-        lambda: {
-            sid: (w0, top)
-            for sid, w0, top in run(
-                con,
-                "SELECT m.source_id, m.w0_ns, m.top_level FROM tl_meta m JOIN sources s ON s.id = m.source_id"
-                " WHERE s.analysis_id = ?",
-                [analysis_id],
-            )
-        },
-        lambda m: 100 * len(m),
-    )
-    cols = ("id", "filename", "format", "clock_offset_ns", "t_min_ns", "t_max_ns")
+    """The analysis' sources (catalogue.py, kept: a PATCH of an offset forgets them), with the levels of their
+    summaries (w0_ns, top_level; None: none)."""
+    found = catalogue(con, cache, analysis_id)
     return [
-        dict(zip(cols, r), w0_ns=meta.get(r[0], (None, None))[0], top_level=meta.get(r[0], (None, None))[1])
-        for r in run(con, f"SELECT {', '.join(cols)} FROM sources WHERE analysis_id = ? ORDER BY id", [analysis_id])
+        {
+            "id": s.id,
+            "filename": s.filename,
+            "format": s.format,
+            "clock_offset_ns": s.clock_offset_ns,
+            "t_min_ns": s.t_min_ns,
+            "t_max_ns": s.t_max_ns,
+            "w0_ns": s.tl_w0_ns,
+            "top_level": s.tl_top_level,
+        }
+        for s in (found.sources if found else ())
     ]
 
 
