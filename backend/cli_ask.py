@@ -108,6 +108,7 @@ def cmd_views(args) -> int:
 
 
 def cmd_report(args) -> int:
+    from .cache import AnalysisCache
     from .queries import report
 
     store = _open(args.db)
@@ -115,7 +116,7 @@ def cmd_report(args) -> int:
     try:
         if _analysis_missing(con, args):
             return 2
-        text = report.chain_report(con, args.analysis, args.rank)
+        text = report.chain_report(con, AnalysisCache(), args.analysis, args.rank)
     finally:
         con.close()
         store.close()

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from fractions import Fraction
 
@@ -331,7 +332,7 @@ def test_waits_and_chains_follow_a_new_offset(client, store):
     assert client.patch(f"{url}/sources/{ftrace}", json={"clock_offset_ns": 1_000_000_000}).status_code == 200
     waits, chains = client.get(f"{url}/waits").json(), client.get(f"{url}/chains").json()
     con = store.cursor()
-    assert waits == stalls.waits(con, aid, "duration", 100) and chains == stalls.chains(con, aid, 50)
+    assert waits == stalls.waits(con, aid, "duration", 100) and chains == stalls.chains(con, AnalysisCache(), aid, 50)
     assert [w["start_ns"] for w in waits] != [w["start_ns"] for w in before[0]]
     # a change made behind the API's back (no PATCH) still gives the queries a new key: the offsets are part of it
     # (the HTTP read cache is dropped by PATCH, the server's only writer of offsets: backend/cache/)
@@ -478,3 +479,90 @@ def test_more_events_than_an_index_holds_are_binned_in_sql(store, monkeypatch, c
     assert heatmap.heatmap(con, cache, *args[1:])["percentiles"] == heatmap.heatmap_sql(*args)["percentiles"]
     assert cache.index_kept((aid, "i2d", None, "summary", clock_offsets(con, aid)))  # the grid summary, kept
     assert cache.indexes.used_bytes() == heatmap.grid_summary(con, cache, aid, "i2d", None).nbytes  # and only it
+
+
+def test_windowed_chains_equal_the_query(client, store):
+    """A window's chains come from the analysis' built chains (stalls.BuiltChains): the same chains, in rank
+    order, as the SQL over chain_links finds (the first link's wait overlapping the window), with the whole
+    analysis' links, across a PATCH of an offset; the body has the model's shape."""
+    from pydantic import TypeAdapter
+
+    from backend.api.stalls import Chain
+
+    aid = ingest_paths(store, *INCIDENT, *EXT4)["id"]
+    url = f"/api/analyses/{aid}"
+    con = store.cursor()
+    whole = {c["id"]: c for c in client.get(f"{url}/chains", params={"limit": 1000}).json()}
+    assert len(whole) > 3
+    ftrace = next(s["id"] for s in client.get(url).json()["sources"] if s["format"] == "ftrace")
+    rng = random.Random(11)
+    for offset in (0, 2_000_000_000):
+        if offset:
+            assert client.patch(f"{url}/sources/{ftrace}", json={"clock_offset_ns": offset}).status_code == 200
+            whole = {c["id"]: c for c in client.get(f"{url}/chains", params={"limit": 1000}).json()}
+        lo = min(c["links"][0]["start_ns"] for c in whole.values())
+        hi = max(c["links"][0]["end_ns"] for c in whole.values())
+        for _ in range(25):
+            t0 = rng.choice([None, rng.randint(lo - 10**9, hi)])
+            t1 = rng.choice([None, (t0 if t0 is not None else lo) + rng.randint(0, (hi - lo) // 3)])
+            limit = rng.choice([1, 3, 50])
+            params = (
+                {"limit": limit} | ({"t0_ns": t0} if t0 is not None else {}) | ({"t1_ns": t1} if t1 is not None else {})
+            )
+            got = client.get(f"{url}/chains", params=params).json()
+            assert TypeAdapter(list[Chain]).validate_python(got) is not None
+            want = [
+                cid
+                for (cid,) in con.execute(
+                    "SELECT c.chain_id FROM chains c JOIN chain_links l ON l.analysis_id = c.analysis_id"
+                    " AND l.chain_id = c.chain_id AND l.pos = 0 JOIN sources s ON s.id = l.source_id"
+                    " WHERE c.analysis_id = $aid AND ($t0::BIGINT IS NULL OR l.end_ns + s.clock_offset_ns >= $t0)"
+                    " AND ($t1::BIGINT IS NULL OR l.start_ns + s.clock_offset_ns <= $t1) ORDER BY c.chain_id LIMIT $n",
+                    {"aid": aid, "t0": t0, "t1": t1, "n": limit},
+                ).fetchall()
+            ]
+            assert [c["id"] for c in got] == want, (t0, t1, limit)
+            assert got == [whole[cid] for cid in want]
+
+
+@pytest.mark.parametrize("texts", [10_000, 0])
+def test_windowed_waits_equal_the_query(client, store, monkeypatch, texts):
+    """A window's waits found among the ranked waits (stall_windows.RankedWaits), their texts kept or read by their
+    ids, are what the SQL search answers (stalls.waits): both orders, idle sleeps or not, overlapping or starting,
+    across a PATCH; the body has the model's shape."""
+    from pydantic import TypeAdapter
+
+    from backend.api.stalls import Wait
+    from backend.queries import stall_windows
+
+    monkeypatch.setattr(stall_windows, "WAIT_TEXTS", texts)
+    aid = ingest_paths(store, *INCIDENT, *EXT4)["id"]
+    url = f"/api/analyses/{aid}"
+    con = store.cursor()
+    span = client.get(url).json()
+    lo, hi = span["t_min_ns"], span["t_max_ns"]
+    ftrace = next(s["id"] for s in span["sources"] if s["format"] == "ftrace")
+    rng = random.Random(12)
+    for offset in (0, -3_000_000_000):
+        if offset:
+            assert client.patch(f"{url}/sources/{ftrace}", json={"clock_offset_ns": offset}).status_code == 200
+            lo, hi = lo + offset, hi
+        for _ in range(30):
+            t0 = rng.choice([None, rng.randint(lo - 10**9, hi)])
+            t1 = rng.choice([None, (t0 if t0 is not None else lo) + rng.randint(0, (hi - lo) // 2)])
+            kw = {
+                "order": rng.choice(["duration", "start"]),
+                "limit": rng.choice([1, 7, 100]),
+                "idle": rng.choice([False, True]),
+                "starting": rng.choice([False, True]) and t0 is not None,
+            }
+            want = stalls.waits(
+                con, aid, kw["order"], kw["limit"], t0=t0, t1=t1, idle=kw["idle"], starting=kw["starting"]
+            )
+            params = {k: v for k, v in {**kw, "t0_ns": t0, "t1_ns": t1}.items() if v is not None}
+            params["starting"] = str(params["starting"]).lower()
+            params["idle"] = str(params["idle"]).lower()
+            got = client.get(f"{url}/waits", params=params).json()
+            assert got == json.loads(json.dumps(want)), (t0, t1, kw)
+            assert TypeAdapter(list[Wait]).validate_python(got) is not None
+    assert any(stalls.waits(con, aid, "duration", 5, t0=lo, t1=hi))  # the windows held waits

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from backend.cache import AnalysisCache
 from samples import gen_ext4_jbd2
 from tests.conftest import SAMPLES, SEED, ingest_bytes, ingest_paths
 
@@ -473,7 +474,7 @@ def test_file_with_call_names_stored_as_text_is_rebuilt(tmp_path):
         assert names == sorted(names) and "down_write" in names and "file_writer" in names  # ids in name order
         assert stalls.calls(con, aid, 30495) == calls
         second = ingest_paths(s, XFS)["id"]
-        (chain, *_) = stalls.chains(con, second)
+        (chain, *_) = stalls.chains(con, AnalysisCache(), second)
         assert [(link["pid"], link["lock"]) for link in chain["links"][:2]] == [
             (30495, "xfs_ilock via down_write"),
             (251, "xfs_buf_lock via down"),

@@ -376,3 +376,26 @@ def test_the_span_starts_at_the_first_printed_time_not_at_an_exit_only_calls_ent
     finally:
         con.close()
     assert entry < a["t_min_ns"] < exit_ns  # kept as the trace says: entered before the capture began
+
+
+@pytest.mark.parametrize("kept", [20_000, 0])
+def test_markers_of_a_window_are_the_tables(store, client, monkeypatch, kept):
+    """A window's print markers, read from the source's kept markers (or, past KEPT_MARKS, from the table by the
+    kept times), are the trace_events rows in that window, on the analysis timeline."""
+    from backend.queries.timeline import lanes
+
+    monkeypatch.setattr(lanes, "KEPT_MARKS", kept)
+    aid = ingest_paths(store, *sorted((SAMPLES / "real" / "ext4-jbd2").glob("trace.dat")))["id"]
+    url = f"/api/analyses/{aid}"
+    con = store.cursor()
+    rows = con.execute(
+        "SELECT e.source_id, e.line, e.t_ns + s.clock_offset_ns, e.pid, e.comm, e.text FROM trace_events e"
+        " JOIN sources s ON s.id = e.source_id WHERE s.analysis_id = ? AND e.event = 'print' ORDER BY 3, 2",
+        [aid],
+    ).fetchall()
+    assert len(rows) > 3
+    keys = ("source_id", "line", "t_ns", "pid", "comm", "text")
+    for a, z in ((0, len(rows) - 1), (1, 2), (len(rows) // 2, len(rows) - 1)):
+        t0, t1 = rows[a][2], rows[z][2]
+        got = client.get(f"{url}/timeline", params={"t0_ns": t0, "t1_ns": t1, "width_px": 800}).json()["marks"]
+        assert got == [dict(zip(keys, r)) for r in rows if t0 <= r[2] <= t1][: lanes.MAX_MARKS]

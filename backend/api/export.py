@@ -12,7 +12,7 @@ from fastapi.responses import PlainTextResponse, Response, StreamingResponse
 from ..queries import analyses as analysis_queries
 from ..queries import export as export_queries
 from ..queries import perfetto, report, views
-from .deps import INT64, AnalysisId, AnalysisRouter, Cursor
+from .deps import INT64, AnalysisId, AnalysisRouter, Cache, Cursor
 
 router = AnalysisRouter(prefix="/api")
 
@@ -78,10 +78,10 @@ def export_view(
         404: {"description": "no analysis with this id, or no chain of this rank"},
     },
 )
-def chain_report(analysis_id: AnalysisId, con: Cursor, rank: Annotated[int, Path(ge=1, le=INT64)]):
+def chain_report(analysis_id: AnalysisId, con: Cursor, cache: Cache, rank: Annotated[int, Path(ge=1, le=INT64)]):
     """A chain of waits as plain ASCII text of at most 80 columns, for a bug report: the tasks, pids, locks and
     durations, each link's stack and evidence (trace line numbers), the block request with its phases."""
-    text = report.chain_report(con, analysis_id, rank)
+    text = report.chain_report(con, cache, analysis_id, rank)
     if text is None:
         raise HTTPException(404, f"no chain of rank {rank} in this analysis")
     return PlainTextResponse(text)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import Query
+from fastapi import Query, Response
 from pydantic import BaseModel, Field
 
 from .. import locks, wait_kinds
@@ -200,6 +200,9 @@ def list_waits(
     """Intervals in which a task was off CPU while blocked, with their lock, waker and inferred holder."""
     if pid is None and lock is None and lock_key is None and t0_ns is None and t1_ns is None:  # the first list
         return stall_queries.first_waits(con, cache, analysis_id, order, limit, idle)
+    if pid is None and lock is None and lock_key is None:
+        body = stall_queries.window_waits_json(con, cache, analysis_id, order, limit, t0_ns, t1_ns, idle, starting)
+        return Response(body, media_type="application/json")
     return stall_queries.waits(
         con, analysis_id, order, limit, pid, lock, t0_ns, t1_ns, lock_key, idle, starting=starting
     )
@@ -282,7 +285,9 @@ def list_chains(
     window (each keeps its rank as id)."""
     if t0_ns is None and t1_ns is None:
         return stall_queries.first_chains(con, cache, analysis_id, limit)
-    return stall_queries.chains(con, analysis_id, limit, t0_ns, t1_ns)
+    return Response(
+        stall_queries.chains_json(con, cache, analysis_id, limit, t0_ns, t1_ns), media_type="application/json"
+    )
 
 
 @router.get("/analyses/{analysis_id}/calls", response_model=Calls)

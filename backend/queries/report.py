@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import textwrap
 import unicodedata
+from typing import TYPE_CHECKING
 
 from . import analyses, stalls
 from . import requests as request_queries
+
+if TYPE_CHECKING:
+    from ..cache import AnalysisCache
 
 WIDTH = 80
 MAX_FRAMES = 24
@@ -71,9 +75,9 @@ def _relation(link: dict, nxt: dict | None) -> str:
     return ""
 
 
-def chain_report(con, analysis_id: str, rank: int) -> str | None:
+def chain_report(con, cache: AnalysisCache, analysis_id: str, rank: int) -> str | None:
     """The chain of that rank as text, or None when the analysis has no such chain."""
-    found = [c for c in stalls.chains(con, analysis_id, limit=rank) if c["id"] == rank]
+    found = [c for c in stalls.chains(con, cache, analysis_id, limit=rank) if c["id"] == rank]
     if not found:
         return None
     chain = found[0]

@@ -436,12 +436,14 @@ def _latency_over_time(
     where, params = _filters(pid=pid, dev=dev)
     scope, scope_params = _scope(sources)
     off, off_params = _offset(sources)
-    span = run(
-        con,
-        f"SELECT min(r.t_ns + {off}), max(coalesce(r.c_ns, r.d_ns, r.t_ns) + {off}) FROM blk_requests r"
-        f" WHERE {scope}{where}",
-        {**params, **scope_params, **off_params},
-    )[0]
+    span = (t0, t1)
+    if t0 is None or t1 is None:  # the requests' own span
+        span = run(
+            con,
+            f"SELECT min(r.t_ns + {off}), max(coalesce(r.c_ns, r.d_ns, r.t_ns) + {off}) FROM blk_requests r"
+            f" WHERE {scope}{where}",
+            {**params, **scope_params, **off_params},
+        )[0]
     lo = t0 if t0 is not None else span[0]
     hi = t1 if t1 is not None else span[1]
     if lo is None or hi is None:

@@ -4,53 +4,21 @@ derive/chains.py say how the waits and chains are found). All times out are on t
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from .. import locks, wait_kinds
 from . import paging, stored
 from .catalogue import offsets, offsets_now
 from .run import run
+from .stall_windows import WAIT_COLUMNS, WAIT_TIMES, built_chains, window_wait_texts
 
 if TYPE_CHECKING:
     from ..cache import AnalysisCache
 
-WAIT_COLUMNS = [
-    "source_id",
-    "line",
-    "kind",
-    "pid",
-    "comm",
-    "cpu",
-    "start_ns",
-    "end_ns",
-    "duration_ns",
-    "end_known",
-    "end_line",
-    "state",
-    "lock",
-    "primitive",
-    "stack",
-    "inferred",
-    "evidence",
-    "waker_pid",
-    "waker_comm",
-    "waker_stack",
-    "wake_line",
-    "wake_ns",
-    "holder_pid",
-    "holder_comm",
-    "holder_line",
-    "holder_ns",
-    "holder_evidence",
-    "wait_kind",
-    "wait_rule",
-]
 _WAIT_ORDER = {
     "duration": "w.duration_ns DESC, w.source_id, w.line",
     "start": "w.start_ns + s.clock_offset_ns, w.source_id, w.line",
 }
-_WAIT_TIMES = frozenset({"start_ns", "end_ns", "wake_ns", "holder_ns"})
 _WAIT_FILTERS = {
     "pid": "w.pid = $pid",
     "lock": "contains(w.lock, $lock)",
@@ -105,7 +73,7 @@ def waits(
         given["lock_names"] = locks.label_names(lock_key)
     given.update(after[1])
     # times on the analysis timeline: the source's own + its clock offset
-    cols = ", ".join(f"w.{c} + s.clock_offset_ns AS {c}" if c in _WAIT_TIMES else f"w.{c}" for c in WAIT_COLUMNS)
+    cols = ", ".join(f"w.{c} + s.clock_offset_ns AS {c}" if c in WAIT_TIMES else f"w.{c}" for c in WAIT_COLUMNS)
     rows = f" FROM {'waits' if idle else 'stall_waits'} w JOIN sources s ON s.id = w.source_id"
     rows += f" WHERE s.analysis_id = $aid{where}"
     # the first `limit` waits found by their ids, then read whole: the view's stacks (a split of each stack's text)
@@ -122,6 +90,33 @@ def waits(
         rule = wait_kinds.BY_NAME.get(w["wait_rule"])
         w["wait_why"] = rule.why if rule else None
     return found
+
+
+def window_waits(
+    con,
+    cache: AnalysisCache,
+    analysis_id: str,
+    order: str = "duration",
+    limit: int = 100,
+    pid=None,
+    lock=None,
+    t0=None,
+    t1=None,
+    lock_key=None,
+    idle: bool = False,
+    starting: bool = False,
+) -> list[dict]:
+    """`waits`' answer; a window without other filters from the analysis' ranked waits (stall_windows.py)."""
+    if pid is not None or lock is not None or lock_key is not None:
+        return waits(con, analysis_id, order, limit, pid, lock, t0, t1, lock_key, idle, starting=starting)
+    return [json.loads(t) for t in window_wait_texts(con, cache, analysis_id, order, limit, t0, t1, idle, starting)]
+
+
+def window_waits_json(
+    con, cache: AnalysisCache, analysis_id: str, order: str, limit: int, t0, t1, idle: bool, starting: bool
+) -> bytes:
+    """A window's waits without other filters (window_waits) as JSON text (the route sends it without validating)."""
+    return b"[" + b",".join(window_wait_texts(con, cache, analysis_id, order, limit, t0, t1, idle, starting)) + b"]"
 
 
 PAGE_LIMIT = 5000  # waits of a page at most
@@ -172,8 +167,13 @@ def waits_page(
             ),
             timed=True,
         )
-    after = paging.after(keys, start) if start is not None else ("TRUE", {})
-    rows = waits(con, analysis_id, order, limit + 1, pid, lock, t0, t1, lock_key, idle, after=after, starting=starting)
+    if start is None:
+        rows = window_waits(con, cache, analysis_id, order, limit + 1, pid, lock, t0, t1, lock_key, idle, starting)
+    else:
+        after = paging.after(keys, start)
+        rows = waits(
+            con, analysis_id, order, limit + 1, pid, lock, t0, t1, lock_key, idle, after=after, starting=starting
+        )
     return paging.page(rows, limit, key_of, "waits", analysis_id, filters)
 
 
@@ -194,7 +194,9 @@ def first_waits(
 
 def first_chains(con, cache: AnalysisCache, analysis_id: str, limit: int = 50) -> list[dict]:
     """The chains over the whole analysis (the Stalls tab's first), kept as first_waits is."""
-    return stored.get(con, cache, analysis_id, "chains", (limit,), lambda: chains(con, analysis_id, limit), timed=True)
+    return stored.get(
+        con, cache, analysis_id, "chains", (limit,), lambda: chains(con, cache, analysis_id, limit), timed=True
+    )
 
 
 def lock_waits(con, analysis_id: str, lock_keys: list[str], t0=None, t1=None) -> list[dict]:
@@ -215,50 +217,15 @@ def lock_waits(con, analysis_id: str, lock_keys: list[str], t0=None, t1=None) ->
     return out
 
 
-_CHAIN_FILTERS = {"t0": "l.end_ns + s.clock_offset_ns >= $t0", "t1": "l.start_ns + s.clock_offset_ns <= $t1"}
-
-
-def chains(con, analysis_id: str, limit: int = 50, t0=None, t1=None) -> list[dict]:
+def chains(con, cache: AnalysisCache, analysis_id: str, limit: int = 50, t0=None, t1=None) -> list[dict]:
     """The first `limit` chains by rank; with t0/t1 (the analysis timeline), those whose first link's wait overlaps
     [t0, t1]. A chain keeps its rank (id) in a window."""
-    given = {k: v for k, v in {"t0": t0, "t1": t1}.items() if v is not None}
-    where = "".join(f" AND {_CHAIN_FILTERS[k]}" for k in given)
-    heads = run(
-        con,
-        "SELECT c.chain_id, c.duration_ns FROM chains c JOIN chain_links l ON l.analysis_id = c.analysis_id"
-        " AND l.chain_id = c.chain_id AND l.pos = 0 JOIN sources s ON s.id = l.source_id"
-        f" WHERE c.analysis_id = $aid{where} ORDER BY c.chain_id LIMIT $limit",
-        {"aid": analysis_id, "limit": limit, **given},
-    )
-    if not heads:
-        return []
-    # times on the analysis timeline: each link's source offset, the request's its blktrace source's
-    links = run(
-        con,
-        "SELECT l.* EXCLUDE (analysis_id, stack_text) REPLACE (l.start_ns + s.clock_offset_ns AS start_ns,"
-        " l.end_ns + s.clock_offset_ns AS end_ns, l.req_q_ns + r.clock_offset_ns AS req_q_ns,"
-        " l.req_i_ns + r.clock_offset_ns AS req_i_ns, l.req_d_ns + r.clock_offset_ns AS req_d_ns,"
-        " l.req_c_ns + r.clock_offset_ns AS req_c_ns), s.clock_offset_ns AS _off, w.wait_kind, w.wait_rule"
-        " FROM chain_links l JOIN sources s ON s.id = l.source_id LEFT JOIN sources r ON r.id = l.req_source_id"
-        " LEFT JOIN wait_rows w ON w.source_id = l.source_id AND w.line = l.wait_line"
-        " WHERE l.analysis_id = ? AND l.chain_id IN (SELECT unnest(?)) ORDER BY l.chain_id, l.pos",
-        [analysis_id, [cid for cid, _ in heads]],
-        shape="dicts",
-    )
-    by_chain: dict[int, list] = defaultdict(list)
-    for link in links:
-        cid = link.pop("chain_id")
-        link.pop("pos")
-        req = {k[4:]: link.pop(k) for k in list(link) if k.startswith("req_")}
-        link["request"] = req if req["line"] is not None else None
-        off = link.pop("_off")
-        also = json.loads(link["also_waiting"]) if isinstance(link["also_waiting"], str) else []
-        link["also_waiting"] = [{**a, "start_ns": a["start_ns"] + off, "end_ns": a["end_ns"] + off} for a in also]
-        link["lock_key"] = locks.label_key(link["lock"])
-        rule = wait_kinds.BY_NAME.get(link["wait_rule"])
-        link["wait_why"] = rule.why if rule else None
-        by_chain[cid].append(link)
-    return [{"id": cid, "duration_ns": dur, "links": by_chain[cid]} for cid, dur in heads]
+    return [json.loads(t) for t in built_chains(con, cache, analysis_id).select(limit, t0, t1)]
+
+
+def chains_json(con, cache: AnalysisCache, analysis_id: str, limit: int = 50, t0=None, t1=None) -> bytes:
+    """chains()'s answer as JSON text, made of the kept texts (the route sends it without validating it)."""
+    return b"[" + b",".join(built_chains(con, cache, analysis_id).select(limit, t0, t1)) + b"]"
 
 
 MAX_CALLS = 20_000

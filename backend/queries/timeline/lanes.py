@@ -423,29 +423,57 @@ def arrows(chains: list[dict], lane_ids: set) -> list[dict]:
     return [a for a in arrows if a["from_lane"] in lane_ids and a["to_lane"] in lane_ids]
 
 
+KEPT_MARKS = 20_000  # a source with at most this many markers keeps them whole (else their times only)
+
+
+class _Markers:
+    """A source's print markers in its own time: their times, and when few (KEPT_MARKS) the rows too."""
+
+    def __init__(self, times: np.ndarray, rows: list[tuple] | None):
+        self.times, self.rows = times, rows
+        self.nbytes = times.nbytes + (sum(200 + len(r[5] or "") for r in rows) if rows else 0)
+
+
+def _markers(con, source_id: int) -> _Markers:
+    times = np.asarray(
+        run(
+            con,
+            "SELECT t_ns FROM trace_events WHERE source_id = ? AND event = 'print' AND t_ns IS NOT NULL ORDER BY t_ns",
+            [source_id],
+            shape="numpy",
+        )["t_ns"],
+        np.int64,
+    )
+    rows = None
+    if len(times) <= KEPT_MARKS:
+        rows = run(
+            con,
+            "SELECT source_id, line, t_ns, pid, comm, text FROM trace_events WHERE source_id = ? AND event = 'print'"
+            " AND t_ns IS NOT NULL ORDER BY t_ns, line",
+            [source_id],
+            max_rows=KEPT_MARKS,
+        )
+    return _Markers(times, rows)
+
+
 def marks(con, cache: AnalysisCache, analysis_id: str, sources: list[dict], p: dict) -> list[dict]:
-    """The first MAX_MARKS print markers in the window, from each ftrace source in its own time: the times of its
-    markers are kept per analysis (the AnalysisCache), so that the query reads a range holding those only."""
+    """The first MAX_MARKS print markers in the window, from each ftrace source in its own time: each source's
+    markers are kept per analysis (the AnalysisCache), whole when few, else their times (so that the query reads
+    a range holding those only)."""
     rows = []
     for s in sources:
         if s["format"] != "ftrace":
             continue
-        times = cache.shared(
-            (analysis_id, "timeline-marks", s["id"]),
-            lambda: np.asarray(
-                run(
-                    con,
-                    "SELECT t_ns FROM trace_events WHERE source_id = ? AND event = 'print' AND t_ns IS NOT NULL ORDER BY t_ns",
-                    [s["id"]],
-                    shape="numpy",
-                )["t_ns"],
-                np.int64,
-            ),
-            lambda x: x.nbytes,
+        kept = cache.shared(
+            (analysis_id, "timeline-marks", s["id"]), lambda: _markers(con, s["id"]), lambda m: m.nbytes
         )
-        off = s["clock_offset_ns"]
+        off, times = s["clock_offset_ns"], kept.times
         a, z = int(np.searchsorted(times, p["t0"] - off, "left")), int(np.searchsorted(times, p["t1"] - off, "right"))
-        if z > a:
+        if z <= a:
+            continue
+        if kept.rows is not None:
+            rows += [(sid, line, t + off, *rest) for sid, line, t, *rest in kept.rows[a : min(z, a + MAX_MARKS)]]
+        else:
             rows += run(
                 con,
                 "SELECT source_id, line, t_ns + ? AS t_ns, pid, comm, text FROM trace_events WHERE source_id = ?"
