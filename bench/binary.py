@@ -4,8 +4,9 @@ alone: `python -m bench.binary`, or BENCH_ARGS="--parts binary").
 The capture: bench/gen_blktrace.py's per-CPU set of BENCH_BLKTRACE_REQUESTS requests (default 2,000,000: 10 M
 records in 4 files); its text: `blkparse -i` of that set (Debian's blktrace), or, where blkparse is not installed,
 the lines parsers/_blktrace.c renders for it (equal to blkparse's: tests/test_blktrace_binary.py). Each round
-ingests the set, then the text, each by `python -m bench.ingest` in a fresh process into a fresh database, with the
-CPU check before each; bench-out/binary.json.
+reads the set, then the text, with the parser alone (`python -m bench.ingest ... --parse-only`: file to record
+batches, no DuckDB), then ingests the set, then the text (`python -m bench.ingest`, into a fresh database), each in a
+fresh process with the CPU check before it; bench-out/binary.json.
 """
 
 from __future__ import annotations
@@ -88,6 +89,16 @@ def compare(runs: int = RUNS) -> dict:
         for i in range(runs):
             row = {}
             for kind, paths in (("binary", files), ("text", [text])):
+                for p in paths:
+                    inputs.cached(p)
+                print(f"blktrace {kind}: reader alone, run {i + 1} of {runs}...", file=sys.stderr, flush=True)
+                check = inputs.cpu_check()
+                result, wall, rss_kib, cpu = run_measured(
+                    [sys.executable, "-m", "bench.ingest", *map(str, paths), "--parse-only"]
+                )
+                result.update(process_cpu_seconds=cpu, cpu_check_mb_s=check, load=os.getloadavg()[0])
+                row[f"{kind}_reader"] = result
+            for kind, paths in (("binary", files), ("text", [text])):
                 for p in (db, Path(str(db) + ".wal")):
                     p.unlink(missing_ok=True)
                 print(f"blktrace {kind}: run {i + 1} of {runs}...", file=sys.stderr, flush=True)
@@ -118,6 +129,18 @@ def compare(runs: int = RUNS) -> dict:
             "best_events_s": best["events"] / best["seconds"],
             "peak_rss_mib_max": max(r["peak_rss_mib"] for r in runs_),
         }
+    for kind in ("binary", "text"):
+        runs_ = [r[f"{kind}_reader"] for r in rounds]
+        secs = sorted(r["seconds"] for r in runs_)
+        out[f"{kind}_reader"] = {
+            "events": runs_[0]["events"],
+            "best_seconds": secs[0],
+            "median_seconds": secs[len(secs) // 2],
+            "best_events_s": runs_[0]["events"] / secs[0],
+            "best_cpu_seconds": min(r["cpu_seconds"] for r in runs_),
+        }
+    out["reader_ratio_events_s"] = out["binary_reader"]["best_events_s"] / out["text_reader"]["best_events_s"]
+    out["reader_ratio_median_seconds"] = out["text_reader"]["median_seconds"] / out["binary_reader"]["median_seconds"]
     out["ratio_events_s"] = out["binary"]["best_events_s"] / out["text"]["best_events_s"]
     out["ratio_median_seconds"] = out["text"]["median_seconds"] / out["binary"]["median_seconds"]
     (OUT / "binary.json").write_text(json.dumps(out, indent=1))
@@ -137,11 +160,27 @@ def table(r: dict) -> str:
             f"({k['median_seconds']:.2f}) | {k['best_bytes_s'] / 1e6:.0f} | **{k['best_events_s'] / 1e6:.2f}** | "
             f"{k['peak_rss_mib_max']:.0f} MiB |"
         )
+    rows += [
+        "",
+        f"| reader alone (`bench.ingest --parse-only`), same capture | best (median) of {len(r['rounds'])} | "
+        "M events/s | CPU s (best) | share of its ingest (best) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for kind, label in (("binary", "blktrace per-CPU set (4 files)"), ("text", "its blkparse text")):
+        k = r[f"{kind}_reader"]
+        rows.append(
+            f"| {label} | {k['best_seconds']:.3f} s ({k['median_seconds']:.3f}) | **{k['best_events_s'] / 1e6:.2f}** "
+            f"| {k['best_cpu_seconds']:.2f} | {k['best_seconds'] / r[kind]['best_seconds']:.0%} |"
+        )
+    rows.append(
+        f"\nReader alone, binary / text: **{r['reader_ratio_events_s']:.2f}×** the events per second (best runs), "
+        f"{r['reader_ratio_median_seconds']:.2f}× by median time."
+    )
     checks = "; ".join(
         f"{row['binary']['cpu_check_mb_s']:.0f} / {row['text']['cpu_check_mb_s']:.0f}" for row in r["rounds"]
     )
     return "\n".join(rows) + (
-        f"\n\nBinary / text: **{r['ratio_events_s']:.2f}×** the events per second (best runs), "
+        f"\n\nWhole ingest, binary / text: **{r['ratio_events_s']:.2f}×** the events per second (best runs), "
         f"{r['ratio_median_seconds']:.2f}× by median time. Text made by {r['text_made_by']}. Rounds alternate "
         f"binary then text; CPU check (SHA-256 MB/s) before each, binary / text: {checks}."
     )

@@ -7,6 +7,8 @@
  *   rb.finish() -> dict                     emits the requests still open at the end of the trace
  *   rb.facts() -> dict                      over the requests emitted: their first and last phase time, how many
  *                                           have a phase earlier than the one before, the `top` slowest per metric
+ *   rb.read(records, max_lines) -> dict     a blktrace capture's records, read without their text: Records and
+ *                                           read are _blkparse_binary.h's
  *
  * Each call returns column buffers (native int64/int32 arrays; string columns as Arrow-style int32 offsets + data;
  * each column's null count X_nulls and, when it has nulls, its Arrow validity bitmap X_bitmap; the devices as
@@ -481,6 +483,10 @@ static int fold(Rebuilder *rb, out_t *o, const ev_t *v, int64_t line) {
 
 #include "_blkparse_ahead.h"
 
+/* ---- blktrace binary records read straight into the columns: _blkparse_binary.h ------------------ */
+
+#include "_blkparse_binary.h"
+
 /* one line's outcome into the output: 0, or -1 on memory failure */
 static int take(Rebuilder *rb, out_t *o, ev_t *v, int rc, const char *s, const char *p, const char *e, int64_t lineno) {
     o->lines++;
@@ -636,6 +642,8 @@ static void rb_dealloc(Rebuilder *rb) {
 static PyMethodDef rb_methods[] = {
     {"feed", (PyCFunction)rb_feed, METH_VARARGS, "feed(chunk, first_line) -> dict of column buffers"},
     {"finish", (PyCFunction)rb_finish, METH_NOARGS, "finish() -> dict: the requests still open, emitted"},
+    {"read", (PyCFunction)rb_read, METH_VARARGS,
+     "read(records, max_lines) -> dict of column buffers (and sk_text), or None when a stream needs bytes"},
     {"open_requests", (PyCFunction)rb_open, METH_NOARGS, "how many requests are in flight"},
     {"btt", (PyCFunction)rb_btt, METH_NOARGS,
      "btt() -> [(major, minor, pid or None, metric, n, min, max, total)]: btt's sums so far, per device and pid of"
@@ -659,10 +667,15 @@ static PyTypeObject RebuilderType = {
 static struct PyModuleDef module = {
     .m_base = PyModuleDef_HEAD_INIT, .m_name = "_blkparse", .m_doc = "blkparse text -> block requests", .m_size = -1};
 PyMODINIT_FUNC PyInit__blkparse(void) {
-    if (PyType_Ready(&RebuilderType) < 0 || PyType_Ready(&colbuf_type) < 0) return NULL;
+    if (PyType_Ready(&RebuilderType) < 0 || PyType_Ready(&RecordsType) < 0 || PyType_Ready(&colbuf_type) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
-    Py_INCREF(&RebuilderType);
-    if (PyModule_AddObject(m, "Rebuilder", (PyObject *)&RebuilderType) < 0) { Py_DECREF(&RebuilderType); Py_DECREF(m); return NULL; }
+    BlktraceError = PyErr_NewException("parsers._blkparse.BlktraceError", PyExc_ValueError, NULL);
+    if (!BlktraceError || PyModule_AddObjectRef(m, "Rebuilder", (PyObject *)&RebuilderType) < 0 ||
+        PyModule_AddObjectRef(m, "Records", (PyObject *)&RecordsType) < 0 ||
+        PyModule_AddObject(m, "BlktraceError", BlktraceError) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

@@ -200,28 +200,39 @@ def parse(
 
 
 def rebuild(chunks: Iterator[memoryview], report: ParseReport) -> Iterator[tuple[str, pa.RecordBatch]]:
-    """The batches of blkparse text given as chunks of whole lines (a file's, or the lines parsers/blktrace.py
-    renders from binary records); report.lines advances by the lines read, report.facts as parse() says."""
+    """The batches of blkparse text given as chunks of whole lines (a file's, or the lines parsers/_blktrace.c renders
+    from binary records); report.lines advances by the lines read, report.facts as parse() says."""
     rebuilder = _blkparse.Rebuilder(top=TOP)
     for chunk in chunks:
         cols = rebuilder.feed(chunk, report.lines + 1)
-        report.lines += cols["lines"]
-        nsk = cols["sk_n"]
-        if nsk:
-            lines = np.frombuffer(cols["sk_line"], np.int64)
-            starts = np.frombuffer(cols["sk_start"], np.int64)
-            lens = np.frombuffer(cols["sk_len"], np.int64)
-            reasons = np.frombuffer(cols["sk_reason"], np.int32)
-            for i in range(min(nsk, 50)):
-                report.skip(int(lines[i]), REASONS[int(reasons[i])], bytes(chunk[starts[i] : starts[i] + lens[i]]))
-            report.skipped += nsk - min(nsk, 50)
-        report.events += cols["parsed"]
-        if report.events == 0 and report.skipped > 1000:
-            raise ParseError(
-                f"no blkparse event in the first {report.skipped} lines{report.first_problem()}",
-                filename=report.filename,
-            )
+        account(cols, chunk, report)
         yield from _batches(cols)
+    yield from finish(rebuilder, report)
+
+
+def account(cols: dict, text, report: ParseReport) -> None:
+    """What one call of a rebuilder read, into the report: its lines, its events, the first skipped lines (their text
+    from `text`, which sk_start and sk_len point into); refuses a source that has no event in its first lines."""
+    report.lines += cols["lines"]
+    nsk = cols["sk_n"]
+    if nsk:
+        lines = np.frombuffer(cols["sk_line"], np.int64)
+        starts = np.frombuffer(cols["sk_start"], np.int64)
+        lens = np.frombuffer(cols["sk_len"], np.int64)
+        reasons = np.frombuffer(cols["sk_reason"], np.int32)
+        for i in range(min(nsk, 50)):
+            report.skip(int(lines[i]), REASONS[int(reasons[i])], bytes(text[starts[i] : starts[i] + lens[i]]))
+        report.skipped += nsk - min(nsk, 50)
+    report.events += cols["parsed"]
+    if report.events == 0 and report.skipped > 1000:
+        raise ParseError(
+            f"no blkparse event in the first {report.skipped} lines{report.first_problem()}",
+            filename=report.filename,
+        )
+
+
+def finish(rebuilder, report: ParseReport) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """The requests a rebuilder still holds at the end, then btt's figures; report.facts as parse() says."""
     yield from _batches(rebuilder.finish())
     report.facts = rebuilder.facts()
     btt = btt_batch(rebuilder)

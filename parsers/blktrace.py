@@ -9,10 +9,14 @@ What can be read as it comes from the tracer:
   * `struct blk_io_trace` (version 7) and `blk_io_trace2` (version 8, 64-byte header and a 64-bit action, from the
     2025 kernels), in either byte order.
 
-The records are rendered, in C (parsers/_blktrace.c, which says what is read and how it is ordered), as the lines
-blkparse's default format prints for them, and those lines go through the blkparse text reader
-(parsers/_blkparse.c). So a binary capture gives the requests, names, remaps, merges and messages its blkparse
-text gives, and a line number in a source read from binary is the line of that event in `blkparse -i` output.
+The records are read in C, in the order `blkparse -i` prints them (parsers/_blktrace.c says what is read and how it
+is ordered), and each becomes the event the blkparse text reader would read from its line, folded into the same
+columns by the same rebuilder (parse_set: parsers/_blkparse_binary.h): no text is written or tokenized, but for the
+rare record whose line that does not reproduce (a passthrough payload, a cgroup, a name or message that is not plain
+text), which is written and read as text. So a binary capture gives the requests, names, remaps, merges and messages
+its blkparse text gives, and a line number in a source read from binary is the line of that event in `blkparse -i`
+output. parse_set_as_text reads a capture the other way, all its lines written and read as text: the same tables
+(tests/test_blktrace_native.py).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import BinaryIO, Iterator
 
 import pyarrow as pa
 
-from . import _blktrace, blkparse
+from . import _blkparse, _blktrace, blkparse
 from .common import CHUNK_BYTES, ParseError, ParseReport
 
 FORMAT = blkparse.FORMAT  # the same tables, analysed as blkparse text is
@@ -32,6 +36,7 @@ GENERATED = blkparse.GENERATED
 PER_CPU = re.compile(r"^(?P<name>.+)\.blktrace\.(?P<cpu>\d+)$")
 MAGIC = 0x65617400
 READ_BYTES = 1 << 20  # read from each file at a time
+LINE_BYTES = 70  # a blkparse event line's usual length: a batch holds the events a chunk of their text holds
 
 
 def recognise(head: bytes, filename: str) -> bool:
@@ -102,35 +107,39 @@ def parse(
 def parse_set(
     members: list[tuple[str, BinaryIO]], report: ParseReport, chunk_bytes: int = CHUNK_BYTES
 ) -> Iterator[tuple[str, pa.RecordBatch]]:
-    """The files of one capture as one source (blkparse.rebuild over the lines their records render to)."""
-    names = [name for name, _ in members]
-    per_cpu = all(PER_CPU.match(n) for n in names)
-    if len(members) > 1 and not per_cpu:
-        raise ParseError(
-            "several files read as one must be the per-CPU files of one capture (NAME.blktrace.<cpu>)",
-            filename=", ".join(names),
-        )
+    """The files of one capture as one source: their records folded natively (Rebuilder.read), a batch per about
+    chunk_bytes of the text they would print."""
+    names, per_cpu = _describe(members, report)
+    records = _blkparse.Records(len(members), per_cpu)
+    rebuilder = _blkparse.Rebuilder(top=blkparse.TOP)
+    max_lines = max(1, chunk_bytes // LINE_BYTES)
+    while True:
+        try:
+            cols = rebuilder.read(records, max_lines)
+        except _blkparse.BlktraceError as e:
+            stream, offset, message = e.args
+            raise ParseError(message, filename=names[stream], offset=offset) from None
+        if cols is None:  # a stream needs its next bytes
+            need = records.need()
+            data = members[need][1].read(READ_BYTES)
+            report.bytes_read += len(data)
+            records.feed(need, data)
+            continue
+        blkparse.account(cols, memoryview(cols["sk_text"]), report)
+        yield from blkparse._batches(cols)
+        if records.done():
+            break
+    yield from blkparse.finish(rebuilder, report)
+    _notes(records.stats(), names, per_cpu, report)
+
+
+def parse_set_as_text(
+    members: list[tuple[str, BinaryIO]], report: ParseReport, chunk_bytes: int = CHUNK_BYTES
+) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """The same source read the other way: its records rendered as blkparse's lines (parsers/_blktrace.c), read by the
+    blkparse text reader (blkparse.rebuild). parse_set gives the same tables (the tests compare them)."""
+    names, per_cpu = _describe(members, report)
     renderer = _blktrace.Renderer(len(members), per_cpu)
-    report.files = [
-        {
-            "filename": n,
-            "kind": f"blktrace per-CPU file, CPU {_cpu(n)}"
-            if per_cpu
-            else "blktrace stream (blkparse -d dump or blktrace -o -)",
-        }
-        for n in names
-    ]
-    if per_cpu and len(members) > 1:
-        cpus = sorted(_cpu(n) for n in names)
-        missing = sorted(set(range(cpus[-1] + 1)) - set(cpus))
-        if missing:
-            base = PER_CPU.match(names[0])["name"]
-            report.note(
-                f"{base}: no file for CPU {_ranges(missing)} ({', '.join(f'{base}.blktrace.{c}' for c in missing[:8])}"
-                f"{', ...' if len(missing) > 8 else ''}): the I/O traced on "
-                f"{'that CPU' if len(missing) == 1 else 'those CPUs'} is not in this source (requests whose"
-                " phases ran there are incomplete)"
-            )
 
     def chunks() -> Iterator[memoryview]:
         out = bytearray(chunk_bytes)
@@ -156,6 +165,38 @@ def parse_set(
 
     yield from blkparse.rebuild(chunks(), report)
     _notes(renderer.stats(), names, per_cpu, report)
+
+
+def _describe(members: list[tuple[str, BinaryIO]], report: ParseReport) -> tuple[list[str], bool]:
+    """The members' names and whether they are per-CPU files; report.files and the note of a missing CPU."""
+    names = [name for name, _ in members]
+    per_cpu = all(PER_CPU.match(n) for n in names)
+    if len(members) > 1 and not per_cpu:
+        raise ParseError(
+            "several files read as one must be the per-CPU files of one capture (NAME.blktrace.<cpu>)",
+            filename=", ".join(names),
+        )
+    report.files = [
+        {
+            "filename": n,
+            "kind": f"blktrace per-CPU file, CPU {_cpu(n)}"
+            if per_cpu
+            else "blktrace stream (blkparse -d dump or blktrace -o -)",
+        }
+        for n in names
+    ]
+    if per_cpu and len(members) > 1:
+        cpus = sorted(_cpu(n) for n in names)
+        missing = sorted(set(range(cpus[-1] + 1)) - set(cpus))
+        if missing:
+            base = PER_CPU.match(names[0])["name"]
+            report.note(
+                f"{base}: no file for CPU {_ranges(missing)} ({', '.join(f'{base}.blktrace.{c}' for c in missing[:8])}"
+                f"{', ...' if len(missing) > 8 else ''}): the I/O traced on "
+                f"{'that CPU' if len(missing) == 1 else 'those CPUs'} is not in this source (requests whose"
+                " phases ran there are incomplete)"
+            )
+    return names, per_cpu
 
 
 def _notes(stats: dict, names: list[str], per_cpu: bool, report: ParseReport) -> None:
