@@ -449,21 +449,25 @@ def _latency_over_time(
     if lo is None or hi is None:
         return {"t0_ns": t0, "t1_ns": t1, "bucket_ns": None, "series": {"i2d": [], "d2c": []}}
     bucket = max(1, -(-(hi - lo + 1) // buckets))
-    series = {}
-    for metric, at in (("i2d", "i_ns"), ("d2c", "d_ns")):
+    parts, given = [], {}
+    for metric, at in (("i2d", "i_ns"), ("d2c", "d_ns")):  # one query for both (its parameters are the same)
         scope, scope_params = _scope(sources, lo, hi, at)
-        rows = run(
-            con,
-            f"SELECT $lo + (r.{at} + {off} - $lo) // $bucket * $bucket AS t_ns, count(*) AS count,"
-            f" quantile_disc(r.{metric}_ns, 0.5) AS p50_ns, max(r.{metric}_ns) AS max_ns,"
-            f" arg_max({{'s': r.source_id, 'l': r.line}}, r.{metric}_ns) AS _max"  # one request: both from one row
-            f" FROM blk_requests r WHERE r.{metric}_ns IS NOT NULL AND {scope}{where} GROUP BY 1 ORDER BY 1",
-            {"lo": lo, "bucket": bucket, **params, **scope_params, **off_params},
+        given.update(scope_params)
+        parts.append(
+            f"SELECT '{metric}' AS metric, $lo + (r.{at} + {off} - $lo) // $bucket * $bucket AS t_ns, count(*),"
+            f" quantile_disc(r.{metric}_ns, 0.5), max(r.{metric}_ns),"
+            f" arg_max({{'s': r.source_id, 'l': r.line}}, r.{metric}_ns)"  # one request: both from one row
+            f" FROM blk_requests r WHERE r.{metric}_ns IS NOT NULL AND {scope}{where} GROUP BY 2"
         )
-        series[metric] = [
+    series = {"i2d": [], "d2c": []}
+    for metric, t, n, p50, mx, ref in run(
+        con,
+        " UNION ALL ".join(f"({q})" for q in parts) + " ORDER BY 1, 2",
+        {"lo": lo, "bucket": bucket, **params, **given, **off_params},
+    ):
+        series[metric].append(
             {"t_ns": t, "count": n, "p50_ns": p50, "max_ns": mx, "max_source_id": ref["s"], "max_line": ref["l"]}
-            for t, n, p50, mx, ref in rows
-        ]
+        )
     return {"t0_ns": lo, "t1_ns": hi, "bucket_ns": bucket, "series": series}
 
 
