@@ -362,6 +362,12 @@ def classify_stacks(
 BY_NAME = {r.name: r for r in RULES}
 
 
+def why(rule_name: str | None) -> str | None:
+    """The rule of that name in a sentence (None: no such rule)."""
+    rule = BY_NAME.get(rule_name)
+    return rule.why if rule else None
+
+
 def as_table() -> list[dict]:
     """The rules in order, as the API lists them."""
     return [

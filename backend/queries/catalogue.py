@@ -31,7 +31,9 @@ class Source:
     clock_offset_ns: int
     t_min_ns: int | None  # the source's own times (add clock_offset_ns for the analysis timeline)
     t_max_ns: int | None
-    has_requests: bool  # rows in blk_requests (a blkparse source, or an ftrace one with block tracepoints or perf's)
+    # the analysis' requests are its: a blkparse source; with none, an ftrace source with rows in blk_requests
+    # (perf's, or rebuilt from block tracepoints)
+    has_requests: bool
     tl_w0_ns: int | None  # the timeline summaries' level-0 bucket (None: no summaries)
     tl_top_level: int | None
 
@@ -49,10 +51,8 @@ class Catalogue:
         return tuple((s.id, s.clock_offset_ns) for s in self.sources)
 
     def request_source_ids(self) -> list[int]:
-        """The ids of the sources of block requests, in order: the blkparse sources; with none, the ftrace sources
-        that have requests (perf's, or rebuilt from block tracepoints): block_layers.REQUEST_SOURCES."""
-        blkparse = [s.id for s in self.sources if s.format == "blkparse"]
-        return blkparse or [s.id for s in self.sources if s.format == "ftrace" and s.has_requests]
+        """The ids of the sources of block requests, in order (`has_requests`): block_layers.REQUEST_SOURCES."""
+        return [s.id for s in self.sources if s.has_requests]
 
     def request_sources(self) -> list[tuple[int, int]]:
         """(id, clock offset) of the sources of block requests."""

@@ -323,7 +323,7 @@ def btt_rows(con, cache: AnalysisCache, analysis_id: str, by: str) -> dict:
         f"SELECT {key} AS key, b.metric, sum(b.n)::BIGINT AS n, min(b.min_ns) AS min_ns, max(b.max_ns) AS max_ns,"
         " sum(b.total_ns)::BIGINT AS total_ns FROM blk_btt b"
         f" WHERE b.source_id IN (SELECT unnest($ids)) AND {key} IS NOT NULL GROUP BY ALL",
-        {"ids": _blk_source_ids(con, cache, analysis_id)},
+        {"ids": [sid for sid, _ in _blk_sources(con, cache, analysis_id)]},
         shape="dicts",
     )
     out: dict = {}
@@ -331,10 +331,6 @@ def btt_rows(con, cache: AnalysisCache, analysis_id: str, by: str) -> dict:
         r["avg_ns"] = r["total_ns"] / r["n"]
         out.setdefault(r.pop("key"), []).append(r)
     return out
-
-
-def _blk_source_ids(con, cache: AnalysisCache, analysis_id: str) -> list[int]:
-    return [sid for sid, _ in _blk_sources(con, cache, analysis_id)]
 
 
 def _with_btt(con, cache: AnalysisCache, analysis_id: str, by: str) -> list[dict]:
@@ -350,13 +346,14 @@ def _holds_all(con, cache: AnalysisCache, analysis_id: str, t0, t1) -> bool:
     if t0 is None and t1 is None:
         return True
     found = catalogue(con, cache, analysis_id)
-    ids = set(found.request_source_ids()) if found else set()
-    spans = [
-        (s.t_min_ns + s.clock_offset_ns, s.t_max_ns + s.clock_offset_ns)
+    return all(
+        s.t_min_ns is not None
+        and s.t_max_ns is not None
+        and (t0 is None or t0 <= s.t_min_ns + s.clock_offset_ns)
+        and (t1 is None or s.t_max_ns + s.clock_offset_ns <= t1)
         for s in (found.sources if found else ())
-        if s.id in ids and s.t_min_ns is not None and s.t_max_ns is not None
-    ]
-    return len(spans) == len(ids) and all((t0 is None or t0 <= lo) and (t1 is None or hi <= t1) for lo, hi in spans)
+        if s.has_requests
+    )
 
 
 def dispatch_sql(con, cache: AnalysisCache, analysis_id: str, by: str, t0=None, t1=None) -> list[dict]:

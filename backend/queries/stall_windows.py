@@ -84,8 +84,7 @@ def _build_chains(con, analysis_id: str) -> BuiltChains:
         also = json.loads(link["also_waiting"]) if isinstance(link["also_waiting"], str) else []
         link["also_waiting"] = [{**a, "start_ns": a["start_ns"] + off, "end_ns": a["end_ns"] + off} for a in also]
         link["lock_key"] = locks.label_key(link["lock"])
-        rule = wait_kinds.BY_NAME.get(link["wait_rule"])
-        link["wait_why"] = rule.why if rule else None
+        link["wait_why"] = wait_kinds.why(link["wait_rule"])
         by_chain[cid].append(link)
     ids, starts, ends, texts = [], [], [], []
     for cid, dur in heads:
@@ -159,10 +158,16 @@ class RankedWaits:
         return list(zip(self.sid[picked].tolist(), self.line[picked].tolist()))
 
 
+def wait_columns(offset: str) -> str:
+    """The select list of a wait's fields (WAIT_COLUMNS) of `waits w`, its times moved by `offset` (an expression)."""
+    return ", ".join(f"w.{c} + {offset} AS {c}" if c in WAIT_TIMES else f"w.{c}" for c in WAIT_COLUMNS)
+
+
 def ranked_waits(con, cache: AnalysisCache, analysis_id: str, idle: bool) -> RankedWaits:
+    clock = offsets(con, cache, analysis_id)
     return cache.shared(
-        (analysis_id, "waits-ranked", idle, offsets(con, cache, analysis_id)),
-        lambda: _rank_waits(con, analysis_id, idle),
+        (analysis_id, "waits-ranked", idle, clock),
+        lambda: _rank_waits(con, analysis_id, idle, clock),
         lambda ranked: ranked.nbytes,
     )
 
@@ -182,31 +187,28 @@ def window_wait_texts(
     found = {}
     offs = dict(offsets(con, cache, analysis_id))
     for sid, lines in by_source.items():
-        # one source's rows by line, its offset a parameter (a join with `sources` here cost 2-4x the read)
-        found.update(
-            _wait_texts(
-                con, "w.source_id = $sid AND list_contains($lines, w.line)", {"sid": sid, "lines": lines}, offs[sid]
-            )
-        )
+        found.update(_wait_texts(con, sid, offs[sid], " AND list_contains($lines, w.line)", {"lines": lines}))
     return [found[k] for k in ids]
 
 
-def _wait_texts(con, where: str, params: dict, offset: str | int) -> dict[tuple[int, int], bytes]:
-    """(source, line) -> the wait's JSON text (the columns of stalls.WAIT_COLUMNS, times moved by `offset`, an
-    expression or a number, and the rule's sentence) of the waits `where` selects in `waits w`."""
-    off = offset if isinstance(offset, str) else "$off"
-    cols = ", ".join(f"w.{c} + {off} AS {c}" if c in WAIT_TIMES else f"w.{c}" for c in WAIT_COLUMNS)
-    given = params if isinstance(offset, str) else {**params, "off": offset}
+def _wait_texts(con, sid: int, offset: int, where: str, params: dict) -> dict[tuple[int, int], bytes]:
+    """(source, line) -> the wait's JSON text (its fields with the times moved by the source's `offset`, and the
+    rule's sentence) of the waits of source `sid` that `where` (" AND ...", on `waits w`) keeps. One source at a
+    time, its offset a parameter: a join with `sources` here cost 2-4x the read."""
     out = {}
-    joined = " JOIN sources s ON s.id = w.source_id" if isinstance(offset, str) else ""
-    for w in run(con, f"SELECT {cols} FROM waits w{joined} WHERE {where}", given, shape="dicts", max_rows=1 << 30):
-        rule = wait_kinds.BY_NAME.get(w["wait_rule"])
-        w["wait_why"] = rule.why if rule else None
+    for w in run(
+        con,
+        f"SELECT {wait_columns('$off')} FROM waits w WHERE w.source_id = $sid{where}",
+        {**params, "sid": sid, "off": offset},
+        shape="dicts",
+        max_rows=1 << 30,
+    ):
+        w["wait_why"] = wait_kinds.why(w["wait_rule"])
         out[(w["source_id"], w["line"])] = json.dumps(w).encode()
     return out
 
 
-def _rank_waits(con, analysis_id: str, idle: bool) -> RankedWaits:
+def _rank_waits(con, analysis_id: str, idle: bool, clock: tuple[tuple[int, int], ...]) -> RankedWaits:
     stalls_only = "" if idle else " AND w.wait_kind IS DISTINCT FROM 'idle'"  # as the view stall_waits
     cols = run(
         con,
@@ -219,5 +221,7 @@ def _rank_waits(con, analysis_id: str, idle: bool) -> RankedWaits:
     )
     texts = None
     if len(cols["sid"]) <= WAIT_TEXTS:
-        texts = _wait_texts(con, f"s.analysis_id = $aid{stalls_only}", {"aid": analysis_id}, "s.clock_offset_ns")
+        texts = {}
+        for sid, offset in clock:
+            texts.update(_wait_texts(con, sid, offset, stalls_only, {}))
     return RankedWaits(cols, texts)

@@ -10,7 +10,7 @@ from .. import locks, wait_kinds
 from . import paging, stored
 from .catalogue import offsets, offsets_now
 from .run import run
-from .stall_windows import WAIT_COLUMNS, WAIT_TIMES, built_chains, window_wait_texts
+from .stall_windows import built_chains, wait_columns, window_wait_texts
 
 if TYPE_CHECKING:
     from ..cache import AnalysisCache
@@ -72,8 +72,7 @@ def waits(
     if lock_key is not None:
         given["lock_names"] = locks.label_names(lock_key)
     given.update(after[1])
-    # times on the analysis timeline: the source's own + its clock offset
-    cols = ", ".join(f"w.{c} + s.clock_offset_ns AS {c}" if c in WAIT_TIMES else f"w.{c}" for c in WAIT_COLUMNS)
+    cols = wait_columns("s.clock_offset_ns")  # times on the analysis timeline: the source's own + its clock offset
     rows = f" FROM {'waits' if idle else 'stall_waits'} w JOIN sources s ON s.id = w.source_id"
     rows += f" WHERE s.analysis_id = $aid{where}"
     # the first `limit` waits found by their ids, then read whole: the view's stacks (a split of each stack's text)
@@ -87,8 +86,7 @@ def waits(
         shape="dicts",
     )
     for w in found:  # the rule in a sentence
-        rule = wait_kinds.BY_NAME.get(w["wait_rule"])
-        w["wait_why"] = rule.why if rule else None
+        w["wait_why"] = wait_kinds.why(w["wait_rule"])
     return found
 
 
