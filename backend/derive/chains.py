@@ -288,7 +288,16 @@ def match_requests(con, analysis_id: str, chains: list[dict]) -> None:
         )
     )
     con.unregister("_stalls_io")
-    for r in rows:
+    stacks = block_layers.Layers(lambda sql, p: fetch_dicts(con.execute(sql, p)), analysis_id)
+    layered = stacks.of_many([(r["source_id"], r["line"]) for r in rows])
+    holders = [block_layers.holder(stack) for stack in layered]
+    moved = [
+        (h["source_id"], h["line"])
+        for r, h in zip(rows, holders)
+        if h and (h["source_id"], h["line"]) != (r["source_id"], r["line"])
+    ]
+    held_rows = _request_rows(con, moved)
+    for r, stack, held in zip(rows, layered, holders):
         _, _, link = todo[r["k"]]
         d = -r["delta"]
         when = f"{duration_text(abs(d))} {'before' if d >= 0 else 'after'}"
@@ -299,24 +308,25 @@ def match_requests(con, analysis_id: str, chains: list[dict]) -> None:
             + (f"blktrace source {r['source_id']}" if r.pop("blktrace") else "rebuilt from the trace's block events")
             + f", line {r['line']})"
         )
-        stack = block_layers.layers(
-            lambda sql, p: fetch_dicts(con.execute(sql, p)), analysis_id, r["source_id"], r["line"]
-        )
-        held = block_layers.holder(stack)
         if held is not None and (held["source_id"], held["line"]) != (r["source_id"], r["line"]):
-            r = {**_request_row(con, held["source_id"], held["line"]), "k": r["k"], "delta": r["delta"]}
+            r = {**held_rows[(held["source_id"], held["line"])], "k": r["k"], "delta": r["delta"]}
         if stack:
             link["evidence"] += "; " + _layers_text(stack, held)
         link["request"] = r
 
 
-def _request_row(con, source_id: int, line: int) -> dict:
-    """A request's columns as a chain link keeps them (times: its source's own)."""
-    return fetch_dicts(
+def _request_rows(con, keys: list[tuple[int, int]]) -> dict[tuple[int, int], dict]:
+    """Requests' columns as a chain link keeps them (times: their source's own), by (source_id, line)."""
+    if not keys:
+        return {}
+    rows = fetch_dicts(
         con.execute(
-            f"SELECT {', '.join(_REQUEST_TYPES)} FROM blk_requests WHERE source_id = ? AND line = ?", [source_id, line]
+            f"SELECT {', '.join(f'r.{c}' for c in _REQUEST_TYPES)} FROM blk_requests r"
+            " JOIN (SELECT unnest($sid) AS sid, unnest($line) AS line) k ON r.source_id = k.sid AND r.line = k.line",
+            {"sid": [s for s, _ in keys], "line": [ln for _, ln in keys]},
         )
-    )[0]
+    )
+    return {(r["source_id"], r["line"]): r for r in rows}
 
 
 def _layers_text(stack: list[dict], held: dict | None) -> str:

@@ -275,7 +275,7 @@ def request_detail(con, analysis_id: str, source_id: int, line: int, max_message
         "messages_total": total,
         "messages_truncated": len(messages) < total,
         "clock_offset_ns": off,
-        "layers": block_layers.layers(lambda sql, p: run(con, sql, p, shape="dicts"), analysis_id, source_id, line),
+        "layers": block_layers.Layers(lambda sql, p: run(con, sql, p, shape="dicts"), analysis_id).of(source_id, line),
     }
 
 
