@@ -70,7 +70,7 @@ def create_app(
     each new one in the background (backend/warm.py). access (who may do what, backend/access.py) and limits (what
     the server takes at once, backend/limits.py) default to the environment's settings. What the app remembers of
     each analysis is one AnalysisCache (backend/cache/), app.state.cache."""
-    cache = AnalysisCache(store)
+    cache = AnalysisCache()
     warmer = Warmer(store, cache) if warm else None
     days = disk.retention_days()
     retention = disk.Retention(store, days, on_delete=cache.forget) if days else None

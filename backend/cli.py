@@ -101,7 +101,7 @@ def load_demo(store) -> None:
     """Loads the samples as demo analyses into a database that has none yet, each with its first views stored."""
     from .cache import AnalysisCache
     from .ingest import InputFile
-    from .queries import analyses
+    from .queries import analyses, first_views
 
     con = store.cursor()
     try:
@@ -117,13 +117,14 @@ def load_demo(store) -> None:
         finally:
             for f in files:
                 f.stream.close()
-        AnalysisCache(store).precompute(created["id"])
+        first_views.precompute(store.db, AnalysisCache(), created["id"])
         print(f"stallscope: loaded demo analysis {created['url']}: {name}", file=sys.stderr)
 
 
 def cmd_ingest(args) -> int:
     from .cache import AnalysisCache
     from .ingest import IngestError, InputFile, Progress
+    from .queries import first_views
     from .store import Store
 
     files = []
@@ -153,7 +154,7 @@ def cmd_ingest(args) -> int:
     store = Store(args.db)
     try:
         created = store.ingest(files, args.name, progress)
-        AnalysisCache(store).precompute(created["id"])  # what its page's first requests read, stored
+        first_views.precompute(store.db, AnalysisCache(), created["id"])  # what its page's first requests read, stored
     except IngestError as e:
         done.set()
         if show:

@@ -6,7 +6,7 @@ other tabs' first loads: 3.6-6.1 s on the 18.5 M-event benchmark analysis before
 to a warm-up, per analysis, in two phases:
 
 1. the first views (queries/first_views.STEPS, the same calls as the routes, one step at a time through
-   AnalysisCache.precompute): where they are stored, each is read into memory (a few ms); where not (a file
+   first_views.precompute): where they are stored, each is read into memory (a few ms); where not (a file
    written before they were, an analysis whose clock offset changed: the PATCH deleted its timed views), it is
    computed and stored. Each step starts once no request has been in flight for QUIET_S.
 2. what the requests after the first ones build, in memory only (INDEXES: the heatmaps' index of each first view,
@@ -33,7 +33,7 @@ import time
 from collections import deque
 
 from .cache import AnalysisCache
-from .queries import analyses, heatmaps, timeline
+from .queries import analyses, first_views, heatmaps, timeline
 from .queries.first_views import FIRST, STEPS
 
 NEWEST = 3
@@ -144,7 +144,7 @@ class Warmer:
                 if not self._quiet(QUIET_S):
                     return
                 t0 = time.perf_counter()
-                self.cache.precompute(analysis_id, (name,))
+                first_views.precompute(self.store.db, self.cache, analysis_id, (name,))
                 seconds[name] = time.perf_counter() - t0
             for name, call in INDEXES:  # phase 2: kept in memory only
                 if not self._quiet(INDEX_QUIET_S):

@@ -6,7 +6,7 @@ the parser's, DuckDB's, the hash thread's) and wall seconds.
 
 Stages, in the order they run: the parser alone (a first pass over the file, nothing stored: what staging's share
 of parsing is), staging (parse, the inserts beside it, the SHA-256), each source's derive steps, each analysis
-derive step, the commit, the first views (AnalysisCache.precompute, as an upload runs it), the close (its checkpoint). What is
+derive step, the commit, the first views (first_views.precompute, as an upload runs it), the close (its checkpoint). What is
 left of the ingest's CPU (detection, the sources rows) is "the rest". The stages are found by wrapping the
 functions that run them for the length of the run. Prints a markdown table and JSON.
 """
@@ -25,6 +25,7 @@ from pathlib import Path
 from backend import store as store_module
 from backend.cache import AnalysisCache
 from backend.ingest import pipeline
+from backend.queries import first_views
 from backend.store import InputFile, Store
 from bench.ingest import own_peak_kib, parse_only
 
@@ -120,7 +121,7 @@ def measure(path: Path, db: Path) -> dict:
             with open(path, "rb") as f, stages.timed("ingest"):
                 created = store.ingest([InputFile(path.name, f, path.stat().st_size)])
                 with stages.timed("first views"):  # as an upload does, once the ingest has committed
-                    AnalysisCache(store).precompute(created["id"])
+                    first_views.precompute(store.db, AnalysisCache(), created["id"])
         finally:
             for fmt, steps in derive_source.items():
                 pipeline.DERIVE_SOURCE[fmt][:] = steps

@@ -16,6 +16,7 @@ from backend.app import create_app
 from backend.cache import AnalysisCache
 from backend.ingest import InputFile
 from backend.limits import Limits
+from backend.queries import first_views
 from backend.schema import PARSER_TABLES, STAGED_TABLES
 from backend.server import config
 from backend.store import Store
@@ -92,13 +93,13 @@ def ingest_paths(store: Store, *paths: Path, name: str | None = None) -> dict:
     finally:
         for f in files:
             f.stream.close()
-    AnalysisCache(store).precompute(created["id"])
+    first_views.precompute(store.db, AnalysisCache(), created["id"])
     return created
 
 
 def ingest_bytes(store: Store, **named: bytes) -> dict:
     created = store.ingest([InputFile(n, io.BytesIO(b), len(b)) for n, b in named.items()])
-    AnalysisCache(store).precompute(created["id"])
+    first_views.precompute(store.db, AnalysisCache(), created["id"])
     return created
 
 

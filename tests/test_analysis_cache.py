@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 
 from backend.app import create_app
 from backend.cache import AnalysisCache
+from backend.queries import first_views
 from tests.conftest import SAMPLES
 from tests.test_first_views import first_urls
 
@@ -106,7 +107,7 @@ def test_a_read_never_writes_the_stored_views(store):
             c.app.state.cache.forget()
             _bodies(c, first_urls(aid))
             assert con.execute("SELECT count(*) FROM first_views").fetchall()[0][0] == 0
-            done = c.app.state.cache.precompute(aid)
+            done = first_views.precompute(c.app.state.store.db, c.app.state.cache, aid)
             assert set(done) and con.execute("SELECT count(*) FROM first_views").fetchall()[0][0] == len(done)
         finally:
             con.close()

@@ -19,7 +19,7 @@ from ..derive import align, chains
 from ..ingest import IngestError
 from ..ingest.arrivals import Arrivals, ReceiveAborted
 from ..limits import RETRY_AFTER_S, BodyTimeout, Busy, Limits, UploadPace
-from ..queries import analyses, stored
+from ..queries import analyses, first_views, stored
 from ..store import Store
 from . import models, upload_body
 from .deps import (
@@ -157,10 +157,10 @@ async def create_analysis(
 
 
 def _ingest_and_precompute(store, cache, arrivals, prog, bytes_total: int, spool) -> dict:
-    """The upload's ingest, then its first views computed and stored (AnalysisCache.precompute: what the page's first
+    """The upload's ingest, then its first views computed and stored (first_views.precompute: what the page's first
     requests read), in this thread: the response is sent once both are done."""
     created = store.ingest(arrivals, None, prog, bytes_total=bytes_total, spool=spool)
-    cache.precompute(created["id"])
+    first_views.precompute(store.db, cache, created["id"])
     return created
 
 

@@ -10,13 +10,14 @@ An analysis' rows never change after its ingest, except its chains and clock off
 * `bodies`: response bodies of GET /api/analyses/<id>/..., sent again while the analysis' generation holds
   (bodies.py).
 * the first views: the answers of an analysis page's first requests, stored in the database (table `first_views`)
-  by `precompute`, read into `answers` by queries/stored.py.
+  by queries/first_views.precompute, read into `answers` by queries/stored.py.
 
 `forget(id)` drops all of them for the analysis and moves it to a new generation (a read under way when it is
-called is never kept): PATCH, DELETE and the retention call it. `precompute(id)` computes and stores the first views
-(queries/first_views.py): after an upload, after a PATCH (its timed views were deleted), and by the warm-up for the
-newest analyses after a start (a new process remembers nothing). Reads never write: a read finds a first view in
-memory, in the table, or computes it; only `precompute` stores.
+called is never kept): PATCH, DELETE and the retention call it. The first views are computed and stored by
+queries/first_views.precompute through a `recording()` of this cache: after an upload, after a PATCH (its timed
+views were deleted), and by the warm-up for the newest analyses after a start (a new process remembers nothing).
+Reads never write: a read finds a first view in memory, in the table, or computes it; only that precompute stores.
+This module imports nothing of the queries: they take the cache as an argument.
 
 One per app (`app.state.cache`, backend/app.py); the CLI and the tests make their own.
 """
@@ -45,13 +46,11 @@ def _text_size(value) -> int:
 class AnalysisCache:
     def __init__(
         self,
-        store=None,
         answer_bytes: int = ANSWER_BYTES,
         index_bytes: int = INDEX_BYTES,
         body_bytes: int = BODY_BYTES,
         max_body: int = MAX_BODY,
     ):
-        self.store = store  # the database precompute() reads and writes (None: nothing to precompute)
         self.answers = Lru(answer_bytes, ANSWER_ITEMS)
         self.indexes = Lru(index_bytes)
         self.bodies = Bodies(body_bytes, max_body)
@@ -127,14 +126,7 @@ class AnalysisCache:
         self.indexes.forget(drop)
         self.bodies.forget(analysis_id)
 
-    # ---- first views ---------------------------------------------------------------------------------------------
-
-    def precompute(self, analysis_id: str, names: tuple[str, ...] | None = None) -> dict[str, float]:
-        """Computes the analysis' first views (those not stored yet; `names`: only these steps) and stores them, kept
-        here too; returns the seconds each step took (queries/first_views.py)."""
-        from ..queries import first_views  # the queries this cache keeps answers of (they import nothing of it)
-
-        return first_views.precompute(self.store.db, self, analysis_id, names)
+    # ---- first views (queries/first_views.precompute) ----------------------------------------------------------
 
     def recording(self) -> RecordingCache:
         """This cache, also recording each first view a query computes or reads (for precompute to store)."""
@@ -146,7 +138,7 @@ class RecordingCache(AnalysisCache):
     the queries answer as with the cache itself; precompute then stores what was recorded."""
 
     def __init__(self, cache: AnalysisCache):
-        self.store, self.answers, self.indexes, self.bodies = cache.store, cache.answers, cache.indexes, cache.bodies
+        self.answers, self.indexes, self.bodies = cache.answers, cache.indexes, cache.bodies
         self._cache = cache
         self._lock = cache._lock
         self.recorded = []

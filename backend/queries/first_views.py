@@ -1,6 +1,6 @@
 """The first views of an analysis: what its page's first requests answer, computed once the ingest has committed and
 stored in the table `first_views` (queries/stored.py says how they are keyed, found and kept), by
-AnalysisCache.precompute (backend/cache/).
+`precompute` (through a RecordingCache of the AnalysisCache, backend/cache/).
 
 Why at ingest: those answers depend only on the rows and the clock offsets, and computing them takes seconds for
 millions of events (on the 18.5 M-event benchmark analysis: the heatmap 2.0 s, the flame graph 1.8 s, the

@@ -15,7 +15,7 @@ A read never writes: through a RecordingCache (a precompute's), `get` also recor
 what was recorded (`store`), in one transaction.
 
 When a source's clock offset changes, its analysis' timed views are deleted (`drop_timed`, in the PATCH's
-transaction) and computed again (AnalysisCache.precompute); a DELETE deletes its rows with every table keyed by
+transaction) and computed again (first_views.precompute); a DELETE deletes its rows with every table keyed by
 analysis_id.
 """
 
