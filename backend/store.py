@@ -1,9 +1,10 @@
 """The database file and its connection.
 
 One `duckdb.DuckDBPyConnection` owns the file; every request and every ingest works on its own `cursor()` (a DuckDB
-connection is not shared across threads). Opening the file creates or migrates its schema (backend/schema/) and
-deletes what an ingest that never finished left; `ingest` hands the connection to backend/ingest/. (What is computed
-from an analysis once it is committed, its first views, is the AnalysisCache's `precompute`: backend/cache/.)
+connection is not shared across threads). Opening the file creates or migrates its schema (backend/schema/), runs
+the derive steps a migration left pending (derive/pipeline.run_pending), and deletes what an ingest that never
+finished left; `ingest` hands the connection to backend/ingest/. (What is computed from an analysis once it is
+committed, its first views, is queries/first_views.precompute's.)
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Iterable
 import duckdb
 
 from . import disk
+from .derive.pipeline import run_pending
 from .ingest.files import IngestError, InputFile, Progress
 from .ingest.pipeline import discard_unfinished, ingest
 from .memory import return_freed_blocks
@@ -47,6 +49,7 @@ class Store:
         self.config = config
         self.db = duckdb.connect(str(path), config=config)
         create_or_migrate(self.db)
+        run_pending(self.db)  # the derive steps a migration left to run over the file's kept rows
         discard_unfinished(self.db)
         stored.discard_orphans(self.db)
         self.db.execute("CHECKPOINT")

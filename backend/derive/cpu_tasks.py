@@ -4,9 +4,9 @@ A tracefs function_graph file without the funcgraph-proc column names no task on
 the context-switch markers (` 0)  platfor-3210  =>  vmstat-2854`) where the file has them: from a marker on, a CPU's
 lines are the marker's next task's, and the calls still open at a CPU's first marker are its previous task's.
 What is left without a task (no marker on that CPU, or calls that returned before its first one) is kept per CPU
-(`pid` null, `cpu` set). This step, run per ftrace source once its rows are staged (ingest/pipeline.py: committed
-with them, so that the derive steps' reader cursor sees it), gives those calls the pseudo-task of their CPU, so that
-waits, timeline lanes and the calls view work per CPU:
+(`pid` null, `cpu` set). This step, run per ftrace source once its rows are staged (derive/pipeline.DERIVE_STAGED:
+committed with them, so that the derive steps' reader cursor sees it), gives those calls the pseudo-task of their
+CPU, so that waits, timeline lanes and the calls view work per CPU:
 
 * `pid` = PSEUDO_PID(cpu) = -1 - cpu: negative, never a Linux pid (pid 0 is each CPU's idle task), so a pseudo-task
   can be told from a task everywhere (`pid < 0`; the waits' `pid`, the timeline's lanes, the calls' filter);

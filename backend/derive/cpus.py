@@ -4,8 +4,9 @@
 the following switch on that CPU, or the trace's end; idle is pid 0) and the timeline's lanes of kind `cpu` (one per
 CPU, numbered after the source's other lanes, `dev` = the CPU number) with their summaries in `tl_bins` and `tl_long`
 (track 0, state = the comm that ran; idle slices are not drawn), on the levels `timeline.summarize` chose for the
-source (tl_meta). derive/pipeline.py runs it after timeline.summarize, in that step's transaction (STAGED_TABLES);
-schema/migrations.py runs it once for the sources of a file written before it existed.
+source (tl_meta). derive/pipeline.py runs it after timeline.summarize, in that step's transaction (STAGED_TABLES),
+and, as `summarize_kept`, once for the kept sources of a file written before it existed (schema migration 3 marks it
+pending: derive/pipeline.run_pending).
 """
 
 from __future__ import annotations
@@ -32,6 +33,19 @@ _SEGS = """
 def segments_sql() -> str:
     """The SQL of a source's CPU segments (lane, track, state, s, e, line; $sid), own clock: for tests' references."""
     return _SEGS
+
+
+def summarize_kept(con) -> None:
+    """cpu_slices, the cpu lanes and their summaries of every kept ftrace source that has timeline summaries and no
+    cpu lanes yet (a file written before they existed), in the caller's transaction."""
+    rows = con.execute(
+        "SELECT id, format, t_min_ns, t_max_ns FROM sources s WHERE format = 'ftrace'"
+        " AND EXISTS (SELECT 1 FROM tl_meta m WHERE m.source_id = s.id)"
+        " AND NOT EXISTS (SELECT 1 FROM tl_lanes l WHERE l.source_id = s.id AND l.kind = 'cpu') ORDER BY id"
+    ).fetchall()
+    if rows:
+        con.execute("DELETE FROM cpu_slices WHERE source_id IN (SELECT unnest(?))", [[r[0] for r in rows]])
+        summarize(con, rows)
 
 
 def summarize(con, sources: list[tuple[int, str, int | None, int | None]]) -> None:

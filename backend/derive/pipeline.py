@@ -1,7 +1,12 @@
 """The derive steps of an ingest, and what runs beside what: read this file top to bottom.
 
-backend/ingest/pipeline.py stages each file's rows (the parsers' tables, keyed by source_id), then, in the ingest's
-transaction:
+backend/ingest/pipeline.py stages each file's rows (the parsers' tables, keyed by source_id):
+
+0. per source, once its rows are staged, committed with them (DERIVE_STAGED[a table its parser writes]:
+   fn(con, source_id)): for function_graph calls, `cpu_tasks.name_cpu_tasks` (the derive steps' reader cursor reads
+   the staged rows, not the ingest transaction's writes);
+
+then, in the ingest's transaction:
 
 1. per source, as it is added (DERIVE_SOURCE[format]: fn(con, source_id, report) -> its time span, or None):
    blkparse: `blk.derive` (blk_top, notes); ftrace: `block_events.derive` (requests from its block tracepoints,
@@ -45,7 +50,18 @@ from typing import Callable
 import pyarrow as pa
 
 from ..memory import trim_heap
-from . import align, blk, block_events, chain_plan, chains, cpus, stacks, timeline, wait_rows, waits
+from ..schema import migrations
+from . import align, blk, block_events, chain_plan, chains, cpu_tasks, cpus, stacks, timeline, wait_rows, waits
+
+DERIVE_STAGED: dict[str, list[Callable]] = {"fg_call_rows": [cpu_tasks.name_cpu_tasks]}
+
+
+def derive_staged(con, source_id: int, tables) -> None:
+    """The DERIVE_STAGED steps of a source whose parser writes `tables`, on its staged rows."""
+    for table in tables:
+        for step in DERIVE_STAGED.get(table, []):
+            step(con, source_id)
+
 
 # (an ftrace-format source may hold block requests too: perf script text rebuilds them from block tracepoints)
 DERIVE_SOURCE: dict[str, list[Callable]] = {
@@ -148,3 +164,24 @@ def _summarize_committed(cur, sources: list[tuple], summary: pa.Table, prepared:
 
 
 DERIVE_ANALYSIS: list[Callable] = [align.derive, waits_chains_and_timeline]
+
+# 3. over the rows a database file already holds, when it is opened (store.py, after its migrations): the steps a
+#    schema migration marked pending in `pending_derive` (schema/migrations.py), by name: fn(con), in this order, each
+#    in a transaction that also clears its mark
+DERIVE_MIGRATED: dict[str, Callable] = {migrations.CPU_TRACKS: cpus.summarize_kept}
+
+
+def run_pending(con) -> None:
+    """Runs the DERIVE_MIGRATED steps marked pending in the file, each with its mark cleared in its transaction."""
+    pending = {step for (step,) in con.execute("SELECT step FROM pending_derive").fetchall()}
+    for step, fn in DERIVE_MIGRATED.items():
+        if step not in pending:
+            continue
+        con.begin()
+        try:
+            fn(con)
+            con.execute("DELETE FROM pending_derive WHERE step = ?", [step])
+            con.commit()
+        except BaseException:
+            con.rollback()
+            raise

@@ -4,8 +4,8 @@ all. `ingest` runs these stages in order; what runs beside what:
 1. detect (files.detect_sources): every file is sniffed before any is parsed, so all refusals are reported at once;
    a format that reads a group of files as one source (blktrace's per-CPU files) groups them.
 2. stage, source by source (stage_source): its rows are written to the parsers' tables, keyed by a new source id,
-   committed but invisible (every read reaches rows through `sources` and `analyses`); an ftrace source's calls
-   without a task then get their CPU's pseudo-task (derive/cpu_tasks.py), committed with them:
+   committed but invisible (every read reaches rows through `sources` and `analyses`); then its DERIVE_STAGED steps
+   (an ftrace source's calls without a task get their CPU's pseudo-task, derive/cpu_tasks.py), committed with them:
 
        this thread                          | a thread per table (streams)          | the hash thread (hashes)
        -------------------------------------+---------------------------------------+-------------------------------
@@ -35,8 +35,7 @@ import duckdb
 from parsers.common import ParseError, ParseReport
 from parsers.detect import detect
 
-from ..derive.cpu_tasks import name_cpu_tasks
-from ..derive.pipeline import DERIVE_ANALYSIS, DERIVE_SOURCE
+from ..derive.pipeline import DERIVE_ANALYSIS, DERIVE_SOURCE, derive_staged
 from ..memory import trim_heap
 from ..schema.tables import PARSER_TABLES, STAGED_TABLES
 from .files import (
@@ -242,10 +241,7 @@ def stage_source(
         for table, batch in batches:  # the C tokenizers release the GIL: DuckDB goes on
             streams.put(table, batch)
             progress.update(events=done_events + report.events)
-    if "fg_call_rows" in parser.TABLES:
-        # calls without a task: their CPU's pseudo-task, committed with the staged rows (the derive steps' reader
-        # cursor reads those, not the derive transaction's writes)
-        name_cpu_tasks(con, source_id)
+    derive_staged(con, source_id, parser.TABLES)  # committed with the staged rows (derive/pipeline.py's step 0)
     if report.events == 0:
         raise report.nothing_usable()
     return source_id, unit, name, parser, report, readers

@@ -11,14 +11,17 @@ they are right on any layout of version 0:
   chain_links as tables -> wait_rows / chain_link_rows behind views).
 * 2: `add_source_columns`: sources' clock, alignment and files (each added by a release of version 0 or 1 that
   wrote them with `ADD COLUMN IF NOT EXISTS` at every start: a file may have any of them).
-* 3: `add_cpu_tracks`: each ftrace source's cpu_slices and its timeline's cpu lanes (derive/cpus.py), made from its
-  sched_switch rows as an ingest makes them: the file's timelines gain their CPU tracks.
+* 3: `add_cpu_tracks`: the table cpu_slices, and the derive step CPU_TRACKS marked pending (`pending_derive`):
+  when the file is opened (store.py, after the migrations), derive/pipeline.run_pending makes each kept ftrace
+  source's cpu_slices and cpu lanes from its sched_switch rows as an ingest makes them (derive/cpus.py).
 * 4: `add_first_views`: the table of the answers of an analysis page's first requests, empty: an analysis without
   them is answered by computing (as before), and the warm-up stores them (backend/warm.py).
 * 5: `add_wait_kinds`: every stored wait's kind and rule (wait_kinds.py), from its stack, state and lock as an ingest
   finds them; the stored first views are deleted (their waits were ranked without the kinds) and stored again by
   the warm-up. The stored chains stay as they were built.
-The parsers' tables are rebuilt by schema/create.py when a column became generated (`rebuild`).
+The parsers' tables are rebuilt by schema/create.py when a column became generated (`rebuild`). A migration changes
+the schema and the rows it moves; what must be derived again over the kept rows it marks in `pending_derive` by name,
+for derive/pipeline.py to run: the schema imports nothing of derive/.
 """
 
 from __future__ import annotations
@@ -29,7 +32,16 @@ import pyarrow as pa
 
 from parsers import funcgraph
 
-from .tables import CHAIN_LINKS_COLUMNS, FIRST_VIEWS_SCHEMA, STACK_SEP, TIMELINE_SCHEMA, WAITS_COLUMNS
+from .tables import (
+    CHAIN_LINKS_COLUMNS,
+    FIRST_VIEWS_SCHEMA,
+    PENDING_DERIVE_SCHEMA,
+    STACK_SEP,
+    TIMELINE_SCHEMA,
+    WAITS_COLUMNS,
+)
+
+CPU_TRACKS = "cpu_tracks"  # a derive step marked pending by migration 3 (derive/pipeline.DERIVE_MIGRATED)
 
 
 def stored_columns(con, table: str) -> list[str]:
@@ -124,28 +136,12 @@ def add_source_columns(con) -> None:
 
 
 def add_cpu_tracks(con) -> None:
-    """cpu_slices and the cpu lanes (derive/cpus.py) of every ftrace source that has timeline summaries and no cpu
-    lanes yet, in one transaction."""
-    from ..derive import cpus  # the derive step itself, so a migrated file's tracks are a new ingest's
-
-    con.execute(TIMELINE_SCHEMA)  # the timeline's tables as far as the file lacks them (cpu_slices)
-    if not stored_columns(con, "sources"):
-        return
-    rows = con.execute(
-        "SELECT id, format, t_min_ns, t_max_ns FROM sources s WHERE format = 'ftrace'"
-        " AND EXISTS (SELECT 1 FROM tl_meta m WHERE m.source_id = s.id)"
-        " AND NOT EXISTS (SELECT 1 FROM tl_lanes l WHERE l.source_id = s.id AND l.kind = 'cpu') ORDER BY id"
-    ).fetchall()
-    if not rows:
-        return
-    con.begin()
-    try:
-        con.execute("DELETE FROM cpu_slices WHERE source_id IN (SELECT unnest(?))", [[r[0] for r in rows]])
-        cpus.summarize(con, rows)
-        con.commit()
-    except BaseException:
-        con.rollback()
-        raise
+    """The timeline's tables as far as the file lacks them (cpu_slices), and CPU_TRACKS marked pending: the kept
+    ftrace sources' CPU tracks are made by that derive step (derive/cpus.summarize_kept) once the file is migrated,
+    so a migrated file's tracks are a new ingest's."""
+    con.execute(TIMELINE_SCHEMA)
+    con.execute(PENDING_DERIVE_SCHEMA)
+    con.execute("INSERT INTO pending_derive (step) VALUES (?) ON CONFLICT DO NOTHING", [CPU_TRACKS])
 
 
 def add_first_views(con) -> None:

@@ -241,4 +241,12 @@ CREATE TABLE IF NOT EXISTS first_views (
 );
 """
 
-SCHEMA = BLK_SCHEMA + STALLS_SCHEMA + TIMELINE_SCHEMA + FIRST_VIEWS_SCHEMA
+# ---- derive steps a migration left to run over a file's kept rows (schema/migrations.py marks them) --------------
+
+PENDING_DERIVE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS pending_derive (
+    step VARCHAR PRIMARY KEY         -- a name of derive/pipeline.DERIVE_MIGRATED: run when the file is next opened
+);
+"""
+
+SCHEMA = BLK_SCHEMA + STALLS_SCHEMA + TIMELINE_SCHEMA + FIRST_VIEWS_SCHEMA + PENDING_DERIVE_SCHEMA
