@@ -34,8 +34,8 @@ from ..block_layers import REQUEST_SOURCES
 from ..schema.tables import STACK_SEP
 from .chain_plan import RELATIONS, plan
 from .frames import duration_text, io_completion_in, is_idle_task, is_io_completion, path_mark, task_text, waker_path
+from .sql_io import fetch_dicts, register_table
 from .wait_rows import insert_arrow
-from .waits import fetch_dicts, register_table
 
 REQUEST_WINDOW_NS = 10_000_000  # a request completed at most this long before the wake-up caused it
 REQUEST_SLACK_NS = 50_000  # ... or this long after it (blktrace and ftrace timestamps jitter)

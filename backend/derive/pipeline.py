@@ -10,29 +10,28 @@ then, in the ingest's transaction:
 
 1. per source, as it is added (DERIVE_SOURCE[format]: fn(con, source_id, report) -> its time span, or None):
    blkparse: `blk.derive` (blk_top, notes); ftrace: `block_events.derive` (requests from its block tracepoints,
-   when its parser rebuilt none), `blk.derive` when it has requests, `waits.span`;
+   when its parser rebuilt none), `blk.derive` when it has requests, `ftrace_span.span`;
 2. per analysis, once every source is in (DERIVE_ANALYSIS: fn(con, analysis_id)), in order:
    `align.derive` (each source's clock offset: chains compare times across sources), then
    `waits_chains_and_timeline`, which runs three threads of work:
 
-       this thread (Python, on `con`)      | the reader thread (a cursor of its own)  | the inserter thread (on `con`)
-       ------------------------------------+------------------------------------------+-------------------------------
-       per ftrace source: waits.derive_waits | stacks.call_index of that source (its |
-         (its waits' own columns staged in |   names, windows, calls read ahead)      |
-         a temporary table, by SQL;        |                                          |
-         the acquires of locks, SQL)       |                                          |
-       ... its waits' lines known -------->| recorded.event_stacks (SQL, the stacks   |
-                                           |   the trace recorded at those lines)     |
-       stacks of calls (numpy: the calls   | timeline.prepare (staged rows only), once|
-         scanned in line windows; each     |                                          |
-         window's waits' locks, holders,   |                                          |
-         the holders' stacks from it too)  |                                          |
-       ... its locks known --------------->| timeline.summarize, then cpus.summarize, |
-                                           |   own transaction                        |
-                                           |   (writes STAGED_TABLES, commits)         |
-       chain_plan.plan (numpy: the waits'  |                                          | each source's wait_rows, a
-         next links, groups, chains kept)  |                                          |   window of waits at a time
-       chains.build_chains (the rows of    |                                          |
+       this thread (Python, on `con`)       | the reader thread (`reader`, a cursor) | the inserter thread (on `con`)
+       -------------------------------------+----------------------------------------+------------------------------
+       per ftrace source (_waits_of_sources):| stacks.call_index of that source (its  |
+         waits.stage (its waits' own columns |   names, windows, calls read ahead)    |
+         staged in a temporary table, SQL)   |                                        |
+       ... its waits' lines known ---------->| recorded.event_stacks (SQL, the stacks |
+                                             |   the trace recorded at those lines)   |
+       waits.find_stacks (numpy: the calls   | timeline.prepare (staged rows only),   |
+         scanned in line windows; each       |   once, after the first source's reads |
+         window's waits' locks, holders, the |                                        |
+         holders' stacks from it too)        |                                        |
+       ... the last source's locks known --->| _summarize_committed: timeline.summarize,
+       waits.finish (their holders, what the |   then cpus.summarize, own transaction |
+         chains need of them)                |   (writes STAGED_TABLES, commits)      |
+       chain_plan.plan (numpy: the waits'    |                                        | SourceWaits.insert of each
+         next links, groups, chains kept)    |                                        |   source, a window of waits
+       chains.build_chains (the rows of      |                                        |   at a time
          their links), match_requests, insert_chains                                  |
 
    The reader works on the staged rows (committed by their inserts: a cursor of its own sees them); `con` is used
@@ -51,7 +50,21 @@ import pyarrow as pa
 
 from ..memory import trim_heap
 from ..schema import migrations
-from . import align, blk, block_events, chain_plan, chains, cpu_tasks, cpus, stacks, timeline, wait_rows, waits
+from . import (
+    align,
+    blk,
+    block_events,
+    chain_plan,
+    chains,
+    cpu_tasks,
+    cpus,
+    ftrace_span,
+    recorded,
+    stacks,
+    timeline,
+    wait_rows,
+    waits,
+)
 
 DERIVE_STAGED: dict[str, list[Callable]] = {"fg_call_rows": [cpu_tasks.name_cpu_tasks]}
 
@@ -66,7 +79,7 @@ def derive_staged(con, source_id: int, tables) -> None:
 # (an ftrace-format source may hold block requests too: perf script text rebuilds them from block tracepoints)
 DERIVE_SOURCE: dict[str, list[Callable]] = {
     "blkparse": [blk.derive],
-    "ftrace": [block_events.derive, blk.derive, waits.span],
+    "ftrace": [block_events.derive, blk.derive, ftrace_span.span],
 }
 
 
@@ -76,67 +89,35 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
 
     timeline.prepare(reader, [(source id, t_min_ns, t_max_ns)]) reads what the summaries need of the ftrace
     sources' staged rows alone, beside the waits' derivation. timeline.summarize(reader, the analysis' sources
-    [(id, format, t_min_ns, t_max_ns)], its waits (waits.SUMMARY_COLUMNS), what prepare returned) needs the waits'
-    locks but not their holders nor the chains: it starts once the locks are known (the stacks' scan found them,
-    with the holders), beside the waits' insert and the chains, in a transaction of its own that it commits first (it writes tables keyed by the
-    sources' staged ids: STAGED_TABLES). Without ftrace sources it runs on `con`, in the ingest's transaction."""
+    [(id, format, t_min_ns, t_max_ns)], its waits (wait_rows.SUMMARY_COLUMNS), what prepare returned) needs the
+    waits' locks but not their holders nor the chains: it starts once the locks are known (the stacks' scan found
+    them, with the holders), beside the waits' insert and the chains, in a transaction of its own that it commits
+    first (it writes tables keyed by the sources' staged ids: STAGED_TABLES). Without ftrace sources it runs on
+    `con`, in the ingest's transaction."""
     rows = con.execute(
         "SELECT id, format, t_min_ns, t_max_ns, clock_offset_ns FROM sources WHERE analysis_id = ? ORDER BY id",
         [analysis_id],
     ).fetchall()
     sources = [r[:4] for r in rows]
-    spans = [(sid, t_min, t_max) for sid, fmt, t_min, t_max, _ in rows if fmt == "ftrace"]
-    offs = {sid: off for sid, fmt, _, _, off in rows if fmt == "ftrace"}
-    if not offs:
+    ftrace = [r[:4] for r in rows if r[1] == "ftrace"]
+    if not ftrace:
         timeline.summarize(con, sources, None, None)  # (cpus.summarize: ftrace sources only)
         return
     gc_was = gc.isenabled()
     gc.disable()  # many small lists and dicts, no cycles: the collector would only rescan them
-    reader = con.cursor()  # the staged rows, read by the pool's thread while this one uses `con`
+    reader = con.cursor()  # the staged rows, read by the reader thread while this one uses `con`
     try:
         # the reader thread: work that releases the GIL (DuckDB, Arrow, numpy) while this one goes on in Python or
         # in DuckDB; a connection is used by one thread at a time
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            derived: list[waits.SourceWaits] = []
-            prepared = summarized = None
-
-            def locked(last: pa.Table) -> None:
-                """Every wait's lock is known (the last source's too: `last`): the summaries can start, beside the
-                waits' insert and the chains."""
-                nonlocal prepared, summarized
-                if summarized is None:
-                    summary = pa.concat_tables([wait_rows.empty_summary(), *(d.summary for d in derived), last])
-                    summarized = pool.submit(_summarize_committed, reader, sources, summary, prepared)
-                    prepared = None  # held by that step only: freed once used, before the chains' peak
-
-            def queue_prepare() -> None:
-                """timeline.prepare, once: needed only once the locks are known, so queued behind what the waits
-                wait for (the first source's call index and recorded stacks)."""
-                nonlocal prepared
-                if prepared is None and summarized is None:
-                    prepared = pool.submit(timeline.prepare, reader, spans)
-
-            def on_reader(fn: Callable, *args) -> Future:
-                done = pool.submit(fn, reader, *args)
-                queue_prepare()
-                return done
-
-            for k, sid in enumerate(offs):
-                funcs = waits.function_names(con, sid)
-                calls = pool.submit(stacks.call_index, reader, sid, funcs)  # read while the waits are derived
-                got = waits.derive_waits(con, sid, funcs, calls, locked if k == len(offs) - 1 else None, on_reader)
-                queue_prepare()  # (when the source had no waits)
-                calls = None
-                if got is not None:
-                    derived.append(got)
-            locked(wait_rows.empty_summary())  # when the last source had no waits
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="derive-reader") as pool:
+            derived, summarized = _waits_of_sources(con, reader, pool, sources, ftrace)
             # the inserter thread: the waits' rows (DuckDB, on `con`: this thread does not use it until they are in),
             # beside the summaries and the chains' plan here (numpy)
-            with ThreadPoolExecutor(max_workers=1) as inserter:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="derive-inserter") as inserter:
                 trim_heap()  # the stacks' scans' freed blocks, before the inserts' and the plan's
-                inserted = inserter.submit(lambda: [d.insert() for d in derived])
+                inserted = inserter.submit(_insert_waits, con, derived)
                 planned = chain_plan.plan([(d.sid, d.chain) for d in derived])
-                derived = []
+                derived = None  # (the inserter holds them until they are in)
                 inserted.result()
             # the summaries done first: their statements' memory and the chains' rows (Python) would peak together
             summarized.result()
@@ -149,9 +130,54 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
             gc.enable()
 
 
-def _summarize_committed(cur, sources: list[tuple], summary: pa.Table, prepared: Future | None) -> None:
-    """timeline.summarize(cur, sources, summary, what `prepared` holds) in a transaction of its own, committed when it
-    returns."""
+def _waits_of_sources(
+    con, reader, pool: ThreadPoolExecutor, sources: list[tuple], ftrace: list[tuple]
+) -> tuple[list[waits.SourceWaits], Future]:
+    """Each ftrace source's waits (waits.stage, find_stacks, finish), derived here while the reader thread (`pool`,
+    on `reader`) reads what they need next: the source's call index, then the stacks the trace recorded at its waits'
+    lines. timeline.prepare is queued once, behind the first source's reads (it is needed only once the locks are
+    known); the summaries (_summarize_committed) once the last source's locks are. Returns the sources' waits (those
+    that have some) and the summaries' future."""
+    spans = [(sid, t_min, t_max) for sid, _, t_min, t_max in ftrace]
+    derived: list[waits.SourceWaits] = []
+    prepared: Future | None = None
+    summarized: Future | None = None
+    for k, (sid, *_) in enumerate(ftrace):
+        funcs = waits.function_names(con, sid)
+        calls = pool.submit(stacks.call_index, reader, sid, funcs)  # read while the waits are staged
+        staged = waits.stage(con, sid, funcs)
+        if staged is not None:
+            recording = pool.submit(recorded.event_stacks, reader, sid, staged.at_lines())
+        if prepared is None:
+            prepared = pool.submit(timeline.prepare, reader, spans)
+        if staged is None:
+            calls = None
+            continue
+        found = waits.find_stacks(con, staged, calls.result(), recording.result())
+        calls = recording = None
+        if k == len(ftrace) - 1:  # every wait's lock is known: the summaries start, beside the inserts and the chains
+            summarized = pool.submit(_summarize_committed, reader, sources, _summary(derived, found.summary), prepared)
+            prepared = None  # held by that step only: freed once used, before the chains' peak
+        derived.append(waits.finish(staged, found))
+        staged = found = None
+    if summarized is None:  # the last source had no waits
+        summarized = pool.submit(_summarize_committed, reader, sources, _summary(derived), prepared)
+    return derived, summarized
+
+
+def _summary(derived: list[waits.SourceWaits], *more: pa.Table) -> pa.Table:
+    """The waits' summaries (wait_rows.SUMMARY_COLUMNS) of the sources so far, and `more`, as one table."""
+    return pa.concat_tables([wait_rows.empty_summary(), *(d.summary for d in derived), *more])
+
+
+def _insert_waits(con, derived: list[waits.SourceWaits]) -> None:
+    for d in derived:
+        d.insert(con)
+
+
+def _summarize_committed(cur, sources: list[tuple], summary: pa.Table, prepared: Future) -> None:
+    """timeline.summarize(cur, sources, summary, what `prepared` holds: timeline.prepare, run before it on the reader
+    thread) in a transaction of its own, committed when it returns."""
     early_rows = prepared.result() if prepared else None
     cur.begin()
     try:
