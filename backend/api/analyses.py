@@ -15,10 +15,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from .. import access, disk
-from ..derive import align, chains
+from ..derive.pipeline import place_source as derive_placement
 from ..ingest import IngestError
 from ..ingest.arrivals import Arrivals, ReceiveAborted
-from ..limits import RETRY_AFTER_S, BodyTimeout, Busy, Limits, UploadPace
+from ..limits import RETRY_AFTER_S, BodyTimeout, Busy, Limits, Slot, UploadPace
 from ..queries import analyses, first_views, stored
 from ..store import Store
 from . import models, upload_body
@@ -83,11 +83,10 @@ async def create_analysis(
         raise HTTPException(503, str(e), headers={"Retry-After": str(RETRY_AFTER_S)})
     prog = board.start(progress)
     arrivals = Arrivals()
-    # the ingest reads the files as they arrive, in a thread, while this reads the body (upload_body.py)
+    # the ingest reads the files as they arrive, in a thread, while this reads the body (upload_body.py); it frees
+    # the slot when it ends, whatever this request does meanwhile
     ingesting = asyncio.ensure_future(
-        run_in_threadpool(
-            _ingest_and_precompute, store, request.app.state.cache, arrivals, prog, declared or 0, slot.count
-        )
+        run_in_threadpool(_ingest_and_precompute, store, request.app.state.cache, arrivals, prog, declared or 0, slot)
     )
     try:
         loop = asyncio.get_running_loop()
@@ -149,19 +148,20 @@ async def create_analysis(
             request.app.state.warmer.add(created["id"])
         return {**created, "edit_key": edit_key}
     finally:
-        if ingesting.done():
-            slot.release()
-        else:  # this request was cancelled: the ingest ends (aborted) in its thread, then frees the slot
+        if not ingesting.done():  # this request was cancelled: the ingest ends (aborted) in its thread
             arrivals.abort(ReceiveAborted("the request was cancelled"))
-            ingesting.add_done_callback(lambda _: slot.release())
 
 
-def _ingest_and_precompute(store, cache, arrivals, prog, bytes_total: int, spool) -> dict:
+def _ingest_and_precompute(store, cache, arrivals, prog, bytes_total: int, slot: Slot) -> dict:
     """The upload's ingest, then its first views computed and stored (first_views.precompute: what the page's first
-    requests read), in this thread: the response is sent once both are done."""
-    created = store.ingest(arrivals, None, prog, bytes_total=bytes_total, spool=spool)
-    first_views.precompute(store.db, cache, created["id"])
-    return created
+    requests read), in this thread: the response is sent once both are done. The upload's slot is freed when they
+    end, however (files copied to disk are counted against it: `spool`)."""
+    try:
+        created = store.ingest(arrivals, None, prog, bytes_total=bytes_total, spool=slot.count)
+        first_views.precompute(store.db, cache, created["id"])
+        return created
+    finally:
+        slot.release()
 
 
 async def _ended(ingesting: asyncio.Future) -> None:
@@ -237,8 +237,7 @@ def place_source(
         raise HTTPException(422, "give exactly one of clock_offset_ns (ns) or same_span_as (a source id)")
     con.begin()
     try:
-        align.set_offset(con, analysis_id, source_id, body.clock_offset_ns, body.same_span_as)
-        chains.relink(con, analysis_id)
+        derive_placement(con, analysis_id, source_id, body.clock_offset_ns, body.same_span_as)
         stored.drop_timed(con, analysis_id)  # the first views that hold times or chains (queries/stored.py)
         con.commit()
         request.app.state.cache.forget(analysis_id)  # everything kept with the old offsets or chains

@@ -38,6 +38,12 @@ then, in the ingest's transaction:
    by one thread at a time (the inserter holds it while this thread plans the chains). No wait is a Python object:
    the waits are arrays of their columns (what the stacks' look-ups and the chains need) and rows in DuckDB, so the
    derivation's memory does not grow with the trace (docs/BENCHMARKS.md). The garbage collector is off meanwhile.
+
+Outside an ingest:
+
+3. when a database file is opened (store.py, after its migrations): the DERIVE_MIGRATED steps a schema migration
+   marked pending (`run_pending`);
+4. when a user places a source on the timeline (the PATCH route): `place_source`.
 """
 
 from __future__ import annotations
@@ -191,6 +197,7 @@ def _summarize_committed(cur, sources: list[tuple], summary: pa.Table, prepared:
 
 DERIVE_ANALYSIS: list[Callable] = [align.derive, waits_chains_and_timeline]
 
+
 # 3. over the rows a database file already holds, when it is opened (store.py, after its migrations): the steps a
 #    schema migration marked pending in `pending_derive` (schema/migrations.py), by name: fn(con), in this order, each
 #    in a transaction that also clears its mark
@@ -211,3 +218,13 @@ def run_pending(con) -> None:
         except BaseException:
             con.rollback()
             raise
+
+
+def place_source(
+    con, analysis_id: str, source_id: int, offset_ns: int | None = None, same_span_as: int | None = None
+) -> None:
+    """4. after a user placed a source on the analysis' timeline (PATCH, in the caller's transaction): its clock
+    offset (`align.set_offset`: raises LookupError or ValueError), then the chains linked again to block requests
+    with the new times (`chains.relink`)."""
+    align.set_offset(con, analysis_id, source_id, offset_ns, same_span_as)
+    chains.relink(con, analysis_id)
