@@ -121,6 +121,12 @@ def load_demo(store) -> None:
         print(f"stallscope: loaded demo analysis {created['url']}: {name}", file=sys.stderr)
 
 
+def _stop(done: threading.Event, thread: threading.Thread | None) -> None:
+    done.set()
+    if thread is not None:
+        thread.join()
+
+
 def cmd_ingest(args) -> int:
     from .cache import AnalysisCache
     from .ingest import IngestError, InputFile, Progress
@@ -149,14 +155,15 @@ def cmd_ingest(args) -> int:
             )
 
     show = args.progress if args.progress is not None else sys.stderr.isatty()
-    if show:
-        threading.Thread(target=report, daemon=True).start()
+    reporter = threading.Thread(target=report, name="progress", daemon=True) if show else None
+    if reporter:
+        reporter.start()  # stopped and joined below, before the answer is printed
     store = Store(args.db)
     try:
         created = store.ingest(files, args.name, progress)
         first_views.precompute(store.db, AnalysisCache(), created["id"])  # what its page's first requests read, stored
     except IngestError as e:
-        done.set()
+        _stop(done, reporter)
         if show:
             print(file=sys.stderr)
         if args.json:
@@ -176,7 +183,7 @@ def cmd_ingest(args) -> int:
                 print(f"stallscope: {f}", file=sys.stderr)
         return 1
     finally:
-        done.set()
+        _stop(done, reporter)
         store.close()
         for f in files:
             f.stream.close()

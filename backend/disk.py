@@ -143,14 +143,17 @@ class Retention:
     def __init__(self, store, days: float, on_delete=None):
         self.store, self.days, self.on_delete = store, days, on_delete
         self.stop_event = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="retention", daemon=True)
+        self.thread: threading.Thread | None = None
 
     def start(self) -> None:
+        """Starts its thread (the app's lifespan: backend/app.py)."""
+        self.thread = threading.Thread(target=self._run, name="retention", daemon=True)
         self.thread.start()
 
     def stop(self) -> None:
         self.stop_event.set()
-        self.thread.join(30)
+        if self.thread is not None:
+            self.thread.join(30)
 
     def run_once(self) -> list[str]:
         con = self.store.cursor()

@@ -29,9 +29,12 @@ class FileHashes:
         self.parsed = threading.Event()
         self._todo: queue.Queue = queue.Queue()  # (index, file, descriptor); None: no more
         self._worker = threading.Thread(target=self._hash, name="sha256", daemon=True)
-        self._worker.start()
         for f in files or []:
             self.add(f)
+
+    def start(self) -> None:
+        """Starts the hash thread (ingest/pipeline.py); result() or cancel() ends it."""
+        self._worker.start()
 
     def add(self, f: InputFile) -> None:
         self.files.append(f)

@@ -89,6 +89,7 @@ def ingest(
     con = db.cursor()
     staged: list[int] = []  # source ids whose rows are written, not yet visible
     hashes = FileHashes()
+    hashes.start()  # the hash thread, ended by hashes.result() or hashes.cancel() below
     arrived: list[InputFile] = []
     spooled: list = []  # temporary files of streamed set members
     try:
