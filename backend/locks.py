@@ -217,11 +217,19 @@ PRIMITIVES: tuple[Primitive, ...] = (
 )
 
 _SUFFIX = re.compile(r"\.(constprop|isra|part|cold|llvm|lto_priv)\.?\d*.*$")
-_BY_FUNCTION: dict[str, tuple[Primitive, str]] = {}
-for _p in PRIMITIVES:
-    for _role, _names in (("acquire", _p.acquire), ("release", _p.release), ("sleep", _p.sleep)):
-        for _n in _names:
-            _BY_FUNCTION.setdefault(_n, (_p, _role))
+
+
+def _by_function(primitives: tuple[Primitive, ...]) -> dict[str, tuple[Primitive, str]]:
+    """Each function of a primitive -> (its primitive, its role); the first primitive that names it."""
+    out: dict[str, tuple[Primitive, str]] = {}
+    for p in primitives:
+        for role, names in (("acquire", p.acquire), ("release", p.release), ("sleep", p.sleep)):
+            for name in names:
+                out.setdefault(name, (p, role))
+    return out
+
+
+_BY_FUNCTION = _by_function(PRIMITIVES)
 _BY_NAME = {p.name: p for p in PRIMITIVES}
 
 
