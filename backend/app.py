@@ -21,6 +21,7 @@ from .api.deps import Board
 from .api.models import ErrorBody
 from .cache import AnalysisCache, ResponseCache
 from .headers import SecurityHeaders
+from .ingest_pool import ingest_pool
 from .limits import BodyTimeout, Limits, ReadTimeouts, UploadSlots
 from .queries.run import QueryTimeout, TooManyRows
 from .queries.sql import Console
@@ -94,6 +95,7 @@ def create_app(
             retention.stop()
         if warmer:
             warmer.stop()
+        app.state.ingests.shutdown(wait=True, cancel_futures=True)
 
     app = FastAPI(
         title="Stallscope",
@@ -107,6 +109,7 @@ def create_app(
     app.state.access = access
     app.state.limits = limits
     app.state.uploads = UploadSlots(limits)
+    app.state.ingests = ingest_pool(limits.max_uploads, limits.ingest_nice)  # the uploads' analysis threads
     app.state.sql_console = None  # the lifespan's
     if warmer:
         app.add_middleware(CountRequests, warmer=warmer)

@@ -11,6 +11,8 @@
   STALLSCOPE_UPLOAD_MIN_RATE bytes/s (16384: a 1 Mbit/s link sends 125000), and end within STALLSCOPE_UPLOAD_DEADLINE
   seconds (86400: 8 GiB at 1 Mbit/s takes 19 h); else 408, and its slot is free at once;
 * on a shared server (a token set), one upload at a time per client address (the next gets 503);
+* uploads are analysed at a lower CPU priority than reads (STALLSCOPE_INGEST_NICE, 5; 0: the same): on a busy
+  server a page's reads keep their pace while uploads take longer (backend/ingest_pool.py);
 * request headers not complete STALLSCOPE_HEADER_TIMEOUT seconds (10) after the connection opened (or after the
   previous response on a kept-alive connection): the connection is closed (backend/server.py).
 """
@@ -43,6 +45,7 @@ class Limits:
     upload_grace_s: float = 30.0  # the average is not checked before
     upload_deadline_s: float = 86400.0
     one_upload_per_client: bool = False  # a shared server's (create_app sets it)
+    ingest_nice: int = 5  # the nice value of the threads that analyse uploads (0-19)
 
     @classmethod
     def from_env(cls, env: dict | None = None, **overrides) -> "Limits":
@@ -71,6 +74,11 @@ class Limits:
             "upload_grace_s": number("STALLSCOPE_UPLOAD_GRACE", d.upload_grace_s, float),
             "upload_deadline_s": number("STALLSCOPE_UPLOAD_DEADLINE", d.upload_deadline_s, float),
         }
+        nice = env.get("STALLSCOPE_INGEST_NICE")
+        if nice:
+            if not nice.isdigit() or int(nice) > 19:
+                raise ValueError(f"STALLSCOPE_INGEST_NICE={nice!r} is not a nice value from 0 to 19")
+            values["ingest_nice"] = int(nice)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 

@@ -20,6 +20,7 @@ SHARED = {
     "disk": set(),
     "headers": set(),
     "inert_csv": set(),
+    "ingest_pool": set(),
     "limits": set(),
     "locks": set(),
     "memory": set(),

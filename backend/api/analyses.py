@@ -5,6 +5,7 @@ backend.queries, return JSON; no SQL here."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Annotated
 
 import duckdb
@@ -85,8 +86,9 @@ async def create_analysis(
     arrivals = Arrivals()
     # the ingest reads the files as they arrive, in a thread, while this reads the body (upload_body.py); it frees
     # the slot when it ends, whatever this request does meanwhile
-    ingesting = asyncio.ensure_future(
-        run_in_threadpool(_ingest_and_precompute, store, request.app.state.cache, arrivals, prog, declared or 0, slot)
+    ingesting = asyncio.get_running_loop().run_in_executor(  # on the app's ingest threads (ingest_pool.py)
+        request.app.state.ingests,
+        functools.partial(_ingest_and_precompute, store, request.app.state.cache, arrivals, prog, declared or 0, slot),
     )
     try:
         loop = asyncio.get_running_loop()
