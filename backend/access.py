@@ -25,6 +25,8 @@ from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .db import execute
+
 LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 TOKEN_HEADER = "Authorization"
@@ -116,15 +118,15 @@ def key_digest(key: str) -> str:
 
 
 def keep_edit_key(con, analysis_id: str, key: str) -> None:
-    con.execute(
-        "INSERT OR REPLACE INTO edit_keys (analysis_id, key_sha256) VALUES (?, ?)", [analysis_id, key_digest(key)]
+    execute(
+        con, "INSERT OR REPLACE INTO edit_keys (analysis_id, key_sha256) VALUES (?, ?)", [analysis_id, key_digest(key)]
     )
 
 
 def edit_key_ok(con, analysis_id: str, key: str | None) -> bool:
     if not key or len(key) > 256:
         return False
-    rows = con.execute("SELECT key_sha256 FROM edit_keys WHERE analysis_id = ?", [analysis_id]).fetchall()
+    rows = execute(con, "SELECT key_sha256 FROM edit_keys WHERE analysis_id = ?", [analysis_id]).fetchall()
     return bool(rows) and hmac.compare_digest(rows[0][0], key_digest(key))
 
 

@@ -1,5 +1,6 @@
-"""The disk the database takes: deleting an analysis, giving freed space back to the OS, DuckDB's spill files, and
-the optional retention (docs/SECURITY.md, issue 24).
+"""The disk the database takes: checkpoints, giving freed space back to the OS, DuckDB's spill files, and the
+optional retention (docs/SECURITY.md, issue 24). (Deleting an analysis' rows is backend/schema/rows.py's;
+Store.delete_analysis deletes them, then checkpoints here.) Every statement runs through backend/db.py `execute`.
 
 DuckDB reuses the blocks that deleted rows free, but never shrinks its file: rows deleted after a failed ingest, a
 killed one (deleted when the file next opens) or a DELETE stay as free blocks inside the file. `compact` writes the
@@ -20,6 +21,8 @@ from pathlib import Path
 
 import duckdb
 
+from .db import Connection, Deadlines, execute
+
 COMPACT_FREE_BYTES = 64 << 20
 COMPACT_FREE_SHARE = 0.25
 RETENTION_EVERY_S = 3600
@@ -33,34 +36,51 @@ def remove_spill_files(path: Path) -> None:
     shutil.rmtree(spill_dir(path), ignore_errors=True)
 
 
-def space(con) -> dict:
+def space(con: Connection) -> dict:
     """The file's size and the part of it in free blocks (bytes)."""
-    row = con.execute(
+    row = execute(
+        con,
         "SELECT block_size, total_blocks, free_blocks FROM pragma_database_size()"
-        " WHERE database_name = current_database()"
+        " WHERE database_name = current_database()",
     ).fetchall()
     block, total, free = row[0] if row else (0, 0, 0)
     return {"block_bytes": block, "total_bytes": block * total, "free_bytes": block * free}
 
 
-def worth_compacting(con) -> bool:
+def worth_compacting(con: Connection) -> bool:
     s = space(con)
     return s["free_bytes"] >= COMPACT_FREE_BYTES and s["free_bytes"] >= COMPACT_FREE_SHARE * max(s["total_bytes"], 1)
 
 
-def compact(path: Path, config: dict) -> bool:
-    """Rewrites the database file without its free blocks (the caller holds no connection to it). True if done."""
-    con = duckdb.connect(str(path), config=config)
+def checkpoint(con: Connection, *, if_free: bool = False) -> None:
+    """Writes the WAL into the file and frees the blocks of deleted rows (under WRITE_SECONDS). With `if_free`, a
+    checkpoint that cannot run now (another transaction is open) is left to the next automatic one."""
     try:
-        con.execute("CHECKPOINT")
+        execute(con, "CHECKPOINT")
+    except duckdb.Error:
+        if not if_free:
+            raise
+
+
+def compact(path: Path, config: dict, deadlines: Deadlines) -> bool:
+    """Rewrites the database file without its free blocks (the caller holds no connection to it), each statement
+    under WRITE_SECONDS. True if done."""
+    new = path.with_name(path.name + ".compact")
+    con = Connection(duckdb.connect(str(path), config=config), deadlines)
+    try:
+        checkpoint(con)
         if not worth_compacting(con):
             return False
-        new = path.with_name(path.name + ".compact")
         for p in (new, Path(f"{new}.wal")):
             p.unlink(missing_ok=True)
-        con.execute(f"ATTACH '{_quoted(new)}' AS compacted")
-        con.execute(f'COPY FROM DATABASE "{_name(con)}" TO compacted')
-        con.execute("DETACH compacted")
+        execute(con, f"ATTACH '{_quoted(new)}' AS compacted")
+        try:
+            execute(con, f'COPY FROM DATABASE "{_name(con)}" TO compacted')
+        finally:
+            execute(con, "DETACH compacted")
+    except BaseException:
+        new.unlink(missing_ok=True)  # a copy cut short (its deadline, an error): the old file stays
+        raise
     finally:
         con.close()
     Path(f"{path}.wal").unlink(missing_ok=True)  # checkpointed above, nothing in it
@@ -72,57 +92,16 @@ def _quoted(p: Path) -> str:
     return str(p).replace("'", "''")
 
 
-def _name(con) -> str:
-    return con.execute("SELECT current_database()").fetchall()[0][0]
+def _name(con: Connection) -> str:
+    return execute(con, "SELECT current_database()").fetchall()[0][0]
 
 
-def _tables_with(con, column: str) -> list[str]:
-    return [
-        r[0]
-        for r in con.execute(
-            "SELECT c.table_name FROM duckdb_columns() c JOIN duckdb_tables() t USING (database_name, schema_name,"
-            " table_name) WHERE c.database_name = current_database() AND c.schema_name = 'main' AND c.column_name = ?"
-            " ORDER BY 1",
-            [column],
-        ).fetchall()
-    ]
-
-
-def delete_analysis(con, analysis_id: str) -> bool:
-    """Deletes an analysis and every row of it (its sources' rows in every table keyed by source_id, every row keyed
-    by analysis_id, its edit key), in one transaction, then checkpoints so that the blocks are free for the next
-    ingest. False if there was no such analysis."""
-    con.begin()
-    try:
-        if not con.execute("SELECT 1 FROM analyses WHERE id = ?", [analysis_id]).fetchall():
-            con.rollback()
-            return False
-        ids = [r[0] for r in con.execute("SELECT id FROM sources WHERE analysis_id = ?", [analysis_id]).fetchall()]
-        by_analysis = set(_tables_with(con, "analysis_id"))
-        for table in _tables_with(con, "source_id"):
-            if table not in by_analysis and table != "sources":
-                con.execute(f'DELETE FROM "{table}" WHERE list_contains(?, source_id)', [ids])
-        for table in by_analysis - {"sources"}:
-            con.execute(f'DELETE FROM "{table}" WHERE analysis_id = ?', [analysis_id])
-        con.execute("DELETE FROM sources WHERE analysis_id = ?", [analysis_id])
-        con.execute("DELETE FROM analyses WHERE id = ?", [analysis_id])
-        con.commit()
-    except BaseException:
-        con.rollback()
-        raise
-    try:
-        con.execute("CHECKPOINT")
-    except duckdb.Error:  # another transaction is open: the next automatic checkpoint frees them
-        pass
-    return True
-
-
-def expired(con, days: float) -> list[str]:
+def expired(con: Connection, days: float) -> list[str]:
     """Analyses created more than `days` days ago."""
     before = datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(days=days)
     return [
         r[0]
-        for r in con.execute("SELECT id FROM analyses WHERE created_at < ? ORDER BY created_at", [before]).fetchall()
+        for r in execute(con, "SELECT id FROM analyses WHERE created_at < ? ORDER BY created_at", [before]).fetchall()
     ]
 
 
@@ -158,9 +137,10 @@ class Retention:
     def run_once(self) -> list[str]:
         con = self.store.cursor()
         try:
-            gone = [aid for aid in expired(con, self.days) if delete_analysis(con, aid)]
+            old = expired(con, self.days)
         finally:
             con.close()
+        gone = [aid for aid in old if self.store.delete_analysis(aid)]
         for aid in gone:
             if self.on_delete:
                 self.on_delete(aid)

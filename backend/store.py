@@ -1,7 +1,9 @@
 """The database file and its connection.
 
-One `duckdb.DuckDBPyConnection` owns the file; every request and every ingest works on its own `cursor()` (a DuckDB
-connection is not shared across threads). Opening the file creates or migrates its schema (backend/schema/), runs
+One DuckDB connection owns the file; every request and every ingest works on its own `cursor()` (a DuckDB
+connection is not shared across threads). The Store owns the time limits of every statement on them (backend/db.py:
+the Deadlines thread starts when the file opens and stops when it closes), so the connection and its cursors are
+backend.db.Connection objects, a DuckDB connection with those Deadlines. Opening the file creates or migrates its schema (backend/schema/), runs
 the derive steps a migration left pending (derive/pipeline.run_pending), and deletes what an ingest that never
 finished left; `ingest` hands the connection to backend/ingest/. (What is computed from an analysis once it is
 committed, its first views, is queries/first_views.precompute's.)
@@ -15,13 +17,15 @@ from typing import Iterable
 
 import duckdb
 
+from . import db as statements
 from . import disk
 from .derive.pipeline import run_pending
 from .ingest.files import IngestError, InputFile, Progress
-from .ingest.pipeline import discard_unfinished, ingest
+from .ingest.pipeline import ingest
 from .memory import return_freed_blocks
 from .queries import stored
 from .schema import create_or_migrate
+from .schema.rows import delete_analysis, discard_unfinished
 
 __all__ = ["IngestError", "InputFile", "Progress", "Store"]  # the types of Store.ingest's arguments and refusal
 
@@ -47,25 +51,44 @@ class Store:
         disk.remove_spill_files(path)
         return_freed_blocks()
         self.config = config
-        self.db = duckdb.connect(str(path), config=config)
-        create_or_migrate(self.db)
-        run_pending(self.db)  # the derive steps a migration left to run over the file's kept rows
-        discard_unfinished(self.db)
-        stored.discard_orphans(self.db)
-        self.db.execute("CHECKPOINT")
-        if disk.worth_compacting(
-            self.db
-        ):  # rows deleted since (failed or killed ingests, DELETEs): give the space back
-            self.db.close()
-            disk.compact(path, config)
-            self.db = duckdb.connect(str(path), config=config)
+        self.deadlines = statements.Deadlines().start()  # stopped by close()
+        try:
+            self.db = self._connect()
+            create_or_migrate(self.db)
+            run_pending(self.db)  # the derive steps a migration left to run over the file's kept rows
+            discard_unfinished(self.db)
+            stored.discard_orphans(self.db)
+            disk.checkpoint(self.db)
+            if disk.worth_compacting(self.db):  # rows deleted since (failed or killed ingests, DELETEs): space back
+                self.db.close()
+                disk.compact(path, config, self.deadlines)
+                self.db = self._connect()
+        except BaseException:
+            self.deadlines.stop()
+            raise
 
-    def cursor(self) -> duckdb.DuckDBPyConnection:
+    def _connect(self) -> statements.Connection:
+        return statements.Connection(duckdb.connect(str(self.path), config=self.config), self.deadlines)
+
+    def cursor(self) -> statements.Connection:
         return self.db.cursor()
 
     def close(self) -> None:
         self.db.close()
+        self.deadlines.stop()
         disk.remove_spill_files(self.path)
+
+    def delete_analysis(self, analysis_id: str) -> bool:
+        """Deletes an analysis and every row of it (one transaction: schema/rows.py), then checkpoints so that its
+        blocks are free for the next ingest. False if there was no such analysis."""
+        con = self.cursor()
+        try:
+            if not delete_analysis(con, analysis_id):
+                return False
+            disk.checkpoint(con, if_free=True)  # another transaction is open: the next automatic checkpoint frees them
+            return True
+        finally:
+            con.close()
 
     def ingest(
         self, files: Iterable[InputFile], name: str | None = None, progress: Progress | None = None, **how

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from backend import disk
 from backend.access import Access
 from backend.app import create_app
+from backend.schema import rows
 from backend.store import Store
 from tests.conftest import SAMPLES, ingest_paths
 
@@ -22,7 +23,7 @@ def _rows_of_sources(store: Store, source_ids: list[int]) -> dict[str, int]:
     con = store.cursor()
     try:
         found = {}
-        for table in disk._tables_with(con, "source_id"):
+        for table in rows.tables_with(con, "source_id"):
             n = con.execute(
                 f'SELECT count(*) FROM "{table}" WHERE list_contains(?, source_id)', [source_ids]
             ).fetchall()[0][0]
@@ -83,7 +84,7 @@ def test_a_killed_ingest_gives_its_space_back_at_the_next_start(tmp_path, monkey
     died = ingest_paths(store, *INCIDENT)
     con = store.cursor()  # as a process killed before publishing leaves it: staged rows, nothing of the final commit
     ids = [s["id"] for s in died["sources"]]
-    for table in disk._tables_with(con, "analysis_id"):
+    for table in rows.tables_with(con, "analysis_id"):
         con.execute(f"DELETE FROM {table} WHERE analysis_id = ?", [died["id"]])
     for table in ("wait_rows", "chain_link_rows", "blk_top"):
         con.execute(f"DELETE FROM {table} WHERE list_contains(?, source_id)", [ids])

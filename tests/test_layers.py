@@ -15,9 +15,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 # the helpers every layer may use (and what each of them uses)
 SHARED = {
-    "access": set(),
+    "db": set(),  # how every statement runs: its time limit, the write path
+    "access": {"db"},
     "block_layers": set(),
-    "disk": set(),
+    "disk": {"db"},
     "headers": set(),
     "inert_csv": set(),
     "ingest_pool": set(),

@@ -15,7 +15,7 @@ from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
-from .. import access, disk
+from .. import access
 from ..derive.pipeline import place_source as derive_placement
 from ..ingest import IngestError
 from ..ingest.arrivals import Arrivals, ReceiveAborted
@@ -264,10 +264,10 @@ def place_source(
     dependencies=[EditAllowed],
     responses={204: {"description": "deleted"}},
 )
-def delete_analysis(analysis_id: AnalysisId, con: Cursor, request: Request):
+def delete_analysis(analysis_id: AnalysisId, con: Cursor, request: Request):  # con: the router checks it exists
     """Delete an analysis and all its rows; their space is reused by the next uploads, and given back to the system
     when the server next starts (backend/disk.py). Needs its edit key or the token on a shared server."""
-    disk.delete_analysis(con, analysis_id)
+    request.app.state.store.delete_analysis(analysis_id)
     request.app.state.cache.forget(analysis_id)
     forget_copies(request, analysis_id)  # the SQL console's copy of its rows
     return Response(status_code=204)

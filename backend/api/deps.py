@@ -9,13 +9,13 @@ import threading
 from collections import OrderedDict
 from typing import Annotated, Iterator
 
-import duckdb
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from .. import access
 from ..cache import AnalysisCache
+from ..db import Connection
 from ..limits import TIME_MAX, TIME_MIN
 from ..queries.catalogue import catalogue
 from ..store import Progress, Store
@@ -26,7 +26,7 @@ def get_store(request: Request) -> Store:
     return request.app.state.store
 
 
-def get_cursor(request: Request) -> Iterator[duckdb.DuckDBPyConnection]:
+def get_cursor(request: Request) -> Iterator[Connection]:
     """A cursor of its own for each request: DuckDB connections are not shared across threads."""
     con = request.app.state.store.cursor()
     try:
@@ -60,7 +60,7 @@ def get_board(request: Request) -> Board:
     return request.app.state.progress
 
 
-Cursor = Annotated[duckdb.DuckDBPyConnection, Depends(get_cursor)]
+Cursor = Annotated[Connection, Depends(get_cursor)]
 
 
 def get_cache(request: Request) -> AnalysisCache:
@@ -113,7 +113,7 @@ def require_edit(
     request: Request,
     token: Annotated[bool, Depends(has_token)],
     key: Annotated[str | None, Depends(_edit_key)],
-    con: Annotated[duckdb.DuckDBPyConnection, Depends(get_cursor)],
+    con: Annotated[Connection, Depends(get_cursor)],
 ) -> None:
     """On a shared server: the token, or the edit key of the path's analysis, else 401 (none given) or 403."""
     if not get_access(request).shared or token:
@@ -135,7 +135,7 @@ TokenRequired = Depends(require_token)
 EditAllowed = Depends(require_edit)
 
 
-def require_analysis(con: duckdb.DuckDBPyConnection, cache: AnalysisCache, analysis_id: str) -> dict:
+def require_analysis(con: Connection, cache: AnalysisCache, analysis_id: str) -> dict:
     """The analysis (id, name, created_at), or a 404 that says so (from its catalogue: kept once found)."""
     found = catalogue(con, cache, analysis_id)
     if found is None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import re
 
+from ..db import execute
 from ..limits import TIME_MAX, TIME_MIN
 
 DENSE_NS = 200_000  # width of the window in which the right clock differences pile up
@@ -71,7 +72,8 @@ def clock_of(notes: list[str]) -> str | None:
 
 
 def _sources(con, analysis_id: str) -> list[dict]:
-    cur = con.execute(
+    cur = execute(
+        con,
         "SELECT id, format, filename, notes, t_min_ns, t_max_ns, clock_offset_ns FROM sources"
         " WHERE analysis_id = ? ORDER BY id",
         [analysis_id],
@@ -81,7 +83,8 @@ def _sources(con, analysis_id: str) -> list[dict]:
 
 
 def _store(con, sid: int, offset: int, clock: str | None, alignment: dict) -> None:
-    con.execute(
+    execute(
+        con,
         "UPDATE sources SET clock_offset_ns = ?, clock = ?, alignment = ? WHERE id = ?",
         [offset, clock, json.dumps(alignment), sid],
     )
@@ -96,7 +99,7 @@ def derive(con, analysis_id: str) -> None:
         if s["format"] == "offcputime":  # its own clock: 0 at the start of its capture window
             window = next((float(n[9:]) for n in s["notes"] if n.startswith("window_s=")), None)
             s["t_min_ns"], s["t_max_ns"] = 0, round(window * 1e9) if window else None
-            con.execute("UPDATE sources SET t_min_ns = ?, t_max_ns = ? WHERE id = ?", [0, s["t_max_ns"], s["id"]])
+            execute(con, "UPDATE sources SET t_min_ns = ?, t_max_ns = ? WHERE id = ?", [0, s["t_max_ns"], s["id"]])
     timed = [s for s in sources if s["t_min_ns"] is not None and s["format"] != "offcputime"]
     ref = next((s for s in timed if s["format"] == "blkparse"), timed[0] if timed else None)
     start = ref["t_min_ns"] if ref else 0
@@ -175,7 +178,8 @@ def _clock_warnings(clock: str | None) -> list[str]:
 
 def match_block_events(con, ftrace_sid: int, blk_ids: list[int]) -> dict | None:
     """The offset that puts the ftrace source's block events on the blktrace's clock, or None without matches."""
-    rows = con.execute(
+    rows = execute(
+        con,
         f"""
         WITH f AS (
             SELECT t_ns, event,
@@ -236,7 +240,7 @@ def set_offset(
     s = sources.get(source_id)
     if s is None:
         raise LookupError(f"no source {source_id} in this analysis")
-    clock = con.execute("SELECT clock FROM sources WHERE id = ?", [source_id]).fetchall()[0][0]
+    clock = execute(con, "SELECT clock FROM sources WHERE id = ?", [source_id]).fetchall()[0][0]
     if same_span_as is not None:
         other = sources.get(same_span_as)
         if other is None:
@@ -249,7 +253,8 @@ def set_offset(
         offset = other["t_min_ns"] + other["clock_offset_ns"] - own_min
         detail = f"placed by hand: same start as source {same_span_as} ({other['filename']})"
         if s["format"] == "offcputime" and s["t_max_ns"] is None:  # a window of unknown length takes the span
-            con.execute(
+            execute(
+                con,
                 "UPDATE sources SET t_min_ns = 0, t_max_ns = ? WHERE id = ?",
                 [other["t_max_ns"] - other["t_min_ns"], source_id],
             )

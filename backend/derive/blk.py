@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from parsers.common import ParseReport
 
+from ..db import execute
 from ..schema.tables import REQUEST_COLUMNS, TOP_METRICS
 
 
@@ -24,7 +25,7 @@ def derive(con, source_id: int, report: ParseReport) -> tuple[int | None, int | 
     if "backwards" not in report.facts:
         return None
     sid = {"sid": source_id}
-    orphans = con.execute("SELECT count(*) FROM blk_bios WHERE source_id = $sid AND req_line IS NULL", sid).fetchall()[
+    orphans = execute(con, "SELECT count(*) FROM blk_bios WHERE source_id = $sid AND req_line IS NULL", sid).fetchall()[
         0
     ][0]
     if orphans:
@@ -39,12 +40,13 @@ def derive(con, source_id: int, report: ParseReport) -> tuple[int | None, int | 
     slowest = {m: facts[m] for m in TOP_METRICS}
     lines = [ln for m in TOP_METRICS for ln in slowest[m]]
     if lines:
-        con.execute(
+        execute(
+            con,
             f"INSERT INTO blk_top SELECT k.metric, {', '.join(f'r.{c}' for c in REQUEST_COLUMNS)}"
             " FROM (SELECT unnest($metrics) AS metric, unnest($lines) AS line) k"
             " JOIN blk_requests r ON r.line = k.line WHERE r.source_id = $sid",
             {"sid": source_id, "metrics": [m for m in TOP_METRICS for _ in slowest[m]], "lines": lines},
         )
-    ev = con.execute("SELECT min(t_ns), max(t_ns) FROM blk_events WHERE source_id = $sid", sid).fetchall()[0]
+    ev = execute(con, "SELECT min(t_ns), max(t_ns) FROM blk_events WHERE source_id = $sid", sid).fetchall()[0]
     los, his = [x for x in (lo, ev[0]) if x is not None], [x for x in (hi, ev[1]) if x is not None]
     return (min(los) if los else None), (max(his) if his else None)

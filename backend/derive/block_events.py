@@ -24,6 +24,8 @@ import pyarrow as pa
 from parsers import _blkparse, blkparse
 from parsers.common import ParseReport
 
+from ..db import execute
+
 ACTIONS = {
     "block_bio_queue": "Q",
     "block_getrq": "G",
@@ -60,9 +62,10 @@ def _line(t_ns: int, cpu, pid, comm, action: str, m: re.Match, seq: int) -> str:
 def derive(con, source_id: int, report: ParseReport) -> None:
     """Rebuilds the source's block requests from its block events when its parser made none; report.facts then
     holds the rebuilder's facts for blk.derive (the slowest requests, the span), which runs next."""
-    if con.execute("SELECT 1 FROM blk_requests WHERE source_id = ? LIMIT 1", [source_id]).fetchall():
+    if execute(con, "SELECT 1 FROM blk_requests WHERE source_id = ? LIMIT 1", [source_id]).fetchall():
         return None
-    events = con.execute(
+    events = execute(
+        con,
         "SELECT line, t_ns, cpu, pid, comm, event, text FROM trace_events WHERE source_id = ? AND list_contains(?, event)"
         " ORDER BY line",
         [source_id, list(ACTIONS)],
@@ -93,7 +96,7 @@ def derive(con, source_id: int, report: ParseReport) -> None:
     btt = blkparse.btt_batch(rebuilder)
     if btt is not None:
         _insert(con, source_id, [("blk_btt", btt)])
-    n = con.execute("SELECT count(*) FROM blk_requests WHERE source_id = ?", [source_id]).fetchone()[0]
+    n = execute(con, "SELECT count(*) FROM blk_requests WHERE source_id = ?", [source_id]).fetchone()[0]
     report.note(
         f"{n} block requests rebuilt from {rendered} block tracepoint events (block_bio_queue ... block_rq_complete)"
     )
@@ -106,8 +109,8 @@ def _insert(con, source_id: int, batches) -> None:
         rows = pa.Table.from_batches([batch])
         con.register("_block_events_rows", rows)
         try:
-            con.execute(
-                f"INSERT INTO {table} (source_id, {cols}) SELECT ?, {cols} FROM _block_events_rows", [source_id]
+            execute(
+                con, f"INSERT INTO {table} (source_id, {cols}) SELECT ?, {cols} FROM _block_events_rows", [source_id]
             )
         finally:
             con.unregister("_block_events_rows")

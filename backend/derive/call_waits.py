@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import locks
+from ..db import arrow, execute
 from . import wait_rows
 from .arrays import next_after
 from .frames import base_name, duration_text
@@ -58,7 +59,8 @@ def add(con, sid: int, base: str, seq: int, candidates: dict, trace_end: int) ->
         {"func_id": pa.int32(), "func": pa.string(), "role": pa.string()},
     )
     try:
-        c = con.sql(
+        c = arrow(
+            con,
             """
             SELECT c.line, c.pid, n.name AS comm, c.cpu, f.func, c.entry_ns, c.exit_ns, c.duration_ns, c.exit_line,
                    c.partial AND c.exit_line = c.line AS exit_only
@@ -68,7 +70,7 @@ def add(con, sid: int, base: str, seq: int, candidates: dict, trace_end: int) ->
               AND (c.exit_line IS NULL OR c.duration_ns >= $min)
             """,
             params={"sid": sid, "min": MIN_CALL_SLEEP_NS},
-        ).to_arrow_table()
+        )
     finally:
         con.unregister("_stalls_fn")
     t = _unswitched(con, sid, c, trace_end)
@@ -103,8 +105,8 @@ def _unswitched(con, sid: int, c: pa.Table, trace_end: int) -> pa.Table:
     first line) holds the ones that returned before it: in line order each call spans (its entry line, or -1
     without one) .. (its exit line, or the end); by task, outer calls first."""
     pid, line = (c.column(k).to_numpy() for k in ("pid", "line"))
-    outs = con.sql("SELECT line, pid FROM _stalls_outs").to_arrow_table()
-    wk = con.sql("SELECT line, t_ns, cpu, pid, waker_pid, waker_comm FROM _stalls_wk").to_arrow_table()
+    outs = arrow(con, "SELECT line, pid FROM _stalls_outs")
+    wk = arrow(con, "SELECT line, t_ns, cpu, pid, waker_pid, waker_comm FROM _stalls_wk")
     j = next_after(pid, line, outs.column("pid").to_numpy(), outs.column("line").to_numpy())
     next_out = np.where(j >= 0, outs.column("line").to_numpy()[np.maximum(j, 0)] if len(outs) else 0, -1)
     has_exit = c.column("exit_line").is_valid().to_numpy(zero_copy_only=False)
@@ -126,7 +128,8 @@ def _unswitched(con, sid: int, c: pa.Table, trace_end: int) -> pa.Table:
         tpid = t.column("pid").to_numpy()
         con.register("_stalls_lone", pa.table({"pid": np.unique(tpid[lone])}))
         try:
-            last = con.sql(
+            last = execute(
+                con,
                 """
                 SELECT pid, max(l) AS last_line FROM (
                     SELECT pid, greatest(line, coalesce(exit_line, line)) l FROM fg_call_rows WHERE source_id = $sid

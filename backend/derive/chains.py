@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from .. import block_layers
 from ..block_layers import REQUEST_SOURCES
+from ..db import execute
 from ..schema.tables import STACK_SEP
 from .chain_plan import RELATIONS, plan
 from .frames import duration_text, io_completion_in, is_idle_task, is_io_completion, path_mark, task_text, waker_path
@@ -137,7 +138,8 @@ def stored_rows(con, plans: list[tuple]) -> dict:
         register_table(con, "_stalls_need", {"line": sorted(lines)}, {"line": pa.int64()})
         try:
             got = fetch_dicts(
-                con.execute(
+                execute(
+                    con,
                     "SELECT w.*, s.clock_offset_ns AS off FROM wait_rows w JOIN sources s ON s.id = w.source_id"
                     " WHERE w.source_id = ? AND w.line IN (SELECT line FROM _stalls_need)",
                     [sid],
@@ -210,7 +212,8 @@ def _chains_from_stored_waits(con, analysis_id: str, sids: list[int]) -> None:
     if not sids:
         return
     rows = fetch_dicts(
-        con.execute(
+        execute(
+            con,
             "SELECT w.*, s.clock_offset_ns AS off FROM wait_rows w JOIN sources s ON s.id = w.source_id"
             " WHERE s.analysis_id = ?",
             [analysis_id],
@@ -252,8 +255,8 @@ def match_requests(con, analysis_id: str, chains: list[dict]) -> None:
     ]
     if not todo:
         return
-    blk = con.execute(
-        f"SELECT count(*) FROM sources s WHERE s.analysis_id = ? AND {REQUEST_SOURCES}", [analysis_id]
+    blk = execute(
+        con, f"SELECT count(*) FROM sources s WHERE s.analysis_id = ? AND {REQUEST_SOURCES}", [analysis_id]
     ).fetchall()[0][0]
     if not blk:
         return
@@ -269,7 +272,8 @@ def match_requests(con, analysis_id: str, chains: list[dict]) -> None:
         {"k": pa.int64(), "wake": pa.int64(), "began": pa.int64(), "pid": pa.int64()},
     )
     rows = fetch_dicts(
-        con.execute(
+        execute(
+            con,
             f"""
         WITH r AS (
             SELECT r.source_id, r.line, r.dev, r.sector, r.nsect, r.rwbs, r.pid, r.comm, r.q_ns, r.i_ns, r.d_ns, r.c_ns,
@@ -288,7 +292,7 @@ def match_requests(con, analysis_id: str, chains: list[dict]) -> None:
         )
     )
     con.unregister("_stalls_io")
-    stacks = block_layers.Layers(lambda sql, p: fetch_dicts(con.execute(sql, p)), analysis_id)
+    stacks = block_layers.Layers(lambda sql, p: fetch_dicts(execute(con, sql, p)), analysis_id)
     layered = stacks.of_many([(r["source_id"], r["line"]) for r in rows])
     holders = [block_layers.holder(stack) for stack in layered]
     moved = [
@@ -320,7 +324,8 @@ def _request_rows(con, keys: list[tuple[int, int]]) -> dict[tuple[int, int], dic
     if not keys:
         return {}
     rows = fetch_dicts(
-        con.execute(
+        execute(
+            con,
             f"SELECT {', '.join(f'r.{c}' for c in _REQUEST_TYPES)} FROM blk_requests r"
             " JOIN (SELECT unnest($sid) AS sid, unnest($line) AS line) k ON r.source_id = k.sid AND r.line = k.line",
             {"sid": [s for s, _ in keys], "line": [ln for _, ln in keys]},
@@ -387,7 +392,7 @@ def insert_chains(con, analysis_id: str, chains: list[dict]) -> None:
         },
         {"chain_id": pa.int32(), "duration_ns": pa.int64(), "links": pa.int32()},
     )
-    con.execute("INSERT INTO chains SELECT ?, chain_id, duration_ns, links FROM _stalls_ch", [analysis_id])
+    execute(con, "INSERT INTO chains SELECT ?, chain_id, duration_ns, links FROM _stalls_ch", [analysis_id])
     con.unregister("_stalls_ch")
     links = [link for c in chains for link in c["links"]]
     data = {
@@ -405,19 +410,19 @@ def insert_chains(con, analysis_id: str, chains: list[dict]) -> None:
             col[i] = r[k]
         data[f"req_{k}"] = pa.array(col, t)
     data["analysis_id"] = pa.array([analysis_id] * len(links), pa.string())
-    order = [d[0] for d in con.execute("SELECT * FROM chain_link_rows LIMIT 0").description]
+    order = [d[0] for d in execute(con, "SELECT * FROM chain_link_rows LIMIT 0").description]
     insert_arrow(con, "chain_link_rows", pa.table({k: data[k] for k in order}))
 
 
 def relink(con, analysis_id: str) -> None:
     """Builds the analysis' chains again from its stored waits, after a source's clock offset changed: which block
     request completed at a wake-up depends on it (inside the caller's transaction)."""
-    con.execute("DELETE FROM chain_link_rows WHERE analysis_id = ?", [analysis_id])
-    con.execute("DELETE FROM chains WHERE analysis_id = ?", [analysis_id])
+    execute(con, "DELETE FROM chain_link_rows WHERE analysis_id = ?", [analysis_id])
+    execute(con, "DELETE FROM chains WHERE analysis_id = ?", [analysis_id])
     sids = [
         r[0]
-        for r in con.execute(
-            "SELECT id FROM sources WHERE analysis_id = ? AND format = 'ftrace' ORDER BY id", [analysis_id]
+        for r in execute(
+            con, "SELECT id FROM sources WHERE analysis_id = ? AND format = 'ftrace' ORDER BY id", [analysis_id]
         ).fetchall()
     ]
     _chains_from_stored_waits(con, analysis_id, sids)

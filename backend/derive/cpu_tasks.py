@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from ..db import execute
+
 
 def pseudo_pid(cpu: int) -> int:
     """The pseudo-task id of a CPU's calls of unknown task: negative, never a Linux pid."""
@@ -34,7 +36,8 @@ def name_cpu_tasks(con, source_id: int) -> int:
     calls. A source whose calls all name their task costs one scan of two columns."""
     cpus = [
         c
-        for (c,) in con.execute(
+        for (c,) in execute(
+            con,
             "SELECT DISTINCT cpu FROM fg_call_rows WHERE source_id = ? AND pid IS NULL AND cpu IS NOT NULL"
             " ORDER BY cpu",
             [source_id],
@@ -43,7 +46,7 @@ def name_cpu_tasks(con, source_id: int) -> int:
     if not cpus:
         return 0
     next_id = "SELECT coalesce(max(id), -1) + 1 FROM fg_names WHERE source_id = ?"
-    base = con.execute(next_id, [source_id]).fetchall()[0][0]
+    base = execute(con, next_id, [source_id]).fetchall()[0][0]
     names = pa.table(
         {
             "cpu": pa.array(cpus, pa.int32()),
@@ -54,10 +57,13 @@ def name_cpu_tasks(con, source_id: int) -> int:
     )
     con.register("_cpu_tasks", names)
     try:
-        con.execute(
-            "INSERT INTO fg_names (source_id, id, name) SELECT $sid, comm_id, name FROM _cpu_tasks", {"sid": source_id}
+        execute(
+            con,
+            "INSERT INTO fg_names (source_id, id, name) SELECT $sid, comm_id, name FROM _cpu_tasks",
+            {"sid": source_id},
         )
-        con.execute(
+        execute(
+            con,
             "UPDATE fg_call_rows SET pid = t.pid, comm_id = t.comm_id FROM _cpu_tasks t"
             " WHERE fg_call_rows.source_id = $sid AND fg_call_rows.pid IS NULL AND fg_call_rows.cpu = t.cpu",
             {"sid": source_id},

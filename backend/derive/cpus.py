@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from ..db import execute
 from .timeline import segment_sums, write_levels
 
 # each switch's next task, from the switch to the next one on that CPU (in file order: the CPU's ring buffer order)
@@ -38,13 +39,14 @@ def segments_sql() -> str:
 def summarize_kept(con) -> None:
     """cpu_slices, the cpu lanes and their summaries of every kept ftrace source that has timeline summaries and no
     cpu lanes yet (a file written before they existed), in the caller's transaction."""
-    rows = con.execute(
+    rows = execute(
+        con,
         "SELECT id, format, t_min_ns, t_max_ns FROM sources s WHERE format = 'ftrace'"
         " AND EXISTS (SELECT 1 FROM tl_meta m WHERE m.source_id = s.id)"
-        " AND NOT EXISTS (SELECT 1 FROM tl_lanes l WHERE l.source_id = s.id AND l.kind = 'cpu') ORDER BY id"
+        " AND NOT EXISTS (SELECT 1 FROM tl_lanes l WHERE l.source_id = s.id AND l.kind = 'cpu') ORDER BY id",
     ).fetchall()
     if rows:
-        con.execute("DELETE FROM cpu_slices WHERE source_id IN (SELECT unnest(?))", [[r[0] for r in rows]])
+        execute(con, "DELETE FROM cpu_slices WHERE source_id IN (SELECT unnest(?))", [[r[0] for r in rows]])
         summarize(con, rows)
 
 
@@ -54,12 +56,13 @@ def summarize(con, sources: list[tuple[int, str, int | None, int | None]]) -> No
     for sid, fmt, t_min, t_max in sources:
         if fmt != "ftrace" or t_min is None or t_max is None:
             continue
-        con.execute(_SLICES, {"sid": sid, "t_max": t_max})
-        meta = con.execute("SELECT w0_ns, top_level FROM tl_meta WHERE source_id = ?", [sid]).fetchone()
+        execute(con, _SLICES, {"sid": sid, "t_max": t_max})
+        meta = execute(con, "SELECT w0_ns, top_level FROM tl_meta WHERE source_id = ?", [sid]).fetchone()
         if meta is None:
             continue
         w0, top = meta
-        con.execute(
+        execute(
+            con,
             """
             INSERT INTO tl_lanes
             SELECT $sid, ((SELECT coalesce(max(lane), -1) FROM tl_lanes WHERE source_id = $sid)
@@ -67,7 +70,7 @@ def summarize(con, sources: list[tuple[int, str, int | None, int | None]]) -> No
             FROM (SELECT DISTINCT cpu FROM cpu_slices WHERE source_id = $sid AND pid <> 0)""",
             {"sid": sid},
         )
-        first = con.execute("SELECT min(lane) FROM tl_lanes WHERE source_id = ? AND kind = 'cpu'", [sid]).fetchone()[0]
+        first = execute(con, "SELECT min(lane) FROM tl_lanes WHERE source_id = ? AND kind = 'cpu'", [sid]).fetchone()[0]
         if first is None:
             continue
         # the cpu lanes' rows of tl_bins and tl_long, as timeline.summarize makes a source's

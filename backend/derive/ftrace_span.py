@@ -3,6 +3,8 @@ carry no time."""
 
 from __future__ import annotations
 
+from ..db import execute
+
 
 def span(con, source_id: int, report) -> tuple[int | None, int | None]:
     """An ftrace source's time span (ns): its first and last timestamp of any kind, as the trace printed them. A call
@@ -10,8 +12,8 @@ def span(con, source_id: int, report) -> tuple[int | None, int | None]:
     not a time the trace printed, so not where the capture starts (the views say such a call entered before it).
     Notes scheduler events that carry no time (tracefs function_graph text without funcgraph-abstime prints an
     event as a comment with none): no wait can be measured from them, and the user is told how to record them."""
-    untimed = con.execute(
-        "SELECT count(*) FILTER (WHERE t_ns IS NULL), count(*) FROM sched_switch WHERE source_id = ?", [source_id]
+    untimed = execute(
+        con, "SELECT count(*) FILTER (WHERE t_ns IS NULL), count(*) FROM sched_switch WHERE source_id = ?", [source_id]
     ).fetchall()[0]
     if untimed[0]:
         report.note(
@@ -19,7 +21,8 @@ def span(con, source_id: int, report) -> tuple[int | None, int | None]:
             " funcgraph-abstime), so no wait is measured from them: record with"
             " `echo 1 > /sys/kernel/tracing/options/funcgraph-abstime` (and funcgraph-proc), or with trace-cmd"
         )
-    return con.execute(
+    return execute(
+        con,
         "SELECT min(lo), max(hi) FROM ("
         " SELECT min(CASE WHEN partial AND exit_ns IS NOT NULL THEN exit_ns ELSE coalesce(entry_ns, exit_ns) END) lo,"
         " max(coalesce(exit_ns, entry_ns)) hi FROM fg_call_rows"

@@ -54,6 +54,7 @@ from typing import Callable
 
 import pyarrow as pa
 
+from ..db import execute
 from ..memory import trim_heap
 from ..schema import migrations
 from . import (
@@ -100,7 +101,8 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
     them, with the holders), beside the waits' insert and the chains, in a transaction of its own that it commits
     first (it writes tables keyed by the sources' staged ids: STAGED_TABLES). Without ftrace sources it runs on
     `con`, in the ingest's transaction."""
-    rows = con.execute(
+    rows = execute(
+        con,
         "SELECT id, format, t_min_ns, t_max_ns, clock_offset_ns FROM sources WHERE analysis_id = ? ORDER BY id",
         [analysis_id],
     ).fetchall()
@@ -206,14 +208,14 @@ DERIVE_MIGRATED: dict[str, Callable] = {migrations.CPU_TRACKS: cpus.summarize_ke
 
 def run_pending(con) -> None:
     """Runs the DERIVE_MIGRATED steps marked pending in the file, each with its mark cleared in its transaction."""
-    pending = {step for (step,) in con.execute("SELECT step FROM pending_derive").fetchall()}
+    pending = {step for (step,) in execute(con, "SELECT step FROM pending_derive").fetchall()}
     for step, fn in DERIVE_MIGRATED.items():
         if step not in pending:
             continue
         con.begin()
         try:
             fn(con)
-            con.execute("DELETE FROM pending_derive WHERE step = ?", [step])
+            execute(con, "DELETE FROM pending_derive WHERE step = ?", [step])
             con.commit()
         except BaseException:
             con.rollback()

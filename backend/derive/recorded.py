@@ -18,6 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..db import batches, execute
+
 STACK_EVENTS = ("kernel_stack", "user_stack")
 # frames of the tracing machinery itself, innermost in a stack recorded at a tracepoint
 _TRACING_FRAME = re.compile(r"^(__traceiter_|__bpf_trace_|trace_event_raw_event_|perf_trace_|__probestub_)")
@@ -196,14 +198,15 @@ def event_stacks(con, sid: int, lines: np.ndarray) -> Recorded:
     wanted = np.unique(np.asarray(lines, np.int64))
     if not len(wanted):
         return out.done()
-    has = con.execute(
-        "SELECT count(*) FROM trace_events WHERE source_id = ? AND event IN ('kernel_stack', 'user_stack')", [sid]
+    has = execute(
+        con, "SELECT count(*) FROM trace_events WHERE source_id = ? AND event IN ('kernel_stack', 'user_stack')", [sid]
     ).fetchall()[0][0]
     if not has:
         return out.done()
     con.register("_stacks_need", pa.table({"line": wanted}))
     try:
-        reader = con.sql(
+        reader = batches(
+            con,
             """
             WITH ev AS (
                 SELECT line, t_ns, cpu, prev_pid AS pid, FALSE AS stack, NULL AS event
@@ -231,7 +234,8 @@ def event_stacks(con, sid: int, lines: np.ndarray) -> Recorded:
             ORDER BY s.owner, s.event DESC
             """,
             params={"sid": sid},
-        ).to_arrow_reader(_BATCH)
+            batch=_BATCH,
+        )
         read: dict[str, tuple[str, bool]] = {}  # each distinct frame line read once
         for batch in reader:  # per owner: user_stack first, then kernel_stack
             count, frames, names = _frames_of_texts(batch.column(3), read)

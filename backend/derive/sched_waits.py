@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from ..db import arrow, execute
 from .arrays import next_after
 from .wait_rows import BASE_TYPES
 
@@ -49,23 +50,26 @@ def add(con, sid: int, base: str, trace_end: int) -> int:
     )
     # each switch-out's next switch-in, next switch-out and first wake-up of its task (on arrays: DuckDB's ASOF
     # joins cost ~3x the rest of the statement)
-    o = con.sql(f"SELECT line, prev_pid AS pid {asleep}", params=p).to_arrow_table()
-    i = con.sql(
-        "SELECT line, next_pid AS pid, t_ns FROM sched_switch WHERE source_id = $sid AND next_pid IS NOT NULL", params=p
-    ).to_arrow_table()
+    o = arrow(con, f"SELECT line, prev_pid AS pid {asleep}", params=p)
+    i = arrow(
+        con,
+        "SELECT line, next_pid AS pid, t_ns FROM sched_switch WHERE source_id = $sid AND next_pid IS NOT NULL",
+        params=p,
+    )
     o_pid, o_line = (o.column(k).to_numpy() for k in ("pid", "line"))
     nxt = {"line": o.column("line")}
-    for name, b in (("i", i), ("n", con.sql("SELECT line, pid FROM _stalls_outs").to_arrow_table())):
+    for name, b in (("i", i), ("n", arrow(con, "SELECT line, pid FROM _stalls_outs"))):
         j = next_after(o_pid, o_line, b.column("pid").to_numpy(), b.column("line").to_numpy())
         at = pa.array(j, mask=j < 0)
         nxt[f"{name}_line"] = b.column("line").take(at)
         if name == "i":
             nxt["i_ns"] = b.column("t_ns").take(at)
-    wk = con.sql("SELECT line, pid FROM _stalls_wk").to_arrow_table()
+    wk = arrow(con, "SELECT line, pid FROM _stalls_wk")
     j = next_after(o_pid, o_line, wk.column("pid").to_numpy(), wk.column("line").to_numpy())
     nxt["w_line"] = wk.column("line").take(pa.array(j, mask=j < 0))
     con.register("_stalls_nx", pa.table(nxt))
-    con.execute(
+    execute(
+        con,
         f"""
         INSERT INTO {base} ({", ".join(BASE_TYPES)})
         WITH o AS (SELECT line, t_ns, cpu, prev_pid AS pid, prev_comm AS comm, prev_state AS state {asleep}
@@ -92,4 +96,4 @@ def add(con, sid: int, base: str, trace_end: int) -> int:
         {**p, "end": trace_end},
     )
     con.unregister("_stalls_nx")
-    return con.execute(f"SELECT count(*) FROM {base}").fetchall()[0][0]
+    return execute(con, f"SELECT count(*) FROM {base}").fetchall()[0][0]

@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..db import arrow, execute
 from ..schema.tables import STACK_SEP
 from .frames import is_not_plumbing, is_object_function, is_own_object_function, lock_reason, takes_or_sleeps
 
@@ -164,7 +165,7 @@ def stacks_at_many(con, sid: int, calls: dict, groups: list[tuple], more=None) -
         end = start + span if start < calls["bound"] else np.iinfo(np.int64).max  # (the last: what is left)
         got = None
         if start < calls["bound"]:
-            t = con.sql(query, params={"sid": sid, "a": start, "b": end}).to_arrow_table()
+            t = arrow(con, query, params={"sid": sid, "a": start, "b": end})
             got = _calls_of(t, calls["code_type"]) if t.num_rows else None
         parts = [p for p in (carried, calls["ahead"], got) if p is not None]
         if not parts:
@@ -380,16 +381,17 @@ def call_index(con, sid: int, names: list[str]) -> dict:
     call before them (a call whose entry the trace missed is known by its exit line, after the calls it holds), which
     the scan in line order would reach too late."""
     code_type = np.int16 if len(names) < np.iinfo(np.int16).max else np.int32
-    last, count = con.execute(
-        "SELECT max(line), count(*) FROM fg_call_rows WHERE source_id = ? AND line >= 0", [sid]
+    last, count = execute(
+        con, "SELECT max(line), count(*) FROM fg_call_rows WHERE source_id = ? AND line >= 0", [sid]
     ).fetchall()[0]
     bound = (last or 0) + 1
-    ahead = con.sql(
+    ahead = arrow(
+        con,
         f"SELECT {_CALL_COLUMNS.format(names=len(names))} FROM fg_call_rows WHERE source_id = $sid AND line >= 0"
         " AND line IN (SELECT parent_line FROM fg_call_rows WHERE source_id = $sid AND parent_line > line)"
         " ORDER BY line",
         params={"sid": sid},
-    ).to_arrow_table()
+    )
     return {
         "names": names + ["?"],
         "code_type": code_type,

@@ -20,6 +20,7 @@ from functools import partial
 
 import pyarrow as pa
 
+from ..db import arrow, execute
 from ..schema.tables import BLK_PHASES, FAN, MAX_CALL_DEPTH
 
 LEVEL0_BUCKETS = 1 << 16  # level-0 buckets over a source's span (its w0_ns: this fraction, a power of two)
@@ -37,11 +38,11 @@ def prepare(con, sources: list[tuple[int, int | None, int | None]]) -> dict[int,
     for sid, t_min, t_max in sources:
         p = {"sid": sid}
         out[sid] = {
-            "slices": con.sql(_SLICES, params=p).to_arrow_table(),
-            "roots": con.sql(_ROOTS, params=p).to_arrow_table(),
+            "slices": arrow(con, _SLICES, params=p),
+            "roots": arrow(con, _ROOTS, params=p),
         }
         if t_min is not None and t_max is not None:
-            out[sid]["calls"] = con.sql(_CALLS, params={**p, "w0": _geometry(t_min, t_max)[0]}).to_arrow_table()
+            out[sid]["calls"] = arrow(con, _CALLS, params={**p, "w0": _geometry(t_min, t_max)[0]})
     return out
 
 
@@ -191,15 +192,17 @@ def write_levels(
     level = "CASE " + " ".join(f"WHEN e - s < {w} THEN {k}" for k, w in enumerate(widths)) + " END"
     width = "CASE lvl " + " ".join(f"WHEN {k} THEN {w}" for k, w in enumerate(widths)) + " END"
     p = {"sid": sid}
-    con.execute(f"CREATE OR REPLACE TEMP TABLE _tl_short_sums AS {short_sums(level, width, widths[-1])}", p)
+    execute(con, f"CREATE OR REPLACE TEMP TABLE _tl_short_sums AS {short_sums(level, width, widths[-1])}", p)
     # (level 0 has nothing below: its fresh rows are its bins as they are)
-    con.execute(
+    execute(
+        con,
         "INSERT INTO tl_bins SELECT $sid, 0, lane, track, state, bucket, tot, n, mx, line FROM _tl_short_sums"
         " WHERE lvl = 0 ORDER BY lane, bucket",
         p,
     )
     for k in range(1, top + 1):
-        con.execute(
+        execute(
+            con,
             f"""
             INSERT INTO tl_bins
             SELECT $sid, $k, lane, track, state, bucket, sum(tot), sum(n), max(mx), arg_max(line, mx) FROM (
@@ -211,10 +214,11 @@ def write_levels(
             """,
             {**p, "k": k, "first": first_lane},
         )
-    con.execute("DROP TABLE _tl_short_sums")
+    execute(con, "DROP TABLE _tl_short_sums")
     # the segments a read at level >= 1 draws as they are: by level, then start (a read skips the rest)
     level = "CASE " + " ".join(f"WHEN e - s < {w} THEN {k}" for k, w in enumerate(widths)) + f" ELSE {top + 1} END"
-    con.execute(
+    execute(
+        con,
         f"INSERT INTO tl_long SELECT $sid, {level} AS lvl, lane, track, state, s, e, line"
         f" FROM ({segs}) WHERE e - s >= {w0 * FAN} ORDER BY lvl, s",
         p,
@@ -225,7 +229,7 @@ def write_levels(
 
 
 def _requests(con, sid: int) -> int:
-    return con.execute("SELECT count(*) FROM blk_requests WHERE source_id = ?", [sid]).fetchone()[0]
+    return execute(con, "SELECT count(*) FROM blk_requests WHERE source_id = ?", [sid]).fetchone()[0]
 
 
 def summarize(
@@ -248,7 +252,7 @@ def summarize(
 
     def insert(table: str, sid: int, part: str, order: str) -> None:  # by `order`: a read skips the other row groups
         con.register("_tl_rows", prepared[sid][part])
-        con.execute(f"INSERT INTO {table} SELECT * FROM _tl_rows ORDER BY {order}")
+        execute(con, f"INSERT INTO {table} SELECT * FROM _tl_rows ORDER BY {order}")
         con.unregister("_tl_rows")
 
     for sid, _, _ in ftrace:
@@ -259,10 +263,11 @@ def summarize(
         fine = fmt == "blkparse" and _requests(con, sid) >= FINE_REQUESTS
         w0, top = _geometry(t_min, t_max, fine)
         p = {"sid": sid, "w0": w0}
-        con.execute("INSERT INTO tl_meta VALUES ($sid, $w0, $top)", {**p, "top": top})
+        execute(con, "INSERT INTO tl_meta VALUES ($sid, $w0, $top)", {**p, "top": top})
         if fmt == "ftrace":
             con.register("_tl_roots", prepared[sid]["roots"])  # until the segments are summarized
-            con.execute(
+            execute(
+                con,
                 """
                 INSERT INTO tl_lanes
                 SELECT $sid, (row_number() OVER (ORDER BY pid) - 1)::INTEGER, 'task', pid, NULL, arg_max(comm, t)
@@ -274,7 +279,8 @@ def summarize(
             )
             insert("tl_calls", sid, "calls", "entry_ns")
         else:
-            con.execute(
+            execute(
+                con,
                 """
                 INSERT INTO tl_lanes
                 SELECT $sid, (row_number() OVER (ORDER BY kind, dev, pid) - 1)::INTEGER, kind, pid, dev, comm FROM (
@@ -285,7 +291,8 @@ def summarize(
                     WHERE source_id = $sid AND pid IS NOT NULL GROUP BY pid)""",
                 {"sid": sid},
             )
-            con.execute(
+            execute(
+                con,
                 """
                 INSERT INTO tl_depth
                 WITH e AS (  -- requests inserted (+1) and completed (-1) per device and bucket, then in its lane

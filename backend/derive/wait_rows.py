@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..db import arrow, execute
 from .frames import task_text, time_text
 
 WAIT_ROWS = 16384  # waits inserted per statement
@@ -78,7 +79,7 @@ def base_table(con, sid: int) -> str:
     """A new temporary table for the source's waits' own columns (BASE_TYPES; `seq`: the wait's place, 0...)."""
     name = f"_stalls_wb{sid}"
     cols = ", ".join(f"{k} {_SQL_TYPES[t]}" for k, t in BASE_TYPES.items())
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {name} ({cols})")
+    execute(con, f"CREATE OR REPLACE TEMP TABLE {name} ({cols})")
     return name
 
 
@@ -88,7 +89,7 @@ def empty_summary() -> pa.Table:
 
 def summary(con, base: str, reasons: list[tuple]) -> pa.Table:
     """The SUMMARY_COLUMNS of the waits, as they will be stored (reasons: per wait (lock, lock_key, ...))."""
-    t = con.sql(f"SELECT source_id, pid, comm, start_ns, end_ns, line FROM {base} ORDER BY seq").to_arrow_table()
+    t = arrow(con, f"SELECT source_id, pid, comm, start_ns, end_ns, line FROM {base} ORDER BY seq")
     cols = {k: t.column(k) for k in t.column_names}
     cols["lock_key"] = pa.array([r[1] for r in reasons], pa.string())
     cols["lock"] = pa.array([r[0] for r in reasons], pa.string())
@@ -179,7 +180,8 @@ class HolderFinder:
             ),
         )
         try:
-            t = con.sql(
+            t = arrow(
+                con,
                 """
                 SELECT f.obj, f.acquire, c.pid, coalesce(c.comm_id, -1) AS comm_id, c.line, c.func_id, c.exit_line,
                        c.exit_ns
@@ -187,7 +189,7 @@ class HolderFinder:
                 WHERE c.source_id = $sid AND c.pid IS NOT NULL AND (NOT f.acquire OR c.exit_line IS NOT NULL)
                 """,
                 params={"sid": sid},
-            ).to_arrow_table()
+            )
         finally:
             con.unregister("_stalls_hf")
         col = {k: t.column(k) for k in t.column_names}
@@ -277,10 +279,11 @@ def insert_window(con, base: str, a: int, found: dict[str, pa.Array], tail: list
     """Inserts the waits a.. (as many as `found` has rows) of the base table, with the columns found for them and
     the tail of their evidence (the recorded stacks'), in their order. As an Arrow relation, not a registered table:
     DuckDB keeps a table registered and inserted from until the transaction ends (every window's strings)."""
-    b = con.sql(
+    b = arrow(
+        con,
         f"SELECT * EXCLUDE (seq, innermost) FROM {base} WHERE seq >= $a AND seq < $b ORDER BY seq",
         params={"a": a, "b": a + len(tail)},
-    ).to_arrow_table()
+    )
     cols = {}
     for k, typ in WAIT_TYPES.items():
         if k == "evidence":

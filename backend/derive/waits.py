@@ -54,6 +54,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import locks, wait_kinds
+from ..db import arrow, execute
 from . import call_waits, sched_waits, wait_rows
 from .arrays import ints, spread, take
 from .frames import is_io_completion
@@ -65,7 +66,7 @@ from .wait_rows import WAIT_ROWS
 
 def function_names(con, sid: int) -> list[str]:
     """The source's names (fg_names: its functions' and tasks'), by id: a call's func_id indexes it."""
-    return [n for (n,) in con.execute("SELECT name FROM fg_names WHERE source_id = ? ORDER BY id", [sid]).fetchall()]
+    return [n for (n,) in execute(con, "SELECT name FROM fg_names WHERE source_id = ? ORDER BY id", [sid]).fetchall()]
 
 
 def lock_function_ids(funcs: list[str]) -> dict[str, tuple[locks.Primitive, str, int]]:
@@ -96,7 +97,8 @@ def stage(con, sid: int, funcs: list[str]) -> StagedWaits | None:
     """Stages the source's waits (None: it has none) in a temporary table of their own columns, in file order:
     scheduler waits by line, then call waits by task. `funcs`: the source's names by id (function_names)."""
     p = {"sid": sid}
-    trace_end = con.execute(
+    trace_end = execute(
+        con,
         "SELECT max(t) FROM (SELECT max(greatest(entry_ns, exit_ns)) t FROM fg_call_rows WHERE source_id = $sid"
         " UNION ALL SELECT max(t_ns) FROM sched_switch WHERE source_id = $sid"
         " UNION ALL SELECT max(t_ns) FROM sched_wakeup WHERE source_id = $sid"
@@ -106,15 +108,17 @@ def stage(con, sid: int, funcs: list[str]) -> StagedWaits | None:
     if trace_end is None:
         return None
     lockfn = lock_function_ids(funcs)
-    no_sched = not con.execute("SELECT count(*) FROM sched_switch WHERE source_id = $sid", p).fetchall()[0][0]
+    no_sched = not execute(con, "SELECT count(*) FROM sched_switch WHERE source_id = $sid", p).fetchall()[0][0]
     candidates = call_waits.candidates(funcs, lockfn, no_sched)
     # the tasks' switch-outs and wake-ups, read by both kinds of waits
-    con.execute(
+    execute(
+        con,
         "CREATE OR REPLACE TEMP TABLE _stalls_outs AS SELECT line, prev_pid AS pid FROM sched_switch"
         " WHERE source_id = $sid AND prev_pid IS NOT NULL",
         p,
     )
-    con.execute(
+    execute(
+        con,
         "CREATE OR REPLACE TEMP TABLE _stalls_wk AS SELECT line, t_ns, cpu, pid, waker_pid, waker_comm FROM sched_wakeup"
         " WHERE source_id = $sid AND pid IS NOT NULL AND t_ns IS NOT NULL AND success IS NOT FALSE",
         p,
@@ -125,16 +129,17 @@ def stage(con, sid: int, funcs: list[str]) -> StagedWaits | None:
     if candidates:
         n += call_waits.add(con, sid, base, n, candidates, trace_end)
     for name in ("_stalls_outs", "_stalls_wk"):
-        con.execute(f"DROP TABLE IF EXISTS {name}")
+        execute(con, f"DROP TABLE IF EXISTS {name}")
     if not n:
-        con.execute(f"DROP TABLE {base}")
+        execute(con, f"DROP TABLE {base}")
         return None
-    w = con.sql(
+    w = arrow(
+        con,
         f"SELECT line, pid, cpu, innermost, start_ns, end_ns, duration_ns, end_known, waker_pid, wake_cpu, wake_line,"
         f" wake_ns, (waker_pid = 0 OR starts_with(coalesce(waker_comm, ''), '<idle>')"
         f" OR starts_with(coalesce(waker_comm, ''), 'swapper')) AS waker_idle,"
-        f" starts_with(coalesce(state, ''), 'D') AS state_d FROM {base} ORDER BY seq"
-    ).to_arrow_table()
+        f" starts_with(coalesce(state, ''), 'D') AS state_d FROM {base} ORDER BY seq",
+    )
     w = {k: ints(w.column(k)) for k in w.column_names}
     return StagedWaits(sid, base, n, funcs, lockfn, w, np.flatnonzero(w["waker_pid"][1]))
 
@@ -187,7 +192,7 @@ def find_stacks(con, staged: StagedWaits, calls: dict, recorded: Recorded) -> Wa
     theirs = recorded.find(w["wake_line"][0][woken])
     wst = with_frames(wst, len(woken), np.flatnonzero(theirs >= 0), recorded, theirs[theirs >= 0])
     hst = found.rest(con, sid, calls, st, hst)
-    states = [s for (s,) in con.execute(f"SELECT state FROM {staged.base} ORDER BY seq").fetchall()]
+    states = [s for (s,) in execute(con, f"SELECT state FROM {staged.base} ORDER BY seq").fetchall()]
     kind, rule = wait_kinds.classify_stacks(st.off, st.codes, st.names, states, found.reasons)
     summary = wait_rows.summary(con, staged.base, found.reasons)
     return WaitStacks(st, wst, hst, recorded, mine, theirs, found.reasons, found.held, found.asked, kind, rule, summary)
@@ -230,7 +235,7 @@ class SourceWaits:
                 }
                 wait_rows.insert_window(con, self.base, a, found, self._recorded_evidence(r))
         finally:
-            con.execute(f"DROP TABLE IF EXISTS {self.base}")
+            execute(con, f"DROP TABLE IF EXISTS {self.base}")
 
     def _recorded_evidence(self, r: slice) -> list[str]:
         """What the evidence of the waits of window r adds for the stacks the trace recorded (theirs, their wakers')."""

@@ -4,6 +4,6 @@ progress, detection), streams.py (staging), hashes.py, memory.py."""
 from __future__ import annotations
 
 from .files import IngestError, InputFile, Progress
-from .pipeline import discard_unfinished, ingest
+from .pipeline import ingest
 
-__all__ = ["IngestError", "InputFile", "Progress", "discard_unfinished", "ingest"]
+__all__ = ["IngestError", "InputFile", "Progress", "ingest"]

@@ -17,8 +17,9 @@ all. `ingest` runs these stages in order; what runs beside what:
 3. derive and publish, in one transaction on the ingest's cursor: per source its DERIVE_SOURCE steps and its
    `sources` row (add_source), the DERIVE_ANALYSIS steps (derive/pipeline.py says what they run beside what), the
    heap trimmed, the hashes awaited and written, the `analyses` row; commit.
-4. on failure: the hashing stops, the transaction is rolled back and the staged rows are deleted (discard). Rows left
-   by a process that died mid-ingest are deleted when the database is next opened (discard_unfinished).
+4. on failure: the hashing stops, the transaction is rolled back and the staged rows are deleted (schema/rows.py
+   discard_staged). Rows left by a process that died mid-ingest are deleted when the database is next opened
+   (schema/rows.py discard_unfinished).
 """
 
 from __future__ import annotations
@@ -35,9 +36,10 @@ import duckdb
 from parsers.common import ParseError, ParseReport
 from parsers.detect import detect
 
+from ..db import execute
 from ..derive.pipeline import DERIVE_ANALYSIS, DERIVE_SOURCE, derive_staged
 from ..memory import trim_heap
-from ..schema.tables import PARSER_TABLES, STAGED_TABLES
+from ..schema.rows import discard_staged
 from .files import (
     CountingReader,
     IngestError,
@@ -50,8 +52,6 @@ from .files import (
 )
 from .hashes import FileHashes, source_digest
 from .streams import TableStreams
-
-SOURCE_ROW_TABLES = (*PARSER_TABLES, *STAGED_TABLES)  # the tables an ingest writes before its sources rows exist
 
 
 def new_id() -> str:
@@ -141,11 +141,13 @@ def ingest(
             digest = source_digest(unit, [digests[id(f)] for f in unit])
             for entry, f in zip(source["files"], unit):
                 entry["sha256"] = digests[id(f)]
-            con.execute(
+            execute(
+                con,
                 "UPDATE sources SET sha256 = ?, files = ? WHERE id = ?",
                 [digest, json.dumps(source["files"]), source_id],
             )
-        con.execute(
+        execute(
+            con,
             "INSERT INTO analyses (id, name, created_at) VALUES (?, ?, ?)",
             [analysis_id, name, datetime.now(timezone.utc).replace(tzinfo=None)],
         )
@@ -158,7 +160,7 @@ def ingest(
             con.rollback()
         except duckdb.Error:  # no transaction was open
             pass
-        discard(con, staged)
+        discard_staged(con, staged)
         progress.update(phase="error", error=str(e))
         if isinstance(e, ParseError):
             raise IngestError([e]) from e
@@ -224,7 +226,7 @@ def stage_source(
     size, and each table is written in whole row groups. The rows stay invisible until add_source links them
     to an analysis."""
     done_events, done = progress.events, progress.bytes_read
-    source_id = con.execute("SELECT nextval('source_ids')").fetchall()[0][0]
+    source_id = execute(con, "SELECT nextval('source_ids')").fetchall()[0][0]
     staged.append(source_id)
     names = [f.filename for f in unit]
     name = source_name(parser, names)
@@ -265,7 +267,8 @@ def add_source(
         got = step(con, source_id, report)
         if got is not None:
             t_min, t_max = got
-    con.execute(
+    execute(
+        con,
         "INSERT INTO sources (id, analysis_id, filename, format, sha256, bytes, lines, events, skipped_lines,"
         " skipped_examples, notes, t_min_ns, t_max_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
@@ -297,19 +300,3 @@ def add_source(
         "bytes": sum(r.n for r in readers),
         "files": files,
     }
-
-
-def discard(con: duckdb.DuckDBPyConnection, source_ids: list[int]) -> None:
-    """Deletes the staged rows of an ingest that failed (no sources row ever referred to them)."""
-    if not source_ids:
-        return
-    con.begin()
-    for table in SOURCE_ROW_TABLES:
-        con.execute(f"DELETE FROM {table} WHERE list_contains(?, source_id)", [source_ids])
-    con.commit()
-
-
-def discard_unfinished(con: duckdb.DuckDBPyConnection) -> None:
-    """Deletes the rows staged by an ingest that never finished (its process died): no sources row refers to them."""
-    for table in SOURCE_ROW_TABLES:
-        con.execute(f"DELETE FROM {table} WHERE source_id NOT IN (SELECT id FROM sources)")

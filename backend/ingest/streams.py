@@ -9,6 +9,8 @@ from typing import Iterator
 import duckdb
 import pyarrow as pa
 
+from ..db import execute
+
 STREAM_DEPTH = 8  # record batches waiting per table for its insert (a 16 MiB chunk makes one per table)
 
 
@@ -55,7 +57,7 @@ class TableStreams:
         try:
             cur.register("_rows", pa.RecordBatchReader.from_batches(schema, batches()))
             cols = ", ".join(f'"{n}"' for n in schema.names)
-            cur.execute(f"INSERT INTO {table} (source_id, {cols}) SELECT ?, {cols} FROM _rows", [self.source_id])
+            execute(cur, f"INSERT INTO {table} (source_id, {cols}) SELECT ?, {cols} FROM _rows", [self.source_id])
         except BaseException as e:  # noqa: BLE001 - raised in the parser's thread
             self.errors.append(e)
         finally:

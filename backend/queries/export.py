@@ -1,7 +1,9 @@
 """Exports: every row of a documented view (views.py) of an analysis, as Parquet or CSV, streamed.
 
-The rows are read from DuckDB in record batches of BATCH rows (a streaming result: DuckDB does not hold the whole
-view) and each is written out at once, so memory stays at a batch or two whatever the view's size; no row cap.
+The rows are read from DuckDB in record batches of BATCH rows (run.stream: a streaming result, DuckDB does not hold
+the whole view) and each is written out at once, so memory stays at a batch or two whatever the view's size; no row
+cap, but a time limit for the whole export (STALLSCOPE_EXPORT_SECONDS): past it the stream ends with QueryTimeout
+before the file does, and the response is cut off unfinished (backend/api/export.py).
 Parquet: one row group per batch, zstd. CSV: a header line, RFC 4180 quoting, cells a spreadsheet would read as a
 formula made inert (backend/inert_csv.py); a list column (a stack) is its items joined by LIST_SEP.
 """
@@ -10,13 +12,14 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from .. import inert_csv
+from ..db import Connection
+from . import run as query
 from . import views
 
 BATCH = 64 * 1024
@@ -64,14 +67,18 @@ def _flat(batch: pa.RecordBatch) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(cols, schema=pa.schema(fields))
 
 
-def stream(con: duckdb.DuckDBPyConnection, analysis_id: str, view_name: str, fmt: str) -> Iterator[bytes]:
-    """The bytes of the view's export, batch after batch. `con` is a cursor of its own: it is closed at the end (or
-    when the reader of the stream stops early)."""
+def stream(
+    con: Connection, analysis_id: str, view_name: str, fmt: str, seconds: float | None = None
+) -> Iterator[bytes]:
+    """The bytes of the view's export, batch after batch, the whole of it under one time limit (`seconds`, else
+    run.EXPORT_SECONDS): past it, QueryTimeout ends the stream before the file does. `con` is a cursor of its own:
+    it is closed at the end (or when the reader of the stream stops early)."""
     view = views.BY_NAME[view_name]
     sink = _Sink()
     try:
-        reader = con.sql(f"SELECT * FROM ({views.select(view)})", params={"aid": analysis_id}).to_arrow_reader(BATCH)
-        schema = reader.schema
+        sql, params = f"SELECT * FROM ({views.select(view)})", {"aid": analysis_id}
+        schema = query.run(con, f"{sql} LIMIT 0", params, shape="arrow").schema
+        reader = query.stream(con, sql, params, batch=BATCH, seconds=seconds)
         if fmt == "csv":
             schema = _flat(pa.RecordBatch.from_pylist([], schema)).schema
             writer = pacsv.CSVWriter(sink, schema)

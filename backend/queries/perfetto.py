@@ -14,19 +14,22 @@ what is in it.
 
 How: DuckDB renders each event's JSON text (`to_json` of a struct: its escaping, its numbers) in one SELECT per kind of
 event, a row per task, wait, call, request or flow (a request's up to six events joined in its row), read in record
-batches that Arrow joins into one string each: no Python object per event. Memory: a batch at a time (DuckDB streams
-the scans; nothing is sorted but the tasks, a row each, and the chain links), whatever the size of the analysis.
+batches (run.stream, under the export's time limit) that Arrow joins into one string each: no Python object per
+event. Memory: a batch at a time (DuckDB streams the scans; nothing is sorted but the tasks, a row each, and the
+chain links), whatever the size of the analysis.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from typing import Iterator
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 
+from ..db import Connection
+from . import run as query
 from . import views
 
 WAITS_TID = 1 << 22  # pid_max is at most 2^22: a task's waits track never takes another task's id
@@ -140,11 +143,10 @@ SELECT concat_ws(',\n',
 )"""
 
 
-def _chunks(con: duckdb.DuckDBPyConnection, sql: str, params: dict) -> Iterator[tuple[int, bytes]]:
+def _chunks(con: Connection, sql: str, params: dict, seconds: float) -> Iterator[tuple[int, bytes]]:
     """Per record batch of the query's rows (one text of events each, or NULL: none): how many rows had events, and
     their texts, each after SEP, as one piece of bytes (the batch's character data: no Python object per row)."""
-    reader = con.sql(f"SELECT '{SEP}' || j FROM ({sql}) t(j)", params=params).to_arrow_reader(BATCH)
-    for batch in reader:
+    for batch in query.stream(con, f"SELECT '{SEP}' || j FROM ({sql}) t(j)", params, batch=BATCH, seconds=seconds):
         column = batch.column(0)
         if isinstance(column, pa.ChunkedArray):
             column = column.combine_chunks()
@@ -167,12 +169,19 @@ def _dumps(value) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def stream(con: duckdb.DuckDBPyConnection, analysis_id: str, name: str) -> Iterator[bytes]:
-    """The JSON text, a record batch of events at a time. `con` is a cursor of its own, closed at the end."""
+def stream(con: Connection, analysis_id: str, name: str, seconds: float | None = None) -> Iterator[bytes]:
+    """The JSON text, a record batch of events at a time, the whole of it under one time limit (`seconds`, else
+    run.EXPORT_SECONDS; each statement gets what is left of it): past it, QueryTimeout ends the stream before the
+    JSON does. `con` is a cursor of its own, closed at the end."""
     counts = dict(tasks=0, waits=0, calls=0, calls_without_entry=0, requests=0, devices=0, flows=0)
+    end = time.monotonic() + (query.EXPORT_SECONDS if seconds is None else seconds)
+
+    def left() -> float:
+        return max(0.0, end - time.monotonic())
+
     try:
         aid = {"aid": analysis_id}
-        devices = [d for (d,) in con.execute(DEVICES, aid).fetchall()]
+        devices = [d for (d,) in query.run(con, DEVICES, aid, seconds=left())]
         counts["devices"] = len(devices)
         head = b'{"displayTimeUnit":"ns","traceEvents":[\n'
         for kind, sql, params in (
@@ -186,13 +195,13 @@ def stream(con: duckdb.DuckDBPyConnection, analysis_id: str, name: str) -> Itera
                 text = "".join(SEP + e for e in _device_events(devices)).encode()
                 yield head + text[len(SEP) :] if head else text
                 head = b""
-            for n, text in _chunks(con, sql, params):
+            for n, text in _chunks(con, sql, params, left()):
                 counts[kind] += n
                 yield head + text[len(SEP) :] if head else text  # the first event without its separator
                 head = b""
         if head:
             yield head
-        counts["calls_without_entry"] = con.execute(CALLS_WITHOUT_ENTRY, aid).fetchall()[0][0]
+        counts["calls_without_entry"] = query.run(con, CALLS_WITHOUT_ENTRY, aid, seconds=left())[0][0]
         meta = {"source": "stallscope", "analysis": name, "analysis_id": analysis_id, **counts}
         yield f'\n],"metadata":{_dumps(meta)}}}\n'.encode()
     finally:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import duckdb
 
+from ..db import Connection, execute
 from . import views
 from .catalogue import offsets_now
 from .run import run
@@ -143,19 +144,19 @@ class Console:
         building = self.dir / f".building-{secrets.token_hex(8)}.duckdb"
         alias = f"sql_copy_{secrets.token_hex(6)}"
         try:
-            con.execute(f"ATTACH '{building}' AS {alias}")
+            execute(con, f"ATTACH '{building}' AS {alias}")
             try:
                 for view in views.VIEWS:
                     if not view.over_waits:
                         run(con, f"CREATE TABLE {alias}.main.{view.name} AS {view.sql}", {"aid": analysis_id},
                             seconds=600)  # fmt: skip
             finally:
-                con.execute(f"DETACH {alias}")
-            made = duckdb.connect(str(building))
+                execute(con, f"DETACH {alias}")
+            made = Connection(duckdb.connect(str(building)), con.deadlines)
             try:
                 for view in views.VIEWS:
                     if view.over_waits:
-                        made.execute(f"CREATE VIEW {view.name} AS {view.sql.format(waits='waits')}")
+                        execute(made, f"CREATE VIEW {view.name} AS {view.sql.format(waits='waits')}")
             finally:
                 made.close()
             building.rename(path)

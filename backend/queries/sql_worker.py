@@ -33,6 +33,7 @@ from multiprocessing.connection import Connection
 
 import duckdb
 
+from .. import db
 from . import views
 from .run import QueryTimeout, deadline
 from .sql_values import RowsJson, projection
@@ -120,6 +121,10 @@ class Worker:
         self.hide = sorted({settings["copies_dir"], os.path.realpath(settings["copies_dir"])}, key=len, reverse=True)
         self.open: dict[str, duckdb.DuckDBPyConnection] = {}  # path -> connection, least recently used first
         self.parser = duckdb.connect()  # reads queries' parse trees; runs no user SQL
+        self.deadlines = db.Deadlines().start()  # this process' own (backend/db.py): stopped by close()
+
+    def close(self) -> None:
+        self.deadlines.stop()
 
     def sweep(self) -> None:
         """Closes the copies whose file is gone (deleted or replaced)."""
@@ -156,7 +161,7 @@ class Worker:
         cursor = self._connection(path).cursor()
         _cpu_limit(seconds + 2)
         try:
-            with deadline(cursor, seconds):
+            with deadline(db.Connection(cursor, self.deadlines), seconds):
                 query = cursor.sql(sql)  # bound, not run: its columns' names and DuckDB types
                 columns = [{"name": n, "type": str(t)} for n, t in zip(query.columns, query.types)]
                 select, as_json = projection(query.types)
@@ -228,6 +233,13 @@ def main(argv: list[str]) -> int:
     settings = json.loads(argv[2])
     _limit_self(settings["address_space"])
     worker = Worker(settings)
+    try:
+        return serve(worker, requests, answers)
+    finally:
+        worker.close()
+
+
+def serve(worker: Worker, requests: Connection, answers: Connection) -> int:
     _answer(answers, {"status": "ready", "pid": os.getpid()})
     while True:
         try:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Callable
 
+from ..db import execute
 from .catalogue import offsets, offsets_now
 from .run import run
 
@@ -73,7 +74,8 @@ def store(con, recorded: list) -> None:
         for analysis_id, key, text, timed, body in recorded:
             if timed and offsets_now(con, analysis_id) != key[-1]:
                 continue
-            con.execute(
+            execute(
+                con,
                 "INSERT INTO first_views (analysis_id, key, timed, body) SELECT $aid, $key, $timed, $body"
                 " WHERE EXISTS (SELECT 1 FROM analyses WHERE id = $aid)"
                 " AND NOT EXISTS (SELECT 1 FROM first_views WHERE analysis_id = $aid AND key = $key)",
@@ -92,9 +94,9 @@ def store(con, recorded: list) -> None:
 
 def drop_timed(con, analysis_id: str) -> None:
     """Deletes the analysis' views that depend on its clock offsets (a source's offset changed)."""
-    con.execute("DELETE FROM first_views WHERE analysis_id = ? AND timed", [analysis_id])
+    execute(con, "DELETE FROM first_views WHERE analysis_id = ? AND timed", [analysis_id])
 
 
 def discard_orphans(con) -> None:
     """Deletes the views of analyses that no longer exist (stored by a warm-up while their analysis was deleted)."""
-    con.execute("DELETE FROM first_views WHERE analysis_id NOT IN (SELECT id FROM analyses)")
+    execute(con, "DELETE FROM first_views WHERE analysis_id NOT IN (SELECT id FROM analyses)")

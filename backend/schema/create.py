@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from parsers.detect import PARSERS
 
+from ..db import execute
 from .migrations import migrate, rebuild, stored_columns
 from .tables import CORE_SCHEMA, SCHEMA
 
@@ -20,7 +21,7 @@ from .tables import CORE_SCHEMA, SCHEMA
 def create_or_migrate(con: duckdb.DuckDBPyConnection) -> None:
     """Brings the database to this version's schema (a new file: creates it). Raises migrations.NewerSchema for a
     file written by a newer Stallscope."""
-    con.execute(CORE_SCHEMA)
+    execute(con, CORE_SCHEMA)
     made: set[str] = set()
     for parser in PARSERS:
         for table, schema in parser.TABLES.items():
@@ -30,8 +31,8 @@ def create_or_migrate(con: duckdb.DuckDBPyConnection) -> None:
     migrate(con)
     for parser in PARSERS:  # the views parsers give over their tables (once an older layout's table is gone)
         for view, sql in getattr(parser, "VIEWS", {}).items():
-            con.execute(f"CREATE OR REPLACE VIEW {view} AS {sql}")
-    con.execute(SCHEMA)
+            execute(con, f"CREATE OR REPLACE VIEW {view} AS {sql}")
+    execute(con, SCHEMA)
 
 
 def create_parser_table(con: duckdb.DuckDBPyConnection, table: str, schema: pa.Schema, generated: dict[str, str]):
@@ -39,11 +40,11 @@ def create_parser_table(con: duckdb.DuckDBPyConnection, table: str, schema: pa.S
     computed when read, never stored). A file written before a column became generated holds it as a stored
     column: the table is rebuilt once, its rows copied."""
     con.register("_empty", schema.empty_table())
-    stored = [f'"{name}" {kind}' for name, kind, *_ in con.execute("DESCRIBE SELECT * FROM _empty").fetchall()]
+    stored = [f'"{name}" {kind}' for name, kind, *_ in execute(con, "DESCRIBE SELECT * FROM _empty").fetchall()]
     con.unregister("_empty")
     ddl = ", ".join(['"source_id" INTEGER', *stored, *(f'"{n}" AS ({sql}) VIRTUAL' for n, sql in generated.items())])
     plain = set(stored_columns(con, table))
     if not plain or not plain & set(generated):
-        con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({ddl})")
+        execute(con, f"CREATE TABLE IF NOT EXISTS {table} ({ddl})")
         return
     rebuild(con, table, table, ddl)

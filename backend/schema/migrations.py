@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from parsers import funcgraph
 
+from ..db import execute
 from .tables import (
     CHAIN_LINKS_COLUMNS,
     FIRST_VIEWS_SCHEMA,
@@ -49,7 +50,8 @@ def stored_columns(con, table: str) -> list[str]:
     that name (none, or a view)."""
     return [
         c
-        for (c,) in con.execute(
+        for (c,) in execute(
+            con,
             "SELECT c.column_name FROM duckdb_columns() c JOIN duckdb_tables() t ON t.table_oid = c.table_oid"
             " WHERE t.database_name = current_database() AND t.schema_name = 'main' AND t.table_name = ?"
             " AND c.column_default IS NULL ORDER BY c.column_index",
@@ -65,17 +67,17 @@ def rebuild(con, old: str, new: str, columns: str, derived: dict[str, str] | Non
     before = stored_columns(con, old)
     target = "_rebuilt" if new == old else new
     con.begin()
-    con.execute(f"CREATE TABLE {target} ({columns})")
+    execute(con, f"CREATE TABLE {target} ({columns})")
     values = {
         c: f'"{c}"' if c in before else derived[c]
         for c in stored_columns(con, target)
         if c in before or c in (derived or {})
     }
     names = ", ".join(f'"{c}"' for c in values)
-    con.execute(f"INSERT INTO {target} ({names}) SELECT {', '.join(values.values())} FROM {old}")
-    con.execute(f"DROP TABLE {old}")
+    execute(con, f"INSERT INTO {target} ({names}) SELECT {', '.join(values.values())} FROM {old}")
+    execute(con, f"DROP TABLE {old}")
     if target != new:
-        con.execute(f"ALTER TABLE {target} RENAME TO {new}")
+        execute(con, f"ALTER TABLE {target} RENAME TO {new}")
     con.commit()
 
 
@@ -86,18 +88,24 @@ def migrate_calls(con) -> None:
     if not stored_columns(con, "fg_calls"):  # no such table: the view, or a new file
         return
     con.begin()
-    con.execute("""
+    execute(
+        con,
+        """
         INSERT INTO fg_names (source_id, id, name)
         SELECT source_id, (row_number() OVER (PARTITION BY source_id ORDER BY name) - 1)::INTEGER, name FROM (
             SELECT source_id, comm AS name FROM fg_calls WHERE comm IS NOT NULL
-            UNION SELECT source_id, func FROM fg_calls WHERE func IS NOT NULL)""")
+            UNION SELECT source_id, func FROM fg_calls WHERE func IS NOT NULL)""",
+    )
     cols = [c for c in funcgraph.CALL_COLUMNS if c not in ("comm", "func")]
-    con.execute(f"""
+    execute(
+        con,
+        f"""
         INSERT INTO fg_call_rows ({", ".join(cols)}, comm_id, func_id)
         SELECT {", ".join(f"c.{c}" for c in cols)}, cn.id, fn.id FROM fg_calls c
         LEFT JOIN fg_names cn ON cn.source_id = c.source_id AND cn.name = c.comm
-        LEFT JOIN fg_names fn ON fn.source_id = c.source_id AND fn.name = c.func""")
-    con.execute("DROP TABLE fg_calls")
+        LEFT JOIN fg_names fn ON fn.source_id = c.source_id AND fn.name = c.func""",
+    )
+    execute(con, "DROP TABLE fg_calls")
     con.commit()
 
 
@@ -113,7 +121,7 @@ def migrate_waits_and_links(con) -> None:
         stored = stored_columns(con, old)
         if not stored:  # no such table: the view, or a new file
             continue
-        con.execute("DROP VIEW IF EXISTS stall_waits")
+        execute(con, "DROP VIEW IF EXISTS stall_waits")
         # a stack's text from its list, where the old table stored the list
         rebuild(
             con,
@@ -132,23 +140,23 @@ def add_source_columns(con) -> None:
     """sources' columns added after the first releases, in the order tables.CORE_SCHEMA has them (so a migrated
     file's sources is a new file's): the clock its times come from, how its offset was found, its files."""
     for column, kind in (("clock", "VARCHAR"), ("alignment", "JSON"), ("files", "JSON")):
-        con.execute(f"ALTER TABLE sources ADD COLUMN IF NOT EXISTS {column} {kind}")
+        execute(con, f"ALTER TABLE sources ADD COLUMN IF NOT EXISTS {column} {kind}")
 
 
 def add_cpu_tracks(con) -> None:
     """The timeline's tables as far as the file lacks them (cpu_slices), and CPU_TRACKS marked pending: the kept
     ftrace sources' CPU tracks are made by that derive step (derive/cpus.summarize_kept) once the file is migrated,
     so a migrated file's tracks are a new ingest's."""
-    con.execute(TIMELINE_SCHEMA)
-    con.execute(PENDING_DERIVE_SCHEMA)
-    con.execute("INSERT INTO pending_derive (step) VALUES (?) ON CONFLICT DO NOTHING", [CPU_TRACKS])
+    execute(con, TIMELINE_SCHEMA)
+    execute(con, PENDING_DERIVE_SCHEMA)
+    execute(con, "INSERT INTO pending_derive (step) VALUES (?) ON CONFLICT DO NOTHING", [CPU_TRACKS])
 
 
 def add_first_views(con) -> None:
     """The table `first_views` (queries/first_views.py), empty: none of the file's analyses has its first views stored
     yet. Not computed here (seconds per analysis of millions of events, at every open of an old file's server): the
     warm-up stores them, newest analyses first, and until then a request computes its answer as before."""
-    con.execute(FIRST_VIEWS_SCHEMA)
+    execute(con, FIRST_VIEWS_SCHEMA)
 
 
 def add_wait_kinds(con) -> None:
@@ -161,9 +169,9 @@ def add_wait_kinds(con) -> None:
     con.begin()
     try:
         for column in ("wait_kind", "wait_rule"):
-            con.execute(f"ALTER TABLE wait_rows ADD COLUMN IF NOT EXISTS {column} VARCHAR")
-        rows = con.execute(
-            "SELECT source_id, line, kind, stack_text, state, primitive, lock_key FROM wait_rows"
+            execute(con, f"ALTER TABLE wait_rows ADD COLUMN IF NOT EXISTS {column} VARCHAR")
+        rows = execute(
+            con, "SELECT source_id, line, kind, stack_text, state, primitive, lock_key FROM wait_rows"
         ).fetchall()
         found = [wait_kinds.classify(t.split(STACK_SEP) if t else [], st, p, k) for *_, t, st, p, k in rows]
         con.register(
@@ -178,13 +186,14 @@ def add_wait_kinds(con) -> None:
                 }
             ),
         )
-        con.execute(
+        execute(
+            con,
             "UPDATE wait_rows w SET wait_kind = k.wait_kind, wait_rule = k.wait_rule FROM _wait_kinds k"
-            " WHERE w.source_id = k.source_id AND w.line = k.line AND w.kind = k.kind"
+            " WHERE w.source_id = k.source_id AND w.line = k.line AND w.kind = k.kind",
         )
         con.unregister("_wait_kinds")
         if stored_columns(con, "first_views"):
-            con.execute("DELETE FROM first_views")
+            execute(con, "DELETE FROM first_views")
         con.commit()
     except BaseException:
         con.rollback()
@@ -195,7 +204,7 @@ def forget_first_views(con) -> None:
     """The stored first views deleted: their answers changed shape (the heatmaps say whether idle sleeps are
     counted, `idle`). The warm-up stores them again, newest analyses first."""
     if stored_columns(con, "first_views"):
-        con.execute("DELETE FROM first_views")
+        execute(con, "DELETE FROM first_views")
 
 
 def _to_version_1(con) -> None:
@@ -223,7 +232,7 @@ def version_of(con) -> int:
     """The file's schema version (0: no schema_version table)."""
     if not stored_columns(con, "schema_version"):
         return 0
-    return con.execute("SELECT max(version) FROM schema_version").fetchall()[0][0] or 0
+    return execute(con, "SELECT max(version) FROM schema_version").fetchall()[0][0] or 0
 
 
 def migrate(con) -> int:
@@ -239,10 +248,11 @@ def migrate(con) -> int:
         if version > found:
             step(con)
     if found < SCHEMA_VERSION:
-        con.execute(
+        execute(
+            con,
             "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, migrated_at TIMESTAMP NOT"
-            " NULL DEFAULT current_timestamp)"
+            " NULL DEFAULT current_timestamp)",
         )
-        con.execute("DELETE FROM schema_version")
-        con.execute("INSERT INTO schema_version (version) VALUES (?)", [SCHEMA_VERSION])
+        execute(con, "DELETE FROM schema_version")
+        execute(con, "INSERT INTO schema_version (version) VALUES (?)", [SCHEMA_VERSION])
     return found
