@@ -4,6 +4,7 @@ as a file that looks complete."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import io
 import threading
@@ -126,3 +127,20 @@ def test_a_perfetto_export_past_its_deadline_ends_before_its_json_does(store, in
         for piece in perfetto.stream(store.cursor(), incident, "x", seconds=0.3):
             body.append(piece)
     assert not b"".join(body).rstrip().endswith(b"}")
+
+
+def test_every_statement_goes_through_db_or_run():
+    """No module calls DuckDB's execute or sql itself but db.py and queries/run.py (the two paths) and the SQL
+    console's worker (a user's statement, in its own process, under a db.deadline)."""
+    own = {"backend.db", "backend.queries.run", "backend.queries.sql_worker"}
+    direct = []
+    for name, path in sorted(_modules().items()):
+        if not name.startswith("backend") or name in own:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr in ("execute", "sql") and not (
+                    isinstance(node.func.value, ast.Name) and node.func.value.id == "duckdb"
+                ):
+                    direct.append(f"{name}:{node.lineno}")
+    assert direct == []
