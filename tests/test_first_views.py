@@ -103,7 +103,7 @@ def first_urls(aid: str) -> list[str]:
 def test_after_a_start_the_first_requests_read_the_stored_answers(store, monkeypatch):
     aid = ingest_paths(store, *CAPTURES["incident"])["id"]
     computing = (
-        (requests, "_latency_over_time"),
+        (requests, "latency_sql"),
         (requests, "_with_btt"),
         (requests, "requests"),
         (heatmaps, "_heatmap"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import HTTPException, Query
+from fastapi import HTTPException, Query, Response
 from pydantic import BaseModel, Field
 
 from ..queries import paging
@@ -173,6 +173,9 @@ def list_requests(
     t1_ns: TimeFilter = None,
 ):
     """Block requests rebuilt from the trace, slowest first for i2d/d2c/q2c, or in time order."""
+    if pid is None and dev is None and (t0_ns is not None or t1_ns is not None):
+        body = request_queries.window_requests_json(con, cache, analysis_id, order, limit, t0_ns, t1_ns)
+        return Response(body, media_type="application/json")
     return request_queries.requests(con, cache, analysis_id, order, limit, pid, dev, t0_ns, t1_ns)
 
 

@@ -9,8 +9,9 @@ import json
 from typing import TYPE_CHECKING
 
 from .. import block_layers
-from ..schema.tables import REQUEST_COLUMNS, TOP, TOP_METRICS
-from . import paging, stored
+from ..limits import TIME_MAX, TIME_MIN
+from ..schema.tables import REQUEST_COLUMNS, TIMES, TOP, TOP_METRICS
+from . import paging, request_windows, stored
 from .catalogue import catalogue
 from .run import run
 
@@ -26,7 +27,6 @@ ORDER = {
 
 # Times are read on the analysis timeline: a source's own time + its clock_offset_ns (sources s).
 AT = "s.clock_offset_ns"
-TIMES = frozenset({"a_ns", "q_ns", "g_ns", "i_ns", "d_ns", "c_ns", "t_ns", "merge_ns"})
 
 
 def aligned(columns, alias: str = "r") -> str:
@@ -108,6 +108,12 @@ def requests(
         {**params, **given, "limit": limit},
         shape="dicts",
     )
+
+
+def window_requests_json(con, cache: AnalysisCache, analysis_id: str, order: str, limit: int, t0, t1) -> bytes:
+    """`requests`' answer for a window without other filters, as JSON text (the route sends it without validating):
+    found in the analysis' request columns (request_windows.py), each request's text kept or read by its id."""
+    return b"[" + b",".join(request_windows.first_texts(con, cache, analysis_id, order, limit, t0, t1)) + b"]"
 
 
 PAGE_LIMIT = 5000  # rows of a page at most
@@ -303,7 +309,9 @@ def dispatch_summary(con, cache: AnalysisCache, analysis_id: str, by: str, t0=No
             lambda: _with_btt(con, cache, analysis_id, by),
             timed=False,
         )
-    return dispatch_sql(con, cache, analysis_id, by, t0, t1)
+    lo = TIME_MIN if t0 is None else t0
+    hi = TIME_MAX if t1 is None else t1
+    return _dispatch_items(request_windows.request_columns(con, cache, analysis_id).dispatch(by, lo, hi), by)
 
 
 # btt's rows in the order btt prints them
@@ -365,8 +373,13 @@ def dispatch_sql(con, cache: AnalysisCache, analysis_id: str, by: str, t0=None, 
         f" FROM blk_requests r WHERE {scope} GROUP BY {keys}"
         f" ORDER BY max(r.q2c_ns) DESC NULLS LAST, max(r.i2d_ns) DESC NULLS LAST, count(*) DESC, {keys}"
     )
+    return _dispatch_items(run(con, sql, params, shape="dicts"), by)
+
+
+def _dispatch_items(rows: list[dict], by: str) -> list[dict]:
+    """The dispatch summary's groups from its rows (dispatch_sql's, or request_windows' alike)."""
     out = []
-    for row in run(con, sql, params, shape="dicts"):
+    for row in rows:
         item = {
             "key": f"{row['comm']} ({row['pid']})" if by == "process" else row["dev"],
             "pid": row.get("pid"),
@@ -420,13 +433,15 @@ def latency_over_time(
             analysis_id,
             "latency-over-time",
             (buckets,),
-            lambda: _latency_over_time(con, cache, analysis_id, buckets),
+            lambda: latency_sql(con, cache, analysis_id, buckets),
             timed=True,
         )
-    return _latency_over_time(con, cache, analysis_id, buckets, pid, dev, t0, t1)
+    if pid is None and dev is None and t0 is not None and t1 is not None:
+        return request_windows.request_columns(con, cache, analysis_id).latency(t0, t1, buckets)
+    return latency_sql(con, cache, analysis_id, buckets, pid, dev, t0, t1)
 
 
-def _latency_over_time(
+def latency_sql(
     con, cache: AnalysisCache, analysis_id: str, buckets: int, pid=None, dev=None, t0=None, t1=None
 ) -> dict:
     sources = _blk_sources(con, cache, analysis_id)

@@ -83,6 +83,8 @@ REQUEST_COLUMNS = [
     "from_dev",
     "from_sector",
 ]
+# the block tables' time columns (a source's own time: the analysis timeline adds its clock offset)
+TIMES = frozenset({"a_ns", "q_ns", "g_ns", "i_ns", "d_ns", "c_ns", "t_ns", "merge_ns"})
 TOP = blkparse.TOP  # requests kept per source and metric in blk_top: /requests?order=i2d|d2c|q2c&limit<=TOP reads them
 TOP_METRICS = ("i2d", "d2c", "q2c")
 
