@@ -129,3 +129,26 @@ def test_a_windows_requests_are_the_querys(client, store, monkeypatch, capture, 
                 TypeAdapter(list[BlockRequest]).validate_json(got.content)
                 want = blk.requests(con, cache, aid, order, limit, t0=t0, t1=t1)
                 assert got.json() == want, params
+
+
+def test_the_summary_and_latency_bodies_are_their_models_exactly(client, store):
+    """The dispatch summary and latency over time are sent without validation: each body, whole and windowed, is
+    what its response model would send (no field missing, none more, the same values)."""
+    from pydantic import TypeAdapter
+
+    from backend.api.requests import DispatchGroup, LatencyOverTime
+
+    aid = ingest_paths(store, *CAPTURES["incident"])["id"]
+    url = f"/api/analyses/{aid}"
+    detail = client.get(url).json()
+    lo, hi = detail["t_min_ns"], detail["t_max_ns"]
+    for window in ({}, {"t0_ns": lo + (hi - lo) // 3, "t1_ns": hi - (hi - lo) // 4}, {"t0_ns": lo + 1}):
+        for path, model in (
+            ("dispatch-summary?by=device", list[DispatchGroup]),
+            ("dispatch-summary?by=process", list[DispatchGroup]),
+            ("latency-over-time?buckets=50", LatencyOverTime),
+        ):
+            r = client.get(f"{url}/{path}", params=window)
+            assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+            adapter = TypeAdapter(model)
+            assert adapter.dump_python(adapter.validate_json(r.content), mode="json") == r.json(), (path, window)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+import pydantic_core
 from fastapi import HTTPException, Query, Response
 from pydantic import BaseModel, Field
 
@@ -261,7 +262,8 @@ def dispatch_summary(
 ):
     """Per process or device: request count and n/min/avg/p50/p95/p99/max of I2D, D2C and Q2C (ns), per request;
     and btt's figures (per queued bio, whole trace)."""
-    return request_queries.dispatch_summary(con, cache, analysis_id, by, t0_ns, t1_ns)
+    body = request_queries.dispatch_summary(con, cache, analysis_id, by, t0_ns, t1_ns)
+    return Response(pydantic_core.to_json(body), media_type="application/json")  # complete: sent as it is
 
 
 @router.get("/analyses/{analysis_id}/latency-over-time", response_model=LatencyOverTime)
@@ -276,4 +278,5 @@ def latency_over_time(
     t1_ns: TimeFilter = None,
 ):
     """I2D and D2C aggregated per time bucket: count, p50, max and the request behind the max."""
-    return request_queries.latency_over_time(con, cache, analysis_id, buckets, pid, dev, t0_ns, t1_ns)
+    body = request_queries.latency_over_time(con, cache, analysis_id, buckets, pid, dev, t0_ns, t1_ns)
+    return Response(pydantic_core.to_json(body), media_type="application/json")  # complete: sent as it is
