@@ -1,5 +1,6 @@
-# The same steps as `make run`: npm ci and the frontend build, trace-cmd and perf from apt, an editable install of the
-# Python package (which compiles the C tokenizers), then `stallscope serve --demo`.
+# The same steps as `make run`: npm ci and the frontend build, trace-cmd (and its libraries) and perf from apt, an
+# editable install of the Python package (which compiles the C tokenizers and the trace.dat decoder), then
+# `stallscope serve --demo`.
 FROM node:20-bookworm-slim AS web
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -10,9 +11,10 @@ COPY frontend frontend
 RUN npm run build
 
 FROM python:3.11-slim-bookworm
-# trace-cmd and perf: trace.dat and perf.data uploads are decoded by `trace-cmd report` (parsers/tracedat.py) and
-# `perf script` (parsers/perfdata.py)
-RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev trace-cmd linux-perf \
+# trace-cmd's libraries and perf: trace.dat uploads are decoded by libtracecmd (parsers/tracedat-records, built by
+# setup.py; `trace-cmd report` when it cannot), perf.data uploads by `perf script` (parsers/perfdata.py)
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev pkg-config trace-cmd libtracecmd-dev \
+    libtraceevent-dev linux-perf \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY pyproject.toml setup.py README.md ./

@@ -1,6 +1,6 @@
 # Stallscope — `make run` serves the app with a demo analysis; `make test` runs every test.
-# Both install what they need first (a virtualenv, npm packages, the frontend build, Chromium for e2e, trace-cmd
-# and perf for trace.dat and perf.data uploads).
+# Both install what they need first (a virtualenv, npm packages, the frontend build, Chromium for e2e, trace-cmd and
+# its libraries, and perf for trace.dat and perf.data uploads).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -13,10 +13,10 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: lab run serve test test-py test-unit test-e2e lint build bench openapi chromium trace-cmd perf clean
 
-run: $(VENV)/.installed frontend/dist/index.html trace-cmd perf
+run: $(VENV)/.installed parsers/tracedat-records frontend/dist/index.html trace-cmd perf
 	$(VENV)/bin/stallscope serve --demo
 
-$(VENV)/.installed: pyproject.toml setup.py $(wildcard parsers/_*.c parsers/_*.h)
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard parsers/_*.c parsers/_*.h) | trace-cmd
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python 3.11+ is needed (set PYTHON=...)")'
 	[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -39,15 +39,21 @@ openapi: $(VENV)/.installed
 chromium:
 	@[ -x /usr/bin/chromium ] || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }
 
-# trace.dat uploads are decoded by `trace-cmd report` (parsers/tracedat.py)
+# trace.dat uploads are decoded by libtracecmd in parsers/tracedat-records (setup.py builds it when its libraries are
+# there), or by `trace-cmd report` without it (parsers/tracedat.py)
+DECODER_LIBS := libtracecmd libtraceevent
 trace-cmd:
-	@command -v trace-cmd >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q trace-cmd; }
+	@command -v trace-cmd >/dev/null && pkg-config --exists $(DECODER_LIBS) 2>/dev/null || { $(SUDO) apt-get update -q && \
+		$(SUDO) apt-get install -y -q trace-cmd pkg-config libtracecmd-dev libtraceevent-dev; }
+
+parsers/tracedat-records: parsers/tracedat_records.c parsers/tracedat_info_cache.h | trace-cmd
+	$${CC:-cc} -O2 -std=c11 -Wall -Wextra -o $@ $< $$(pkg-config --cflags --libs $(DECODER_LIBS))
 
 # perf.data uploads are decoded by `perf script` (parsers/perfdata.py)
 perf:
 	@command -v perf >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q linux-perf; }
 
-test: $(VENV)/.installed node_modules/.installed build chromium trace-cmd perf
+test: $(VENV)/.installed parsers/tracedat-records node_modules/.installed build chromium trace-cmd perf
 	npm run lint:compose
 	$(MAKE) lint
 	$(PY) -m pytest
@@ -55,7 +61,8 @@ test: $(VENV)/.installed node_modules/.installed build chromium trace-cmd perf
 	npm run test:e2e
 
 # Linters: ruff's checks and format for Python (pinned and configured in pyproject.toml), ESLint for the frontend
-# (frontend/eslint.config.js), and each C tokenizer compiled with setup.py's flags, its warnings as errors.
+# (frontend/eslint.config.js), and each C tokenizer (and the trace.dat decoder) compiled with setup.py's flags, its
+# warnings as errors.
 lint: $(VENV)/.installed node_modules/.installed
 	$(VENV)/bin/ruff check backend tests parsers bench setup.py
 	$(VENV)/bin/ruff format --check backend tests parsers bench setup.py
@@ -65,8 +72,11 @@ lint: $(VENV)/.installed node_modules/.installed
 		echo "cc -Wall -Wextra -Werror $$src"; \
 		$${CC:-cc} -c -o /dev/null -O2 -std=c11 -Wall -Wextra -Werror -pthread -fPIC -I"$$include" $$src || exit 1; \
 	done
+	@! pkg-config --exists $(DECODER_LIBS) || { echo "cc -Wall -Wextra -Werror parsers/tracedat_records.c"; \
+		$${CC:-cc} -c -o /dev/null -O2 -std=c11 -Wall -Wextra -Werror $$(pkg-config --cflags $(DECODER_LIBS)) \
+		parsers/tracedat_records.c; }
 
-test-py: $(VENV)/.installed trace-cmd perf
+test-py: $(VENV)/.installed parsers/tracedat-records trace-cmd perf
 	$(PY) -m pytest
 
 test-unit: node_modules/.installed

@@ -4,18 +4,22 @@
 
 Inputs: the two trace.dat samples of shared/ with their DERIVED `trace-cmd report` text, and a larger capture made
 from the v7 sample: `trace-cmd convert` to an uncompressed v6 file, whose ring-buffer pages are repeated `--copies`
-times per CPU (each copy's page timestamps moved past the previous copy's end, so the events stay in order),
-then converted back to v7 zstd; and a function_graph capture made by bench/gen_tracedat.py (`--fg-rounds`, 69
-events a round); each rendered by `trace-cmd report` for its text. Each pair is ingested
-alternately (.dat, text, .dat, ...) `--runs` times, each into a fresh database in this process: wall seconds from
-the first byte read to the committed analysis, input MB/s, events/s. Then the .dat path's parts alone: the layout
-walk (with every zstd chunk decompressed), `trace-cmd report` to /dev/null, and the text parser alone on the report.
+times per CPU (each copy's page timestamps moved past the previous copy's end, so the events stay in order), then
+converted back to v7 zstd; and a function_graph capture made by bench/gen_tracedat.py (`--fg-rounds`, 69 events a
+round); each rendered by `trace-cmd report` for its text. Each capture is ingested `--runs` times three ways in turn
+(the .dat as records, the .dat from `trace-cmd report`'s text with the decoder taken away, as before the records and
+as the fallback still reads it, and the report text), each into a fresh database in this process: wall seconds from
+the first byte read to the committed analysis, input MB/s, events/s and the ratio to the text's events/s. Then the
+reader stage alone (file -> tables, no DuckDB): the .dat read as records (parsers/tracedat.py: the layout walk beside
+tracedat-records, its records folded) and its report by the text parser, their ratio, and the .dat path's parts
+alone: the layout walk (with every zstd chunk decompressed) and tracedat-records to /dev/null.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import os
 import resource
 import statistics
 import struct
@@ -26,7 +30,7 @@ from pathlib import Path
 
 from backend.store import InputFile, Store
 from bench import gen_tracedat
-from parsers import funcgraph
+from parsers import funcgraph, tracedat, tracedat_records
 from parsers.common import ParseReport
 from parsers.tracedat_layout import read_layout
 
@@ -119,32 +123,51 @@ def _cpu() -> float:
     )
 
 
-def ingest_once(path: Path, db: Path) -> tuple[float, float, int]:
+def ingest_once(path: Path, db: Path, via_report: bool = False) -> tuple[float, float, int]:
+    """One ingest into a fresh database: wall and CPU seconds, events. via_report: a trace.dat read from `trace-cmd
+    report`'s text (the decoder taken away), as before the records and as the fallback still does."""
     store = Store(db)
+    saved = tracedat_records.PROGRAM
+    if via_report:
+        tracedat_records.PROGRAM = Path("/nonexistent/tracedat-records")
     try:
         t, c = time.perf_counter(), _cpu()
         with open(path, "rb") as f:
             got = store.ingest([InputFile(path.name, f, path.stat().st_size)])
         return time.perf_counter() - t, _cpu() - c, got["sources"][0]["events"]
     finally:
+        tracedat_records.PROGRAM = saved
         store.close()
         for p in db.parent.glob(db.name + "*"):
             p.unlink()
 
 
+def _read(parse) -> float:
+    t = time.perf_counter()
+    for _ in parse():
+        pass
+    return time.perf_counter() - t
+
+
 def parts(dat: Path, txt: Path) -> dict[str, float]:
+    """The reader stage (file -> tables, no DuckDB) of each input, and the .dat reader's parts alone."""
     t = time.perf_counter()
     with open(dat, "rb") as f:
         read_layout(f, dat.stat().st_size)
     walk = time.perf_counter() - t
     t = time.perf_counter()
-    subprocess.run(["trace-cmd", "report", "-i", str(dat)], check=True, stdout=subprocess.DEVNULL)
-    report = time.perf_counter() - t
+    subprocess.run([str(tracedat_records.PROGRAM), str(dat)], check=True, stdout=subprocess.DEVNULL)
+    decoder = time.perf_counter() - t
     data = txt.read_bytes()
-    t = time.perf_counter()
-    for _ in funcgraph.parse(io.BytesIO(data), ParseReport(txt.name)):
-        pass
-    return {"layout walk": walk, "trace-cmd report": report, "text parser": time.perf_counter() - t}
+    native = _read(lambda: tracedat.parse(open(dat, "rb"), ParseReport(dat.name)))
+    text = _read(lambda: funcgraph.parse(io.BytesIO(data), ParseReport(txt.name)))
+    return {
+        ".dat reader": native,
+        "text reader": text,
+        "ratio": text / native,
+        "layout walk": walk,
+        "tracedat-records": decoder,
+    }
 
 
 def main() -> None:
@@ -159,30 +182,37 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "b.duckdb"
         print(
-            "| capture | input | bytes | events | median s (runs) | CPU s | MB/s | events/s |\n"
-            "|---|---|---|---|---|---|---|---|"
+            "| capture | input | bytes | events | median s (runs) | CPU s | MB/s | events/s | / text |\n"
+            "|---|---|---|---|---|---|---|---|---|"
         )
         for dat, txt in pairs:
-            times: dict[Path, list[float]] = {dat: [], txt: []}
-            cpu: dict[Path, list[float]] = {dat: [], txt: []}
+            ways = {"trace.dat": (dat, False), "trace.dat via report": (dat, True), "report text": (txt, False)}
+            times: dict[str, list[float]] = {way: [] for way in ways}
+            cpu: dict[str, list[float]] = {way: [] for way in ways}
             events = {}
             for _ in range(args.runs):
-                for path in (dat, txt):
-                    secs, used, events[path] = ingest_once(path, db)
-                    times[path].append(secs)
-                    cpu[path].append(used)
-            for path in (dat, txt):
-                med = statistics.median(times[path])
+                for way, (path, via_report) in ways.items():
+                    secs, used, events[way] = ingest_once(path, db, via_report)
+                    times[way].append(secs)
+                    cpu[way].append(used)
+            rate = {way: events[way] / statistics.median(times[way]) for way in ways}
+            for way, (path, _) in ways.items():
+                med = statistics.median(times[way])
                 size = path.stat().st_size
                 print(
-                    f"| {dat.stem} | {'trace.dat' if path == dat else 'report text'} | {size:,} | {events[path]:,} | "
-                    f"{med:.2f} ({', '.join(f'{s:.2f}' for s in times[path])}) | {statistics.median(cpu[path]):.2f} | "
-                    f"{size / med / 1e6:.1f} | {events[path] / med:,.0f} |"
+                    f"| {dat.stem} | {way} | {size:,} | {events[way]:,} | "
+                    f"{med:.2f} ({', '.join(f'{s:.2f}' for s in times[way])}) | {statistics.median(cpu[way]):.2f} | "
+                    f"{size / med / 1e6:.1f} | {rate[way]:,.0f} | {rate[way] / rate['report text']:.2f}x |"
                 )
-        print("\n| capture | " + " | ".join(parts(*pairs[0])) + " |\n|---|---|---|---|")
+        print("\n| capture | " + " | ".join(parts(*pairs[0])) + " |\n|---|---|---|---|---|---|")
         for dat, txt in pairs:
             p = parts(dat, txt)
-            print(f"| {dat.stem} | " + " | ".join(f"{v:.3f} s" for v in p.values()) + " |")
+            print(
+                f"| {dat.stem} | "
+                + " | ".join(f"{v:.2f}x" if k == "ratio" else f"{v:.3f} s" for k, v in p.items())
+                + " |"
+            )
+        print(f"\nload average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -72,6 +72,8 @@ typedef struct {
     seen_t seen[SEEN_SLOTS];
     /* the blocks of the columns Python has freed, for the next chunk's (_colpool.h) */
     colpool pool;
+    /* a record stream's stack frames (_funcgraph_records.h): each id's "=> frame" line, offsets into frame_text */
+    buf_t frame_off, frame_text; uint32_t nframe_ids;
 } state_t;
 
 /* 8 bytes at a time (names are short: a few words), multiply-xorshift mixed; the last 1-8 bytes in one load that may
@@ -269,6 +271,7 @@ static void state_free(state_t *st) {
     for (int64_t i = 0; i < st->ntasks; i++) free(st->tasks[i].fr);
     free(st->tasks); free(st->tmap); free(st->istr); free(st->imap); free(st->ahead);
     buf_free(&st->arena); buf_free(&st->pend_comm); buf_free(&st->pend_event); buf_free(&st->pend_text);
+    buf_free(&st->frame_off); buf_free(&st->frame_text);
     pool_clear(&st->pool);
     free(st);
 }
@@ -413,6 +416,9 @@ static void skipped(out_t *o, int rc, int64_t line, int64_t start, int64_t len) 
     else o->nk++;
 }
 
+/* ---- tracedat_records.c's record stream folded as its report's lines would be: _funcgraph_records.h ------------- */
+#include "_funcgraph_records.h"
+
 static state_t *get_state(PyObject *cap) { return PyCapsule_GetPointer(cap, "funcgraph.state"); }
 
 static PyObject *tokenize(PyObject *Py_UNUSED(module), PyObject *args) {
@@ -469,6 +475,29 @@ static PyObject *tokenize(PyObject *Py_UNUSED(module), PyObject *args) {
     return result(st, cap, &o, lineno - first_line, 0);
 }
 
+/* records(state, chunk, first_line, offset) -> tokenize's dict for the whole records at the chunk's start, with
+ * "consumed" (their bytes; the rest begins a record the next chunk completes) and "lines" (the report lines they stand
+ * for); ValueError names the byte of a malformed record in the stream (the chunk starts at its byte `offset`) */
+static PyObject *records(PyObject *Py_UNUSED(module), PyObject *args) {
+    PyObject *cap; Py_buffer buf; long long first_line, offset;
+    if (!PyArg_ParseTuple(args, "Oy*LL", &cap, &buf, &first_line, &offset)) return NULL;
+    state_t *st = get_state(cap);
+    if (!st) { PyBuffer_Release(&buf); return NULL; }
+    out_t o; memset(&o, 0, sizeof o);
+    int64_t lineno = first_line, bad = 0, used;
+    Py_BEGIN_ALLOW_THREADS
+    used = fold_records(st, &o, buf.buf, (const char *)buf.buf + buf.len, &lineno, &bad);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&buf);
+    if (used < 0) {
+        out_free(&o);
+        return PyErr_Format(PyExc_ValueError, "a malformed record at byte %lld of the records", offset + (long long)bad);
+    }
+    PyObject *d = result(st, cap, &o, lineno - first_line, 0);
+    if (d && set_int(d, "consumed", used)) Py_CLEAR(d);
+    return d;
+}
+
 static PyObject *finish(PyObject *Py_UNUSED(module), PyObject *args) {
     PyObject *cap;
     if (!PyArg_ParseTuple(args, "O", &cap)) return NULL;
@@ -483,6 +512,7 @@ static PyObject *finish(PyObject *Py_UNUSED(module), PyObject *args) {
 static PyMethodDef methods[] = {
     {"new_state", new_state, METH_NOARGS, "new_state() -> capsule holding the cross-chunk parse state"},
     {"tokenize", tokenize, METH_VARARGS, "tokenize(state, chunk, first_line) -> dict of column buffers"},
+    {"records", records, METH_VARARGS, "records(state, chunk, first_line, offset) -> dict of column buffers, consumed bytes"},
     {"finish", finish, METH_VARARGS, "finish(state) -> dict of column buffers (open calls, pending event)"},
     {NULL, NULL, 0, NULL},
 };

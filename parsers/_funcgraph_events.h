@@ -57,6 +57,28 @@ static void start_pending(state_t *st, out_t *o, const ctx_t *c, const char *ev,
 }
 
 /* ---------------------------------------------------------------- sched events */
+/* a sched_switch row; a priority out of int32's range is null */
+static void emit_switch(out_t *o, const ctx_t *c, const char *pc, size_t pcn, int64_t ppid, int64_t pprio, const char *ps,
+                        size_t psn, const char *nc, size_t ncn, int64_t npid, int64_t nprio) {
+    if (pprio < INT32_MIN + 1 || pprio > INT32_MAX) pprio = NUL32;
+    if (nprio < INT32_MIN + 1 || nprio > INT32_MAX) nprio = NUL32;
+    int bad = put64(&o->s_line, c->line) || put64(&o->s_t, c->t) || put32(&o->s_cpu, c->cpu) || put64(&o->s_ppid, ppid) ||
+              put32(&o->s_pprio, (int32_t)pprio) || put64(&o->s_npid, npid) || put32(&o->s_nprio, (int32_t)nprio) ||
+              str_put(&o->s_pcomm, pc, pcn, 1) || str_put(&o->s_pstate, ps, psn, 1) || str_put(&o->s_ncomm, nc, ncn, 1);
+    if (bad) o->oom = 1; else o->ns++;
+}
+
+/* a sched_wakeup row (the waker is the line's task); success 2: not shown */
+static void emit_wakeup(out_t *o, const ctx_t *c, const char *ev, size_t evn, const char *cm, size_t cmn, int64_t pid,
+                        int64_t prio, int64_t tcpu, int succ) {
+    if (prio < INT32_MIN + 1 || prio > INT32_MAX) prio = NUL32;
+    int bad = put64(&o->w_line, c->line) || put64(&o->w_t, c->t) || put32(&o->w_cpu, c->cpu) || put64(&o->w_wpid, c->pid) ||
+              put64(&o->w_pid, pid) || put32(&o->w_prio, (int32_t)prio) || put32(&o->w_tcpu, (int32_t)tcpu) ||
+              put8(&o->w_succ, (uint8_t)succ) || str_put(&o->w_event, ev, evn, 1) ||
+              str_put(&o->w_wcomm, c->comm, c->commn, c->has_comm) || str_put(&o->w_comm, cm, cmn, 1);
+    if (bad) o->oom = 1; else o->nw++;
+}
+
 /* sched_switch text -> row; 0 ok, -1 unrecognised */
 static int do_switch(out_t *o, const ctx_t *c, const char *p, const char *e) {
     const char *pc, *nc, *ps, *pse; size_t pcn, ncn;
@@ -106,13 +128,7 @@ static int do_switch(out_t *o, const ctx_t *c, const char *p, const char *e) {
         if (parse_i64(skip_ws(ob + 1, re - 1), rtrim(ob + 1, re - 1), &nprio)) return -1;
         if (split_comm_colon_pid(r, ob, &nc, &ncn, &npid)) return -1;
     }
-    if (pprio < INT32_MIN + 1 || pprio > INT32_MAX) pprio = NUL32;
-    if (nprio < INT32_MIN + 1 || nprio > INT32_MAX) nprio = NUL32;
-    int bad = put64(&o->s_line, c->line) || put64(&o->s_t, c->t) || put32(&o->s_cpu, c->cpu) || put64(&o->s_ppid, ppid) ||
-              put32(&o->s_pprio, (int32_t)pprio) || put64(&o->s_npid, npid) || put32(&o->s_nprio, (int32_t)nprio) ||
-              str_put(&o->s_pcomm, pc, pcn, 1) || str_put(&o->s_pstate, ps, (size_t)(pse - ps), 1) ||
-              str_put(&o->s_ncomm, nc, ncn, 1);
-    if (bad) o->oom = 1; else o->ns++;
+    emit_switch(o, c, pc, pcn, ppid, pprio, ps, (size_t)(pse - ps), nc, ncn, npid, nprio);
     return 0;
 }
 
@@ -152,12 +168,7 @@ static int do_wakeup(out_t *o, const ctx_t *c, const char *ev, size_t evn, const
         else if (t - r >= 3 && *r == '[' && t[-1] == ']') { if (parse_u64(r + 1, t - 1, &v) == 0 && v < INT32_MAX) tcpu = v; }
         r = t;
     }
-    if (prio < INT32_MIN + 1 || prio > INT32_MAX) prio = NUL32;
-    int bad = put64(&o->w_line, c->line) || put64(&o->w_t, c->t) || put32(&o->w_cpu, c->cpu) || put64(&o->w_wpid, c->pid) ||
-              put64(&o->w_pid, pid) || put32(&o->w_prio, (int32_t)prio) || put32(&o->w_tcpu, (int32_t)tcpu) ||
-              put8(&o->w_succ, (uint8_t)succ) || str_put(&o->w_event, ev, evn, 1) ||
-              str_put(&o->w_wcomm, c->comm, c->commn, c->has_comm) || str_put(&o->w_comm, cm, cmn, 1);
-    if (bad) o->oom = 1; else o->nw++;
+    emit_wakeup(o, c, ev, evn, cm, cmn, pid, prio, tcpu, (int)succ);
     return 0;
 }
 

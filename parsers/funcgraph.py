@@ -326,31 +326,30 @@ def _header_notes(report: ParseReport, chunk, cols: dict) -> None:
             report.note(body)
 
 
+def take(report: ParseReport, cols: dict, chunk=None) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """The tables of one tokenizer result; with the chunk it read, its header lines become notes and its skipped lines
+    the report's examples."""
+    if chunk is not None:
+        _header_notes(report, chunk, cols)
+        nsk = len(cols["k_line"]) // 8
+        if nsk:
+            lines = np.frombuffer(cols["k_line"], np.int64)
+            starts = np.frombuffer(cols["k_start"], np.int64)
+            lens = np.frombuffer(cols["k_len"], np.int64)
+            reasons = np.frombuffer(cols["k_reason"], np.int32)
+            shown = min(nsk, 50)
+            for i in range(shown):
+                report.skip(int(lines[i]), REASONS[int(reasons[i])], bytes(chunk[starts[i] : starts[i] + lens[i]]))
+            report.skipped += nsk - shown
+    for name, batch in _batches(cols):
+        report.events += batch.num_rows
+        yield name, batch
+
+
 def parse(
     stream: BinaryIO, report: ParseReport, chunk_bytes: int = CHUNK_BYTES
 ) -> Iterator[tuple[str, pa.RecordBatch]]:
     state = _funcgraph.new_state()
-    rows = 0
-
-    def take(cols: dict, chunk=None) -> Iterator[tuple[str, pa.RecordBatch]]:
-        nonlocal rows
-        if chunk is not None:
-            _header_notes(report, chunk, cols)
-            nsk = len(cols["k_line"]) // 8
-            if nsk:
-                lines = np.frombuffer(cols["k_line"], np.int64)
-                starts = np.frombuffer(cols["k_start"], np.int64)
-                lens = np.frombuffer(cols["k_len"], np.int64)
-                reasons = np.frombuffer(cols["k_reason"], np.int32)
-                shown = min(nsk, 50)
-                for i in range(shown):
-                    report.skip(int(lines[i]), REASONS[int(reasons[i])], bytes(chunk[starts[i] : starts[i] + lens[i]]))
-                report.skipped += nsk - shown
-        for name, batch in _batches(cols):
-            rows += batch.num_rows
-            report.events += batch.num_rows
-            yield name, batch
-
     tgids: dict[int, int] | None = {}  # None: the first chunk had no "(tgid)" (not recorded with record-tgid)
     for chunk in chunks_of_lines(stream, report, chunk_bytes):
         if tgids is not None:
@@ -360,14 +359,19 @@ def parse(
                 tgids = None
         cols = _funcgraph.tokenize(state, chunk, report.lines + 1)
         report.lines += cols["lines"]  # counted by the tokenizer, not by a second scan for newlines
-        yield from take(cols, chunk)
-        if rows == 0 and cols["n_fgtext"] == 0 and cols["n_evline"] == 0 and report.skipped > 1000:
+        yield from take(report, cols, chunk)
+        if report.events == 0 and cols["n_fgtext"] == 0 and cols["n_evline"] == 0 and report.skipped > 1000:
             raise ParseError(
                 f"no ftrace line in the first {report.skipped} lines{report.first_problem()}",
                 filename=report.filename,
             )
+    yield from finish(state, report, tgids)
+
+
+def finish(state, report: ParseReport, tgids: dict[int, int] | None = None) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """The rows the tokenizer state still holds (open calls, a pending stack event), the names, the notes."""
     final = _funcgraph.finish(state)
-    if rows == 0 and final["nc"] + final["ns"] + final["nw"] + final["ne"] == 0:
+    if report.events == 0 and final["nc"] + final["ns"] + final["nw"] + final["ne"] == 0:
         if report.examples:
             raise ParseError(
                 f"no ftrace line in the file{report.first_problem()}",
@@ -375,7 +379,7 @@ def parse(
                 line=report.examples[0].line,
             )
         raise ParseError("no ftrace event or function_graph line in the file", filename=report.filename)
-    yield from take(final)
+    yield from take(report, final)
     if len(final["dict_off"]) > 4:  # the names the calls use (and the tasks' of context-switch markers): not events
         yield "fg_names", _names(final)
     if tgids:  # not events either

@@ -65,10 +65,10 @@ class Report(child.ChildText):
         )
 
     def leftovers(self) -> list[str]:
-        return _temp_files(self.proc.pid)
+        return temp_files(self.proc.pid)
 
 
-def _temp_files(pid: int) -> list[str]:
+def temp_files(pid: int) -> list[str]:
     """The temporary files a running trace-cmd holds open (v7's decompressed trace data)."""
     names = []
     try:

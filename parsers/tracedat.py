@@ -1,26 +1,29 @@
 """trace-cmd's binary `trace.dat` (file versions 6 and 7, v7's compressed sections included), uploaded as it is.
 
-The file is decoded by Debian's `trace-cmd report` (libtracecmd + libtraceevent: events from the format files
-stored in the file, function names from its kallsyms, comms from its saved cmdlines and tgids, its clock,
-timestamp offsets and multipliers, time-shift and CPU buffers all applied) run as a child process, and its
-output is read by the ftrace text parser (funcgraph.py) as it streams: the same tables, the same derive steps,
-the same result as uploading `trace-cmd report -i` of the file. FORMAT is therefore "ftrace"; the notes say it
-came from a trace.dat (version, compression, CPUs, clock, the options applied) and that line numbers are those
-of the report.
+tracedat_layout walks the whole file and refuses a damaged one with the byte offset of its first problem (trace-cmd
+says little: a v7 file cut short gives an empty report and exit status 0); nothing is read before it passes. The file
+is decoded (starting as the walk does, stopped if it refuses) by
+Debian's libtracecmd and libtraceevent (events from the format files stored in the file, function names from its
+kallsyms, comms from its saved cmdlines, its clock, timestamp offsets and multipliers, plugins: what `trace-cmd
+report` applies) in a child process under resource limits, `tracedat-records` (tracedat_records.c): it walks the
+events in the report's order and writes those the tables take fields from (sched_switch, sched_wakeup[_new],
+sched_waking, funcgraph_entry/exit, kernel_stack) as their fields, without printing them, and every other event as
+libtraceevent prints it; the ftrace tokenizer folds those records into the rows the report's text would give, with
+the report's line numbers (tracedat_records.py). FORMAT is therefore "ftrace": the same tables, derive steps and
+result as uploading `trace-cmd report -i` of the file (tests compare them on every trace.dat at hand); the notes say
+it came from a trace.dat (version, compression, CPUs, clock, the options applied).
 
-Why a child process rather than the libraries in the server's process or a decoder of our own
-(docs/BENCHMARKS.md has the figures): printing the events through libtraceevent in-process (ctypes) took as long
-as trace-cmd report itself (0.24 vs 0.21 s for the v7 sample, 1.6 vs 1.2 s for 414 k events), so decoding
-in-process would gain little; a decoder of our own would have to re-implement libtraceevent's print formats and
-plugins (kernel_stack, sched_switch, function_graph) to equal it; and a hostile file that crashes or hangs
-libtraceevent must not take the server with it. The child gets resource limits (CPU time scaled to the file,
-address space, the size of the temporary files it decompresses into, no core file) and is killed when it writes
-nothing for STALL_SECONDS or far more text than its trace data can hold. trace-cmd's decoding bounds the ingest:
-~0.4x the events/s of the same report uploaded as text.
+`trace-cmd report` itself, as a child read by the text parser (funcgraph.py), remains for what the records do not
+cover: a server built without libtracecmd, buffer instances (the report prefixes their events with the instance's
+name), latency-tracer text and timestamps that are a raw counter.
 
-trace-cmd says little about a damaged file (a v7 file cut short gives an empty report and exit status 0), so
-tracedat_layout walks the whole file first and refuses it with the byte offset of the first problem.
-"""
+Why a child process (docs/BENCHMARKS.md has the figures): a hostile file that crashes or hangs libtraceevent must not
+take the server with it; the child gets limits (CPU time scaled to the file, address space, the size of the temporary
+files it decompresses into, no core file) and is killed when it writes nothing for STALL_SECONDS or far more than its
+trace data can hold. Why libtracecmd rather than a decoder of our own: trace_events keeps every other event as its
+printed text (6-42 % of the events of 7 of the 8 captures at hand: block_*, which the block derive step reads back
+from that text, jbd2_*, softirq, irq, writeback, xfs, print), and only libtraceevent's print formats and plugins render
+it as the report does."""
 
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ from typing import BinaryIO, Iterator
 
 import pyarrow as pa
 
-from . import funcgraph, tracecmd
+from . import funcgraph, tracecmd, tracedat_records
 from .common import ParseError, ParseReport
 from .tracedat_layout import (
     DATE,
@@ -81,26 +84,50 @@ def parse(
 ) -> Iterator[tuple[str, pa.RecordBatch]]:
     with tempfile.TemporaryDirectory(prefix="stallscope-tracedat-") as tmp:
         path = os.path.join(tmp, "trace.dat")
-        size = _copy(stream, path)  # trace-cmd seeks: an upload in memory (or any stream) becomes a file
+        size = _copy(stream, path)  # libtracecmd seeks: an upload in memory (or any stream) becomes a file
+        # the decoder starts at once, its limits bounded by the file's size, and decodes while the layout is walked
+        records = tracedat_records.Records(path, tmp, size, report.filename) if tracedat_records.available() else None
         try:
-            with open(path, "rb") as f:
-                layout = read_layout(f, size)
-        except LayoutError as e:
-            raise ParseError(e.what, filename=report.filename, offset=e.offset) from None
-        except RuntimeError as e:  # libzstd missing
-            raise ParseError(str(e), filename=report.filename) from None
-        if layout.compression != "none" and layout.compression not in tracecmd.compressions(tracecmd.TRACE_CMD):
-            raise ParseError(
-                f"the file is compressed with {layout.compression}, which this server's trace-cmd cannot "
-                f"decompress (it has: {', '.join(tracecmd.compressions(tracecmd.TRACE_CMD)) or 'none'})",
-                filename=report.filename,
-                offset=layout.compression_at,
-            )
+            layout = _layout(path, size, report)
+        except BaseException:
+            if records:
+                records.stop()
+            raise
         if any(b.latency for b in layout.buffers):
             report.note("the file holds latency-tracer text: its lines are read as the ftrace text they are")
+        if records and any(b.name or b.latency for b in layout.buffers):  # the report's text covers these
+            records.stop()
+            records = None
+        if records:
+            records.bound(layout)
+            try:
+                yield from records.parsed(lambda out: tracedat_records.parse(out, report))
+                _notes(report, layout, size, records, "'s libraries (libtracecmd) into records")
+                return
+            except tracedat_records.NotNative:
+                pass
         child = tracecmd.Report(path, tmp, layout, size, report.filename)
         yield from child.parsed(lambda out: funcgraph.parse(out, report, chunk_bytes or REPORT_CHUNK_BYTES))
-        _notes(report, layout, size, child)
+        _notes(report, layout, size, child, f" {child.version} ({child.text_bytes:,} bytes of text)")
+
+
+def _layout(path: str, size: int, report: ParseReport) -> Layout:
+    """The file's layout, walked whole (tracedat_layout), or its first problem refused with its byte offset."""
+    try:
+        with open(path, "rb") as f:
+            layout = read_layout(f, size)
+    except LayoutError as e:
+        raise ParseError(e.what, filename=report.filename, offset=e.offset) from None
+    except RuntimeError as e:  # libzstd missing
+        raise ParseError(str(e), filename=report.filename) from None
+    if layout.compression != "none" and layout.compression not in tracecmd.compressions(tracecmd.TRACE_CMD):
+        raise ParseError(
+            f"the file is compressed with {layout.compression}, which this server's trace-cmd cannot "
+            f"decompress (it has: {', '.join(tracecmd.compressions(tracecmd.TRACE_CMD)) or 'none'})",
+            filename=report.filename,
+            offset=layout.compression_at,
+        )
+    return layout
 
 
 def _copy(stream: BinaryIO, path: str) -> int:
@@ -113,10 +140,9 @@ def _copy(stream: BinaryIO, path: str) -> int:
     return size
 
 
-def _notes(report: ParseReport, layout: Layout, size: int, child: tracecmd.Report) -> None:
+def _notes(report: ParseReport, layout: Layout, size: int, child, how: str) -> None:
     report.note(
-        f"{layout.describe()}, decoded by trace-cmd report {child.version} ({child.text_bytes:,} bytes of "
-        f"text, {report.lines:,} lines; line numbers are the report's)"
+        f"{layout.describe()}, decoded by trace-cmd report{how} ({report.lines:,} lines; line numbers are the report's)"
     )
     clocks = layout.option_text(TRACECLOCK)
     named = [b.clock for b in layout.buffers if b.clock]
@@ -150,7 +176,7 @@ def _notes(report: ParseReport, layout: Layout, size: int, child: tracecmd.Repor
         report.note(f"recorded by trace-cmd {text.split()[0]}")
     said = child.stderr_text()
     if said:
-        report.note(f"trace-cmd report said: {said}")
+        report.note(f"{child.tool} said: {said}")
     report.bytes_read = size  # the upload's bytes, not the report's
     kind = f"trace.dat v{layout.version}" + (f" ({layout.compression})" if layout.compression != "none" else "")
     report.files = [{"filename": report.filename, "kind": kind}]

@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 from backend.app import create_app
 from backend.store import IngestError, Store
 from bench import gen_tracedat
-from parsers import funcgraph, tracecmd, tracedat, tracedat_layout
+from parsers import funcgraph, tracecmd, tracedat, tracedat_layout, tracedat_records
 from parsers.common import ParseError, ParseReport
 from parsers.detect import detect
 from parsers.tracedat_layout import BUFFER, HEADER_INFO, KALLSYMS, read_layout
@@ -427,7 +427,9 @@ def _parse(path_or_bytes, filename: str = "c.dat") -> ParseReport:
     return report
 
 
-def _fake_trace_cmd(tmp_path, body: str) -> str:
+def _fake_trace_cmd(tmp_path, body: str, monkeypatch) -> str:
+    """A trace-cmd that runs `body`, the file then read from its report (the record decoder taken away)."""
+    monkeypatch.setattr(tracedat_records, "PROGRAM", tmp_path / "no-tracedat-records")
     script = tmp_path / "trace-cmd"
     script.write_text('#!/bin/sh\n[ "$1" = -h ] && { echo "trace-cmd version 0.0-test"; exit 0; }\n' + body + "\n")
     script.chmod(0o755)
@@ -436,6 +438,8 @@ def _fake_trace_cmd(tmp_path, body: str) -> str:
 
 @needs_public
 def test_trace_cmd_missing_says_how_to_install_it(monkeypatch):
+    """Neither the record decoder (not built: no libtracecmd) nor trace-cmd: the refusal says what to install."""
+    monkeypatch.setattr(tracedat_records, "PROGRAM", Path("/nonexistent/tracedat-records"))
     monkeypatch.setattr(tracecmd, "TRACE_CMD", "/nonexistent/trace-cmd")
     with pytest.raises(
         ParseError, match=r"c\.dat: trace-cmd is not installed on the server.*apt-get install trace-cmd"
@@ -446,11 +450,13 @@ def test_trace_cmd_missing_says_how_to_install_it(monkeypatch):
 @needs_public
 def test_trace_cmd_crash_and_failure_are_refusals(tmp_path, monkeypatch):
     monkeypatch.setattr(
-        tracecmd, "TRACE_CMD", _fake_trace_cmd(tmp_path, 'echo "  failed to init data" >&2; kill -SEGV $$')
+        tracecmd, "TRACE_CMD", _fake_trace_cmd(tmp_path, 'echo "  failed to init data" >&2; kill -SEGV $$', monkeypatch)
     )
     with pytest.raises(ParseError, match=r"`trace-cmd report` crashed \(SIGSEGV\).*failed to init data"):
         _parse(V6)
-    monkeypatch.setattr(tracecmd, "TRACE_CMD", _fake_trace_cmd(tmp_path, 'echo "cpus=4"; echo "oops" >&2; exit 22'))
+    monkeypatch.setattr(
+        tracecmd, "TRACE_CMD", _fake_trace_cmd(tmp_path, 'echo "cpus=4"; echo "oops" >&2; exit 22', monkeypatch)
+    )
     with pytest.raises(ParseError, match=r"could not read it \(exit status 22\): oops"):
         _parse(V6)
 
@@ -458,7 +464,7 @@ def test_trace_cmd_crash_and_failure_are_refusals(tmp_path, monkeypatch):
 @needs_public
 def test_a_silent_trace_cmd_is_stopped(tmp_path, monkeypatch):
     monkeypatch.setattr(tracecmd, "STALL_SECONDS", 1)
-    monkeypatch.setattr(tracecmd, "TRACE_CMD", _fake_trace_cmd(tmp_path, 'echo "cpus=4"; exec sleep 30'))
+    monkeypatch.setattr(tracecmd, "TRACE_CMD", _fake_trace_cmd(tmp_path, 'echo "cpus=4"; exec sleep 30', monkeypatch))
     with pytest.raises(ParseError, match=r"wrote nothing for 1 s and was stopped"):
         _parse(V6)
 
@@ -507,7 +513,9 @@ def test_fuzzed_files_are_read_or_refused_never_worse(path, n):
             outcomes["refused"] += 1
     assert outcomes["refused"] >= n // 4, outcomes
     assert set(glob.glob("/tmp/trace_cpu_data*")) <= before
-    children = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "trace-cmd report"], capture_output=True)
+    children = subprocess.run(
+        ["pgrep", "-P", str(os.getpid()), "-f", "trace-cmd report|tracedat-records"], capture_output=True
+    )
     assert children.stdout == b""
 
 
@@ -571,7 +579,9 @@ def test_a_compression_trace_cmd_lacks_is_named(monkeypatch):
 @needs_public
 def test_a_runaway_trace_cmd_is_stopped(tmp_path, monkeypatch):
     monkeypatch.setattr(tracecmd, "OUTPUT_PER_DATA_BYTE", 0)  # 16 MiB of text at most
-    monkeypatch.setattr(tracecmd, "TRACE_CMD", _fake_trace_cmd(tmp_path, "echo cpus=4; exec yes 'x-1 [000] 1.0: e: t'"))
+    monkeypatch.setattr(
+        tracecmd, "TRACE_CMD", _fake_trace_cmd(tmp_path, "echo cpus=4; exec yes 'x-1 [000] 1.0: e: t'", monkeypatch)
+    )
     with pytest.raises(ParseError, match=r"wrote more than 16,777,216 bytes of text for 307,200 bytes of trace data"):
         _parse(V6)
 
@@ -582,7 +592,9 @@ def test_trace_cmd_failing_after_its_rows_leaves_nothing(ingested, tmp_path, mon
     the rows staged meanwhile are gone."""
     store, _, _ = ingested
     _, txt = CAPTURES[V6.name]
-    monkeypatch.setattr(tracecmd, "TRACE_CMD", _fake_trace_cmd(tmp_path, f"cat '{txt}'; echo 'bad page' >&2; exit 3"))
+    monkeypatch.setattr(
+        tracecmd, "TRACE_CMD", _fake_trace_cmd(tmp_path, f"cat '{txt}'; echo 'bad page' >&2; exit 3", monkeypatch)
+    )
     before = table_counts(store)
     with pytest.raises(
         IngestError, match=r"capture\.dat: `trace-cmd report` could not read it \(exit status 3\): bad page"

@@ -1,0 +1,141 @@
+/*
+ * The record stream of parsers/tracedat_records.c (a trace.dat's events decoded by libtracecmd in a child process)
+ * folded into the same rows as the text of `trace-cmd report` gives: each record is what parse_line would have read
+ * from the report's line(s) for that event, with the line numbers of the report. Its layout is described in
+ * tracedat_records.c. The stream is read as untrusted input: every field is bounds-checked, and a record that does not
+ * fit in what is left is left for the next call (or, at the stream's end, refused). Included by _funcgraph.c once,
+ * after _funcgraph_ahead.h.
+ */
+#ifndef STALLSCOPE_FUNCGRAPH_RECORDS_H
+#define STALLSCOPE_FUNCGRAPH_RECORDS_H
+
+#define MAX_FRAME_IDS (1 << 24) /* distinct stack-frame addresses */
+
+typedef struct { const char *p, *e; } rd_t;
+static int rd_take(rd_t *r, void *v, size_t n) {
+    if ((size_t)(r->e - r->p) < n) return -1;
+    memcpy(v, r->p, n); r->p += n; return 0;
+}
+static int rd_span(rd_t *r, size_t n, const char **s) {
+    if ((size_t)(r->e - r->p) < n) return -1;
+    *s = r->p; r->p += n; return 0;
+}
+static int rd_str(rd_t *r, const char **s, size_t *n) {
+    uint8_t k;
+    if (rd_take(r, &k, 1) || rd_span(r, k, s)) return -1;
+    *n = k; return 0;
+}
+
+/* the lines [p,e) of the report, as parse_line reads them: lines read, each numbered from *lineno */
+static void fold_lines(state_t *st, out_t *o, const char *base, const char *p, const char *e, int64_t *lineno) {
+    while (p < e && !o->oom) {
+        const char *nl = memchr(p, '\n', (size_t)(e - p)), *le = nl ? nl : e;
+        skipped(o, parse_line(st, o, p, le, *lineno, (int64_t)(p - base)), *lineno, p - base, le - p);
+        (*lineno)++;
+        p = nl ? nl + 1 : e;
+    }
+}
+
+/* a stack frame's "=> frame" line, as parse_line adds it to the pending stack event */
+static void fold_frame(state_t *st, out_t *o, const char *s, size_t n) {
+    if (st->pend_text.len + n + 1 > MAX_FOLD) { st->n_folded_cut++; return; }
+    if (put8(&st->pend_text, '\n') || buf_put(&st->pend_text, s, n)) o->oom = 1;
+    st->pend_frames++;
+}
+
+/* one record at r->p: 0 folded (r->p past it), 1 it does not fit in what is left (r->p unmoved), -1 malformed */
+static int fold_record(state_t *st, out_t *o, const char *base, rd_t *r, int64_t *lineno) {
+    const rd_t at = *r;
+    const int64_t line0 = *lineno;
+    uint8_t kind;
+    if (rd_take(r, &kind, 1)) return 1;
+    if (!memchr("TNSWFKE", kind, 7)) return -1;
+    uint32_t n;
+    const char *s;
+    if (kind == 'T') {
+        if (rd_take(r, &n, 4) || rd_span(r, n, &s)) { *r = at; *lineno = line0; return 1; }
+        fold_lines(st, o, base, s, s + n, lineno);
+        return 0;
+    }
+    if (kind == 'N') {
+        uint32_t id; uint16_t len;
+        if (rd_take(r, &id, 4) || rd_take(r, &len, 2) || rd_span(r, len, &s)) { *r = at; *lineno = line0; return 1; }
+        if (id != st->nframe_ids || id >= MAX_FRAME_IDS) return -1;
+        if (put32(&st->frame_off, (int32_t)st->frame_text.len) || buf_put(&st->frame_text, s, len)) { o->oom = 1; return 0; }
+        st->nframe_ids++;
+        return 0;
+    }
+    /* an event's line: its task and time */
+    int64_t t; int32_t cpu, pid; const char *comm; size_t commn;
+    if (rd_take(r, &t, 8) || rd_take(r, &cpu, 4) || rd_take(r, &pid, 4) || rd_str(r, &comm, &commn)) { *r = at; *lineno = line0; return 1; }
+    ctx_t c;
+    c.line = (*lineno)++; c.t = t; c.pid = pid; c.cpu = cpu < 0 ? NUL32 : cpu; c.comm = comm; c.commn = commn; c.has_comm = 1;
+    c.key = task_key(c.pid, c.cpu);
+    int rc = 0;
+    if (kind == 'S') {
+        const char *pc, *ps, *nc; size_t pcn, psn, ncn; int64_t ppid, npid; int32_t pprio, nprio;
+        if (rd_str(r, &pc, &pcn) || rd_take(r, &ppid, 8) || rd_take(r, &pprio, 4) || rd_str(r, &ps, &psn) ||
+            rd_str(r, &nc, &ncn) || rd_take(r, &npid, 8) || rd_take(r, &nprio, 4)) { *r = at; *lineno = line0; return 1; }
+        flush_pending(st, o);
+        emit_switch(o, &c, pc, pcn, ppid, pprio, ps, psn, nc, ncn, npid, nprio);
+    } else if (kind == 'W') {
+        const char *ev, *cm; size_t evn, cmn; int64_t wpid; int32_t prio, tcpu; uint8_t succ;
+        if (rd_str(r, &ev, &evn) || rd_str(r, &cm, &cmn) || rd_take(r, &wpid, 8) || rd_take(r, &prio, 4) ||
+            rd_take(r, &tcpu, 4) || rd_take(r, &succ, 1)) { *r = at; *lineno = line0; return 1; }
+        if (succ > 2) return -1;
+        flush_pending(st, o);
+        emit_wakeup(o, &c, ev, evn, cm, cmn, wpid, prio, tcpu, succ);
+    } else if (kind == 'F') {
+        uint8_t fk; int64_t dur; int32_t depth; uint16_t len;
+        if (rd_take(r, &fk, 1) || rd_take(r, &dur, 8) || rd_take(r, &depth, 4) || rd_take(r, &len, 2) ||
+            rd_span(r, len, &s)) { *r = at; *lineno = line0; return 1; }
+        if (fk < FG_ENTRY || fk > FG_EXIT) return -1;
+        flush_pending(st, o);
+        fgrec_t x;
+        rec_clear(&x);
+        x.kind = fk; x.dur = dur; x.depth = -1; x.indent = depth < 0 ? 0 : depth;
+        x.name = fk == FG_EXIT ? NULL : s; x.namee = fk == FG_EXIT ? NULL : s + len;
+        rc = do_fg(st, o, &c, &x);
+        skipped(o, rc, c.line, s - base, len);
+    } else if (kind == 'K') {
+        if (rd_take(r, &n, 4) || (size_t)(r->e - r->p) / 4 < n) { *r = at; *lineno = line0; return 1; }
+        flush_pending(st, o);
+        static const char name[] = "kernel_stack", head[] = "<stack trace >";
+        do_event(st, o, &c, name, name + sizeof name - 1, head, head + sizeof head - 1);
+        for (uint32_t i = 0; i < n && !o->oom; i++) {
+            uint32_t id = UINT32_MAX;
+            if (rd_take(r, &id, 4) || id >= st->nframe_ids) return -1;
+            int32_t from, to = (int32_t)st->frame_text.len;
+            memcpy(&from, st->frame_off.p + 4 * (size_t)id, 4);
+            if (id + 1 < st->nframe_ids) memcpy(&to, st->frame_off.p + 4 * (size_t)(id + 1), 4);
+            fold_frame(st, o, st->frame_text.p + from, (size_t)(to - from));
+        }
+        *lineno += n;
+    } else if (kind == 'E') {
+        const char *ev; size_t evn;
+        if (rd_str(r, &ev, &evn) || rd_take(r, &n, 4) || rd_span(r, n, &s)) { *r = at; *lineno = line0; return 1; }
+        flush_pending(st, o);
+        const char *e = s + n, *nl = memchr(s, '\n', n), *le = nl ? nl : e;
+        do_event(st, o, &c, ev, ev + evn, s, le);
+        if (nl) fold_lines(st, o, base, nl + 1, e, lineno); /* the text's further lines: the report's next lines */
+    } else {
+        return -1;
+    }
+    st->n_evline++; /* a trace-cmd report line: no latency flags */
+    st->n_evline_noflags++;
+    return 0;
+}
+
+/* the whole records at the start of [s,e): bytes folded, or -1 (malformed at *bad, bytes from s) */
+static int64_t fold_records(state_t *st, out_t *o, const char *s, const char *e, int64_t *lineno, int64_t *bad) {
+    rd_t r = {s, e};
+    while (r.p < e && !o->oom) {
+        const char *at = r.p;
+        int rc = fold_record(st, o, s, &r, lineno);
+        if (rc > 0) break;
+        if (rc < 0) { *bad = at - s; return -1; }
+    }
+    return r.p - s;
+}
+
+#endif /* STALLSCOPE_FUNCGRAPH_RECORDS_H */

@@ -1,0 +1,211 @@
+"""A trace.dat read as records (parsers/tracedat_records.c in a child process, folded by _funcgraph.records): the same
+tables and line numbers as its `trace-cmd report` text on every trace.dat at hand; the decoder's failures refused
+as trace-cmd's are; a record stream that is damaged refused, never read past its end (a fuzz of the fold)."""
+
+from __future__ import annotations
+
+import io
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from backend.store import IngestError
+from bench import gen_tracedat
+from parsers import _funcgraph, funcgraph, tracecmd, tracedat, tracedat_records
+from parsers.common import ParseError, ParseReport
+from tests.conftest import PUBLIC, ingest_bytes, needs_public, table_counts
+
+ROOT = Path(__file__).resolve().parents[1]
+OWN = ROOT / "tests" / "golden" / "tracedat" / "sandbox-sched-block-stack.dat"
+LAB = sorted((ROOT / "samples" / "real").glob("*/trace.dat"))
+SHARED = sorted((PUBLIC / "trace-cmd-report" / "trace-dat").glob("*.dat"))
+V6 = PUBLIC / "trace-cmd-report" / "trace-dat" / "elainecole-kernel-monitor-trace.dat"
+GENERATED = "generated-function-graph.dat"
+
+needs_decoder = pytest.mark.skipif(not tracedat_records.available(), reason="tracedat-records not built")
+pytestmark = needs_decoder
+
+
+def _tables(batches) -> dict:
+    by: dict[str, list] = {}
+    for name, batch in batches:
+        by.setdefault(name, []).append(batch)
+    return {name: pa.Table.from_batches(b).combine_chunks() for name, b in by.items()}
+
+
+def _parse(data: bytes, name: str = "c.dat") -> tuple[dict, ParseReport]:
+    report = ParseReport(name)
+    return _tables(tracedat.parse(io.BytesIO(data), report)), report
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> Path:
+    if not gen_tracedat.SAMPLE.exists():
+        pytest.skip("needs ../shared (the generator's template)")
+    made = tmp_path_factory.mktemp("records") / GENERATED
+    gen_tracedat.write(made, 200)
+    return made
+
+
+@pytest.mark.parametrize(
+    "which",
+    [
+        "own",
+        *(f"lab:{p.parent.name}" for p in LAB),
+        *(pytest.param(f"shared:{p.name}", marks=needs_public) for p in SHARED),
+        "generated",
+    ],
+)
+def test_records_equal_the_report(which, request):
+    """Every table, row for row (line numbers included), and the line count: the records' and the report text's."""
+    if which == "own":
+        path = OWN
+    elif which == "generated":
+        path = request.getfixturevalue("generated")
+    else:
+        kind, name = which.split(":", 1)
+        path = next(
+            p for p in (LAB if kind == "lab" else SHARED) if (p.parent.name if kind == "lab" else p.name) == name
+        )
+    native, report = _parse(path.read_bytes())
+    assert any("into records" in n for n in report.notes), "\n".join(report.notes)
+    text = subprocess.run(["trace-cmd", "report", "-i", str(path)], capture_output=True, check=True).stdout
+    from_text = ParseReport("c.txt")
+    expected = _tables(funcgraph.parse(io.BytesIO(text), from_text))
+    assert native.keys() == expected.keys()
+    for name, table in native.items():
+        assert table.equals(expected[name]), name
+    assert (report.lines, report.events, report.skipped) == (from_text.lines, from_text.events, from_text.skipped)
+
+
+# ---- the decoder's failures ------------------------------------------------------------------------------------
+
+
+def _fake_decoder(tmp_path, monkeypatch, body: str) -> None:
+    """tracedat-records replaced by a Python script running `body` (out: its stdout's binary buffer)."""
+    script = tmp_path / "tracedat-records"
+    script.write_text(f"#!{sys.executable}\nimport os, sys, time\nout = sys.stdout.buffer\n{body}\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(tracedat_records, "PROGRAM", script)
+
+
+def _text(data: bytes) -> str:
+    """A 'T' record: report lines."""
+    return f"out.write(b'T' + len({data!r}).to_bytes(4, 'little') + {data!r})"
+
+
+@needs_public
+def test_decoder_crash_and_failure_are_refusals(tmp_path, monkeypatch):
+    _fake_decoder(tmp_path, monkeypatch, "print('failed to init data', file=sys.stderr); os.kill(os.getpid(), 11)")
+    with pytest.raises(ParseError, match=r"c\.dat: the trace\.dat decoder \(libtracecmd\) crashed \(SIGSEGV\)"):
+        _parse(V6.read_bytes())
+    _fake_decoder(tmp_path, monkeypatch, _text(b"cpus=4\n") + "; print('oops', file=sys.stderr); sys.exit(22)")
+    with pytest.raises(ParseError, match=r"could not read it \(exit status 22\): oops"):
+        _parse(V6.read_bytes())
+
+
+@needs_public
+def test_a_silent_decoder_is_stopped(tmp_path, monkeypatch):
+    monkeypatch.setattr(tracecmd, "STALL_SECONDS", 1)
+    _fake_decoder(tmp_path, monkeypatch, _text(b"cpus=4\n") + "; out.flush(); time.sleep(30)")
+    with pytest.raises(ParseError, match=r"wrote nothing for 1 s and was stopped"):
+        _parse(V6.read_bytes())
+
+
+@needs_public
+def test_a_runaway_decoder_is_stopped(tmp_path, monkeypatch):
+    monkeypatch.setattr(tracedat_records, "OUTPUT_PER_DATA_BYTE", 0)  # 16 MiB at most
+    _fake_decoder(tmp_path, monkeypatch, "while True: " + _text(b"x-1 [000] 1.0: e: t\n" * 1000))
+    with pytest.raises(ParseError, match=r"wrote more than 16,777,216 bytes of text for 307,200 bytes of trace data"):
+        _parse(V6.read_bytes())
+
+
+@needs_public
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        (
+            "out.write(b'Z' * 64)",
+            r"a malformed record at byte 0 of the records \(a damaged file\?\) \(in the output of the trace\.dat decoder",
+        ),
+        (
+            "out.write(b'T' + (100).to_bytes(4, 'little') + b'cpus=4')",
+            r"the records end inside a record \(in the output of the trace\.dat decoder",
+        ),
+        ("out.write(b'K' + bytes(16) + b'\\0' + (1).to_bytes(4, 'little') + (7).to_bytes(4, 'little'))", "malformed"),
+    ],
+    ids=["unknown", "cut", "unknown-frame"],
+)
+def test_a_damaged_record_stream_is_refused(tmp_path, monkeypatch, body, message):
+    _fake_decoder(tmp_path, monkeypatch, body)
+    with pytest.raises(ParseError, match=message):
+        _parse(V6.read_bytes())
+
+
+@needs_public
+def test_times_not_in_nanoseconds_are_read_from_the_report(tmp_path, monkeypatch):
+    """The decoder's exit status 3 without a record (a raw counter clock): the report's text is read instead."""
+    _fake_decoder(tmp_path, monkeypatch, f"sys.exit({tracedat_records.NOT_NANOSECONDS})")
+    tables, report = _parse(V6.read_bytes())
+    assert tables["sched_switch"].num_rows == 4427
+    assert any("bytes of text" in n for n in report.notes), report.notes
+
+
+@needs_public
+def test_a_decoder_failing_after_its_rows_leaves_nothing(ingested_store, tmp_path, monkeypatch):
+    real = subprocess.run([str(tracedat_records.PROGRAM), str(V6)], capture_output=True, check=True).stdout
+    saved = tmp_path / "records.bin"
+    saved.write_bytes(real)
+    _fake_decoder(
+        tmp_path,
+        monkeypatch,
+        f"out.write(open({str(saved)!r}, 'rb').read()); print('bad page', file=sys.stderr); sys.exit(1)",
+    )
+    before = table_counts(ingested_store)
+    with pytest.raises(IngestError, match=r"capture\.dat: the trace\.dat decoder \(libtracecmd\) could not read it"):
+        ingest_bytes(ingested_store, **{"capture.dat": V6.read_bytes()})
+    assert table_counts(ingested_store) == before
+
+
+@pytest.fixture()
+def ingested_store(tmp_path):
+    from backend.store import Store
+
+    store = Store(tmp_path / "t.duckdb")
+    ingest_bytes(store, **{"own.dat": OWN.read_bytes()})
+    yield store
+    store.close()
+
+
+# ---- a fuzz of the fold ----------------------------------------------------------------------------------------
+
+
+def test_fuzzed_record_streams_are_folded_or_refused():
+    """Damaged copies of a real record stream (bytes flipped, runs overwritten, cut anywhere) are folded or refused
+    with ValueError; the fold never reads past a record (ASan-free check: no crash, whole records only)."""
+    stream = subprocess.run([str(tracedat_records.PROGRAM), str(OWN)], capture_output=True, check=True).stdout
+    rng = random.Random(20261207)
+    outcomes = {"folded": 0, "refused": 0}
+    for i in range(3000):
+        buf = bytearray(stream)
+        if i % 3 == 0:
+            for _ in range(rng.randint(1, 8)):
+                buf[rng.randrange(len(buf))] = rng.randrange(256)
+        elif i % 3 == 1:
+            at = rng.randrange(len(buf))
+            buf[at : at + 32] = rng.randbytes(32)
+        else:
+            del buf[rng.randrange(len(buf)) :]
+        state = _funcgraph.new_state()
+        try:
+            cols = _funcgraph.records(state, bytes(buf), 1, 0)
+            assert 0 <= cols["consumed"] <= len(buf)
+            _funcgraph.finish(state)
+            outcomes["folded"] += 1
+        except ValueError:
+            outcomes["refused"] += 1
+    assert outcomes["refused"] > 100 and outcomes["folded"] > 100, outcomes
