@@ -23,6 +23,7 @@
  * counter output: the caller falls back to the report); 2 when libtracecmd cannot open it (stderr says why).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +33,46 @@
 /* libtracecmd's own (exported, used by trace-cmd report; not in its public header) */
 int tracecmd_get_flags(struct tracecmd_input *handle);
 int tracecmd_cpus(struct tracecmd_input *handle);
+struct tep_record *tracecmd_peek_data(struct tracecmd_input *handle, int cpu);
 struct tep_record *tracecmd_peek_next_data(struct tracecmd_input *handle, int *rec_cpu);
+void tracecmd_parse_trace_clock(struct tracecmd_input *handle, char *file, int size);
 #define TRACECMD_FL_IN_USECS (1 << 2)
+
+/*
+ * libtracecmd 3.1.6 (lib/trace-cmd/trace-input.c) parses the text of the file's trace_clock option in place:
+ * handle_options() reads an option into malloc(size) bytes, not NUL-terminated, and hands them to
+ * tracecmd_parse_trace_clock(), whose strtok_r() reads on past them. trace-cmd writes that option with no data in a
+ * v6 file (it flags the trace_clock section stored after the CPU data): its text is then the heap's leftovers, the
+ * mangled pointer glibc's malloc left in the 0-byte block, bytes that ASLR randomises on each run. When they start
+ * with '[' (28 runs in 5,600 on elainecole-kernel-monitor-trace.dat) the clock is named by garbage and the file's
+ * times are taken for a raw counter (exit 3 here; trace-cmd report prints nanoseconds); when that '[' is followed by
+ * a NUL, a space or brackets only (by the same odds, about 1 run in 30,000) extract_trace_clock() gets no word from
+ * strtok_r() and sscanf(NULL) ends the process with SIGSEGV. A file whose option holds "[]" or "[ " does it every
+ * time.
+ *
+ * Its three calls go through the library's PLT, so this definition takes them: it parses a NUL-terminated copy of the
+ * text (at most `size` bytes, up to its first NUL) with the library's own function, found by dlsym, and cuts the text
+ * before a "[...]" word that names no clock (the library would crash on it; no clock is named, as with no text).
+ */
+void tracecmd_parse_trace_clock(struct tracecmd_input *handle, char *file, int size) {
+    static void (*library)(struct tracecmd_input *, char *, int);
+    if (!library) *(void **)&library = dlsym(RTLD_NEXT, "tracecmd_parse_trace_clock");
+    size_t n = file && size > 0 ? strnlen(file, (size_t)size) : 0;
+    char *text = malloc(n + 1);
+    if (!library || !text) { free(text); return; }
+    memcpy(text, file, n);
+    text[n] = 0;
+    /* the words strtok_r(text, " ") gives; the library takes the first that starts with '[' */
+    for (char *w = text; *w; w += strcspn(w, " ")) {
+        w += strspn(w, " ");
+        if (*w != '[') continue;
+        size_t len = strcspn(w, " ");
+        if (strspn(w, "[]") >= len) *w = 0; /* "[", "[]", "[[]]": no name between the brackets */
+        break;
+    }
+    library(handle, text, (int)n);
+    free(text);
+}
 
 enum { NATIVE_UNKNOWN = 0, NATIVE_YES, NATIVE_NO };
 enum { K_NONE = 0, K_SWITCH, K_WAKEUP_PLUGIN, K_WAKING, K_FG_ENTRY, K_FG_EXIT, K_STACK };
@@ -328,6 +367,8 @@ static int32_t frame_id(unsigned long long a) {
     return id;
 }
 
+static int read_ahead_cpu = -1; /* the CPU whose next record write_funcgraph took (a leaf's exit), -1: none */
+
 /* trace-cmd's function_graph handlers (trace-ftrace.c): an entry whose next record (any CPU) is the exit of the same
  * function by the same task is a leaf, shown on one line, and that exit is consumed */
 static void write_funcgraph(evinfo_t *e, struct tep_record *r) {
@@ -340,6 +381,7 @@ static void write_funcgraph(evinfo_t *e, struct tep_record *r) {
             evinfo_t *x = &info[fg_exit_id];
             if (tep_data_pid(tep, next) == tep_data_pid(tep, r) && num(x->f[0], next) == func) {
                 struct tep_record *ret = tracecmd_read_data(handle, cpu);
+                read_ahead_cpu = cpu;
                 if (ret) {
                     dur = num(x->f[3], ret) - num(x->f[2], ret);
                     fk = 2;
@@ -445,6 +487,36 @@ static int on_record(struct tracecmd_input *h, struct tep_record *r, int cpu, vo
     return 0;
 }
 
+/*
+ * The records in the report's order: tracecmd_iterate_events_multi's (the earliest of each CPU's next record, the
+ * lowest CPU on a tie), without its stale copy of those next records. It keeps the record it peeked on each CPU
+ * between calls; a function_graph entry whose leaf exit is the next record on another CPU reads that record
+ * (write_funcgraph, as trace-cmd's handler does) and frees it, and the loop then compares the freed record's
+ * timestamp (glibc's free-list pointer by then) with the others': the order after it is the heap's. Here the next
+ * record of that CPU is peeked again, as is the one of the CPU just read.
+ */
+static void walk(void) {
+    int cpus = tracecmd_cpus(handle);
+    struct tep_record **next_of = calloc(cpus > 0 ? (size_t)cpus : 1, sizeof *next_of);
+    if (!next_of) { out_failed = 1; return; }
+    for (int cpu = 0; cpu < cpus; cpu++) next_of[cpu] = tracecmd_peek_data(handle, cpu);
+    for (;;) {
+        int next = -1;
+        unsigned long long ts = 0;
+        for (int cpu = 0; cpu < cpus; cpu++)
+            if (next_of[cpu] && (next < 0 || next_of[cpu]->ts < ts)) { next = cpu; ts = next_of[cpu]->ts; }
+        struct tep_record *r = next < 0 ? NULL : tracecmd_read_data(handle, next);
+        if (!r) break;
+        read_ahead_cpu = -1;
+        on_record(handle, r, next, NULL);
+        tracecmd_free_record(r);
+        next_of[next] = tracecmd_peek_data(handle, next);
+        if (read_ahead_cpu >= 0 && read_ahead_cpu < cpus)
+            next_of[read_ahead_cpu] = tracecmd_peek_data(handle, read_ahead_cpu);
+    }
+    free(next_of);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) { fprintf(stderr, "usage: tracedat-records FILE\n"); return 2; }
     handle = tracecmd_open(argv[1], 0);
@@ -461,7 +533,7 @@ int main(int argc, char **argv) {
     char cpus[32];
     int n = snprintf(cpus, sizeof cpus, "cpus=%d\n", tracecmd_cpus(handle));
     put32(n); put(cpus, (size_t)n);
-    tracecmd_iterate_events_multi(&handle, 1, on_record, NULL);
+    walk();
     flush_out();
     fflush(stdout);
     trace_seq_destroy(&line); trace_seq_destroy(&mine);

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import random
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -82,6 +83,39 @@ def test_records_equal_the_report(which, request):
     assert (report.lines, report.events, report.skipped) == (from_text.lines, from_text.events, from_text.skipped)
 
 
+def test_a_leaf_exit_on_another_cpu_keeps_the_order(tmp_path, monkeypatch):
+    """A task that migrates inside a leaf function: its exit is the next record, on another CPU. trace-cmd's
+    function_graph handler reads that exit ahead, and tracecmd_iterate_events_multi then orders by the freed record's
+    timestamp (trace-cmd report 3.1.6 prints 17 lines of this capture before earlier ones). The decoder walks the CPUs
+    itself (tracedat_records.c): every line in time order."""
+    if not gen_tracedat.SAMPLE.exists():
+        pytest.skip("needs ../shared (the generator's template)")
+    made = gen_tracedat.events
+
+    def migrated(fmt, rounds):
+        per_cpu, exit_id = made(fmt, rounds), fmt.ids["funcgraph_exit"]
+        for cpu, to in ((2, 0), (3, 1)):  # every third exit of the readers' CPUs (leaves among them) moved
+            moved = [
+                (t, r) for i, (t, r) in enumerate(per_cpu[cpu]) if i % 3 == 0 and r[:2] == exit_id.to_bytes(2, "little")
+            ]
+            per_cpu[cpu] = [x for x in per_cpu[cpu] if x not in moved]
+            per_cpu[to] = sorted(per_cpu[to] + moved, key=lambda x: x[0])
+        return per_cpu
+
+    monkeypatch.setattr(gen_tracedat, "events", migrated)
+    gen_tracedat.write(tmp_path / "m.dat", 50)
+    tables, report = _parse((tmp_path / "m.dat").read_bytes())
+    assert any("into records" in n for n in report.notes), report.notes
+    fg = tables["fg_call_rows"].to_pydict()
+    times = list(zip(fg["line"], fg["entry_ns"]))
+    times += [(x, t) for line, x, t in zip(fg["line"], fg["exit_line"], fg["exit_ns"]) if x is not None and x != line]
+    for name in ("sched_switch", "sched_wakeup"):
+        times += zip(tables[name]["line"].to_pylist(), tables[name]["t_ns"].to_pylist())
+    times.sort()
+    assert len(times) > 3000
+    assert [(a, b) for a, b in zip(times, times[1:]) if b[1] < a[1]] == []
+
+
 # ---- the decoder's failures ------------------------------------------------------------------------------------
 
 
@@ -153,6 +187,27 @@ def test_times_not_in_nanoseconds_are_read_from_the_report(tmp_path, monkeypatch
     tables, report = _parse(V6.read_bytes())
     assert tables["sched_switch"].num_rows == 4427
     assert any("bytes of text" in n for n in report.notes), report.notes
+
+
+@needs_public
+@pytest.mark.parametrize("clock", [b"[ ", b"[] ", b"[[]] "])
+def test_a_trace_clock_naming_no_clock_is_read(clock):
+    """libtracecmd 3.1.6 ends with SIGSEGV (sscanf of NULL) on a trace_clock option whose first "[" word has nothing
+    between its brackets, as it did now and then on the zero-length option of V6, whose text it read from the heap
+    (tracedat_records.c: the decoder hands it a terminated copy, without such a word). The uname option of V6 made a
+    trace_clock option that starts so: read as records, the same tables as V6 (the file's trace_clock section names
+    the clock)."""
+    data = bytearray(V6.read_bytes())
+    at = data.find(b"Linux emcole-raspberrypi")
+    assert struct.unpack_from("<HI", data, at - 6) == (5, 49)  # UNAME, 49 bytes
+    struct.pack_into("<H", data, at - 6, 4)  # TRACECLOCK
+    data[at : at + len(clock)] = clock
+    native, report = _parse(bytes(data))
+    assert any("into records" in n for n in report.notes), report.notes
+    expected, _ = _parse(V6.read_bytes())
+    assert native.keys() == expected.keys()
+    for name, table in expected.items():
+        assert native[name].equals(table), name
 
 
 @needs_public
