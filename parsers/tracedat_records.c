@@ -152,16 +152,20 @@ static void text_record(struct trace_seq *s) {
 /* the record's task name, looked up (as the report does) before its text is printed: printing a sched event registers
  * the names it shows (plugin_sched_switch), and which one a pid then has depends on that order */
 static const char *line_comm;
+static size_t line_comm_len;
+static int line_pid; /* the record's common_pid */
 
 /* tep_data_comm_from_pid's answers, until a name is registered (the cache is then dropped: a new generation) */
 #define COMM_SLOTS 4096
-static struct { int pid; unsigned gen; const char *comm; } comm_cache[COMM_SLOTS];
+static struct { int pid; unsigned gen; const char *comm; size_t len; } comm_cache[COMM_SLOTS];
 static unsigned comm_gen = 1;
-static const char *comm_of(int pid) {
+static const char *comm_of(int pid, size_t *len) {
     unsigned h = (unsigned)pid & (COMM_SLOTS - 1);
     if (comm_cache[h].gen != comm_gen || comm_cache[h].pid != pid) {
         comm_cache[h].pid = pid; comm_cache[h].gen = comm_gen; comm_cache[h].comm = tep_data_comm_from_pid(tep, pid);
+        comm_cache[h].len = strlen(comm_cache[h].comm);
     }
+    *len = comm_cache[h].len;
     return comm_cache[h].comm;
 }
 static void register_comm(const char *comm, int pid) {
@@ -187,8 +191,8 @@ static void head(struct tep_record *r, char kind) {
     put8((uint8_t)kind);
     put64((int64_t)((r->ts + 500) / 1000 * 1000));
     put32(r->cpu);
-    put32(tep_data_pid(tep, r));
-    put_cstr(line_comm);
+    put32(line_pid);
+    put_str(line_comm, line_comm_len);
 }
 
 /* ---------------------------------------------------------------- renders, checked against libtraceevent's */
@@ -317,17 +321,25 @@ static void write_native(evinfo_t *e, struct tep_record *r) {
         }
         return;
     }
-    case K_STACK: {
+    case K_STACK: { /* the frames' ids first (their 'N' records go before the 'K'), each address read once */
+        static int32_t *ids;
+        static size_t ids_cap;
         const char *p = (const char *)r->data + e->f[0]->offset, *end = (const char *)r->data + r->size;
         uint32_t n = 0;
-        for (const char *q = p; q < end; q += long_size, n++) { /* as render() reads them */
-            unsigned long long a = tep_read_number(tep, q, long_size);
+        for (; p < end; p += long_size, n++) { /* as render() reads them */
+            unsigned long long a = tep_read_number(tep, p, long_size);
             if ((long_size == 8 && a == (unsigned long long)-1) || (int)a == -1) break;
-            if (frame_id(a) < 0) { out_failed = 1; return; } /* out of memory */
+            if (n == ids_cap) {
+                size_t cap = ids_cap ? ids_cap * 2 : 256;
+                int32_t *grown = realloc(ids, cap * sizeof *ids);
+                if (!grown) { out_failed = 1; return; }
+                ids = grown; ids_cap = cap;
+            }
+            if ((ids[n] = frame_id(a)) < 0) { out_failed = 1; return; } /* out of memory */
         }
         head(r, 'K');
         put32((int32_t)n);
-        for (uint32_t i = 0; i < n; i++, p += long_size) put32(frame_id(tep_read_number(tep, p, long_size)));
+        put(ids, n * sizeof *ids);
         return;
     }
     }
@@ -379,7 +391,7 @@ static void write_funcgraph(evinfo_t *e, struct tep_record *r) {
         struct tep_record *next = tracecmd_peek_next_data(handle, &cpu);
         if (next && fg_exit_id >= 0 && tep_data_type(tep, next) == fg_exit_id) {
             evinfo_t *x = &info[fg_exit_id];
-            if (tep_data_pid(tep, next) == tep_data_pid(tep, r) && num(x->f[0], next) == func) {
+            if (tep_data_pid(tep, next) == line_pid && num(x->f[0], next) == func) {
                 struct tep_record *ret = tracecmd_read_data(handle, cpu);
                 read_ahead_cpu = cpu;
                 if (ret) {
@@ -409,8 +421,8 @@ static void write_funcgraph(evinfo_t *e, struct tep_record *r) {
 
 /* whether the report's line of the record starts as an event line's does for the text reader (parse_line): its
  * task's name does not look like a header, a frame, a marker or a function_graph column */
-static int plain_comm(struct tep_record *r) {
-    if (tep_data_pid(tep, r) < 0) return 0; /* "comm--5" is read as comm "comm-", pid 5 */
+static int plain_comm(void) {
+    if (line_pid < 0) return 0; /* "comm--5" is read as comm "comm-", pid 5 */
     const char *c = line_comm;
     while (*c == ' ' || *c == '\t') c++;
     return *c && !strchr("#=-|+!@*$0123456789", *c) && strncmp(c, "cpus=", 5) && strncmp(c, "CPU", 3) &&
@@ -439,7 +451,8 @@ static int on_record(struct tracecmd_input *h, struct tep_record *r, int cpu, vo
     if (r->missed_events > 0) trace_seq_printf(&line, "CPU:%d [%lld EVENTS DROPPED]", cpu, r->missed_events);
     else if (r->missed_events < 0) trace_seq_printf(&line, "CPU:%d [EVENTS DROPPED]", cpu);
     if (line.len) { text_record(&line); trace_seq_reset(&line); }
-    line_comm = comm_of(tep_data_pid(tep, r));
+    line_pid = tep_data_pid(tep, r);
+    line_comm = comm_of(line_pid, &line_comm_len);
     struct tep_event *ev = tep_find_event_by_record(tep, r);
     evinfo_t *e = ev && ev->id >= 0 && ev->id < MAX_IDS ? event_info(ev) : NULL;
     if (e && e->kind && e->checked == NATIVE_UNKNOWN) { /* its first record: our render must equal libtraceevent's */
@@ -450,12 +463,12 @@ static int on_record(struct tracecmd_input *h, struct tep_record *r, int cpu, vo
                          ? NATIVE_YES : NATIVE_NO;
         trace_seq_reset(&line);
     }
-    if (e && e->kind && e->checked == NATIVE_YES && plain_comm(r) && plain_names(e, r)) {
+    if (e && e->kind && e->checked == NATIVE_YES && plain_comm() && plain_names(e, r)) {
         if (e->kind == K_FG_ENTRY || e->kind == K_FG_EXIT) write_funcgraph(e, r);
         else write_native(e, r);
         return 0;
     }
-    if (!ev || !strncmp(ev->name, "funcgraph_", 10) || !plain_comm(r)) { /* as the report prints it */
+    if (!ev || !strncmp(ev->name, "funcgraph_", 10) || !plain_comm()) { /* as the report prints it */
         report_line(&line, r, ev);
         printed(ev);
         text_record(&line);
