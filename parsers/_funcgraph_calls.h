@@ -7,6 +7,10 @@
 #ifndef STALLSCOPE_FUNCGRAPH_CALLS_H
 #define STALLSCOPE_FUNCGRAPH_CALLS_H
 
+/* a - b and a + b as the machine wraps them: times and durations come from the file (UBSan: signed overflow) */
+static inline int64_t wsub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+static inline int64_t wadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+
 /* ---------------------------------------------------------------- function_graph bodies */
 enum { FG_ENTRY = 1, FG_LEAF, FG_EXIT, FG_COMMENT };
 typedef struct {
@@ -92,7 +96,7 @@ static int parse_raw(const char *p, const char *e, int is_exit, fgrec_t *r) {
             else if (starts(q, u, "rettime=") && parse_num_auto(q + 8, u, &v) == 0) rt = v;
             q = u;
         }
-        if (ct != NUL64 && rt != NUL64 && rt >= ct) r->dur = rt - ct;
+        if (ct != NUL64 && rt != NUL64 && rt >= ct) r->dur = wsub(rt, ct);
         r->kind = is_exit ? FG_EXIT : FG_ENTRY;
         return 0;
     }
@@ -167,7 +171,7 @@ static int do_fg(state_t *st, out_t *o, const ctx_t *c, fgrec_t *r) {
         return 0;
     }
     if (r->kind == FG_LEAF) {
-        int64_t ex = (c->t != NUL64 && r->dur != NUL64) ? c->t + r->dur : NUL64;
+        int64_t ex = (c->t != NUL64 && r->dur != NUL64) ? wadd(c->t, r->dur) : NUL64;
         emit_call(st, o, c->line, t->pid, c->has_comm ? task_comm(st, &t->comm_id, c->comm, c->commn) : -1, c->comm,
                   c->commn, c->has_comm, c->cpu, depth, -1, r->name,
                   (size_t)(r->namee - r->name), 1, c->t, ex, r->dur, t->n ? t->fr[t->n - 1].line : NUL64, c->line, 0);
@@ -191,12 +195,12 @@ static int do_fg(state_t *st, out_t *o, const ctx_t *c, fgrec_t *r) {
                  * innermost open call), or of an ancestor entered before the trace (then every open call
                  * lost its exit). Timestamps decide; without them, the printed indentation. */
                 if (c->t != NUL64 && r->dur != NUL64 && top->entry_ns != NUL64)
-                    child = c->t - r->dur >= top->entry_ns - 1000;
+                    child = wsub(c->t, r->dur) >= wsub(top->entry_ns, 1000);
                 else
                     child = r->depth >= 0 ? r->depth > top->depth : r->indent > top->indent;
             }
             if (child) {
-                int64_t en = (c->t != NUL64 && r->dur != NUL64) ? c->t - r->dur : NUL64;
+                int64_t en = (c->t != NUL64 && r->dur != NUL64) ? wsub(c->t, r->dur) : NUL64;
                 emit_call(st, o, c->line, t->pid, c->has_comm ? task_comm(st, &t->comm_id, c->comm, c->commn) : -1,
                           c->comm, c->commn, c->has_comm, c->cpu, top->depth + 1, -1,
                           r->name, (size_t)(r->namee - r->name), 1, en, c->t, r->dur, top->line, c->line, 1);
@@ -212,14 +216,14 @@ static int do_fg(state_t *st, out_t *o, const ctx_t *c, fgrec_t *r) {
         frame_t f = t->fr[k];
         t->n = k;
         int64_t dur = r->dur;
-        if (dur == NUL64 && f.entry_ns != NUL64 && c->t != NUL64) dur = c->t - f.entry_ns;
+        if (dur == NUL64 && f.entry_ns != NUL64 && c->t != NUL64) dur = wsub(c->t, f.entry_ns);
         emit_call(st, o, f.line, t->pid, f.comm, NULL, 0, 0, f.cpu, f.depth, f.func, NULL, 0, 0, f.entry_ns, c->t, dur,
                   k > 0 ? t->fr[k - 1].line : NUL64, c->line, 0);
         return 0;
     }
     /* exit of a call entered before the trace (or the task's first line) began */
     if (t->base > -1000000000) t->base -= 1;
-    int64_t en = (c->t != NUL64 && r->dur != NUL64) ? c->t - r->dur : NUL64;
+    int64_t en = (c->t != NUL64 && r->dur != NUL64) ? wsub(c->t, r->dur) : NUL64;
     emit_call(st, o, c->line, t->pid, c->has_comm ? task_comm(st, &t->comm_id, c->comm, c->commn) : -1, c->comm,
               c->commn, c->has_comm, c->cpu, t->base, -1, r->name,
               r->name ? (size_t)(r->namee - r->name) : 0, r->name != NULL, en, c->t, r->dur, NUL64, c->line, 1);
