@@ -177,6 +177,7 @@ def test_the_pipe_holds_a_bounded_number_of_bytes_and_hashes_what_passes():
 
     async def run() -> tuple[bytes, str, int]:
         pipe = StreamedInput(asyncio.get_running_loop(), capacity=64 << 10)
+        pipe.start_hash()
         most = 0
 
         def read() -> bytes:
@@ -199,3 +200,24 @@ def test_the_pipe_holds_a_bounded_number_of_bytes_and_hashes_what_passes():
     got, digest, most = asyncio.run(run())
     assert got == data and digest == hashlib.sha256(data).hexdigest()
     assert most <= (64 << 10) + 300000  # one piece past the capacity at most
+
+
+def test_a_hash_started_after_pieces_came_sees_them_and_a_drained_part_needs_none():
+    """The ingest starts a part's hash when it takes the part (ingest/pipeline.py): the pieces that came before are
+    kept for it. A part the ingest never takes is drained: its writer is not held, and no hash thread is started."""
+    data = bytes(range(256)) * 100
+
+    async def run() -> tuple[str, bytes]:
+        loop = asyncio.get_running_loop()
+        late, never = StreamedInput(loop, capacity=64 << 10), StreamedInput(loop, capacity=1024)
+        await late.write(data[:10000])
+        late.start_hash()
+        await late.write(data[10000:])
+        late.end()
+        never.drain()
+        await never.write(data)  # dropped: returns at once
+        assert never._hasher is None and never._held == 0
+        return await loop.run_in_executor(None, late.digest), await loop.run_in_executor(None, late.read)
+
+    digest, read = asyncio.run(run())
+    assert digest == hashlib.sha256(data).hexdigest() and read == data

@@ -4,8 +4,9 @@ read by the ingest in its own thread (parse while receiving).
 * StreamedInput: one file part, a bounded pipe of bytes. The event loop writes each piece of the body as it comes
   (`await write`: it waits while PIPE_BYTES are unread, so a slow ingest slows the sender, never fills memory); the
   ingest reads it as a file (`readinto` fills the buffer it is given, or ends at the end of the part) after looking
-  at its first bytes (`head`, for format detection). A thread of its own computes its SHA-256 from the same pieces
-  as they pass (`digest`).
+  at its first bytes (`head`, for format detection). A thread of its own, started by the ingest when it takes the
+  part (`start_hash`, ingest/pipeline.py), computes its SHA-256 from the same pieces as they pass (`digest`): a piece
+  is kept until both the reader and the hash thread are past it, so a hash started late still sees every byte.
 * Arrivals: the file parts of one upload in the order they begin, iterated by the ingest (it waits for the next part
   or the end of the body). The name field, which may come before or after the files, is read at the end.
 
@@ -50,8 +51,7 @@ class StreamedInput:
         self.received = 0
         self._sha = hashlib.sha256()
         self._hashed = threading.Event()
-        self._hasher = threading.Thread(target=self._hash, name="sha256 of an upload", daemon=True)
-        self._hasher.start()
+        self._hasher: threading.Thread | None = None  # started by start_hash
 
     # -- the event loop's side --------------------------------------------------------------------------------
     async def write(self, data: bytes) -> None:
@@ -150,8 +150,17 @@ class StreamedInput:
             self._cond.notify_all()
             self._wake_writer()
 
+    def start_hash(self) -> None:
+        """Starts the thread that hashes the part's pieces as they pass (once; ingest/pipeline.py, when the ingest
+        takes the part). It ends at the part's end, or when it is aborted or drained. Until it starts, no piece is
+        dropped but by drain(): a part the ingest never takes is drained (Arrivals.close) and never hashed."""
+        assert self._hasher is None, "start_hash() twice"
+        self._hasher = threading.Thread(target=self._hash, name="sha256 of an upload", daemon=True)
+        self._hasher.start()
+
     def digest(self) -> str:
-        """The part's SHA-256 (hex), once the part is complete and read."""
+        """The part's SHA-256 (hex), once the part is complete and read (start_hash() must have been called)."""
+        assert self._hasher is not None, "digest() before start_hash()"
         self._hashed.wait()
         if self._error is not None:
             raise self._error

@@ -7,19 +7,22 @@ all. `ingest` runs these stages in order; what runs beside what:
    committed but invisible (every read reaches rows through `sources` and `analyses`); then its DERIVE_STAGED steps
    (an ftrace source's calls without a task get their CPU's pseudo-task, derive/cpu_tasks.py), committed with them:
 
-       this thread                          | a thread per table (streams)          | the hash thread (hashes)
+       this thread                          | a thread per table (streams)          | the hash threads
        -------------------------------------+---------------------------------------+-------------------------------
-       the parser: chunks -> record batches | one INSERT reading its queue of       | SHA-256 of every file (by
-       (the C tokenizers release the GIL)   | batches, on a cursor of its own       | position), at SCHED_IDLE,
-                                            |                                       | from the start to the end
+       the parser: chunks -> record batches | one INSERT reading its queue of       | one (hashes) for the files on
+       (the C tokenizers release the GIL)   | batches, on a cursor of its own       | disk or in memory, read again
+                                            |                                       | by position, at SCHED_IDLE;
+                                            |                                       | one per upload part (started
+                                            |                                       | here: start_hash) on its bytes
+                                            |                                       | as they pass
 
    then the C heap is trimmed (memory.trim_heap).
 3. derive and publish, in one transaction on the ingest's cursor: per source its DERIVE_SOURCE steps and its
    `sources` row (add_source), the DERIVE_ANALYSIS steps (derive/pipeline.py says what they run beside what), the
    heap trimmed, the hashes awaited and written, the `analyses` row; commit.
-4. on failure: the hashing stops, the transaction is rolled back and the staged rows are deleted (schema/rows.py
-   discard_staged). Rows left by a process that died mid-ingest are deleted when the database is next opened
-   (schema/rows.py discard_unfinished).
+4. on failure: the hashing stops (an upload's parts are drained, which ends their hash threads), the transaction is
+   rolled back and the staged rows are deleted (schema/rows.py discard_staged). Rows left by a process that died
+   mid-ingest are deleted when the database is next opened (schema/rows.py discard_unfinished).
 """
 
 from __future__ import annotations
@@ -98,7 +101,9 @@ def ingest(
         for f in files:
             i = len(arrived)
             arrived.append(f)
-            hashes.add(f)
+            hashes.add(f)  # a file on disk or in memory: read again by the hash thread, by position
+            if f.streamed:  # an upload's part: a thread of its own hashes its bytes as they pass, until its end
+                f.stream.start_hash()
             try:
                 parser = detect(read_head(f), f.filename)
             except ParseError as e:
