@@ -14,7 +14,7 @@ from .. import locks
 from ..db import arrow, execute
 from . import wait_rows
 from .arrays import next_after
-from .frames import base_name, duration_text
+from .frames import duration_text
 from .sql_io import register_table
 from .wait_rows import BASE_TYPES, WAIT_ROWS
 
@@ -40,7 +40,7 @@ def candidates(funcs: list[str], lockfn: dict[str, tuple[locks.Primitive, str, i
     (their task may be unknown: function_graph without funcgraph-proc keeps calls per CPU)."""
     found = {f: (h[2], h[1]) for f, h in lockfn.items()}
     if no_sched:
-        found.update((f, (i, "sleep")) for i, f in enumerate(funcs) if base_name(f) in SLEEPING_CALLS)
+        found.update((f, (i, "sleep")) for i, f in enumerate(funcs) if locks.base_name(f) in SLEEPING_CALLS)
     return found
 
 

@@ -34,7 +34,7 @@ from ..block_layers import REQUEST_SOURCES
 from ..db import execute
 from ..schema.tables import STACK_SEP
 from .chain_plan import RELATIONS, plan
-from .frames import duration_text, io_completion_in, is_idle_task, is_io_completion, path_mark, task_text, waker_path
+from .frames import FrameKinds, duration_text, is_idle_task, task_text
 from .sql_io import fetch_dicts, register_table
 from .wait_rows import insert_arrow
 
@@ -42,14 +42,14 @@ REQUEST_WINDOW_NS = 10_000_000  # a request completed at most this long before t
 REQUEST_SLACK_NS = 50_000  # ... or this long after it (blktrace and ftrace timestamps jitter)
 
 
-def _link_evidence(w: dict, rel: str, v: dict | None) -> tuple[str, dict | None]:
+def _link_evidence(w: dict, rel: str, v: dict | None, kinds: FrameKinds) -> tuple[str, dict | None]:
     """The evidence of a link's relation to the next (see chain_plan), and the link that ends the chain when no wait
     follows (the waker or the holder itself). Built only for the links stored."""
     if w["waker_pid"] is not None:
         waker = task_text(w["waker_comm"], w["waker_pid"])
         frames = _frames(w["waker_stack_text"])
-        io = io_completion_in(frames) if rel == "io_completion" else None
-        via = waker_path(frames, set(filter(path_mark, frames or ())))
+        io = kinds.io_completion_in(frames) if rel == "io_completion" else None
+        via = kinds.waker_path(frames)
         term = {
             "pid": w["waker_pid"],
             "comm": w["waker_comm"],
@@ -99,7 +99,7 @@ def _frames(text: str | None) -> list[str] | None:
     return None if text is None else text.split(STACK_SEP) if text else []
 
 
-def chain_columns(waits: list[dict]) -> dict:
+def chain_columns(waits: list[dict], kinds: FrameKinds) -> dict:
     """What chain_plan needs of waits given as rows (dicts with every column of `wait_rows`), in their order."""
 
     def ints(key: str) -> np.ndarray:
@@ -113,7 +113,7 @@ def chain_columns(waits: list[dict]) -> dict:
     cols["end_known"] = flags(lambda w: bool(w["end_known"]))
     cols["waker"] = flags(lambda w: w["waker_pid"] is not None)
     cols["waker_idle"] = flags(lambda w: is_idle_task(w["waker_pid"], w["waker_comm"]))
-    cols["waker_io"] = flags(lambda w: any(map(is_io_completion, _frames(w["waker_stack_text"]) or ())))
+    cols["waker_io"] = flags(lambda w: any(map(kinds.is_io_completion, _frames(w["waker_stack_text"]) or ())))
     cols["holder"] = flags(lambda w: w["holder_pid"] is not None)
     cols["worthy"] = flags(
         lambda w: (w["primitive"] is not None or (w["state"] or "").startswith("D")) and w.get("wait_kind") != "idle"
@@ -151,8 +151,9 @@ def stored_rows(con, plans: list[tuple]) -> dict:
     return rows
 
 
-def build_chains(plans: list[tuple], rows: dict) -> list[dict]:
-    """The chains of chain_plan.plan, with every link's row (`rows`: by (source, line), e.g. stored_rows)."""
+def build_chains(plans: list[tuple], rows: dict, kinds: FrameKinds) -> list[dict]:
+    """The chains of chain_plan.plan, with every link's row (`rows`: by (source, line), e.g. stored_rows); `kinds`:
+    the derivation's look-ups of what the wakers' frames are."""
     entries: dict[tuple, str] = {}
 
     def row(p, w: int) -> dict:
@@ -174,7 +175,7 @@ def build_chains(plans: list[tuple], rows: dict) -> list[dict]:
             w = row(p, x)
             rel = RELATIONS[p.rel[x]]
             v = row(p, int(p.nxt[x])) if p.nxt[x] >= 0 else None
-            rel_ev, term = _link_evidence(w, rel, v) if rel else ("", None)
+            rel_ev, term = _link_evidence(w, rel, v, kinds) if rel else ("", None)
             evidence = w["evidence"] + (
                 f"; {w['holder_evidence']}" if rel == "held_by" and w["holder_evidence"] else ""
             )
@@ -222,8 +223,9 @@ def _chains_from_stored_waits(con, analysis_id: str, sids: list[int]) -> None:
     by_source: dict[int, list[dict]] = defaultdict(list)
     for w in rows:
         by_source[w["source_id"]].append(w)
-    plans = plan([(sid, chain_columns(ws)) for sid, ws in by_source.items()])
-    chains = build_chains(plans, {(w["source_id"], w["line"]): w for w in rows})
+    kinds = FrameKinds()  # this relink's look-ups of the wakers' frames, dropped with it
+    plans = plan([(sid, chain_columns(ws, kinds)) for sid, ws in by_source.items()])
+    chains = build_chains(plans, {(w["source_id"], w["line"]): w for w in rows}, kinds)
     match_requests(con, analysis_id, chains)
     insert_chains(con, analysis_id, chains)
 

@@ -1,9 +1,10 @@
 """What a stack's frames are (known lock functions, I/O completions, scheduler plumbing) and how waits and links
-describe tasks, times and stacks in their evidence. Each frame's kind is looked up once (an LRU per function)."""
+describe tasks, times and stacks in their evidence. Each frame's kind is looked up once per derivation (FrameKinds,
+made and passed by the derivation that reads the stacks)."""
 
 from __future__ import annotations
 
-import functools
+from typing import NamedTuple
 
 from .. import locks
 
@@ -94,21 +95,6 @@ def duration_text(ns: int | None) -> str:
     return f"{ns / 1e6:.3f} ms" if abs(ns) >= 1_000_000 else f"{ns / 1e3:.1f} µs"
 
 
-def waker_path(frames, marked: set) -> str:
-    """The waker's stack from its innermost I/O completion frame on, else from its outermost lock release frame
-    (else its last 3). `marked` holds at least those frames of the stack (a look-up: most stacks have none)."""
-    frames = list(frames or ())
-    marks = [] if marked.isdisjoint(frames) else list(map(path_mark, frames))
-    if 2 in marks:
-        start = len(marks) - 1 - marks[::-1].index(2)
-    elif 1 in marks:
-        start = marks.index(1)
-    else:
-        start = max(0, len(frames) - 3)
-    shown = frames[start : start + 4]
-    return " → ".join(shown) + (" → …" if start + 4 < len(frames) else "") if shown else "?"
-
-
 def time_text(ns: int | None) -> str:
     return "?" if ns is None else f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}".rstrip("0").rstrip(".")
 
@@ -118,64 +104,86 @@ def task_text(comm, pid) -> str:
     return comm if pid is not None and pid < 0 and comm else f"{comm or '?'} ({pid})"
 
 
-@functools.lru_cache(maxsize=65536)
-def _lookup(frame: str):
-    return locks.lookup(frame)
-
-
-@functools.lru_cache(maxsize=65536)
-def base_name(frame: str) -> str:
-    return locks.base_name(frame)
-
-
-@functools.lru_cache(maxsize=65536)
-def path_mark(frame: str) -> int:
-    """2: an I/O completion function, 1: a lock release function, 0: any other."""
-    hit = _lookup(frame)
-    return 2 if base_name(frame) in IO_COMPLETION else int(bool(hit and hit[1] == "release"))
-
-
-@functools.lru_cache(maxsize=65536)
-def takes_or_sleeps(frame: str) -> bool:
-    """A frame that takes or sleeps on a known lock."""
-    hit = _lookup(frame)
-    return hit is not None and hit[1] != "release"
-
-
-@functools.lru_cache(maxsize=65536)
-def is_object_function(frame: str) -> bool:
-    hit = _lookup(frame)
-    return hit is not None and hit[0].kind == "object"
-
-
-@functools.lru_cache(maxsize=65536)
-def is_own_object_function(frame: str) -> bool:
-    """An object's own function (not a sleep function objects share: see locks.py)."""
-    hit = _lookup(frame)
-    return hit is not None and hit[0].kind == "object" and hit[1] == "acquire"
-
-
-@functools.lru_cache(maxsize=65536)
-def is_io_completion(frame: str) -> bool:
-    return base_name(frame) in IO_COMPLETION
-
-
-@functools.lru_cache(maxsize=65536)
-def is_not_plumbing(frame: str) -> bool:
-    return base_name(frame) not in _PLUMBING
-
-
 def is_idle_task(pid, comm) -> bool:
     return pid == 0 or (comm or "").startswith(_IDLE_COMMS)
 
 
-@functools.lru_cache(maxsize=65536)
-def lock_reason(prim: str | None, obj: str | None, innermost: str) -> tuple[str, str, str, str | None]:
-    label = locks.label(tuple(f for f in (prim, obj) if f is not None))
-    name = _lookup(obj)[0].name if obj is not None else None
-    return label, (label.split(" via ", 1)[0] if name else label), name or _lookup(innermost)[0].name, name
+class Kind(NamedTuple):
+    """What a frame is (FrameKinds.of)."""
+
+    base: str  # its function's name (locks.base_name)
+    hit: tuple | None  # (primitive, role) of a known lock function (locks.lookup), else None
+    mark: int  # 2: an I/O completion function, 1: a lock release function, 0: any other
+    waiting: bool  # takes or sleeps on a known lock
+    obj: bool  # a function of an object's lock
+    own: bool  # an object's own function (not a sleep function objects share: see locks.py)
+    plain: bool  # not scheduler plumbing (can be the reason of a wait)
 
 
-def io_completion_in(frames) -> str | None:
-    f = next(filter(is_io_completion, reversed(frames or ())), None)
-    return None if f is None else base_name(f)
+class FrameKinds:
+    """What each frame of the stacks is, looked up once per derivation (a trace's stacks repeat the same functions):
+    one is made for an ingest's waits and chains (derive/pipeline.py, waits_chains_and_timeline) and for each relink
+    of an analysis' chains (chains.relink), passed to what reads the stacks (wait_locks, stacks, waits, chains), and
+    dropped with it: no look-up outlives its derivation."""
+
+    def __init__(self) -> None:
+        self._kinds: dict[str, Kind] = {}
+        self._reasons: dict[tuple, tuple] = {}
+
+    def of(self, frame: str) -> Kind:
+        kind = self._kinds.get(frame)
+        if kind is None:
+            kind = self._kinds[frame] = _kind(frame)
+        return kind
+
+    def base_name(self, frame: str) -> str:
+        return self.of(frame).base
+
+    def is_io_completion(self, frame: str) -> bool:
+        return self.of(frame).mark == 2
+
+    def io_completion_in(self, frames) -> str | None:
+        """The base name of the innermost I/O completion function of a stack (root first), else None."""
+        f = next(filter(self.is_io_completion, reversed(frames or ())), None)
+        return None if f is None else self.of(f).base
+
+    def lock_reason(self, prim: str | None, obj: str | None, innermost: str) -> tuple[str, str, str, str | None]:
+        """(label, key, primitive name, object primitive name) of a wait from its stack's outermost primitive, its
+        innermost object and its innermost frame that takes or sleeps on a lock (Stacks.reasons)."""
+        key = (prim, obj, innermost)
+        reason = self._reasons.get(key)
+        if reason is None:
+            label = locks.label(tuple(f for f in (prim, obj) if f is not None))
+            name = self.of(obj).hit[0].name if obj is not None else None
+            reason = (label, (label.split(" via ", 1)[0] if name else label), name or self.of(innermost).hit[0].name)
+            reason = self._reasons[key] = (*reason, name)
+        return reason
+
+    def waker_path(self, frames) -> str:
+        """The waker's stack from its innermost I/O completion frame on, else from its outermost lock release frame
+        (else its last 3)."""
+        frames = list(frames or ())
+        marks = [self.of(f).mark for f in frames]
+        if 2 in marks:
+            start = len(marks) - 1 - marks[::-1].index(2)
+        elif 1 in marks:
+            start = marks.index(1)
+        else:
+            start = max(0, len(frames) - 3)
+        shown = frames[start : start + 4]
+        return " → ".join(shown) + (" → …" if start + 4 < len(frames) else "") if shown else "?"
+
+
+def _kind(frame: str) -> Kind:
+    base, hit = locks.base_name(frame), locks.lookup(frame)
+    role = hit[1] if hit is not None else None
+    obj = hit is not None and hit[0].kind == "object"
+    return Kind(
+        base=base,
+        hit=hit,
+        mark=2 if base in IO_COMPLETION else int(role == "release"),
+        waiting=hit is not None and role != "release",
+        obj=obj,
+        own=obj and role == "acquire",
+        plain=base not in _PLUMBING,
+    )

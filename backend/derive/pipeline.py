@@ -72,6 +72,7 @@ from . import (
     wait_rows,
     waits,
 )
+from .frames import FrameKinds
 
 DERIVE_STAGED: dict[str, list[Callable]] = {"fg_call_rows": [cpu_tasks.name_cpu_tasks]}
 
@@ -111,6 +112,7 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
     if not ftrace:
         timeline.summarize(con, sources, None, None)  # (cpus.summarize: ftrace sources only)
         return
+    frames = FrameKinds()  # what each frame of the stacks is, looked up once for this ingest and dropped with it
     gc_was = gc.isenabled()
     gc.disable()  # many small lists and dicts, no cycles: the collector would only rescan them
     reader = con.cursor()  # the staged rows, read by the reader thread while this one uses `con`
@@ -118,7 +120,7 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
         # the reader thread: work that releases the GIL (DuckDB, Arrow, numpy) while this one goes on in Python or
         # in DuckDB; a connection is used by one thread at a time
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="derive-reader") as pool:
-            derived, summarized = _waits_of_sources(con, reader, pool, sources, ftrace)
+            derived, summarized = _waits_of_sources(con, reader, pool, sources, ftrace, frames)
             # the inserter thread: the waits' rows (DuckDB, on `con`: this thread does not use it until they are in),
             # beside the summaries and the chains' plan here (numpy)
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="derive-inserter") as inserter:
@@ -129,7 +131,7 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
                 inserted.result()
             # the summaries done first: their statements' memory and the chains' rows (Python) would peak together
             summarized.result()
-            built = chains.build_chains(planned, chains.stored_rows(con, planned))
+            built = chains.build_chains(planned, chains.stored_rows(con, planned), frames)
         chains.match_requests(con, analysis_id, built)
         chains.insert_chains(con, analysis_id, built)
     finally:
@@ -139,7 +141,7 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
 
 
 def _waits_of_sources(
-    con, reader, pool: ThreadPoolExecutor, sources: list[tuple], ftrace: list[tuple]
+    con, reader, pool: ThreadPoolExecutor, sources: list[tuple], ftrace: list[tuple], frames: FrameKinds
 ) -> tuple[list[waits.SourceWaits], Future]:
     """Each ftrace source's waits (waits.stage, find_stacks, finish), derived here while the reader thread (`pool`,
     on `reader`) reads what they need next: the source's call index, then the stacks the trace recorded at its waits'
@@ -161,12 +163,12 @@ def _waits_of_sources(
         if staged is None:
             calls = None
             continue
-        found = waits.find_stacks(con, staged, calls.result(), recording.result())
+        found = waits.find_stacks(con, staged, calls.result(), recording.result(), frames)
         calls = recording = None
         if k == len(ftrace) - 1:  # every wait's lock is known: the summaries start, beside the inserts and the chains
             summarized = pool.submit(_summarize_committed, reader, sources, _summary(derived, found.summary), prepared)
             prepared = None  # held by that step only: freed once used, before the chains' peak
-        derived.append(waits.finish(staged, found))
+        derived.append(waits.finish(staged, found, frames))
         staged = found = None
     if summarized is None:  # the last source had no waits
         summarized = pool.submit(_summarize_committed, reader, sources, _summary(derived), prepared)

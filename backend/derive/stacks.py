@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from ..db import arrow, execute
 from ..schema.tables import STACK_SEP
-from .frames import is_not_plumbing, is_object_function, is_own_object_function, lock_reason, takes_or_sleeps
+from .frames import FrameKinds
 
 
 class Stacks:
@@ -44,18 +44,18 @@ class Stacks:
         return out
 
     def reasons(
-        self, n: int, kinds: np.ndarray | None = None
+        self, n: int, frames: FrameKinds, kinds: np.ndarray | None = None
     ) -> list[tuple[str | None, str | None, str | None, str | None]]:
         """Per request i < n, what its stack waits on: (lock label, lock key, primitive name, object primitive
         name). From its frames that take or sleep on a known lock, the outermost primitive and the innermost object
         (an object's own function before a sleep function objects share: locks.label); with none, the innermost
-        frame that is not plumbing (label and key), else all None. Each name's kind is looked up once (`kinds`:
-        name_kinds of these names, when already known); the frames are scanned as arrays."""
+        frame that is not plumbing (label and key), else all None. Each name's kind is looked up once (`frames`, the
+        derivation's; `kinds`: name_kinds of these names, when already known); the frames are scanned as arrays."""
         if kinds is None:
-            kinds = name_kinds(self.names)
+            kinds = name_kinds(self.names, frames)
         out = []
         for a in range(0, n, _CHUNK):  # a chunk of requests at a time: arrays of their frames, not of all
-            out += self._reasons(kinds, a, min(a + _CHUNK, n))
+            out += self._reasons(frames, kinds, a, min(a + _CHUNK, n))
         return out
 
     def take(self, rows: np.ndarray) -> Stacks:
@@ -66,7 +66,7 @@ class Stacks:
         pos = np.repeat(self.off[rows] - off[:-1], count) + np.arange(off[-1])
         return Stacks(off, self.codes[pos], self.names)
 
-    def _reasons(self, kinds: np.ndarray, a: int, b: int) -> list[tuple]:
+    def _reasons(self, frames: FrameKinds, kinds: np.ndarray, a: int, b: int) -> list[tuple]:
         n = b - a
         codes = self.codes[self.off[a] : self.off[b]]
         stack = np.repeat(np.arange(n), np.diff(self.off[a : b + 1]))
@@ -83,7 +83,7 @@ class Stacks:
         prim, inner, inner_obj = pick(waiting & ~obj, False), pick(waiting, True), pick(own, True)
         inner_obj = np.where(inner_obj >= 0, inner_obj, pick(waiting & obj, True))  # else a shared sleep function
         other = pick(plain, True)
-        names, out = self.names, []
+        names, out, lock_reason = self.names, [], frames.lock_reason
         for p, o, w, f in zip(prim.tolist(), inner_obj.tolist(), inner.tolist(), other.tolist()):
             if w >= 0:  # lock_reason keeps each (primitive, object, innermost) it has seen
                 out.append(lock_reason(names[p] if p >= 0 else None, names[o] if o >= 0 else None, names[w]))
@@ -107,13 +107,11 @@ class Stacks:
         )
 
 
-def name_kinds(names: list[str]) -> np.ndarray:
+def name_kinds(names: list[str], frames: FrameKinds) -> np.ndarray:
     """Per name, what Stacks.reasons needs of it: (takes or sleeps, an object function, an object's own function,
     not plumbing)."""
-    return np.array(
-        [(takes_or_sleeps(f), is_object_function(f), is_own_object_function(f), is_not_plumbing(f)) for f in names],
-        bool,
-    ).reshape(-1, 4)
+    kinds = map(frames.of, names)
+    return np.array([(k.waiting, k.obj, k.own, k.plain) for k in kinds], bool).reshape(-1, 4)
 
 
 def stacks_at(con, sid: int, calls: dict, pid: list, cpu: list, line: list, innermost: list | None = None) -> Stacks:

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import locks
 from . import wait_rows
+from .frames import FrameKinds
 from .stacks import concat_stacks, name_kinds, stacks_at, with_frames
 
 
@@ -19,10 +20,11 @@ class LocksInScan:
     locks their holders, and the holders' stacks are read from that window. `asked`: per wait, its holder's stack's
     index in the scan's last Stacks (-1: no holder)."""
 
-    def __init__(self, n: int, line, pid, recorded, mine: np.ndarray, finder, names: list[str]):
+    def __init__(self, n: int, line, pid, recorded, mine: np.ndarray, finder, names: list[str], frames: FrameKinds):
         self.n, self.line, self.pid, self.recorded, self.mine, self.finder = n, line, pid, recorded, mine, finder
         self.tasks = finder.tasks
-        self.kinds = name_kinds(names + recorded.names)
+        self.frames = frames
+        self.kinds = name_kinds(names + recorded.names, frames)
         self.prims = {p.name: p for p in locks.PRIMITIVES}
         self.reasons: list = [None] * n
         self.seen = np.zeros(n, bool)
@@ -39,7 +41,7 @@ class LocksInScan:
         rec = self.mine[ws]
         has = np.flatnonzero(rec >= 0)
         part = with_frames(st.take(sel), len(ws), has, self.recorded, rec[has])
-        return self._found(ws, part.reasons(len(ws), self.kinds))
+        return self._found(ws, part.reasons(len(ws), self.frames, self.kinds))
 
     def _found(self, ws: np.ndarray, reasons: list) -> tuple[np.ndarray, np.ndarray]:
         self.seen[ws] = True
@@ -61,7 +63,7 @@ class LocksInScan:
         missing = np.flatnonzero(~self.seen)
         if not len(missing):
             return hst
-        pids, lines = self._found(missing, st.take(missing).reasons(len(missing), self.kinds))
+        pids, lines = self._found(missing, st.take(missing).reasons(len(missing), self.frames, self.kinds))
         if not len(pids):
             return hst
         ok = np.ones(len(pids), bool)

@@ -57,7 +57,7 @@ from .. import locks, wait_kinds
 from ..db import arrow, execute
 from . import call_waits, sched_waits, wait_rows
 from .arrays import ints, spread, take
-from .frames import is_io_completion
+from .frames import FrameKinds
 from .recorded import Recorded
 from .stacks import Stacks, stacks_at_many, with_frames
 from .wait_locks import LocksInScan
@@ -166,17 +166,18 @@ class WaitStacks:
     summary: pa.Table
 
 
-def find_stacks(con, staged: StagedWaits, calls: dict, recorded: Recorded) -> WaitStacks:
+def find_stacks(con, staged: StagedWaits, calls: dict, recorded: Recorded, frames: FrameKinds) -> WaitStacks:
     """The stacks of each wait at its line and of each waker at its wake line, in one scan of the calls in line order
     (`calls`: the source's stacks.call_index), where the trace did not record them (`recorded`:
     recorded.event_stacks at staged.at_lines()); the scan's windows' locks and holders as it answers them (a window's
-    locks use the stacks recorded for its waits); then each wait's kind and the waits' summary."""
+    locks use the stacks recorded for its waits); then each wait's kind and the waits' summary. `frames`: the
+    derivation's look-ups of what the frames are."""
     sid, n, w, woken = staged.sid, staged.n, staged.w, staged.woken
     line, pid = w["line"][0], w["pid"][0]
     mine = recorded.find(line)
     prims = {p.name: p for p in locks.PRIMITIVES}
     finder = wait_rows.HolderFinder(con, sid, staged.lockfn, prims, staged.funcs)
-    found = LocksInScan(n, line, pid, recorded, mine, finder, calls["names"])
+    found = LocksInScan(n, line, pid, recorded, mine, finder, calls["names"], frames)
     every = np.ones(n, bool)
     st, wst, hst = stacks_at_many(
         con,
@@ -249,7 +250,7 @@ class SourceWaits:
         ]
 
 
-def finish(staged: StagedWaits, stacks: WaitStacks) -> SourceWaits:
+def finish(staged: StagedWaits, stacks: WaitStacks, frames: FrameKinds) -> SourceWaits:
     """The source's waits with their holders known: what the chains need of them, and their rows to insert."""
     n, w, woken = staged.n, staged.w, staged.woken
     held = stacks.held.done()
@@ -260,7 +261,7 @@ def finish(staged: StagedWaits, stacks: WaitStacks) -> SourceWaits:
     with_holder = np.flatnonzero(stacks.asked >= 0)
     j = stacks.asked[with_holder]
     holder[with_holder] = np.where(stacks.hst.off[j + 1] > stacks.hst.off[j], j, -1)
-    io = np.fromiter(map(is_io_completion, stacks.wst.names), bool, len(stacks.wst.names))
+    io = np.fromiter(map(frames.is_io_completion, stacks.wst.names), bool, len(stacks.wst.names))
     has_holder = held.row >= 0
     rows = held.row[has_holder]
     reasons = stacks.reasons
