@@ -57,7 +57,9 @@ def test_a_windows_dispatch_summary_and_latency_over_time_are_the_querys(store, 
         for t0, t1 in windows:
             for by in ("device", "process"):
                 want = blk.dispatch_sql(con, cache, aid, by, t0, t1)
-                got = blk._dispatch_items(cols.dispatch(by, t0 if t0 is not None else -(1 << 62), t1 if t1 is not None else 1 << 62), by)
+                got = blk._dispatch_items(
+                    cols.dispatch(by, t0 if t0 is not None else -(1 << 62), t1 if t1 is not None else 1 << 62), by
+                )
                 _same_dispatch(got, want)
             if t0 is None or t1 is None:
                 continue
