@@ -10,6 +10,7 @@ it is closed. Request bodies have their own idle timeout (limits.ReadTimeouts).
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import h11
 import uvicorn
@@ -76,5 +77,11 @@ def config(app, host: str, port: int, limits: Limits) -> uvicorn.Config:
     )
 
 
+# how often a thread holding the GIL hands it over (CPython's default: 5 ms). A read waits for the GIL each time one
+# of its queries returns; beside an ingest's Python work, 5 ms a wait made a page's reads slow
+SWITCH_INTERVAL_S = 0.001
+
+
 def serve(app, host: str, port: int, limits: Limits) -> None:
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     uvicorn.Server(config(app, host, port, limits)).run()
