@@ -22,6 +22,7 @@ import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from backend import db
 from backend import store as store_module
 from backend.cache import AnalysisCache
 from backend.ingest import pipeline
@@ -74,29 +75,26 @@ def patched(obj, attr: str, value):
         setattr(obj, attr, old)
 
 
-class TimedCommits:
-    """A connection whose cursors time their commit() under "commit" (the ingest's transaction)."""
+class TimedCommits(db.Connection):
+    """The Store's connection (backend/db.Connection), its cursors timing their commit() under "commit" (the
+    ingest's transaction)."""
 
-    def __init__(self, db, stages: Stages):
-        self._db, self._stages = db, stages
+    def __init__(self, conn: db.Connection, stages: Stages):
+        super().__init__(conn.raw, conn.deadlines)
+        self._stages = stages
 
-    def __getattr__(self, name: str):
-        return getattr(self._db, name)
-
-    def cursor(self):
-        return _CommitTimingCursor(self._db.cursor(), self._stages)
+    def cursor(self) -> db.Connection:
+        return _CommitTimingCursor(self.raw.cursor(), self.deadlines, self._stages)
 
 
-class _CommitTimingCursor:
-    def __init__(self, cur, stages: Stages):
-        self._cur, self._stages = cur, stages
-
-    def __getattr__(self, name: str):
-        return getattr(self._cur, name)
+class _CommitTimingCursor(db.Connection):
+    def __init__(self, raw, deadlines: db.Deadlines, stages: Stages):
+        super().__init__(raw, deadlines)
+        self._stages = stages
 
     def commit(self):
         with self._stages.timed("commit"):
-            return self._cur.commit()
+            return self.raw.commit()
 
 
 def measure(path: Path, db: Path) -> dict:
