@@ -11,7 +11,8 @@ dispatch summary, latency over time, waits and I2D heatmaps, chains, waits), eac
 analysis' span (seeded per reader: the same windows at every run), so few answers are kept bodies: the reads run.
 Before that, the same readers alone for --seconds / 2: the idle baseline of the same reads, in the same run.
 --one-page: issue 24's load instead (every reader on one analysis, the whole span, the same page again and again).
-Reported: GET p50/p95/p99/max under load and idle, GETs done, uploads done and refused. --repo runs the server of
+Reported: GET p50/p95/p99/max under load and idle, GETs done, uploads done and refused; per route, p50/p95/max
+beside the uploaders (which routes make the tail). --repo runs the server of
 another checkout (e.g. a worktree of an older commit, with its C extensions built) to measure it in the same run;
 --rounds N alternates the servers N times (this one first in odd rounds, last in even ones). Before each measurement
 the CPU check of bench.run (SHA-256 MB/s) and the load average are recorded: the machine is shared. `make bench`
@@ -80,6 +81,11 @@ def windowed_routes(a: str, span: tuple[int, int] | None) -> list[str]:
         f"{a}/chains?limit=50{w}",
         f"{a}/waits?limit=100{w}",
     ]
+
+
+def route_name(page: str, url: str) -> str:
+    """A page route's name in the per-route table: its path and fixed parameters after the analysis' path."""
+    return url[len(page) :].replace("{w}", "").lstrip("/") or "(the analysis)"
 
 
 def random_window(rng: random.Random, span: tuple[int, int]) -> str:
@@ -173,6 +179,7 @@ def read_for(
     """Each reader (one per page) GETs its page's routes for `seconds`, beside `uploaders` uploading."""
     stop = time.monotonic() + seconds
     lat: list[float] = []
+    by_route: dict[str, list[float]] = {}
     errors: list[int] = []
     ups = {"done": 0, "refused": 0, "failed": 0}
     lock = threading.Lock()
@@ -192,6 +199,7 @@ def read_for(
         i = k
         while time.monotonic() < stop:
             url = routes[i % len(routes)]
+            name = route_name(page, url)
             if "{w}" in url:
                 url = url.replace("{w}", random_window(rng, span))
             t0 = time.perf_counter()
@@ -201,6 +209,7 @@ def read_for(
             dt = time.perf_counter() - t0
             with lock:
                 lat.append(dt)
+                by_route.setdefault(name, []).append(dt)
                 if r.status != 200:
                     errors.append(r.status)
             i += 1
@@ -214,8 +223,18 @@ def read_for(
         t.join()
     lat.sort()
 
-    def q(p):
-        return lat[min(len(lat) - 1, int(p * len(lat)))] * 1000 if lat else float("nan")
+    def q(p, values=lat):
+        return values[min(len(values) - 1, int(p * len(values)))] * 1000 if values else float("nan")
+
+    routes = {}
+    for name, values in by_route.items():
+        values.sort()
+        routes[name] = {
+            "gets": len(values),
+            "p50_ms": q(0.5, values),
+            "p95_ms": q(0.95, values),
+            "max_ms": q(1.0, values),
+        }
 
     return {
         "gets": len(lat),
@@ -224,6 +243,7 @@ def read_for(
         "get_p99_ms": q(0.99),
         "get_max_ms": q(1.0) if lat else None,
         "get_errors": len(errors),
+        "routes": routes,
         "error_statuses": sorted(set(errors)),
         "uploads": ups,
     }
@@ -286,6 +306,22 @@ def table(results: list[dict]) -> str:
     return "\n".join(rows)
 
 
+def route_table(results: list[dict]) -> str:
+    """Per route, each server's GET p50 / p95 beside the uploaders (what makes the tail)."""
+    names = sorted({n for r in results for n in r.get("routes", {})})
+    rows = [
+        "| route | " + " | ".join(f"{r['commit']} p50 / p95 / max" for r in results) + " |",
+        "|---|" + "---:|" * len(results),
+    ]
+    for n in names:
+        cells = []
+        for r in results:
+            x = r.get("routes", {}).get(n)
+            cells.append(f"{x['p50_ms']:.0f} / {x['p95_ms']:.0f} / {x['max_ms']:.0f} ms" if x else "")
+        rows.append(f"| `{n}` | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=60)
@@ -305,6 +341,8 @@ def main() -> None:
     (OUT / "load.json").write_text(json.dumps(results, indent=1))
     print(f"\n## Reads under ingest: {args.uploaders} uploaders, {args.readers} readers, {args.seconds:g} s\n")
     print(table(results), flush=True)
+    print("\nPer route, beside the uploaders:\n")
+    print(route_table(results), flush=True)
 
 
 if __name__ == "__main__":
