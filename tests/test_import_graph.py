@@ -35,8 +35,9 @@ def _type_checking(node: ast.AST) -> bool:
     )
 
 
-def imports(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The modules of ours that `module` imports, anywhere in it (not under `if TYPE_CHECKING:`)."""
+def imports(module: str, path: Path, modules: dict[str, Path], type_checking: bool = False) -> set[str]:
+    """The modules of ours that `module` imports, anywhere in it (under `if TYPE_CHECKING:` only with
+    `type_checking`)."""
     out: set[str] = set()
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
     todo: list[ast.AST] = [ast.parse(path.read_text(), str(path))]
@@ -49,7 +50,7 @@ def imports(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
             if node.level:
                 base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
             out.update(_resolve(f"{base}.{a.name}", modules) for a in node.names)
-        if not _type_checking(node):
+        if type_checking or not _type_checking(node):
             todo.extend(ast.iter_child_nodes(node))
     out.discard(None)
     out.discard(module)

@@ -5,11 +5,10 @@ inside functions and those under `if TYPE_CHECKING:` (a type is a dependency too
 
 from __future__ import annotations
 
-import ast
 import importlib
 from pathlib import Path
 
-from tests.test_import_graph import _modules, _resolve, circles
+from tests.test_import_graph import _modules, circles, imports
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -51,29 +50,14 @@ def unit(module: str) -> str:
     return module.split(".")[1] if module.count(".") else module
 
 
-def all_imports(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The modules of ours that `module` imports anywhere in it (inside functions, under TYPE_CHECKING too)."""
-    out: set[str | None] = set()
-    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            out.update(_resolve(a.name, modules) for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
-            out.update(_resolve(f"{base}.{a.name}", modules) for a in node.names)
-    out.discard(None)
-    out.discard(module)
-    return out
-
-
 def unit_graph() -> dict[str, set[str]]:
     """unit -> the units it imports, from every module of backend/."""
     modules = {m: p for m, p in _modules().items() if m.startswith("backend.")}
     graph: dict[str, set[str]] = {}
     for m, p in modules.items():
-        graph.setdefault(unit(m), set()).update(unit(t) for t in all_imports(m, p, modules) if unit(t) != unit(m))
+        graph.setdefault(unit(m), set()).update(
+            unit(t) for t in imports(m, p, modules, type_checking=True) if unit(t) != unit(m)
+        )
     return graph
 
 
@@ -107,4 +91,4 @@ def test_a_breach_is_found(tmp_path):
     (tmp_path / "x.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import y\n")
     (tmp_path / "y.py").write_text("")
     modules = {"pkg.x": tmp_path / "x.py", "pkg.y": tmp_path / "y.py"}
-    assert all_imports("pkg.x", modules["pkg.x"], modules) == {"pkg.y"}  # a type is a dependency
+    assert imports("pkg.x", modules["pkg.x"], modules, type_checking=True) == {"pkg.y"}  # a type is a dependency
