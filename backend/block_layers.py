@@ -83,7 +83,8 @@ class Layers:
     def __init__(self, fetch: Fetch, analysis_id: str):
         self._fetch = fetch
         found = fetch(_SOURCES, {"aid": analysis_id})
-        self._select = _select([r["id"] for r in found]) if found else ""
+        self.sources = [r["id"] for r in found]  # the analysis' sources of block requests (REQUEST_SOURCES)
+        self._select = _select(self.sources) if self.sources else ""
         self.remapped = any(r["remapped"] for r in found)
 
     def of(self, source_id: int, line: int) -> list[dict]:

@@ -257,10 +257,8 @@ def match_requests(con, analysis_id: str, chains: list[dict]) -> None:
     ]
     if not todo:
         return
-    blk = execute(
-        con, f"SELECT count(*) FROM sources s WHERE s.analysis_id = ? AND {REQUEST_SOURCES}", [analysis_id]
-    ).fetchall()[0][0]
-    if not blk:
+    stacks = block_layers.Layers(lambda sql, p: fetch_dicts(execute(con, sql, p)), analysis_id)
+    if not stacks.sources:
         return
     register_table(
         con,
@@ -294,16 +292,16 @@ def match_requests(con, analysis_id: str, chains: list[dict]) -> None:
         )
     )
     con.unregister("_stalls_io")
-    stacks = block_layers.Layers(lambda sql, p: fetch_dicts(execute(con, sql, p)), analysis_id)
     layered = stacks.of_many([(r["source_id"], r["line"]) for r in rows])
     holders = [block_layers.holder(stack) for stack in layered]
-    moved = [
+    moved = [  # the layer that held each I/O longest, when it is not the request matched
         (h["source_id"], h["line"])
+        if h is not None and (h["source_id"], h["line"]) != (r["source_id"], r["line"])
+        else None
         for r, h in zip(rows, holders)
-        if h and (h["source_id"], h["line"]) != (r["source_id"], r["line"])
     ]
-    held_rows = _request_rows(con, moved)
-    for r, stack, held in zip(rows, layered, holders):
+    held_rows = _request_rows(con, [key for key in moved if key])
+    for r, stack, held, moved_to in zip(rows, layered, holders, moved):
         _, _, link = todo[r["k"]]
         d = -r["delta"]
         when = f"{duration_text(abs(d))} {'before' if d >= 0 else 'after'}"
@@ -314,8 +312,8 @@ def match_requests(con, analysis_id: str, chains: list[dict]) -> None:
             + (f"blktrace source {r['source_id']}" if r.pop("blktrace") else "rebuilt from the trace's block events")
             + f", line {r['line']})"
         )
-        if held is not None and (held["source_id"], held["line"]) != (r["source_id"], r["line"]):
-            r = {**held_rows[(held["source_id"], held["line"])], "k": r["k"], "delta": r["delta"]}
+        if moved_to:
+            r = {**held_rows[moved_to], "k": r["k"], "delta": r["delta"]}
         if stack:
             link["evidence"] += "; " + _layers_text(stack, held)
         link["request"] = r
