@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..limits import TIME_MAX, TIME_MIN
-from ..schema.tables import REQUEST_COLUMNS, TIMES
+from ..schema.tables import REQUEST_COLUMNS, aligned_by
 from .catalogue import catalogue
 from .run import run
 
@@ -50,6 +50,7 @@ class RequestColumns:
     comms: list[str]
     devs: list[str]
     texts: list[bytes] | None  # per row: its JSON as /requests answers it, when at most REQUEST_TEXTS rows
+    sources: tuple[tuple[int, int], ...]  # (id, clock offset) of the sources read
 
     @property
     def nbytes(self) -> int:
@@ -109,8 +110,8 @@ class RequestColumns:
         reads (count, and n/min/avg/p50/p95/p99/max of each metric), in its order."""
         rows = self._between(self.t, lo, hi)
         keys = (self.pid[rows], self.comm[rows]) if by == "process" else (self.dev[rows],)
-        rows = rows[np.lexsort(keys[::-1])]
-        keys = (self.pid[rows], self.comm[rows]) if by == "process" else (self.dev[rows],)
+        grouped = np.lexsort(keys[::-1])
+        rows, keys = rows[grouped], tuple(k[grouped] for k in keys)
         change = np.zeros(len(rows), bool)
         change[:1] = True
         for k in keys:
@@ -173,9 +174,9 @@ def _asc_nulls_last(v) -> tuple:
 
 def request_columns(con, cache: AnalysisCache, analysis_id: str) -> RequestColumns:
     found = catalogue(con, cache, analysis_id)
-    sources = found.request_sources() if found else []
+    sources = tuple(found.request_sources()) if found else ()
     return cache.shared(
-        (analysis_id, "request-columns", tuple(sources)),
+        (analysis_id, "request-columns", sources),
         lambda: _read_columns(con, sources),
         lambda cols: cols.nbytes,
     )
@@ -188,14 +189,12 @@ def first_texts(con, cache: AnalysisCache, analysis_id: str, order: str, limit: 
     rows = cols.first(order, limit, TIME_MIN if t0 is None else t0, TIME_MAX if t1 is None else t1)
     if cols.texts is not None:
         return [cols.texts[k] for k in rows.tolist()]
-    found = catalogue(con, cache, analysis_id)
-    offs = dict(found.request_sources()) if found else {}
     keys = list(zip(cols.sid[rows].tolist(), cols.line[rows].tolist()))
     got = {
         (r["source_id"], r["line"]): json.dumps(r).encode()
         for r in _rows(
             con,
-            offs,
+            cols.sources,
             " JOIN (SELECT unnest($ks) AS ks, unnest($kl) AS kl) k ON r.source_id = k.ks AND r.line = k.kl",
             {"ks": [k[0] for k in keys], "kl": [k[1] for k in keys]},
         )
@@ -203,24 +202,27 @@ def first_texts(con, cache: AnalysisCache, analysis_id: str, order: str, limit: 
     return [got[k] for k in keys]
 
 
-def _rows(con, offs: dict[int, int], join: str, params: dict, order: str = "") -> list[dict]:
-    """Requests of the sources `offs` (id -> clock offset) as /requests answers them (times aligned)."""
-    cols = ", ".join(f"r.{c} + o.off AS {c}" if c in TIMES else f"r.{c}" for c in REQUEST_COLUMNS)
+# a source's requests with its clock offset (o.off), for the sources given as $ids and $offs
+_FROM = "FROM blk_requests r JOIN (SELECT unnest($ids) AS sid, unnest($offs) AS off) o ON o.sid = r.source_id"
+
+
+def _sources(sources: tuple[tuple[int, int], ...]) -> dict:
+    """_FROM's parameters (a source id no table holds when there are none)."""
+    return {"ids": [s for s, _ in sources] or [0], "offs": [o for _, o in sources] or [0]}
+
+
+def _rows(con, sources: tuple[tuple[int, int], ...], join: str, params: dict, order: str = "") -> list[dict]:
+    """Requests of the sources (id, clock offset) as /requests answers them (times aligned)."""
     return run(
         con,
-        f"SELECT {cols} FROM blk_requests r JOIN (SELECT unnest($ids) AS sid, unnest($offs) AS off) o"
-        f" ON o.sid = r.source_id{join}{order}",
-        {"ids": list(offs) or [0], "offs": list(offs.values()) or [0], **params},
+        f"SELECT {aligned_by(REQUEST_COLUMNS, 'o.off')} {_FROM}{join}{order}",
+        {**_sources(sources), **params},
         shape="dicts",
         max_rows=1 << 40,
     )
 
 
-def _read_columns(con, sources: list[tuple[int, int]]) -> RequestColumns:
-    if not sources:
-        ids, offs = [0], [0]
-    else:
-        ids, offs = [s for s, _ in sources], [o for _, o in sources]
+def _read_columns(con, sources: tuple[tuple[int, int], ...]) -> RequestColumns:
     null = str(_NULL)
     got = run(
         con,
@@ -228,9 +230,8 @@ def _read_columns(con, sources: list[tuple[int, int]]) -> RequestColumns:
         f" coalesce(r.i_ns + o.off, {null}) AS i, coalesce(r.d_ns + o.off, {null}) AS d,"
         f" coalesce(r.i2d_ns, {null}) AS i2d, coalesce(r.d2c_ns, {null}) AS d2c, coalesce(r.q2c_ns, {null}) AS q2c,"
         f" coalesce(r.pid, {null}) AS pid, r.comm, r.dev"
-        " FROM blk_requests r JOIN (SELECT unnest($ids) AS sid, unnest($offs) AS off) o ON o.sid = r.source_id"
-        " ORDER BY t, r.source_id, r.line",
-        {"ids": ids, "offs": offs},
+        f" {_FROM} ORDER BY t, r.source_id, r.line",
+        _sources(sources),
         shape="arrow",
         max_rows=1 << 40,
     )
@@ -247,7 +248,7 @@ def _read_columns(con, sources: list[tuple[int, int]]) -> RequestColumns:
         texts=None
         if got.num_rows > REQUEST_TEXTS
         else [
-            json.dumps(r).encode()
-            for r in _rows(con, dict(sources), "", {}, " ORDER BY r.t_ns + o.off, r.source_id, r.line")
+            json.dumps(r).encode() for r in _rows(con, sources, "", {}, " ORDER BY r.t_ns + o.off, r.source_id, r.line")
         ],
+        sources=sources,
     )

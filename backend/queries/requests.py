@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from .. import block_layers
 from ..limits import TIME_MAX, TIME_MIN
-from ..schema.tables import REQUEST_COLUMNS, TIMES, TOP, TOP_METRICS
+from ..schema.tables import REQUEST_COLUMNS, TOP, TOP_METRICS, aligned_by
 from . import paging, request_windows, stored
 from .catalogue import catalogue
 from .run import run
@@ -31,7 +31,7 @@ AT = "s.clock_offset_ns"
 
 def aligned(columns, alias: str = "r") -> str:
     """SELECT list of the columns of `alias`, times moved onto the analysis timeline."""
-    return ", ".join(f"{alias}.{c} + {AT} AS {c}" if c in TIMES else f"{alias}.{c}" for c in columns)
+    return aligned_by(columns, AT, alias)
 
 
 _FILTERS = {"pid": "r.pid = $pid", "dev": "r.dev = $dev", "t0": f"r.t_ns + {AT} >= $t0", "t1": f"r.t_ns + {AT} <= $t1"}
@@ -75,11 +75,6 @@ def _offset(sources: list[tuple[int, int]]) -> tuple[str, dict]:
     return f"(CASE r.source_id {' '.join(f'WHEN $s{i} THEN $o{i}' for i in range(len(sources)))} END)", params
 
 
-def _aligned_by(columns, off: str, alias: str = "r") -> str:
-    """SELECT list of the columns of `alias`, times moved by the offset expression `off`."""
-    return ", ".join(f"{alias}.{c} + {off} AS {c}" if c in TIMES else f"{alias}.{c}" for c in columns)
-
-
 def requests(
     con, cache: AnalysisCache, analysis_id: str, order: str, limit: int, pid=None, dev=None, t0=None, t1=None
 ) -> list[dict]:
@@ -92,7 +87,7 @@ def requests(
         # than `limit` requests have the metric (then requests without it follow: the query below)
         rows = run(
             con,
-            f"SELECT {_aligned_by(REQUEST_COLUMNS, off)} FROM blk_top r WHERE r.metric = $metric AND {scope}"
+            f"SELECT {aligned_by(REQUEST_COLUMNS, off)} FROM blk_top r WHERE r.metric = $metric AND {scope}"
             f" ORDER BY {ORDER[order]}, r.source_id, r.line LIMIT $limit",
             {**params, "metric": order, "limit": limit},
             shape="dicts",
@@ -103,7 +98,7 @@ def requests(
     sort = f"r.t_ns + {off} ASC" if order == "time" else ORDER[order]
     return run(
         con,
-        f"SELECT {_aligned_by(REQUEST_COLUMNS, off)} FROM blk_requests r WHERE {scope}{where}"
+        f"SELECT {aligned_by(REQUEST_COLUMNS, off)} FROM blk_requests r WHERE {scope}{where}"
         f" ORDER BY {sort}, r.source_id, r.line LIMIT $limit",
         {**params, **given, "limit": limit},
         shape="dicts",
@@ -169,7 +164,7 @@ def requests_page(
         params.update(key_params)
     rows = run(
         con,
-        f"SELECT {_aligned_by(REQUEST_COLUMNS, off)}, {keys[0].expr} AS _key FROM blk_requests r WHERE {scope}{where}"
+        f"SELECT {aligned_by(REQUEST_COLUMNS, off)}, {keys[0].expr} AS _key FROM blk_requests r WHERE {scope}{where}"
         f" ORDER BY {paging.order_by(keys)} LIMIT $limit",
         {**params, **given, "limit": limit + 1},
         shape="dicts",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import locks, wait_kinds
+from ..schema.tables import aligned_by
 from .catalogue import offsets
 from .run import run
 
@@ -160,7 +161,7 @@ class RankedWaits:
 
 def wait_columns(offset: str) -> str:
     """The select list of a wait's fields (WAIT_COLUMNS) of `waits w`, its times moved by `offset` (an expression)."""
-    return ", ".join(f"w.{c} + {offset} AS {c}" if c in WAIT_TIMES else f"w.{c}" for c in WAIT_COLUMNS)
+    return aligned_by(WAIT_COLUMNS, offset, "w", WAIT_TIMES)
 
 
 def ranked_waits(con, cache: AnalysisCache, analysis_id: str, idle: bool) -> RankedWaits:

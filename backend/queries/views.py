@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..block_layers import REQUEST_SOURCES
-from ..schema.tables import REQUEST_COLUMNS
+from ..schema.tables import REQUEST_COLUMNS, aligned_by
 
 _OFF = "s.clock_offset_ns"
 _IN_ANALYSIS = "JOIN sources s ON s.id = {a}.source_id WHERE s.analysis_id = $aid"
@@ -20,7 +20,7 @@ _REQUESTS_SHOWN = _IN_ANALYSIS + f" AND {REQUEST_SOURCES}"
 
 
 def _cols(alias: str, columns: list[str], times: set[str]) -> str:
-    return ", ".join(f"{alias}.{c} + {_OFF} AS {c}" if c in times else f"{alias}.{c}" for c in columns)
+    return aligned_by(columns, _OFF, alias, times)
 
 
 _REQUEST_TIMES = {"a_ns", "q_ns", "g_ns", "i_ns", "d_ns", "c_ns"}

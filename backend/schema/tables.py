@@ -85,6 +85,13 @@ REQUEST_COLUMNS = [
 ]
 # the block tables' time columns (a source's own time: the analysis timeline adds its clock offset)
 TIMES = frozenset({"a_ns", "q_ns", "g_ns", "i_ns", "d_ns", "c_ns", "t_ns", "merge_ns"})
+
+
+def aligned_by(columns, off: str, alias: str = "r", times=TIMES) -> str:
+    """A SELECT list of the columns of `alias`, those among `times` moved by the offset expression `off`."""
+    return ", ".join(f"{alias}.{c} + {off} AS {c}" if c in times else f"{alias}.{c}" for c in columns)
+
+
 TOP = blkparse.TOP  # requests kept per source and metric in blk_top: /requests?order=i2d|d2c|q2c&limit<=TOP reads them
 TOP_METRICS = ("i2d", "d2c", "q2c")
 
