@@ -14,7 +14,7 @@ FROM python:3.11-slim-bookworm
 # trace-cmd's libraries and perf: trace.dat uploads are decoded by libtracecmd (parsers/tracedat-records, built by
 # setup.py; `trace-cmd report` when it cannot), perf.data uploads by `perf script` (parsers/perfdata.py)
 RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev pkg-config trace-cmd libtracecmd-dev \
-    libtraceevent-dev linux-perf \
+    libtracefs-dev libtraceevent-dev linux-perf \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY pyproject.toml setup.py README.md ./

@@ -1,6 +1,6 @@
 """Builds the native tokenizers: one C extension per trace format, parsers/_<format>.c -> parsers._<format>; and the
 trace.dat decoder program parsers/tracedat_records.c -> parsers/tracedat-records, linked against libtracecmd and
-libtraceevent (Debian: libtracecmd-dev, libtraceevent-dev; `make` installs them). Without them the program is not
+libtraceevent (Debian: libtracecmd-dev, libtracefs-dev, libtraceevent-dev; `make` installs them). Without them the program is not
 built and a trace.dat is read from `trace-cmd report`'s text (parsers/tracedat.py).
 
 Everything else about the package lives in pyproject.toml.
