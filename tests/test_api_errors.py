@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from backend.access import Access
 from backend.app import create_app
+from backend.store import Store
 from tests.conftest import SAMPLES, ingest_paths
 
 ANALYSIS = "/api/analyses/{analysis_id}"
@@ -20,8 +21,6 @@ TOKEN = "t0ken-of-the-team-server-0123456789"
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    from backend.store import Store
-
     store = Store(tmp_path_factory.mktemp("errors") / "errors.duckdb")
     created = ingest_paths(store, SAMPLES / "cfq-dispatch-starvation.blkparse.txt")
     app = create_app(store, warm=False, access=Access())
@@ -153,3 +152,26 @@ def test_the_middlewares_refusals_are_declared_error_bodies(served, schema, stor
         r = shared.delete(f"/api/analyses/{theirs['id']}", headers={"X-Edit-Key": "not-the-key"})
         assert r.status_code == 403
         _conforms(schema, doc, ANALYSIS, "delete", r)
+
+
+def test_no_read_hops_to_a_thread_for_its_dependencies():
+    """A plain function dependency is called in a worker thread, a hop there and back through the event loop; on a
+    busy server those hops took ~10 % of the interpreter lock (docs/BENCHMARKS.md, "Reads under ingest"). So every
+    dependency of a GET route is a coroutine (the route itself runs in a thread)."""
+    import inspect
+
+    from fastapi.routing import APIRoute
+
+    from backend.api.deps import _calls
+    from backend.app import ROUTERS
+
+    hops = set()
+    for route in (r for resource in ROUTERS for r in resource.router.routes):
+        if not isinstance(route, APIRoute) or "GET" not in route.methods:
+            continue
+        for dep in list(_calls(route.dependant))[1:]:
+            call = dep.call
+            run = call if inspect.isfunction(call) else getattr(call, "__call__", None)
+            if not (inspect.iscoroutinefunction(run) or inspect.isasyncgenfunction(run)):
+                hops.add(f"{route.path}: {getattr(call, '__name__', call)}")
+    assert not hops, sorted(hops)

@@ -34,7 +34,7 @@ from .deps import (
     get_access,
     get_store,
     has_token,
-    require_token,
+    refuse_without_token,
 )
 from .sql import forget_copies
 
@@ -209,7 +209,7 @@ def list_analyses(
     (STALLSCOPE_TOKEN set) the whole list needs the token: an analysis is read by whoever has its link, not found
     by browsing."""
     if id is None and get_access(request).shared and not token:
-        require_token(request, token)
+        refuse_without_token(request, token)
     return analyses.analyses(con, id)
 
 

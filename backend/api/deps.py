@@ -7,7 +7,7 @@ import inspect
 import secrets
 import threading
 from collections import OrderedDict
-from typing import Annotated, Iterator
+from typing import Annotated, AsyncIterator, Iterator
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 from fastapi.routing import APIRoute
@@ -21,13 +21,18 @@ from ..queries.catalogue import catalogue
 from ..store import Progress, Store
 from .models import ErrorBody
 
+# The dependencies below that only look something up are coroutines: FastAPI calls a plain function dependency in a
+# worker thread, a hop there and back through the event loop for each, which cost a busy server's reads ~10 % of its
+# interpreter lock (py-spy, docs/BENCHMARKS.md "Reads under ingest"). The routes themselves run in threads.
 
-def get_store(request: Request) -> Store:
+
+async def get_store(request: Request) -> Store:
     return request.app.state.store
 
 
-def get_cursor(request: Request) -> Iterator[Connection]:
-    """A cursor of its own for each request: DuckDB connections are not shared across threads."""
+async def get_cursor(request: Request) -> AsyncIterator[Connection]:
+    """A cursor of its own for each request: DuckDB connections are not shared across threads. (Opening and closing
+    one waits for nothing: no query runs in either.)"""
     con = request.app.state.store.cursor()
     try:
         yield con
@@ -56,14 +61,14 @@ class Board:
             return self._items.get(token)
 
 
-def get_board(request: Request) -> Board:
+async def get_board(request: Request) -> Board:
     return request.app.state.progress
 
 
 Cursor = Annotated[Connection, Depends(get_cursor)]
 
 
-def get_cache(request: Request) -> AnalysisCache:
+async def get_cache(request: Request) -> AnalysisCache:
     """What the app remembers of each analysis (backend/cache/): the queries read and keep their answers there."""
     return request.app.state.cache
 
@@ -93,12 +98,12 @@ def get_access(request: Request) -> access.Access:
     return request.app.state.access
 
 
-def has_token(request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> bool:
+async def has_token(request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> bool:
     """The request carries this server's token (always False where none is set)."""
     return get_access(request).token_ok(request.headers.get("authorization"))
 
 
-def require_token(request: Request, token: Annotated[bool, Depends(has_token)]) -> None:
+def refuse_without_token(request: Request, token: bool) -> None:
     """On a shared server (STALLSCOPE_TOKEN set): the token, else 401."""
     if get_access(request).shared and not token:
         raise HTTPException(
@@ -107,6 +112,10 @@ def require_token(request: Request, token: Annotated[bool, Depends(has_token)]) 
             " Sign in keeps it in this browser)",
             headers={"WWW-Authenticate": "Bearer"},
         )
+
+
+async def require_token(request: Request, token: Annotated[bool, Depends(has_token)]) -> None:
+    refuse_without_token(request, token)
 
 
 def require_edit(
