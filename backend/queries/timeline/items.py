@@ -166,16 +166,19 @@ def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict,
     out = {}
     for ln in ls:
         a, z = bounds[ln], bounds[ln + 1]
-        out[ln] = {
+        lane_depth = depth[a:z]
+        out[ln] = {  # int64 columns as they are: written by orjson (timeline_json)
             "states": [names[by_name[x % size]] for x in used[first[ln] : first[ln + 1]].tolist()],
-            "track": track[a:z].tolist(),
-            "state": state[a:z].tolist(),
-            "t0": i0[a:z].tolist(),
-            "t1": i1[a:z].tolist(),
-            "n": n[a:z].tolist(),
-            "max": mx[a:z].tolist(),
-            "line": line[a:z].tolist(),
-            "depth": [None if d < 0 else d for d in depth[a:z].tolist()],
+            "track": track[a:z],
+            "state": state[a:z],
+            "t0": i0[a:z],
+            "t1": i1[a:z],
+            "n": n[a:z],
+            "max": mx[a:z],
+            "line": line[a:z],
+            "depth": [None if d < 0 else d for d in lane_depth.tolist()]
+            if len(lane_depth) and lane_depth.max() >= 0
+            else [None] * len(lane_depth),
         }
     return out
 
