@@ -112,6 +112,38 @@ def test_connections_sending_headers_slowly_are_closed(live_server):
         s.close()
 
 
+def test_headers_past_the_cap_get_431(live_server):
+    from backend.server import MAX_HEADER_BYTES
+
+    with socket.create_connection(("127.0.0.1", live_server), timeout=5) as s:
+        s.sendall(b"GET /api/analyses HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        line = b"X-Filler: " + b"x" * 1000 + b"\r\n"
+        try:
+            for _ in range(MAX_HEADER_BYTES // len(line) + 2):  # never the blank line that ends them
+                s.sendall(line)
+        except OSError:  # closed while sending: the answer is read below
+            pass
+        answer = s.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 431"), answer
+        assert _closed(s)
+
+
+def test_a_kept_alive_connection_must_send_its_next_headers_in_time(live_server):
+    with socket.create_connection(("127.0.0.1", live_server), timeout=5) as s:
+        s.sendall(b"GET /api/analyses HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert s.recv(65536).startswith(b"HTTP/1.1 200")
+        s.sendall(b"GET /api/analyses HTTP/1.1\r\n")  # the next request's headers never end
+        t0 = time.monotonic()
+        for _ in range(8):
+            try:
+                s.sendall(b"X-Slow: 1\r\n")
+            except OSError:
+                break
+            time.sleep(0.25)
+        assert _closed(s)
+        assert time.monotonic() - t0 < 3
+
+
 def test_a_body_that_stalls_gets_408(live_server):
     with socket.create_connection(("127.0.0.1", live_server), timeout=10) as s:
         s.sendall(
