@@ -2,7 +2,7 @@
 
     python -m bench.sink --port PORT
 
-Served as `stallscope serve` serves the app (backend.server.config: uvicorn, h11, the same limits, and the same
+Served as `stallscope serve` serves the app (backend.server.config: uvicorn, httptools, the same limits, and the same
 malloc settings, which a Store sets in its process: memory.return_freed_blocks), POST /sink reads the request body to
 its end as it comes (request.stream(), as the upload route does) and answers its byte count: the time to send the same
 multipart bytes here is what the wire costs, and `drop to view` is compared with it. Without those malloc settings
@@ -19,8 +19,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from backend.ingest.memory import return_freed_blocks
 from backend.limits import Limits
+from backend.memory import return_freed_blocks
 from backend.server import serve
 
 
