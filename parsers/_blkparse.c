@@ -3,7 +3,9 @@
  * the format and its sources: blktrace blkparse_fmt.c process_default(), shared/FORMATS.md section 1).
  *
  *   rb = Rebuilder(top=0)
- *   rb.feed(chunk, first_line) -> dict      chunk: bytes-like holding whole lines
+ *   rb.feed(chunk, first_line[, lines])     chunk: bytes-like holding whole lines; lines: their line numbers
+ *     -> dict                               (int64 buffer, one per line: a trace's lines picked out of it),
+ *                                           else first_line, first_line + 1, ...
  *   rb.finish() -> dict                     emits the requests still open at the end of the trace
  *   rb.facts() -> dict                      over the requests emitted: their first and last phase time, how many
  *                                           have a phase earlier than the one before, the `top` slowest per metric
@@ -495,15 +497,25 @@ static int take(Rebuilder *rb, out_t *o, ev_t *v, int rc, const char *s, const c
     return i64(&o->sk.line, lineno) || i64(&o->sk.start, p - s) || i64(&o->sk.len, e - p) || i32(&o->sk.reason, rc);
 }
 
+/* the line number of the chunk's k-th line (from 0): lines[k] when the caller gave them, else first + k */
+static inline int64_t line_at(const int64_t *lines, int64_t first, size_t k) { return lines ? lines[k] : first + (int64_t)k; }
+
 static PyObject *rb_feed(Rebuilder *rb, PyObject *args) {
-    Py_buffer buf;
+    Py_buffer buf, numbers = {0};
     long long first_line;
-    if (!PyArg_ParseTuple(args, "y*L", &buf, &first_line)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*L|y*", &buf, &first_line, &numbers)) return NULL;
+    if (numbers.buf && numbers.len % (Py_ssize_t)sizeof(int64_t)) {
+        PyBuffer_Release(&buf);
+        PyBuffer_Release(&numbers);
+        return PyErr_Format(PyExc_ValueError, "lines: int64 line numbers expected (%zd bytes)", numbers.len);
+    }
+    const int64_t *lines = numbers.buf;
+    size_t nlines = numbers.buf ? (size_t)numbers.len / sizeof(int64_t) : 0;
     const char *s = buf.buf, *end = s + buf.len;
     out_t o;
     out_init(&o, (size_t)buf.len / 320); /* a request spans ~5 lines of ~70 bytes */
-    int failed = 0;
-    int64_t lineno = first_line;
+    int failed = 0, too_few = 0;
+    size_t k = 0; /* the chunk's lines so far */
     ev_t v;
     Py_BEGIN_ALLOW_THREADS
     /* the head: the first ~40 %, which this thread also folds (the fold costs about half of a tokenizing) */
@@ -520,8 +532,10 @@ static PyObject *rb_feed(Rebuilder *rb, PyObject *args) {
             if (!split) cut = end;
         }
     }
-    for (const char *p = s; p < cut; lineno++) {
+    for (const char *p = s; p < cut; k++) {
         const char *nl = memchr(p, '\n', cut - p), *e = nl ? nl : cut;
+        if (lines && k >= nlines) { too_few = 1; break; }
+        int64_t lineno = line_at(lines, first_line, k);
         int rc = parse_line(&v, p, e, &rb->in_summary);
         if (take(rb, &o, &v, rc, s, p, e, lineno)) { failed = 1; break; }
         if (!nl) break;
@@ -530,8 +544,10 @@ static PyObject *rb_feed(Rebuilder *rb, PyObject *args) {
     if (split) {
         pthread_join(worker, NULL);
         failed = failed || tail.failed;
-        for (size_t i = 0; i < tail.n && !failed; i++, lineno++) {
+        for (size_t i = 0; i < tail.n && !failed && !too_few; i++, k++) {
             pre_t *x = &tail.lines[i];
+            if (lines && k >= nlines) { too_few = 1; break; }
+            int64_t lineno = line_at(lines, first_line, k);
             int rc = x->rc;
             if (rc == REDO) rc = parse_line(&x->v, x->p, x->e, &rb->in_summary);
             else if (x->state >= 0) rb->in_summary = x->state;
@@ -541,7 +557,11 @@ static PyObject *rb_feed(Rebuilder *rb, PyObject *args) {
     rb->ahead = tail.lines; rb->ahead_cap = tail.cap;
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&buf);
-    PyObject *d = failed ? PyErr_NoMemory() : to_dict(&o);
+    if (numbers.buf) PyBuffer_Release(&numbers);
+    PyObject *d = failed    ? PyErr_NoMemory()
+                  : too_few ? PyErr_Format(PyExc_ValueError, "the chunk has more lines than the %zu line numbers given",
+                                           nlines)
+                            : to_dict(&o);
     out_free(&o);
     return d;
 }
@@ -640,7 +660,8 @@ static void rb_dealloc(Rebuilder *rb) {
 }
 
 static PyMethodDef rb_methods[] = {
-    {"feed", (PyCFunction)rb_feed, METH_VARARGS, "feed(chunk, first_line) -> dict of column buffers"},
+    {"feed", (PyCFunction)rb_feed, METH_VARARGS,
+     "feed(chunk, first_line[, lines]) -> dict of column buffers (lines: int64 line numbers, one per line)"},
     {"finish", (PyCFunction)rb_finish, METH_NOARGS, "finish() -> dict: the requests still open, emitted"},
     {"read", (PyCFunction)rb_read, METH_VARARGS,
      "read(records, max_lines) -> dict of column buffers (and sk_text), or None when a stream needs bytes"},

@@ -10,10 +10,11 @@ import io
 import json
 import os
 
+import numpy as np
 import pytest
 
 from backend.queries.requests import request_detail
-from parsers import blkparse
+from parsers import _blkparse, blkparse
 from parsers.common import ParseReport
 from tests.conftest import PUBLIC, SAMPLES, SEED, ingest_paths, needs_public
 
@@ -397,6 +398,35 @@ def test_chunk_tokenized_in_two_threads_same_as_in_one():
     assert one == two
     assert two[1]["skipped_lines"] == len(bad) and two[1]["skipped_examples"][0]["line"] == len(head) + 1
     assert len(two[0]["blk_requests"]) == 5000 and two[1]["lines"] == len(lines) + len(bad) + len(summary)
+
+
+def test_lines_given_by_number_same_as_padded_to_their_place():
+    """feed(chunk, first, lines): each of the chunk's lines at the line number given (block_events.py feeds a trace's
+    block events so, the lines between them not written): the same rows, skipped lines and facts as the text with
+    blank lines in between; over 1 MiB, so that the chunk's tail is tokenized by the second thread too. Fewer
+    numbers than lines are refused."""
+    lines = (SAMPLES / "demo-cfq-starvation.blkparse.txt").read_bytes().splitlines()
+    numbers = np.cumsum([7] + [1 + i % 5 for i in range(1, len(lines))])  # the gaps between them: 0 to 4 lines
+    kept = [(int(n), ln) for n, ln in zip(numbers, lines)]
+    kept[100] = (kept[100][0], b"hello world")  # a skipped line keeps its number too
+    padded, at = [], 0
+    for number, ln in kept:
+        padded += [b""] * (number - at - 1) + [ln]
+        at = number
+    compact = b"\n".join(ln for _, ln in kept) + b"\n"
+    assert len(compact) >= 1 << 20
+
+    def rows(cols: dict) -> dict:
+        out = {t: b.to_pylist() for t, b in blkparse._batches(cols)}
+        return {**out, "skipped": list(np.frombuffer(cols["sk_line"], np.int64)), "parsed": cols["parsed"]}
+
+    by_padding, by_number = _blkparse.Rebuilder(top=10), _blkparse.Rebuilder(top=10)
+    want = [rows(by_padding.feed(b"\n".join(padded) + b"\n", 1)), rows(by_padding.finish())]
+    got = [rows(by_number.feed(compact, kept[0][0], numbers.astype(np.int64))), rows(by_number.finish())]
+    assert got == want and want[0]["skipped"] == [kept[100][0]] and want[0]["blk_requests"]
+    assert by_number.facts() == by_padding.facts()
+    with pytest.raises(ValueError, match="more lines than"):
+        _blkparse.Rebuilder(top=10).feed(compact, 1, numbers[:-1].astype(np.int64))
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pyarrow as pa
 
 from parsers import _blkparse, blkparse
@@ -76,19 +77,18 @@ def derive(con, source_id: int, report: ParseReport) -> None:
     rendered = 0
     for at in range(0, len(events), EVENTS_PER_CHUNK):
         chunk = events[at : at + EVENTS_PER_CHUNK]
-        first = chunk[0][0]
-        lines, prev = [], first - 1
+        lines, numbers = [], []
         for line, t_ns, cpu, pid, comm, event, text in chunk:
             m = _TEXT.match(text or "")
             if m is None or t_ns is None or t_ns < 0:
                 continue
-            lines.append("\n" * (line - prev - 1) + _line(t_ns, cpu, pid, comm, ACTIONS[event], m, rendered + 1))
+            lines.append(_line(t_ns, cpu, pid, comm, ACTIONS[event], m, rendered + 1))
+            numbers.append(line)
             rendered += 1
-            prev = line
-        if lines:
-            _insert(
-                con, source_id, blkparse._batches(rebuilder.feed(memoryview(("\n".join(lines) + "\n").encode()), first))
-            )
+        if lines:  # each rendered line at its own line of the trace (the lines between are not rendered)
+            text = ("\n".join(lines) + "\n").encode()
+            cols = rebuilder.feed(memoryview(text), numbers[0], np.array(numbers, np.int64))
+            _insert(con, source_id, blkparse._batches(cols))
     _insert(con, source_id, blkparse._batches(rebuilder.finish()))
     if not rendered:
         return None
