@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .arrays import key_ids
+
 MAX_CHAINS = 5000
 MAX_LINKS = 32
 LOOK_BACK = 64  # a task's waits looked at, backwards, for the one that overlapped
@@ -198,15 +200,11 @@ def _groups(c: dict, rel, nxt, end_pid, end_line) -> np.ndarray:
         return gid
     v = nxt[at]
     has = v >= 0
-    key = np.stack(
-        [
-            lock[at],
-            rel[at].astype(np.int64),
-            has.astype(np.int64),
-            np.where(has, c["line"][np.maximum(v, 0)], end_pid[at]),
-            np.where(has, 0, end_line[at]),
-        ],
-        axis=1,
+    gid[at] = key_ids(
+        lock[at],
+        rel[at].astype(np.int64),
+        has.astype(np.int64),
+        np.where(has, c["line"][np.maximum(v, 0)], end_pid[at]),
+        np.where(has, 0, end_line[at]),
     )
-    _, gid[at] = np.unique(key, axis=0, return_inverse=True)
     return gid

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..db import arrow, execute
+from .arrays import key_ids
 from .frames import task_text, time_text
 
 WAIT_ROWS = 16384  # waits inserted per statement
@@ -208,8 +209,7 @@ class HolderFinder:
         r = np.flatnonzero(~acq)
         self.rel = np.full(len(a), np.iinfo(np.int64).max, np.int64)
         if len(r):
-            pairs = np.stack([np.concatenate([self.obj, obj[r]]), np.concatenate([self.apid, pid[r]])], axis=1)
-            group = np.unique(pairs, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
+            group = key_ids(np.concatenate([self.obj, obj[r]]), np.concatenate([self.apid, pid[r]]))
             key = np.sort((group[len(a) :] << 40) | line[r])
             j = np.searchsorted(key, (group[: len(a)] << 40) | self.exit_line, "right")
             hit = j < len(key)

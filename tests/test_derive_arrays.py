@@ -1,0 +1,24 @@
+"""backend/derive/arrays.py: key_ids numbers rows by their key as np.unique(axis=0) does."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from backend.derive.arrays import key_ids
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_key_ids_number_keys_as_unique_over_rows(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 3000))
+    cols = [rng.integers(-3, 4, n), rng.integers(0, 2, n), rng.integers(-(1 << 62), 1 << 62, n) // (1 << 60)]
+    want = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)[1].reshape(-1)
+    assert key_ids(*cols).tolist() == want.tolist()
+
+
+def test_key_ids_of_one_column_and_of_none():
+    assert key_ids(np.array([5, -1, 5, 7])).tolist() == [1, 0, 1, 2]
+    assert key_ids(np.array([], np.int64), np.array([], np.int64)).tolist() == []
+    # the first column decides before the second: (0, 9) < (1, 0)
+    assert key_ids(np.array([1, 0, 1]), np.array([0, 9, 0])).tolist() == [1, 0, 1]
