@@ -5,6 +5,8 @@ A parser is a module with
   FORMAT: str                     the format's name, as shown to the user
   TABLES: dict[str, pa.Schema]    the tables it fills (name -> Arrow schema)
   GENERATED (optional)            {table: {column: SQL expression}}: columns computed from the others when read
+  COMPRESSION (optional)          {table: {column: DuckDB compression}}: a column stored with that method, not the
+                                  one DuckDB picks (zstd for long texts: FSST's analysis costs more CPU and bytes)
   VIEWS (optional)                {view: SQL}: views over its tables (e.g. ids resolved to names)
   sniff(head: list[str]) -> float a score in [0, 1]: how sure it is that these first lines are its format
   parse(stream, report) -> Iterator[tuple[str, pa.RecordBatch]]

@@ -114,6 +114,9 @@ TRACE_EVENTS = pa.schema(
     ]
 )
 TASK_TGIDS = pa.schema([("pid", pa.int64()), ("tgid", pa.int64())])
+# each stack event's text (`-T` stacks: ~120 MB of a 1 GiB report) as zstd, not FSST: 0.8 -> 0.45 CPU-s to insert
+# them, 69 -> 30 MB stored
+COMPRESSION = {"trace_events": {"text": "zstd"}}
 TABLES = {
     "fg_call_rows": FG_CALLS,
     "fg_names": FG_NAMES,

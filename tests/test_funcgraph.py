@@ -609,3 +609,29 @@ def test_detect_picks_ftrace():
         assert detect.detect(p.read_bytes()[:65536], p.name).FORMAT == "ftrace", p
     for p in (SAMPLES / "cfq-dispatch-starvation.blkparse.txt", SAMPLES / "xfs-open-stall.offcputime.txt"):
         assert funcgraph.sniff(head_lines(p.read_bytes())) < 0.3
+
+
+def test_stack_texts_are_stored_as_zstd(store):
+    """trace_events.text (the events' texts; a `-T` capture's stacks are most of them) is stored with zstd
+    (funcgraph.COMPRESSION), not DuckDB's choice: its rows as the parser gave them."""
+    from tests.conftest import ingest_paths
+
+    path = SAMPLES / "incident.trace-cmd-report.txt"
+    ingest_paths(store, path)
+    con = store.cursor()
+    try:
+        con.execute("CHECKPOINT")
+        methods = con.execute(
+            "SELECT DISTINCT compression FROM pragma_storage_info('trace_events') WHERE column_name = 'text'"
+            " AND segment_type = 'VARCHAR'"
+        ).fetchall()
+        stored = con.execute("SELECT line, text FROM trace_events ORDER BY line").fetchall()
+    finally:
+        con.close()
+    assert methods == [("ZSTD",)]
+    parsed = []
+    with open(path, "rb") as f:
+        for table, batch in funcgraph.parse(f, ParseReport(path.name)):
+            if table == "trace_events":
+                parsed += [(r["line"], r["text"]) for r in batch.select(["line", "text"]).to_pylist()]
+    assert stored == sorted(parsed) and len(stored) > 1000

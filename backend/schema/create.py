@@ -27,7 +27,13 @@ def create_or_migrate(con: duckdb.DuckDBPyConnection) -> None:
         for table, schema in parser.TABLES.items():
             if table not in made:
                 made.add(table)
-                create_parser_table(con, table, schema, getattr(parser, "GENERATED", {}).get(table, {}))
+                create_parser_table(
+                    con,
+                    table,
+                    schema,
+                    getattr(parser, "GENERATED", {}).get(table, {}),
+                    getattr(parser, "COMPRESSION", {}).get(table, {}),
+                )
     migrate(con)
     for parser in PARSERS:  # the views parsers give over their tables (once an older layout's table is gone)
         for view, sql in getattr(parser, "VIEWS", {}).items():
@@ -35,12 +41,23 @@ def create_or_migrate(con: duckdb.DuckDBPyConnection) -> None:
     execute(con, SCHEMA)
 
 
-def create_parser_table(con: duckdb.DuckDBPyConnection, table: str, schema: pa.Schema, generated: dict[str, str]):
-    """Creates a parser's table: source_id, the columns of its Arrow schema, then its generated columns (virtual:
-    computed when read, never stored). A file written before a column became generated holds it as a stored
-    column: the table is rebuilt once, its rows copied."""
+def create_parser_table(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    schema: pa.Schema,
+    generated: dict[str, str],
+    compression: dict[str, str] | None = None,
+):
+    """Creates a parser's table: source_id, the columns of its Arrow schema (each with its method in `compression`,
+    if any), then its generated columns (virtual: computed when read, never stored). A file written before a column
+    became generated holds it as a stored column: the table is rebuilt once, its rows copied. (A table made before
+    a column's method was set keeps DuckDB's choice.)"""
+    compression = compression or {}
     con.register("_empty", schema.empty_table())
-    stored = [f'"{name}" {kind}' for name, kind, *_ in execute(con, "DESCRIBE SELECT * FROM _empty").fetchall()]
+    stored = [
+        f'"{name}" {kind}' + (f" USING COMPRESSION {compression[name]}" if name in compression else "")
+        for name, kind, *_ in execute(con, "DESCRIBE SELECT * FROM _empty").fetchall()
+    ]
     con.unregister("_empty")
     ddl = ", ".join(['"source_id" INTEGER', *stored, *(f'"{n}" AS ({sql}) VIRTUAL' for n, sql in generated.items())])
     plain = set(stored_columns(con, table))
