@@ -7,8 +7,10 @@ Every file is written once into bench-out/ by a seeded generator (same sizes, sa
                            faults and dropped events (default 16,000,000: 1.32 GiB, ~7.9 M events)
     BENCH_OFFCPU_RECORDS   bcc offcputime records (default 100,000: ~20 k distinct kernel stacks, 3.2 M lines)
     BENCH_SERVER_REQUESTS  blkparse requests of the file uploaded to the server (default 2,850,000: 1.02 GiB)
-    BENCH_SERVER_GIB       the server part's upload sizes, GiB (default "1,2.5,5"): per size a blkparse file of
-                           bench/gen_blkparse.py (remaps, LVM, NVMe, BFQ messages...) and a function_graph report
+    BENCH_SERVER_GIB       the server part's upload sizes, GiB (default "1,2.5,5"): per size a capture of each
+                           format of bench/server.py's --formats, made by its generator: a blkparse file of
+                           bench/gen_blkparse.py (remaps, LVM, NVMe, BFQ messages...), a function_graph report, a
+                           trace.dat, a blktrace per-CPU set and perf script text
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ SERVER_REQUESTS = int(os.environ.get("BENCH_SERVER_REQUESTS", "2850000"))
 SERVER_GIB = [float(g) for g in os.environ.get("BENCH_SERVER_GIB", "1,2.5,5").split(",") if g.strip()]
 BLK_REAL_REQUESTS_PER_GIB = 2_045_000  # bench/gen_blkparse.py: ~525 bytes per request
 FG_LINES_PER_GIB = 12_160_000  # bench/gen_funcgraph.py: ~88 bytes per line (a third of them -T stack frames)
+TRACEDAT_ROUNDS_PER_GIB = 437_000  # bench/gen_tracedat.py: ~2,455 bytes per round of 69 events
+BLKTRACE_REQUESTS_PER_GIB = 4_470_000  # bench/gen_blktrace.py: ~240 bytes per request (5 records) on 4 CPUs
+PERF_LINES_PER_GIB = 17_730_000  # bench/gen_perf_script.py: ~60.5 bytes per line
 
 
 def generate(path: Path, cmd: list[str]) -> Path:
@@ -69,6 +74,30 @@ def funcgraph(lines: int = FG_LINES) -> Path:
     interrupts, page faults, `-T` stacks and drops: the older files without them are not reused)."""
     p = OUT / f"funcgraph-real-{lines}.txt"
     return generate(p, ["bench/gen_funcgraph.py", str(p), "--lines", str(lines)])
+
+
+def tracedat_for_gib(gib: float) -> Path:
+    """A function_graph trace.dat of about `gib` GiB (bench/gen_tracedat.py: calls, switches, wake-ups on 4 CPUs;
+    written from memory, ~7 GiB of it per GiB made)."""
+    rounds = int(gib * TRACEDAT_ROUNDS_PER_GIB)
+    p = OUT / f"function-graph-{rounds}.dat"
+    return generate(p, ["-m", "bench.gen_tracedat", str(p), "--rounds", str(rounds)])
+
+
+def blktrace_for_gib(gib: float) -> list[Path]:
+    """The files of a blktrace per-CPU set of about `gib` GiB in all (bench/gen_blktrace.py, 4 CPUs), one
+    capture."""
+    requests = int(gib * BLKTRACE_REQUESTS_PER_GIB)
+    d = OUT / f"blktrace-{requests}"
+    generate(d, ["bench/gen_blktrace.py", str(d), "--requests", str(requests)])
+    return sorted(d.glob("*.blktrace.*"))
+
+
+def perf_script_for_gib(gib: float) -> Path:
+    """`perf script` text of a scheduler and block capture with call chains (bench/gen_perf_script.py)."""
+    lines = int(gib * PERF_LINES_PER_GIB)
+    p = OUT / f"perf-script-{lines}.txt"
+    return generate(p, ["bench/gen_perf_script.py", str(p), "--lines", str(lines)])
 
 
 def offcpu(records: int = OFFCPU_RECORDS) -> Path:

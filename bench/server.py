@@ -1,22 +1,27 @@
 """Uploads through the server: drop to view against the bare transfer, and peak memory (run by `make bench`; alone:
 `python -m bench.server`).
 
-For each size of BENCH_SERVER_GIB (default 1, 2.5 and 5 GiB), a blkparse file of bench/gen_blkparse.py (remaps, LVM,
-NVMe, BFQ messages, merges, splits, requeues) and a function_graph report (bench/gen_funcgraph.py, 1.28 GiB per
-unit): the same multipart bytes are first POSTed to an endpoint that only reads them (bench/sink.py, same uvicorn),
+For each size of BENCH_SERVER_GIB (default 1, 2.5 and 5 GiB), one capture of each format of `--formats` (default
+all, made by bench/inputs.py): blkparse text of bench/gen_blkparse.py (remaps, LVM, NVMe, BFQ messages, merges,
+splits, requeues), a function_graph report (bench/gen_funcgraph.py), a function_graph trace.dat
+(bench/gen_tracedat.py), a blktrace per-CPU set (bench/gen_blktrace.py: its 4 files in one upload) and perf script
+text with call chains (bench/gen_perf_script.py). Each capture's files are one multipart upload: the same bytes are first POSTed to an endpoint that only reads them (bench/sink.py, same uvicorn),
 then to /api/analyses of a fresh `stallscope serve` with its own database (bench-out/server.duckdb), streamed from
 disk in 1 MiB chunks, then to the sink again. Drop to view: from the first byte sent to the answer of GET
-/api/analyses/{id} after the 201; its ratio to the faster bare transfer (target <= 1.25). Meanwhile the server's
+/api/analyses/{id} after the 201; its ratio to the faster bare transfer (target <= 1.25), and when the last byte
+was sent and the rows were staged (the ingest's `deriving` phase began: what is left after it needs the whole
+trace). Meanwhile the server's
 VmRSS is sampled every 20 ms and its progress polled; at the end VmHWM (the kernel's own peak) is read (target <= 1
 GiB whatever the size). Also the database's size (the disk an upload uses) and the CPU check. The servers are
 stopped at the end, whatever happens. Results: stdout (markdown) and bench-out/server.json.
 
-    python -m bench.server --ab base=/tmp/wt-base new=. [--rounds 3] [--link-mbit 1000]
+    python -m bench.server [--formats blkparse,funcgraph,tracedat,blktrace,perf] [--link-mbit 1000]
+    python -m bench.server --ab base=/tmp/wt-base new=. [--rounds 3] [--link-mbit 1000] [--formats ...]
 
 compares checkouts (git worktrees with their C extensions built; the first is the reference) in one run: each round
 every upload is measured with each checkout's server in turn, the order turning every round; the table gives each
 one's ratio, drop to view and server CPU time, and its drop to view over the reference's in the same round
-(bench-out/server-ab.json). `--link-mbit N` sends every upload, the bare transfer's too, no faster than a link of N
+(bench-out/server-ab.json), with the last byte sent -> staged -> viewable seconds. `--link-mbit N` sends every upload, the bare transfer's too, no faster than a link of N
 Mbit/s (a machine on the network rather than loopback, where the bare transfer of 1 GiB takes ~0.5 s).
 """
 
@@ -151,36 +156,46 @@ class Sampler(threading.Thread):
 
 
 def upload(
-    port: int, path: Path, token: str, url: str | None = None, link_mbit: float = 0
+    port: int, paths: list[Path], token: str, url: str | None = None, link_mbit: float = 0
 ) -> tuple[int, dict, float, float]:
-    """POSTs path as multipart `files`, streamed from disk (to /api/analyses, or `url`); returns (status, JSON body,
-    seconds until the last byte was sent, seconds until the response). `link_mbit`: the bytes are sent no faster
-    than a link of that many Mbit/s would carry them (each 1 MiB chunk waits for its time), as from a machine on the
-    network rather than over loopback; 0: as fast as loopback takes them."""
+    """POSTs the files of one capture (one, or a blktrace set's per-CPU files) as multipart `files`, in one body,
+    streamed from disk (to /api/analyses, or `url`); returns (status, JSON body, seconds until the last byte was
+    sent, seconds until the response). `link_mbit`: the bytes are sent no faster than a link of that many Mbit/s
+    would carry them (each 1 MiB chunk waits for its time), as from a machine on the network rather than over
+    loopback; 0: as fast as loopback takes them."""
     boundary = uuid.uuid4().hex
-    head = (
-        f'--{boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\nbench: server memory\r\n'
-        f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="{path.name}"\r\n'
-        f"Content-Type: text/plain\r\n\r\n"
-    ).encode()
-    tail = f"\r\n--{boundary}--\r\n".encode()
-    size = path.stat().st_size
+    heads = [
+        (
+            (
+                f'--{boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\nbench: server memory\r\n'
+                if not k
+                else ""
+            )
+            + f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="{path.name}"\r\n'
+            f"Content-Type: application/octet-stream\r\n\r\n"
+        ).encode()
+        for k, path in enumerate(paths)
+    ]
+    ends = [b"\r\n"] * (len(paths) - 1) + [f"\r\n--{boundary}--\r\n".encode()]
+    size = sum(len(h) + p.stat().st_size + len(e) for h, p, e in zip(heads, paths, ends))
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_S)
     t0 = time.perf_counter()
     conn.putrequest("POST", url or f"/api/analyses?progress={token}")
     conn.putheader("Content-Type", f"multipart/form-data; boundary={boundary}")
-    conn.putheader("Content-Length", str(len(head) + size + len(tail)))
+    conn.putheader("Content-Length", str(size))
     conn.endheaders()
-    conn.send(head)
     pace = link_mbit * 1e6 / 8  # bytes per second, 0: unpaced
-    sent_bytes = len(head)
-    with open(path, "rb") as f:
-        while chunk := f.read(CHUNK):
-            if pace:
-                time.sleep(max(0.0, t0 + sent_bytes / pace - time.perf_counter()))
-            conn.send(chunk)
-            sent_bytes += len(chunk)
-    conn.send(tail)
+    sent_bytes = 0
+    for head, path, end in zip(heads, paths, ends):
+        conn.send(head)
+        sent_bytes += len(head)
+        with open(path, "rb") as f:
+            while chunk := f.read(CHUNK):
+                if pace:
+                    time.sleep(max(0.0, t0 + sent_bytes / pace - time.perf_counter()))
+                conn.send(chunk)
+                sent_bytes += len(chunk)
+        conn.send(end)
     sent = time.perf_counter() - t0
     r = conn.getresponse()
     body = r.read()
@@ -193,16 +208,17 @@ def upload(
     return r.status, data, sent, total
 
 
-def bare_transfer(path: Path, link_mbit: float = 0) -> float:
+def bare_transfer(paths: list[Path], link_mbit: float = 0) -> float:
     """Seconds from the first byte sent to the answer of an endpoint that only reads the body (bench.sink), for the
-    same multipart upload of path."""
+    same multipart upload of paths."""
     port = free_port()
     cmd = [sys.executable, "-m", "bench.sink", "--port", str(port)]
     with serve(DB, port, OUT / "sink.log", cmd):
-        inputs.cached(path)
-        status, body, _, total = upload(port, path, "", url="/sink", link_mbit=link_mbit)
+        for path in paths:
+            inputs.cached(path)
+        status, body, _, total = upload(port, paths, "", url="/sink", link_mbit=link_mbit)
     if status != 200:
-        raise SystemExit(f"bare transfer of {path} -> HTTP {status}: {json.dumps(body)[:500]}")
+        raise SystemExit(f"bare transfer of {label(paths)} -> HTTP {status}: {json.dumps(body)[:500]}")
     return total
 
 
@@ -223,11 +239,17 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure(path: Path, code: Path | None = None, link_mbit: float = 0) -> dict:
-    """One file: the bare transfer, the upload to a fresh server (drop to view, peak memory, the server's CPU time),
+def label(paths: list[Path]) -> str:
+    """What the tables call a capture: its file's name, or a set's (its directory's name and its files' count)."""
+    return paths[0].name if len(paths) == 1 else f"{paths[0].parent.name} ({len(paths)} files)"
+
+
+def measure(paths: list[Path], code: Path | None = None, link_mbit: float = 0) -> dict:
+    """One capture (its files, one upload): the bare transfer, the upload to a fresh server (drop to view, peak memory, the server's CPU time),
     the bare transfer again; the ratio is taken against the faster bare transfer. `code`: the checkout whose server
     runs (serve()). `link_mbit`: every transfer paced as upload() says."""
-    bare = [bare_transfer(path, link_mbit)]
+    bare = [bare_transfer(paths, link_mbit)]
+    size = sum(p.stat().st_size for p in paths)
     for p in (DB, Path(str(DB) + ".wal")):
         p.unlink(missing_ok=True)
     port = free_port()
@@ -235,19 +257,20 @@ def measure(path: Path, code: Path | None = None, link_mbit: float = 0) -> dict:
     load0 = inputs.loadavg()
     check, steal = inputs.cpu_check(), inputs.steal_seconds()
     print(
-        f"uploading {path} ({path.stat().st_size / 2**30:.2f} GiB) to a fresh server on 127.0.0.1:{port}...",
+        f"uploading {label(paths)} ({size / 2**30:.2f} GiB) to a fresh server on 127.0.0.1:{port}...",
         file=sys.stderr,
         flush=True,
     )
     with serve(DB, port, OUT / "server.log", code=code) as proc:
         idle_kib = _status_kib(proc.pid, "VmRSS") or 0
-        inputs.cached(path)
+        for path in paths:
+            inputs.cached(path)
         sampler = Sampler(proc.pid, port, token)
-        sampler.start()
         cpu0 = cpu_seconds(proc.pid)
         try:
-            t0 = time.perf_counter()
-            status, body, sent_s, total_s = upload(port, path, token, link_mbit=link_mbit)
+            t0 = sampler.t0 = time.perf_counter()  # the phases' times from the first byte sent
+            sampler.start()
+            status, body, sent_s, total_s = upload(port, paths, token, link_mbit=link_mbit)
             if status == 201:
                 viewable(port, body["id"])
             view_s = time.perf_counter() - t0
@@ -260,20 +283,22 @@ def measure(path: Path, code: Path | None = None, link_mbit: float = 0) -> dict:
         db_bytes = sum(p.stat().st_size for p in (DB, Path(str(DB) + ".wal")) if p.exists())
     steal = inputs.steal_seconds() - steal
     if status != 201:
-        raise SystemExit(f"upload of {path} -> HTTP {status}: {json.dumps(body)[:500]}")
-    bare.append(bare_transfer(path, link_mbit))
+        raise SystemExit(f"upload of {label(paths)} -> HTTP {status}: {json.dumps(body)[:500]}")
+    bare.append(bare_transfer(paths, link_mbit))
     src = body["sources"][0]
     peak = max(hwm_kib, sampler.max_rss_kib) * 1024
     return {
-        "file": path.name,
+        "file": label(paths),
+        "files": len(paths),
         "link_mbit": link_mbit,
-        "bytes": path.stat().st_size,
+        "bytes": size,
         "format": src["format"],
         "lines": src["lines"],
         "events": src["events"],
         "upload_seconds": sent_s,
         "total_seconds": total_s,
         "view_seconds": view_s,
+        "staged_seconds": sampler.phase_started.get("deriving"),
         "bare_seconds": bare,
         "ratio": view_s / min(bare),
         "pass_ratio": view_s <= RATIO_TARGET * min(bare),
@@ -298,15 +323,15 @@ def measure(path: Path, code: Path | None = None, link_mbit: float = 0) -> dict:
 def table(result: dict) -> str:
     rows = [
         "| file | format | size | lines | bare transfer s (before, after) | drop to view s | **ratio** "
-        f"(≤ {RATIO_TARGET}) | lines/s | peak RSS (VmHWM) | ≤ 1 GiB | database | CPU check MB/s; steal s |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|",
+        f"(≤ {RATIO_TARGET}) | last byte sent → staged → viewable s | server CPU s | lines/s | peak RSS (VmHWM) | ≤ 1 GiB | database | CPU check MB/s; steal s |",
+        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---|",
     ]
     for r in result["runs"]:
         rows.append(
             f"| {r['file']} | {r['format']} | {r['bytes'] / 2**30:.2f} GiB | {r['lines']:,} | "
             f"{' / '.join(f'{b:.2f}' for b in r['bare_seconds'])} | {r['view_seconds']:.2f} | "
-            f"**{r['ratio']:.2f}×** {'PASS' if r['pass_ratio'] else 'MISS'} | "
-            f"{r['lines'] / r['view_seconds'] / 1e6:.2f} M | **{r['peak_mib']:.0f} MiB** | "
+            f"**{r['ratio']:.2f}×** {'PASS' if r['pass_ratio'] else 'MISS'} | {timings(r)} | "
+            f"{r['server_cpu_seconds']:.2f} | {r['lines'] / r['view_seconds'] / 1e6:.2f} M | **{r['peak_mib']:.0f} MiB** | "
             f"{'PASS' if r['pass'] else 'MISS'} | {r['db_bytes'] / 2**30:.2f} GiB | "
             f"{r['cpu_check_mb_s']:.0f}; {r['steal_seconds']:.1f} |"
         )
@@ -314,31 +339,46 @@ def table(result: dict) -> str:
         "\n\nBare transfer: the same multipart bytes POSTed by the same client to an endpoint that only reads them"
         " (bench/sink.py, served by the same uvicorn), just before and just after the upload; the ratio is taken"
         " against the faster. Drop to view: from the first byte sent to the answer of GET /api/analyses/{id} after"
-        " the 201. Peak RSS: the server process' VmHWM (its resident set sampled every 20 ms agrees)."
+        " the 201; staged: the ingest's `deriving` phase first seen (its progress is polled every 0.25 s). Peak RSS:"
+        " the server process' VmHWM (its resident set sampled every 20 ms agrees)."
     )
 
 
-def server_files() -> list[Path]:
-    """The uploads: for each size in BENCH_SERVER_GIB (GiB, default 1), a blkparse file and a function_graph
-    report of about that size."""
-    files = []
-    for gib in inputs.SERVER_GIB:
-        files.append(inputs.blkparse_real(inputs.requests_for_gib(gib)))
-        files.append(inputs.funcgraph(inputs.fg_lines_for_gib(gib)))
-    return files
+def timings(r: dict) -> str:
+    """Last byte sent -> staged -> viewable, seconds from the first byte sent."""
+    staged = r.get("staged_seconds")
+    return f"{r['upload_seconds']:.2f} → {'?' if staged is None else format(staged, '.2f')} → {r['view_seconds']:.2f}"
 
 
-def ab(checkouts: dict[str, Path], rounds: int, link_mbit: float = 0) -> dict:
+# the uploads' formats (--formats): each makes the files of one capture of about `gib` GiB
+CAPTURES = {
+    "blkparse": lambda gib: [inputs.blkparse_real(inputs.requests_for_gib(gib))],
+    "funcgraph": lambda gib: [inputs.funcgraph(inputs.fg_lines_for_gib(gib))],
+    "tracedat": lambda gib: [inputs.tracedat_for_gib(gib)],
+    "blktrace": inputs.blktrace_for_gib,
+    "perf": lambda gib: [inputs.perf_script_for_gib(gib)],
+}
+
+
+def server_files(formats: list[str] | None = None) -> list[tuple[str, list[Path]]]:
+    """The uploads: for each size in BENCH_SERVER_GIB (GiB, default 1), a capture of each of `formats` (default
+    all, CAPTURES) of about that size: (its format's name in CAPTURES, its files)."""
+    return [(fmt, CAPTURES[fmt](gib)) for gib in inputs.SERVER_GIB for fmt in formats or CAPTURES]
+
+
+def ab(checkouts: dict[str, Path], rounds: int, link_mbit: float = 0, formats: list[str] | None = None) -> dict:
     """Checkouts compared in one run: each round, for each upload, measure() with each checkout's server, the
     checkouts' order turning by one every round (none always first after a pause or last in a busy minute)."""
     names = list(checkouts)
     runs = []
     for k in range(rounds):
         order = names[k % len(names) :] + names[: k % len(names)]
-        for f in server_files():
+        for capture, f in server_files(formats):
             for name in order:
-                print(f"round {k + 1} of {rounds}: {f.name} with {name}...", file=sys.stderr, flush=True)
-                runs.append({"checkout": name, "round": k, **measure(f, checkouts[name], link_mbit)})
+                print(f"round {k + 1} of {rounds}: {label(f)} with {name}...", file=sys.stderr, flush=True)
+                runs.append(
+                    {"checkout": name, "round": k, "capture": capture, **measure(f, checkouts[name], link_mbit)}
+                )
     return {
         "machine": inputs.machine(),
         "checkouts": {n: str(p) for n, p in checkouts.items()},
@@ -355,8 +395,9 @@ def ab_table(result: dict) -> str:
     ref = names[0]
     rows = [
         "| file | checkout | drop to view / bare transfer, median (each round) | drop to view s, median | "
-        f"server CPU s, median | × {ref}'s drop to view (per round, median) | peak RSS max | load |",
-        "|---|---|---:|---:|---:|---:|---:|---|",
+        "last byte sent → staged → viewable s (each round) | "
+        f"server CPU s, median | × {ref}'s drop to view (per round, median) | peak RSS max | load | CPU check MB/s |",
+        "|---|---|---:|---:|---|---:|---:|---:|---|---|",
     ]
     files = list(dict.fromkeys(r["file"] for r in result["runs"]))
     for f in files:
@@ -368,9 +409,11 @@ def ab_table(result: dict) -> str:
                 f"| {f} | {name} | **{statistics.median(r['ratio'] for r in mine):.2f}×** "
                 f"({', '.join(format(r['ratio'], '.2f') for r in mine)}) | "
                 f"{statistics.median(r['view_seconds'] for r in mine):.2f} | "
+                f"{'; '.join(timings(r) for r in mine)} | "
                 f"{statistics.median(r['server_cpu_seconds'] for r in mine):.2f} | "
                 f"{statistics.median(per_round):.2f} | {max(r['peak_mib'] for r in mine):.0f} MiB | "
-                f"{min(r['load_before'] for r in mine):.1f}–{max(r['load_after'] for r in mine):.1f} |"
+                f"{min(r['load_before'] for r in mine):.1f}–{max(r['load_after'] for r in mine):.1f} | "
+                f"{', '.join(format(r['cpu_check_mb_s'], '.0f') for r in mine)} |"
             )
     return "\n".join(rows)
 
@@ -386,6 +429,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--rounds", type=int, default=3, help="--ab: rounds")
     ap.add_argument(
+        "--formats",
+        default=",".join(CAPTURES),
+        help=f"the formats uploaded, comma-separated (default all: {','.join(CAPTURES)})",
+    )
+    ap.add_argument(
         "--link-mbit",
         type=float,
         default=0,
@@ -393,11 +441,14 @@ def main(argv: list[str] | None = None) -> int:
         "e.g. 1000 for a gigabit LAN (default: loopback, unpaced)",
     )
     a = ap.parse_args(argv)
+    formats = [f.strip() for f in a.formats.split(",") if f.strip()]
+    if unknown := [f for f in formats if f not in CAPTURES]:
+        ap.error(f"unknown format(s) {', '.join(unknown)}: choose from {', '.join(CAPTURES)}")
     OUT.mkdir(exist_ok=True)
     if a.ab:
         checkouts = {n: Path(p).resolve() for n, p in (x.split("=", 1) for x in a.ab)}
         try:
-            result = ab(checkouts, a.rounds, a.link_mbit)
+            result = ab(checkouts, a.rounds, a.link_mbit, formats)
         finally:
             for p in (DB, Path(str(DB) + ".wal")):
                 p.unlink(missing_ok=True)
@@ -407,13 +458,13 @@ def main(argv: list[str] | None = None) -> int:
         print(ab_table(result))
         return 0
     runs, kept = [], []
-    files = server_files()
+    files = server_files(formats)
     try:
-        for f in files:
-            runs.append(measure(f, link_mbit=a.link_mbit))
+        for k, (capture, f) in enumerate(files):
+            runs.append({"capture": capture, **measure(f, link_mbit=a.link_mbit)})
             print(table({"runs": runs[-1:]}).split("\n\n")[0], file=sys.stderr, flush=True)
-            if f in files[-2:] and DB.exists():  # the largest uploads' analyses: their views are measured below
-                kept.append(OUT / f"server-largest-{runs[-1]['format']}.duckdb")
+            if k >= len(files) - len(formats) and DB.exists():  # the largest uploads' analyses: views measured below
+                kept.append(OUT / f"server-largest-{capture}.duckdb")
                 for src, dst in ((DB, kept[-1]), (Path(str(DB) + ".wal"), Path(str(kept[-1]) + ".wal"))):
                     if src.exists():
                         src.replace(dst)
@@ -462,8 +513,8 @@ def peak_table(result: dict) -> str:
         "database per GiB of input |",
         "|---|" + "---:|" * len(sizes) + "---:|---:|",
     ]
-    for fmt in dict.fromkeys(r["format"] for r in runs):
-        mine = {round(r["bytes"] / 2**30, 2): r for r in runs if r["format"] == fmt}
+    for fmt in dict.fromkeys(r.get("capture", r["format"]) for r in runs):
+        mine = {round(r["bytes"] / 2**30, 2): r for r in runs if r.get("capture", r["format"]) == fmt}
         cells = [
             f"**{mine[g]['peak_mib']:.0f} MiB** {'PASS' if mine[g]['pass'] else 'MISS'}" if g in mine else ""
             for g in sizes
