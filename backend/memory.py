@@ -24,8 +24,8 @@ def return_freed_blocks() -> None:
     function_graph ingest's peak varied from 921 to 987 MiB (median 921, 4 runs), with a fixed threshold 828-837 MiB.
 
     Not lower than 1 MiB: an upload's body passes through blocks of 256 KiB (the event loop's socket reads, the HTTP
-    parser's pieces, the multipart parser's): with a threshold of 256 KiB each one was a fresh mapping, so each copy of the
-    body faulted its pages in and each free unmapped them: more than half of the event loop's CPU time during an
+    parser's pieces, the multipart parser's): with a threshold of 256 KiB each one was a fresh mapping, so each copy of
+    the body faulted its pages in and each free unmapped them: more than half of the event loop's CPU time during an
     upload (perf), ~0.9 s of 4.8 s of the server's CPU for a 0.25 GiB blkparse upload. And the free memory at the top
     of a heap is kept up to 32 MiB (M_TRIM_THRESHOLD, 128 KiB by default once the other is set), so that those blocks,
     freed and taken again at the top of the heap, are not given back and faulted in again each time; trim_heap still

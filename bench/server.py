@@ -5,9 +5,10 @@ For each size of BENCH_SERVER_GIB (default 1, 2.5 and 5 GiB), one capture of eac
 all, made by bench/inputs.py): blkparse text of bench/gen_blkparse.py (remaps, LVM, NVMe, BFQ messages, merges,
 splits, requeues), a function_graph report (bench/gen_funcgraph.py), a function_graph trace.dat
 (bench/gen_tracedat.py), a blktrace per-CPU set (bench/gen_blktrace.py: its 4 files in one upload) and perf script
-text with call chains (bench/gen_perf_script.py). Each capture's files are one multipart upload: the same bytes are first POSTed to an endpoint that only reads them (bench/sink.py, same uvicorn),
-then to /api/analyses of a fresh `stallscope serve` with its own database (bench-out/server.duckdb), streamed from
-disk in 1 MiB chunks, then to the sink again. Drop to view: from the first byte sent to the answer of GET
+text with call chains (bench/gen_perf_script.py). Each capture's files are one multipart upload: the same bytes are
+first POSTed to an endpoint that only reads them (bench/sink.py, same uvicorn), then to /api/analyses of a fresh
+`stallscope serve` with its own database (bench-out/server.duckdb), streamed from disk in 1 MiB chunks, then to the
+sink again. Drop to view: from the first byte sent to the answer of GET
 /api/analyses/{id} after the 201; its ratio to the faster bare transfer (target <= 1.25), and when the last byte
 was sent and the rows were staged (the ingest's `deriving` phase began: what is left after it needs the whole
 trace). Meanwhile the server's
@@ -21,8 +22,9 @@ stopped at the end, whatever happens. Results: stdout (markdown) and bench-out/s
 compares checkouts (git worktrees with their C extensions built; the first is the reference) in one run: each round
 every upload is measured with each checkout's server in turn, the order turning every round; the table gives each
 one's ratio, drop to view and server CPU time, and its drop to view over the reference's in the same round
-(bench-out/server-ab.json), with the last byte sent -> staged -> viewable seconds. `--link-mbit N` sends every upload, the bare transfer's too, no faster than a link of N
-Mbit/s (a machine on the network rather than loopback, where the bare transfer of 1 GiB takes ~0.5 s).
+(bench-out/server-ab.json), with the last byte sent -> staged -> viewable seconds. `--link-mbit N` sends every
+upload, the bare transfer's too, no faster than a link of N Mbit/s (a machine on the network rather than loopback,
+where the bare transfer of 1 GiB takes ~0.5 s).
 """
 
 from __future__ import annotations
@@ -245,9 +247,9 @@ def label(paths: list[Path]) -> str:
 
 
 def measure(paths: list[Path], code: Path | None = None, link_mbit: float = 0) -> dict:
-    """One capture (its files, one upload): the bare transfer, the upload to a fresh server (drop to view, peak memory, the server's CPU time),
-    the bare transfer again; the ratio is taken against the faster bare transfer. `code`: the checkout whose server
-    runs (serve()). `link_mbit`: every transfer paced as upload() says."""
+    """One capture (its files, one upload): the bare transfer, the upload to a fresh server (drop to view, peak
+    memory, the server's CPU time), the bare transfer again; the ratio is taken against the faster bare transfer.
+    `code`: the checkout whose server runs (serve()). `link_mbit`: every transfer paced as upload() says."""
     bare = [bare_transfer(paths, link_mbit)]
     size = sum(p.stat().st_size for p in paths)
     for p in (DB, Path(str(DB) + ".wal")):
