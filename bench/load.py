@@ -37,7 +37,7 @@ from pathlib import Path
 
 from bench import inputs
 from bench.inputs import OUT
-from bench.server import free_port
+from bench.server import PART_END, free_port, multipart_frame
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "samples"
@@ -98,16 +98,9 @@ def random_window(rng: random.Random, span: tuple[int, int]) -> str:
 
 def multipart(paths: list[Path]) -> tuple[bytes, str]:
     b = uuid.uuid4().hex
-    parts = [f'--{b}\r\nContent-Disposition: form-data; name="name"\r\n\r\nbench load\r\n'.encode()]
-    for p in paths:
-        parts.append(
-            f'--{b}\r\nContent-Disposition: form-data; name="files"; filename="{p.name}"\r\n'
-            f"Content-Type: text/plain\r\n\r\n".encode()
-            + p.read_bytes()
-            + b"\r\n"
-        )
-    parts.append(f"--{b}--\r\n".encode())
-    return b"".join(parts), f"multipart/form-data; boundary={b}"
+    heads, tail = multipart_frame(b, "bench load", paths, "text/plain")
+    body = b"".join(h + p.read_bytes() + PART_END for h, p in zip(heads, paths)) + tail
+    return body, f"multipart/form-data; boundary={b}"
 
 
 def post(port: int, body: bytes, ctype: str) -> tuple[int, dict, str | None]:
@@ -143,10 +136,6 @@ def serve(repo: Path, db: Path, port: int, log: Path) -> subprocess.Popen:
             time.sleep(0.2)
     proc.kill()
     raise SystemExit(f"the server did not start; see {log}")
-
-
-def content_type(p: Path) -> str:
-    return "text/plain" if p.suffix in (".txt", ".log") else "application/octet-stream"
 
 
 def upload_analysis(port: int, paths: list[Path]) -> tuple[str, tuple[int, int] | None]:

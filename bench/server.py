@@ -157,6 +157,22 @@ class Sampler(threading.Thread):
             conn.close()
 
 
+PART_END = b"\r\n"  # after each file's bytes
+
+
+def multipart_frame(boundary: str, name: str, paths: list[Path], content_type: str) -> tuple[list[bytes], bytes]:
+    """The multipart/form-data framing of an upload named `name` holding the files `paths`: the bytes before each
+    file (the first also with the `name` field) and the body's last bytes. The body: each head, its file's bytes and
+    PART_END, in turn, then the tail."""
+    heads = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="{p.name}"\r\n'
+        f"Content-Type: {content_type}\r\n\r\n".encode()
+        for p in paths
+    ]
+    heads[0] = f'--{boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\n{name}\r\n'.encode() + heads[0]
+    return heads, f"--{boundary}--\r\n".encode()
+
+
 def upload(
     port: int, paths: list[Path], token: str, url: str | None = None, link_mbit: float = 0
 ) -> tuple[int, dict, float, float]:
@@ -166,20 +182,8 @@ def upload(
     would carry them (each 1 MiB chunk waits for its time), as from a machine on the network rather than over
     loopback; 0: as fast as loopback takes them."""
     boundary = uuid.uuid4().hex
-    heads = [
-        (
-            (
-                f'--{boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\nbench: server memory\r\n'
-                if not k
-                else ""
-            )
-            + f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="{path.name}"\r\n'
-            f"Content-Type: application/octet-stream\r\n\r\n"
-        ).encode()
-        for k, path in enumerate(paths)
-    ]
-    ends = [b"\r\n"] * (len(paths) - 1) + [f"\r\n--{boundary}--\r\n".encode()]
-    size = sum(len(h) + p.stat().st_size + len(e) for h, p, e in zip(heads, paths, ends))
+    heads, tail = multipart_frame(boundary, "bench: server memory", paths, "application/octet-stream")
+    size = sum(len(h) + p.stat().st_size + len(PART_END) for h, p in zip(heads, paths)) + len(tail)
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_S)
     t0 = time.perf_counter()
     conn.putrequest("POST", url or f"/api/analyses?progress={token}")
@@ -188,7 +192,7 @@ def upload(
     conn.endheaders()
     pace = link_mbit * 1e6 / 8  # bytes per second, 0: unpaced
     sent_bytes = 0
-    for head, path, end in zip(heads, paths, ends):
+    for head, path in zip(heads, paths):
         conn.send(head)
         sent_bytes += len(head)
         with open(path, "rb") as f:
@@ -197,7 +201,8 @@ def upload(
                     time.sleep(max(0.0, t0 + sent_bytes / pace - time.perf_counter()))
                 conn.send(chunk)
                 sent_bytes += len(chunk)
-        conn.send(end)
+        conn.send(PART_END)
+    conn.send(tail)
     sent = time.perf_counter() - t0
     r = conn.getresponse()
     body = r.read()
