@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...schema.tables import TRACKS
-from .columns import dense, distinct, group, runs, sort_key, sort_order, take
+from .columns import dense, distinct, group, group_by_key, runs, sort_key, sort_order, take
 
 MAX_ITEMS = 12_000  # drawable items in one response, all lanes together
 DOMINANT = (True, True, False, False, False)  # per track: a merged bucket shows its dominant state, else each state
@@ -96,8 +96,9 @@ def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict,
     # else every state on its own
     dom = np.asarray(DOMINANT)[gt]
     dl, dt, dp, ds, dtot = gl[dom], gt[dom], gp[dom], gs[dom], gtot[dom]
-    _, _, pn, pmx, pln = group([dl, dt, dp], dtot, gn[dom], gmx[dom], gln[dom])  # over all states of the pixel
-    pixel = dense(sort_key([dl, dt, dp]))  # as group numbers the pixels: its groups in the order of these
+    pixel = sort_key([dl, dt, dp])
+    _, _, pn, pmx, pln = group_by_key(pixel, [dl, dt, dp], dtot, gn[dom], gmx[dom], gln[dom])  # all states of it
+    pixel = dense(pixel)  # as group numbers the pixels: its groups in the order of these
     most = np.full(int(pixel.max()) + 1 if len(pixel) else 0, -1)
     np.maximum.at(most, pixel, dtot)
     top = dtot == most[pixel]
@@ -162,13 +163,17 @@ def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict,
     ]
     order = sort_order(sort_key([cols[0], cols[1], cols[8] + 1, cols[3], cols[2]]))  # stable; per track (calls
     lane, track, state, i0, i1, n, mx, line, depth = (c[order] for c in cols)  # by depth) in time order
-    bounds = np.searchsorted(lane, np.arange(len(bucket) + 1))
+    bounds = np.searchsorted(lane, np.arange(len(bucket) + 1)).tolist()
+    state_names = [names[i] for i in by_name[used % size].tolist()]  # each lane's, in turn (first)
+    depths = [None] * len(depth)  # null but for calls
+    for i, d in zip(np.flatnonzero(depth >= 0).tolist(), depth[depth >= 0].tolist()):
+        depths[i] = d
+    first = first.tolist()
     out = {}
     for ln in ls:
         a, z = bounds[ln], bounds[ln + 1]
-        lane_depth = depth[a:z]
         out[ln] = {  # int64 columns as they are: written by orjson (timeline_json)
-            "states": [names[by_name[x % size]] for x in used[first[ln] : first[ln + 1]].tolist()],
+            "states": state_names[first[ln] : first[ln + 1]],
             "track": track[a:z],
             "state": state[a:z],
             "t0": i0[a:z],
@@ -176,9 +181,7 @@ def _items(inp: dict, ls: list[int], bucket: np.ndarray, f: np.ndarray, p: dict,
             "n": n[a:z],
             "max": mx[a:z],
             "line": line[a:z],
-            "depth": [None if d < 0 else d for d in lane_depth.tolist()]
-            if len(lane_depth) and lane_depth.max() >= 0
-            else [None] * len(lane_depth),
+            "depth": depths[a:z],
         }
     return out
 

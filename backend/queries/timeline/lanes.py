@@ -35,9 +35,9 @@ CHAIN_COLS = (
 
 
 def chain_links(con, cache: AnalysisCache, analysis_id: str, sources: list[dict], p: dict) -> list[dict]:
-    """Links of the top chains whose first wait overlaps the window, times aligned. The analysis' links (an Arrow
-    table by chain and position, ~3 MB for 28 k links) and their first link's aligned span are kept per clock offsets
-    (the AnalysisCache): a window's are picked without a query."""
+    """Links of the top chains whose first wait overlaps the window, times aligned. The analysis' links (as tuples of
+    CHAIN_COLS, times aligned, by chain and position: ~11 MB for 28 k links) and their first link's aligned span are
+    kept per clock offsets (the AnalysisCache): a window's are picked without a query or a conversion."""
     offsets = {s["id"]: s["clock_offset_ns"] for s in sources}
 
     def build():
@@ -52,7 +52,7 @@ def chain_links(con, cache: AnalysisCache, analysis_id: str, sources: list[dict]
         )
         off = np.array([offsets[x] for x in first["source_id"].to_pylist()], np.int64)
         return {
-            "links": table,
+            "links": [_aligned(link, offsets) for link in zip(*(table[c].to_pylist() for c in CHAIN_COLS))],
             "chain_id": table["chain_id"].to_numpy(),
             "ids": first["chain_id"].to_numpy(),
             "t0": first["start_ns"].to_numpy() + off,
@@ -62,22 +62,33 @@ def chain_links(con, cache: AnalysisCache, analysis_id: str, sources: list[dict]
     chains = cache.shared(
         (analysis_id, "timeline-chains", tuple(offsets.items())),
         build,
-        lambda d: d["links"].nbytes + 24 * len(d["ids"]),
+        lambda d: LINK_BYTES * len(d["links"]) + 32 * len(d["ids"]),
     )
     ids = chains["ids"][(chains["t1"] >= p["t0"]) & (chains["t0"] <= p["t1"])][:MAX_CHAINS]
     a, z = np.searchsorted(chains["chain_id"], ids, "left"), np.searchsorted(chains["chain_id"], ids, "right")
-    links = chains["links"].take(np.concatenate([np.arange(x, y) for x, y in zip(a, z)] or [np.zeros(0, np.int64)]))
-    out = links.to_pylist()
-    for link in out:
-        off, req_off = offsets[link["source_id"]], offsets.get(link["req_source_id"])
-        link["start_ns"] = None if link["start_ns"] is None else link["start_ns"] + off
-        link["end_ns"] = None if link["end_ns"] is None else link["end_ns"] + off
-        link["req_c_ns"] = None if link["req_c_ns"] is None or req_off is None else link["req_c_ns"] + req_off
-    return out
+    links = chains["links"]
+    return [dict(zip(CHAIN_COLS, links[i])) for x, y in zip(a.tolist(), z.tolist()) for i in range(x, y)]
+
+
+LINK_BYTES = 400  # a kept link: its tuple (12 fields) and the int and str objects it holds (measured: 375-395)
+
+
+def _aligned(link: tuple, offsets: dict[int, int]) -> tuple:
+    """A link's row with its times on the analysis timeline (its source's clock offset added; the request's
+    completion by the request's source's)."""
+    row = dict(zip(CHAIN_COLS, link))
+    off, req_off = offsets[row["source_id"]], offsets.get(row["req_source_id"])
+    row["start_ns"] = None if row["start_ns"] is None else row["start_ns"] + off
+    row["end_ns"] = None if row["end_ns"] is None else row["end_ns"] + off
+    row["req_c_ns"] = None if row["req_c_ns"] is None or req_off is None else row["req_c_ns"] + req_off
+    return tuple(row.values())
+
+
+_LANE_PREFIX = {"task": "task:", "device": "dev:", "process": "proc:", "cpu": "cpu:"}
 
 
 def lane_id(kind: str, sid: int, key) -> str:
-    return f"{ {'task': 'task', 'device': 'dev', 'process': 'proc', 'cpu': 'cpu'}[kind] }:{sid}:{key}"
+    return f"{_LANE_PREFIX[kind]}{sid}:{key}"
 
 
 def lane_key(kind: str, pid, dev):
@@ -253,10 +264,12 @@ def candidate_lanes(
     lanes: list[dict] = []
     seen = set()
 
-    def add(lane: dict) -> None:
-        if lane["id"] not in seen:
-            seen.add(lane["id"])
-            lanes.append(lane)
+    def add(lane: dict | tuple) -> None:
+        """A lane (a dict, or lane_dict's arguments: made into one only when the lane is new)."""
+        lid = lane["id"] if type(lane) is dict else lane_id(lane[1], lane[0], lane_key(*lane[1:4]))
+        if lid not in seen:
+            seen.add(lid)
+            lanes.append(lane if type(lane) is dict else lane_dict(*lane))
 
     registry = {sid: reg for sid, reg in registry.items() if sid in reads}
     scores = {s["id"]: _lane_scores(reads[s["id"]], s, names) for s in sources if s["id"] in reads}
@@ -281,9 +294,9 @@ def candidate_lanes(
         }
 
     for link in chains:
-        if link["pid"] is not None:
+        if link["pid"] is not None and f"task:{link['source_id']}:{link['pid']}" not in seen:
             add(
-                lane_dict(
+                (
                     link["source_id"],
                     "task",
                     link["pid"],
@@ -331,7 +344,7 @@ def candidate_lanes(
                 ranked["device"].append(
                     (
                         (-n, s["id"], dev),
-                        lane_dict(
+                        (
                             s["id"],
                             kind,
                             None,
@@ -346,9 +359,7 @@ def candidate_lanes(
                 ranked["cpu"].append(
                     (
                         (s["id"], int(dev)),
-                        lane_dict(
-                            s["id"], kind, None, dev, f"CPU {dev}", "CPUs", f"tasks ran ≈{sc['busy']} ns in the window"
-                        ),
+                        (s["id"], kind, None, dev, f"CPU {dev}", "CPUs", f"tasks ran ≈{sc['busy']} ns in the window"),
                     )
                 )
             elif kind == "process":
@@ -356,7 +367,7 @@ def candidate_lanes(
                 ranked["process"].append(
                     (
                         (-(worst or 0), s["id"], pid),
-                        lane_dict(
+                        (
                             s["id"],
                             kind,
                             pid,
@@ -369,15 +380,14 @@ def candidate_lanes(
                 )
             else:
                 label = comm if pid is not None and pid < 0 else f"{comm or '?'} ({pid})"  # "CPU n (task unknown)"
-                for key in ("blocked", "running", "calls"):
+                for key, why in (
+                    ("blocked", "blocked ≈{} ns in the window"),
+                    ("running", "running ≈{} ns in the window"),
+                    ("calls", "≈{} top-level calls in the window"),
+                ):
                     if sc[key] > 0:
-                        why = {
-                            "blocked": f"blocked ≈{sc['blocked']} ns in the window",
-                            "running": f"running ≈{sc['running']} ns in the window",
-                            "calls": f"≈{sc['calls']} top-level calls in the window",
-                        }[key]
                         ranked[key].append(
-                            ((-sc[key], s["id"], pid), lane_dict(s["id"], kind, pid, None, label, None, why))
+                            ((-sc[key], s["id"], pid), (s["id"], kind, pid, None, label, None, why.format(sc[key])))
                         )
     for key in ("device", "window", "cpu", "blocked", "running", "calls", "process"):
         for _, lane in sorted(ranked.get(key, []), key=lambda x: x[0]):

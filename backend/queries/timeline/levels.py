@@ -245,15 +245,21 @@ def _long(
 ) -> dict[str, np.ndarray]:
     """The segments of tl_long above level k (at least a level-k bucket long) overlapping [lo, hi] (own clock), with
     their level: per level those starting at most one of its buckets before lo (shorter than it), the longest all."""
-    parts = []
     top, sm = s["top_level"], _summary(con, cache, analysis_id, s)
+    parts, lvls = [], []
     for lvl in range(max(k + 1, 0), top + 2):
         x = sm[("tl_long", lvl)]
         a = np.searchsorted(x["s"], q["lo"] - s["w0_ns"] * FAN**lvl, "left") if lvl <= top else 0
-        rows = _coded({c: v[a : np.searchsorted(x["s"], q["hi"], "right")] for c, v in x.items()}, sm["states"], names)
-        rows["lvl"] = np.full(len(rows["s"]), lvl)
-        parts.append(take(rows, rows["e"] >= q["lo"]))
-    return {c: np.concatenate([x[c] for x in parts]) for c in LONG_COLS} if parts else empty_columns(LONG_COLS)
+        z = np.searchsorted(x["s"], q["hi"], "right")
+        keep = a + np.flatnonzero(x["e"][a:z] >= q["lo"])
+        parts.append({c: v[keep] for c, v in x.items()})
+        lvls.append(np.full(len(keep), lvl, np.int64))
+    if not parts:
+        return empty_columns(LONG_COLS)
+    # the kept codes of every level coded at once (one states array per source)
+    rows = _coded({c: np.concatenate([x[c] for x in parts]) for c in parts[0]}, sm["states"], names)
+    rows["lvl"] = np.concatenate(lvls)
+    return {c: rows[c] for c in LONG_COLS}
 
 
 LONG_COLS = ("lane", "track", "state", "s", "e", "line", "lvl")
