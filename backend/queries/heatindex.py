@@ -289,7 +289,8 @@ def build(table: pa.Table) -> Index:
     elif sid.min() == sid.max():
         sids = [int(sid[0])]
     else:
-        sids = sorted(int(s) for s in np.unique(sid))
+        sids = np.flatnonzero(np.bincount(sid - sid.min())).astype(np.int64) + int(sid.min())  # (few, small)
+        sids = sids.tolist()
     order = _rank_order(v, sid, line, sids)
     rank = np.empty(n, np.int64)
     rank[order] = np.arange(n, dtype=np.int64)
