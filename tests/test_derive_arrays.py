@@ -1,11 +1,12 @@
-"""backend/derive/arrays.py: key_ids numbers rows by their key as np.unique(axis=0) does."""
+"""backend/derive/arrays.py: key_ids numbers rows by their key as np.unique(axis=0) does; distinct gives np.unique's
+values."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from backend.derive.arrays import key_ids
+from backend.derive.arrays import distinct, key_ids
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -22,3 +23,20 @@ def test_key_ids_of_one_column_and_of_none():
     assert key_ids(np.array([], np.int64), np.array([], np.int64)).tolist() == []
     # the first column decides before the second: (0, 9) < (1, 0)
     assert key_ids(np.array([1, 0, 1]), np.array([0, 9, 0])).tolist() == [1, 0, 1]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_distinct_is_unique_by_a_sort(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 5000))
+    times = 11_400_000_000_000 + 200_000 * rng.integers(0, 9, n)  # many repeats, as the waits' times
+    for x in (rng.integers(-50, 50, n), rng.integers(0, 1 << 62, n), times, times.astype(np.int32) // 7):
+        kept = x.copy()
+        got = distinct(x)
+        assert got.dtype == x.dtype and got.tolist() == np.unique(x).tolist()
+        assert x.tolist() == kept.tolist()  # the caller's array is left as it was
+
+
+def test_distinct_of_none_and_of_one():
+    assert distinct(np.array([], np.int64)).tolist() == []
+    assert distinct(np.array([7, 7, 7])).tolist() == [7]

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 from .. import locks
 from ..db import arrow, execute
 from . import wait_rows
-from .arrays import next_after
+from .arrays import distinct, next_after
 from .frames import duration_text
 from .sql_io import register_table
 from .wait_rows import BASE_TYPES, WAIT_ROWS
@@ -126,7 +126,7 @@ def _unswitched(con, sid: int, c: pa.Table, trace_end: int) -> pa.Table:
     keep = ~lone
     if lone.any():
         tpid = t.column("pid").to_numpy()
-        con.register("_stalls_lone", pa.table({"pid": np.unique(tpid[lone])}))
+        con.register("_stalls_lone", pa.table({"pid": distinct(tpid[lone])}))
         try:
             last = execute(
                 con,

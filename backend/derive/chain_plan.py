@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import key_ids
+from .arrays import distinct, key_ids
 
 MAX_CHAINS = 5000
 MAX_LINKS = 32
@@ -29,7 +29,7 @@ def _reached(nxt: np.ndarray, worthy: np.ndarray) -> np.ndarray:
     reached = np.zeros(len(nxt), bool)
     step = nxt[worthy & (nxt >= 0)]
     while len(step):
-        step = np.unique(step[~reached[step]])
+        step = distinct(step[~reached[step]])
         reached[step] = True
         step = nxt[step]
         step = step[step >= 0]
@@ -54,7 +54,7 @@ class SourcePlan:
         target = _reached(self.nxt, c["worthy"])
         cand = ~target & c["worthy"]
         alone = np.flatnonzero(cand & (self.gid < 0))
-        groups = np.unique(self.gid[cand & (self.gid >= 0)])
+        groups = distinct(self.gid[cand & (self.gid >= 0)])
         members = np.flatnonzero((self.gid >= 0) & ~target)
         members = members[np.isin(self.gid[members], groups)]
         by = np.lexsort((-c["line"][members], c["duration_ns"][members], c["end_known"][members], self.gid[members]))
@@ -147,7 +147,7 @@ class _ByTask:
         cuts = np.flatnonzero(np.diff(self.pid)) + 1
         for a, b in zip(np.append(0, cuts).tolist(), np.append(cuts, len(self.pid)).tolist()):
             np.maximum.accumulate(self.reach[a:b], out=self.reach[a:b])
-        self.pids = np.unique(self.pid)
+        self.pids = distinct(self.pid)
 
     def latest(self, q: np.ndarray, task: np.ndarray, before: np.ndarray, held: bool) -> np.ndarray:
         """For each wait q[i]: the latest wait of `task`[i] begun before before[i] that overlapped it (looked at
@@ -157,7 +157,7 @@ class _ByTask:
         if not len(q) or not len(self.pid):
             return out
         c = self.c
-        times = np.unique(np.concatenate([self.start, before]))
+        times = distinct(np.concatenate([self.start, before]))
         span = len(times) + 1
         rank = np.searchsorted(self.pids, self.pid) * span + np.searchsorted(times, self.start)
         at = np.minimum(np.searchsorted(self.pids, task), len(self.pids) - 1)

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..db import batches, execute
+from .arrays import distinct
 
 STACK_EVENTS = ("kernel_stack", "user_stack")
 # frames of the tracing machinery itself, innermost in a stack recorded at a tracepoint
@@ -195,7 +196,7 @@ def event_stacks(con, sid: int, lines: np.ndarray) -> Recorded:
     task (see STACK_EVENTS). The first stack of each kind counts. The texts are read a batch at a time, joined to the
     stack events found (the window over the events reads no text)."""
     out = Recorded()
-    wanted = np.unique(np.asarray(lines, np.int64))
+    wanted = distinct(np.asarray(lines, np.int64))
     if not len(wanted):
         return out.done()
     has = execute(

@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 
 from ..db import arrow, execute
 from ..schema.tables import STACK_SEP
+from .arrays import distinct
 from .frames import FrameKinds
 
 
@@ -145,7 +146,7 @@ def stacks_at_many(con, sid: int, calls: dict, groups: list[tuple], more=None) -
     by_task = has_pid & ((pid != 0) | has_cpu) & has_at & ~has_inner
     need = np.where(has_inner, inner, at - 1)  # the last line a request needs the scan to have passed
     asked = np.flatnonzero(has_inner | by_task)
-    tasks = np.unique(task[by_task])  # the tasks whose last calls are looked for
+    tasks = distinct(task[by_task])  # the tasks whose last calls are looked for
     if more is not None:
         tasks = np.union1d(tasks, more.tasks)
     extra: list[tuple[np.ndarray, np.ndarray]] = []  # per batch of `more`'s requests: their depths, their codes
