@@ -18,6 +18,16 @@ def test_key_ids_number_keys_as_unique_over_rows(seed):
     assert key_ids(*cols).tolist() == want.tolist()
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_key_ids_of_columns_too_wide_to_pack(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 3000))
+    cols = [rng.integers(-(1 << 62), 1 << 62, n) // 3 * 3, rng.integers(0, 4, n), rng.integers(-(1 << 40), 0, n) // 5]
+    cols[0][: n // 2] = cols[0][0]  # repeated keys
+    want = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)[1].reshape(-1)
+    assert key_ids(*cols).tolist() == want.tolist()
+
+
 def test_key_ids_of_one_column_and_of_none():
     assert key_ids(np.array([5, -1, 5, 7])).tolist() == [1, 0, 1, 2]
     assert key_ids(np.array([], np.int64), np.array([], np.int64)).tolist() == []

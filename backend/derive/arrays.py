@@ -41,19 +41,44 @@ def distinct(x: np.ndarray) -> np.ndarray:
 
 def key_ids(*cols: np.ndarray) -> np.ndarray:
     """Each row's key (its values in `cols`, integer arrays of one length) numbered among the distinct keys in their
-    order (column by column): np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)'s numbers, by one
-    lexsort (np.unique sorts the rows as records, a call per comparison: ~6x slower)."""
+    order (column by column): np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)'s numbers, by one sort:
+    of the columns packed in one integer when their ranges fit in 63 bits (HolderFinder's 3.5 M lock calls of the 1
+    GiB trace.dat: 0.5 -> 0.1 s), else a lexsort (np.unique sorts the rows as records, a call per comparison: ~6x
+    slower)."""
     n = len(cols[0])
     out = np.zeros(n, np.int64)
     if not n:
         return out
-    order = np.lexsort(cols[::-1])
     new_key = np.zeros(n, bool)
-    for col in cols:
-        in_order = col[order]
-        new_key[1:] |= in_order[1:] != in_order[:-1]
+    packed = _packed(cols)
+    if packed is not None:
+        order = np.argsort(packed)
+        in_order = packed[order]
+        new_key[1:] = in_order[1:] != in_order[:-1]
+    else:
+        order = np.lexsort(cols[::-1])
+        for col in cols:
+            in_order = col[order]
+            new_key[1:] |= in_order[1:] != in_order[:-1]
     out[order] = np.cumsum(new_key)
     return out
+
+
+def _packed(cols: tuple[np.ndarray, ...]) -> np.ndarray | None:
+    """The integer columns as one int64 in the same order (each column's offset from its least value, the first
+    column in the highest bits), or None when their ranges need more than 63 bits."""
+    lows, bits = [], []
+    for col in cols:
+        low, high = int(col.min()), int(col.max())
+        lows.append(low)
+        bits.append((high - low).bit_length())
+    if sum(bits) > 63:
+        return None
+    packed = np.zeros(len(cols[0]), np.int64)
+    for col, low, width in zip(cols, lows, bits):
+        packed <<= width
+        packed |= col.astype(np.int64) - low
+    return packed
 
 
 def ints(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
