@@ -98,6 +98,7 @@ typedef struct {
     int in_summary;
     pre_t *ahead; size_t ahead_cap; /* the lines tokenized ahead (below), kept from chunk to chunk */
     btt_t btt;                    /* btt's averages over the same events (_btt.h) */
+    colpool pool;                 /* the blocks of a text chunk's columns Python has freed, for the next's (out_pool) */
 } Rebuilder;
 
 static int32_t new_seg(Rebuilder *rb) {
@@ -459,6 +460,7 @@ static PyObject *rb_feed(Rebuilder *rb, PyObject *args) {
     const char *s = buf.buf, *end = s + buf.len;
     out_t o;
     out_init(&o, (size_t)buf.len / 320); /* a request spans ~5 lines of ~70 bytes */
+    out_pool(&o, &rb->pool, (PyObject *)rb);
     int failed = 0, too_few = 0;
     size_t k = 0; /* the chunk's lines so far */
     ev_t v;
@@ -601,6 +603,7 @@ static void rb_dealloc(Rebuilder *rb) {
     btt_free(&rb->btt);
     free(rb->start.slots); free(rb->end.slots); free(rb->segs); free(rb->freel); free(rb->ahead);
     for (int m = 0; m < 3; m++) free(rb->top[m].h);
+    pool_clear(&rb->pool);
     Py_TYPE(rb)->tp_free((PyObject *)rb);
 }
 
@@ -633,7 +636,9 @@ static PyTypeObject RebuilderType = {
 static struct PyModuleDef module = {
     .m_base = PyModuleDef_HEAD_INIT, .m_name = "_blkparse", .m_doc = "blkparse text -> block requests", .m_size = -1};
 PyMODINIT_FUNC PyInit__blkparse(void) {
-    if (PyType_Ready(&RebuilderType) < 0 || PyType_Ready(&RecordsType) < 0 || PyType_Ready(&colbuf_type) < 0) return NULL;
+    if (PyType_Ready(&RebuilderType) < 0 || PyType_Ready(&RecordsType) < 0 || PyType_Ready(&colbuf_type) < 0 ||
+        PyType_Ready(&poolcol_type) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     BlktraceError = PyErr_NewException("parsers._blkparse.BlktraceError", PyExc_ValueError, NULL);

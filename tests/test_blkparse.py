@@ -429,6 +429,41 @@ def test_lines_given_by_number_same_as_padded_to_their_place():
         _blkparse.Rebuilder(top=10).feed(compact, 1, numbers[:-1].astype(np.int64))
 
 
+def test_chunks_of_pooled_columns_same_rows_as_unpooled():
+    """A text chunk's event and request columns are taken from blocks that the previous chunks' columns gave back
+    once freed (_blkparse_out.h out_pool): the rows are the same as from chunks too small to use the pool (their
+    columns' first blocks are under its 64 KiB), here with more events in a chunk than the room a chunk first gives
+    (plugs and unplugs: the columns grow from their pooled blocks), and a freed chunk's blocks are reused."""
+    demo = (SAMPLES / "demo-cfq-starvation.blkparse.txt").read_bytes()
+    plugs = b"".join(
+        b"  8,0    1 %8d %5d.%09d   311  %s   N [kworker/u16:2]\n"
+        % (i, 9 + i // 10**6, i % 10**6 * 1000, b"PU"[i % 2 : i % 2 + 1])
+        for i in range(60_000)
+    )
+    text = demo + plugs + demo.replace(b"  8,0  ", b"  8,16 ")
+
+    def parsed(chunk_bytes: int) -> tuple[dict, dict]:
+        report, tables = ParseReport("t.txt"), {}
+        for table, batch in blkparse.parse(io.BytesIO(text), report, chunk_bytes=chunk_bytes):
+            tables.setdefault(table, []).extend(batch.to_pylist())
+        return {t: sorted(rows, key=lambda r: r.get("line", 0)) for t, rows in tables.items()}, report.as_dict()
+
+    unpooled, pooled = parsed(256 << 10), parsed(3 << 20)
+    assert pooled == unpooled and len(pooled[0]["blk_events"]) > 60_000 and pooled[0]["blk_requests"]
+
+    rb = _blkparse.Rebuilder(top=10)
+    chunk = demo + plugs[: len(plugs) // 2]
+    first = rb.feed(chunk, 1)
+    assert type(first["rq_line"]).__name__ == "PooledColumn" and type(first["bio_line"]).__name__ == "Column"
+
+    def pooled_blocks(cols: dict) -> set[int]:
+        return {np.frombuffer(c, np.uint8).ctypes.data for c in cols.values() if type(c).__name__ == "PooledColumn"}
+
+    blocks = pooled_blocks(first)
+    del first  # its columns' blocks back to the pool, for the next chunk's
+    assert blocks & pooled_blocks(rb.feed(chunk, 1))
+
+
 @pytest.mark.parametrize(
     "path", [*SAMPLE_FILES, SEED / "cfq-dispatch-starvation.blkparse.txt"], ids=lambda p: p.name.split(".")[0]
 )
