@@ -24,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,10 +124,44 @@ static void put_cstr(const char *s) { put_str(s, strlen(s)); }
 /* a field's value and a char[] field as "%.*s" prints it, read as libtraceevent reads them for the report: at the
  * field's offset whatever the record's size (a damaged record then shows what its page holds there, as the report
  * does; a read past the page ends this child, as it would trace-cmd) */
-static unsigned long long num(struct tep_format_field *f, struct tep_record *r) {
-    unsigned long long v = 0;
-    if (f) tep_read_number_field(f, r->data, &v);
-    return v;
+static int same_endian; /* the file's byte order is this machine's: numbers are read as they are */
+/* tep_read_number's answer (0 for a size it does not read) */
+static inline unsigned long long number_at(const void *p, int size) {
+    if (!same_endian) return tep_read_number(tep, p, size);
+    switch (size) {
+    case 1: return *(const uint8_t *)p;
+    case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
+    case 8: { uint64_t v; memcpy(&v, p, 8); return v; }
+    default: return 0;
+    }
+}
+/* tep_read_number_field's (0 when it reads nothing) */
+static inline unsigned long long num(struct tep_format_field *f, struct tep_record *r) {
+    return f ? number_at((const char *)r->data + f->offset, f->size) : 0;
+}
+
+/* tep_data_type and tep_data_pid: the common field of the library's first event, read at its offset (-1 when that
+ * event lacks it, as the library answers) */
+static struct tep_format_field *common_type, *common_pid;
+static int record_type(struct tep_record *r) {
+    return common_type ? (int)number_at((const char *)r->data + common_type->offset, common_type->size)
+                       : tep_data_type(tep, r);
+}
+static int record_pid(struct tep_record *r) {
+    return common_pid ? (int)number_at((const char *)r->data + common_pid->offset, common_pid->size)
+                      : tep_data_pid(tep, r);
+}
+
+/* tep_find_event_by_record's answers by event id (tep_find_event: the event list no longer changes) */
+static struct tep_event **event_of_id;
+static unsigned char *event_known;
+static struct tep_event *record_event(struct tep_record *r) {
+    if (r->size < 0) return tep_find_event_by_record(tep, r); /* its warning, and NULL */
+    int id = record_type(r);
+    if (id < 0 || id >= MAX_IDS) return tep_find_event(tep, id);
+    if (!event_known[id]) { event_of_id[id] = tep_find_event(tep, id); event_known[id] = 1; }
+    return event_of_id[id];
 }
 static size_t field_str(struct tep_format_field *f, struct tep_record *r, const char **s) {
     *s = (const char *)r->data + f->offset;
@@ -155,21 +190,39 @@ static const char *line_comm;
 static size_t line_comm_len;
 static int line_pid; /* the record's common_pid */
 
-/* tep_data_comm_from_pid's answers, until a name is registered (the cache is then dropped: a new generation) */
+/* tep_data_comm_from_pid's answers, until a name is registered (the cache is then dropped: a new generation), with
+ * whether the name reads as a task's in an event line (plain_comm) */
 #define COMM_SLOTS 4096
-static struct { int pid; unsigned gen; const char *comm; size_t len; } comm_cache[COMM_SLOTS];
+static struct { int pid; unsigned gen; int plain; const char *comm; size_t len; } comm_cache[COMM_SLOTS];
 static unsigned comm_gen = 1;
-static const char *comm_of(int pid, size_t *len) {
+static int cmdlines_sorted; /* the library keeps its names in its sorted array (it sorts them on a lookup of a pid > 0) */
+static int plain_name_of_task(const char *c);
+static const char *comm_of(int pid, size_t *len, int *plain) {
     unsigned h = (unsigned)pid & (COMM_SLOTS - 1);
     if (comm_cache[h].gen != comm_gen || comm_cache[h].pid != pid) {
         comm_cache[h].pid = pid; comm_cache[h].gen = comm_gen; comm_cache[h].comm = tep_data_comm_from_pid(tep, pid);
         comm_cache[h].len = strlen(comm_cache[h].comm);
+        comm_cache[h].plain = plain_name_of_task(comm_cache[h].comm);
+        if (pid && comm_cache[h].comm[0] != '<') cmdlines_sorted = 1; /* not "<not enough memory...>", "<...>" */
     }
     *len = comm_cache[h].len;
+    *plain = comm_cache[h].plain;
     return comm_cache[h].comm;
 }
-static void register_comm(const char *comm, int pid) {
-    if (tep_register_comm(tep, comm, pid) == 0) comm_gen++;
+
+/* the pids below REGISTERED_PIDS whose name is in the library's sorted array: tep_register_comm (which never replaces
+ * a name there) changes nothing for them, nor for pid 0 */
+#define REGISTERED_PIDS (1 << 22)
+static uint8_t registered[REGISTERED_PIDS / 8];
+static void register_comm(const char *comm, size_t n, int pid) {
+    int known = pid >= 0 && pid < REGISTERED_PIDS;
+    if (cmdlines_sorted && (!pid || (known && registered[pid >> 3] & (1 << (pid & 7))))) return;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%.*s", (int)n, comm);
+    errno = 0;
+    int got = tep_register_comm(tep, buf, pid);
+    if (got == 0) comm_gen++;
+    if (cmdlines_sorted && known && (got == 0 || errno == EEXIST)) registered[pid >> 3] |= (uint8_t)(1 << (pid & 7));
 }
 /* a record printed by libtraceevent: its sched_switch plugin may have registered the names it showed */
 static void printed(struct tep_event *ev) {
@@ -231,7 +284,7 @@ static int render(evinfo_t *e, struct tep_record *r, struct trace_seq *s) {
         trace_seq_puts(s, "<stack trace >\n");
         const char *p = (const char *)r->data + e->f[0]->offset, *end = (const char *)r->data + r->size;
         for (; p < end; p += long_size) { /* the last word may pass the record's end, as there */
-            unsigned long long a = tep_read_number(tep, p, long_size);
+            unsigned long long a = number_at(p, long_size);
             if ((long_size == 8 && a == (unsigned long long)-1) || (int)a == -1) break;
             const char *fn = tep_find_function(tep, a);
             if (fn) trace_seq_printf(s, "=> %s (%llx)\n", fn, a);
@@ -298,13 +351,12 @@ static void write_native(evinfo_t *e, struct tep_record *r) {
         const char *nc; size_t nn = field_str(e->f[4], r, &nc);
         put_str(nc, nn); put64((int64_t)num(e->f[5], r)); put32((int32_t)num(e->f[6], r));
         /* what the plugin does as it prints: the comms it shows become the pids' */
-        char buf[256];
-        snprintf(buf, sizeof buf, "%.*s", (int)n, c); register_comm(buf, ppid);
-        snprintf(buf, sizeof buf, "%.*s", (int)nn, nc); register_comm(buf, npid);
+        register_comm(c, n, ppid);
+        register_comm(nc, nn, npid);
         return;
     }
     case K_WAKEUP_PLUGIN: case K_WAKING: {
-        struct tep_event *ev = tep_find_event_by_record(tep, r);
+        struct tep_event *ev = record_event(r);
         head(r, 'W');
         put_cstr(ev->name);
         n = field_str(e->f[0], r, &c); put_str(c, n);
@@ -314,11 +366,7 @@ static void write_native(evinfo_t *e, struct tep_record *r) {
         put32((long long)prio > INT32_MAX || (long long)prio <= INT32_MIN ? INT32_MIN : (int32_t)prio);
         put32(e->f[4] ? (int32_t)(e->kind == K_WAKING ? (int)num(e->f[4], r) : (int)num(e->f[4], r)) : INT32_MIN);
         put8(e->kind == K_WAKEUP_PLUGIN && e->f[3] ? num(e->f[3], r) != 0 : 2);
-        if (e->kind == K_WAKEUP_PLUGIN) {
-            char buf[256];
-            snprintf(buf, sizeof buf, "%.*s", (int)n, c);
-            register_comm(buf, (int)pid);
-        }
+        if (e->kind == K_WAKEUP_PLUGIN) register_comm(c, n, (int)pid);
         return;
     }
     case K_STACK: { /* the frames' ids first (their 'N' records go before the 'K'), each address read once */
@@ -327,7 +375,7 @@ static void write_native(evinfo_t *e, struct tep_record *r) {
         const char *p = (const char *)r->data + e->f[0]->offset, *end = (const char *)r->data + r->size;
         uint32_t n = 0;
         for (; p < end; p += long_size, n++) { /* as render() reads them */
-            unsigned long long a = tep_read_number(tep, p, long_size);
+            unsigned long long a = number_at(p, long_size);
             if ((long_size == 8 && a == (unsigned long long)-1) || (int)a == -1) break;
             if (n == ids_cap) {
                 size_t cap = ids_cap ? ids_cap * 2 : 256;
@@ -380,6 +428,18 @@ static int32_t frame_id(unsigned long long a) {
 }
 
 static int read_ahead_cpu = -1; /* the CPU whose next record write_funcgraph took (a leaf's exit), -1: none */
+static struct tep_record **next_of; /* each CPU's next record, peeked (walk) */
+static int cpus;
+
+/* tracecmd_peek_next_data's: the earliest of the CPUs' next records, the lowest CPU on a tie */
+static struct tep_record *earliest_next(int *cpu) {
+    int next = -1;
+    unsigned long long ts = 0;
+    for (int c = 0; c < cpus; c++)
+        if (next_of[c] && (next < 0 || next_of[c]->ts < ts)) { next = c; ts = next_of[c]->ts; }
+    *cpu = next;
+    return next < 0 ? NULL : next_of[next];
+}
 
 /* trace-cmd's function_graph handlers (trace-ftrace.c): an entry whose next record (any CPU) is the exit of the same
  * function by the same task is a leaf, shown on one line, and that exit is consumed */
@@ -388,10 +448,10 @@ static void write_funcgraph(evinfo_t *e, struct tep_record *r) {
     unsigned long long dur = 0, func = num(e->f[0], r), depth = num(e->f[1], r);
     if (e->kind == K_FG_ENTRY) {
         int cpu;
-        struct tep_record *next = tracecmd_peek_next_data(handle, &cpu);
-        if (next && fg_exit_id >= 0 && tep_data_type(tep, next) == fg_exit_id) {
+        struct tep_record *next = earliest_next(&cpu);
+        if (next && fg_exit_id >= 0 && record_type(next) == fg_exit_id) {
             evinfo_t *x = &info[fg_exit_id];
-            if (tep_data_pid(tep, next) == line_pid && num(x->f[0], next) == func) {
+            if (record_pid(next) == line_pid && num(x->f[0], next) == func) {
                 struct tep_record *ret = tracecmd_read_data(handle, cpu);
                 read_ahead_cpu = cpu;
                 if (ret) {
@@ -421,9 +481,11 @@ static void write_funcgraph(evinfo_t *e, struct tep_record *r) {
 
 /* whether the report's line of the record starts as an event line's does for the text reader (parse_line): its
  * task's name does not look like a header, a frame, a marker or a function_graph column */
+static int line_comm_plain;
 static int plain_comm(void) {
-    if (line_pid < 0) return 0; /* "comm--5" is read as comm "comm-", pid 5 */
-    const char *c = line_comm;
+    return line_pid >= 0 && line_comm_plain; /* "comm--5" is read as comm "comm-", pid 5 */
+}
+static int plain_name_of_task(const char *c) {
     while (*c == ' ' || *c == '\t') c++;
     return *c && !strchr("#=-|+!@*$0123456789", *c) && strncmp(c, "cpus=", 5) && strncmp(c, "CPU", 3) &&
            !strpbrk(c, "\n\r\v\f[");
@@ -435,9 +497,13 @@ static int plain_name(struct tep_format_field *f, struct tep_record *r) {
     const char *c;
     size_t n = field_str(f, r, &c);
     if (!n || c[0] == ' ' || c[n - 1] == ' ') return 0;
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)c[i] < 0x20 || c[i] == 0x7f) return 0;
-    return !memmem(c, n, "==>", 3) && !memmem(c, n, " [", 2) && !memmem(c, n, " pid=", 5);
+    int separator = 0; /* a '=' or ' ', which the separators start with */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char b = (unsigned char)c[i];
+        if (b < 0x20 || b == 0x7f) return 0;
+        separator |= b == '=' || b == ' ';
+    }
+    return !separator || (!memmem(c, n, "==>", 3) && !memmem(c, n, " [", 2) && !memmem(c, n, " pid=", 5));
 }
 static int plain_names(evinfo_t *e, struct tep_record *r) {
     if (e->kind == K_SWITCH) return plain_name(e->f[0], r) && plain_name(e->f[4], r);
@@ -451,9 +517,9 @@ static int on_record(struct tracecmd_input *h, struct tep_record *r, int cpu, vo
     if (r->missed_events > 0) trace_seq_printf(&line, "CPU:%d [%lld EVENTS DROPPED]", cpu, r->missed_events);
     else if (r->missed_events < 0) trace_seq_printf(&line, "CPU:%d [EVENTS DROPPED]", cpu);
     if (line.len) { text_record(&line); trace_seq_reset(&line); }
-    line_pid = tep_data_pid(tep, r);
-    line_comm = comm_of(line_pid, &line_comm_len);
-    struct tep_event *ev = tep_find_event_by_record(tep, r);
+    line_pid = record_pid(r);
+    line_comm = comm_of(line_pid, &line_comm_len, &line_comm_plain);
+    struct tep_event *ev = record_event(r);
     evinfo_t *e = ev && ev->id >= 0 && ev->id < MAX_IDS ? event_info(ev) : NULL;
     if (e && e->kind && e->checked == NATIVE_UNKNOWN) { /* its first record: our render must equal libtraceevent's */
         trace_seq_reset(&line); trace_seq_reset(&mine);
@@ -506,24 +572,23 @@ static int on_record(struct tracecmd_input *h, struct tep_record *r, int cpu, vo
  * between calls; a function_graph entry whose leaf exit is the next record on another CPU reads that record
  * (write_funcgraph, as trace-cmd's handler does) and frees it, and the loop then compares the freed record's
  * timestamp (glibc's free-list pointer by then) with the others': the order after it is the heap's. Here the next
- * record of that CPU is peeked again, as is the one of the CPU just read.
+ * record of that CPU is peeked again, as is the one of the CPU just read (before the record is written: a leaf's exit
+ * is looked for among these next records, as tracecmd_peek_next_data would peek them).
  */
 static void walk(void) {
-    int cpus = tracecmd_cpus(handle);
-    struct tep_record **next_of = calloc(cpus > 0 ? (size_t)cpus : 1, sizeof *next_of);
+    cpus = tracecmd_cpus(handle);
+    next_of = calloc(cpus > 0 ? (size_t)cpus : 1, sizeof *next_of);
     if (!next_of) { out_failed = 1; return; }
     for (int cpu = 0; cpu < cpus; cpu++) next_of[cpu] = tracecmd_peek_data(handle, cpu);
     for (;;) {
-        int next = -1;
-        unsigned long long ts = 0;
-        for (int cpu = 0; cpu < cpus; cpu++)
-            if (next_of[cpu] && (next < 0 || next_of[cpu]->ts < ts)) { next = cpu; ts = next_of[cpu]->ts; }
+        int next;
+        earliest_next(&next);
         struct tep_record *r = next < 0 ? NULL : tracecmd_read_data(handle, next);
         if (!r) break;
+        next_of[next] = tracecmd_peek_data(handle, next); /* what a peek across the CPUs would read (write_funcgraph) */
         read_ahead_cpu = -1;
         on_record(handle, r, next, NULL);
         tracecmd_free_record(r);
-        next_of[next] = tracecmd_peek_data(handle, next);
         if (read_ahead_cpu >= 0 && read_ahead_cpu < cpus)
             next_of[read_ahead_cpu] = tracecmd_peek_data(handle, read_ahead_cpu);
     }
@@ -538,7 +603,12 @@ int main(int argc, char **argv) {
     tep = tracecmd_get_tep(handle);
     long_size = tep_get_long_size(tep);
     info = calloc(MAX_IDS, sizeof *info);
-    if (!info) return 2;
+    event_of_id = calloc(MAX_IDS, sizeof *event_of_id);
+    event_known = calloc(MAX_IDS, 1);
+    if (!info || !event_of_id || !event_known) return 2;
+    same_endian = tep_is_file_bigendian(tep) == tep_is_local_bigendian(tep);
+    struct tep_event *first = tep_get_event(tep, 0); /* where the library reads every record's type and pid */
+    if (first) { common_type = tep_find_common_field(first, "common_type"); common_pid = tep_find_common_field(first, "common_pid"); }
     struct tep_event *x = tep_find_event_by_name(tep, "ftrace", "funcgraph_exit");
     if (x && x->id >= 0 && x->id < MAX_IDS && event_info(x)->checked == NATIVE_YES) fg_exit_id = x->id;
     trace_seq_init(&line); trace_seq_init(&mine);
