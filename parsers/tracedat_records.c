@@ -23,6 +23,7 @@
  * counter output: the caller falls back to the report); 2 when libtracecmd cannot open it (stderr says why).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
@@ -30,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <trace-cmd.h>
+#include <unistd.h>
 
 /* libtracecmd's own (exported, used by trace-cmd report; not in its public header) */
 int tracecmd_get_flags(struct tracecmd_input *handle);
@@ -73,6 +75,69 @@ void tracecmd_parse_trace_clock(struct tracecmd_input *handle, char *file, int s
     }
     library(handle, text, (int)n);
     free(text);
+}
+
+/*
+ * libtraceevent's tep_parse_kallsyms (called by libtracecmd as it opens the file, through its PLT: this definition
+ * takes the call) reads each line of the file's kallsyms with sscanf("%16llx %c %n%*s%n%*1[\t][%n%*s%n"), a third of
+ * this program's time on a sample's 10x capture. Here the lines of the usual shape (up to 16 hex digits, not "0x";
+ * one type character; the name; a tab, '[' and a module, or nothing) are read by hand and registered as the library
+ * registers them (tep_register_function, in the same order); from the first line of any other shape on, the text is
+ * the library's to read, warnings and all.
+ */
+static int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+static int scanf_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); } /* isspace in the C locale */
+
+int tep_parse_kallsyms(struct tep_handle *tep, const char *kallsyms) {
+    static int (*library)(struct tep_handle *, const char *);
+    if (!library) *(void **)&library = dlsym(RTLD_NEXT, "tep_parse_kallsyms");
+    if (!library) return -1;
+    char *copy = strdup(kallsyms);
+    if (!copy) return library(tep, kallsyms);
+    char *p = copy;
+    for (;;) {
+        while (*p == '\n') p++; /* strtok_r's empty lines */
+        if (!*p) break;
+        char *line = p, *end = line + strcspn(line, "\n");
+        unsigned long long addr = 0;
+        int digits = 0, v;
+        if (line[0] == '0' && (line[1] == 'x' || line[1] == 'X')) goto library_reads;
+        for (; digits < 16 && (v = hex_value(line[digits])) >= 0; digits++) addr = addr << 4 | (unsigned)v;
+        if (!digits || hex_value(line[digits]) >= 0) goto library_reads;
+        char *q = line + digits;
+        while (q < end && scanf_space(*q)) q++;
+        if (q == end) goto library_reads;
+        char ch = *q++;
+        while (q < end && scanf_space(*q)) q++;
+        char *func = q;
+        while (q < end && !scanf_space(*q)) q++;
+        if (q == func) goto library_reads;
+        char *func_end = q, *mod = NULL;
+        if (q + 1 < end && q[0] == '\t' && q[1] == '[') {
+            char *mod_start = q + 2, *m = mod_start;
+            if (m < end && scanf_space(*m)) goto library_reads; /* %*s would skip it, the module would start with it */
+            while (m < end && !scanf_space(*m)) m++;
+            if (m > mod_start) { mod = mod_start; m[-1] = 0; } /* its last character (the ']') cut */
+        }
+        p = *end ? end + 1 : end;
+        if (func[0] != '$' && ch != 'A' && ch != 'a') {
+            *func_end = 0;
+            tep_register_function(tep, func, addr, mod);
+        }
+        continue;
+    library_reads: {
+        size_t at = (size_t)(line - copy);
+        free(copy);
+        return library(tep, kallsyms + at);
+    }
+    }
+    free(copy);
+    return 0;
 }
 
 enum { NATIVE_UNKNOWN = 0, NATIVE_YES, NATIVE_NO };
@@ -595,6 +660,22 @@ static void walk(void) {
     free(next_of);
 }
 
+/* whether one of this process's open files is a temporary file of libtracecmd's (or that cannot be told) */
+static int holds_temp_files(void) {
+    static const char prefix[] = "/tmp/trace_cpu_data"; /* libtracecmd's COMPR_TEMP_FILE */
+    DIR *fds = opendir("/proc/self/fd");
+    if (!fds) return 1;
+    int found = 0;
+    for (struct dirent *d; !found && (d = readdir(fds));) {
+        char target[256];
+        if (d->d_name[0] == '.') continue;
+        ssize_t n = readlinkat(dirfd(fds), d->d_name, target, sizeof target - 1);
+        found = n >= (ssize_t)sizeof prefix - 1 && !memcmp(target, prefix, sizeof prefix - 1);
+    }
+    closedir(fds);
+    return found;
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) { fprintf(stderr, "usage: tracedat-records FILE\n"); return 2; }
     handle = tracecmd_open(argv[1], 0);
@@ -613,13 +694,14 @@ int main(int argc, char **argv) {
     if (x && x->id >= 0 && x->id < MAX_IDS && event_info(x)->checked == NATIVE_YES) fg_exit_id = x->id;
     trace_seq_init(&line); trace_seq_init(&mine);
     put8('T');
-    char cpus[32];
-    int n = snprintf(cpus, sizeof cpus, "cpus=%d\n", tracecmd_cpus(handle));
-    put32(n); put(cpus, (size_t)n);
+    char cpus_line[32];
+    int n = snprintf(cpus_line, sizeof cpus_line, "cpus=%d\n", tracecmd_cpus(handle));
+    put32(n); put(cpus_line, (size_t)n);
     walk();
     flush_out();
     fflush(stdout);
-    trace_seq_destroy(&line); trace_seq_destroy(&mine);
-    tracecmd_close(handle);
+    /* the process ends: freeing the library's tables (its kallsyms, formats, names) is left to the exit, unless it
+     * holds decompressed trace data in temporary files, which only tracecmd_close removes */
+    if (holds_temp_files()) tracecmd_close(handle);
     return out_failed || ferror(stdout) ? 1 : 0;
 }
