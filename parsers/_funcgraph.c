@@ -62,6 +62,7 @@ typedef struct {
     /* a stack-trace event waiting for its "=> frame" lines */
     int pend; int64_t pend_line, pend_t, pend_pid; int32_t pend_cpu; int pend_has_comm;
     buf_t pend_comm, pend_event, pend_text; int64_t pend_frames;
+    int pend_utf8; /* pend_text is UTF-8 as it is: a record stream's stack, its head and frames made so (records.h) */
     /* counters for the report */
     int64_t n_fgtext, n_evline, n_evline_noflags, n_lost, n_tail_mismatch, n_lost_exit, n_folded_cut;
     /* each output buffer's size in the last chunk: the next chunk's starts at that, not grown by doubling */

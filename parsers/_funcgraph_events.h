@@ -41,7 +41,7 @@ static void flush_pending(state_t *st, out_t *o) {
               put64(&o->e_pid, st->pend_pid) ||
               str_put(&o->e_comm, st->pend_comm.p, st->pend_comm.len, st->pend_has_comm) ||
               str_put(&o->e_event, st->pend_event.p, st->pend_event.len, 1) ||
-              str_put(&o->e_text, st->pend_text.p, st->pend_text.len, 1);
+              str_put_text(&o->e_text, st->pend_text.p, st->pend_text.len, 1, st->pend_utf8);
     if (bad) o->oom = 1; else o->ne++;
     st->pend = 0;
 }
@@ -49,7 +49,7 @@ static void flush_pending(state_t *st, out_t *o) {
 static void start_pending(state_t *st, out_t *o, const ctx_t *c, const char *ev, const char *text, size_t textn) {
     flush_pending(st, o);
     st->pend = 1; st->pend_line = c->line; st->pend_t = c->t; st->pend_pid = c->pid; st->pend_cpu = c->cpu;
-    st->pend_has_comm = c->has_comm; st->pend_frames = 0;
+    st->pend_has_comm = c->has_comm; st->pend_frames = 0; st->pend_utf8 = 0;
     st->pend_comm.len = st->pend_event.len = st->pend_text.len = 0;
     if (buf_put(&st->pend_comm, c->comm, c->has_comm ? c->commn : 0) || buf_put(&st->pend_event, ev, strlen(ev)) ||
         buf_put(&st->pend_text, text, textn))

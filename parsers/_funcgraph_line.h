@@ -336,6 +336,7 @@ static int parse_line(state_t *st, out_t *o, const char *p, const char *e, int64
         if (st->pend_text.len + (size_t)(e - s) + 1 > MAX_FOLD) { st->n_folded_cut++; return -1; }
         if (put8(&st->pend_text, '\n') || buf_put(&st->pend_text, s, (size_t)(e - s))) o->oom = 1;
         st->pend_frames++;
+        st->pend_utf8 = 0;
         return -1;
     }
     flush_pending(st, o);

@@ -25,24 +25,31 @@ static size_t utf8_len(const unsigned char *p, const unsigned char *e) {
     return n;
 }
 
-/* appends [p, p+n) to the string column; bytes that are not UTF-8 become '?' (Arrow strings are UTF-8) */
-static int str_put(strcol *s, const char *p, size_t n, int valid) {
-    if (s->rows == 0 && s->off.len == 0 && put32(&s->off, 0)) return -1;
-    if (!valid) n = 0;
-    if (s->data.len + n > (size_t)INT32_MAX) return -1;
-    size_t start = s->data.len;
-    if (buf_put(&s->data, p, n)) return -1;
-    unsigned char *q = (unsigned char *)s->data.p + start, *qe = q + n;
+/* the bytes of [q, qe) that are not UTF-8 made '?'. Text whose lines were made so one by one is UTF-8 as a whole: no
+ * sequence spans a '\n' (not a continuation byte) */
+static void utf8_fix(unsigned char *q, unsigned char *qe) {
     for (unsigned char *x = q; x < qe;) {
         if (qe - x >= 8 && !(load8((const char *)x) & 0x8080808080808080ULL)) { x += 8; continue; }
         if (*x < 0x80) { x++; continue; }
         size_t k = utf8_len(x, qe);
         if (k) x += k; else *x++ = '?';
     }
+}
+
+/* appends [p, p+n) to the string column; bytes that are not UTF-8 become '?' (Arrow strings are UTF-8) unless the
+ * text is known to be UTF-8 (is_utf8) */
+static int str_put_text(strcol *s, const char *p, size_t n, int valid, int is_utf8) {
+    if (s->rows == 0 && s->off.len == 0 && put32(&s->off, 0)) return -1;
+    if (!valid) n = 0;
+    if (s->data.len + n > (size_t)INT32_MAX) return -1;
+    size_t start = s->data.len;
+    if (buf_put(&s->data, p, n)) return -1;
+    if (!is_utf8) utf8_fix((unsigned char *)s->data.p + start, (unsigned char *)s->data.p + start + n);
     if (put32(&s->off, (int32_t)s->data.len) || put8(&s->valid, (uint8_t)(valid != 0))) return -1;
     s->rows++;
     return 0;
 }
+static int str_put(strcol *s, const char *p, size_t n, int valid) { return str_put_text(s, p, n, valid, 0); }
 static void str_free(strcol *s) { free(s->off.p); free(s->data.p); free(s->valid.p); memset(s, 0, sizeof *s); }
 
 /* ---------------------------------------------------------------- output tables */

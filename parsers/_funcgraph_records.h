@@ -61,7 +61,9 @@ static int fold_record(state_t *st, out_t *o, const char *base, rd_t *r, int64_t
         uint32_t id; uint16_t len;
         if (rd_take(r, &id, 4) || rd_take(r, &len, 2) || rd_span(r, len, &s)) { *r = at; *lineno = line0; return 1; }
         if (id != st->nframe_ids || id >= MAX_FRAME_IDS) return -1;
+        size_t at = st->frame_text.len;
         if (put32(&st->frame_off, (int32_t)st->frame_text.len) || buf_put(&st->frame_text, s, len)) { o->oom = 1; return 0; }
+        utf8_fix((unsigned char *)st->frame_text.p + at, (unsigned char *)st->frame_text.p + at + len); /* once */
         st->nframe_ids++;
         return 0;
     }
@@ -102,6 +104,7 @@ static int fold_record(state_t *st, out_t *o, const char *base, rd_t *r, int64_t
         flush_pending(st, o);
         static const char name[] = "kernel_stack", head[] = "<stack trace >";
         do_event(st, o, &c, name, name + sizeof name - 1, head, head + sizeof head - 1);
+        if (st->pend && !st->pend_frames) st->pend_utf8 = 1; /* its head; the frames' text was made UTF-8 ('N') */
         for (uint32_t i = 0; i < n && !o->oom; i++) {
             uint32_t id = UINT32_MAX;
             if (rd_take(r, &id, 4) || id >= st->nframe_ids) return -1;
