@@ -11,8 +11,9 @@ round); each rendered by `trace-cmd report` for its text. Each capture is ingest
 as the fallback still reads it, and the report text), each into a fresh database in this process: wall seconds from
 the first byte read to the committed analysis, input MB/s, events/s and the ratio to the text's events/s. Then the
 reader stage alone (file -> tables, no DuckDB): the .dat read as records (parsers/tracedat.py: the layout walk beside
-tracedat-records, its records folded) and its report by the text parser, their ratio, and the .dat path's parts
-alone: the layout walk (with every zstd chunk decompressed) and tracedat-records to /dev/null.
+tracedat-records, its records folded) and its report by the text parser, their ratio, each one's CPU seconds (the
+process' and the decoder child's), and the .dat path's parts alone: the layout walk (with every zstd chunk
+decompressed) and tracedat-records to /dev/null (wall and CPU).
 """
 
 from __future__ import annotations
@@ -142,31 +143,35 @@ def ingest_once(path: Path, db: Path, via_report: bool = False) -> tuple[float, 
             p.unlink()
 
 
-def _read(parse) -> float:
-    t = time.perf_counter()
+def _read(parse) -> tuple[float, float]:
+    """Wall and CPU seconds (this process' and its children's: the decoder) of one read."""
+    t, c = time.perf_counter(), _cpu()
     for _ in parse():
         pass
-    return time.perf_counter() - t
+    return time.perf_counter() - t, _cpu() - c
 
 
 def parts(dat: Path, txt: Path) -> dict[str, float]:
-    """The reader stage (file -> tables, no DuckDB) of each input, and the .dat reader's parts alone."""
+    """The reader stage (file -> tables, no DuckDB) of each input, wall and CPU, and the .dat reader's parts alone."""
     t = time.perf_counter()
     with open(dat, "rb") as f:
         read_layout(f, dat.stat().st_size)
     walk = time.perf_counter() - t
-    t = time.perf_counter()
+    t, c = time.perf_counter(), _cpu()
     subprocess.run([str(tracedat_records.PROGRAM), str(dat)], check=True, stdout=subprocess.DEVNULL)
-    decoder = time.perf_counter() - t
+    decoder, decoder_cpu = time.perf_counter() - t, _cpu() - c
     data = txt.read_bytes()
-    native = _read(lambda: tracedat.parse(open(dat, "rb"), ParseReport(dat.name)))
-    text = _read(lambda: funcgraph.parse(io.BytesIO(data), ParseReport(txt.name)))
+    native, native_cpu = _read(lambda: tracedat.parse(open(dat, "rb"), ParseReport(dat.name)))
+    text, text_cpu = _read(lambda: funcgraph.parse(io.BytesIO(data), ParseReport(txt.name)))
     return {
         ".dat reader": native,
         "text reader": text,
         "ratio": text / native,
+        ".dat reader CPU": native_cpu,
+        "text reader CPU": text_cpu,
         "layout walk": walk,
         "tracedat-records": decoder,
+        "tracedat-records CPU": decoder_cpu,
     }
 
 
@@ -204,7 +209,8 @@ def main() -> None:
                     f"{med:.2f} ({', '.join(f'{s:.2f}' for s in times[way])}) | {statistics.median(cpu[way]):.2f} | "
                     f"{size / med / 1e6:.1f} | {rate[way]:,.0f} | {rate[way] / rate['report text']:.2f}x |"
                 )
-        print("\n| capture | " + " | ".join(parts(*pairs[0])) + " |\n|---|---|---|---|---|---|")
+        head = parts(*pairs[0])
+        print("\n| capture | " + " | ".join(head) + " |\n|---|" + "---|" * len(head))
         for dat, txt in pairs:
             p = parts(dat, txt)
             print(
