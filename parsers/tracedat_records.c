@@ -25,6 +25,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -204,7 +205,7 @@ static void register_named_symbols(struct tep_handle *tep) {
     }
     for (size_t i = 0; i < nsymbols && natoms; i++)
         for (size_t k = 0; k < natoms; k++)
-            if (!strcmp(symbols[i].func, atoms[k])) {
+            if (symbols[i].func[0] == atoms[k][0] && !strcmp(symbols[i].func, atoms[k])) {
                 tep_register_function(tep, symbols[i].func, symbols[i].addr, symbols[i].mod);
                 break;
             }
@@ -702,7 +703,7 @@ static int plain_names(evinfo_t *e, struct tep_record *r) {
 
 static int on_record(struct tracecmd_input *h, struct tep_record *r, int cpu, void *data) {
     (void)h; (void)data;
-    trace_seq_reset(&line);
+    if (line.len || line.readpos) trace_seq_reset(&line); /* a call per record else */
     if (r->missed_events > 0) trace_seq_printf(&line, "CPU:%d [%lld EVENTS DROPPED]", cpu, r->missed_events);
     else if (r->missed_events < 0) trace_seq_printf(&line, "CPU:%d [EVENTS DROPPED]", cpu);
     if (line.len) { text_record(&line); trace_seq_reset(&line); }
@@ -818,6 +819,7 @@ int main(int argc, char **argv) {
     struct tep_event *x = tep_find_event_by_name(tep, "ftrace", "funcgraph_exit");
     if (x && x->id >= 0 && x->id < MAX_IDS && event_info(x)->checked == NATIVE_YES) fg_exit_id = x->id;
     trace_seq_init(&line); trace_seq_init(&mine);
+    fcntl(STDOUT_FILENO, F_SETPIPE_SZ, (int)sizeof out); /* a pipe's reader woken per 1 MiB written, not per 64 KiB */
     put8('T');
     char cpus_line[32];
     int n = snprintf(cpus_line, sizeof cpus_line, "cpus=%d\n", tracecmd_cpus(handle));
