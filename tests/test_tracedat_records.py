@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import random
+import re
 import struct
 import subprocess
 import sys
@@ -72,6 +73,10 @@ def test_records_equal_the_report(which, request):
         path = next(
             p for p in (LAB if kind == "lab" else SHARED) if (p.parent.name if kind == "lab" else p.name) == name
         )
+    _equal_to_the_report(path)
+
+
+def _equal_to_the_report(path: Path) -> None:
     native, report = _parse(path.read_bytes())
     assert any("into records" in n for n in report.notes), "\n".join(report.notes)
     text = subprocess.run(["trace-cmd", "report", "-i", str(path)], capture_output=True, check=True).stdout
@@ -81,6 +86,43 @@ def test_records_equal_the_report(which, request):
     for name, table in native.items():
         assert table.equals(expected[name]), name
     assert (report.lines, report.events, report.skipped) == (from_text.lines, from_text.events, from_text.skipped)
+
+
+@pytest.mark.parametrize("library_line", [False, True], ids=["own-table", "library-reads-the-rest"])
+def test_kallsyms_aliases_name_functions_as_the_report_does(tmp_path, library_line):
+    """The decoder reads the file's kallsyms itself and resolves addresses from its own table (tracedat_records.c):
+    functions sharing an address (the name shown is the stable sort's and the bsearch's pick) and, from a line of
+    another shape on, the library reading the rest, give the report's names."""
+    if not gen_tracedat.SAMPLE.exists():
+        pytest.skip("needs ../shared (the generator's template)")
+    template = tmp_path / "template-v6.dat"
+    subprocess.run(
+        ["trace-cmd", "convert", "-i", str(gen_tracedat.SAMPLE), "-o", str(template), "--file-version", "6"]
+        + ["--compression", "none"],
+        check=True,
+        capture_output=True,
+    )
+    data = bytearray(template.read_bytes())
+
+    def line(name: bytes, step: int) -> re.Match:
+        at = re.search(rb"\n([0-9a-f]{16}) [Tt] " + name + rb"\n", data)
+        assert at, name
+        for _ in range(step):  # the next line's
+            at = re.compile(rb"\n([0-9a-f]{16}) ").search(data, at.end() - 1)
+        return at
+
+    for name, step in ((b"up_write", 1), (b"filemap_read", 0), (b"mutex_lock", 1)):  # each next to a function called
+        used, other = line(name, 0), line(name, step)
+        if other.start() == used.start():  # the line before takes its address instead
+            other = re.compile(rb"\n([0-9a-f]{16}) ").search(data, data.rindex(b"\n", 0, used.start() - 1))
+        data[other.start(1) : other.end(1)] = used[1]  # same length: the file's layout is unchanged
+    if library_line:
+        at = line(b"mutex_lock", 2)
+        data[at.start(1)] = ord(" ")  # " fffff...": the library's sscanf reads it, so the text from there on is its
+    template.write_bytes(bytes(data))
+    made = tmp_path / "aliases.dat"
+    gen_tracedat.write(made, 30, template=template)
+    _equal_to_the_report(made)
 
 
 def test_a_leaf_exit_on_another_cpu_keeps_the_order(tmp_path, monkeypatch):
