@@ -35,21 +35,52 @@ static void emit_event(out_t *o, const ctx_t *c, const char *ev, size_t evn, con
     if (bad) o->oom = 1; else o->ne++;
 }
 
+/* the "\n=> frame" lines of the pending stack's frame ids appended to `to` (a record stream's: _funcgraph_records.h) */
+static int pend_frames_text(const state_t *st, buf_t *to) {
+    const int32_t *ids = (const int32_t *)st->pend_ids.p;
+    for (size_t i = 0; i < st->pend_ids.len / 4; i++) {
+        int32_t id = ids[i], from, end = (int32_t)st->frame_text.len;
+        memcpy(&from, st->frame_off.p + 4 * (size_t)id, 4);
+        if ((uint32_t)id + 1 < st->nframe_ids) memcpy(&end, st->frame_off.p + 4 * (size_t)(id + 1), 4);
+        if (put8(to, '\n') || buf_put(to, st->frame_text.p + from, (size_t)(end - from))) return -1;
+    }
+    return 0;
+}
+/* the pending stack's text made whole in pend_text (before a line is added to it) */
+static void pend_materialize(state_t *st, out_t *o) {
+    if (!st->pend_ids.len) return;
+    if (pend_frames_text(st, &st->pend_text)) o->oom = 1;
+    st->pend_ids.len = 0;
+}
+/* the pending stack's text, its frames' included, as one more row of e_text (str_put_text's) */
+static int pend_text_put(state_t *st, strcol *s) {
+    if (!st->pend_ids.len) return str_put_text(s, st->pend_text.p, st->pend_text.len, 1, st->pend_utf8);
+    if (s->rows == 0 && s->off.len == 0 && put32(&s->off, 0)) return -1;
+    size_t start = s->data.len;
+    if (buf_put(&s->data, st->pend_text.p, st->pend_text.len) || pend_frames_text(st, &s->data) ||
+        s->data.len > (size_t)INT32_MAX)
+        return -1;
+    if (!st->pend_utf8) utf8_fix((unsigned char *)s->data.p + start, (unsigned char *)s->data.p + s->data.len);
+    if (put32(&s->off, (int32_t)s->data.len) || put8(&s->valid, 1)) return -1;
+    s->rows++;
+    return 0;
+}
+
 static void flush_pending(state_t *st, out_t *o) {
     if (!st->pend) return;
     int bad = put64(&o->e_line, st->pend_line) || put64(&o->e_t, st->pend_t) || put32(&o->e_cpu, st->pend_cpu) ||
               put64(&o->e_pid, st->pend_pid) ||
               str_put(&o->e_comm, st->pend_comm.p, st->pend_comm.len, st->pend_has_comm) ||
-              str_put(&o->e_event, st->pend_event.p, st->pend_event.len, 1) ||
-              str_put_text(&o->e_text, st->pend_text.p, st->pend_text.len, 1, st->pend_utf8);
+              str_put(&o->e_event, st->pend_event.p, st->pend_event.len, 1) || pend_text_put(st, &o->e_text);
     if (bad) o->oom = 1; else o->ne++;
     st->pend = 0;
+    st->pend_ids.len = 0;
 }
 
 static void start_pending(state_t *st, out_t *o, const ctx_t *c, const char *ev, const char *text, size_t textn) {
     flush_pending(st, o);
     st->pend = 1; st->pend_line = c->line; st->pend_t = c->t; st->pend_pid = c->pid; st->pend_cpu = c->cpu;
-    st->pend_has_comm = c->has_comm; st->pend_frames = 0; st->pend_utf8 = 0;
+    st->pend_has_comm = c->has_comm; st->pend_frames = 0; st->pend_utf8 = 0; st->pend_ids.len = 0;
     st->pend_comm.len = st->pend_event.len = st->pend_text.len = 0;
     if (buf_put(&st->pend_comm, c->comm, c->has_comm ? c->commn : 0) || buf_put(&st->pend_event, ev, strlen(ev)) ||
         buf_put(&st->pend_text, text, textn))

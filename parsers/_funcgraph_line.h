@@ -333,6 +333,7 @@ static int parse_line(state_t *st, out_t *o, const char *p, const char *e, int64
     }
     if (e - s >= 2 && s[0] == '=' && s[1] == '>') {
         if (!st->pend) return R_FRAME_ORPHAN;
+        pend_materialize(st, o);
         if (st->pend_text.len + (size_t)(e - s) + 1 > MAX_FOLD) { st->n_folded_cut++; return -1; }
         if (put8(&st->pend_text, '\n') || buf_put(&st->pend_text, s, (size_t)(e - s))) o->oom = 1;
         st->pend_frames++;

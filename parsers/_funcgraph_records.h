@@ -36,12 +36,6 @@ static void fold_lines(state_t *st, out_t *o, const char *base, const char *p, c
     }
 }
 
-/* a stack frame's "=> frame" line, as parse_line adds it to the pending stack event */
-static void fold_frame(state_t *st, out_t *o, const char *s, size_t n) {
-    if (st->pend_text.len + n + 1 > MAX_FOLD) { st->n_folded_cut++; return; }
-    if (put8(&st->pend_text, '\n') || buf_put(&st->pend_text, s, n)) o->oom = 1;
-    st->pend_frames++;
-}
 
 /* one record at r->p: 0 folded (r->p past it), 1 it does not fit in what is left (r->p unmoved), -1 malformed */
 static int fold_record(state_t *st, out_t *o, const char *base, rd_t *r, int64_t *lineno) {
@@ -105,13 +99,21 @@ static int fold_record(state_t *st, out_t *o, const char *base, rd_t *r, int64_t
         static const char name[] = "kernel_stack", head[] = "<stack trace >";
         do_event(st, o, &c, name, name + sizeof name - 1, head, head + sizeof head - 1);
         if (st->pend && !st->pend_frames) st->pend_utf8 = 1; /* its head; the frames' text was made UTF-8 ('N') */
+        /* each frame's "=> frame" line, as parse_line adds it to the pending stack event (past MAX_FOLD: cut), kept
+         * as its id: flush_pending copies the text once, into the row */
+        pend_materialize(st, o);
+        size_t len = st->pend_text.len;
         for (uint32_t i = 0; i < n && !o->oom; i++) {
             uint32_t id = UINT32_MAX;
             if (rd_take(r, &id, 4) || id >= st->nframe_ids) return -1;
             int32_t from, to = (int32_t)st->frame_text.len;
             memcpy(&from, st->frame_off.p + 4 * (size_t)id, 4);
             if (id + 1 < st->nframe_ids) memcpy(&to, st->frame_off.p + 4 * (size_t)(id + 1), 4);
-            fold_frame(st, o, st->frame_text.p + from, (size_t)(to - from));
+            size_t fn = (size_t)(to - from);
+            if (len + fn + 1 > MAX_FOLD) { st->n_folded_cut++; continue; }
+            if (put32(&st->pend_ids, (int32_t)id)) { o->oom = 1; break; }
+            len += fn + 1;
+            st->pend_frames++;
         }
         *lineno += n;
     } else if (kind == 'E') {
