@@ -486,9 +486,15 @@ static PyObject *records(PyObject *Py_UNUSED(module), PyObject *args) {
     state_t *st = get_state(cap);
     if (!st) { PyBuffer_Release(&buf); return NULL; }
     out_t o; memset(&o, 0, sizeof o);
-    int64_t lineno = first_line, bad = 0, used;
+    int64_t lineno = first_line, bad = 0, used = 0;
+    buf_t *v[N_OUT_BUFS];
+    out_bufs(&o, v);
+    for (size_t i = 0; i < N_OUT_BUFS; i++) /* blocks of freed columns, taken while the GIL is held, as tokenize does */
+        if (st->hint[i]) v[i]->p = pool_take(&st->pool, st->hint[i], &v[i]->cap);
     Py_BEGIN_ALLOW_THREADS
-    used = fold_records(st, &o, buf.buf, (const char *)buf.buf + buf.len, &lineno, &bad);
+    for (size_t i = 0; i < N_OUT_BUFS && !o.oom; i++) /* the others: the hint's size exactly, not a power of 2 */
+        if (st->hint[i] && !v[i]->p && !(v[i]->p = malloc(v[i]->cap = st->hint[i]))) { v[i]->cap = 0; o.oom = 1; }
+    if (!o.oom) used = fold_records(st, &o, buf.buf, (const char *)buf.buf + buf.len, &lineno, &bad);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&buf);
     if (used < 0) {
