@@ -222,7 +222,7 @@ int tep_parse_kallsyms(struct tep_handle *tep, const char *kallsyms) {
     for (;;) {
         while (*p == '\n') p++; /* strtok_r's empty lines */
         if (!*p) break;
-        char *line = p, *end = line + strcspn(line, "\n");
+        char *line = p, *end = strchrnul(line, '\n');
         unsigned long long addr = 0;
         int digits = 0, v;
         if (line[0] == '0' && (line[1] == 'x' || line[1] == 'X')) goto library_reads;
