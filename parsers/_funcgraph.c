@@ -63,7 +63,8 @@ typedef struct {
     int pend; int64_t pend_line, pend_t, pend_pid; int32_t pend_cpu; int pend_has_comm;
     buf_t pend_comm, pend_event, pend_text; int64_t pend_frames;
     int pend_utf8; /* pend_text is UTF-8 as it is: a record stream's stack, its head and frames made so (records.h) */
-    buf_t pend_ids; /* a record stream's stack: its frames' ids (records.h), their text after pend_text's, copied once */
+    /* a record stream's stack: its frames' ids (records.h), their text after pend_text's, copied once */
+    buf_t pend_ids;
     /* counters for the report */
     int64_t n_fgtext, n_evline, n_evline_noflags, n_lost, n_tail_mismatch, n_lost_exit, n_folded_cut;
     /* each output buffer's size in the last chunk: the next chunk's starts at that, not grown by doubling */
@@ -272,7 +273,8 @@ static void state_free(state_t *st) {
     if (!st) return;
     for (int64_t i = 0; i < st->ntasks; i++) free(st->tasks[i].fr);
     free(st->tasks); free(st->tmap); free(st->istr); free(st->imap); free(st->ahead);
-    buf_free(&st->arena); buf_free(&st->pend_comm); buf_free(&st->pend_event); buf_free(&st->pend_text); buf_free(&st->pend_ids);
+    buf_free(&st->arena); buf_free(&st->pend_comm); buf_free(&st->pend_event); buf_free(&st->pend_text);
+    buf_free(&st->pend_ids);
     buf_free(&st->frame_off); buf_free(&st->frame_text);
     pool_clear(&st->pool);
     free(st);

@@ -82,7 +82,7 @@ void tracecmd_parse_trace_clock(struct tracecmd_input *handle, char *file, int s
  * The file's kallsyms. libtracecmd hands its text to libtraceevent's tep_parse_kallsyms (through its PLT: this
  * definition takes the call), which reads each line with sscanf("%16llx %c %n%*s%n%*1[\t][%n%*s%n") and registers
  * each function (tep_register_function: a list item and copies of its name and module), then sorts them (qsort, a
- * stable merge sort in glibc, by address; the list holds them last registered first) on the first lookup: over half
+ * stable merge sort in glibc, by address; the list holds them last registered first) on the first lookup: about half
  * this program's time on a sample's 10x capture. Here the lines of the usual shape (up to 16 hex digits, not "0x";
  * one type character; the name; a tab, '[' and a module, or nothing) are read by hand into a table of the same
  * functions, in the same order, which a resolver (tep_set_function_resolver) sorts as the library would (a stable
@@ -151,11 +151,11 @@ static char *resolve_function(void *priv, unsigned long long *addr, char **mod) 
 }
 
 /*
- * The library also finds functions by name: a print format's argument that is a word (an atom that does not start with
- * a digit, "jiffies" in writeback's) is the address of the first function of that name in its own list (test_for_symbol,
- * last registered first). The functions named by the atoms of the events' formats are therefore registered with it
- * too, in the order read (the first of a name stays the first), once the file is open; an argument of a kind not known
- * here puts every function in the library's hands.
+ * The library also finds functions by name: a print format's argument that is a word (an atom that does not start
+ * with a digit, "jiffies" in writeback's) is the address of the first function of that name in its own list
+ * (test_for_symbol, last registered first). The functions named by the atoms of the events' formats are therefore
+ * registered with it too, in the order read (the first of a name stays the first), once the file is open; an argument
+ * of a kind not known here puts every function in the library's hands.
  */
 static const char **atoms;
 static size_t natoms, atoms_cap;
@@ -385,7 +385,8 @@ static int line_pid; /* the record's common_pid */
 #define COMM_SLOTS 4096
 static struct { int pid; unsigned gen; int plain; const char *comm; size_t len; } comm_cache[COMM_SLOTS];
 static unsigned comm_gen = 1;
-static int cmdlines_sorted; /* the library keeps its names in its sorted array (it sorts them on a lookup of a pid > 0) */
+/* the library keeps its names in its sorted array (it sorts them on a lookup of a pid > 0) */
+static int cmdlines_sorted;
 static int plain_name_of_task(const char *c);
 static const char *comm_of(int pid, size_t *len, int *plain) {
     unsigned h = (unsigned)pid & (COMM_SLOTS - 1);
@@ -815,7 +816,10 @@ int main(int argc, char **argv) {
     if (!info || !event_of_id || !event_known) return 2;
     same_endian = tep_is_file_bigendian(tep) == tep_is_local_bigendian(tep);
     struct tep_event *first = tep_get_event(tep, 0); /* where the library reads every record's type and pid */
-    if (first) { common_type = tep_find_common_field(first, "common_type"); common_pid = tep_find_common_field(first, "common_pid"); }
+    if (first) {
+        common_type = tep_find_common_field(first, "common_type");
+        common_pid = tep_find_common_field(first, "common_pid");
+    }
     struct tep_event *x = tep_find_event_by_name(tep, "ftrace", "funcgraph_exit");
     if (x && x->id >= 0 && x->id < MAX_IDS && event_info(x)->checked == NATIVE_YES) fg_exit_id = x->id;
     trace_seq_init(&line); trace_seq_init(&mine);
