@@ -51,7 +51,7 @@ from ...schema.tables import TRACKS
 from .. import stored
 from ..catalogue import catalogue
 from .items import MAX_ITEMS, fit_items
-from .lanes import arrows, candidate_lanes, chain_links, lane_registry, marks, task_tgids
+from .lanes import Candidates, arrows, candidate_lanes, chain_links, lane_registry, marks, task_tgids
 from .levels import lane_inputs, read_source
 
 if TYPE_CHECKING:
@@ -88,15 +88,15 @@ MAX_CPU_LANES = 256  # a response's CPU tracks at most (a machine's CPUs; more a
 MAX_OTHER_TRACKS = 64  # block devices and dump windows at most, beside the CPUs
 
 
-def budget(candidates: list[dict], max_lanes: int) -> list[dict]:
+def budget(candidates: Candidates, max_lanes: int) -> list[tuple]:
     """The lanes of a response, in their rank order: every CPU track (up to MAX_CPU_LANES) and every block device and
     offcputime window (up to MAX_OTHER_TRACKS) — the tracks a Perfetto or KernelShark user looks for first, few and
     thin — beside the first `max_lanes` of the other lanes (tasks, then processes issuing I/O, most telling first).
     Before, CPUs were ranked after the chains' tasks and devices and could fall outside the 40 lanes of a first view."""
     kept = {"cpu": 0, "track": 0, "other": 0}
     out = []
-    for c in candidates:
-        kind = "cpu" if c["kind"] == "cpu" else "track" if c["kind"] in ("device", "window") else "other"
+    for c in candidates:  # (id, kind, ...)
+        kind = "cpu" if c[1] == "cpu" else "track" if c[1] in ("device", "window") else "other"
         limit = {"cpu": MAX_CPU_LANES, "track": MAX_OTHER_TRACKS, "other": max_lanes}[kind]
         if kept[kind] < limit:
             kept[kind] += 1
@@ -198,9 +198,9 @@ def timeline(
     out["total_lanes"] = len(candidates)
     if lanes:
         wanted = set(lanes)
-        chosen = [c for c in candidates if c["id"] in wanted]
+        chosen = [candidates.lane(c) for c in candidates if c[0] in wanted]
     else:
-        chosen = budget(candidates, max_lanes)
+        chosen = [candidates.lane(c) for c in budget(candidates, max_lanes)]
     by_source = defaultdict(list)
     for i, c in enumerate(chosen):
         c.update(segs=None, bucket_ns=None, counter=None, band=c.get("band"), _index=i)

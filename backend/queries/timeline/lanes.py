@@ -249,6 +249,53 @@ def infer_tgids(events: list[tuple]) -> dict[tuple[int, int], int]:
     return tgid
 
 
+class Candidates:
+    """The lanes of a window in their rank order, each (id, kind, what makes its dict): a dict (an offcputime
+    window), or (sid, kind, pid, dev, label, group, why) with `why` a text or (a format, its value); made into dicts
+    only for the lanes a response holds (lane()): a perf capture of 15 k tasks ranks 15 k lanes for a view's 40."""
+
+    def __init__(self, task_lane: dict, tgids: dict[tuple[int, int], int]):
+        self.entries: list[tuple[str, str, dict | tuple]] = []
+        self.seen: set[str] = set()
+        self._task_lane, self._tgids = task_lane, tgids
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __iter__(self):
+        return iter(self.entries)
+
+    def add(self, lane: dict | tuple) -> None:
+        """A lane, unless one of its id is in already: a dict, or (sid, kind, pid, dev, label, group, why)."""
+        if type(lane) is dict:
+            lid, kind = lane["id"], lane["kind"]
+        else:
+            kind = lane[1]
+            lid = lane_id(kind, lane[0], lane_key(kind, lane[2], lane[3]))
+        if lid not in self.seen:
+            self.seen.add(lid)
+            self.entries.append((lid, kind, lane))
+
+    def lane(self, entry: tuple[str, str, dict | tuple]) -> dict:
+        """An entry's lane as the response holds it (a new dict)."""
+        lid, kind, lane = entry
+        if type(lane) is dict:
+            return dict(lane)
+        sid, kind, pid, dev, label, group, why = lane
+        return {
+            "id": lid,
+            "kind": kind,
+            "source_id": sid,
+            "label": label,
+            "group": group,
+            "pid": pid,
+            "dev": dev,
+            "why": why if type(why) is str else why[0].format(why[1]),
+            "tgid": self._tgids.get((sid, pid)) if kind == "task" else None,
+            "_lane": self._task_lane.get((sid, kind, lane_key(kind, pid, dev))),
+        }
+
+
 def candidate_lanes(
     p: dict,
     sources: list[dict],
@@ -257,20 +304,10 @@ def candidate_lanes(
     reads: dict,
     names: dict[str, int],
     tgids: dict[tuple[int, int], int] | None = None,
-) -> list[dict]:
+) -> Candidates:
     """Every lane with something in the window, most telling first: the tasks of the chains (by chain rank), the
     block devices, the offcputime windows, then tasks by time blocked, by time running, by calls, and processes
     by their slowest phase."""
-    lanes: list[dict] = []
-    seen = set()
-
-    def add(lane: dict | tuple) -> None:
-        """A lane (a dict, or lane_dict's arguments: made into one only when the lane is new)."""
-        lid = lane["id"] if type(lane) is dict else lane_id(lane[1], lane[0], lane_key(*lane[1:4]))
-        if lid not in seen:
-            seen.add(lid)
-            lanes.append(lane if type(lane) is dict else lane_dict(*lane))
-
     registry = {sid: reg for sid, reg in registry.items() if sid in reads}
     scores = {s["id"]: _lane_scores(reads[s["id"]], s, names) for s in sources if s["id"] in reads}
     task_lane = {
@@ -278,20 +315,8 @@ def candidate_lanes(
         for sid, reg in registry.items()
         for lane, (kind, pid, dev, comm) in reg.items()
     }
-
-    def lane_dict(sid, kind, pid, dev, label, group, why):
-        return {
-            "id": lane_id(kind, sid, lane_key(kind, pid, dev)),
-            "kind": kind,
-            "source_id": sid,
-            "label": label,
-            "group": group,
-            "pid": pid,
-            "dev": dev,
-            "why": why,
-            "tgid": (tgids or {}).get((sid, pid)) if kind == "task" else None,
-            "_lane": task_lane.get((sid, kind, lane_key(kind, pid, dev))),
-        }
+    lanes = Candidates(task_lane, tgids or {})
+    add, seen = lanes.add, lanes.seen
 
     for link in chains:
         if link["pid"] is not None and f"task:{link['source_id']}:{link['pid']}" not in seen:
@@ -387,7 +412,7 @@ def candidate_lanes(
                 ):
                     if sc[key] > 0:
                         ranked[key].append(
-                            ((-sc[key], s["id"], pid), (s["id"], kind, pid, None, label, None, why.format(sc[key])))
+                            ((-sc[key], s["id"], pid), (s["id"], kind, pid, None, label, None, (why, sc[key])))
                         )
     for key in ("device", "window", "cpu", "blocked", "running", "calls", "process"):
         for _, lane in sorted(ranked.get(key, []), key=lambda x: x[0]):
