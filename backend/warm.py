@@ -10,10 +10,11 @@ to a warm-up, per analysis, in two phases:
    written before they were, an analysis whose clock offset changed: the PATCH deleted its timed views), it is
    computed and stored. Each step starts once no request has been in flight for QUIET_S.
 2. what the requests after the first ones build, in memory only (INDEXES: the heatmaps' index of each first view,
-   the timeline's summaries): a zoom of the Dispatch heatmap on 2 M requests took 4.7 s without its index, the
-   timeline's first zoom 1.6 s without its summaries (measured on the benchmark analysis, load ~11). Each starts
-   only once no request has been in flight for INDEX_QUIET_S: long enough that a page's first loads, each tab's
-   requests and the browser's drawing (about a second on 2 cores), do not share the CPU with it.
+   the timeline's summaries, every chain built for the Stalls view's windows): a zoom of the Dispatch heatmap on
+   2 M requests took 4.7 s without its index, the timeline's first zoom 1.6 s without its summaries (measured on
+   the benchmark analysis, load ~11). Each starts only once no request has been in flight for INDEX_QUIET_S: long
+   enough that a page's first loads, each tab's requests and the browser's drawing (about a second on 2 cores), do
+   not share the CPU with it.
 
 Queued: when the app starts, the NEWEST most recently created analyses, newest first, stopping once either cache is
 half full (so that warming never evicts what it warmed); after an ingest, the new analysis (first in line); after a
@@ -33,7 +34,7 @@ import time
 from collections import deque
 
 from .cache import AnalysisCache
-from .queries import analyses, first_views, heatmaps, timeline
+from .queries import analyses, first_views, heatmaps, stall_windows, timeline
 from .queries.first_views import FIRST, STEPS
 
 NEWEST = 3
@@ -48,6 +49,7 @@ INDEXES = (
         "timeline summaries",
         lambda con, c, a: timeline.timeline(con, c, a, None, None, FIRST["TIMELINE_WIDTH_PX"], None, FIRST["tlN"]),
     ),
+    ("every chain", lambda con, c, a: stall_windows.built_chains(con, c, a)),  # the first view builds its own only
 )
 
 

@@ -524,3 +524,27 @@ def test_page_waits_are_named_by_their_caller(client, store):
         for k in ("page writeback", "page lock", "page bit", "folio_wait_bit_common")
     }
     assert by_lock == {"page writeback": [8], "page lock": [13], "page bit": [22], "folio_wait_bit_common": [22]}
+
+
+def test_first_chains_built_alone_are_the_first_of_all(store):
+    """The whole analysis' chains (the first view, computed at ingest) are built for the first `limit` chains only, not
+    every chain's links: their texts are those of the same chains built whole, and a window reads the whole build."""
+    from backend.queries import stall_windows, stalls
+
+    aid = ingest_paths(store, SAMPLES / "incident.trace-cmd-report.txt", SAMPLES / "incident.blkparse.txt")["id"]
+    con = store.cursor()
+    try:
+        whole = stall_windows._build_chains(con, aid)
+        assert len(whole.ids) > 100  # (the incident demo: 328)
+        for limit in (1, 7, 100, len(whole.ids) + 5):
+            alone = stall_windows._build_chains(con, aid, limit)
+            assert alone.ids == whole.ids[:limit]
+            assert alone.select(limit) == whole.select(limit)
+        cache = AnalysisCache()
+        assert stalls.chains(con, cache, aid, 100) == [json.loads(t) for t in whole.select(100)]
+        assert not cache.kept((aid, "chains-built", stall_windows.offsets(con, cache, aid)))  # built alone, not kept
+        t0, t1 = whole.starts[150], whole.ends[150]
+        assert stalls.chains(con, cache, aid, 5, t0, t1) == [json.loads(t) for t in whole.select(5, t0, t1)]
+        assert stalls.chains(con, cache, aid, 100) == [json.loads(t) for t in whole.select(100)]  # now from it
+    finally:
+        con.close()

@@ -45,22 +45,27 @@ class BuiltChains:
         return out
 
 
-def built_chains(con, cache: AnalysisCache, analysis_id: str) -> BuiltChains:
-    return cache.shared(
-        (analysis_id, "chains-built", offsets(con, cache, analysis_id)),
-        lambda: _build_chains(con, analysis_id),
-        lambda built: built.nbytes,
-    )
+def built_chains(con, cache: AnalysisCache, analysis_id: str, first: int | None = None) -> BuiltChains:
+    """The analysis' chains, built once (kept per clock offsets); with `first` and none kept, only the first that many
+    (the whole analysis' first view, at ingest: 100 of them, not every chain's links: a 1 GiB function_graph capture
+    has ~55 k links), not kept."""
+    key = (analysis_id, "chains-built", offsets(con, cache, analysis_id))
+    if first is not None and not cache.kept(key):
+        return _build_chains(con, analysis_id, first)
+    return cache.shared(key, lambda: _build_chains(con, analysis_id), lambda built: built.nbytes)
 
 
-def _build_chains(con, analysis_id: str) -> BuiltChains:
+def _build_chains(con, analysis_id: str, first: int | None = None) -> BuiltChains:
+    """Every chain by rank, or the `first` ones."""
     heads = run(
         con,
         "SELECT c.chain_id, c.duration_ns FROM chains c JOIN chain_links l ON l.analysis_id = c.analysis_id"
-        " AND l.chain_id = c.chain_id AND l.pos = 0 WHERE c.analysis_id = $aid ORDER BY c.chain_id",
+        " AND l.chain_id = c.chain_id AND l.pos = 0 WHERE c.analysis_id = $aid ORDER BY c.chain_id"
+        + ("" if first is None else f" LIMIT {int(first)}"),
         {"aid": analysis_id},
         max_rows=1 << 20,
     )
+    last = heads[-1][0] if first is not None and heads else None  # the links of the chains up to it
     # times on the analysis timeline: each link's source offset, the request's its blktrace source's
     links = run(
         con,
@@ -70,8 +75,8 @@ def _build_chains(con, analysis_id: str) -> BuiltChains:
         " l.req_c_ns + r.clock_offset_ns AS req_c_ns), s.clock_offset_ns AS _off, w.wait_kind, w.wait_rule"
         " FROM chain_links l JOIN sources s ON s.id = l.source_id LEFT JOIN sources r ON r.id = l.req_source_id"
         " LEFT JOIN wait_rows w ON w.source_id = l.source_id AND w.line = l.wait_line"
-        " WHERE l.analysis_id = ? ORDER BY l.chain_id, l.pos",
-        [analysis_id],
+        " WHERE l.analysis_id = ? AND (? IS NULL OR l.chain_id <= ?) ORDER BY l.chain_id, l.pos",
+        [analysis_id, last, last],
         shape="dicts",
         max_rows=1 << 22,
     )

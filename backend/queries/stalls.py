@@ -218,12 +218,14 @@ def lock_waits(con, analysis_id: str, lock_keys: list[str], t0=None, t1=None) ->
 def chains(con, cache: AnalysisCache, analysis_id: str, limit: int = 50, t0=None, t1=None) -> list[dict]:
     """The first `limit` chains by rank; with t0/t1 (the analysis timeline), those whose first link's wait overlaps
     [t0, t1]. A chain keeps its rank (id) in a window."""
-    return [json.loads(t) for t in built_chains(con, cache, analysis_id).select(limit, t0, t1)]
+    first = limit if t0 is None and t1 is None else None  # (no window: the first `limit`, built alone if need be)
+    return [json.loads(t) for t in built_chains(con, cache, analysis_id, first).select(limit, t0, t1)]
 
 
 def chains_json(con, cache: AnalysisCache, analysis_id: str, limit: int = 50, t0=None, t1=None) -> bytes:
     """chains()'s answer as JSON text, made of the kept texts (the route sends it without validating it)."""
-    return b"[" + b",".join(built_chains(con, cache, analysis_id).select(limit, t0, t1)) + b"]"
+    first = limit if t0 is None and t1 is None else None
+    return b"[" + b",".join(built_chains(con, cache, analysis_id, first).select(limit, t0, t1)) + b"]"
 
 
 MAX_CALLS = 20_000
