@@ -45,14 +45,22 @@ class BuiltChains:
         return out
 
 
-def built_chains(con, cache: AnalysisCache, analysis_id: str, first: int | None = None) -> BuiltChains:
-    """The analysis' chains, built once (kept per clock offsets); with `first` and none kept, only the first that many
-    (the whole analysis' first view, at ingest: 100 of them, not every chain's links: a 1 GiB function_graph capture
-    has ~55 k links), not kept."""
-    key = (analysis_id, "chains-built", offsets(con, cache, analysis_id))
-    if first is not None and not cache.kept(key):
-        return _build_chains(con, analysis_id, first)
-    return cache.shared(key, lambda: _build_chains(con, analysis_id), lambda built: built.nbytes)
+def built_chains(con, cache: AnalysisCache, analysis_id: str) -> BuiltChains:
+    return cache.shared(
+        (analysis_id, "chains-built", offsets(con, cache, analysis_id)),
+        lambda: _build_chains(con, analysis_id),
+        lambda built: built.nbytes,
+    )
+
+
+def chain_texts(con, cache: AnalysisCache, analysis_id: str, limit: int, t0=None, t1=None) -> list[bytes]:
+    """The JSON texts of the first `limit` chains whose first link's wait overlaps [t0, t1] (None: open), from every
+    chain built (kept); with no window and none kept, from the first `limit` built alone, not kept (the whole
+    analysis' first view, at ingest: not every chain's links, ~55 k for a 1 GiB function_graph capture; the warm-up
+    builds them all after the upload)."""
+    if t0 is None and t1 is None and not cache.kept((analysis_id, "chains-built", offsets(con, cache, analysis_id))):
+        return _build_chains(con, analysis_id, limit).select(limit)
+    return built_chains(con, cache, analysis_id).select(limit, t0, t1)
 
 
 def _build_chains(con, analysis_id: str, first: int | None = None) -> BuiltChains:

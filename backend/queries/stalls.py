@@ -10,7 +10,7 @@ from .. import locks, wait_kinds
 from . import paging, stored
 from .catalogue import offsets, offsets_now
 from .run import run
-from .stall_windows import built_chains, wait_columns, window_wait_texts
+from .stall_windows import chain_texts, wait_columns, window_wait_texts
 
 if TYPE_CHECKING:
     from ..cache import AnalysisCache
@@ -218,14 +218,12 @@ def lock_waits(con, analysis_id: str, lock_keys: list[str], t0=None, t1=None) ->
 def chains(con, cache: AnalysisCache, analysis_id: str, limit: int = 50, t0=None, t1=None) -> list[dict]:
     """The first `limit` chains by rank; with t0/t1 (the analysis timeline), those whose first link's wait overlaps
     [t0, t1]. A chain keeps its rank (id) in a window."""
-    first = limit if t0 is None and t1 is None else None  # (no window: the first `limit`, built alone if need be)
-    return [json.loads(t) for t in built_chains(con, cache, analysis_id, first).select(limit, t0, t1)]
+    return [json.loads(t) for t in chain_texts(con, cache, analysis_id, limit, t0, t1)]
 
 
 def chains_json(con, cache: AnalysisCache, analysis_id: str, limit: int = 50, t0=None, t1=None) -> bytes:
     """chains()'s answer as JSON text, made of the kept texts (the route sends it without validating it)."""
-    first = limit if t0 is None and t1 is None else None
-    return b"[" + b",".join(built_chains(con, cache, analysis_id, first).select(limit, t0, t1)) + b"]"
+    return b"[" + b",".join(chain_texts(con, cache, analysis_id, limit, t0, t1)) + b"]"
 
 
 MAX_CALLS = 20_000
