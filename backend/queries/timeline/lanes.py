@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow.compute as pc
 
+from ...distinct import distinct
 from .. import devices
 from ..run import run
-from .columns import distinct, take
+from .columns import take
 
 if TYPE_CHECKING:
     from ...cache import AnalysisCache
@@ -256,7 +257,7 @@ class Candidates:
 
     def __init__(self, task_lane: dict, tgids: dict[tuple[int, int], int]):
         self.entries: list[tuple[str, str, dict | tuple]] = []
-        self.seen: set[str] = set()
+        self._seen: set[str] = set()
         self._task_lane, self._tgids = task_lane, tgids
 
     def __len__(self) -> int:
@@ -272,8 +273,8 @@ class Candidates:
         else:
             kind = lane[1]
             lid = lane_id(kind, lane[0], lane_key(kind, lane[2], lane[3]))
-        if lid not in self.seen:
-            self.seen.add(lid)
+        if lid not in self._seen:
+            self._seen.add(lid)
             self.entries.append((lid, kind, lane))
 
     def lane(self, entry: tuple[str, str, dict | tuple]) -> dict:
@@ -316,10 +317,10 @@ def candidate_lanes(
         for lane, (kind, pid, dev, comm) in reg.items()
     }
     lanes = Candidates(task_lane, tgids or {})
-    add, seen = lanes.add, lanes.seen
+    add = lanes.add
 
     for link in chains:
-        if link["pid"] is not None and f"task:{link['source_id']}:{link['pid']}" not in seen:
+        if link["pid"] is not None:
             add(
                 (
                     link["source_id"],
