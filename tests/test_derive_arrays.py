@@ -1,12 +1,13 @@
-"""backend/derive/arrays.py: key_ids numbers rows by their key as np.unique(axis=0) does; distinct gives np.unique's
-values."""
+"""backend/derive/arrays.py: key_ids numbers rows by their key as np.unique(axis=0) does; backend/distinct.py gives
+np.unique's values."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from backend.derive.arrays import distinct, key_ids
+from backend.derive.arrays import key_ids
+from backend.distinct import distinct
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -1,6 +1,5 @@
 """Numpy over a derive step's columns: `next_after` (an ASOF join on arrays: DuckDB's cost ~3x the rest of the
-statements that used one), `key_ids` (rows numbered by their key of several columns), `distinct` (np.unique's values
-by a sort), a column as (values, valid) arrays (`ints`), and their selections (`take`, `spread`)."""
+statements that used one), `key_ids` (rows numbered by their key of several columns), a column as (values, valid) arrays (`ints`), and their selections (`take`, `spread`)."""
 
 from __future__ import annotations
 
@@ -27,16 +26,6 @@ def next_after(key: np.ndarray, line: np.ndarray, b_key: np.ndarray, b_line: np.
     hit[hit] = b_packed[j[hit]] >> shift == group[:n][hit]
     out[hit] = order[j[hit]]
     return out
-
-
-def distinct(x: np.ndarray) -> np.ndarray:
-    """The distinct values of an integer array, sorted: np.unique(x)'s, by a sort. (numpy 2.4's np.unique finds them
-    in a hash table, holding the GIL: 0.5-1.2 s for 437-874 k int64 times or ids of the 1 GiB trace.dat's waits,
-    where sorting takes ~10 ms.)"""
-    x = np.sort(np.asarray(x).reshape(-1))
-    if not len(x):
-        return x
-    return x[np.concatenate(([True], x[1:] != x[:-1]))]
 
 
 def key_ids(*cols: np.ndarray) -> np.ndarray:

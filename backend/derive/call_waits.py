@@ -12,8 +12,9 @@ import pyarrow.compute as pc
 
 from .. import locks
 from ..db import arrow, execute
+from ..distinct import distinct
 from . import wait_rows
-from .arrays import distinct, next_after
+from .arrays import next_after
 from .frames import duration_text
 from .sql_io import register_table
 from .wait_rows import BASE_TYPES, WAIT_ROWS

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import distinct, key_ids
+from ..distinct import distinct
+from .arrays import key_ids
 
 MAX_CHAINS = 5000
 MAX_LINKS = 32

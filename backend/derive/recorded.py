@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..db import batches, execute
-from .arrays import distinct
+from ..distinct import distinct
 
 STACK_EVENTS = ("kernel_stack", "user_stack")
 # frames of the tracing machinery itself, innermost in a stack recorded at a tracepoint

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..db import arrow, execute
+from ..distinct import distinct
 from ..schema.tables import STACK_SEP
-from .arrays import distinct
 from .frames import FrameKinds
 
 

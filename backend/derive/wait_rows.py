@@ -12,7 +12,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..db import arrow, execute
-from .arrays import distinct, key_ids
+from ..distinct import distinct
+from .arrays import key_ids
 from .frames import task_text, time_text
 
 WAIT_ROWS = 16384  # waits inserted per statement

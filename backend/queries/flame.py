@@ -25,6 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..distinct import distinct
+
 Rows = Iterable[tuple[Sequence[str], int | None]]
 
 
@@ -143,15 +145,14 @@ def build_tree_columns(
         node_values.append(_sums(inv, kept_values[r], len(uniq)))
         node[r] = first + inv
         prev_first, first = first, first + len(uniq)
-    # (counted in an array by node, not by np.unique: numpy 2.4 hashes there, holding the GIL, ~30x slower)
-    distinct = int(np.count_nonzero(np.bincount(node + 1))) if n else 0
+    distinct_paths = len(distinct(node + 1)) if n else 0  # (node -1: a record without frames)
     if not parents:
-        return {"name": "all", "value": matched, "children": []}, total, distinct, matched
+        return {"name": "all", "value": matched, "children": []}, total, distinct_paths, matched
     parent = np.concatenate(parents)
     name = np.concatenate(name_codes)
     value = np.concatenate(node_values)
     tree = _emit_columns(parent, name, value, names, matched, min_fraction * matched)
-    return tree, total, distinct, matched
+    return tree, total, distinct_paths, matched
 
 
 def _sums(groups: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:

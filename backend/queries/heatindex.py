@@ -32,6 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..distinct import distinct
+
 LOG_BLOCK = 10
 BLOCK = (
     1 << LOG_BLOCK
@@ -289,8 +291,7 @@ def build(table: pa.Table) -> Index:
     elif sid.min() == sid.max():
         sids = [int(sid[0])]
     else:
-        sids = np.flatnonzero(np.bincount(sid - sid.min())).astype(np.int64) + int(sid.min())  # (few, small)
-        sids = sids.tolist()
+        sids = distinct(sid).tolist()
     order = _rank_order(v, sid, line, sids)
     rank = np.empty(n, np.int64)
     rank[order] = np.arange(n, dtype=np.int64)

@@ -32,17 +32,6 @@ def longest_per_group(keys: list[np.ndarray], dur: np.ndarray, line: np.ndarray,
     return keep
 
 
-def distinct(x: np.ndarray) -> np.ndarray:
-    """The distinct values, sorted (np.unique): marked in an array indexed by value when they are >= 0 and span
-    few more values than there are rows (no sort), else by a sort."""
-    if not len(x):
-        return x
-    if int(x.min()) >= 0 and int(x.max()) < 4 * len(x) + 4096:
-        return np.flatnonzero(np.bincount(x)).astype(x.dtype, copy=False)
-    x = x[sort_order(x)]
-    return x[np.concatenate([[True], x[1:] != x[:-1]])]
-
-
 def dense(key: np.ndarray) -> np.ndarray:
     """The keys (>= 0) as they are when they span few more values than there are rows, else their ranks: indexes
     of arrays of a size about the rows'."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...distinct import distinct
 from ...schema.tables import TRACKS
-from .columns import dense, distinct, group, group_by_key, runs, sort_key, sort_order, take
+from .columns import dense, group, group_by_key, runs, sort_key, sort_order, take
 
 MAX_ITEMS = 12_000  # drawable items in one response, all lanes together
 DOMINANT = (True, True, False, False, False)  # per track: a merged bucket shows its dominant state, else each state

@@ -11,9 +11,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...distinct import distinct
 from ...schema.tables import BLK_PHASES, FAN, MAX_CALL_DEPTH
 from ..run import run
-from .columns import distinct, empty_columns, group, longest_per_group, runs, sort_order, take
+from .columns import empty_columns, group, longest_per_group, runs, sort_order, take
 from .lanes import lane_key
 
 if TYPE_CHECKING:
