@@ -46,7 +46,7 @@ trace-cmd:
 	@command -v trace-cmd >/dev/null && pkg-config --exists $(DECODER_LIBS) 2>/dev/null || { $(SUDO) apt-get update -q && \
 		$(SUDO) apt-get install -y -q trace-cmd pkg-config libtracecmd-dev libtracefs-dev libtraceevent-dev; }
 
-parsers/tracedat-records: parsers/tracedat_records.c parsers/tracedat_info_cache.h | trace-cmd
+parsers/tracedat-records: parsers/tracedat_records.c $(wildcard parsers/tracedat_*.h) | trace-cmd
 	$${CC:-cc} -O2 -std=c11 -Wall -Wextra -o $@ $< $$(pkg-config --cflags --libs $(DECODER_LIBS))
 
 # perf.data uploads are decoded by `perf script` (parsers/perfdata.py)
