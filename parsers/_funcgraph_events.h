@@ -55,15 +55,10 @@ static void pend_materialize(state_t *st, out_t *o) {
 /* the pending stack's text, its frames' included, as one more row of e_text (str_put_text's) */
 static int pend_text_put(state_t *st, strcol *s) {
     if (!st->pend_ids.len) return str_put_text(s, st->pend_text.p, st->pend_text.len, 1, st->pend_utf8);
-    if (s->rows == 0 && s->off.len == 0 && put32(&s->off, 0)) return -1;
+    if (str_row_begin(s)) return -1;
     size_t start = s->data.len;
-    if (buf_put(&s->data, st->pend_text.p, st->pend_text.len) || pend_frames_text(st, &s->data) ||
-        s->data.len > (size_t)INT32_MAX)
-        return -1;
-    if (!st->pend_utf8) utf8_fix((unsigned char *)s->data.p + start, (unsigned char *)s->data.p + s->data.len);
-    if (put32(&s->off, (int32_t)s->data.len) || put8(&s->valid, 1)) return -1;
-    s->rows++;
-    return 0;
+    if (buf_put(&s->data, st->pend_text.p, st->pend_text.len) || pend_frames_text(st, &s->data)) return -1;
+    return str_row_end(s, start, 1, st->pend_utf8);
 }
 
 static void flush_pending(state_t *st, out_t *o) {

@@ -36,18 +36,25 @@ static void utf8_fix(unsigned char *q, unsigned char *qe) {
     }
 }
 
-/* appends [p, p+n) to the string column; bytes that are not UTF-8 become '?' (Arrow strings are UTF-8) unless the
- * text is known to be UTF-8 (is_utf8) */
+/* a row of the string column begun: its bytes appended to s->data from `start` on, then str_row_end */
+static int str_row_begin(strcol *s) { return s->rows == 0 && s->off.len == 0 && put32(&s->off, 0) ? -1 : 0; }
+/* the row whose bytes are s->data's from `start` ended; bytes that are not UTF-8 become '?' (Arrow strings are UTF-8)
+ * unless the text is known to be UTF-8 (is_utf8) */
+static int str_row_end(strcol *s, size_t start, int valid, int is_utf8) {
+    if (s->data.len > (size_t)INT32_MAX) return -1;
+    if (!is_utf8) utf8_fix((unsigned char *)s->data.p + start, (unsigned char *)s->data.p + s->data.len);
+    if (put32(&s->off, (int32_t)s->data.len) || put8(&s->valid, (uint8_t)(valid != 0))) return -1;
+    s->rows++;
+    return 0;
+}
+/* appends [p, p+n) to the string column as a row (str_row_end's) */
 static int str_put_text(strcol *s, const char *p, size_t n, int valid, int is_utf8) {
-    if (s->rows == 0 && s->off.len == 0 && put32(&s->off, 0)) return -1;
+    if (str_row_begin(s)) return -1;
     if (!valid) n = 0;
     if (s->data.len + n > (size_t)INT32_MAX) return -1;
     size_t start = s->data.len;
     if (buf_put(&s->data, p, n)) return -1;
-    if (!is_utf8) utf8_fix((unsigned char *)s->data.p + start, (unsigned char *)s->data.p + start + n);
-    if (put32(&s->off, (int32_t)s->data.len) || put8(&s->valid, (uint8_t)(valid != 0))) return -1;
-    s->rows++;
-    return 0;
+    return str_row_end(s, start, valid, is_utf8);
 }
 static int str_put(strcol *s, const char *p, size_t n, int valid) { return str_put_text(s, p, n, valid, 0); }
 static void str_free(strcol *s) { free(s->off.p); free(s->data.p); free(s->valid.p); memset(s, 0, sizeof *s); }
