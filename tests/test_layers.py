@@ -18,6 +18,7 @@ SHARED = {
     "access": {"db"},
     "block_layers": set(),
     "disk": {"db"},
+    "distinct": set(),  # np.unique's values without its hash table (derive and queries)
     "headers": set(),
     "inert_csv": set(),
     "ingest_pool": set(),
