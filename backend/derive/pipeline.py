@@ -129,9 +129,8 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
                 planned = chain_plan.plan([(d.sid, d.chain) for d in derived])
                 derived = None  # (the inserter holds them until they are in)
                 inserted.result()
-            # the summaries done first: their statements' memory and the chains' rows (Python) would peak together
+            built = chains.build_chains(planned, chains.stored_rows(con, planned), frames)  # beside the summaries
             summarized.result()
-            built = chains.build_chains(planned, chains.stored_rows(con, planned), frames)
         chains.match_requests(con, analysis_id, built)
         chains.insert_chains(con, analysis_id, built)
     finally:
