@@ -18,8 +18,8 @@ then, in the ingest's transaction:
        this thread (Python, on `con`)       | the reader thread (`reader`, a cursor) | the inserter thread (on `con`)
        -------------------------------------+----------------------------------------+------------------------------
        per ftrace source (_waits_of_sources):| stacks.call_index of that source (its  |
-         waits.stage (its waits' own columns |   names, windows, calls read ahead)    |
-         staged in a temporary table, SQL)   |                                        |
+         waits.stage (its waits' own columns |   names, windows, calls read ahead),   |
+         staged in a temporary table, SQL)   |   waits.holder_finder (its lock calls) |
        ... its waits' lines known ---------->| recorded.event_stacks (SQL, the stacks |
                                              |   the trace recorded at those lines)   |
        waits.find_stacks (numpy: the calls   | timeline.prepare (staged rows only),   |
@@ -154,16 +154,17 @@ def _waits_of_sources(
     for k, (sid, *_) in enumerate(ftrace):
         funcs = waits.function_names(con, sid)
         calls = pool.submit(stacks.call_index, reader, sid, funcs)  # read while the waits are staged
+        holders = pool.submit(waits.holder_finder, reader, sid, funcs)  # so are the lock calls
         staged = waits.stage(con, sid, funcs)
         if staged is not None:
             recording = pool.submit(recorded.event_stacks, reader, sid, staged.at_lines())
         if prepared is None:
             prepared = pool.submit(timeline.prepare, reader, spans)
         if staged is None:
-            calls = None
+            calls = holders = None
             continue
-        found = waits.find_stacks(con, staged, calls.result(), recording.result(), frames)
-        calls = recording = None
+        found = waits.find_stacks(con, staged, calls.result(), recording.result(), holders.result(), frames)
+        calls = recording = holders = None
         if k == len(ftrace) - 1:  # every wait's lock is known: the summaries start, beside the inserts and the chains
             summarized = pool.submit(_summarize_committed, reader, sources, _summary(derived, found.summary), prepared)
             prepared = None  # held by that step only: freed once used, before the chains' peak

@@ -48,6 +48,7 @@ Waits (table `waits`, key (source_id, line)):
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -166,17 +167,25 @@ class WaitStacks:
     summary: pa.Table
 
 
-def find_stacks(con, staged: StagedWaits, calls: dict, recorded: Recorded, frames: FrameKinds) -> WaitStacks:
+def holder_finder(con, sid: int, funcs: list[str]) -> wait_rows.HolderFinder:
+    """The source's lock calls read for its waits' inferred holders (wait_rows.HolderFinder): they need only the
+    source's function names (`funcs`: function_names), so they are read beside `stage`, before the waits are
+    known."""
+    prims = {p.name: p for p in locks.PRIMITIVES}
+    return wait_rows.HolderFinder(con, sid, lock_function_ids(funcs), prims, funcs)
+
+
+def find_stacks(
+    con, staged: StagedWaits, calls: dict, recorded: Recorded, finder: wait_rows.HolderFinder, frames: FrameKinds
+) -> WaitStacks:
     """The stacks of each wait at its line and of each waker at its wake line, in one scan of the calls in line order
     (`calls`: the source's stacks.call_index), where the trace did not record them (`recorded`:
-    recorded.event_stacks at staged.at_lines()); the scan's windows' locks and holders as it answers them (a window's
-    locks use the stacks recorded for its waits); then each wait's kind and the waits' summary. `frames`: the
-    derivation's look-ups of what the frames are."""
+    recorded.event_stacks at staged.at_lines()); the scan's windows' locks and holders (`finder`: holder_finder of
+    the source) as it answers them (a window's locks use the stacks recorded for its waits); then each wait's kind
+    and the waits' summary. `frames`: the derivation's look-ups of what the frames are."""
     sid, n, w, woken = staged.sid, staged.n, staged.w, staged.woken
     line, pid = w["line"][0], w["pid"][0]
     mine = recorded.find(line)
-    prims = {p.name: p for p in locks.PRIMITIVES}
-    finder = wait_rows.HolderFinder(con, sid, staged.lockfn, prims, staged.funcs)
     found = LocksInScan(n, line, pid, recorded, mine, finder, calls["names"], frames)
     every = np.ones(n, bool)
     st, wst, hst = stacks_at_many(
@@ -216,27 +225,36 @@ class SourceWaits:
 
     def insert(self, con) -> None:
         """Their rows into wait_rows, a window at a time (all at once, the stacks' strings would be in memory twice);
-        the base table dropped."""
-        s, n = self.stacks, self.n
-        reasons = s.reasons
+        the base table dropped. A thread of its own builds the next window's columns (Python, Arrow) while DuckDB
+        inserts this one (the base table is read on `con`, here)."""
+        starts = range(0, self.n, WAIT_ROWS)
         try:
-            for a in range(0, n, WAIT_ROWS):
-                r = slice(a, a + WAIT_ROWS)
-                rows = np.arange(a, min(a + WAIT_ROWS, n))
-                found = {
-                    "lock": pa.array([x[0] for x in reasons[r]], pa.string()),
-                    "lock_key": pa.array([x[1] for x in reasons[r]], pa.string()),
-                    "primitive": pa.array([x[2] for x in reasons[r]], pa.string()),
-                    "stack_text": s.st.text(rows, np.zeros(len(rows), bool)),
-                    "waker_stack_text": s.wst.text(self.waker_of[r], self.waker_of[r] < 0),
-                    **self.held.columns(r),
-                    "holder_stack_text": s.hst.text(self.holder[r], self.holder[r] < 0),
-                    "wait_kind": pa.array(s.kind[r], pa.string()),
-                    "wait_rule": pa.array(s.rule[r], pa.string()),
-                }
-                wait_rows.insert_window(con, self.base, a, found, self._recorded_evidence(r))
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="derive-wait-columns") as builder:
+                ahead = builder.submit(self._found, 0) if starts else None
+                for a in starts:
+                    found, tail = ahead.result()
+                    ahead = builder.submit(self._found, a + WAIT_ROWS) if a + WAIT_ROWS < self.n else None
+                    wait_rows.insert_window(con, self.base, a, found, tail)
         finally:
             execute(con, f"DROP TABLE IF EXISTS {self.base}")
+
+    def _found(self, a: int) -> tuple[dict[str, pa.Array], list[str]]:
+        """The columns found for the waits of the window from `a`, and the tail of their evidence."""
+        s, r = self.stacks, slice(a, a + WAIT_ROWS)
+        rows = np.arange(a, min(a + WAIT_ROWS, self.n))
+        reasons = s.reasons[r]
+        found = {
+            "lock": pa.array([x[0] for x in reasons], pa.string()),
+            "lock_key": pa.array([x[1] for x in reasons], pa.string()),
+            "primitive": pa.array([x[2] for x in reasons], pa.string()),
+            "stack_text": s.st.text(rows, np.zeros(len(rows), bool)),
+            "waker_stack_text": s.wst.text(self.waker_of[r], self.waker_of[r] < 0),
+            **self.held.columns(r),
+            "holder_stack_text": s.hst.text(self.holder[r], self.holder[r] < 0),
+            "wait_kind": pa.array(s.kind[r], pa.string()),
+            "wait_rule": pa.array(s.rule[r], pa.string()),
+        }
+        return found, self._recorded_evidence(r)
 
     def _recorded_evidence(self, r: slice) -> list[str]:
         """What the evidence of the waits of window r adds for the stacks the trace recorded (theirs, their wakers')."""
