@@ -6,6 +6,8 @@ same scan, from the window that answered those (`more`)."""
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -158,26 +160,41 @@ def stacks_at_many(con, sid: int, calls: dict, groups: list[tuple], more=None) -
         f"SELECT {_CALL_COLUMNS.format(names=len(calls['names']) - 1)} FROM fg_call_rows"
         " WHERE source_id = $sid AND line >= $a AND line < $b"
     )  # (the calls are stored about in line order, as they returned: each window's query reads a few row groups)
-    for start in range(0, calls["bound"] + span, span):
-        if answered == len(asked):
-            break
-        end = start + span if start < calls["bound"] else np.iinfo(np.int64).max  # (the last: what is left)
-        got = None
-        if start < calls["bound"]:
-            t = arrow(con, query, params={"sid": sid, "a": start, "b": end})
-            got = _calls_of(t, calls["code_type"]) if t.num_rows else None
-        parts = [p for p in (carried, calls["ahead"], got) if p is not None]
-        if not parts:
-            continue
-        w = _union(parts, start)
-        upto = answered + int(np.searchsorted(need[asked[answered:]], end - 1, "right"))
-        ks = asked[answered:upto]
-        answered = upto
-        if len(ks):
-            _walk(w, ks, tasks, task, at, inner, has_inner, levels, depth)
-            if more is not None:
-                _more(w, ks, more, tasks, levels[-1], calls["names"], extra)
-        carried = _carry(w, end, tasks)
+    starts = range(0, calls["bound"] + span, span)
+    reads = con.cursor()  # the staged calls, committed: the next window is read there while this one is walked
+    try:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="derive-call-windows") as reader:
+
+            def read(start: int) -> Future | None:
+                if start >= calls["bound"]:
+                    return None
+                return reader.submit(arrow, reads, query, params={"sid": sid, "a": start, "b": start + span})
+
+            ahead = read(0)
+            for start in starts:
+                if answered == len(asked):
+                    break
+                reading, ahead = ahead, read(start + span)
+                got = None
+                if reading is not None:
+                    t = reading.result()
+                    got = _calls_of(t, calls["code_type"]) if t.num_rows else None
+                    reading = t = None
+                end = start + span if start < calls["bound"] else np.iinfo(np.int64).max  # (the last: what is left)
+                parts = [p for p in (carried, calls["ahead"], got) if p is not None]
+                if not parts:
+                    continue
+                w = _union(parts, start)
+                upto = answered + int(np.searchsorted(need[asked[answered:]], end - 1, "right"))
+                ks = asked[answered:upto]
+                answered = upto
+                if len(ks):
+                    _walk(w, ks, tasks, task, at, inner, has_inner, levels, depth)
+                    if more is not None:
+                        _more(w, ks, more, tasks, levels[-1], calls["names"], extra)
+                carried = _carry(w, end, tasks)
+    finally:
+        reads.close()
     off = np.zeros(n + 1, np.int64)
     np.cumsum(depth, out=off[1:])
     codes = np.zeros(off[-1], calls["code_type"])
