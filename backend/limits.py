@@ -4,7 +4,7 @@
 * bytes spooled by the uploads in flight together (STALLSCOPE_SPOOL_LIMIT, 4 GiB): an upload whose files copied to
   disk would pass it is answered 503 with Retry-After. Uploads are parsed as they arrive (backend/ingest/arrivals.py)
   and spool nothing, except the files of a blktrace per-CPU set (a set needs all its files): those are counted as
-  they are copied;
+  they are copied (a set sent whole) or as their pieces are written to disk (a set sent in pieces, ingest/pieces.py);
 * an upload's size (STALLSCOPE_MAX_UPLOAD, 8 GiB): larger ones are answered 413 (declared: at once);
 * a request body that sends nothing for STALLSCOPE_BODY_TIMEOUT seconds (30) is answered 408 and its spool freed;
 * an upload must keep moving: after STALLSCOPE_UPLOAD_GRACE seconds (30) it must have averaged
@@ -132,12 +132,12 @@ class Slot:
 
     def count(self, n: int) -> None:
         """n more bytes spooled: past the reservation they are added to the spooled total (Busy past it)."""
-        self.seen += n
-        extra = self.seen - self.held
-        if extra <= 0:
-            return
         s = self.slots
-        with s._lock:
+        with s._lock:  # counted from the event loop (pieces) and from the ingest's thread (whole set members)
+            self.seen += n
+            extra = self.seen - self.held
+            if extra <= 0:
+                return
             s.spooled += extra
             self.held += extra
             if s.spooled > s.limits.spool_bytes:

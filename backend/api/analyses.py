@@ -109,7 +109,12 @@ async def create_analysis(
         request._receive = counting_receive
         try:
             await upload_body.read_parts(
-                request.stream(), request.headers.get("content-type"), arrivals, max_files=MAX_FILES, max_fields=16
+                request.stream(),
+                request.headers.get("content-type"),
+                arrivals,
+                max_files=MAX_FILES,
+                max_fields=16,
+                spool=slot.count,  # a file sent in pieces is kept on disk as it comes
             )
         except BaseException as e:  # the body is not complete: the ingest stops and writes nothing
             arrivals.abort(ReceiveAborted(f"the upload was not received whole: {e!r}"))
@@ -122,6 +127,9 @@ async def create_analysis(
             if isinstance(e, upload_body.MalformedBody):
                 prog.update(phase="error", error="malformed body")
                 raise HTTPException(400, f"could not read the upload as multipart/form-data: {e}")
+            if isinstance(e, Busy):  # the pieces kept on disk passed the server's spool limit (limits.py)
+                prog.update(phase="error", error="server busy")
+                raise HTTPException(503, str(e), headers={"Retry-After": str(RETRY_AFTER_S)})
             if isinstance(e, ClientDisconnect):
                 prog.update(phase="error", error="the client went away")
                 raise HTTPException(400, "the upload was not received whole: the client went away")

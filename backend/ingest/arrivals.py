@@ -8,7 +8,10 @@ read by the ingest in its own thread (parse while receiving).
   part (`start_hash`, ingest/pipeline.py), computes its SHA-256 from the same pieces as they pass (`digest`): a piece
   is kept until both the reader and the hash thread are past it, so a hash started late still sees every byte.
 * Arrivals: the file parts of one upload in the order they begin, iterated by the ingest (it waits for the next part
-  or the end of the body). The name field, which may come before or after the files, is read at the end.
+  or the end of the body). The name field, which may come before or after the files, is read at the end. Files sent
+  in pieces (ingest/pieces.py: a blktrace set's members, interleaved) begin with their first piece; once every such
+  file has begun (a second piece of one came, or a part that is not a piece), the iteration yields PIECES_BEGUN, so
+  that the ingest may parse their sets while the rest of their pieces arrive.
 
 Either side can stop the other: the event loop ends a part with an error (the client went away, the body was too
 large or too slow: `abort`), and the ingest, once it fails, closes the arrivals (`close`): what is written after that
@@ -203,14 +206,19 @@ class StreamedInput:
             self._hashed.set()
 
 
+PIECES_BEGUN = object()  # yielded by Arrivals once every file sent in pieces has begun (no other will)
+
+
 class Arrivals:
     """The file parts of one upload, in the order they begin: iterating yields each as an InputFile (its stream a
-    StreamedInput) as soon as its headers are in, and ends with the body. Thread-safe."""
+    StreamedInput, or a PiecedInput for a file sent in pieces) as soon as its headers are in, and PIECES_BEGUN once
+    (pieces_begun), and ends with the body. Thread-safe."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._files: list[InputFile] = []
-        self._streams: list[StreamedInput] = []  # the files' streams as they came (the ingest may replace a file's)
+        self._files: list = []  # InputFile, and PIECES_BEGUN where it came
+        # the files' streams as they came, StreamedInput or PiecedInput (the ingest may replace a file's)
+        self._streams: list = []
         self._taken = 0
         self._ended = False
         self._error: BaseException | None = None
@@ -224,6 +232,13 @@ class Arrivals:
             self._files.append(f)
             self._streams.append(f.stream)
             self._cond.notify_all()
+
+    def pieces_begun(self) -> None:
+        """Every file sent in pieces has begun: the iteration yields PIECES_BEGUN after the files added so far (once)."""
+        with self._cond:
+            if PIECES_BEGUN not in self._files:
+                self._files.append(PIECES_BEGUN)
+                self._cond.notify_all()
 
     def end(self) -> None:
         """The body is complete: no more parts."""
@@ -250,7 +265,7 @@ class Arrivals:
         for stream in streams:
             stream.drain()
 
-    def __iter__(self) -> Iterator[InputFile]:
+    def __iter__(self) -> Iterator:
         while True:
             with self._cond:
                 while self._taken == len(self._files) and not self._ended:

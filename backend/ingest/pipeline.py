@@ -2,7 +2,8 @@
 all. `ingest` runs these stages in order; what runs beside what:
 
 1. detect (files.detect_sources): every file is sniffed before any is parsed, so all refusals are reported at once;
-   a format that reads a group of files as one source (blktrace's per-CPU files) groups them.
+   a format that reads a group of files as one source (blktrace's per-CPU files) groups them: at the end, or, for
+   an upload's files sent in pieces (a set's members interleaved, api/upload_body.py), once they have all begun.
 2. stage, source by source (stage_source): its rows are written to the parsers' tables, keyed by a new source id,
    committed but invisible (every read reaches rows through `sources` and `analyses`); then its DERIVE_STAGED steps
    (an ftrace source's calls without a task get their CPU's pseudo-task, derive/cpu_tasks.py), committed with them:
@@ -43,6 +44,7 @@ from ..db import execute
 from ..derive.pipeline import DERIVE_ANALYSIS, DERIVE_SOURCE, derive_staged
 from ..memory import trim_heap
 from ..schema.rows import discard_staged
+from .arrivals import PIECES_BEGUN
 from .files import (
     CountingReader,
     IngestError,
@@ -54,6 +56,7 @@ from .files import (
     source_name,
 )
 from .hashes import FileHashes, source_digest
+from .pieces import PiecedInput
 from .streams import TableStreams
 
 
@@ -79,9 +82,11 @@ def ingest(
     `files` is a list (all there: each is detected before any is parsed) or files that arrive while it runs (an
     upload read as it comes, arrivals.Arrivals: each file is detected and parsed as it arrives, its name field read
     at the end; `bytes_total` says how many bytes are expected, for the progress). A file of a format read as a set
-    (blktrace's per-CPU files: a set needs all its files) is kept until the end, copied to a temporary file if it
-    came as a stream (`spool(n)` is told of each n bytes so copied; it may refuse by raising), then staged with its
-    set."""
+    (blktrace's per-CPU files: a set needs all its files) is, if it came whole, kept until the end, copied to a
+    temporary file if it came as a stream (`spool(n)` is told of each n bytes so copied; it may refuse by raising),
+    then staged with its set; if it came in pieces (pieces.PiecedInput: on disk as they arrive, interleaved with its
+    set's other members), its set is staged as soon as every file sent in pieces has begun (arrivals.PIECES_BEGUN,
+    else at the end), reading each member as it grows."""
     progress = progress or Progress()
     if isinstance(files, list):
         detect_sources(files)  # every refusal at once, before anything is parsed
@@ -94,11 +99,23 @@ def ingest(
     hashes = FileHashes()
     hashes.start()  # the hash thread, ended by hashes.result() or hashes.cancel() below
     arrived: list[InputFile] = []
-    spooled: list = []  # temporary files of streamed set members
+    spooled: list = []  # temporary files of streamed set members, and files sent in pieces (PiecedInput)
     try:
         parsed, sets, refused = [], [], []  # parsed: (first file's index, staged source)
+        pieced_sets = []  # (index, parser) of set members sent in pieces: staged once every one has begun
+
+        def stage_sets(members_at: list[tuple[int, ModuleType]]) -> None:
+            members = [arrived[i] for i, _ in members_at]
+            for parser, group in group_sources(members, [p for _, p in members_at]):
+                unit = [members[k] for k in group]
+                parsed.append((members_at[group[0]][0], stage_source(db, con, unit, parser, progress, staged)))
 
         for f in files:
+            if f is PIECES_BEGUN:  # every set member sent in pieces has begun: parsed as the rest arrives
+                if pieced_sets and not refused:
+                    stage_sets(pieced_sets)
+                    pieced_sets = []
+                continue
             i = len(arrived)
             arrived.append(f)
             hashes.add(f)  # a file on disk or in memory: read again by the hash thread, by position
@@ -112,7 +129,12 @@ def ingest(
                 if f.streamed:
                     f.stream.drain()
                 continue
-            if hasattr(parser, "group"):  # a set's member: staged with the others, at the end
+            if isinstance(f.stream, PiecedInput):  # on disk as it comes: staged once its set's members are known
+                spooled.append(f.stream)  # closed (its file removed) at the end
+                if hasattr(parser, "group"):
+                    pieced_sets.append((i, parser))
+                    continue
+            elif hasattr(parser, "group"):  # a set's member sent whole: staged with the others, at the end
                 if f.streamed:
                     spooled.append(spool_file(f, spool))
                 sets.append((i, parser))
@@ -120,11 +142,10 @@ def ingest(
             parsed.append((i, stage_source(db, con, [f], parser, progress, staged)))
         if refused:
             raise IngestError(refused)
+        if pieced_sets:  # the body ended before a second piece of any
+            stage_sets(pieced_sets)
         if sets:
-            members = [arrived[i] for i, _ in sets]
-            for parser, group in group_sources(members, [p for _, p in sets]):
-                unit = [members[k] for k in group]
-                parsed.append((sets[group[0]][0], stage_source(db, con, unit, parser, progress, staged)))
+            stage_sets(sets)
         if not arrived:
             raise IngestError(
                 [ParseError("no file: send one or more files in multipart fields named 'files'", filename="upload")]
