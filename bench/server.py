@@ -47,6 +47,7 @@ from pathlib import Path
 
 from bench import inputs
 from bench.inputs import OUT
+from parsers.blktrace import PER_CPU
 
 TARGET_PEAK_BYTES = 1 << 30  # issue 27: <= 1 GiB whatever the upload's size
 RATIO_TARGET = 1.25  # drop to view / bare transfer
@@ -161,9 +162,9 @@ PART_END = b"\r\n"  # after each file's bytes
 
 
 def multipart_frame(boundary: str, name: str, paths: list[Path], content_type: str) -> tuple[list[bytes], bytes]:
-    """The multipart/form-data framing of an upload named `name` holding the files `paths`: the bytes before each
-    file (the first also with the `name` field) and the body's last bytes. The body: each head, its file's bytes and
-    PART_END, in turn, then the tail."""
+    """The multipart/form-data framing of an upload named `name` holding the files `paths`, each whole: the bytes
+    before each file (the first also with the `name` field) and the body's last bytes. The body: each head, its file's
+    bytes and PART_END, in turn, then the tail."""
     heads = [
         f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="{p.name}"\r\n'
         f"Content-Type: {content_type}\r\n\r\n".encode()
@@ -173,17 +174,73 @@ def multipart_frame(boundary: str, name: str, paths: list[Path], content_type: s
     return heads, f"--{boundary}--\r\n".encode()
 
 
+PIECE_BYTES = 4 << 20  # a piece of a blktrace set's member, as the browser sends it (frontend/src/api/upload.ts)
+
+
+def piece_order(sizes: list[int], piece_bytes: int = PIECE_BYTES) -> list[tuple[int, int, int]]:
+    """(file's index, offset, length) of each piece of files of these sizes, in the order the browser sends them
+    (frontend/src/api/upload.ts, interleavedPieces): the first piece of every file, then one more piece of each in
+    turn, until each is sent. An empty file is one empty piece."""
+    counts = [max(1, -(-size // piece_bytes)) for size in sizes]
+    return [
+        (i, k * piece_bytes, min(piece_bytes, size - k * piece_bytes))
+        for k in range(max(counts, default=0))
+        for i, size in enumerate(sizes)
+        if k < counts[i]
+    ]
+
+
+def takes_pieces(code: Path | None) -> bool:
+    """Whether a checkout's server reads files sent in pieces (parts named `chunk`, backend/api/upload_body.py): its
+    browser then sends a blktrace set so, and so does upload(); an older one gets each file whole."""
+    body = (code or Path(__file__).resolve().parents[1]) / "backend" / "api" / "upload_body.py"
+    return 'PIECE_FIELD = b"chunk"' in body.read_text()
+
+
+def multipart_parts(
+    boundary: str, name: str, paths: list[Path], content_type: str, pieces: bool = False
+) -> tuple[list[tuple[bytes, Path, int, int]], bytes]:
+    """An upload's parts as the browser sends them: (head, file, offset, length) of each part, then the body's last
+    bytes; the body is each head, those bytes of the file and PART_END, in turn, then the tail. With `pieces`, the
+    files of blktrace per-CPU sets (parsers/blktrace.py's PER_CPU) are sent in interleaved pieces (`chunk` parts,
+    piece_order) after the other files, each whole (`files`); without, every file whole."""
+    whole = [p for p in paths if not (pieces and PER_CPU.match(p.name))]
+    pieced = [p for p in paths if pieces and PER_CPU.match(p.name)]
+    if whole:
+        heads, tail = multipart_frame(boundary, name, whole, content_type)
+        parts = [(h, p, 0, p.stat().st_size) for h, p in zip(heads, whole)]
+    else:
+        parts, tail = [], f"--{boundary}--\r\n".encode()
+    for i, at, n in piece_order([p.stat().st_size for p in pieced]):
+        head = (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="chunk"; filename="{pieced[i].name}"\r\n'
+            f"Content-Type: {content_type}\r\n\r\n".encode()
+        )
+        parts.append((head, pieced[i], at, n))
+    if not whole:  # the name field first, as multipart_frame puts it
+        head, p, at, n = parts[0]
+        name_field = f'--{boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\n{name}\r\n'.encode()
+        parts[0] = (name_field + head, p, at, n)
+    return parts, tail
+
+
 def upload(
-    port: int, paths: list[Path], token: str, url: str | None = None, link_mbit: float = 0
+    port: int,
+    paths: list[Path],
+    token: str,
+    url: str | None = None,
+    link_mbit: float = 0,
+    pieces: bool = False,
 ) -> tuple[int, dict, float, float]:
-    """POSTs the files of one capture (one, or a blktrace set's per-CPU files) as multipart `files`, in one body,
-    streamed from disk (to /api/analyses, or `url`); returns (status, JSON body, seconds until the last byte was
-    sent, seconds until the response). `link_mbit`: the bytes are sent no faster than a link of that many Mbit/s
-    would carry them (each 1 MiB chunk waits for its time), as from a machine on the network rather than over
-    loopback; 0: as fast as loopback takes them."""
+    """POSTs the files of one capture (one, or a blktrace set's per-CPU files) in one body, streamed from disk (to
+    /api/analyses, or `url`): each whole (`files` parts), or with `pieces` a set's files interleaved as the browser
+    sends them (multipart_parts). Returns (status, JSON body, seconds until the last byte was sent, seconds until the
+    response). `link_mbit`: the bytes are sent no faster than a link of that many Mbit/s would carry them (each 1 MiB
+    chunk waits for its time), as from a machine on the network rather than over loopback; 0: as fast as loopback
+    takes them."""
     boundary = uuid.uuid4().hex
-    heads, tail = multipart_frame(boundary, "bench: server memory", paths, "application/octet-stream")
-    size = sum(len(h) + p.stat().st_size + len(PART_END) for h, p in zip(heads, paths)) + len(tail)
+    parts, tail = multipart_parts(boundary, "bench: server memory", paths, "application/octet-stream", pieces)
+    size = sum(len(head) + n + len(PART_END) for head, _, _, n in parts) + len(tail)
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_S)
     t0 = time.perf_counter()
     conn.putrequest("POST", url or f"/api/analyses?progress={token}")
@@ -192,16 +249,23 @@ def upload(
     conn.endheaders()
     pace = link_mbit * 1e6 / 8  # bytes per second, 0: unpaced
     sent_bytes = 0
-    for head, path in zip(heads, paths):
-        conn.send(head)
-        sent_bytes += len(head)
-        with open(path, "rb") as f:
-            while chunk := f.read(CHUNK):
+    files = {p: open(p, "rb") for p in dict.fromkeys(p for _, p, _, _ in parts)}
+    try:
+        for head, path, at, n in parts:
+            conn.send(head)
+            sent_bytes += len(head)
+            f = files[path]
+            f.seek(at)
+            while n and (chunk := f.read(min(CHUNK, n))):
                 if pace:
                     time.sleep(max(0.0, t0 + sent_bytes / pace - time.perf_counter()))
                 conn.send(chunk)
                 sent_bytes += len(chunk)
-        conn.send(PART_END)
+                n -= len(chunk)
+            conn.send(PART_END)
+    finally:
+        for f in files.values():
+            f.close()
     conn.send(tail)
     sent = time.perf_counter() - t0
     r = conn.getresponse()
@@ -215,15 +279,15 @@ def upload(
     return r.status, data, sent, total
 
 
-def bare_transfer(paths: list[Path], link_mbit: float = 0) -> float:
+def bare_transfer(paths: list[Path], link_mbit: float = 0, pieces: bool = False) -> float:
     """Seconds from the first byte sent to the answer of an endpoint that only reads the body (bench.sink), for the
-    same multipart upload of paths."""
+    same multipart upload of paths (the same bytes: whole, or with `pieces`, as upload() sends them)."""
     port = free_port()
     cmd = [sys.executable, "-m", "bench.sink", "--port", str(port)]
     with serve(DB, port, OUT / "sink.log", cmd):
         for path in paths:
             inputs.cached(path)
-        status, body, _, total = upload(port, paths, "", url="/sink", link_mbit=link_mbit)
+        status, body, _, total = upload(port, paths, "", url="/sink", link_mbit=link_mbit, pieces=pieces)
     if status != 200:
         raise SystemExit(f"bare transfer of {label(paths)} -> HTTP {status}: {json.dumps(body)[:500]}")
     return total
@@ -255,7 +319,8 @@ def measure(paths: list[Path], code: Path | None = None, link_mbit: float = 0) -
     """One capture (its files, one upload): the bare transfer, the upload to a fresh server (drop to view, peak
     memory, the server's CPU time), the bare transfer again; the ratio is taken against the faster bare transfer.
     `code`: the checkout whose server runs (serve()). `link_mbit`: every transfer paced as upload() says."""
-    bare = [bare_transfer(paths, link_mbit)]
+    pieces = takes_pieces(code)  # a blktrace set sent as that checkout's browser sends it
+    bare = [bare_transfer(paths, link_mbit, pieces)]
     size = sum(p.stat().st_size for p in paths)
     for p in (DB, Path(str(DB) + ".wal")):
         p.unlink(missing_ok=True)
@@ -277,7 +342,7 @@ def measure(paths: list[Path], code: Path | None = None, link_mbit: float = 0) -
         try:
             t0 = sampler.t0 = time.perf_counter()  # the phases' times from the first byte sent
             sampler.start()
-            status, body, sent_s, total_s = upload(port, paths, token, link_mbit=link_mbit)
+            status, body, sent_s, total_s = upload(port, paths, token, link_mbit=link_mbit, pieces=pieces)
             if status == 201:
                 viewable(port, body["id"])
             view_s = time.perf_counter() - t0
@@ -291,12 +356,13 @@ def measure(paths: list[Path], code: Path | None = None, link_mbit: float = 0) -
     steal = inputs.steal_seconds() - steal
     if status != 201:
         raise SystemExit(f"upload of {label(paths)} -> HTTP {status}: {json.dumps(body)[:500]}")
-    bare.append(bare_transfer(paths, link_mbit))
+    bare.append(bare_transfer(paths, link_mbit, pieces))
     src = body["sources"][0]
     peak = max(hwm_kib, sampler.max_rss_kib) * 1024
     return {
         "file": label(paths),
         "files": len(paths),
+        "sent_in_pieces": pieces and any(PER_CPU.match(p.name) for p in paths),
         "link_mbit": link_mbit,
         "bytes": size,
         "format": src["format"],

@@ -4,6 +4,7 @@ import { api } from './client';
 import { tokenHeaders } from './access';
 import type { AnalysisCreated, ApiErrorBody, Progress } from './types';
 import { errorMessage } from './client';
+import { uploadForm } from './uploadForm';
 
 export type UploadProgress = { sent: number; total: number };
 
@@ -31,9 +32,7 @@ export function uploadAnalysis(
   signal?: AbortSignal,
 ): Promise<AnalysisCreated> {
   return new Promise((resolve, reject) => {
-    const form = new FormData();
-    for (const f of files) form.append('files', f, f.name);
-    if (name.trim()) form.append('name', name.trim());
+    const form = uploadForm(files, name); // a blktrace set's files in interleaved pieces (uploadForm.ts)
     const xhr = new XMLHttpRequest();
     xhr.open('POST', `/api/analyses?progress=${encodeURIComponent(token)}`);
     xhr.responseType = 'text';
