@@ -4,7 +4,8 @@
 For each size of BENCH_SERVER_GIB (default 1, 2.5 and 5 GiB), one capture of each format of `--formats` (default
 all, made by bench/inputs.py): blkparse text of bench/gen_blkparse.py (remaps, LVM, NVMe, BFQ messages, merges,
 splits, requeues), a function_graph report (bench/gen_funcgraph.py), a function_graph trace.dat
-(bench/gen_tracedat.py), a blktrace per-CPU set (bench/gen_blktrace.py: its 4 files in one upload) and perf script
+(bench/gen_tracedat.py), a blktrace per-CPU set (bench/gen_blktrace.py: its 4 files in one upload, in interleaved
+4 MiB pieces as the browser sends them to a server that reads pieces: multipart_parts) and perf script
 text with call chains (bench/gen_perf_script.py). Each capture's files are one multipart upload: the same bytes are
 first POSTed to an endpoint that only reads them (bench/sink.py, same uvicorn), then to /api/analyses of a fresh
 `stallscope serve` with its own database (bench-out/server.duckdb), streamed from disk in 1 MiB chunks, then to the
