@@ -241,6 +241,17 @@ def test_pieces_out_of_order_are_refused_saying_what_was_expected(client, store,
     assert all(f._file.closed for f in opened)
 
 
+def test_a_file_in_many_pieces_counts_once_and_too_many_files_are_refused(client, store):
+    from backend.api.analyses import MAX_FILES
+
+    one = [("chunk", "s.blktrace.0", b"") for _ in range(MAX_FILES + 5)]  # one file, empty pieces: 422 (no events)
+    status, got = post(client, *one)
+    assert status == 422 and got["files"][0]["filename"] == "s.blktrace.0", got
+    many = [("chunk", f"s.blktrace.{cpu}", b"") for cpu in range(MAX_FILES + 1)]
+    status, got = post(client, *many)
+    assert status == 400 and f"more than {MAX_FILES} files in one upload" in got["detail"], got
+
+
 def test_a_text_file_sent_in_pieces_is_read_as_sent_whole(client, store):
     """Pieces are not only for sets: a blkparse text in pieces (and a file after them, sent whole) is read."""
     data = DEMO.read_bytes()
