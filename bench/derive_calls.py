@@ -1,0 +1,147 @@
+"""The derive's critical path (issue 36, drop to view): one ingest as `Store.ingest` runs it, then its first views, with
+each derive call's start and end on one time line, per thread (the derive's reader, inserter, builders and this one:
+backend/derive/pipeline.py says what runs beside what). What waits for what shows as a thread's gap.
+
+    python -m bench.derive_calls FILE [FILE...]
+
+Several files are one upload (a blktrace per-CPU set). Prints, from the derive's first call: start s, end s, seconds,
+thread, call; then the derive's CPU and wall seconds, each first view's seconds and the process' peak.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import threading
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+from backend.cache import AnalysisCache
+from backend.derive import (
+    blk,
+    block_events,
+    chain_plan,
+    chains,
+    cpus,
+    ftrace_span,
+    pipeline,
+    recorded,
+    stacks,
+    timeline,
+    waits,
+)
+from backend.queries import first_views
+from backend.store import InputFile, Store
+from bench.ingest import own_peak_kib
+from bench.stages import cpu_seconds, patched
+
+# the calls timed: module, its functions (looked up where pipeline.py calls them: as module attributes)
+CALLS = (
+    (waits, ("function_names", "stage", "holder_finder", "find_stacks", "finish")),
+    (stacks, ("call_index",)),
+    (recorded, ("event_stacks",)),
+    (timeline, ("prepare", "summarize")),
+    (cpus, ("summarize",)),
+    (chain_plan, ("plan",)),
+    (chains, ("stored_rows", "build_chains", "match_requests", "insert_chains")),
+    (pipeline, ("_insert_waits",)),
+)
+STEPS = (block_events.derive, blk.derive, ftrace_span.span)  # the per-source steps, in DERIVE_SOURCE's lists
+
+
+class CallLog:
+    """(start, end, thread, name) of each call timed; the derive's CPU seconds."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[float, float, str, str]] = []
+        self.derive_cpu = 0.0
+        self._lock = threading.Lock()
+
+    def wrapped(self, name: str, fn, cpu: bool = False):
+        def run(*args, **kwargs):
+            c0, t0 = cpu_seconds(), time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with self._lock:
+                    self.calls.append((t0, time.perf_counter(), threading.current_thread().name, name))
+                    if cpu:
+                        self.derive_cpu += cpu_seconds() - c0
+
+        return run
+
+
+def measure(paths: list[Path], db: Path) -> dict:
+    log = CallLog()
+    store = Store(db)
+    with ExitStack() as patches:
+        for module, names in CALLS:
+            for name in names:
+                label = f"{module.__name__.rsplit('.', 1)[-1]}.{name}"
+                patches.enter_context(patched(module, name, log.wrapped(label, getattr(module, name))))
+        steps = {fmt: list(s) for fmt, s in pipeline.DERIVE_SOURCE.items()}
+        analysis = list(pipeline.DERIVE_ANALYSIS)
+        try:
+            for fmt, s in steps.items():
+                pipeline.DERIVE_SOURCE[fmt][:] = [log.wrapped(_label(f), f, cpu=True) for f in s]
+            pipeline.DERIVE_ANALYSIS[:] = [log.wrapped(_label(f), f, cpu=True) for f in analysis]
+            files = [patches.enter_context(open(p, "rb")) for p in paths]
+            t0 = time.perf_counter()
+            created = store.ingest([InputFile(p.name, f, p.stat().st_size) for p, f in zip(paths, files)])
+            ingest_s = time.perf_counter() - t0
+        finally:
+            for fmt, s in steps.items():
+                pipeline.DERIVE_SOURCE[fmt][:] = s
+            pipeline.DERIVE_ANALYSIS[:] = analysis
+    t0 = time.perf_counter()
+    views = first_views.precompute(store.db, AnalysisCache(), created["id"])
+    views_s = time.perf_counter() - t0
+    store.close()
+    start = min(c[0] for c in log.calls)
+    derive = [c for c in log.calls if c[3] in {_label(f) for f in (*analysis, *STEPS)}]
+    return {
+        "files": [p.name for p in paths],
+        "ingest_seconds": ingest_s,
+        "derive_seconds": max(c[1] for c in derive) - min(c[0] for c in derive),
+        "derive_cpu_seconds": log.derive_cpu,
+        "calls": [(a - start, b - start, thread, name) for a, b, thread, name in sorted(log.calls)],
+        "first_views_seconds": views_s,
+        "first_views": views,
+        "vmhwm_mib": own_peak_kib() / 1024,
+    }
+
+
+def _label(fn) -> str:
+    return f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}"
+
+
+def table(r: dict) -> str:
+    rows = [
+        f"{', '.join(r['files'])}: ingest {r['ingest_seconds']:.2f} s",
+        "",
+        "| start s | end s | s | thread | call |",
+    ]
+    rows.append("|---:|---:|---:|---|---|")
+    rows += [f"| {a:.2f} | {b:.2f} | {b - a:.2f} | {thread} | {name} |" for a, b, thread, name in r["calls"]]
+    views = ", ".join(f"{k} {v:.2f}" for k, v in sorted(r["first_views"].items(), key=lambda kv: -kv[1]))
+    rows += [
+        "",
+        f"derive: {r['derive_seconds']:.2f} s wall, {r['derive_cpu_seconds']:.2f} CPU s (every thread's)",
+        f"first views: {r['first_views_seconds']:.2f} s ({views})",
+        f"peak: {r['vmhwm_mib']:.0f} MiB",
+    ]
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("files", type=Path, nargs="+")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="stallscope-derive-calls-") as tmp:
+        print(table(measure(args.files, Path(tmp) / "calls.duckdb")))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
