@@ -68,7 +68,7 @@ static int capture_feed(capture_t *c, int i, const void *data, size_t len) {
 }
 
 /* ---- per-CPU files: blkparse's list of streams ---- */
-static inline uint64_t peek_time(Stream *s) { return s->q[s->qhead].time; }
+static inline uint64_t peek_time(const Stream *s) { return s->head_time; }
 
 static void ms_insert(capture_t *c, Stream *s) {
     uint64_t t = peek_time(s);
@@ -92,6 +92,7 @@ static int prime(capture_t *c, int i) {
         if (!notify) s->qn++;
     }
     s->priming = 0;
+    if (s->qn) s->head_time = s->q[0].time;
     return GOT;
 }
 
@@ -115,7 +116,10 @@ static int next_per_cpu(capture_t *c, Rec **out, uint64_t *rel) {
         s->qhead++;
         c->taken = 0;
         if (s->qhead == s->qn) c->pending = s;
-        else requeue_head(c, s);
+        else {
+            s->head_time = s->q[s->qhead].time;
+            requeue_head(c, s);
+        }
     }
     for (;;) {
         Stream *s = c->pending;

@@ -50,6 +50,7 @@ typedef struct Stream {
     int eof, swap;        /* swap: -1 until the first record */
     Rec *q;               /* the batch read (per-CPU mode) */
     int qn, qhead, priming;
+    uint64_t head_time;   /* q[qhead].time, kept here: the merge compares the streams' next times at every record */
     struct Stream *next;  /* blkparse's list of streams, ordered by their next record's time */
     uint64_t records, notify;
     int64_t cpu_min, cpu_max;
