@@ -40,7 +40,7 @@ from bench.stages import cpu_seconds, patched
 CALLS = (
     (waits, ("function_names", "stage", "holder_finder", "find_stacks", "finish")),
     (stacks, ("call_index",)),
-    (recorded, ("event_stacks",)),
+    (recorded, ("stack_owners", "event_stacks")),
     (timeline, ("prepare", "summarize")),
     (cpus, ("summarize",)),
     (chain_plan, ("plan",)),

@@ -19,9 +19,11 @@ then, in the ingest's transaction:
        -------------------------------------+----------------------------------------+------------------------------
        per ftrace source (_waits_of_sources):| stacks.call_index of that source (its  |
          waits.stage (its waits' own columns |   names, windows, calls read ahead),   |
-         staged in a temporary table, SQL)   |   waits.holder_finder (its lock calls) |
-       ... its waits' lines known ---------->| recorded.event_stacks (SQL, the stacks |
-                                             |   the trace recorded at those lines)   |
+         staged in a temporary table, SQL)   |   waits.holder_finder (its lock calls),|
+                                             |   recorded.stack_owners (SQL: which    |
+                                             |   event each recorded stack is of)     |
+       ... its waits' lines known ---------->| recorded.event_stacks (the texts of    |
+                                             |   the stacks recorded at those lines)  |
        waits.find_stacks (numpy: the calls   | timeline.prepare (staged rows only),   |
          scanned in line windows; each       |   once, after the first source's reads |
          window's waits' locks, holders, the |                                        |
@@ -155,11 +157,13 @@ def _waits_of_sources(
         funcs = waits.function_names(con, sid)
         calls = pool.submit(stacks.call_index, reader, sid, funcs)  # read while the waits are staged
         holders = pool.submit(waits.holder_finder, reader, sid, funcs)  # so are the lock calls
+        owners = pool.submit(recorded.stack_owners, reader, sid)  # and which event each recorded stack is of
         staged = waits.stage(con, sid, funcs)
         if staged is not None:
-            recording = pool.submit(recorded.event_stacks, reader, sid, staged.at_lines())
+            recording = pool.submit(_recorded_stacks, reader, sid, staged.at_lines(), owners)
         if prepared is None:
             prepared = pool.submit(timeline.prepare, reader, spans)
+        owners = None  # (held by the reading, once queued)
         if staged is None:
             calls = holders = None
             continue
@@ -173,6 +177,12 @@ def _waits_of_sources(
     if summarized is None:  # the last source had no waits
         summarized = pool.submit(_summarize_committed, reader, sources, _summary(derived), prepared)
     return derived, summarized
+
+
+def _recorded_stacks(reader, sid: int, lines, owners: Future) -> recorded.Recorded:
+    """recorded.event_stacks of the source at `lines`, with the stacks' owners `owners` read before it (on the same
+    reader thread: done by then)."""
+    return recorded.event_stacks(reader, sid, lines, owners.result())
 
 
 def _summary(derived: list[waits.SourceWaits], *more: pa.Table) -> pa.Table:

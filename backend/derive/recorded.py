@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..db import batches, execute
+from ..db import arrow, batches, execute
 from ..distinct import distinct
 
 STACK_EVENTS = ("kernel_stack", "user_stack")
@@ -190,48 +190,59 @@ class Recorded:
         return f"{whose} from the {where} (same CPU and task{late})"
 
 
-def event_stacks(con, sid: int, lines: np.ndarray) -> Recorded:
-    """The stacks the trace recorded for the events at `lines` (scheduler switches and wake-ups, any event): the
-    stack events that follow an event on its CPU with no other event of that CPU in between, written as the same
-    task (see STACK_EVENTS). The first stack of each kind counts. The texts are read a batch at a time, joined to the
-    stack events found (the window over the events reads no text)."""
-    out = Recorded()
-    wanted = distinct(np.asarray(lines, np.int64))
-    if not len(wanted):
-        return out.done()
+def stack_owners(con, sid: int) -> pa.Table | None:
+    """Which event each stack event of the source belongs to (None: the trace recorded no stack): the stack events
+    that follow an event on its CPU with no other event of that CPU in between, written as the same task (see
+    STACK_EVENTS); per owning event's line and kind of stack, the first such stack's line and its time after its
+    owner (owner, event, line, dt). It needs no wait: read beside the waits' staging (derive/pipeline.py)."""
     has = execute(
         con, "SELECT count(*) FROM trace_events WHERE source_id = ? AND event IN ('kernel_stack', 'user_stack')", [sid]
     ).fetchall()[0][0]
     if not has:
+        return None
+    return arrow(
+        con,
+        """
+        WITH ev AS (
+            SELECT line, t_ns, cpu, prev_pid AS pid, FALSE AS stack, NULL AS event
+            FROM sched_switch WHERE source_id = $sid AND cpu IS NOT NULL
+            UNION ALL SELECT line, t_ns, cpu, waker_pid, FALSE, NULL
+            FROM sched_wakeup WHERE source_id = $sid AND cpu IS NOT NULL
+            UNION ALL SELECT line, t_ns, cpu, pid, event IN ('kernel_stack', 'user_stack'), event
+            FROM trace_events WHERE source_id = $sid AND cpu IS NOT NULL
+        ), o AS (
+            SELECT *, last_value(CASE WHEN NOT stack THEN line END IGNORE NULLS)
+                          OVER (PARTITION BY cpu ORDER BY line ROWS UNBOUNDED PRECEDING) AS owner,
+                      last_value(CASE WHEN NOT stack THEN pid END IGNORE NULLS)
+                          OVER (PARTITION BY cpu ORDER BY line ROWS UNBOUNDED PRECEDING) AS owner_pid,
+                      last_value(CASE WHEN NOT stack THEN t_ns END IGNORE NULLS)
+                          OVER (PARTITION BY cpu ORDER BY line ROWS UNBOUNDED PRECEDING) AS owner_ns
+            FROM ev
+        )
+        SELECT owner, event, min(line) AS line, arg_min(t_ns - owner_ns, line) AS dt
+        FROM o WHERE stack AND owner IS NOT NULL AND (pid IS NULL OR owner_pid IS NULL OR pid = owner_pid)
+        GROUP BY owner, event
+        """,
+        params={"sid": sid},
+    )
+
+
+def event_stacks(con, sid: int, lines: np.ndarray, owners: pa.Table | None) -> Recorded:
+    """The stacks the trace recorded for the events at `lines` (scheduler switches and wake-ups, any event), of those
+    `owners` (stack_owners of the source) finds. The first stack of each kind counts. The texts are read a batch at
+    a time, joined to the stack events found."""
+    out = Recorded()
+    wanted = distinct(np.asarray(lines, np.int64))
+    if owners is None or not len(wanted):
         return out.done()
-    con.register("_stacks_need", pa.table({"line": wanted}))
+    mine = owners.filter(pc.is_in(owners.column("owner"), pa.array(wanted)))
+    con.register("_stacks_owned", mine)
     try:
         reader = batches(
             con,
             """
-            WITH ev AS (
-                SELECT line, t_ns, cpu, prev_pid AS pid, FALSE AS stack, NULL AS event
-                FROM sched_switch WHERE source_id = $sid AND cpu IS NOT NULL
-                UNION ALL SELECT line, t_ns, cpu, waker_pid, FALSE, NULL
-                FROM sched_wakeup WHERE source_id = $sid AND cpu IS NOT NULL
-                UNION ALL SELECT line, t_ns, cpu, pid, event IN ('kernel_stack', 'user_stack'), event
-                FROM trace_events WHERE source_id = $sid AND cpu IS NOT NULL
-            ), o AS (
-                SELECT *, last_value(CASE WHEN NOT stack THEN line END IGNORE NULLS)
-                              OVER (PARTITION BY cpu ORDER BY line ROWS UNBOUNDED PRECEDING) AS owner,
-                          last_value(CASE WHEN NOT stack THEN pid END IGNORE NULLS)
-                              OVER (PARTITION BY cpu ORDER BY line ROWS UNBOUNDED PRECEDING) AS owner_pid,
-                          last_value(CASE WHEN NOT stack THEN t_ns END IGNORE NULLS)
-                              OVER (PARTITION BY cpu ORDER BY line ROWS UNBOUNDED PRECEDING) AS owner_ns
-                FROM ev
-            ), s AS (
-                SELECT owner, event, min(line) AS line, arg_min(t_ns - owner_ns, line) AS dt
-                FROM o WHERE stack AND owner IN (SELECT line FROM _stacks_need)
-                  AND (pid IS NULL OR owner_pid IS NULL OR pid = owner_pid)
-                GROUP BY owner, event
-            )
             SELECT s.owner, s.event, s.line, e.text, s.dt
-            FROM s JOIN trace_events e ON e.source_id = $sid AND e.line = s.line
+            FROM _stacks_owned s JOIN trace_events e ON e.source_id = $sid AND e.line = s.line
             ORDER BY s.owner, s.event DESC
             """,
             params={"sid": sid},
@@ -243,7 +254,7 @@ def event_stacks(con, sid: int, lines: np.ndarray) -> Recorded:
             owner, event, line, dt = (batch.column(k).to_pylist() for k in (0, 1, 2, 4))
             out._add_batch(owner, event, line, dt, count, frames, names)
     finally:
-        con.unregister("_stacks_need")
+        con.unregister("_stacks_owned")
     # the texts' splits were Arrow's (mimalloc): its freed pages go back now, not while the waits' scan and inserts
     # peak (the derive's VmHWM, 1 GiB function_graph: -25-30 MiB)
     pa.default_memory_pool().release_unused()
