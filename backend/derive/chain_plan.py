@@ -18,6 +18,7 @@ from .arrays import key_ids
 
 MAX_CHAINS = 5000
 MAX_LINKS = 32
+PAIRS_AT_ONCE = 1 << 22  # (wait, group member) pairs compared at a time by SourcePlan.also_many
 LOOK_BACK = 64  # a task's waits looked at, backwards, for the one that overlapped
 RELATIONS = (None, "io_completion", "woken_by", "held_by")
 _NEVER = 1 << 62
@@ -72,6 +73,39 @@ class SourcePlan:
             self._group_of = self.gid[self._by_group]
         a, b = np.searchsorted(self._group_of, [g, g + 1])
         return self._by_group[a:b]
+
+    def also_many(self, ws: np.ndarray) -> None:
+        """also(w) of each wait of ws not asked yet, found at once (pairs of a wait and its group's members, a chunk
+        of at most PAIRS_AT_ONCE pairs at a time), kept for also()."""
+        ws = distinct(np.asarray(ws, np.int64))
+        ws = ws[np.fromiter((w not in self._also for w in ws.tolist()), bool, len(ws))]
+        for w in ws[self.gid[ws] < 0].tolist():
+            self._also[w] = []
+        ws = ws[self.gid[ws] >= 0]
+        if not len(ws):
+            return
+        if self._by_group is None:
+            self.members(0)  # (builds the groups' index)
+        g = self.gid[ws]
+        lo = np.searchsorted(self._group_of, g, "left")
+        count = np.searchsorted(self._group_of, g, "right") - lo
+        start, end = self.cols["start_ns"], self.cols["end_ns"]
+        first = 0
+        while first < len(ws):  # a chunk of waits whose pairs fit (a wait alone may hold more)
+            total = np.cumsum(count[first:])
+            last = first + max(1, int(np.searchsorted(total, PAIRS_AT_ONCE, "right")))
+            w, c, a = ws[first:last], count[first:last], lo[first:last]
+            off = np.zeros(len(w) + 1, np.int64)
+            np.cumsum(c, out=off[1:])
+            pair_w = np.repeat(w, c)
+            m = self._by_group[np.repeat(a - off[:-1], c) + np.arange(off[-1])]
+            hit = (start[m] < end[pair_w]) & (end[m] > start[pair_w]) & (m != pair_w)
+            kept = np.zeros(len(hit) + 1, np.int64)
+            np.cumsum(hit, out=kept[1:])
+            found = m[hit].tolist()
+            for w_, k0, k1 in zip(w.tolist(), kept[off[:-1]].tolist(), kept[off[1:]].tolist()):
+                self._also[w_] = found[k0:k1]
+            first = last
 
     def also(self, w: int) -> list[int]:
         """The other members of w's group that overlap w in time, in file order (once per wait: the chains' rows and

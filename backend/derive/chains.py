@@ -126,6 +126,11 @@ def stored_rows(con, plans: list[tuple]) -> dict:
     """rows_of for build_chains from the stored waits (the ingest's, once inserted): the rows of the waits the
     chains need, by (source, line), with `off` (the source's clock offset)."""
     need: dict[int, set] = defaultdict(set)
+    linked: dict[int, tuple] = {}  # per source's plan, the waits of its chains' links: their also() found at once
+    for p, _, links in plans:
+        linked.setdefault(id(p), (p, []))[1].extend(links)
+    for p, links in linked.values():
+        p.also_many(np.array(links, np.int64))
     for p, _, links in plans:
         lines = p.cols["line"]
         for w in links:
