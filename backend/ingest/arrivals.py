@@ -1,6 +1,8 @@
 """Files that are read as they arrive: an upload's file parts, written by the server's event loop as its body comes in,
 read by the ingest in its own thread (parse while receiving).
 
+* ReceivedInput: what every file received for the ingest shares (StreamedInput, pieces.PiecedInput): end and abort,
+  read() over its readinto(), its hash thread and digest.
 * StreamedInput: one file part, a bounded pipe of bytes. The event loop writes each piece of the body as it comes
   (`await write`: it waits while PIPE_BYTES are unread, so a slow ingest slows the sender, never fills memory); the
   ingest reads it as a file (`readinto` fills the buffer it is given, or ends at the end of the part) after looking
@@ -29,32 +31,101 @@ from typing import Iterator
 from .files import InputFile
 
 PIPE_BYTES = 32 << 20  # unread bytes of a part before the event loop waits for the ingest
+READ_BYTES = 1 << 20  # read() at a time, when asked for all
 
 
 class ReceiveAborted(Exception):
     """The upload ended before its body was complete (the client went away, or a limit refused it)."""
 
 
-class StreamedInput:
-    """One file part of an upload, as its bytes arrive. Written from the event loop, read from the ingest's thread."""
+class ReceivedInput:
+    """What a file received for the ingest has, whichever way it comes (StreamedInput here, pieces.PiecedInput): its
+    lock and state (`_cond` guards `_ended` and `_error`), its end and abort from the event loop, read() and the file
+    protocol over the subclass' readinto(), and the thread that hashes it (the subclass' `_hash`, named HASH_THREAD),
+    with its result."""
+
+    HASH_THREAD = "sha256 of an upload"
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._ended = False  # the file is complete
+        self._error: BaseException | None = None  # given to the reader (abort)
+        self._sha = hashlib.sha256()
+        self._hashed = threading.Event()
+        self._hasher: threading.Thread | None = None  # started by start_hash
+
+    def readinto(self, b) -> int:
+        raise NotImplementedError
+
+    def _hash(self) -> None:
+        raise NotImplementedError
+
+    # -- the event loop's side --------------------------------------------------------------------------------
+    def end(self) -> None:
+        """The file is complete."""
+        with self._cond:
+            self._ended = True
+            self._cond.notify_all()
+
+    def abort(self, error: BaseException) -> None:
+        """The file will not be complete: the reader gets `error`; the hash is never given."""
+        with self._cond:
+            if self._error is None and not self._ended:
+                self._error = error
+            self._ended = True
+            self._cond.notify_all()
+
+    # -- the ingest's side ------------------------------------------------------------------------------------
+    def read(self, size: int = -1) -> bytes:
+        """What readinto gives, up to size bytes; all of it with size < 0."""
+        if size is None or size < 0:
+            chunks = []
+            while chunk := self.read(READ_BYTES):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        buf = bytearray(size)
+        got = self.readinto(buf)
+        return bytes(buf[:got])
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def start_hash(self) -> None:
+        """Starts the thread that hashes the file as it comes (once; ingest/pipeline.py, when the ingest takes the
+        file). It ends at the file's end, or when it is aborted or drained."""
+        assert self._hasher is None, "start_hash() twice"
+        self._hasher = threading.Thread(target=self._hash, name=self.HASH_THREAD, daemon=True)
+        self._hasher.start()
+
+    def digest(self) -> str:
+        """The file's SHA-256 (hex), once it is complete and hashed (start_hash() must have been called)."""
+        assert self._hasher is not None, "digest() before start_hash()"
+        self._hashed.wait()
+        if self._error is not None:
+            raise self._error
+        return self._sha.hexdigest()
+
+
+class StreamedInput(ReceivedInput):
+    """One file part of an upload, as its bytes arrive. Written from the event loop, read from the ingest's thread.
+    Until its hash thread starts, no piece is dropped but by drain(): a part the ingest never takes is drained
+    (Arrivals.close) and never hashed."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, capacity: int | None = None):
+        super().__init__()
         self.loop, self.capacity = loop, capacity or PIPE_BYTES
-        self._cond = threading.Condition()
         self._pieces: deque[bytes] = deque()  # unread (or unhashed) pieces; _first is the number of the leftmost
         self._first = 0
         self._read_at, self._read_off = 0, 0  # the reader's piece and offset in it
         self._hashed_at = 0  # the next piece the hash thread takes
         self._held = 0  # bytes in _pieces
-        self._ended = False  # the part is complete
-        self._error: BaseException | None = None  # given to the reader (abort)
         self._dropped = False  # the reader is gone: writes are dropped
         self._space = asyncio.Event()
         self._writer_waits = False
         self.received = 0
-        self._sha = hashlib.sha256()
-        self._hashed = threading.Event()
-        self._hasher: threading.Thread | None = None  # started by start_hash
 
     # -- the event loop's side --------------------------------------------------------------------------------
     async def write(self, data: bytes) -> None:
@@ -76,20 +147,6 @@ class StreamedInput:
                 self._space.clear()
                 self._writer_waits = True
             await self._space.wait()
-
-    def end(self) -> None:
-        """The part is complete."""
-        with self._cond:
-            self._ended = True
-            self._cond.notify_all()
-
-    def abort(self, error: BaseException) -> None:
-        """The part will not be complete: the reader gets `error`; the hash is never given."""
-        with self._cond:
-            if self._error is None and not self._ended:
-                self._error = error
-            self._ended = True
-            self._cond.notify_all()
 
     # -- the ingest's side ------------------------------------------------------------------------------------
     def head(self, n: int) -> bytes:
@@ -127,22 +184,6 @@ class StreamedInput:
                 self._cond.wait()
             return got
 
-    def read(self, size: int = -1) -> bytes:
-        if size is None or size < 0:
-            chunks = []
-            while chunk := self.read(1 << 20):
-                chunks.append(chunk)
-            return b"".join(chunks)
-        buf = bytearray(size)
-        got = self.readinto(buf)
-        return bytes(buf[:got])
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return False
-
     def drain(self) -> None:
         """The reader is gone (the ingest failed or refused the file): drops what is held and what comes next."""
         with self._cond:
@@ -152,22 +193,6 @@ class StreamedInput:
             self._read_off = self._held = 0
             self._cond.notify_all()
             self._wake_writer()
-
-    def start_hash(self) -> None:
-        """Starts the thread that hashes the part's pieces as they pass (once; ingest/pipeline.py, when the ingest
-        takes the part). It ends at the part's end, or when it is aborted or drained. Until it starts, no piece is
-        dropped but by drain(): a part the ingest never takes is drained (Arrivals.close) and never hashed."""
-        assert self._hasher is None, "start_hash() twice"
-        self._hasher = threading.Thread(target=self._hash, name="sha256 of an upload", daemon=True)
-        self._hasher.start()
-
-    def digest(self) -> str:
-        """The part's SHA-256 (hex), once the part is complete and read (start_hash() must have been called)."""
-        assert self._hasher is not None, "digest() before start_hash()"
-        self._hashed.wait()
-        if self._error is not None:
-            raise self._error
-        return self._sha.hexdigest()
 
     # -- both ---------------------------------------------------------------------------------------------------
     def _release(self) -> None:

@@ -22,37 +22,33 @@ stopped.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 import threading
 from typing import Callable
 
-from .arrivals import ReceiveAborted
+from .arrivals import ReceiveAborted, ReceivedInput
 
 READ_BYTES = 1 << 20  # the hash thread's reads
 
 
-class PiecedInput:
+class PiecedInput(ReceivedInput):
     """One file sent in pieces, on disk as they arrive. Written from the event loop (never waiting), read from the
     ingest's thread and hashed in a thread of its own. `spool(n)` is told of every n bytes written (it may refuse by
     raising: the server's spool limit, limits.Slot.count); the write is then not made."""
 
+    HASH_THREAD = "sha256 of a file sent in pieces"
+
     def __init__(self, spool: Callable[[int], None] | None = None):
+        super().__init__()
         self._file = tempfile.TemporaryFile(prefix="stallscope-pieces-")
         self._fd = self._file.fileno()
         self._spool = spool
-        self._cond = threading.Condition()
         self.written = 0  # bytes in the file
         self.pieces = 0  # pieces written
         self._read_at = 0  # the reader's position
-        self._ended = False  # no more pieces
         self._first_done = False  # the first piece is complete
-        self._error: BaseException | None = None  # given to the reader (abort)
         self._closed = False  # the reader is gone: writes are dropped, the file is closed
-        self._sha = hashlib.sha256()
-        self._hashed = threading.Event()
-        self._hasher: threading.Thread | None = None  # started by start_hash
 
     @property
     def ended(self) -> bool:
@@ -87,20 +83,6 @@ class PiecedInput:
             self._first_done = True
             self._cond.notify_all()
 
-    def end(self) -> None:
-        """The file is complete."""
-        with self._cond:
-            self._ended = True
-            self._cond.notify_all()
-
-    def abort(self, error: BaseException) -> None:
-        """The file will not be complete: the reader gets `error`; the hash is never given."""
-        with self._cond:
-            if self._error is None and not self._ended:
-                self._error = error
-            self._ended = True
-            self._cond.notify_all()
-
     # -- the ingest's side ------------------------------------------------------------------------------------
     def _wait_for(self, n: int, first_piece: bool = False) -> int:
         """Waits until the file holds n bytes or has ended (or, with first_piece, its first piece is complete); the
@@ -132,23 +114,6 @@ class PiecedInput:
             self._read_at += n
             return n
 
-    def read(self, size: int = -1) -> bytes:
-        """As readinto: what has come, up to size bytes (at least one, b"" at the end); all of it with size < 0."""
-        if size is None or size < 0:
-            chunks = []
-            while chunk := self.read(READ_BYTES):
-                chunks.append(chunk)
-            return b"".join(chunks)
-        buf = bytearray(size)
-        got = self.readinto(buf)
-        return bytes(buf[:got])
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return False
-
     def drain(self) -> None:
         """The reader is gone (the ingest failed, refused the file, or is done): what comes next is dropped and the
         file is closed (removed) once the hash thread has stopped. From any thread; more than once is harmless."""
@@ -163,22 +128,12 @@ class PiecedInput:
 
     close = drain
 
-    def start_hash(self) -> None:
-        """Starts the thread that hashes the file as it is written (once, when the ingest takes the file). It ends
-        at the file's end, or when it is aborted or drained."""
-        assert self._hasher is None, "start_hash() twice"
-        self._hasher = threading.Thread(target=self._hash, name="sha256 of a file sent in pieces", daemon=True)
-        self._hasher.start()
-
     def digest(self) -> str:
-        """The file's SHA-256 (hex), once it is complete and hashed (start_hash() must have been called)."""
-        assert self._hasher is not None, "digest() before start_hash()"
-        self._hashed.wait()
-        if self._error is not None:
-            raise self._error
+        """The file's SHA-256 (hex), once it is complete and hashed; refused if its pieces were dropped first."""
+        hexdigest = super().digest()
         if self._closed:
             raise ReceiveAborted("the file's pieces were dropped before it was hashed")
-        return self._sha.hexdigest()
+        return hexdigest
 
     def _hash(self) -> None:
         buf = bytearray(READ_BYTES)
