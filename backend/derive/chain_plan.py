@@ -109,20 +109,19 @@ class SourcePlan:
 
     def also(self, w: int) -> list[int]:
         """The other members of w's group that overlap w in time, in file order (once per wait: the chains' rows and
-        their evidence ask for the same)."""
-        got = self._also.get(w)
-        if got is not None:
-            return got
-        g = self.gid[w]
-        if g < 0:
-            got = []
-        else:
-            m = self.members(int(g))
-            c = self.cols
-            hit = m[(c["start_ns"][m] < c["end_ns"][w]) & (c["end_ns"][m] > c["start_ns"][w])]
-            got = hit[hit != w].tolist()
-        self._also[w] = got
-        return got
+        their evidence ask for the same; also_many finds them)."""
+        if w not in self._also:
+            self.also_many(np.array([w], np.int64))
+        return self._also[w]
+
+
+def find_also(plans: list[tuple[SourcePlan, int, list[int]]]) -> None:
+    """SourcePlan.also of every link of the chains `plans` (plan's), found per source at once (also_many)."""
+    linked: dict[int, tuple] = {}
+    for p, _, links in plans:
+        linked.setdefault(id(p), (p, []))[1].extend(links)
+    for p, links in linked.values():
+        p.also_many(np.array(links, np.int64))
 
 
 def plan(sources: list[tuple[int, dict]]) -> list[tuple[SourcePlan, int, list[int]]]:

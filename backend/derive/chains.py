@@ -33,7 +33,7 @@ from .. import block_layers
 from ..block_layers import REQUEST_SOURCES
 from ..db import execute
 from ..schema.tables import STACK_SEP
-from .chain_plan import RELATIONS, plan
+from .chain_plan import RELATIONS, find_also, plan
 from .frames import FrameKinds, duration_text, is_idle_task, task_text
 from .sql_io import fetch_dicts, register_table
 from .wait_rows import insert_arrow
@@ -126,11 +126,7 @@ def stored_rows(con, plans: list[tuple]) -> dict:
     """rows_of for build_chains from the stored waits (the ingest's, once inserted): the rows of the waits the
     chains need, by (source, line), with `off` (the source's clock offset)."""
     need: dict[int, set] = defaultdict(set)
-    linked: dict[int, tuple] = {}  # per source's plan, the waits of its chains' links: their also() found at once
-    for p, _, links in plans:
-        linked.setdefault(id(p), (p, []))[1].extend(links)
-    for p, links in linked.values():
-        p.also_many(np.array(links, np.int64))
+    find_also(plans)
     for p, _, links in plans:
         lines = p.cols["line"]
         for w in links:
@@ -160,6 +156,7 @@ def build_chains(plans: list[tuple], rows: dict, kinds: FrameKinds) -> list[dict
     """The chains of chain_plan.plan, with every link's row (`rows`: by (source, line), e.g. stored_rows); `kinds`:
     the derivation's look-ups of what the wakers' frames are."""
     entries: dict[tuple, str] = {}
+    find_also(plans)  # (found already when the rows were: stored_rows)
 
     def row(p, w: int) -> dict:
         return rows[(p.sid, int(p.cols["line"][w]))]
