@@ -19,12 +19,9 @@ from pathlib import Path
 
 from backend.cache import AnalysisCache
 from backend.derive import (
-    blk,
-    block_events,
     chain_plan,
     chains,
     cpus,
-    ftrace_span,
     pipeline,
     recorded,
     stacks,
@@ -34,7 +31,7 @@ from backend.derive import (
 from backend.queries import first_views
 from backend.store import InputFile, Store
 from bench.ingest import own_peak_kib
-from bench.stages import cpu_seconds, patched
+from bench.stages import cpu_seconds, derive_steps_wrapped, patched, step_name
 
 # the calls timed: module, its functions (looked up where pipeline.py calls them: as module attributes)
 CALLS = (
@@ -47,7 +44,6 @@ CALLS = (
     (chains, ("stored_rows", "build_chains", "match_requests", "insert_chains")),
     (pipeline, ("_insert_waits",)),
 )
-STEPS = (block_events.derive, blk.derive, ftrace_span.span)  # the per-source steps, in DERIVE_SOURCE's lists
 
 
 class CallLog:
@@ -78,28 +74,24 @@ def measure(paths: list[Path], db: Path) -> dict:
     with ExitStack() as patches:
         for module, names in CALLS:
             for name in names:
-                label = f"{module.__name__.rsplit('.', 1)[-1]}.{name}"
-                patches.enter_context(patched(module, name, log.wrapped(label, getattr(module, name))))
-        steps = {fmt: list(s) for fmt, s in pipeline.DERIVE_SOURCE.items()}
-        analysis = list(pipeline.DERIVE_ANALYSIS)
-        try:
-            for fmt, s in steps.items():
-                pipeline.DERIVE_SOURCE[fmt][:] = [log.wrapped(_label(f), f, cpu=True) for f in s]
-            pipeline.DERIVE_ANALYSIS[:] = [log.wrapped(_label(f), f, cpu=True) for f in analysis]
-            files = [patches.enter_context(open(p, "rb")) for p in paths]
-            t0 = time.perf_counter()
-            created = store.ingest([InputFile(p.name, f, p.stat().st_size) for p, f in zip(paths, files)])
-            ingest_s = time.perf_counter() - t0
-        finally:
-            for fmt, s in steps.items():
-                pipeline.DERIVE_SOURCE[fmt][:] = s
-            pipeline.DERIVE_ANALYSIS[:] = analysis
+                fn = getattr(module, name)
+                patches.enter_context(patched(module, name, log.wrapped(step_name(fn), fn)))
+        derive_steps = [*(f for s in pipeline.DERIVE_SOURCE.values() for f in s), *pipeline.DERIVE_ANALYSIS]
+
+        def timed(step):
+            return log.wrapped(step_name(step), step, cpu=True)
+
+        patches.enter_context(derive_steps_wrapped(timed, timed))
+        files = [patches.enter_context(open(p, "rb")) for p in paths]
+        t0 = time.perf_counter()
+        created = store.ingest([InputFile(p.name, f, p.stat().st_size) for p, f in zip(paths, files)])
+        ingest_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     views = first_views.precompute(store.db, AnalysisCache(), created["id"])
     views_s = time.perf_counter() - t0
     store.close()
     start = min(c[0] for c in log.calls)
-    derive = [c for c in log.calls if c[3] in {_label(f) for f in (*analysis, *STEPS)}]
+    derive = [c for c in log.calls if c[3] in {step_name(f) for f in derive_steps}]
     return {
         "files": [p.name for p in paths],
         "ingest_seconds": ingest_s,
@@ -110,10 +102,6 @@ def measure(paths: list[Path], db: Path) -> dict:
         "first_views": views,
         "vmhwm_mib": own_peak_kib() / 1024,
     }
-
-
-def _label(fn) -> str:
-    return f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}"
 
 
 def table(r: dict) -> str:

@@ -75,6 +75,23 @@ def patched(obj, attr: str, value):
         setattr(obj, attr, old)
 
 
+@contextmanager
+def derive_steps_wrapped(per_source, per_analysis):
+    """The ingest's derive steps (pipeline.DERIVE_SOURCE's, DERIVE_ANALYSIS) each replaced by per_source(step) or
+    per_analysis(step) for the block, and put back after it (the lists are the ingest's own: changed in place)."""
+    source = {fmt: list(steps) for fmt, steps in pipeline.DERIVE_SOURCE.items()}
+    analysis = list(pipeline.DERIVE_ANALYSIS)
+    try:
+        for fmt, steps in source.items():
+            pipeline.DERIVE_SOURCE[fmt][:] = [per_source(s) for s in steps]
+        pipeline.DERIVE_ANALYSIS[:] = [per_analysis(s) for s in analysis]
+        yield
+    finally:
+        for fmt, steps in source.items():
+            pipeline.DERIVE_SOURCE[fmt][:] = steps
+        pipeline.DERIVE_ANALYSIS[:] = analysis
+
+
 class TimedCommits(db.Connection):
     """The Store's connection (backend/db.Connection), its cursors timing their commit() under "commit" (the
     ingest's transaction)."""
@@ -106,24 +123,20 @@ def measure(path: Path, db: Path) -> dict:
     store = Store(db)
     with ExitStack() as patches:
         patches.enter_context(patched(pipeline, "stage_source", stages.wrapped("staging", pipeline.stage_source)))
-        derive_source = {fmt: list(steps) for fmt, steps in pipeline.DERIVE_SOURCE.items()}
-        for fmt, steps in derive_source.items():
-            pipeline.DERIVE_SOURCE[fmt][:] = [stages.wrapped(f"derive, per source: {step_name(s)}", s) for s in steps]
-        derive_analysis = list(pipeline.DERIVE_ANALYSIS)
-        pipeline.DERIVE_ANALYSIS[:] = [stages.wrapped(f"derive: {step_name(s)}", s) for s in derive_analysis]
+        patches.enter_context(
+            derive_steps_wrapped(
+                lambda s: stages.wrapped(f"derive, per source: {step_name(s)}", s),
+                lambda s: stages.wrapped(f"derive: {step_name(s)}", s),
+            )
+        )
         ingest = store_module.ingest  # the ingest's own connection times its commit (the first views' does not)
         patches.enter_context(
             patched(store_module, "ingest", lambda conn, *args, **kw: ingest(TimedCommits(conn, stages), *args, **kw))
         )
-        try:
-            with open(path, "rb") as f, stages.timed("ingest"):
-                created = store.ingest([InputFile(path.name, f, path.stat().st_size)])
-                with stages.timed("first views"):  # as an upload does, once the ingest has committed
-                    first_views.precompute(store.db, AnalysisCache(), created["id"])
-        finally:
-            for fmt, steps in derive_source.items():
-                pipeline.DERIVE_SOURCE[fmt][:] = steps
-            pipeline.DERIVE_ANALYSIS[:] = derive_analysis
+        with open(path, "rb") as f, stages.timed("ingest"):
+            created = store.ingest([InputFile(path.name, f, path.stat().st_size)])
+            with stages.timed("first views"):  # as an upload does, once the ingest has committed
+                first_views.precompute(store.db, AnalysisCache(), created["id"])
     with stages.timed("close (checkpoint)"):
         store.close()
     secs = stages.seconds
