@@ -2,7 +2,7 @@
 an upload (without the HTTP receive), in this process, each stage's CPU seconds (the process', so every thread's:
 the parser's, DuckDB's, the hash thread's) and wall seconds.
 
-    python -m bench.stages FILE [--db DB]
+    python -m bench.stages FILE... [--db DB]     (several files: one upload, such as a blktrace per-CPU set)
 
 Stages, in the order they run: the parser alone (a first pass over the file, nothing stored: what staging's share
 of parsing is), staging (parse, the inserts beside it, the SHA-256), each source's derive steps, each analysis
@@ -114,9 +114,10 @@ class _CommitTimingCursor(db.Connection):
             return self.raw.commit()
 
 
-def measure(path: Path, db: Path) -> dict:
+def measure(paths: list[Path], db: Path) -> dict:
+    """One ingest of `paths` (the files of one upload) stage by stage, after their parser alone."""
     c0 = cpu_seconds()
-    alone = {**parse_only([str(path)]), "cpu_seconds": cpu_seconds() - c0}
+    alone = {**parse_only([str(p) for p in paths]), "cpu_seconds": cpu_seconds() - c0}
     stages = Stages()
     for p in (db, Path(str(db) + ".wal")):
         p.unlink(missing_ok=True)
@@ -133,8 +134,9 @@ def measure(path: Path, db: Path) -> dict:
         patches.enter_context(
             patched(store_module, "ingest", lambda conn, *args, **kw: ingest(TimedCommits(conn, stages), *args, **kw))
         )
-        with open(path, "rb") as f, stages.timed("ingest"):
-            created = store.ingest([InputFile(path.name, f, path.stat().st_size)])
+        files = [patches.enter_context(open(p, "rb")) for p in paths]
+        with stages.timed("ingest"):
+            created = store.ingest([InputFile(p.name, f, p.stat().st_size) for p, f in zip(paths, files)])
             with stages.timed("first views"):  # as an upload does, once the ingest has committed
                 first_views.precompute(store.db, AnalysisCache(), created["id"])
     with stages.timed("close (checkpoint)"):
@@ -143,12 +145,13 @@ def measure(path: Path, db: Path) -> dict:
     ingest_cpu, ingest_wall = secs.pop("ingest")
     inner = sum(c for name, (c, _) in secs.items() if name != "close (checkpoint)")
     secs["the rest of the ingest"] = [ingest_cpu - inner, None]  # (its wall time is not one stretch)
-    src = created["sources"][0]
+    sources = created["sources"]
     return {
-        "file": path.name,
-        "bytes": path.stat().st_size,
-        "format": src["format"],
-        "lines": src["lines"],
+        "file": ", ".join(p.name for p in paths),
+        "bytes": sum(p.stat().st_size for p in paths),
+        "format": ", ".join(sorted({src["format"] for src in sources})),
+        "sources": len(sources),
+        "lines": sum(src["lines"] for src in sources),
         "parser_alone": {"cpu_seconds": alone["cpu_seconds"], "seconds": alone["seconds"]},
         "ingest": {"cpu_seconds": ingest_cpu, "seconds": ingest_wall},
         "stages": {k: {"cpu_seconds": c, "seconds": w} for k, (c, w) in secs.items()},
@@ -182,11 +185,11 @@ def table(r: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("file", type=Path)
+    ap.add_argument("files", type=Path, nargs="+", help="the files of one upload")
     ap.add_argument("--db", type=Path, default=None, help="the database to write (default: a temporary file)")
     a = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="stallscope-stages-") as tmp:
-        result = measure(a.file, a.db or Path(tmp) / "stages.duckdb")
+        result = measure(a.files, a.db or Path(tmp) / "stages.duckdb")
     print(table(result))
     print(json.dumps(result))
     return 0

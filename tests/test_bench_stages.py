@@ -7,7 +7,9 @@ from backend import store as store_module
 from backend.ingest import pipeline
 from bench import stages
 
-SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "incident.blkparse.txt"
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+SAMPLE = SAMPLES / "incident.blkparse.txt"
+BLKTRACE_SET = sorted((SAMPLES / "real" / "ext4-jbd2" / "blktrace").glob("*.blktrace.*"))
 
 
 def _wrappable():
@@ -22,7 +24,7 @@ def _wrappable():
 
 def test_stages_add_up_to_the_ingest_and_nothing_stays_wrapped(tmp_path):
     before = _wrappable()
-    r = stages.measure(SAMPLE, tmp_path / "stages.duckdb")
+    r = stages.measure([SAMPLE], tmp_path / "stages.duckdb")
     after = _wrappable()
     assert after == before
     names = set(r["stages"])
@@ -31,3 +33,12 @@ def test_stages_add_up_to_the_ingest_and_nothing_stays_wrapped(tmp_path):
     assert abs(inside - r["ingest"]["cpu_seconds"]) < 1e-6  # "the rest" is what the named stages leave
     assert r["format"] == "blkparse" and r["lines"] > 0
     assert "| **the ingest** |" in stages.table(r)
+
+
+def test_several_files_are_one_upload(tmp_path):
+    """The lab's ext4-jbd2 capture: a blktrace file per device (dm-0, vdb), two sources of one analysis."""
+    r = stages.measure(BLKTRACE_SET, tmp_path / "stages.duckdb")
+    assert r["file"] == "dm-0.blktrace.0, vdb.blktrace.0"
+    assert r["bytes"] == sum(p.stat().st_size for p in BLKTRACE_SET)
+    assert r["format"] == "blkparse" and r["sources"] == 2
+    assert r["lines"] == 244 + 997  # the event lines `blkparse -i` prints for each file (Debian's blktrace 1.2.0)
