@@ -343,6 +343,29 @@ def test_cpu_tracks_devices_and_windows_are_in_the_first_view_beside_the_lane_bu
     assert [lane["id"] for lane in t["lanes"] if lane["kind"] == "task"] == tasks[:5]
 
 
+def test_ranked_lanes_in_their_order_however_many_are_asked_for(store, client):
+    """The lanes after the CPUs, devices and chains are ranked from their scores and made only as far as a response
+    reads them: the widest view holds every lane of the window in the documented order (tasks by time blocked, then
+    by time running, then by calls, each descending, ties by pid; then processes), `total_lanes` counts them, a
+    narrower view is its prefix, and lanes asked by id come whole and in that order, the last-ranked ones too."""
+    aid = ingest_paths(store, PUBLIC / "trace-cmd-report" / "derived-elainecole-report-sched_switch.txt")["id"]
+    wide = client.get(f"/api/analyses/{aid}/timeline", params={"max_lanes": 200}).json()
+    assert 9 < wide["total_lanes"] == len(wide["lanes"]) < 200 + 4
+    tasks = [lane for lane in wide["lanes"] if lane["kind"] == "task"]
+    chained = [lane for lane in tasks if lane["why"].startswith("chain #")]  # the chains' tasks, first
+    ranked = tasks[len(chained) :]
+    order = {"blocked": 0, "running": 1, "": 2}  # (≈N top-level calls)
+    keys = [(order[x["why"].split("≈")[0].strip()], -int(x["why"].split("≈")[1].split()[0]), x["pid"]) for x in ranked]
+    assert len(ranked) > 40 and keys == sorted(keys)
+    for n in (1, 7):
+        narrow = client.get(f"/api/analyses/{aid}/timeline", params={"max_lanes": n}).json()
+        assert [x["id"] for x in narrow["lanes"] if x["kind"] == "task"] == [x["id"] for x in tasks[:n]]
+        assert narrow["total_lanes"] == wide["total_lanes"]
+    asked = [ranked[-1]["id"], ranked[0]["id"], ranked[len(ranked) // 2]["id"]]
+    got = client.get(f"/api/analyses/{aid}/timeline", params={"lanes": ",".join(asked)}).json()
+    assert [x["id"] for x in got["lanes"]] == [x["id"] for x in ranked if x["id"] in asked]
+
+
 def test_thread_groups_inferred_from_the_process_events():
     """Without record-tgid: an exec'd task leads its group; task_newtask (in its creator's context) puts a CLONE_THREAD
     child in its creator's group, any other child in its own; tasks nothing is said of have none."""

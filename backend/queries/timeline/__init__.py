@@ -51,7 +51,7 @@ from ...schema.tables import TRACKS
 from .. import stored
 from ..catalogue import catalogue
 from .items import MAX_ITEMS, fit_items
-from .lanes import Candidates, arrows, candidate_lanes, chain_links, lane_registry, marks, task_tgids
+from .lanes import Candidates, arrows, candidate_lanes, chain_links, lane_index, lane_registry, marks, task_tgids
 from .levels import lane_inputs, read_source
 
 if TYPE_CHECKING:
@@ -95,7 +95,9 @@ def budget(candidates: Candidates, max_lanes: int) -> list[tuple]:
     Before, CPUs were ranked after the chains' tasks and devices and could fall outside the 40 lanes of a first view."""
     kept = {"cpu": 0, "track": 0, "other": 0}
     out = []
-    for c in candidates:  # (id, kind, ...)
+    for i, c in enumerate(candidates):  # (id, kind, ...)
+        if i >= candidates.added and kept["other"] >= max_lanes:  # (the CPUs and tracks are all added before)
+            break
         kind = "cpu" if c[1] == "cpu" else "track" if c[1] in ("device", "window") else "other"
         limit = {"cpu": MAX_CPU_LANES, "track": MAX_OTHER_TRACKS, "other": max_lanes}[kind]
         if kept[kind] < limit:
@@ -194,11 +196,25 @@ def timeline(
         for s in sources
         if s["w0_ns"] is not None
     }
-    candidates = candidate_lanes(p, sources, chains, registry, reads, names, task_tgids(con, cache, analysis_id))
+    candidates = candidate_lanes(
+        p,
+        sources,
+        chains,
+        registry,
+        reads,
+        names,
+        task_tgids(con, cache, analysis_id),
+        lane_index(cache, analysis_id, registry),
+    )
     out["total_lanes"] = len(candidates)
     if lanes:
         wanted = set(lanes)
-        chosen = [candidates.lane(c) for c in candidates if c[0] in wanted]
+        chosen = []
+        for c in candidates:
+            if c[0] in wanted:
+                chosen.append(candidates.lane(c))
+                if len(chosen) == len(wanted):
+                    break
     else:
         chosen = [candidates.lane(c) for c in budget(candidates, max_lanes)]
     by_source = defaultdict(list)

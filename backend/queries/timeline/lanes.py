@@ -4,6 +4,7 @@ processes ranked from a coarse level), the chains' arrows across them and the pr
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -110,9 +111,11 @@ def _segment_scores(segs: dict, q: dict) -> dict:
     }
 
 
-def _lane_scores(rd: dict, s: dict, names: dict[str, int]) -> dict[int, dict]:
-    """Per lane of the source: what it holds in the window, from a level of at most RANK_BUCKETS buckets over it
-    plus the segments at least one of its buckets long (clipped to the window)."""
+def _lane_scores(rd: dict, s: dict, names: dict[str, int]) -> dict[str, np.ndarray]:
+    """What each lane of the source holds in the window, from a level of at most RANK_BUCKETS buckets over it plus the
+    segments at least one of its buckets long (clipped to the window): arrays over the lanes that hold anything
+    ("lane", ascending), of their time blocked, running and busy (a CPU lane's track 0: the tasks that ran there),
+    their calls, queued and serviced requests, and their slowest I→D or D→C phase (-1: none)."""
     q, kr, w0 = rd["q"], rd["kr"], s["w0_ns"]
     long = take(rd["long"], rd["long"]["lvl"] > kr)
     parts = [rd["rank"], _segment_scores(long, q)]
@@ -122,36 +125,28 @@ def _lane_scores(rd: dict, s: dict, names: dict[str, int]) -> dict[int, dict]:
         np.concatenate([x[c] for x in parts]) for c in ("lane", "track", "state", "tot", "n", "mx")
     )
     running = names.get("running", -1)
-    size = int(lane.max()) + 1 if len(lane) else 0
-
-    def per_lane(mask: np.ndarray, values: np.ndarray) -> list[int]:
-        out = np.zeros(size, np.int64)
-        np.add.at(out, lane[mask], values[mask])
-        return out.tolist()
-
-    blocked, run, calls, busy = (
-        per_lane(track == 1, tot),
-        per_lane((track == 0) & (state == running), tot),
-        per_lane(track == 2, n),
-        per_lane(track == 0, tot),  # a CPU lane's track 0: the tasks that ran there (never idle)
-    )
-    queued, requests = per_lane(track == 3, n), per_lane(track == 4, n)
+    lanes = distinct(lane)
+    size = int(lanes[-1]) + 1 if len(lanes) else 0
     blk = (track == 3) | (track == 4)
     worst = np.full(size, -1, np.int64)
     np.maximum.at(worst, lane[blk], mx[blk])
-    worst = worst.tolist()
     return {
-        ln: {
-            "blocked": blocked[ln],
-            "running": run[ln],
-            "calls": calls[ln],
-            "queued": queued[ln],
-            "requests": requests[ln],
-            "worst": worst[ln] if worst[ln] >= 0 else None,
-            "busy": busy[ln],
-        }
-        for ln in distinct(lane).tolist()
+        "lane": lanes,
+        "blocked": _summed(lane, track == 1, tot, size)[lanes],
+        "running": _summed(lane, (track == 0) & (state == running), tot, size)[lanes],
+        "busy": _summed(lane, track == 0, tot, size)[lanes],
+        "calls": _summed(lane, track == 2, n, size)[lanes],
+        "queued": _summed(lane, track == 3, n, size)[lanes],
+        "requests": _summed(lane, track == 4, n, size)[lanes],
+        "worst": worst[lanes],
     }
+
+
+def _summed(lane: np.ndarray, mask: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """values summed per lane where mask holds (int64, exact: not through floats)."""
+    out = np.zeros(size, np.int64)
+    np.add.at(out, lane[mask], values[mask])
+    return out
 
 
 def lane_registry(con, cache: AnalysisCache, analysis_id: str) -> dict[int, dict[int, tuple]]:
@@ -169,6 +164,32 @@ def lane_registry(con, cache: AnalysisCache, analysis_id: str) -> dict[int, dict
         return dict(reg)
 
     return cache.shared((analysis_id, "timeline-lanes"), build, lambda reg: 200 * sum(len(x) for x in reg.values()))
+
+
+KIND_CODES = {"task": 0, "process": 1, "device": 2, "cpu": 3}
+NO_PID = np.iinfo(np.int64).min
+INDEXED_LANE_BYTES = 170  # a lane in lane_index: its key tuple and dict slot (~150 bytes), its arrays' 9
+
+
+def lane_index(cache: AnalysisCache, analysis_id: str, registry: dict[int, dict[int, tuple]]) -> dict:
+    """The registry (lane_registry's) the other way and as arrays, kept per analysis beside it: "lane", (source,
+    kind, pid or dev) -> lane; per source, "kind" (KIND_CODES) and "pid" (NO_PID: none) indexed by lane. A window's
+    lanes are ranked on these arrays: a perf capture of 23 k tasks has 23 k lanes, a view shows 40."""
+
+    def build():
+        by_key, arrays = {}, {}
+        for sid, reg in registry.items():
+            size = max(reg) + 1 if reg else 0
+            kinds, pids = np.full(size, -1, np.int8), np.full(size, NO_PID, np.int64)
+            for lane, (kind, pid, dev, _) in reg.items():
+                by_key[(sid, kind, lane_key(kind, pid, dev))] = lane
+                kinds[lane] = KIND_CODES[kind]
+                if pid is not None:
+                    pids[lane] = pid
+            arrays[sid] = {"kind": kinds, "pid": pids}
+        return {"lane": by_key, "arrays": arrays}
+
+    return cache.shared((analysis_id, "timeline-lane-index"), build, lambda d: INDEXED_LANE_BYTES * len(d["lane"]))
 
 
 CLONE_THREAD = 0x10000  # a task_newtask's clone_flags: the new task is a thread of its creator's process
@@ -253,18 +274,48 @@ def infer_tgids(events: list[tuple]) -> dict[tuple[int, int], int]:
 class Candidates:
     """The lanes of a window in their rank order, each (id, kind, what makes its dict): a dict (an offcputime
     window), or (sid, kind, pid, dev, label, group, why) with `why` a text or (a format, its value); made into dicts
-    only for the lanes a response holds (lane()): a perf capture of 15 k tasks ranks 15 k lanes for a view's 40."""
+    only for the lanes a response holds (lane()). The tasks and processes ranked by a score come last, kept as
+    sorted arrays (rank()) and made into entries only as far as they are read: a perf capture of 23 k tasks ranks
+    23 k lanes for a view's 40 (its timeline took 0.2 s a window, most of it making every lane's entry)."""
 
     def __init__(self, task_lane: dict, tgids: dict[tuple[int, int], int]):
-        self.entries: list[tuple[str, str, dict | tuple]] = []
+        self.entries: list[tuple[str, str, dict | tuple]] = []  # added one by one (add): before the ranked ones
         self._seen: set[str] = set()
+        self._ranked: list[tuple[Callable, np.ndarray, np.ndarray, np.ndarray]] = []
         self._task_lane, self._tgids = task_lane, tgids
 
-    def __len__(self) -> int:
+    @property
+    def added(self) -> int:
+        """How many entries come before the ranked ones."""
         return len(self.entries)
 
+    def __len__(self) -> int:
+        """Every distinct lane: those added, and the ranked ones not among them."""
+        ranked: dict[int, list[np.ndarray]] = defaultdict(list)
+        for _, sids, lanes, _ in self._ranked:
+            for sid in distinct(sids).tolist():
+                ranked[sid].append(lanes[sids == sid])
+        n = len(self.entries)
+        for sid, parts in ranked.items():
+            lanes = distinct(np.concatenate(parts))
+            n += len(lanes)
+            for lid, kind, lane in self.entries:  # (a chain's task may be ranked too)
+                if type(lane) is tuple and lane[0] == sid and kind in ("task", "process"):
+                    at = self._task_lane.get((sid, kind, lane[2]))
+                    if at is not None and at in lanes:
+                        n -= 1
+        return n
+
     def __iter__(self):
-        return iter(self.entries)
+        yield from self.entries
+        seen = set(self._seen)
+        for make, sids, lanes, scores in self._ranked:
+            for sid, lane, score in zip(sids.tolist(), lanes.tolist(), scores.tolist()):
+                made = make(sid, lane, score)
+                lid = lane_id(made[1], sid, lane_key(made[1], made[2], made[3]))
+                if lid not in seen:
+                    seen.add(lid)
+                    yield lid, made[1], made
 
     def add(self, lane: dict | tuple) -> None:
         """A lane, unless one of its id is in already: a dict, or (sid, kind, pid, dev, label, group, why)."""
@@ -276,6 +327,11 @@ class Candidates:
         if lid not in self._seen:
             self._seen.add(lid)
             self.entries.append((lid, kind, lane))
+
+    def rank(self, make: Callable[[int, int, int], tuple], sids: np.ndarray, lanes: np.ndarray, scores: np.ndarray):
+        """Lanes (source, lane) after every one before, in this order (already sorted), each made into its tuple by
+        make(source, lane, score) when it is read; a lane already in is skipped."""
+        self._ranked.append((make, sids, lanes, scores))
 
     def lane(self, entry: tuple[str, str, dict | tuple]) -> dict:
         """An entry's lane as the response holds it (a new dict)."""
@@ -297,6 +353,13 @@ class Candidates:
         }
 
 
+TASK_RANKS = (  # the tasks' scores, ranked in this order, and what each says
+    ("blocked", "blocked ≈{} ns in the window"),
+    ("running", "running ≈{} ns in the window"),
+    ("calls", "≈{} top-level calls in the window"),
+)
+
+
 def candidate_lanes(
     p: dict,
     sources: list[dict],
@@ -304,19 +367,15 @@ def candidate_lanes(
     registry: dict,
     reads: dict,
     names: dict[str, int],
-    tgids: dict[tuple[int, int], int] | None = None,
+    tgids: dict[tuple[int, int], int],
+    index: dict,
 ) -> Candidates:
     """Every lane with something in the window, most telling first: the tasks of the chains (by chain rank), the
     block devices, the offcputime windows, then tasks by time blocked, by time running, by calls, and processes
-    by their slowest phase."""
+    by their slowest phase (`index`: lane_index's, of the whole registry)."""
     registry = {sid: reg for sid, reg in registry.items() if sid in reads}
     scores = {s["id"]: _lane_scores(reads[s["id"]], s, names) for s in sources if s["id"] in reads}
-    task_lane = {
-        (sid, kind, lane_key(kind, pid, dev)): lane
-        for sid, reg in registry.items()
-        for lane, (kind, pid, dev, comm) in reg.items()
-    }
-    lanes = Candidates(task_lane, tgids or {})
+    lanes = Candidates(index["lane"], tgids)
     add = lanes.add
 
     for link in chains:
@@ -332,7 +391,8 @@ def candidate_lanes(
                     f"chain #{link['chain_id']}",
                 )
             )
-    ranked = {name: [] for name in ("device", "cpu", "blocked", "running", "calls", "process")}
+    ranked = {name: [] for name in ("device", "cpu")}
+    by_score = {name: [] for name, _ in TASK_RANKS + (("process", ""),)}  # per source: (sid, lanes, scores, keys)
     named = {  # per source, the devices its capture names ("8,0 (sda)")
         sid: devices.names(
             next((s["filename"] for s in sources if s["id"] == sid), ""),
@@ -363,61 +423,68 @@ def candidate_lanes(
             )
         if s["id"] not in scores:
             continue
-        for lane, sc in scores[s["id"]].items():
-            kind, pid, dev, comm = registry[s["id"]][lane]
-            if kind == "device":
-                n = sc["requests"] or sc["queued"]  # requests serviced, else those queued
-                ranked["device"].append(
+        sid, sc, reg = s["id"], scores[s["id"]], registry[s["id"]]
+        arrays = index["arrays"][sid]
+        kinds, pids = arrays["kind"][sc["lane"]], arrays["pid"][sc["lane"]]
+        for i in np.flatnonzero(kinds == KIND_CODES["device"]).tolist():
+            dev = reg[int(sc["lane"][i])][2]
+            n = int(sc["requests"][i]) or int(sc["queued"][i])  # requests serviced, else those queued
+            ranked["device"].append(
+                (
+                    (-n, sid, dev),
                     (
-                        (-n, s["id"], dev),
-                        (
-                            s["id"],
-                            kind,
-                            None,
-                            dev,
-                            devices.label(dev, named.get(s["id"], {})),
-                            s["filename"],
-                            f"≈{n} requests in the window",
-                        ),
-                    )
+                        sid,
+                        "device",
+                        None,
+                        dev,
+                        devices.label(dev, named.get(sid, {})),
+                        s["filename"],
+                        f"≈{n} requests in the window",
+                    ),
                 )
-            elif kind == "cpu":
-                ranked["cpu"].append(
-                    (
-                        (s["id"], int(dev)),
-                        (s["id"], kind, None, dev, f"CPU {dev}", "CPUs", f"tasks ran ≈{sc['busy']} ns in the window"),
-                    )
+            )
+        for i in np.flatnonzero(kinds == KIND_CODES["cpu"]).tolist():
+            dev = reg[int(sc["lane"][i])][2]
+            ranked["cpu"].append(
+                (
+                    (sid, int(dev)),
+                    (sid, "cpu", None, dev, f"CPU {dev}", "CPUs", f"tasks ran ≈{int(sc['busy'][i])} ns in the window"),
                 )
-            elif kind == "process":
-                worst = sc["worst"]
-                ranked["process"].append(
-                    (
-                        (-(worst or 0), s["id"], pid),
-                        (
-                            s["id"],
-                            kind,
-                            pid,
-                            None,
-                            f"{comm} ({pid})",
-                            s["filename"],
-                            f"slowest I→D or D→C phase ≈{worst} ns" if worst is not None else "requests in the window",
-                        ),
-                    )
-                )
-            else:
-                label = comm if pid is not None and pid < 0 else f"{comm or '?'} ({pid})"  # "CPU n (task unknown)"
-                for key, why in (
-                    ("blocked", "blocked ≈{} ns in the window"),
-                    ("running", "running ≈{} ns in the window"),
-                    ("calls", "≈{} top-level calls in the window"),
-                ):
-                    if sc[key] > 0:
-                        ranked[key].append(
-                            ((-sc[key], s["id"], pid), (s["id"], kind, pid, None, label, None, (why, sc[key])))
-                        )
-    for key in ("device", "window", "cpu", "blocked", "running", "calls", "process"):
+            )
+        tasks = kinds == KIND_CODES["task"]
+        for key, _ in TASK_RANKS:
+            m = tasks & (sc[key] > 0)
+            by_score[key].append((sid, sc["lane"][m], sc[key][m], pids[m]))
+        m = kinds == KIND_CODES["process"]
+        by_score["process"].append((sid, sc["lane"][m], np.maximum(sc["worst"][m], 0), pids[m]))
+    for key in ("device", "window", "cpu"):
         for _, lane in sorted(ranked.get(key, []), key=lambda x: x[0]):
             add(lane)
+
+    def task(why: str):
+        def make(sid: int, lane: int, score: int) -> tuple:
+            _, pid, _, comm = registry[sid][lane]
+            label = comm if pid is not None and pid < 0 else f"{comm or '?'} ({pid})"  # "CPU n (task unknown)"
+            return (sid, "task", pid, None, label, None, (why, score))
+
+        return make
+
+    filenames = {s["id"]: s["filename"] for s in sources}
+
+    def process(sid: int, lane: int, _score: int) -> tuple:
+        _, pid, _, comm = registry[sid][lane]
+        worst = int(scores[sid]["worst"][np.searchsorted(scores[sid]["lane"], lane)])
+        why = f"slowest I→D or D→C phase ≈{worst} ns" if worst >= 0 else "requests in the window"
+        return (sid, "process", pid, None, f"{comm} ({pid})", filenames[sid], why)
+
+    for key, make in [*((key, task(why)) for key, why in TASK_RANKS), ("process", process)]:
+        parts = by_score[key]
+        if not parts:
+            continue
+        sids = np.concatenate([np.full(len(x[1]), x[0], np.int64) for x in parts])
+        lane_no, score, pid = (np.concatenate([x[k] for x in parts]) for k in (1, 2, 3))
+        order = np.lexsort((pid, sids, -score))  # (-score, source, pid), as the lanes were always ranked
+        lanes.rank(make, sids[order], lane_no[order], score[order])
     return lanes
 
 
