@@ -40,6 +40,7 @@ def test_upload_then_read_everything(client):
     a = client.get(f"/api/analyses/{aid}").json()
     assert (a["t_min_ns"], a["t_max_ns"]) == (81092472813, 96718761435)
     assert a["sources"][0]["clock_offset_ns"] == 0
+    assert a["sources"][0]["has_requests"] is True  # (the page's Dispatch tab)
 
     reqs = client.get(f"/api/analyses/{aid}/requests", params={"order": "i2d", "limit": 5}).json()
     assert len(reqs) == 1

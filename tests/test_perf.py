@@ -107,6 +107,10 @@ def test_block_requests_with_their_phases(store):
 
     groups = requests.dispatch_sql(con, AnalysisCache(), aid, "device")
     assert groups and groups[0]["count"] == 12
+    # and the page shows its Dispatch tab: the analysis says the perf source's requests are the analysis' own
+    from backend.queries import analyses
+
+    assert [(s["format"], s["has_requests"]) for s in analyses.sources(con, aid)] == [("ftrace", True)]
     # a wait that ended at an I/O completion leads to the request that completed
     assert con.execute("SELECT count(*) FROM chain_links WHERE relation = 'io_completion'").fetchall()[0][0] > 0
 
@@ -198,6 +202,9 @@ def test_aligned_with_a_blktrace_of_the_same_capture(store):
         "SELECT count(*) FROM blk_requests r JOIN sources s ON s.id = r.source_id WHERE s.format = 'blkparse'"
     ).fetchall()[0][0]
     assert dev["count"] == blk_count  # not the perf source's requests a second time
+    from backend.queries import analyses
+
+    assert [s["has_requests"] for s in analyses.sources(con, aid)] == [True, False]
 
 
 def test_libtraceevent_plugin_form():

@@ -38,6 +38,7 @@ ADDED_SINCE = {
     "locks",  # a flame graph's per-lock totals (8043f6d)
     "bytes",  # an analysis' uploaded bytes in the list (2b2903b; a source's bytes were always there)
     "tgid",  # a timeline task lane's thread group (none for older files: they have no task_tgids)
+    "has_requests",  # whether a source's block requests are the analysis' (the page's Dispatch tab for perf's)
     "next_cursor",  # /calls: the cursor of its next page (cursor paging, issue 26)
     "wait_kind",
     "wait_rule",

@@ -66,6 +66,12 @@ class SourceDetail(Source):
         " pairs of /wakers; 0 for other formats",
     )
     clock: str | None = Field(None, description="the clock its times come from, when the file names it")
+    has_requests: bool = Field(
+        False,
+        description="its block requests are the analysis' (the Dispatch tab's, the requests routes'): a blkparse"
+        " source's; with none, an ftrace source's rebuilt from block tracepoints (perf script, function_graph's"
+        " block events)",
+    )
     alignment: Alignment | None = None
     t_min_ns: int | None = Field(description="first timestamp, the source's own clock (ns)")
     t_max_ns: int | None = Field(description="last timestamp, the source's own clock (ns)")

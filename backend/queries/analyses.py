@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
+from ..block_layers import REQUEST_SOURCES
 from . import offcpu
 from .run import run
 
@@ -52,13 +53,13 @@ def loads(value):
 
 
 def sources(con, analysis_id: str, source_id: int | None = None) -> list[dict]:
-    """The analysis' sources (or the one of that id), with what was skipped, their notes, clock and alignment, and
-    how many waker stacks each has."""
+    """The analysis' sources (or the one of that id), with what was skipped, their notes, clock and alignment, how
+    many waker stacks each has, and whether its block requests are the analysis' (block_layers.REQUEST_SOURCES)."""
     rows = run(
         con,
         "SELECT id, filename, format, events, skipped_lines, lines, bytes, sha256, skipped_examples, notes, clock_offset_ns,"
-        " clock, alignment, t_min_ns, t_max_ns, files FROM sources WHERE analysis_id = ? AND (? IS NULL OR id = ?)"
-        " ORDER BY id",
+        f" clock, alignment, t_min_ns, t_max_ns, files, {REQUEST_SOURCES} AS has_requests FROM sources s"
+        " WHERE analysis_id = ? AND (? IS NULL OR id = ?) ORDER BY id",
         [analysis_id, source_id, source_id],
         shape="dicts",
     )

@@ -2217,6 +2217,12 @@ export interface components {
             files: components["schemas"]["SourceFile"][];
             /** Format */
             format: string;
+            /**
+             * Has Requests
+             * @description its block requests are the analysis' (the Dispatch tab's, the requests routes'): a blkparse source's; with none, an ftrace source's rebuilt from block tracepoints (perf script, function_graph's block events)
+             * @default false
+             */
+            has_requests: boolean;
             /** Id */
             id: number;
             /** Lines */

@@ -83,14 +83,16 @@ function TimeBaseToggle() {
 }
 
 const TAB_LABEL: Record<Tab, string> = { stalls: 'Stalls', timeline: 'Timeline', dispatch: 'Dispatch', offcpu: 'Off-CPU', sources: 'Sources', sql: 'SQL' };
-const TAB_FORMAT: Partial<Record<Tab, string>> = { stalls: 'ftrace', dispatch: 'blkparse', offcpu: 'offcputime' };
+const TAB_FORMAT: Partial<Record<Tab, string>> = { stalls: 'ftrace', offcpu: 'offcputime' };
 
 /** The tabs this analysis has data for, the default first: Stalls (ftrace, or offwaketime's wake-up pairs)
- * explains the most, then Dispatch (blkparse), Off-CPU (offcputime); the Timeline when a source has events on a
- * clock (offcputime dumps have none: a timeline of them was 1 ns wide); Sources always. */
+ * explains the most, then Dispatch (block requests: a blktrace's, else those a perf script or function_graph
+ * capture rebuilt from its block tracepoints, `has_requests`), Off-CPU (offcputime); the Timeline when a source has
+ * events on a clock (offcputime dumps have none: a timeline of them was 1 ns wide); Sources always. */
 export function availableTabs(a: Pick<AnalysisDetail, 'sources'>): Tab[] {
   return TABS.filter((t) => {
     if (t === 'timeline') return a.sources.some((s) => s.format !== 'offcputime');
+    if (t === 'dispatch') return a.sources.some((s) => s.has_requests || s.format === 'blkparse');
     const f = TAB_FORMAT[t];
     return f === undefined || a.sources.some((s) => s.format === f) || (t === 'stalls' && hasWakerStacks(a.sources));
   });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { availableTabs, defaultTab, followsTimeRange } from './AnalysisPage';
 
-const src = (format: string, waker_stacks = 0) => ({ format, waker_stacks }) as never;
+const src = (format: string, waker_stacks = 0, has_requests = format === 'blkparse') =>
+  ({ format, waker_stacks, has_requests }) as never;
 
 describe('the tab an analysis opens on', () => {
   it('is the first view of its own data, by its sources', () => {
@@ -9,6 +10,10 @@ describe('the tab an analysis opens on', () => {
     expect(defaultTab(availableTabs({ sources: [src('blkparse')] }))).toBe('dispatch');
     expect(defaultTab(availableTabs({ sources: [src('offcputime')] }))).toBe('offcpu');
     expect(availableTabs({ sources: [src('offcputime')] })).not.toContain('timeline'); // no clock: no 1 ns timeline
+  });
+  it('has Dispatch for the requests a perf script or function_graph capture rebuilt from block tracepoints', () => {
+    expect(availableTabs({ sources: [src('ftrace', 0, true)] })).toEqual(['stalls', 'timeline', 'dispatch', 'sources', 'sql']);
+    expect(availableTabs({ sources: [src('ftrace')] })).not.toContain('dispatch'); // no block event: no Dispatch
   });
   it('is not a view the capabilities say is empty while another has data', () => {
     const tabs = availableTabs({ sources: [src('ftrace')] });
