@@ -63,6 +63,11 @@ describe('buildHeatmapOption', () => {
     expect(opt.xAxis.name).toBe('time (s)');
     expect(xLabels(DEMO)).toEqual(['0.0', '5.4', '10.9', '16.3', '21.7', '27.2']);
     expect(opt.xAxis.data).toEqual(xLabels(DEMO));
+    // in the page's time base: from the analysis' start (the default there), as its tables write times
+    const from = { origin: (DEMO.t0_ns ?? 0) - 2e9, absolute: false };
+    expect(xLabels(DEMO, from)).toEqual(['+2.0', '+7.4', '+12.9', '+18.3', '+23.7', '+29.2']);
+    const rel = buildHeatmapOption(DEMO, { time: from }) as unknown as Opt;
+    expect(rel.xAxis.data).toEqual(xLabels(DEMO, from));
     // one request (the seed excerpt): a zero span cut in 1 ns bins was labelled "81.092496" fourteen times
     const one = { ...DEMO, t0_ns: 81092496118, t1_ns: 81092496118, x_bins: 120, x_bin_ns: 1 };
     const labels = xLabels(one);

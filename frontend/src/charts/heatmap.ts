@@ -3,7 +3,7 @@
 // log scale (legend in the events' noun). Clicking a cell leads to the event behind its max; dragging a
 // rectangle (brush) selects a box of cells whose events are listed below the chart.
 import type { paths } from '../api/schema';
-import { ABSOLUTE_TIME, formatCount, formatNs, formatNsShort, formatTime, pickTimeUnit, type TimeBase } from '../lib/format';
+import { ABSOLUTE_TIME, formatCount, formatNs, formatNsShort, formatTime, pickTimeUnit, secondsLabel, type TimeBase } from '../lib/format';
 import type { HeatmapBox, RequestRef } from '../state/viewState';
 import { html, tooltipLines } from './html';
 import { secondDecimals } from './latencyOverTime';
@@ -130,16 +130,16 @@ export function timeRange(data: Heatmap, x: number): [number, number] {
   return [t0 + x * bin, Math.min(t0 + (x + 1) * bin, (data.t1_ns ?? t0) + 1)];
 }
 
-/** The x axis labels: each time bin's start, in seconds, with the decimals its bin needs (neighbours differ); the
- * bins past the data's end (a span shorter than the bins: one request) unlabelled. */
-export function xLabels(data: Heatmap): string[] {
+/** The x axis labels: each time bin's start, in seconds in the time base, with the decimals its bin needs
+ * (neighbours differ); the bins past the data's end (a span shorter than the bins: one request) unlabelled. */
+export function xLabels(data: Heatmap, time: TimeBase = ABSOLUTE_TIME): string[] {
   const bin = data.x_bin_ns ?? 1;
   const dec = Math.min(9, Math.max(secondDecimals((data.t1_ns ?? 0) - (data.t0_ns ?? 0)), Math.ceil(-Math.log10(bin / 1e9) - 1e-9)));
   const n = data.x_bin_ns === null ? 0 : data.x_bins;
   const end = data.t1_ns ?? 0;
   return Array.from({ length: n }, (_, x) => {
     const t = timeRange(data, x)[0];
-    return x > 0 && t > end ? '' : (t / 1e9).toFixed(dec);
+    return x > 0 && t > end ? '' : secondsLabel(t, dec, time);
   });
 }
 
@@ -243,8 +243,7 @@ export function buildHeatmapOption(data: Heatmap, state: HeatmapOptionState = {}
   const { selected = null, box = null } = state;
   const points = toData(data.cells);
   const top = maxCount(data);
-  const dec = secondDecimals((data.t1_ns ?? 0) - (data.t0_ns ?? 0));
-  const xl = xLabels(data);
+  const xl = xLabels(data, state.time);
   const title = metricTitle(data);
   const inBox = box && box.metric === data.metric ? boxCells(data, box) : null;
   const boxed = !!(box && box.metric === data.metric);
@@ -300,7 +299,7 @@ export function buildHeatmapOption(data: Heatmap, state: HeatmapOptionState = {}
         bottom: 6,
         borderColor: C.axis,
         textStyle: { color: C.muted, fontSize: 10 },
-        labelFormatter: (_: number, v: string) => `${Number(v).toFixed(dec)} s`,
+        labelFormatter: (_: number, v: string) => `${v} s`, // (the bin's label: its start in the time base)
       },
       {
         type: 'inside',

@@ -32,6 +32,15 @@ describe('buildLatencyOverTimeOption', () => {
     expect(opt.yAxis.axisLabel.formatter(10000)).toBe('10 s');
   });
 
+  it("writes its time axis in the page's time base: from the analysis' start by default, as the tables do", () => {
+    const rel = buildLatencyOverTimeOption(data, null, { origin: 81092472813, absolute: false }) as any;
+    expect(rel.xAxis.axisLabel.formatter(81.0924)).toBe('−0.0');
+    expect(rel.xAxis.axisLabel.formatter(91.0924)).toBe('+10.0');
+    expect(rel.dataZoom[0].labelFormatter(96.7)).toBe('+15.6 s');
+    const abs = buildLatencyOverTimeOption(data, null, { origin: 81092472813, absolute: true }) as any;
+    expect(abs.xAxis.axisLabel.formatter(91.0924)).toBe('91.1');
+  });
+
   it('draws the bucket maxima as points carrying the request behind them', () => {
     const [i2d, d2c] = opt.series;
     expect(i2d.name).toBe('I2D max');

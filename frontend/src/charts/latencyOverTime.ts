@@ -1,7 +1,7 @@
 // I2D and D2C over time: per time bucket the maximum (a point; clicking it opens the request
 // behind it), server-side aggregated. x = absolute time in seconds, y = latency in ms, log scale.
 import type { LatencyBucket, LatencyOverTime } from '../api/types';
-import { ABSOLUTE_TIME, formatCount, formatMsTick, formatNs, formatTime, type TimeBase } from '../lib/format';
+import { ABSOLUTE_TIME, formatCount, formatMsTick, formatNs, formatTime, secondsLabel, type TimeBase } from '../lib/format';
 import type { RequestRef } from '../state/viewState';
 import { html, tooltipLines } from './html';
 import { C, axisCommon, baseTextStyle, tooltipStyle } from './theme';
@@ -98,7 +98,7 @@ export function buildLatencyOverTimeOption(data: LatencyOverTime, selected: Requ
       min: t0 / 1e9,
       max: t1 / 1e9,
       splitLine: { show: false },
-      axisLabel: { ...axisCommon.axisLabel, formatter: (v: number) => v.toFixed(dec), hideOverlap: true },
+      axisLabel: { ...axisCommon.axisLabel, formatter: (v: number) => secondsLabel(v * 1e9, dec, time), hideOverlap: true },
     },
     yAxis: {
       ...axisCommon,
@@ -118,7 +118,7 @@ export function buildLatencyOverTimeOption(data: LatencyOverTime, selected: Requ
         bottom: 6,
         borderColor: C.axis,
         textStyle: { color: C.muted, fontSize: 10 },
-        labelFormatter: (v: number) => `${Number(v).toFixed(dec)} s`,
+        labelFormatter: (v: number) => `${secondsLabel(Number(v) * 1e9, dec, time)} s`,
       },
       { type: 'inside', xAxisIndex: 0, filterMode: 'none', zoomOnMouseWheel: 'shift', moveOnMouseWheel: false },
     ],

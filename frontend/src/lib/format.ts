@@ -73,6 +73,14 @@ export function formatAbsTime(ns: number | null | undefined): string {
 export type TimeBase = { origin: number | null; absolute: boolean };
 export const ABSOLUTE_TIME: TimeBase = { origin: null, absolute: true };
 
+/** A chart axis' seconds at `ns` with `decimals` decimals, in the time base: "+3.10" from the analysis' start, or
+ * "11374.05" on the trace's clock (the page's other times are written the same way: formatTime). */
+export function secondsLabel(ns: number, decimals: number, base: TimeBase = ABSOLUTE_TIME): string {
+  if (base.absolute || base.origin === null) return (ns / 1e9).toFixed(decimals);
+  const d = ns - base.origin;
+  return `${d < 0 ? '−' : '+'}${(Math.abs(d) / 1e9).toFixed(decimals)}`;
+}
+
 /** A point in time on the analysis timeline, in the time base: "+3.100000 s" from the start, or absolute. */
 export function formatTime(ns: number | null | undefined, base: TimeBase = ABSOLUTE_TIME): string {
   if (ns === null || ns === undefined) return '—';
