@@ -392,7 +392,7 @@ def candidate_lanes(
                 )
             )
     ranked = {name: [] for name in ("device", "cpu")}
-    by_score = {name: [] for name, _ in TASK_RANKS + (("process", ""),)}  # per source: (sid, lanes, scores, keys)
+    by_score = {name: [] for name, _ in TASK_RANKS + (("process", ""),)}  # per source: (sid, lanes, scores, pids)
     named = {  # per source, the devices its capture names ("8,0 (sda)")
         sid: devices.names(
             next((s["filename"] for s in sources if s["id"] == sid), ""),
@@ -456,7 +456,7 @@ def candidate_lanes(
             m = tasks & (sc[key] > 0)
             by_score[key].append((sid, sc["lane"][m], sc[key][m], pids[m]))
         m = kinds == KIND_CODES["process"]
-        by_score["process"].append((sid, sc["lane"][m], np.maximum(sc["worst"][m], 0), pids[m]))
+        by_score["process"].append((sid, sc["lane"][m], sc["worst"][m], pids[m]))  # (-1: no phase, ranked as 0)
     for key in ("device", "window", "cpu"):
         for _, lane in sorted(ranked.get(key, []), key=lambda x: x[0]):
             add(lane)
@@ -471,9 +471,8 @@ def candidate_lanes(
 
     filenames = {s["id"]: s["filename"] for s in sources}
 
-    def process(sid: int, lane: int, _score: int) -> tuple:
+    def process(sid: int, lane: int, worst: int) -> tuple:
         _, pid, _, comm = registry[sid][lane]
-        worst = int(scores[sid]["worst"][np.searchsorted(scores[sid]["lane"], lane)])
         why = f"slowest I→D or D→C phase ≈{worst} ns" if worst >= 0 else "requests in the window"
         return (sid, "process", pid, None, f"{comm} ({pid})", filenames[sid], why)
 
@@ -483,7 +482,7 @@ def candidate_lanes(
             continue
         sids = np.concatenate([np.full(len(x[1]), x[0], np.int64) for x in parts])
         lane_no, score, pid = (np.concatenate([x[k] for x in parts]) for k in (1, 2, 3))
-        order = np.lexsort((pid, sids, -score))  # (-score, source, pid), as the lanes were always ranked
+        order = np.lexsort((pid, sids, -np.maximum(score, 0)))  # (-score, source, pid), as lanes were always ranked
         lanes.rank(make, sids[order], lane_no[order], score[order])
     return lanes
 

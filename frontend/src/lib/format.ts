@@ -73,8 +73,8 @@ export function formatAbsTime(ns: number | null | undefined): string {
 export type TimeBase = { origin: number | null; absolute: boolean };
 export const ABSOLUTE_TIME: TimeBase = { origin: null, absolute: true };
 
-/** A chart axis' seconds at `ns` with `decimals` decimals, in the time base: "+3.10" from the analysis' start, or
- * "11374.05" on the trace's clock (the page's other times are written the same way: formatTime). */
+/** Seconds at `ns` with `decimals` decimals, in the time base: "+3.10" from the analysis' start, or "11374.05" on
+ * the trace's clock (a chart axis' labels; formatTime writes the page's other times with it). */
 export function secondsLabel(ns: number, decimals: number, base: TimeBase = ABSOLUTE_TIME): string {
   if (base.absolute || base.origin === null) return (ns / 1e9).toFixed(decimals);
   const d = ns - base.origin;
@@ -84,9 +84,7 @@ export function secondsLabel(ns: number, decimals: number, base: TimeBase = ABSO
 /** A point in time on the analysis timeline, in the time base: "+3.100000 s" from the start, or absolute. */
 export function formatTime(ns: number | null | undefined, base: TimeBase = ABSOLUTE_TIME): string {
   if (ns === null || ns === undefined) return '—';
-  if (base.absolute || base.origin === null) return formatAbsTime(ns);
-  const d = ns - base.origin;
-  return `${d < 0 ? '−' : '+'}${(Math.abs(d) / 1e9).toFixed(6)} s`;
+  return `${secondsLabel(ns, 6, base)} s`;
 }
 
 /** Time relative to a reference, signed: "+15.63 s", "−25.42 ms", "+0 ns". */
