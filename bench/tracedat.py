@@ -155,10 +155,15 @@ def parts(dat: Path, txt: Path) -> dict[str, float]:
     """The reader stage (file -> tables, no DuckDB) of each input, wall and CPU, and the .dat reader's parts alone."""
     t = time.perf_counter()
     with open(dat, "rb") as f:
-        read_layout(f, dat.stat().st_size)
+        layout = read_layout(f, dat.stat().st_size)
     walk = time.perf_counter() - t
     t, c = time.perf_counter(), _cpu()
-    subprocess.run([str(tracedat_records.PROGRAM), str(dat)], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [str(tracedat_records.PROGRAM), str(dat), "--sections"],
+        input=tracedat_records.sections_line(layout).encode(),
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     decoder, decoder_cpu = time.perf_counter() - t, _cpu() - c
     data = txt.read_bytes()
     native, native_cpu = _read(lambda: tracedat.parse(open(dat, "rb"), ParseReport(dat.name)))

@@ -46,6 +46,7 @@ class ChildText:
         what: str,
         filename: str,
         install_hint: str,
+        stdin: bool = False,
     ):
         self.tool, self.data_bytes, self.what, self.filename = tool, data_bytes, what, filename
         self.max_text, self.stall_seconds = max_text, stall_seconds
@@ -54,7 +55,7 @@ class ChildText:
         try:
             self.proc = subprocess.Popen(
                 [*_unbuffered(), *args],
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=cwd,
@@ -80,6 +81,21 @@ class ChildText:
         self.piece, self.at, self.ended = b"", 0, False
         self._pump_thread = threading.Thread(target=self._pump, name=f"{tool} stdout", daemon=True)
         self._pump_thread.start()
+
+    def tell(self, text: str) -> None:
+        """Writes `text` on the child's stdin (`stdin=True`) and closes it; a child that ended, or reads no more, is
+        left to its status."""
+        if not self.proc.stdin:
+            return
+        try:
+            fcntl.fcntl(self.proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)  # a line for thousands of CPUs at once
+        except OSError:
+            pass
+        try:
+            self.proc.stdin.write(text.encode())
+            self.proc.stdin.close()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
 
     def _drain_stderr(self) -> None:
         for line in iter(self.proc.stderr.readline, b""):

@@ -5,7 +5,10 @@
  * report prints them; the events the ftrace tables take fields from are written as their fields, without rendering
  * text (sched_switch, sched_wakeup, sched_wakeup_new, sched_waking, funcgraph_entry/exit, kernel_stack: each render
  * checked against libtraceevent's on an event's first record, else that event is printed); every other event is
- * written as the lines trace-cmd report prints for it.
+ * written as the lines trace-cmd report prints for it. With --sections, a line on stdin says where each CPU's data lies
+ * (tracedat_records.py writes it once the file's layout is walked): the program then reads those pages itself
+ * (tracedat_pages.h), libtracecmd only opening the file; "-" (or a line that does not match the file) leaves them to
+ * libtracecmd.
  *
  * Records (native byte order; str: u8 n, n bytes): 'T' u32 n, n bytes of report lines, each ended by '\n';
  * 'N' u32 id, u16 n, n bytes: the "=> frame" line of a stack frame's address, once, before 'K' records use it. Every
@@ -433,7 +436,8 @@ static int32_t frame_id(unsigned long long a) {
     return id;
 }
 
-static int read_ahead_cpu = -1; /* the CPU whose next record write_funcgraph took (a leaf's exit), -1: none */
+#include "tracedat_pages.h"
+
 static struct tep_record **next_of; /* each CPU's next record, peeked (walk) */
 static int cpus;
 
@@ -618,7 +622,8 @@ static int holds_temp_files(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) { fprintf(stderr, "usage: tracedat-records FILE\n"); return 2; }
+    int sections = argc == 3 && !strcmp(argv[2], "--sections");
+    if (argc != 2 && !sections) { fprintf(stderr, "usage: tracedat-records FILE [--sections]\n"); return 2; }
     handle = tracecmd_open(argv[1], 0);
     if (!handle) { fprintf(stderr, "libtracecmd could not open the file\n"); return 2; }
     if (!(tracecmd_get_flags(handle) & TRACECMD_FL_IN_USECS)) { tracecmd_close(handle); return 3; }
@@ -643,6 +648,12 @@ int main(int argc, char **argv) {
     char cpus_line[32];
     int n = snprintf(cpus_line, sizeof cpus_line, "cpus=%d\n", tracecmd_cpus(handle));
     put32(n); put(cpus_line, (size_t)n);
+    if (sections) { /* where each CPU's data lies, once the caller has walked the file's layout: read here */
+        char *where = NULL;
+        size_t cap = 0;
+        if (getline(&where, &cap, stdin) > 0) own_pages_start(handle, argv[1], where);
+        free(where);
+    }
     walk();
     flush_out();
     fflush(stdout);

@@ -46,7 +46,7 @@ class Records(child.ChildText):
         self.size = size
         most = tracedat_layout.MAX_EXPANSION * size + tracedat_layout.MAX_TRACE_CHUNK  # decompressed, at most
         super().__init__(
-            [str(PROGRAM), path],
+            [str(PROGRAM), path, "--sections"],
             cwd=tmp,
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "LC_ALL": "C"},
             limits=[(resource.RLIMIT_AS, tracecmd.MEMORY_BYTES), (resource.RLIMIT_CORE, 0), *_limits(size, most)],
@@ -57,10 +57,13 @@ class Records(child.ChildText):
             what="trace data",
             filename=filename,
             install_hint=tracecmd.INSTALL_HINT,
+            stdin=True,
         )
 
     def bound(self, layout: Layout) -> None:
-        """The limits of tracecmd.Report for this layout (CPU time, temporary files, output)."""
+        """The limits of tracecmd.Report for this layout (CPU time, temporary files, output); and, on its stdin, where
+        each CPU's data lies (sections_line)."""
+        self.tell(sections_line(layout))
         self.data_bytes = layout.trace_bytes
         self.max_text = _max_output(layout.trace_bytes + layout.uncompressed_bytes)
         for which, value in _limits(self.size, layout.uncompressed_bytes):
@@ -71,6 +74,20 @@ class Records(child.ChildText):
 
     def leftovers(self) -> list[str]:
         return tracecmd.temp_files(self.proc.pid)
+
+
+def sections_line(layout: Layout) -> str:
+    """What tracedat-records reads on its stdin with --sections: "N cpu offset size ..." of the top buffer's CPUs, in
+    the file's order (libtracecmd's), when their pages are read as they are stored and their times are the pages' plus
+    a constant offset (it then reads them itself: tracedat_pages.h); "-" otherwise (compressed data, a TSC multiplier,
+    a host/guest time shift, buffer instances, latency text: libtracecmd reads the pages)."""
+    top = [b for b in layout.buffers if not b.name and not b.latency]
+    plain = layout.compression == "none" and not (
+        {tracedat_layout.TSC2NSEC, tracedat_layout.TIME_SHIFT} & set(layout.options)
+    )
+    if not plain or len(top) != 1 or len(layout.buffers) != 1 or not top[0].cpus:
+        return "-\n"
+    return " ".join([str(len(top[0].cpus)), *(f"{cpu} {offset} {size}" for cpu, offset, size in top[0].cpus)]) + "\n"
 
 
 def _limits(size: int, decompressed: int) -> list[tuple[int, int]]:

@@ -306,3 +306,117 @@ def test_fuzzed_record_streams_are_folded_or_refused():
         except ValueError:
             outcomes["refused"] += 1
     assert outcomes["refused"] > 100 and outcomes["folded"] > 100, outcomes
+
+
+# ---- the pages read by the decoder itself (tracedat_pages.h) ------------------------------------------------------
+
+
+def _uncompressed(src: Path, tmp_path: Path, version: int) -> Path:
+    """`src` rewritten by `trace-cmd convert` as an uncompressed file of `version` (the same events and pages)."""
+    out = tmp_path / f"{src.stem}-v{version}.dat"
+    subprocess.run(
+        [
+            "trace-cmd",
+            "convert",
+            "-i",
+            str(src),
+            "-o",
+            str(out),
+            "--file-version",
+            str(version),
+            "--compression",
+            "none",
+        ],
+        capture_output=True,
+        check=True,
+    )
+    return out
+
+
+def _decoded(path: Path, sections: str | None) -> tuple[bytes, bytes]:
+    """tracedat-records' stdout and stderr: the pages read by libtracecmd (None), or by the program from `sections`."""
+    args = [str(tracedat_records.PROGRAM), str(path)] + (["--sections"] if sections is not None else [])
+    done = subprocess.run(args, input=(sections or "").encode(), capture_output=True, check=True)
+    return done.stdout, done.stderr
+
+
+def _sections(path: Path) -> str:
+    with open(path, "rb") as f:
+        return tracedat_records.sections_line(tracedat.read_layout(f, path.stat().st_size))
+
+
+@pytest.mark.parametrize(
+    "which",
+    [
+        "own",
+        *(f"lab:{p.parent.name}" for p in LAB),
+        *(pytest.param(f"shared:{p.name}", marks=needs_public) for p in SHARED),
+    ],
+)
+def test_pages_read_by_the_decoder_give_the_librarys_records(which, tmp_path):
+    """Every trace.dat at hand, uncompressed as v6 and v7: the record stream from pages the program reads itself
+    (--sections) is byte for byte the one from libtracecmd's pages, and its tables are the report's."""
+    kind, _, name = which.partition(":")
+    src = OWN if kind == "own" else next(p for p in LAB + SHARED if name in (p.name, p.parent.name))
+    for version in (6, 7):
+        path = _uncompressed(src, tmp_path, version)
+        sections = _sections(path)
+        assert sections != "-\n" and int(sections.split()[0]) >= 1
+        assert _decoded(path, sections) == _decoded(path, None), version
+    _equal_to_the_report(path)
+
+
+def test_the_decoder_reads_the_sections_it_is_given(tmp_path):
+    """With --sections the program reads each CPU's pages up to the end it is told (a CPU's section cut to its first
+    page gives fewer records); a line that does not match the file (a CPU id, a count) leaves the pages to libtracecmd;
+    compressed data, a TSC multiplier or a time shift are not read here at all ("-")."""
+    path = _uncompressed(LAB[0], tmp_path, 6)
+    sections = _sections(path).split()
+    whole = _decoded(path, None)[0]
+    cut = [*sections[:3], str(min(int(sections[3]), 4096)), *sections[4:]]  # CPU 0: its first page only
+    assert int(sections[3]) > 4096
+    assert len(_decoded(path, " ".join(cut) + "\n")[0]) < len(whole)
+    for wrong in (
+        [sections[0], "9", *sections[2:]],
+        [str(int(sections[0]) + 1), *sections[1:], "9", "0", "0"],
+        ["-"],
+        [],
+    ):
+        assert _decoded(path, " ".join(wrong) + "\n")[0] == whole, wrong
+    with open(OWN, "rb") as f:
+        layout = tracedat.read_layout(f, OWN.stat().st_size)
+    assert layout.compression == "zstd" and tracedat_records.sections_line(layout) == "-\n"
+
+
+def test_damaged_pages_are_read_as_libtracecmd_reads_them(tmp_path):
+    """Copies of an uncompressed capture with bytes changed in its pages (mostly their headers and first events: the
+    time, the commit size, event lengths): the pages the program reads itself give libtracecmd's records, or both
+    fail (a page read past its end ends either with a signal)."""
+    path = _uncompressed(LAB[0], tmp_path, 6)
+    sections = _sections(path)
+    _, cpu_at, size = (int(x) for x in sections.split()[1:4])
+    data, rng = path.read_bytes(), random.Random(20261207)
+    outcomes = {"same": 0, "both failed": 0}
+    for _ in range(40):
+        buf = bytearray(data)
+        for _ in range(rng.choice((1, 2, 5))):
+            page = cpu_at + rng.randrange(size // 4096) * 4096
+            buf[page + (rng.randrange(24) if rng.random() < 0.7 else rng.randrange(4096))] = rng.randrange(256)
+        damaged = tmp_path / "damaged.dat"
+        damaged.write_bytes(buf)
+        runs = [
+            subprocess.run(
+                [str(tracedat_records.PROGRAM), str(damaged), *args], input=line, capture_output=True, timeout=60
+            )
+            for args, line in (((), b""), (("--sections",), sections.encode()))
+        ]
+        if runs[0].returncode == 0 or runs[1].returncode == 0:
+            assert (runs[0].returncode, runs[0].stdout, runs[0].stderr) == (
+                runs[1].returncode,
+                runs[1].stdout,
+                runs[1].stderr,
+            )
+            outcomes["same"] += 1
+        else:
+            outcomes["both failed"] += 1
+    assert outcomes["same"] > 20, outcomes

@@ -1,0 +1,226 @@
+/*
+ * The CPUs' records read from their ring-buffer pages here (included by tracedat_records.c), in place of libtracecmd's
+ * tracecmd_peek_data / tracecmd_read_data, which allocate a record, link it to its page and count references for every
+ * event (about half of the program's time on a function_graph capture).
+ *
+ * Used when the caller (tracedat_records.py, with `--sections`) writes on stdin where each CPU's data lies in the file
+ * ("N cpu offset size ..." in libtracecmd's CPU order: the file's top buffer, uncompressed, without a TSC multiplier or a
+ * host/guest time shift: trace time = the page's time + a constant offset). Each CPU's first record is read by both
+ * and must agree (its offset, size and bytes; the time offset the same on every CPU), else libtracecmd walks the file
+ * as before. A CPU's pages are read as libtracecmd reads them: from its first record's page, one page_size apart, up to
+ * the end of its section, each loaded into libtraceevent's kbuffer (page header, time deltas and extends, lost events);
+ * a page whose header says more than a page ends that CPU, with libtracecmd's warning.
+ *
+ * The file is read with pread in windows of pages, two per CPU in turn: a record of the previous window stays
+ * readable while the next is peeked (at most two records of a CPU are in use: the one being written and its CPU's
+ * next). Each window is followed by zeros (SLACK), so that a damaged record's fields read past its page read zeros,
+ * not another allocation. Records are two slots per CPU, reused: never allocated, never freed.
+ *
+ * libtracecmd's function_graph handler (tep_print_event of a funcgraph_entry the report prints as text) reads ahead
+ * through tracecmd_peek_next_data, tracecmd_read_data and tracecmd_free_record: this program defines them (the
+ * library calls them through its PLT, as it does tracecmd_parse_trace_clock), serving its records when the pages are
+ * read here and passing the call to the library's own otherwise.
+ */
+#include <sys/types.h>
+#include <traceevent/kbuffer.h>
+
+int tracecmd_page_size(struct tracecmd_input *handle);
+int tracecmd_long_size(struct tracecmd_input *handle);
+void tracecmd_warning(const char *fmt, ...);
+
+#define WINDOW_BUDGET (64u << 20) /* every CPU's two windows together, at most */
+#define WINDOW_MAX (1u << 20)
+#define SLACK (64u << 10)
+
+typedef struct {
+    int cpu_id;                 /* record->cpu */
+    unsigned long long page;    /* the file offset of the page loaded in kbuf */
+    unsigned long long end;     /* the end of the CPU's section */
+    char *window[2];            /* pages read from the file, then SLACK zeros */
+    unsigned long long window_at[2];
+    size_t window_len[2];
+    int current;                /* the window the loaded page is in */
+    struct kbuffer *kbuf;
+    struct tep_record slot[2];
+    int next_slot;
+    struct tep_record *peeked;
+    int done;
+} page_cursor;
+
+static int own_pages;             /* the records are read here (own_pages_start succeeded) */
+static page_cursor *cursors;
+static int cursor_count;
+static int trace_fd = -1;
+static unsigned long long page_bytes, window_bytes;
+static unsigned long long time_offset; /* libtracecmd's ts_offset: the file's --ts-offset / --date */
+static int read_ahead_cpu = -1; /* the CPU whose next record was read while a record was written, -1: none */
+
+/* the library's own definitions of the functions this program defines */
+static void *library_function(const char *name) { return dlsym(RTLD_NEXT, name); }
+
+/* loads the page at `offset` (a page of the CPU's section) into kbuf, reading a window from the file when it is not
+ * in the current one; 0 when the page cannot be read or its header says more than a page (the CPU ends) */
+static int load_page(page_cursor *c, unsigned long long offset) {
+    int w = c->current;
+    if (!c->window_len[w] || offset < c->window_at[w] || offset + page_bytes > c->window_at[w] + c->window_len[w]) {
+        w ^= 1;
+        /* whole pages, the last one too (libtracecmd maps it whole: past the section, the file's next bytes) */
+        unsigned long long want = c->end - offset;
+        want = (want + page_bytes - 1) / page_bytes * page_bytes;
+        if (want > window_bytes) want = window_bytes;
+        size_t got = 0;
+        while (got < want) {
+            ssize_t n = pread(trace_fd, c->window[w] + got, want - got, (off_t)(offset + got));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            got += (size_t)n;
+        }
+        if (got < want) memset(c->window[w] + got, 0, want - got); /* the file's end: zeros, as a mapping reads */
+        if (!got) return 0;
+        c->window_at[w] = offset;
+        c->window_len[w] = want;
+        c->current = w;
+    }
+    kbuffer_load_subbuffer(c->kbuf, c->window[w] + (offset - c->window_at[w]));
+    c->page = offset;
+    if ((unsigned long long)kbuffer_subbuffer_size(c->kbuf) > page_bytes) {
+        tracecmd_warning("bad page read, with size of %d", kbuffer_subbuffer_size(c->kbuf));
+        return 0;
+    }
+    return 1;
+}
+
+/* the CPU's next record (tracecmd_peek_data's), NULL at its end */
+static struct tep_record *cursor_peek(page_cursor *c) {
+    if (c->peeked || c->done) return c->peeked;
+    unsigned long long ts;
+    void *data;
+    while (!(data = kbuffer_read_event(c->kbuf, &ts))) {
+        unsigned long long next = c->page + page_bytes;
+        if (next >= c->end || !load_page(c, next)) { c->done = 1; return NULL; }
+    }
+    struct tep_record *r = &c->slot[c->next_slot];
+    c->next_slot ^= 1;
+    r->ts = ts + time_offset;
+    r->size = kbuffer_event_size(c->kbuf);
+    r->cpu = c->cpu_id;
+    r->data = data;
+    r->offset = c->page + (unsigned long long)kbuffer_curr_offset(c->kbuf);
+    r->missed_events = kbuffer_missed_events(c->kbuf);
+    r->record_size = kbuffer_curr_size(c->kbuf);
+    r->ref_count = 1;
+    kbuffer_next_event(c->kbuf, NULL);
+    return c->peeked = r;
+}
+
+/* tracecmd_read_data's: the CPU's next record, taken */
+static struct tep_record *cursor_read(page_cursor *c) {
+    struct tep_record *r = cursor_peek(c);
+    c->peeked = NULL;
+    return r;
+}
+
+/* the pages read here when `sections` (stdin's line) says where each CPU's data lies and libtracecmd's first record of
+ * every CPU is read the same way here; 0: libtracecmd reads them (nothing of its state was changed) */
+static int own_pages_start(struct tracecmd_input *h, const char *path, const char *sections) {
+    struct tep_record *(*peek)(struct tracecmd_input *, int) = library_function("tracecmd_peek_data");
+    int n = -1, used = 0;
+    if (!peek || sscanf(sections, "%d%n", &n, &used) != 1 || n != tracecmd_cpus(h) || n <= 0 || n > 8192) return 0;
+    sections += used;
+    page_bytes = (unsigned long long)tracecmd_page_size(h);
+    if (!page_bytes || page_bytes & (page_bytes - 1) || page_bytes > WINDOW_MAX) return 0;
+    window_bytes = WINDOW_BUDGET / 2 / (unsigned)n / page_bytes * page_bytes;
+    if (window_bytes > WINDOW_MAX) window_bytes = WINDOW_MAX;
+    if (window_bytes < page_bytes) window_bytes = page_bytes;
+    enum kbuffer_long_size ls = tracecmd_long_size(h) == 8 ? KBUFFER_LSIZE_8 : KBUFFER_LSIZE_4; /* as libtracecmd */
+    enum kbuffer_endian en = tep_is_file_bigendian(tep) ? KBUFFER_ENDIAN_BIG : KBUFFER_ENDIAN_LITTLE;
+    if (tep_get_header_timestamp_size(tep) != 8) return 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    page_cursor *cs = calloc((size_t)n, sizeof *cs);
+    int ok = fd >= 0 && cs != NULL, offset_known = 0;
+    unsigned long long offset = 0;
+    trace_fd = fd;
+    for (int i = 0; ok && i < n; i++) {
+        page_cursor *c = &cs[i];
+        unsigned long long at, size;
+        int id;
+        ok = sscanf(sections, "%d %llu %llu%n", &id, &at, &size, &used) == 3;
+        if (!ok) break;
+        sections += used;
+        c->end = at + size;
+        c->done = 1;
+        struct tep_record *first = peek(h, i);
+        if (!first) continue; /* no record: nothing to read */
+        ok = first->cpu == id && first->offset >= at && first->offset < c->end &&
+             (c->kbuf = kbuffer_alloc(ls, en)) != NULL;
+        for (int w = 0; ok && w < 2; w++) ok = (c->window[w] = calloc(1, window_bytes + SLACK)) != NULL;
+        if (!ok) break;
+        if (tep_is_old_format(tep)) kbuffer_set_old_format(c->kbuf);
+        c->cpu_id = first->cpu;
+        c->done = 0;
+        ok = load_page(c, first->offset & ~(page_bytes - 1));
+        unsigned long long ts;
+        void *data = ok ? kbuffer_read_event(c->kbuf, &ts) : NULL;
+        ok = data && c->page + (unsigned long long)kbuffer_curr_offset(c->kbuf) == first->offset &&
+             kbuffer_event_size(c->kbuf) == first->size && !memcmp(data, first->data, (size_t)first->size) &&
+             (!offset_known || first->ts - ts == offset);
+        offset = first->ts - ts;
+        offset_known = 1;
+    }
+    if (!ok) {
+        for (int i = 0; cs && i < n; i++) {
+            free(cs[i].window[0]); free(cs[i].window[1]);
+            if (cs[i].kbuf) kbuffer_free(cs[i].kbuf);
+        }
+        free(cs);
+        if (fd >= 0) close(fd);
+        trace_fd = -1;
+        return 0;
+    }
+    time_offset = offset;
+    cursors = cs;
+    cursor_count = n;
+    own_pages = 1;
+    return 1;
+}
+
+/* ---------------------------------------------------------------- the library's functions, defined here */
+struct tep_record *tracecmd_peek_data(struct tracecmd_input *h, int cpu) {
+    static struct tep_record *(*library)(struct tracecmd_input *, int);
+    if (own_pages) return cpu >= 0 && cpu < cursor_count ? cursor_peek(&cursors[cpu]) : NULL;
+    if (!library) *(void **)&library = library_function("tracecmd_peek_data");
+    return library(h, cpu);
+}
+
+/* the record taken is one a record being written read ahead (walk() peeks its CPU again) */
+struct tep_record *tracecmd_read_data(struct tracecmd_input *h, int cpu) {
+    static struct tep_record *(*library)(struct tracecmd_input *, int);
+    read_ahead_cpu = cpu;
+    if (own_pages) return cpu >= 0 && cpu < cursor_count ? cursor_read(&cursors[cpu]) : NULL;
+    if (!library) *(void **)&library = library_function("tracecmd_read_data");
+    return library(h, cpu);
+}
+
+/* the earliest of the CPUs' next records, the lowest CPU on a tie */
+struct tep_record *tracecmd_peek_next_data(struct tracecmd_input *h, int *rec_cpu) {
+    static struct tep_record *(*library)(struct tracecmd_input *, int *);
+    if (!own_pages) {
+        if (!library) *(void **)&library = library_function("tracecmd_peek_next_data");
+        return library(h, rec_cpu);
+    }
+    struct tep_record *best = NULL;
+    int next = -1;
+    for (int c = 0; c < cursor_count; c++) {
+        struct tep_record *r = cursor_peek(&cursors[c]);
+        if (r && (!best || r->ts < best->ts)) { best = r; next = c; }
+    }
+    if (rec_cpu) *rec_cpu = next;
+    return best;
+}
+
+void tracecmd_free_record(struct tep_record *r) {
+    static void (*library)(struct tep_record *);
+    if (own_pages) return; /* a slot of its CPU's cursor */
+    if (!library) *(void **)&library = library_function("tracecmd_free_record");
+    if (library) library(r);
+}
