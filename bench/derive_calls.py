@@ -5,12 +5,13 @@ backend/derive/pipeline.py says what runs beside what). What waits for what show
     python -m bench.derive_calls FILE [FILE...]
 
 Several files are one upload (a blktrace per-CPU set). Prints, from the derive's first call: start s, end s, seconds,
-thread, call; then the derive's CPU and wall seconds, each first view's seconds and the process' peak.
+thread, call, the process' resident memory at most while it ran (sampled every 10 ms); then the derive's CPU and wall seconds, each first view's seconds and the process' peak.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import threading
 import time
@@ -68,9 +69,41 @@ class CallLog:
         return run
 
 
+class RssSamples:
+    """This process' resident memory every STEP seconds, in a thread of its own, while it runs (a context manager):
+    what each call's span saw at most (`peak_mib`)."""
+
+    STEP = 0.01
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="rss-samples", daemon=True)
+        self._page = os.sysconf("SC_PAGE_SIZE")
+
+    def _sample(self) -> None:
+        with open("/proc/self/statm", "rb") as statm:
+            while not self._stop.wait(self.STEP):
+                statm.seek(0)
+                self.samples.append((time.perf_counter(), int(statm.read().split()[1]) * self._page))
+
+    def __enter__(self) -> RssSamples:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def peak_mib(self, start: float, end: float) -> float:
+        seen = [rss for t, rss in self.samples if start <= t <= end]
+        return max(seen, default=0) / (1 << 20)
+
+
 def measure(paths: list[Path], db: Path) -> dict:
     log = CallLog()
     store = Store(db)
+    rss = RssSamples()
     with ExitStack() as patches:
         for module, names in CALLS:
             for name in names:
@@ -83,6 +116,7 @@ def measure(paths: list[Path], db: Path) -> dict:
 
         patches.enter_context(derive_steps_wrapped(timed, timed))
         files = [patches.enter_context(open(p, "rb")) for p in paths]
+        patches.enter_context(rss)
         t0 = time.perf_counter()
         created = store.ingest([InputFile(p.name, f, p.stat().st_size) for p, f in zip(paths, files)])
         ingest_s = time.perf_counter() - t0
@@ -97,7 +131,7 @@ def measure(paths: list[Path], db: Path) -> dict:
         "ingest_seconds": ingest_s,
         "derive_seconds": max(c[1] for c in derive) - min(c[0] for c in derive),
         "derive_cpu_seconds": log.derive_cpu,
-        "calls": [(a - start, b - start, thread, name) for a, b, thread, name in sorted(log.calls)],
+        "calls": [(a - start, b - start, thread, name, rss.peak_mib(a, b)) for a, b, thread, name in sorted(log.calls)],
         "first_views_seconds": views_s,
         "first_views": views,
         "vmhwm_mib": own_peak_kib() / 1024,
@@ -108,10 +142,13 @@ def table(r: dict) -> str:
     rows = [
         f"{', '.join(r['files'])}: ingest {r['ingest_seconds']:.2f} s",
         "",
-        "| start s | end s | s | thread | call |",
+        "| start s | end s | s | thread | call | RSS at most, MiB |",
     ]
-    rows.append("|---:|---:|---:|---|---|")
-    rows += [f"| {a:.2f} | {b:.2f} | {b - a:.2f} | {thread} | {name} |" for a, b, thread, name in r["calls"]]
+    rows.append("|---:|---:|---:|---|---|---:|")
+    rows += [
+        f"| {a:.2f} | {b:.2f} | {b - a:.2f} | {thread} | {name} | {peak:.0f} |"
+        for a, b, thread, name, peak in r["calls"]
+    ]
     views = ", ".join(f"{k} {v:.2f}" for k, v in sorted(r["first_views"].items(), key=lambda kv: -kv[1]))
     rows += [
         "",
