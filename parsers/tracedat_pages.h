@@ -8,8 +8,12 @@
  * host/guest time shift: trace time = the page's time + a constant offset). Each CPU's first record is read by both
  * and must agree (its offset, size and bytes; the time offset the same on every CPU), else libtracecmd walks the file
  * as before. A CPU's pages are read as libtracecmd reads them: from its first record's page, one page_size apart, up to
- * the end of its section, each loaded into libtraceevent's kbuffer (page header, time deltas and extends, lost events);
- * a page whose header says more than a page ends that CPU, with libtracecmd's warning.
+ * the end of its section; a page whose header says more than a page ends that CPU, with libtracecmd's warning. Each
+ * page's events are decoded here as libtraceevent's kbuffer decodes them (kbuffer-parse.c of libtraceevent 1.7: the
+ * page's time and commit word, lost events, each event's 32-bit header of type_len and time delta, padding, time
+ * extends and absolute time stamps, the quirks included: an event after a time extend has no lost events), without a
+ * call per field: for a little-endian file (of 32- or 64-bit longs) on a little-endian machine, in the ring buffer's
+ * current format; any other file's pages are left to libtracecmd.
  *
  * The file is read with pread in windows of pages, two per CPU in turn: a record of the previous window stays
  * readable while the next is peeked (at most two records of a CPU are in use: the one being written and its CPU's
@@ -22,7 +26,6 @@
  * read here and passing the call to the library's own otherwise.
  */
 #include <sys/types.h>
-#include <traceevent/kbuffer.h>
 
 int tracecmd_page_size(struct tracecmd_input *handle);
 int tracecmd_long_size(struct tracecmd_input *handle);
@@ -32,6 +35,86 @@ void tracecmd_warning(const char *fmt, ...);
 #define WINDOW_MAX (1u << 20)
 #define SLACK (64u << 10)
 
+/* a page being read: kbuffer's state (its names), offsets from `data` (past the page's header) */
+typedef struct {
+    const unsigned char *data;
+    unsigned int header;        /* the page's header: u64 time, a long of commit (its top bits: lost events) */
+    unsigned long long ts;      /* of the current event */
+    long long lost_events;      /* before this page: n, -1 some, 0 none */
+    unsigned int size, curr, next, index; /* commit size; the current event's header, its data's end, its data */
+} ring_page;
+
+#define COMMIT_MASK ((1u << 27) - 1)
+#define MISSING_EVENTS (1ull << 31)
+#define MISSING_STORED (1ull << 30)
+#define TS_MSB (0xf8ull << 56)    /* what an absolute time stamp keeps of the page's time */
+enum { TYPE_PADDING = 29, TYPE_TIME_EXTEND = 30, TYPE_TIME_STAMP = 31 };
+
+static inline uint32_t le32_at(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline uint64_t le64_at(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+/* kbuffer's update_pointers and translate_data: the event at `curr`; its type_len */
+static inline unsigned int ring_update(ring_page *p) {
+    const unsigned char *ptr = p->data + p->curr;
+    uint32_t type_len_ts = le32_at(ptr);
+    ptr += 4;
+    unsigned int type_len = type_len_ts & 31;
+    unsigned long long delta = type_len_ts >> 5;
+    int length;
+    switch (type_len) {
+    case TYPE_PADDING: length = (int)le32_at(ptr); break;
+    case TYPE_TIME_STAMP:
+    case TYPE_TIME_EXTEND: {
+        unsigned long long extend = ((unsigned long long)le32_at(ptr) << 27) + delta;
+        delta = type_len == TYPE_TIME_STAMP ? extend | (p->ts & TS_MSB) : extend;
+        ptr += 4;
+        length = 0;
+        break;
+    }
+    case 0:
+        length = (int)le32_at(ptr) - 4;
+        length = (length + 3) & ~3;
+        ptr += 4;
+        break;
+    default: length = (int)type_len * 4; break;
+    }
+    p->ts = type_len == TYPE_TIME_STAMP ? delta : p->ts + delta;
+    p->index = (unsigned int)(ptr - p->data);
+    p->next = p->index + (unsigned int)length;
+    return type_len;
+}
+
+/* kbuffer's __next_event: the next event that is not padding or time; 0 when the page has no more */
+static inline int ring_next(ring_page *p) {
+    unsigned int type;
+    do {
+        p->curr = p->next;
+        if (p->next >= p->size) return 0;
+        type = ring_update(p);
+    } while (type >= TYPE_PADDING);
+    return 1;
+}
+
+/* kbuffer_load_subbuffer, then libtracecmd's check of its size: 0 when the page says more than `page_bytes` (its lost
+ * events' count, stored past the commit, is then not read) */
+static int ring_load(ring_page *p, const unsigned char *page, unsigned long long page_bytes) {
+    int long_8 = p->header == 16;
+    p->ts = le64_at(page);
+    p->data = page + p->header;
+    unsigned long long flags = long_8 ? le64_at(page + 8) : le32_at(page + 8);
+    p->size = (unsigned int)flags & COMMIT_MASK;
+    if (p->size > page_bytes) return 0;
+    if (flags & MISSING_EVENTS) {
+        const unsigned char *lost = p->data + p->size;
+        p->lost_events = flags & MISSING_STORED ? (long long)(long_8 ? le64_at(lost) : le32_at(lost)) : -1;
+    } else {
+        p->lost_events = 0;
+    }
+    p->index = p->next = p->curr = 0;
+    ring_next(p);
+    return 1;
+}
+
 typedef struct {
     int cpu_id;                 /* record->cpu */
     unsigned long long page;    /* the file offset of the page loaded in kbuf */
@@ -40,7 +123,7 @@ typedef struct {
     unsigned long long window_at[2];
     size_t window_len[2];
     int current;                /* the window the loaded page is in */
-    struct kbuffer *kbuf;
+    ring_page ring;
     struct tep_record slot[2];
     int next_slot;
     struct tep_record *peeked;
@@ -81,10 +164,9 @@ static int load_page(page_cursor *c, unsigned long long offset) {
         c->window_len[w] = want;
         c->current = w;
     }
-    kbuffer_load_subbuffer(c->kbuf, c->window[w] + (offset - c->window_at[w]));
     c->page = offset;
-    if ((unsigned long long)kbuffer_subbuffer_size(c->kbuf) > page_bytes) {
-        tracecmd_warning("bad page read, with size of %d", kbuffer_subbuffer_size(c->kbuf));
+    if (!ring_load(&c->ring, (const unsigned char *)c->window[w] + (offset - c->window_at[w]), page_bytes)) {
+        tracecmd_warning("bad page read, with size of %d", (int)c->ring.size);
         return 0;
     }
     return 1;
@@ -93,23 +175,22 @@ static int load_page(page_cursor *c, unsigned long long offset) {
 /* the CPU's next record (tracecmd_peek_data's), NULL at its end */
 static struct tep_record *cursor_peek(page_cursor *c) {
     if (c->peeked || c->done) return c->peeked;
-    unsigned long long ts;
-    void *data;
-    while (!(data = kbuffer_read_event(c->kbuf, &ts))) {
+    ring_page *p = &c->ring;
+    while (p->curr >= p->size) { /* kbuffer_read_event: none left on the page */
         unsigned long long next = c->page + page_bytes;
         if (next >= c->end || !load_page(c, next)) { c->done = 1; return NULL; }
     }
     struct tep_record *r = &c->slot[c->next_slot];
     c->next_slot ^= 1;
-    r->ts = ts + time_offset;
-    r->size = kbuffer_event_size(c->kbuf);
+    r->ts = p->ts + time_offset;
+    r->size = (int)(p->next - p->index);
     r->cpu = c->cpu_id;
-    r->data = data;
-    r->offset = c->page + (unsigned long long)kbuffer_curr_offset(c->kbuf);
-    r->missed_events = kbuffer_missed_events(c->kbuf);
-    r->record_size = kbuffer_curr_size(c->kbuf);
+    r->data = (void *)(p->data + p->index);
+    r->offset = c->page + p->header + p->curr;
+    r->missed_events = p->curr ? 0 : (int)p->lost_events; /* kbuffer_missed_events: an int, the page's first only */
+    r->record_size = (int)(p->next - p->curr);
     r->ref_count = 1;
-    kbuffer_next_event(c->kbuf, NULL);
+    ring_next(p);
     return c->peeked = r;
 }
 
@@ -132,9 +213,12 @@ static int own_pages_start(struct tracecmd_input *h, const char *path, const cha
     window_bytes = WINDOW_BUDGET / 2 / (unsigned)n / page_bytes * page_bytes;
     if (window_bytes > WINDOW_MAX) window_bytes = WINDOW_MAX;
     if (window_bytes < page_bytes) window_bytes = page_bytes;
-    enum kbuffer_long_size ls = tracecmd_long_size(h) == 8 ? KBUFFER_LSIZE_8 : KBUFFER_LSIZE_4; /* as libtracecmd */
-    enum kbuffer_endian en = tep_is_file_bigendian(tep) ? KBUFFER_ENDIAN_BIG : KBUFFER_ENDIAN_LITTLE;
-    if (tep_get_header_timestamp_size(tep) != 8) return 0;
+    /* the pages decoded here: as libtracecmd's kbuffer reads them (its long size), little-endian, in the current format,
+     * on a little-endian machine */
+    int long_bytes = tracecmd_long_size(h);
+    if ((long_bytes != 8 && long_bytes != 4) || tep_is_file_bigendian(tep) || tep_is_local_bigendian(tep) ||
+        tep_is_old_format(tep) || tep_get_header_timestamp_size(tep) != 8)
+        return 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     page_cursor *cs = calloc((size_t)n, sizeof *cs);
     int ok = fd >= 0 && cs != NULL, offset_known = 0;
@@ -151,26 +235,23 @@ static int own_pages_start(struct tracecmd_input *h, const char *path, const cha
         c->done = 1;
         struct tep_record *first = peek(h, i);
         if (!first) continue; /* no record: nothing to read */
-        ok = first->cpu == id && first->offset >= at && first->offset < c->end &&
-             (c->kbuf = kbuffer_alloc(ls, en)) != NULL;
+        ok = first->cpu == id && first->offset >= at && first->offset < c->end;
         for (int w = 0; ok && w < 2; w++) ok = (c->window[w] = calloc(1, window_bytes + SLACK)) != NULL;
         if (!ok) break;
-        if (tep_is_old_format(tep)) kbuffer_set_old_format(c->kbuf);
         c->cpu_id = first->cpu;
+        c->ring.header = 8 + (unsigned int)long_bytes;
         c->done = 0;
         ok = load_page(c, first->offset & ~(page_bytes - 1));
-        unsigned long long ts;
-        void *data = ok ? kbuffer_read_event(c->kbuf, &ts) : NULL;
-        ok = data && c->page + (unsigned long long)kbuffer_curr_offset(c->kbuf) == first->offset &&
-             kbuffer_event_size(c->kbuf) == first->size && !memcmp(data, first->data, (size_t)first->size) &&
-             (!offset_known || first->ts - ts == offset);
-        offset = first->ts - ts;
+        ring_page *p = &c->ring;
+        ok = ok && p->curr < p->size && c->page + p->header + p->curr == first->offset &&
+             (int)(p->next - p->index) == first->size && !memcmp(p->data + p->index, first->data, (size_t)first->size) &&
+             (!offset_known || first->ts - p->ts == offset);
+        offset = first->ts - p->ts;
         offset_known = 1;
     }
     if (!ok) {
         for (int i = 0; cs && i < n; i++) {
             free(cs[i].window[0]); free(cs[i].window[1]);
-            if (cs[i].kbuf) kbuffer_free(cs[i].kbuf);
         }
         free(cs);
         if (fd >= 0) close(fd);
