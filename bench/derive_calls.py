@@ -96,7 +96,10 @@ class RssSamples:
         self._thread.join()
 
     def peak_mib(self, start: float, end: float) -> float:
+        """The most seen from `start` to `end`; for a call shorter than a step, the last sample before its end."""
         seen = [rss for t, rss in self.samples if start <= t <= end]
+        if not seen:
+            seen = [rss for t, rss in self.samples if t <= end][-1:]
         return max(seen, default=0) / (1 << 20)
 
 
