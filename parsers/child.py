@@ -85,7 +85,7 @@ class ChildText:
     def tell(self, text: str) -> None:
         """Writes `text` on the child's stdin (`stdin=True`) and closes it; a child that ended, or reads no more, is
         left to its status."""
-        if not self.proc.stdin:
+        if not self.proc.stdin or self.proc.stdin.closed:  # (said already)
             return
         try:
             fcntl.fcntl(self.proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)  # a line for thousands of CPUs at once

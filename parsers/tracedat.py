@@ -88,6 +88,8 @@ def parse(
         size = _copy(stream, path)  # libtracecmd seeks: an upload in memory (or any stream) becomes a file
         # the decoder starts at once, its limits bounded by the file's size, and decodes while the layout is walked
         records = tracedat_records.Records(path, tmp, size, report.filename) if tracedat_records.available() else None
+        if records:
+            records.early_sections(path, size)
         try:
             layout = _layout(path, size, report)
         except BaseException:

@@ -509,6 +509,17 @@ class _Walker:
             layout.compressed_chunks += 1
 
 
+def compressed(stream: BinaryIO, size: int) -> bool:
+    """Whether the file's initial format names a compression (v7): known at once, before the walk; a file whose
+    initial format cannot be read counts as compressed (the walk says what is wrong)."""
+    try:
+        walker = _Walker(stream, size)
+        layout, at = walker.initial()
+        return layout.version != 6 and walker.file.cstring(at, "the compression algorithm", limit=64)[0] != "none"
+    except LayoutError:
+        return True
+
+
 def read_layout(stream: BinaryIO, size: int) -> Layout:
     """Walks a whole trace.dat (seekable stream of `size` bytes); raises LayoutError at the first problem."""
     return _Walker(stream, size).walk()

@@ -60,9 +60,16 @@ class Records(child.ChildText):
             stdin=True,
         )
 
+    def early_sections(self, path: str, size: int) -> None:
+        """A compressed file's pages are libtracecmd's (sections_line): said at once ("-"), so that the decoder does not
+        wait for the layout's walk (which decompresses every chunk) to start its own."""
+        with open(path, "rb") as f:
+            if tracedat_layout.compressed(f, size):
+                self.tell("-\n")
+
     def bound(self, layout: Layout) -> None:
         """The limits of tracecmd.Report for this layout (CPU time, temporary files, output); and, on its stdin, where
-        each CPU's data lies (sections_line)."""
+        each CPU's data lies (sections_line), unless said already (early_sections)."""
         self.tell(sections_line(layout))
         self.data_bytes = layout.trace_bytes
         self.max_text = _max_output(layout.trace_bytes + layout.uncompressed_bytes)

@@ -17,7 +17,7 @@ import pytest
 
 from backend.store import IngestError
 from bench import gen_tracedat
-from parsers import _funcgraph, funcgraph, tracecmd, tracedat, tracedat_records
+from parsers import _funcgraph, funcgraph, tracecmd, tracedat, tracedat_layout, tracedat_records
 from parsers.common import ParseError, ParseReport
 from tests.conftest import PUBLIC, ingest_bytes, needs_public, table_counts
 
@@ -386,6 +386,11 @@ def test_the_decoder_reads_the_sections_it_is_given(tmp_path):
     with open(OWN, "rb") as f:
         layout = tracedat.read_layout(f, OWN.stat().st_size)
     assert layout.compression == "zstd" and tracedat_records.sections_line(layout) == "-\n"
+    # known from the initial format, before the walk (Records.early_sections): "-" at once for compressed data
+    for file, expected in ((OWN, True), (path, False), (_uncompressed(OWN, tmp_path, 7), False)):
+        with open(file, "rb") as f:
+            assert tracedat_layout.compressed(f, file.stat().st_size) is expected, file
+    assert tracedat_layout.compressed(io.BytesIO(b"\x17\x08\x44tracing7\0\0\x08"), 13) is True  # cut short
 
 
 def test_damaged_pages_are_read_as_libtracecmd_reads_them(tmp_path):
