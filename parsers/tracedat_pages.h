@@ -4,8 +4,8 @@
  * event (about half of the program's time on a function_graph capture).
  *
  * Used when the caller (tracedat_records.py, with `--sections`) writes on stdin where each CPU's data lies in the file
- * ("N cpu offset size ..." in libtracecmd's CPU order: the file's top buffer, uncompressed, without a TSC multiplier or a
- * host/guest time shift: trace time = the page's time + a constant offset). Each CPU's first record is read by both
+ * ("N cpu offset size ..." in libtracecmd's CPU order: the file's top buffer, uncompressed, without a TSC multiplier or
+ * a host/guest time shift: trace time = the page's time + a constant offset). Each CPU's first record is read by both
  * and must agree (its offset, size and bytes; the time offset the same on every CPU), else libtracecmd walks the file
  * as before. A CPU's pages are read as libtracecmd reads them: from its first record's page, one page_size apart, up to
  * the end of its section; a page whose header says more than a page ends that CPU, with libtracecmd's warning. Each
@@ -130,7 +130,7 @@ typedef struct {
     int done;
 } page_cursor;
 
-static int own_pages;             /* the records are read here (own_pages_start succeeded) */
+static int pages_read_here; /* the records are read here (start_reading_pages succeeded) */
 static page_cursor *cursors;
 static int cursor_count;
 static int trace_fd = -1;
@@ -203,7 +203,7 @@ static struct tep_record *cursor_read(page_cursor *c) {
 
 /* the pages read here when `sections` (stdin's line) says where each CPU's data lies and libtracecmd's first record of
  * every CPU is read the same way here; 0: libtracecmd reads them (nothing of its state was changed) */
-static int own_pages_start(struct tracecmd_input *h, const char *path, const char *sections) {
+static int start_reading_pages(struct tracecmd_input *h, const char *path, const char *sections) {
     struct tep_record *(*peek)(struct tracecmd_input *, int) = library_function("tracecmd_peek_data");
     int n = -1, used = 0;
     if (!peek || sscanf(sections, "%d%n", &n, &used) != 1 || n != tracecmd_cpus(h) || n <= 0 || n > 8192) return 0;
@@ -213,8 +213,8 @@ static int own_pages_start(struct tracecmd_input *h, const char *path, const cha
     window_bytes = WINDOW_BUDGET / 2 / (unsigned)n / page_bytes * page_bytes;
     if (window_bytes > WINDOW_MAX) window_bytes = WINDOW_MAX;
     if (window_bytes < page_bytes) window_bytes = page_bytes;
-    /* the pages decoded here: as libtracecmd's kbuffer reads them (its long size), little-endian, in the current format,
-     * on a little-endian machine */
+    /* the pages decoded here: as libtracecmd's kbuffer reads them (its long size), little-endian, in the current
+     * format, on a little-endian machine */
     int long_bytes = tracecmd_long_size(h);
     if ((long_bytes != 8 && long_bytes != 4) || tep_is_file_bigendian(tep) || tep_is_local_bigendian(tep) ||
         tep_is_old_format(tep) || tep_get_header_timestamp_size(tep) != 8)
@@ -244,7 +244,8 @@ static int own_pages_start(struct tracecmd_input *h, const char *path, const cha
         ok = load_page(c, first->offset & ~(page_bytes - 1));
         ring_page *p = &c->ring;
         ok = ok && p->curr < p->size && c->page + p->header + p->curr == first->offset &&
-             (int)(p->next - p->index) == first->size && !memcmp(p->data + p->index, first->data, (size_t)first->size) &&
+             (int)(p->next - p->index) == first->size &&
+             !memcmp(p->data + p->index, first->data, (size_t)first->size) &&
              (!offset_known || first->ts - p->ts == offset);
         offset = first->ts - p->ts;
         offset_known = 1;
@@ -261,14 +262,14 @@ static int own_pages_start(struct tracecmd_input *h, const char *path, const cha
     time_offset = offset;
     cursors = cs;
     cursor_count = n;
-    own_pages = 1;
+    pages_read_here = 1;
     return 1;
 }
 
 /* ---------------------------------------------------------------- the library's functions, defined here */
 struct tep_record *tracecmd_peek_data(struct tracecmd_input *h, int cpu) {
     static struct tep_record *(*library)(struct tracecmd_input *, int);
-    if (own_pages) return cpu >= 0 && cpu < cursor_count ? cursor_peek(&cursors[cpu]) : NULL;
+    if (pages_read_here) return cpu >= 0 && cpu < cursor_count ? cursor_peek(&cursors[cpu]) : NULL;
     if (!library) *(void **)&library = library_function("tracecmd_peek_data");
     return library(h, cpu);
 }
@@ -277,7 +278,7 @@ struct tep_record *tracecmd_peek_data(struct tracecmd_input *h, int cpu) {
 struct tep_record *tracecmd_read_data(struct tracecmd_input *h, int cpu) {
     static struct tep_record *(*library)(struct tracecmd_input *, int);
     read_ahead_cpu = cpu;
-    if (own_pages) return cpu >= 0 && cpu < cursor_count ? cursor_read(&cursors[cpu]) : NULL;
+    if (pages_read_here) return cpu >= 0 && cpu < cursor_count ? cursor_read(&cursors[cpu]) : NULL;
     if (!library) *(void **)&library = library_function("tracecmd_read_data");
     return library(h, cpu);
 }
@@ -285,7 +286,7 @@ struct tep_record *tracecmd_read_data(struct tracecmd_input *h, int cpu) {
 /* the earliest of the CPUs' next records, the lowest CPU on a tie */
 struct tep_record *tracecmd_peek_next_data(struct tracecmd_input *h, int *rec_cpu) {
     static struct tep_record *(*library)(struct tracecmd_input *, int *);
-    if (!own_pages) {
+    if (!pages_read_here) {
         if (!library) *(void **)&library = library_function("tracecmd_peek_next_data");
         return library(h, rec_cpu);
     }
@@ -301,7 +302,7 @@ struct tep_record *tracecmd_peek_next_data(struct tracecmd_input *h, int *rec_cp
 
 void tracecmd_free_record(struct tep_record *r) {
     static void (*library)(struct tep_record *);
-    if (own_pages) return; /* a slot of its CPU's cursor */
+    if (pages_read_here) return; /* a slot of its CPU's cursor */
     if (!library) *(void **)&library = library_function("tracecmd_free_record");
     if (library) library(r);
 }

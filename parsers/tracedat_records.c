@@ -651,7 +651,7 @@ int main(int argc, char **argv) {
     if (sections) { /* where each CPU's data lies, once the caller has walked the file's layout: read here */
         char *where = NULL;
         size_t cap = 0;
-        if (getline(&where, &cap, stdin) > 0) own_pages_start(handle, argv[1], where);
+        if (getline(&where, &cap, stdin) > 0) start_reading_pages(handle, argv[1], where);
         free(where);
     }
     walk();
