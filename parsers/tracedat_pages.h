@@ -283,21 +283,17 @@ struct tep_record *tracecmd_read_data(struct tracecmd_input *h, int cpu) {
     return library(h, cpu);
 }
 
-/* the earliest of the CPUs' next records, the lowest CPU on a tie */
+/* walk()'s earliest_next: the handler runs while walk() writes a record, its CPUs' next records peeked */
 struct tep_record *tracecmd_peek_next_data(struct tracecmd_input *h, int *rec_cpu) {
     static struct tep_record *(*library)(struct tracecmd_input *, int *);
-    if (!pages_read_here) {
-        if (!library) *(void **)&library = library_function("tracecmd_peek_next_data");
-        return library(h, rec_cpu);
+    if (pages_read_here) {
+        int next;
+        struct tep_record *r = earliest_next(&next);
+        if (rec_cpu) *rec_cpu = next;
+        return r;
     }
-    struct tep_record *best = NULL;
-    int next = -1;
-    for (int c = 0; c < cursor_count; c++) {
-        struct tep_record *r = cursor_peek(&cursors[c]);
-        if (r && (!best || r->ts < best->ts)) { best = r; next = c; }
-    }
-    if (rec_cpu) *rec_cpu = next;
-    return best;
+    if (!library) *(void **)&library = library_function("tracecmd_peek_next_data");
+    return library(h, rec_cpu);
 }
 
 void tracecmd_free_record(struct tep_record *r) {

@@ -436,8 +436,6 @@ static int32_t frame_id(unsigned long long a) {
     return id;
 }
 
-#include "tracedat_pages.h"
-
 static struct tep_record **next_of; /* each CPU's next record, peeked (walk) */
 static int cpus;
 
@@ -450,6 +448,8 @@ static struct tep_record *earliest_next(int *cpu) {
     *cpu = next;
     return next < 0 ? NULL : next_of[next];
 }
+
+#include "tracedat_pages.h"
 
 /* trace-cmd's function_graph handlers (trace-ftrace.c): an entry whose next record (any CPU) is the exit of the same
  * function by the same task is a leaf, shown on one line, and that exit is consumed */

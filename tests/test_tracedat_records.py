@@ -427,3 +427,18 @@ def test_damaged_pages_are_read_as_libtracecmd_reads_them(tmp_path):
         else:
             outcomes["both failed"] += 1
     assert outcomes["same"] > 30, outcomes
+
+
+def test_the_function_graph_handlers_read_ahead_is_served_by_the_pages_read_here(tmp_path):
+    """A task whose name starts with a digit has its function_graph lines printed by libtraceevent, whose handler (in
+    libtracecmd) looks for a leaf's exit through tracecmd_peek_next_data and takes it with tracecmd_read_data: with the
+    pages read by the program, its definitions of those answer, and the records and tables are the same."""
+    if not gen_tracedat.SAMPLE.exists():
+        pytest.skip("needs ../shared (the generator's template)")
+    made = tmp_path / "g.dat"
+    gen_tracedat.write(made, 200)
+    data = made.read_bytes()
+    assert data.count(b"754 NetworkManager") == 1  # its saved cmdline: the task of the generated calls on CPU 1
+    made.write_bytes(data.replace(b"754 NetworkManager", b"754 1etworkManager"))
+    assert _decoded(made, _sections(made)) == _decoded(made, None)
+    _equal_to_the_report(made)
