@@ -5,7 +5,8 @@ backend/derive/pipeline.py says what runs beside what). What waits for what show
     python -m bench.derive_calls FILE [FILE...]
 
 Several files are one upload (a blktrace per-CPU set). Prints, from the derive's first call: start s, end s, seconds,
-thread, call, the process' resident memory at most while it ran (sampled every 10 ms); then the derive's CPU and wall seconds, each first view's seconds and the process' peak.
+thread, call, the process' resident memory at most while it ran (sampled every 10 ms); then the derive's CPU and
+wall seconds, each first view's seconds and the process' peak.
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ says little: a v7 file cut short gives an empty report and exit status 0); nothi
 is decoded (starting as the walk does, stopped if it refuses) by
 Debian's libtracecmd and libtraceevent (events from the format files stored in the file, function names from its
 kallsyms, comms from its saved cmdlines, its clock, timestamp offsets and multipliers, plugins: what `trace-cmd
-report` applies) in a child process under resource limits, `tracedat-records` (tracedat_records.c; the pages of uncompressed data it
-reads itself, once told where they lie: tracedat_pages.h): it walks the
-events in the report's order and writes those the tables take fields from (sched_switch, sched_wakeup[_new],
+report` applies) in a child process under resource limits, `tracedat-records` (tracedat_records.c; the pages of
+uncompressed data it reads itself, once told where they lie: tracedat_pages.h): it walks the events in the report's
+order and writes those the tables take fields from (sched_switch, sched_wakeup[_new],
 sched_waking, funcgraph_entry/exit, kernel_stack) as their fields, without printing them, and every other event as
 libtraceevent prints it; the ftrace tokenizer folds those records into the rows the report's text would give, with
 the report's line numbers (tracedat_records.py). FORMAT is therefore "ftrace": the same tables, derive steps and
@@ -88,9 +88,9 @@ def parse(
         size = _copy(stream, path)  # libtracecmd seeks: an upload in memory (or any stream) becomes a file
         # the decoder starts at once, its limits bounded by the file's size, and decodes while the layout is walked
         records = tracedat_records.Records(path, tmp, size, report.filename) if tracedat_records.available() else None
-        if records:
-            records.early_sections(path, size)
         try:
+            if records:
+                records.early_sections(path, size)
             layout = _layout(path, size, report)
         except BaseException:
             if records:

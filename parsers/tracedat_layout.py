@@ -344,9 +344,13 @@ class _Walker:
         return buf
 
     # -- version 7 ---------------------------------------------------------------------------------------------
+    def compression(self, at: int) -> tuple[str, int]:
+        """v7: the compression algorithm's name, at `at` (after the initial format), and where what follows it starts."""
+        return self.file.cstring(at, "the compression algorithm", limit=64)
+
     def v7(self, layout: Layout, at: int) -> None:
         f = self.file
-        layout.compression, after = f.cstring(at, "the compression algorithm", limit=64)
+        layout.compression, after = self.compression(at)
         layout.compression_at = at
         layout.compression_version, after = f.cstring(after, "the compression version", limit=64)
         if layout.compression == "zstd":
@@ -515,7 +519,7 @@ def compressed(stream: BinaryIO, size: int) -> bool:
     try:
         walker = _Walker(stream, size)
         layout, at = walker.initial()
-        return layout.version != 6 and walker.file.cstring(at, "the compression algorithm", limit=64)[0] != "none"
+        return layout.version != 6 and walker.compression(at)[0] != "none"
     except LayoutError:
         return True
 

@@ -88,13 +88,13 @@ def sections_line(layout: Layout) -> str:
     the file's order (libtracecmd's), when their pages are read as they are stored and their times are the pages' plus
     a constant offset (it then reads them itself: tracedat_pages.h); "-" otherwise (compressed data, a TSC multiplier,
     a host/guest time shift, buffer instances, latency text: libtracecmd reads the pages)."""
-    top = [b for b in layout.buffers if not b.name and not b.latency]
-    plain = layout.compression == "none" and not (
-        {tracedat_layout.TSC2NSEC, tracedat_layout.TIME_SHIFT} & set(layout.options)
-    )
-    if not plain or len(top) != 1 or len(layout.buffers) != 1 or not top[0].cpus:
+    corrected = {tracedat_layout.TSC2NSEC, tracedat_layout.TIME_SHIFT} & set(layout.options)
+    if layout.compression != "none" or corrected or len(layout.buffers) != 1:
         return "-\n"
-    return " ".join([str(len(top[0].cpus)), *(f"{cpu} {offset} {size}" for cpu, offset, size in top[0].cpus)]) + "\n"
+    top = layout.buffers[0]
+    if top.name or top.latency or not top.cpus:
+        return "-\n"
+    return " ".join([str(len(top.cpus)), *(f"{cpu} {offset} {size}" for cpu, offset, size in top.cpus)]) + "\n"
 
 
 def _limits(size: int, decompressed: int) -> list[tuple[int, int]]:
