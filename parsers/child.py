@@ -18,13 +18,46 @@ import resource
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import threading
-from typing import Callable, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from .common import ParseError
 
 PIPE_PIECES = 32  # of up to 1 MiB: the output read ahead of the parser
+COPY_BYTES = 1 << 20
+
+
+class DecodedFile:
+    """The file a decoder reads at `path` (`size` bytes): the stream's own file when the stream is a regular file read
+    from its start (the CLI's files, an upload spooled to disk), read where it lies through its descriptor (`fds`,
+    which the child inherits; the stream is left at its end); otherwise (an upload read as it arrives, any other
+    stream) a copy in `tmp`, read to the stream's end: the decoders seek."""
+
+    def __init__(self, stream: BinaryIO, tmp: str, name: str):
+        fd = _regular_file(stream)
+        if fd is not None:
+            self.path, self.size, self.fds = f"/proc/self/fd/{fd}", os.fstat(fd).st_size, (fd,)
+            stream.seek(0, os.SEEK_END)  # (read: a progress bar counts it)
+            return
+        self.path, self.size, self.fds = os.path.join(tmp, name), 0, ()
+        buf = bytearray(COPY_BYTES)
+        with open(self.path, "wb") as out, memoryview(buf) as view:
+            while got := stream.readinto(view):
+                out.write(view[:got])
+                self.size += got
+
+
+def _regular_file(stream: BinaryIO) -> int | None:
+    """The descriptor of a stream that is a regular file at its start, else None."""
+    try:
+        fd = stream.fileno()
+        if stream.tell() != 0 or not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+    except (AttributeError, OSError, ValueError):  # (io.UnsupportedOperation is an OSError and a ValueError)
+        return None
+    return fd
 
 
 class ChildText:
@@ -47,6 +80,7 @@ class ChildText:
         filename: str,
         install_hint: str,
         stdin: bool = False,
+        pass_fds: tuple[int, ...] = (),
     ):
         self.tool, self.data_bytes, self.what, self.filename = tool, data_bytes, what, filename
         self.max_text, self.stall_seconds = max_text, stall_seconds
@@ -61,6 +95,7 @@ class ChildText:
                 cwd=cwd,
                 start_new_session=True,
                 env=env,
+                pass_fds=pass_fds,
             )
         except FileNotFoundError:
             raise ParseError(install_hint, filename=filename) from None

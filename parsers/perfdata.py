@@ -44,7 +44,6 @@ STALL_SECONDS = 60  # the child is killed when it writes nothing for this long
 CPU_SECONDS_BASE, CPU_SECONDS_PER_MB = 60, 4  # its CPU time limit
 MEMORY_BYTES = 4 << 30  # its address space (perf maps the data section in windows, and its symbol tables)
 OUTPUT_PER_DATA_BYTE = 64  # bytes of text at most per byte of the file (the fixture's: 3.5)
-COPY_BYTES = 1 << 20
 TEXT_CHUNK_BYTES = 4 << 20  # the text reader's chunks: it starts before perf script has written 16 MiB
 INSTALL_HINT = (
     "perf is not installed on the server, and reading a perf.data needs it: install it (Debian/Ubuntu: "
@@ -233,8 +232,8 @@ def parse(
     stream: BinaryIO, report: ParseReport, chunk_bytes: int | None = None
 ) -> Iterator[tuple[str, pa.RecordBatch]]:
     with tempfile.TemporaryDirectory(prefix="stallscope-perfdata-") as tmp:
-        path = os.path.join(tmp, "perf.data")
-        size = _copy(stream, path)  # perf seeks: an upload in memory (or any stream) becomes a file
+        file = child.DecodedFile(stream, tmp, "perf.data")  # perf seeks: the file itself, or a copy
+        path, size = file.path, file.size
         try:
             with open(path, "rb") as f:
                 layout = read_layout(f, size)
@@ -284,6 +283,7 @@ def parse(
             what="perf.data",
             filename=report.filename,
             install_hint=INSTALL_HINT,
+            pass_fds=file.fds,
         )
         yield from proc.parsed(lambda out: perf.parse(out, report, chunk_bytes or TEXT_CHUNK_BYTES))
         report.note(
@@ -304,13 +304,3 @@ def parse(
         report.files = [
             {"filename": report.filename, "kind": KIND.replace(")", ", pipe form)") if layout.pipe else KIND}
         ]
-
-
-def _copy(stream: BinaryIO, path: str) -> int:
-    size = 0
-    buf = bytearray(COPY_BYTES)
-    with open(path, "wb") as out, memoryview(buf) as view:
-        while got := stream.readinto(view):
-            out.write(view[:got])
-            size += got
-    return size

@@ -37,7 +37,7 @@ class Report(child.ChildText):
     """`trace-cmd report -i path` with its stdout read as a stream (readinto), under limits. stderr is kept (its
     first 64 KiB) for the messages."""
 
-    def __init__(self, path: str, tmp: str, layout: Layout, size: int, filename: str):
+    def __init__(self, path: str, tmp: str, layout: Layout, size: int, filename: str, fds: tuple[int, ...] = ()):
         self.layout, self.size = layout, size
         if shutil.which(TRACE_CMD) is None:
             raise ParseError(INSTALL_HINT, filename=filename)
@@ -62,6 +62,7 @@ class Report(child.ChildText):
             what="trace data",
             filename=filename,
             install_hint=INSTALL_HINT,
+            pass_fds=fds,
         )
 
     def leftovers(self) -> list[str]:

@@ -28,13 +28,12 @@ it as the report does."""
 
 from __future__ import annotations
 
-import os
 import tempfile
 from typing import BinaryIO, Iterator
 
 import pyarrow as pa
 
-from . import funcgraph, tracecmd, tracedat_records
+from . import child, funcgraph, tracecmd, tracedat_records
 from .common import ParseError, ParseReport
 from .tracedat_layout import (
     DATE,
@@ -53,7 +52,6 @@ from .tracedat_layout import (
 FORMAT = funcgraph.FORMAT  # its rows are ftrace's, derived as ftrace's
 TABLES = funcgraph.TABLES
 VIEWS = funcgraph.VIEWS
-COPY_BYTES = 1 << 20
 REPORT_CHUNK_BYTES = 4 << 20  # the text parser's chunks: it starts on a report before trace-cmd has written 16 MiB
 
 
@@ -84,10 +82,14 @@ def parse(
     stream: BinaryIO, report: ParseReport, chunk_bytes: int | None = None
 ) -> Iterator[tuple[str, pa.RecordBatch]]:
     with tempfile.TemporaryDirectory(prefix="stallscope-tracedat-") as tmp:
-        path = os.path.join(tmp, "trace.dat")
-        size = _copy(stream, path)  # libtracecmd seeks: an upload in memory (or any stream) becomes a file
+        file = child.DecodedFile(stream, tmp, "trace.dat")  # libtracecmd seeks: the file itself, or a copy
+        path, size = file.path, file.size
         # the decoder starts at once, its limits bounded by the file's size, and decodes while the layout is walked
-        records = tracedat_records.Records(path, tmp, size, report.filename) if tracedat_records.available() else None
+        records = (
+            tracedat_records.Records(path, tmp, size, report.filename, file.fds)
+            if tracedat_records.available()
+            else None
+        )
         try:
             if records:
                 records.early_sections(path, size)
@@ -109,9 +111,9 @@ def parse(
                 return
             except tracedat_records.NotNative:
                 pass
-        child = tracecmd.Report(path, tmp, layout, size, report.filename)
-        yield from child.parsed(lambda out: funcgraph.parse(out, report, chunk_bytes or REPORT_CHUNK_BYTES))
-        _notes(report, layout, size, child, f" {child.version} ({child.text_bytes:,} bytes of text)")
+        text = tracecmd.Report(path, tmp, layout, size, report.filename, file.fds)
+        yield from text.parsed(lambda out: funcgraph.parse(out, report, chunk_bytes or REPORT_CHUNK_BYTES))
+        _notes(report, layout, size, text, f" {text.version} ({text.text_bytes:,} bytes of text)")
 
 
 def _layout(path: str, size: int, report: ParseReport) -> Layout:
@@ -131,16 +133,6 @@ def _layout(path: str, size: int, report: ParseReport) -> Layout:
             offset=layout.compression_at,
         )
     return layout
-
-
-def _copy(stream: BinaryIO, path: str) -> int:
-    size = 0
-    buf = bytearray(COPY_BYTES)
-    with open(path, "wb") as out, memoryview(buf) as view:
-        while got := stream.readinto(view):
-            out.write(view[:got])
-            size += got
-    return size
 
 
 def _notes(report: ParseReport, layout: Layout, size: int, child, how: str) -> None:

@@ -42,7 +42,7 @@ class Records(child.ChildText):
     the layout is walked, its limits bounded by what the walk allows a file of its size (MAX_EXPANSION); bound()
     then brings them down to what the layout says."""
 
-    def __init__(self, path: str, tmp: str, size: int, filename: str):
+    def __init__(self, path: str, tmp: str, size: int, filename: str, fds: tuple[int, ...] = ()):
         self.size = size
         most = tracedat_layout.MAX_EXPANSION * size + tracedat_layout.MAX_TRACE_CHUNK  # decompressed, at most
         super().__init__(
@@ -58,6 +58,7 @@ class Records(child.ChildText):
             filename=filename,
             install_hint=tracecmd.INSTALL_HINT,
             stdin=True,
+            pass_fds=fds,
         )
 
     def early_sections(self, path: str, size: int) -> None:

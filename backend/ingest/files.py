@@ -7,6 +7,7 @@ cannot be read are reported at once (IngestError), and a format that reads a gro
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -92,6 +93,20 @@ class CountingReader:
         self.n += len(data)
         self.on_read(self.n)
         return data
+
+    # a parser whose decoder reads the file where it lies (parsers/child.py DecodedFile) takes its descriptor, then
+    # seeks to its end: the bytes it skips are counted as read
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    def tell(self) -> int:
+        return self.stream.tell()
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        at = self.stream.seek(offset, whence)
+        self.n = at
+        self.on_read(self.n)
+        return at
 
 
 def detect_sources(files: list[InputFile]) -> list[tuple[ModuleType, list[int]]]:

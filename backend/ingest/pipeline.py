@@ -238,6 +238,9 @@ class SpooledStream:
     def tell(self) -> int:
         return self.file.tell()
 
+    def fileno(self) -> int:
+        return self.file.fileno()
+
 
 def stage_source(
     db: duckdb.DuckDBPyConnection,
