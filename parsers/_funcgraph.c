@@ -77,6 +77,8 @@ typedef struct {
     colpool pool;
     /* a record stream's stack frames (_funcgraph_records.h): each id's "=> frame" line, offsets into frame_text */
     buf_t frame_off, frame_text; uint32_t nframe_ids;
+    /* a record stream's names ('M': tasks', functions'): each id's text, offsets into name_text */
+    buf_t name_off, name_text; uint32_t nname_ids;
 } state_t;
 
 /* 8 bytes at a time (names are short: a few words), multiply-xorshift mixed; the last 1-8 bytes in one load that may
@@ -276,6 +278,7 @@ static void state_free(state_t *st) {
     buf_free(&st->arena); buf_free(&st->pend_comm); buf_free(&st->pend_event); buf_free(&st->pend_text);
     buf_free(&st->pend_ids);
     buf_free(&st->frame_off); buf_free(&st->frame_text);
+    buf_free(&st->name_off); buf_free(&st->name_text);
     pool_clear(&st->pool);
     free(st);
 }
@@ -402,7 +405,7 @@ static PyObject *result(state_t *st, PyObject *owner, out_t *o, int64_t lines, i
         set_col(x, d, "e_cpu", &o->e_cpu, COL_I32) || set_col(x, d, "e_pid", &o->e_pid, COL_I64) || set_str(x, d, "e_comm", &o->e_comm) ||
         set_str(x, d, "e_event", &o->e_event) || set_str(x, d, "e_text", &o->e_text) ||
         set_buf(x, d, "k_line", &o->k_line) || set_buf(x, d, "k_start", &o->k_start) || set_buf(x, d, "k_len", &o->k_len) ||
-        set_buf(x, d, "k_reason", &o->k_reason) || set_buf(x, d, "h_start", &o->h_start) || set_buf(x, d, "h_len", &o->h_len) ||
+        set_buf(x, d, "k_reason", &o->k_reason) || set_buf(x, d, "k_text", &o->k_text) || set_buf(x, d, "h_start", &o->h_start) || set_buf(x, d, "h_len", &o->h_len) ||
         set_int(d, "n_fgtext", st->n_fgtext) || set_int(d, "n_evline", st->n_evline) ||
         set_int(d, "n_evline_noflags", st->n_evline_noflags) || set_int(d, "n_lost", st->n_lost) ||
         set_int(d, "n_tail_mismatch", st->n_tail_mismatch) || set_int(d, "n_folded_cut", st->n_folded_cut) ||
@@ -418,6 +421,13 @@ static void skipped(out_t *o, int rc, int64_t line, int64_t start, int64_t len) 
     if (put64(&o->k_line, line) || put64(&o->k_start, start) || put64(&o->k_len, len) || put32(&o->k_reason, rc))
         o->oom = 1;
     else o->nk++;
+}
+/* the same, of a text that is not in the chunk: kept in k_text, its start there given as -1 - start */
+static void skipped_text(out_t *o, int rc, int64_t line, const char *p, size_t n) {
+    if (rc <= 0) return;
+    int64_t start = -1 - (int64_t)o->k_text.len;
+    if (n && buf_put(&o->k_text, p, n)) { o->oom = 1; return; }
+    skipped(o, rc, line, start, (int64_t)n);
 }
 
 /* ---- tracedat_records.c's record stream folded as its report's lines would be: _funcgraph_records.h ------------- */

@@ -73,20 +73,20 @@ typedef struct {
     /* trace_events */
     buf_t e_line, e_t, e_cpu, e_pid;
     strcol e_comm, e_event, e_text; int64_t ne;
-    /* skipped lines, header lines (spans in the chunk) */
-    buf_t k_line, k_start, k_len, k_reason; int64_t nk;
+    /* skipped lines, header lines (spans in the chunk; a skipped text not in it: in k_text, start -1 - its start) */
+    buf_t k_line, k_start, k_len, k_reason, k_text; int64_t nk;
     buf_t h_start, h_len; int64_t nh;
     int oom;
 } out_t;
 
 /* every buffer of the output (the string columns' three each), for freeing and for sizing the next chunk's */
-#define N_OUT_BUFS (37 + 3 * 9)
+#define N_OUT_BUFS (38 + 3 * 9)
 static void out_bufs(out_t *o, buf_t **v) {
     buf_t *bs[] = {&o->c_line, &o->c_pid, &o->c_cpu, &o->c_depth, &o->c_entry, &o->c_exit, &o->c_dur, &o->c_parent,
                    &o->c_exit_line, &o->c_partial, &o->c_comm, &o->c_func, &o->s_line, &o->s_t, &o->s_cpu, &o->s_ppid, &o->s_pprio, &o->s_npid,
                    &o->s_nprio, &o->w_line, &o->w_t, &o->w_cpu, &o->w_wpid, &o->w_pid, &o->w_prio, &o->w_tcpu,
                    &o->w_succ, &o->e_line, &o->e_t, &o->e_cpu, &o->e_pid, &o->k_line, &o->k_start, &o->k_len,
-                   &o->k_reason, &o->h_start, &o->h_len};
+                   &o->k_reason, &o->k_text, &o->h_start, &o->h_len};
     strcol *ss[] = {&o->s_pcomm, &o->s_pstate, &o->s_ncomm, &o->w_event, &o->w_wcomm,
                     &o->w_comm, &o->e_comm, &o->e_event, &o->e_text};
     size_t n = 0;

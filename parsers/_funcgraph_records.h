@@ -10,6 +10,7 @@
 #define STALLSCOPE_FUNCGRAPH_RECORDS_H
 
 #define MAX_FRAME_IDS (1 << 24) /* distinct stack-frame addresses */
+#define MAX_NAME_IDS (1 << 24)  /* distinct names ('M': tasks', functions') */
 
 typedef struct { const char *p, *e; } rd_t;
 static int rd_take(rd_t *r, void *v, size_t n) {
@@ -24,6 +25,17 @@ static int rd_str(rd_t *r, const char **s, size_t *n) {
     uint8_t k;
     if (rd_take(r, &k, 1) || rd_span(r, k, s)) return -1;
     *n = k; return 0;
+}
+/* a name by its id ('M'): 0, -1 when it does not fit in what is left, 1 when the id is not one given yet */
+static int rd_name(rd_t *r, const state_t *st, const char **s, size_t *n) {
+    uint32_t id;
+    if (rd_take(r, &id, 4)) return -1;
+    if (id >= st->nname_ids) return 1;
+    int32_t from, to = (int32_t)st->name_text.len;
+    memcpy(&from, st->name_off.p + 4 * (size_t)id, 4);
+    if (id + 1 < st->nname_ids) memcpy(&to, st->name_off.p + 4 * (size_t)(id + 1), 4);
+    *s = st->name_text.p + from; *n = (size_t)(to - from);
+    return 0;
 }
 
 /* the lines [p,e) of the report, as parse_line reads them: lines read, each numbered from *lineno */
@@ -43,7 +55,7 @@ static int fold_record(state_t *st, out_t *o, const char *base, rd_t *r, int64_t
     const int64_t line0 = *lineno;
     uint8_t kind;
     if (rd_take(r, &kind, 1)) return 1;
-    if (!memchr("TNSWFKE", kind, 7)) return -1;
+    if (!memchr("TNMSWFKE", kind, 8)) return -1;
     uint32_t n;
     const char *s;
     if (kind == 'T') {
@@ -61,9 +73,20 @@ static int fold_record(state_t *st, out_t *o, const char *base, rd_t *r, int64_t
         st->nframe_ids++;
         return 0;
     }
+    if (kind == 'M') { /* (not made UTF-8 here: each use is, as the report's text would be) */
+        uint32_t id; uint16_t len;
+        if (rd_take(r, &id, 4) || rd_take(r, &len, 2) || rd_span(r, len, &s)) { *r = at; *lineno = line0; return 1; }
+        if (id != st->nname_ids || id >= MAX_NAME_IDS) return -1;
+        if (put32(&st->name_off, (int32_t)st->name_text.len) || buf_put(&st->name_text, s, len)) { o->oom = 1; return 0; }
+        st->nname_ids++;
+        return 0;
+    }
     /* an event's line: its task and time */
     int64_t t; int32_t cpu, pid; const char *comm; size_t commn;
-    if (rd_take(r, &t, 8) || rd_take(r, &cpu, 4) || rd_take(r, &pid, 4) || rd_str(r, &comm, &commn)) { *r = at; *lineno = line0; return 1; }
+    if (rd_take(r, &t, 8) || rd_take(r, &cpu, 4) || rd_take(r, &pid, 4)) { *r = at; *lineno = line0; return 1; }
+    int named = rd_name(r, st, &comm, &commn);
+    if (named > 0) return -1;
+    if (named < 0) { *r = at; *lineno = line0; return 1; }
     ctx_t c;
     c.line = (*lineno)++; c.t = t; c.pid = pid; c.cpu = cpu < 0 ? NUL32 : cpu; c.comm = comm; c.commn = commn; c.has_comm = 1;
     c.key = task_key(c.pid, c.cpu);
@@ -82,17 +105,26 @@ static int fold_record(state_t *st, out_t *o, const char *base, rd_t *r, int64_t
         flush_pending(st, o);
         emit_wakeup(o, &c, ev, evn, cm, cmn, wpid, prio, tcpu, succ);
     } else if (kind == 'F') {
-        uint8_t fk; int64_t dur; int32_t depth; uint16_t len;
-        if (rd_take(r, &fk, 1) || rd_take(r, &dur, 8) || rd_take(r, &depth, 4) || rd_take(r, &len, 2) ||
-            rd_span(r, len, &s)) { *r = at; *lineno = line0; return 1; }
+        uint8_t fk; int64_t dur; int32_t depth; uint32_t id;
+        if (rd_take(r, &fk, 1) || rd_take(r, &dur, 8) || rd_take(r, &depth, 4)) { *r = at; *lineno = line0; return 1; }
         if (fk < FG_ENTRY || fk > FG_EXIT) return -1;
+        size_t len = 0;
+        s = NULL;
+        if (fk == FG_EXIT) { /* no name */
+            if (rd_take(r, &id, 4)) { *r = at; *lineno = line0; return 1; }
+            if (id != UINT32_MAX) return -1;
+        } else {
+            int named = rd_name(r, st, &s, &len);
+            if (named > 0) return -1;
+            if (named < 0) { *r = at; *lineno = line0; return 1; }
+        }
         flush_pending(st, o);
         fgrec_t x;
         rec_clear(&x);
         x.kind = fk; x.dur = dur; x.depth = -1; x.indent = depth < 0 ? 0 : depth;
-        x.name = fk == FG_EXIT ? NULL : s; x.namee = fk == FG_EXIT ? NULL : s + len;
+        x.name = s; x.namee = s ? s + len : NULL;
         rc = do_fg(st, o, &c, &x);
-        skipped(o, rc, c.line, s - base, len);
+        skipped_text(o, rc, c.line, s, len); /* (the function's name: not in the chunk) */
     } else if (kind == 'K') {
         if (rd_take(r, &n, 4) || (size_t)(r->e - r->p) / 4 < n) { *r = at; *lineno = line0; return 1; }
         flush_pending(st, o);

@@ -341,8 +341,10 @@ def take(report: ParseReport, cols: dict, chunk=None) -> Iterator[tuple[str, pa.
             lens = np.frombuffer(cols["k_len"], np.int64)
             reasons = np.frombuffer(cols["k_reason"], np.int32)
             shown = min(nsk, 50)
-            for i in range(shown):
-                report.skip(int(lines[i]), REASONS[int(reasons[i])], bytes(chunk[starts[i] : starts[i] + lens[i]]))
+            for i in range(shown):  # (a start < 0: a text not in the chunk, in k_text at -1 - start)
+                at, n = int(starts[i]), int(lens[i])
+                text = chunk[at : at + n] if at >= 0 else memoryview(cols["k_text"])[-1 - at : -1 - at + n]
+                report.skip(int(lines[i]), REASONS[int(reasons[i])], bytes(text))
             report.skipped += nsk - shown
     for name, batch in _batches(cols):
         report.events += batch.num_rows

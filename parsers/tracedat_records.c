@@ -11,15 +11,16 @@
  * libtracecmd.
  *
  * Records (native byte order; str: u8 n, n bytes): 'T' u32 n, n bytes of report lines, each ended by '\n';
- * 'N' u32 id, u16 n, n bytes: the "=> frame" line of a stack frame's address, once, before 'K' records use it. Every
+ * 'N' u32 id, u16 n, n bytes: the "=> frame" line of a stack frame's address, once, before 'K' records use it;
+ * 'M' u32 id, u16 n, n bytes: a name (a task's, a function's; ids from 0 up), once, before records use it. Every
  * other record stands for one report line (kernel_stack: one more per frame, an event's text: one more per '\n' in
  * it) and starts with the line's task and time: i64 t (ns, as the report shows it: rounded to the microsecond),
- * i32 cpu, i32 pid, str comm; then
+ * i32 cpu, i32 pid, u32 comm (an 'M' id); then
  *   'S' sched_switch:  str prev_comm, i64 prev_pid, i32 prev_prio, str prev_state, str next_comm, i64 next_pid,
  *                      i32 next_prio
  *   'W' wake-ups:      str event, str comm, i64 pid, i32 prio, i32 target_cpu, u8 success (2: not shown)
  *   'F' funcgraph:     u8 kind (1 entry, 2 leaf, 3 exit), i64 duration (ns, INT64_MIN: none), i32 depth,
- *                      u16 n, n bytes of the function's name
+ *                      u32 the function's name (an 'M' id; UINT32_MAX: none, an exit)
  *   'K' kernel_stack:  u32 n, n frame ids ('N')
  *   'E' other events:  str event, u32 n, n bytes of its text as libtraceevent prints it
  * (INT32_MIN: a value not shown). Exit status 0; 3 when the file's times are not in microseconds (trace-cmd's raw
@@ -129,6 +130,64 @@ static void put64(int64_t v) { put(&v, 8); }
 static void put_str(const char *s, size_t n) { if (n > 255) n = 255; put8((uint8_t)n); put(s, n); }
 static void put_cstr(const char *s) { put_str(s, strlen(s)); }
 
+/* ---------------------------------------------------------------- names: each distinct text written once ('M') */
+static char *name_text;
+static size_t name_text_len, name_text_cap;
+static uint32_t *name_at, *name_len; /* by id */
+static uint64_t *name_hash;
+static size_t names, names_cap;
+static int32_t *name_slot; /* open addressing: id + 1 */
+static size_t name_slots;
+static uint64_t text_hash(const char *p, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001B3ULL;
+    return h ^ (h >> 29);
+}
+/* the id of the text [p, p+n): its 'M' record written the first time (before the record that names it begins); -1
+ * when out of memory */
+static int32_t name_id(const char *p, size_t n) {
+    if (n > 65535) n = 65535;
+    if (names * 2 >= name_slots) { /* grow: the ids' hashes placed again */
+        size_t cap = name_slots ? name_slots * 2 : 1 << 12;
+        int32_t *slot = calloc(cap, sizeof *slot);
+        if (!slot) return -1;
+        for (size_t id = 0; id < names; id++) {
+            size_t h = (size_t)name_hash[id] & (cap - 1);
+            while (slot[h]) h = (h + 1) & (cap - 1);
+            slot[h] = (int32_t)id + 1;
+        }
+        free(name_slot); name_slot = slot; name_slots = cap;
+    }
+    uint64_t hash = text_hash(p, n);
+    size_t h = (size_t)hash & (name_slots - 1);
+    for (; name_slot[h]; h = (h + 1) & (name_slots - 1)) {
+        size_t id = (size_t)name_slot[h] - 1;
+        if (name_hash[id] == hash && name_len[id] == n && !memcmp(name_text + name_at[id], p, n)) return (int32_t)id;
+    }
+    if (names == names_cap || name_text_len + n > name_text_cap) {
+        size_t cap = names_cap ? names_cap * 2 : 1024, tcap = name_text_cap ? name_text_cap : 1 << 16;
+        while (name_text_len + n > tcap) tcap *= 2;
+        uint32_t *at = realloc(name_at, cap * sizeof *at);
+        if (at) name_at = at;
+        uint32_t *len = realloc(name_len, cap * sizeof *len);
+        if (len) name_len = len;
+        uint64_t *hs = realloc(name_hash, cap * sizeof *hs);
+        if (hs) name_hash = hs;
+        char *text = realloc(name_text, tcap);
+        if (text) name_text = text;
+        if (!at || !len || !hs || !text || name_text_len + n > UINT32_MAX) return -1;
+        names_cap = cap; name_text_cap = tcap;
+    }
+    size_t id = names++;
+    name_at[id] = (uint32_t)name_text_len; name_len[id] = (uint32_t)n; name_hash[id] = hash;
+    memcpy(name_text + name_text_len, p, n);
+    name_text_len += n;
+    name_slot[h] = (int32_t)id + 1;
+    uint16_t n16 = (uint16_t)n;
+    put8('M'); put32((int32_t)id); put(&n16, 2); put(p, n);
+    return (int32_t)id;
+}
+
 /* a field's value and a char[] field as "%.*s" prints it, read as libtraceevent reads them for the report: at the
  * field's offset whatever the record's size (a damaged record then shows what its page holds there, as the report
  * does; a read past the page ends this child, as it would trace-cmd) */
@@ -196,26 +255,31 @@ static void text_record(struct trace_seq *s) {
  * the names it shows (plugin_sched_switch), and which one a pid then has depends on that order */
 static const char *line_comm;
 static size_t line_comm_len;
+static int32_t line_comm_id; /* its name id ('M') */
 static int line_pid; /* the record's common_pid */
 
 /* tep_data_comm_from_pid's answers, until a name is registered (the cache is then dropped: a new generation), with
  * whether the name reads as a task's in an event line (plain_comm) */
 #define COMM_SLOTS 4096
-static struct { int pid; unsigned gen; int plain; const char *comm; size_t len; } comm_cache[COMM_SLOTS];
+static struct { int pid; unsigned gen; int plain; int32_t id; const char *comm; size_t len; } comm_cache[COMM_SLOTS];
 static unsigned comm_gen = 1;
 /* the library keeps its names in its sorted array (it sorts them on a lookup of a pid > 0) */
 static int cmdlines_sorted;
 static int plain_name_of_task(const char *c);
-static const char *comm_of(int pid, size_t *len, int *plain) {
+static const char *comm_of(int pid, size_t *len, int *plain, int32_t *id) {
     unsigned h = (unsigned)pid & (COMM_SLOTS - 1);
     if (comm_cache[h].gen != comm_gen || comm_cache[h].pid != pid) {
         comm_cache[h].pid = pid; comm_cache[h].gen = comm_gen; comm_cache[h].comm = tep_data_comm_from_pid(tep, pid);
         comm_cache[h].len = strlen(comm_cache[h].comm);
         comm_cache[h].plain = plain_name_of_task(comm_cache[h].comm);
+        /* (written as put_str writes a name: at most 255 bytes) */
+        comm_cache[h].id = name_id(comm_cache[h].comm, comm_cache[h].len > 255 ? 255 : comm_cache[h].len);
+        if (comm_cache[h].id < 0) out_failed = 1;
         if (pid && comm_cache[h].comm[0] != '<') cmdlines_sorted = 1; /* not "<not enough memory...>", "<...>" */
     }
     *len = comm_cache[h].len;
     *plain = comm_cache[h].plain;
+    *id = comm_cache[h].id;
     return comm_cache[h].comm;
 }
 
@@ -238,23 +302,28 @@ static void printed(struct tep_event *ev) {
     if (!ev || !strncmp(ev->name, "sched_", 6)) comm_gen++;
 }
 
-/* tep_find_function's answers by address */
+/* the name id ('M') of the function at an address: tep_find_function's name, else the address in hex (as the
+ * report prints it), by address */
 #define FUNC_SLOTS 16384
-static struct { unsigned long long addr; const char *name; int known; } func_cache[FUNC_SLOTS];
-static const char *function_at(unsigned long long a) {
+static struct { unsigned long long addr; int32_t id; int known; } func_cache[FUNC_SLOTS];
+static int32_t function_id(unsigned long long a) {
     unsigned h = (unsigned)((a * 0x9E3779B97F4A7C15ULL) >> 50) & (FUNC_SLOTS - 1);
     if (!func_cache[h].known || func_cache[h].addr != a) {
-        func_cache[h].addr = a; func_cache[h].known = 1; func_cache[h].name = tep_find_function(tep, a);
+        char hex[32];
+        const char *fn = tep_find_function(tep, a);
+        if (!fn) { snprintf(hex, sizeof hex, "%llx", a); fn = hex; }
+        func_cache[h].addr = a; func_cache[h].known = 1; func_cache[h].id = name_id(fn, strlen(fn));
     }
-    return func_cache[h].name;
+    return func_cache[h].id;
 }
 
+/* (the line's task's name id: its 'M' record written already, by comm_of) */
 static void head(struct tep_record *r, char kind) {
     put8((uint8_t)kind);
     put64((int64_t)((r->ts + 500) / 1000 * 1000));
     put32(r->cpu);
     put32(line_pid);
-    put_str(line_comm, line_comm_len);
+    put32(line_comm_id);
 }
 
 /* ---------------------------------------------------------------- renders, checked against libtraceevent's */
@@ -475,18 +544,14 @@ static void write_funcgraph(evinfo_t *e, struct tep_record *r) {
         fk = 3;
         dur = num(e->f[3], r) - num(e->f[2], r);
     }
+    int32_t name = fk == 3 ? -1 : function_id(func); /* (before the record: its 'M' goes first) */
+    if (fk != 3 && name < 0) { out_failed = 1; return; }
     head(r, 'F');
     put8((uint8_t)fk);
     /* the report shows microseconds with three decimals, the decimals left out from 7 digits on */
     put64(fk == 1 ? INT64_MIN : (int64_t)(dur / 1000 >= 1000000 ? dur / 1000 * 1000 : dur));
     put32((int32_t)depth);
-    char name[64];
-    const char *fn = fk == 3 ? "" : function_at(func);
-    if (!fn) { snprintf(name, sizeof name, "%llx", func); fn = name; }
-    size_t n = strlen(fn);
-    if (n > 65535) n = 65535;
-    uint16_t n16 = (uint16_t)n;
-    put(&n16, 2); put(fn, n);
+    put32(name);
 }
 
 /* whether the report's line of the record starts as an event line's does for the text reader (parse_line): its
@@ -528,7 +593,7 @@ static int on_record(struct tracecmd_input *h, struct tep_record *r, int cpu, vo
     else if (r->missed_events < 0) trace_seq_printf(&line, "CPU:%d [EVENTS DROPPED]", cpu);
     if (line.len) { text_record(&line); trace_seq_reset(&line); }
     line_pid = record_pid(r);
-    line_comm = comm_of(line_pid, &line_comm_len, &line_comm_plain);
+    line_comm = comm_of(line_pid, &line_comm_len, &line_comm_plain, &line_comm_id);
     struct tep_event *ev = record_event(r);
     evinfo_t *e = ev && ev->id >= 0 && ev->id < MAX_IDS ? event_info(ev) : NULL;
     if (e && e->kind && e->checked == NATIVE_UNKNOWN) { /* its first record: our render must equal libtraceevent's */

@@ -278,6 +278,41 @@ def ingested_store(tmp_path):
     store.close()
 
 
+# ---- names by id ('M') ---------------------------------------------------------------------------------------
+
+
+def _name(i: int, text: bytes) -> bytes:
+    return b"M" + struct.pack("<IH", i, len(text)) + text
+
+
+def _call(t: int, kind: int, name: int) -> bytes:
+    """An 'F' record of task 7 (named by id 0) on CPU 0: entry (1) or exit (3) of the function named `name`."""
+    return b"F" + struct.pack("<qiiI", t, 0, 7, 0) + struct.pack("<BqiI", kind, -(2**63), 0, name)
+
+
+def test_a_call_skipped_in_a_record_stream_shows_its_functions_name():
+    """Names come once ('M'), then by id: a call the fold skips (a stack deeper than it keeps) is shown by its name,
+    which is not in the chunk."""
+    deep = b"".join(_call(1000 * (i + 1), 1, 1) for i in range(4097))
+    stream = b"T" + struct.pack("<I", 7) + b"cpus=1\n" + _name(0, b"task") + _name(1, b"deep_function") + deep
+    report = ParseReport("x.dat")
+    cols = _funcgraph.records(_funcgraph.new_state(), stream, 1, 0)
+    assert cols["consumed"] == len(stream)
+    list(funcgraph.take(report, cols, stream))
+    assert [(e.line, e.text) for e in report.examples] == [(4098, "deep_function")]
+    assert "deep" in report.examples[0].reason
+
+
+@pytest.mark.parametrize(
+    "records",
+    [_call(1000, 1, 1), _name(0, b"task") + _call(1000, 1, 1), _name(0, b"task") + _call(1000, 3, 0), _name(1, b"x")],
+    ids=["unnamed-task", "unnamed-function", "exit-with-a-name", "ids-out-of-order"],
+)
+def test_a_name_id_not_given_first_is_refused(records):
+    with pytest.raises(ValueError, match="malformed"):
+        _funcgraph.records(_funcgraph.new_state(), b"T" + struct.pack("<I", 7) + b"cpus=1\n" + records, 1, 0)
+
+
 # ---- a fuzz of the fold ----------------------------------------------------------------------------------------
 
 
