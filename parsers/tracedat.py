@@ -6,7 +6,7 @@ is decoded (starting as the walk does, stopped if it refuses) by
 Debian's libtracecmd and libtraceevent (events from the format files stored in the file, function names from its
 kallsyms, comms from its saved cmdlines, its clock, timestamp offsets and multipliers, plugins: what `trace-cmd
 report` applies) in a child process under resource limits, `tracedat-records` (tracedat_records.c; the pages of
-uncompressed data it reads itself, once told where they lie: tracedat_pages.h): it walks the events in the report's
+uncompressed or zstd data it reads itself, once told where they lie: tracedat_pages.h): it walks the events in the report's
 order and writes those the tables take fields from (sched_switch, sched_wakeup[_new],
 sched_waking, funcgraph_entry/exit, kernel_stack) as their fields, without printing them, and every other event as
 libtraceevent prints it; the ftrace tokenizer folds those records into the rows the report's text would give, with

@@ -188,10 +188,11 @@ def _inflate(data: bytes, size: int) -> bytes:
 
 
 class _Walker:
-    def __init__(self, stream: BinaryIO, size: int):
+    def __init__(self, stream: BinaryIO, size: int, chunks: bool = True):
         self.file = _Reader(stream, size)
         self.size = size
         self.decompress = None
+        self.read_chunks = chunks  # the compressed trace data's chunks decompressed (checked), or left unread
 
     # -- the initial format, both versions ---------------------------------------------------------------------
     def initial(self) -> tuple[Layout, int]:
@@ -460,7 +461,7 @@ class _Walker:
         _, data_at = self.section(layout, offset, option)
         compressed = bool(self.file.num(offset + 2, 2, "the trace data's flags") & SECTION_COMPRESSED)
         if option == BUFFER_TEXT:
-            if compressed:
+            if compressed and self.read_chunks:
                 size = self.file.num(offset + 8, 8, "the latency text's size")
                 self.chunks(layout, data_at, size - 4, "the latency text")
             return Buffer(name, clock, True)
@@ -479,7 +480,7 @@ class _Walker:
                     f"({self.size} bytes): truncated?",
                 )
             at += 20
-            if size and compressed:
+            if size and compressed and self.read_chunks:
                 self.chunks(layout, cpu_at, size, f"CPU {cpu}'s trace data", page)
             buf.cpus.append((cpu, cpu_at, size))
             layout.trace_bytes += size
@@ -527,3 +528,9 @@ def compressed(stream: BinaryIO, size: int) -> bool:
 def read_layout(stream: BinaryIO, size: int) -> Layout:
     """Walks a whole trace.dat (seekable stream of `size` bytes); raises LayoutError at the first problem."""
     return _Walker(stream, size).walk()
+
+
+def metadata(stream: BinaryIO, size: int) -> Layout:
+    """The layout as read_layout walks it but for the chunks of compressed trace data, neither decompressed nor
+    checked (nor counted): a v7 file's buffers, options and CPUs, known before its chunks are."""
+    return _Walker(stream, size, chunks=False).walk()

@@ -4,7 +4,8 @@
  * event (about half of the program's time on a function_graph capture).
  *
  * Used when the caller (tracedat_records.py, with `--sections`) writes on stdin where each CPU's data lies in the file
- * ("N cpu offset size ..." in libtracecmd's CPU order: the file's top buffer, uncompressed, without a TSC multiplier or
+ * ("N cpu offset size ..." in libtracecmd's CPU order: the file's top buffer, uncompressed, or "Z N ..." in zstd
+ * chunks, decompressed here in turn with libzstd, found by dlopen as libtracecmd finds it; without a TSC multiplier or
  * a host/guest time shift: trace time = the page's time + a constant offset). Each CPU's first record is read by both
  * and must agree (its offset, size and bytes; the time offset the same on every CPU), else libtracecmd walks the file
  * as before. A CPU's pages are read as libtracecmd reads them: from its first record's page, one page_size apart, up to
@@ -117,11 +118,17 @@ static int ring_load(ring_page *p, const unsigned char *page, unsigned long long
 
 typedef struct {
     int cpu_id;                 /* record->cpu */
-    unsigned long long page;    /* the file offset of the page loaded in kbuf */
-    unsigned long long end;     /* the end of the CPU's section */
-    char *window[2];            /* pages read from the file, then SLACK zeros */
+    int fd;                     /* the file read (the trace.dat) */
+    unsigned long long page;    /* the offset of the page loaded in kbuf (libtracecmd's, for a compressed section) */
+    unsigned long long end;     /* the end of the CPU's section (compressed: its last chunk's) */
+    char *window[2];            /* pages read from the file (or a chunk's, decompressed), then SLACK zeros */
     unsigned long long window_at[2];
-    size_t window_len[2];
+    size_t window_len[2], window_cap[2];
+    /* a zstd-compressed section (" Z"): <count4>, then count x <compressed size4><size4><zstd frame>, each chunk a
+     * window in turn, its pages at libtracecmd's offsets from the first record's page on */
+    int compressed;
+    unsigned long long chunk_at, section_end, next_at; /* the next chunk's header, the section's end, its offset */
+    unsigned chunks_left;
     int current;                /* the window the loaded page is in */
     ring_page ring;
     struct tep_record slot[2];
@@ -133,7 +140,7 @@ typedef struct {
 static int pages_read_here; /* the records are read here (start_reading_pages succeeded) */
 static page_cursor *cursors;
 static int cursor_count;
-static int trace_fd = -1;
+static int trace_fd = -1; /* the trace.dat, read by every cursor */
 static unsigned long long page_bytes, window_bytes;
 static unsigned long long time_offset; /* libtracecmd's ts_offset: the file's --ts-offset / --date */
 static int read_ahead_cpu = -1; /* the CPU whose next record was read while a record was written, -1: none */
@@ -141,27 +148,76 @@ static int read_ahead_cpu = -1; /* the CPU whose next record was read while a re
 /* the library's own definitions of the functions this program defines */
 static void *library_function(const char *name) { return dlsym(RTLD_NEXT, name); }
 
-/* loads the page at `offset` (a page of the CPU's section) into kbuf, reading a window from the file when it is not
- * in the current one; 0 when the page cannot be read or its header says more than a page (the CPU ends) */
+static size_t pread_all(int fd, void *to, size_t want, unsigned long long at) {
+    size_t got = 0;
+    while (got < want) {
+        ssize_t n = pread(fd, (char *)to + got, want - got, (off_t)(at + got));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    return got;
+}
+
+/* window w: the section's pages from `offset` on, read from the file */
+static int read_window(page_cursor *c, int w, unsigned long long offset) {
+    /* whole pages, the last one too (libtracecmd maps it whole: past the section, the file's next bytes) */
+    unsigned long long want = c->end - offset;
+    want = (want + page_bytes - 1) / page_bytes * page_bytes;
+    if (want > window_bytes) want = window_bytes;
+    size_t got = pread_all(c->fd, c->window[w], want, offset);
+    if (got < want) memset(c->window[w] + got, 0, want - got); /* the file's end: zeros, as a mapping reads */
+    if (!got) return 0;
+    c->window_at[w] = offset;
+    c->window_len[w] = want;
+    return 1;
+}
+
+/* libzstd's, found as libtracecmd finds it (dlopen): NULL when it is not there */
+static size_t (*zstd_decompress)(void *, size_t, const void *, size_t);
+static unsigned (*zstd_is_error)(size_t);
+static unsigned char *zstd_in;
+static size_t zstd_in_cap;
+#define CHUNK_MAX (16u << 20) /* tracedat_layout.MAX_TRACE_CHUNK: a chunk said to hold more is damage */
+
+/* window w: the chunk that holds `offset`, decompressed (the chunks before it too, in turn); 0 past the last one or
+ * on a chunk that does not decompress to its whole pages (the walk refuses such a file) */
+static int read_chunk(page_cursor *c, int w, unsigned long long offset) {
+    do {
+        unsigned char head[8];
+        if (!c->chunks_left || c->chunk_at + 8 > c->section_end || pread_all(c->fd, head, 8, c->chunk_at) != 8) return 0;
+        uint32_t csize = le32_at(head), usize = le32_at(head + 4);
+        if (csize > c->section_end - c->chunk_at - 8 || !usize || usize % page_bytes || usize > CHUNK_MAX) return 0;
+        if (csize > zstd_in_cap) {
+            unsigned char *in = realloc(zstd_in, csize);
+            if (!in) return 0;
+            zstd_in = in; zstd_in_cap = csize;
+        }
+        if (usize > c->window_cap[w]) {
+            char *grown = realloc(c->window[w], (size_t)usize + SLACK);
+            if (!grown) return 0;
+            c->window[w] = grown; c->window_cap[w] = usize;
+        }
+        if (pread_all(c->fd, zstd_in, csize, c->chunk_at + 8) != csize) return 0;
+        size_t made = zstd_decompress(c->window[w], usize, zstd_in, csize);
+        if (zstd_is_error(made) || made != usize) return 0;
+        memset(c->window[w] + usize, 0, SLACK);
+        c->window_at[w] = c->next_at;
+        c->window_len[w] = usize;
+        c->next_at += usize;
+        c->chunk_at += 8 + (unsigned long long)csize;
+        c->chunks_left--;
+    } while (offset >= c->next_at);
+    return offset >= c->window_at[w];
+}
+
+/* loads the page at `offset` (a page of the CPU's section) into kbuf, reading (or decompressing) a window when it is
+ * not in the current one; 0 when the page cannot be read or its header says more than a page (the CPU ends) */
 static int load_page(page_cursor *c, unsigned long long offset) {
     int w = c->current;
     if (!c->window_len[w] || offset < c->window_at[w] || offset + page_bytes > c->window_at[w] + c->window_len[w]) {
         w ^= 1;
-        /* whole pages, the last one too (libtracecmd maps it whole: past the section, the file's next bytes) */
-        unsigned long long want = c->end - offset;
-        want = (want + page_bytes - 1) / page_bytes * page_bytes;
-        if (want > window_bytes) want = window_bytes;
-        size_t got = 0;
-        while (got < want) {
-            ssize_t n = pread(trace_fd, c->window[w] + got, want - got, (off_t)(offset + got));
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) break;
-            got += (size_t)n;
-        }
-        if (got < want) memset(c->window[w] + got, 0, want - got); /* the file's end: zeros, as a mapping reads */
-        if (!got) return 0;
-        c->window_at[w] = offset;
-        c->window_len[w] = want;
+        if (!(c->compressed ? read_chunk(c, w, offset) : read_window(c, w, offset))) return 0;
         c->current = w;
     }
     c->page = offset;
@@ -201,11 +257,23 @@ static struct tep_record *cursor_read(page_cursor *c) {
     return r;
 }
 
-/* the pages read here when `sections` (stdin's line) says where each CPU's data lies and libtracecmd's first record of
- * every CPU is read the same way here; 0: libtracecmd reads them (nothing of its state was changed) */
+/* whether the cursor's page at `page` holds `first` as its first record, as libtracecmd read it (its offset, size and
+ * bytes) */
+static int first_record_at(page_cursor *c, const struct tep_record *first, unsigned long long page) {
+    c->done = 0;
+    if (!load_page(c, page)) return 0;
+    ring_page *p = &c->ring;
+    return p->curr < p->size && c->page + p->header + p->curr == first->offset &&
+           (int)(p->next - p->index) == first->size && !memcmp(p->data + p->index, first->data, (size_t)first->size);
+}
+
+/* the pages read here when `sections` (stdin's line) says where each CPU's data lies ("N cpu offset size ...";
+ * "Z N ...": zstd-compressed) and libtracecmd's first record of every CPU is read the same way here; 0: libtracecmd
+ * reads them (nothing of its state was changed) */
 static int start_reading_pages(struct tracecmd_input *h, const char *path, const char *sections) {
     struct tep_record *(*peek)(struct tracecmd_input *, int) = library_function("tracecmd_peek_data");
-    int n = -1, used = 0;
+    int n = -1, used = 0, compressed = sections[0] == 'Z';
+    sections += compressed;
     if (!peek || sscanf(sections, "%d%n", &n, &used) != 1 || n != tracecmd_cpus(h) || n <= 0 || n > 8192) return 0;
     sections += used;
     page_bytes = (unsigned long long)tracecmd_page_size(h);
@@ -219,6 +287,14 @@ static int start_reading_pages(struct tracecmd_input *h, const char *path, const
     if ((long_bytes != 8 && long_bytes != 4) || tep_is_file_bigendian(tep) || tep_is_local_bigendian(tep) ||
         tep_is_old_format(tep) || tep_get_header_timestamp_size(tep) != 8)
         return 0;
+    if (compressed && !zstd_decompress) {
+        void *lib = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (lib) {
+            *(void **)&zstd_decompress = dlsym(lib, "ZSTD_decompress");
+            *(void **)&zstd_is_error = dlsym(lib, "ZSTD_isError");
+        }
+        if (!zstd_decompress || !zstd_is_error) { zstd_decompress = NULL; return 0; }
+    }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     page_cursor *cs = calloc((size_t)n, sizeof *cs);
     int ok = fd >= 0 && cs != NULL, offset_known = 0;
@@ -231,23 +307,33 @@ static int start_reading_pages(struct tracecmd_input *h, const char *path, const
         ok = sscanf(sections, "%d %llu %llu%n", &id, &at, &size, &used) == 3;
         if (!ok) break;
         sections += used;
+        c->fd = fd;
         c->end = at + size;
         c->done = 1;
         struct tep_record *first = peek(h, i);
         if (!first) continue; /* no record: nothing to read */
-        ok = first->cpu == id && first->offset >= at && first->offset < c->end;
-        for (int w = 0; ok && w < 2; w++) ok = (c->window[w] = calloc(1, window_bytes + SLACK)) != NULL;
+        for (int w = 0; ok && w < 2; w++) {
+            ok = (c->window[w] = calloc(1, window_bytes + SLACK)) != NULL;
+            c->window_cap[w] = window_bytes;
+        }
         if (!ok) break;
         c->cpu_id = first->cpu;
         c->ring.header = 8 + (unsigned int)long_bytes;
-        c->done = 0;
-        ok = load_page(c, first->offset & ~(page_bytes - 1));
-        ring_page *p = &c->ring;
-        ok = ok && p->curr < p->size && c->page + p->header + p->curr == first->offset &&
-             (int)(p->next - p->index) == first->size &&
-             !memcmp(p->data + p->index, first->data, (size_t)first->size) &&
-             (!offset_known || first->ts - p->ts == offset);
-        offset = first->ts - p->ts;
+        unsigned long long page = first->offset & ~(page_bytes - 1);
+        if (compressed) { /* its chunks from the first: libtracecmd's offsets from the first record's page on */
+            unsigned char count[4];
+            c->compressed = 1;
+            c->section_end = at + 4 + size; /* (the size trace-cmd stores leaves out the count) */
+            ok = first->cpu == id && pread_all(fd, count, 4, at) == 4;
+            c->chunks_left = ok ? le32_at(count) : 0;
+            c->chunk_at = at + 4;
+            c->next_at = page;
+            c->end = ~0ull;
+        } else {
+            ok = first->cpu == id && first->offset >= at && first->offset < c->end;
+        }
+        ok = ok && first_record_at(c, first, page) && (!offset_known || first->ts - c->ring.ts == offset);
+        offset = first->ts - c->ring.ts;
         offset_known = 1;
     }
     if (!ok) {

@@ -62,11 +62,17 @@ class Records(child.ChildText):
         )
 
     def early_sections(self, path: str, size: int) -> None:
-        """A compressed file's pages are libtracecmd's (sections_line): said at once ("-"), so that the decoder does not
-        wait for the layout's walk (which decompresses every chunk) to start its own."""
+        """A compressed file's sections_line, said at once (from its metadata: the chunks not read), so that the decoder
+        does not wait for the layout's walk (which decompresses every chunk) to start its own."""
         with open(path, "rb") as f:
-            if tracedat_layout.compressed(f, size):
+            if not tracedat_layout.compressed(f, size):
+                return
+            try:
+                layout = tracedat_layout.metadata(f, size)
+            except (tracedat_layout.LayoutError, RuntimeError):  # (the walk says what is wrong)
                 self.tell("-\n")
+                return
+        self.tell(sections_line(layout))
 
     def bound(self, layout: Layout) -> None:
         """The limits of tracecmd.Report for this layout (CPU time, temporary files, output); and, on its stdin, where
@@ -86,16 +92,18 @@ class Records(child.ChildText):
 
 def sections_line(layout: Layout) -> str:
     """What tracedat-records reads on its stdin with --sections: "N cpu offset size ..." of the top buffer's CPUs, in
-    the file's order (libtracecmd's), when their pages are read as they are stored and their times are the pages' plus
-    a constant offset (it then reads them itself: tracedat_pages.h); "-" otherwise (compressed data, a TSC multiplier,
-    a host/guest time shift, buffer instances, latency text: libtracecmd reads the pages)."""
+    the file's order (libtracecmd's), when their pages can be read as they are stored (or in zstd chunks: "Z" first)
+    and their times are the pages' plus a constant offset (it then reads them itself: tracedat_pages.h); "-" otherwise
+    (zlib data, a TSC multiplier, a host/guest time shift, buffer instances, latency text: libtracecmd reads the
+    pages)."""
     corrected = {tracedat_layout.TSC2NSEC, tracedat_layout.TIME_SHIFT} & set(layout.options)
-    if layout.compression != "none" or corrected or len(layout.buffers) != 1:
+    if layout.compression not in ("none", "zstd") or corrected or len(layout.buffers) != 1:
         return "-\n"
     top = layout.buffers[0]
     if top.name or top.latency or not top.cpus:
         return "-\n"
-    return " ".join([str(len(top.cpus)), *(f"{cpu} {offset} {size}" for cpu, offset, size in top.cpus)]) + "\n"
+    cpus = " ".join([str(len(top.cpus)), *(f"{cpu} {offset} {size}" for cpu, offset, size in top.cpus)])
+    return ("Z " if layout.compression == "zstd" else "") + cpus + "\n"
 
 
 def _limits(size: int, decompressed: int) -> list[tuple[int, int]]:

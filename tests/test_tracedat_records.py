@@ -346,9 +346,10 @@ def test_fuzzed_record_streams_are_folded_or_refused():
 # ---- the pages read by the decoder itself (tracedat_pages.h) ------------------------------------------------------
 
 
-def _uncompressed(src: Path, tmp_path: Path, version: int) -> Path:
-    """`src` rewritten by `trace-cmd convert` as an uncompressed file of `version` (the same events and pages)."""
-    out = tmp_path / f"{src.stem}-v{version}.dat"
+def _uncompressed(src: Path, tmp_path: Path, version: int, compression: str = "none") -> Path:
+    """`src` rewritten by `trace-cmd convert` as a file of `version` (the same events and pages), uncompressed (or
+    with `compression`)."""
+    out = tmp_path / f"{src.stem}-v{version}-{compression}.dat"
     subprocess.run(
         [
             "trace-cmd",
@@ -360,7 +361,7 @@ def _uncompressed(src: Path, tmp_path: Path, version: int) -> Path:
             "--file-version",
             str(version),
             "--compression",
-            "none",
+            compression,
         ],
         capture_output=True,
         check=True,
@@ -389,22 +390,28 @@ def _sections(path: Path) -> str:
     ],
 )
 def test_pages_read_by_the_decoder_give_the_librarys_records(which, tmp_path):
-    """Every trace.dat at hand, uncompressed as v6 and v7: the record stream from pages the program reads itself
+    """Every trace.dat at hand as it is (the lab's and OWN: zstd-compressed v7), and rewritten uncompressed as v6 and
+    v7 and zstd-compressed as v7: the record stream from pages the program reads (or decompresses) itself
     (--sections) is byte for byte the one from libtracecmd's pages, and its tables are the report's."""
     kind, _, name = which.partition(":")
     src = OWN if kind == "own" else next(p for p in LAB + SHARED if name in (p.name, p.parent.name))
-    for version in (6, 7):
-        path = _uncompressed(src, tmp_path, version)
+    for path in (
+        src,
+        _uncompressed(src, tmp_path, 6),
+        _uncompressed(src, tmp_path, 7, "zstd"),
+        _uncompressed(src, tmp_path, 7),
+    ):
         sections = _sections(path)
-        assert sections != "-\n" and int(sections.split()[0]) >= 1
-        assert _decoded(path, sections) == _decoded(path, None), version
+        assert sections != "-\n" and int(sections.removeprefix("Z ").split()[0]) >= 1
+        assert sections.startswith("Z ") == (tracedat_layout.compressed(open(path, "rb"), path.stat().st_size))
+        assert _decoded(path, sections) == _decoded(path, None), path.name
     _equal_to_the_report(path)
 
 
 def test_the_decoder_reads_the_sections_it_is_given(tmp_path):
     """With --sections the program reads each CPU's pages up to the end it is told (a CPU's section cut to its first
     page gives fewer records); a line that does not match the file (a CPU id, a count) leaves the pages to libtracecmd;
-    compressed data, a TSC multiplier or a time shift are not read here at all ("-")."""
+    a TSC multiplier or a time shift are not read here at all ("-"); a zstd file's chunks are decompressed here ("Z")."""
     path = _uncompressed(LAB[0], tmp_path, 6)
     sections = _sections(path).split()
     whole = _decoded(path, None)[0]
@@ -420,12 +427,45 @@ def test_the_decoder_reads_the_sections_it_is_given(tmp_path):
         assert _decoded(path, " ".join(wrong) + "\n")[0] == whole, wrong
     with open(OWN, "rb") as f:
         layout = tracedat.read_layout(f, OWN.stat().st_size)
-    assert layout.compression == "zstd" and tracedat_records.sections_line(layout) == "-\n"
-    # known from the initial format, before the walk (Records.early_sections): "-" at once for compressed data
+        # a zstd file's, said before the walk from its metadata (Records.early_sections): the same line
+        assert tracedat_records.sections_line(tracedat_layout.metadata(f, OWN.stat().st_size)) == _sections(OWN)
+    zstd = _sections(OWN).split()
+    assert layout.compression == "zstd" and zstd[0] == "Z"
+    own = _decoded(OWN, None)[0]
+    lab = _sections(LAB[0]).split()
+    cut = [*lab[:4], str(int(lab[4]) // 2), *lab[5:]]  # CPU 0's first chunks only
+    assert lab[0] == "Z" and len(_decoded(LAB[0], " ".join(cut) + "\n")[0]) < len(_decoded(LAB[0], None)[0])
+    for wrong in (zstd[1:], [zstd[0], "9", *zstd[2:]], ["Z"]):  # as uncompressed, a CPU count, nothing
+        assert _decoded(OWN, " ".join(wrong) + "\n")[0] == own, wrong
+    # compressed or not, known from the initial format, before the walk
     for file, expected in ((OWN, True), (path, False), (_uncompressed(OWN, tmp_path, 7), False)):
         with open(file, "rb") as f:
             assert tracedat_layout.compressed(f, file.stat().st_size) is expected, file
     assert tracedat_layout.compressed(io.BytesIO(b"\x17\x08\x44tracing7\0\0\x08"), 13) is True  # cut short
+
+
+def test_damaged_zstd_chunks_end_a_cpu_or_the_program_not_the_machine(tmp_path):
+    """Copies of a zstd capture with bytes changed in its chunks (headers and frames): the program decompresses them
+    into bounded windows, and ends, with the records it could read or an error status, never a crash (the layout's
+    walk refuses such a file before its records are read: tests/test_tracedat.py)."""
+    sections = _sections(LAB[0])
+    _, _, cpu_at, size = sections.split()[:4]
+    data, rng = LAB[0].read_bytes(), random.Random(20261208)
+    statuses = set()
+    for _ in range(40):
+        buf = bytearray(data)
+        for _ in range(rng.choice((1, 4, 16))):
+            buf[int(cpu_at) + rng.randrange(int(size))] = rng.randrange(256)
+        damaged = tmp_path / "damaged.dat"
+        damaged.write_bytes(buf)
+        done = subprocess.run(
+            [str(tracedat_records.PROGRAM), str(damaged), "--sections"],
+            input=sections.encode(),
+            capture_output=True,
+            timeout=60,
+        )
+        statuses.add(done.returncode)
+    assert statuses <= {0, 1, 2}, statuses
 
 
 def test_damaged_pages_are_read_as_libtracecmd_reads_them(tmp_path):
