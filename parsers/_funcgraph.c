@@ -40,6 +40,23 @@ enum reason {
 #include "_funcgraph_out.h"
 
 /* ---------------------------------------------------------------- state */
+/* texts by id, from 0 up (a record stream's stack frames 'N' and names 'M': _funcgraph_records.h): each id's offset
+ * into `text` */
+typedef struct { buf_t off, text; uint32_t n; } texts_t;
+static int texts_add(texts_t *t, const char *p, size_t n) {
+    if (put32(&t->off, (int32_t)t->text.len) || buf_put(&t->text, p, n)) return -1;
+    t->n++;
+    return 0;
+}
+/* the text of id (< t->n) */
+static inline void texts_at(const texts_t *t, uint32_t id, const char **p, size_t *n) {
+    int32_t from, to = (int32_t)t->text.len;
+    memcpy(&from, t->off.p + 4 * (size_t)id, 4);
+    if (id + 1 < t->n) memcpy(&to, t->off.p + 4 * (size_t)(id + 1), 4);
+    *p = t->text.p + from; *n = (size_t)(to - from);
+}
+static void texts_free(texts_t *t) { buf_free(&t->off); buf_free(&t->text); }
+
 typedef struct { int64_t line, entry_ns; int32_t func, comm, cpu, depth, indent; } frame_t;
 /* comm_id: the name this task's lines last gave (-1: none yet), so that a line naming it again is not hashed */
 typedef struct { int64_t key, pid; int32_t base, n, cap, comm_id; frame_t *fr; } task_t;
@@ -75,10 +92,8 @@ typedef struct {
     seen_t seen[SEEN_SLOTS];
     /* the blocks of the columns Python has freed, for the next chunk's (_colpool.h) */
     colpool pool;
-    /* a record stream's stack frames (_funcgraph_records.h): each id's "=> frame" line, offsets into frame_text */
-    buf_t frame_off, frame_text; uint32_t nframe_ids;
-    /* a record stream's names ('M': tasks', functions'): each id's text, offsets into name_text */
-    buf_t name_off, name_text; uint32_t nname_ids;
+    /* a record stream's stack frames' "=> frame" lines ('N') and names ('M': tasks', functions'), by id */
+    texts_t frames, names;
 } state_t;
 
 /* 8 bytes at a time (names are short: a few words), multiply-xorshift mixed; the last 1-8 bytes in one load that may
@@ -277,8 +292,7 @@ static void state_free(state_t *st) {
     free(st->tasks); free(st->tmap); free(st->istr); free(st->imap); free(st->ahead);
     buf_free(&st->arena); buf_free(&st->pend_comm); buf_free(&st->pend_event); buf_free(&st->pend_text);
     buf_free(&st->pend_ids);
-    buf_free(&st->frame_off); buf_free(&st->frame_text);
-    buf_free(&st->name_off); buf_free(&st->name_text);
+    texts_free(&st->frames); texts_free(&st->names);
     pool_clear(&st->pool);
     free(st);
 }

@@ -39,10 +39,10 @@ static void emit_event(out_t *o, const ctx_t *c, const char *ev, size_t evn, con
 static int pend_frames_text(const state_t *st, buf_t *to) {
     const int32_t *ids = (const int32_t *)st->pend_ids.p;
     for (size_t i = 0; i < st->pend_ids.len / 4; i++) {
-        int32_t id = ids[i], from, end = (int32_t)st->frame_text.len;
-        memcpy(&from, st->frame_off.p + 4 * (size_t)id, 4);
-        if ((uint32_t)id + 1 < st->nframe_ids) memcpy(&end, st->frame_off.p + 4 * (size_t)(id + 1), 4);
-        if (put8(to, '\n') || buf_put(to, st->frame_text.p + from, (size_t)(end - from))) return -1;
+        const char *p;
+        size_t n;
+        texts_at(&st->frames, (uint32_t)ids[i], &p, &n);
+        if (put8(to, '\n') || buf_put(to, p, n)) return -1;
     }
     return 0;
 }

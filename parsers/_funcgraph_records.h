@@ -30,11 +30,8 @@ static int rd_str(rd_t *r, const char **s, size_t *n) {
 static int rd_name(rd_t *r, const state_t *st, const char **s, size_t *n) {
     uint32_t id;
     if (rd_take(r, &id, 4)) return -1;
-    if (id >= st->nname_ids) return 1;
-    int32_t from, to = (int32_t)st->name_text.len;
-    memcpy(&from, st->name_off.p + 4 * (size_t)id, 4);
-    if (id + 1 < st->nname_ids) memcpy(&to, st->name_off.p + 4 * (size_t)(id + 1), 4);
-    *s = st->name_text.p + from; *n = (size_t)(to - from);
+    if (id >= st->names.n) return 1;
+    texts_at(&st->names, id, s, n);
     return 0;
 }
 
@@ -66,19 +63,17 @@ static int fold_record(state_t *st, out_t *o, const char *base, rd_t *r, int64_t
     if (kind == 'N') {
         uint32_t id; uint16_t len;
         if (rd_take(r, &id, 4) || rd_take(r, &len, 2) || rd_span(r, len, &s)) { *r = at; *lineno = line0; return 1; }
-        if (id != st->nframe_ids || id >= MAX_FRAME_IDS) return -1;
-        size_t at = st->frame_text.len;
-        if (put32(&st->frame_off, (int32_t)st->frame_text.len) || buf_put(&st->frame_text, s, len)) { o->oom = 1; return 0; }
-        utf8_fix((unsigned char *)st->frame_text.p + at, (unsigned char *)st->frame_text.p + at + len); /* once */
-        st->nframe_ids++;
+        if (id != st->frames.n || id >= MAX_FRAME_IDS) return -1;
+        size_t at = st->frames.text.len;
+        if (texts_add(&st->frames, s, len)) { o->oom = 1; return 0; }
+        utf8_fix((unsigned char *)st->frames.text.p + at, (unsigned char *)st->frames.text.p + at + len); /* once */
         return 0;
     }
     if (kind == 'M') { /* (not made UTF-8 here: each use is, as the report's text would be) */
         uint32_t id; uint16_t len;
         if (rd_take(r, &id, 4) || rd_take(r, &len, 2) || rd_span(r, len, &s)) { *r = at; *lineno = line0; return 1; }
-        if (id != st->nname_ids || id >= MAX_NAME_IDS) return -1;
-        if (put32(&st->name_off, (int32_t)st->name_text.len) || buf_put(&st->name_text, s, len)) { o->oom = 1; return 0; }
-        st->nname_ids++;
+        if (id != st->names.n || id >= MAX_NAME_IDS) return -1;
+        if (texts_add(&st->names, s, len)) o->oom = 1;
         return 0;
     }
     /* an event's line: its task and time */
@@ -137,11 +132,10 @@ static int fold_record(state_t *st, out_t *o, const char *base, rd_t *r, int64_t
         size_t len = st->pend_text.len;
         for (uint32_t i = 0; i < n && !o->oom; i++) {
             uint32_t id = UINT32_MAX;
-            if (rd_take(r, &id, 4) || id >= st->nframe_ids) return -1;
-            int32_t from, to = (int32_t)st->frame_text.len;
-            memcpy(&from, st->frame_off.p + 4 * (size_t)id, 4);
-            if (id + 1 < st->nframe_ids) memcpy(&to, st->frame_off.p + 4 * (size_t)(id + 1), 4);
-            size_t fn = (size_t)(to - from);
+            if (rd_take(r, &id, 4) || id >= st->frames.n) return -1;
+            const char *frame;
+            size_t fn;
+            texts_at(&st->frames, id, &frame, &fn);
             if (len + fn + 1 > MAX_FOLD) { st->n_folded_cut++; continue; }
             if (put32(&st->pend_ids, (int32_t)id)) { o->oom = 1; break; }
             len += fn + 1;
