@@ -140,7 +140,6 @@ typedef struct {
 static int pages_read_here; /* the records are read here (start_reading_pages succeeded) */
 static page_cursor *cursors;
 static int cursor_count;
-static int trace_fd = -1; /* the trace.dat, read by every cursor */
 static unsigned long long page_bytes, window_bytes;
 static unsigned long long time_offset; /* libtracecmd's ts_offset: the file's --ts-offset / --date */
 static int read_ahead_cpu = -1; /* the CPU whose next record was read while a record was written, -1: none */
@@ -299,7 +298,6 @@ static int start_reading_pages(struct tracecmd_input *h, const char *path, const
     page_cursor *cs = calloc((size_t)n, sizeof *cs);
     int ok = fd >= 0 && cs != NULL, offset_known = 0;
     unsigned long long offset = 0;
-    trace_fd = fd;
     for (int i = 0; ok && i < n; i++) {
         page_cursor *c = &cs[i];
         unsigned long long at, size;
@@ -342,7 +340,6 @@ static int start_reading_pages(struct tracecmd_input *h, const char *path, const
         }
         free(cs);
         if (fd >= 0) close(fd);
-        trace_fd = -1;
         return 0;
     }
     time_offset = offset;
