@@ -1,8 +1,10 @@
 """trace-cmd's binary `trace.dat` (file versions 6 and 7, v7's compressed sections included), uploaded as it is.
 
 tracedat_layout walks the whole file and refuses a damaged one with the byte offset of its first problem (trace-cmd
-says little: a v7 file cut short gives an empty report and exit status 0); nothing is read before it passes. The file
-is decoded (starting as the walk does, stopped if it refuses) by
+says little: a v7 file cut short gives an empty report and exit status 0); nothing is read before it passes, but for
+the zstd chunks of trace data the decoder reads itself: the walk checks their headers, and the decoder refuses a
+chunk that does not decompress to its stated size, with its offset, as the walk would. The file is decoded (starting
+as the walk does, stopped if it refuses) by
 Debian's libtracecmd and libtraceevent (events from the format files stored in the file, function names from its
 kallsyms, comms from its saved cmdlines, its clock, timestamp offsets and multipliers, plugins: what `trace-cmd
 report` applies) in a child process under resource limits, `tracedat-records` (tracedat_records.c; the pages of
@@ -90,19 +92,19 @@ def parse(
             if tracedat_records.available()
             else None
         )
-        try:
-            if records:
-                records.early_sections(path, size)
-            layout = _layout(path, size, report)
+        try:  # (compressed chunks the decoder reads are decompressed there, a damaged one refused with its offset)
+            layout = _layout(path, size, report, decompress_chunks=records is None)
+            if records and any(b.name or b.latency for b in layout.buffers):  # the report's text covers these
+                records.stop()
+                records = None
+            if not layout.chunks_decompressed and (records is None or not tracedat_records.reads_pages(layout)):
+                layout = _layout(path, size, report)  # libtracecmd decompresses them: each checked here first
         except BaseException:
             if records:
                 records.stop()
             raise
         if any(b.latency for b in layout.buffers):
             report.note("the file holds latency-tracer text: its lines are read as the ftrace text they are")
-        if records and any(b.name or b.latency for b in layout.buffers):  # the report's text covers these
-            records.stop()
-            records = None
         if records:
             records.bound(layout)
             try:
@@ -110,17 +112,18 @@ def parse(
                 _notes(report, layout, size, records, "'s libraries (libtracecmd) into records")
                 return
             except tracedat_records.NotNative:
-                pass
+                if not layout.chunks_decompressed:
+                    layout = _layout(path, size, report)
         text = tracecmd.Report(path, tmp, layout, size, report.filename, file.fds)
         yield from text.parsed(lambda out: funcgraph.parse(out, report, chunk_bytes or REPORT_CHUNK_BYTES))
         _notes(report, layout, size, text, f" {text.version} ({text.text_bytes:,} bytes of text)")
 
 
-def _layout(path: str, size: int, report: ParseReport) -> Layout:
+def _layout(path: str, size: int, report: ParseReport, decompress_chunks: bool = True) -> Layout:
     """The file's layout, walked whole (tracedat_layout), or its first problem refused with its byte offset."""
     try:
         with open(path, "rb") as f:
-            layout = read_layout(f, size)
+            layout = read_layout(f, size, decompress_chunks)
     except LayoutError as e:
         raise ParseError(e.what, filename=report.filename, offset=e.offset) from None
     except RuntimeError as e:  # libzstd missing

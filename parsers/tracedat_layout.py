@@ -11,7 +11,9 @@ byte offset where it is (man 5 trace-cmd.dat.v6 / trace-cmd.dat.v7):
   offset and size;
 * v7: the chain of options sections and, for every section an option points to (header info, formats,
   kallsyms, printk, cmdlines, each buffer's trace data), its header (id, flags, size), its bounds and, when it
-  is compressed, that it decompresses to its stated size (each chunk of compressed trace data as well).
+  is compressed, that it decompresses to its stated size; each chunk of compressed trace data as well, or only its
+  header past each CPU's first chunk (for a decoder that decompresses the chunks itself and refuses a damaged one
+  with its offset: libtracecmd's open reads the first ones, and crashes on a damaged one).
 
 The result (`Layout`) says what the file carries that changes the meaning of its times (clock, offsets,
 multipliers, time-shift, buffer instances): the decoder applies those, the ingest notes them.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -82,7 +85,8 @@ class Layout:
     compressed_sections: int = 0
     compressed_chunks: int = 0
     trace_bytes: int = 0  # of trace data, as stored (compressed or not)
-    uncompressed_bytes: int = 0  # of compressed trace data, once decompressed
+    uncompressed_bytes: int = 0  # of compressed trace data, once decompressed (as its chunks' headers say)
+    chunks_decompressed: bool = True  # by the walk (else only their headers past each CPU's first chunk)
 
     def option_text(self, option: int) -> list[str]:
         return [d.split(b"\0", 1)[0].decode("utf-8", "replace").strip() for d in self.options.get(option, [])]
@@ -151,7 +155,13 @@ class _Reader:
 
 
 class _Zstd:
-    """libzstd's one-shot decompression through ctypes (the library trace-cmd itself links against)."""
+    """libzstd's one-shot decompression through ctypes (the library trace-cmd itself links against); one instance
+    (find_library runs `ldconfig -p`: 5-20 ms a walk)."""
+
+    @staticmethod
+    @functools.cache
+    def loaded() -> _Zstd:
+        return _Zstd()
 
     def __init__(self):
         name = ctypes.util.find_library("zstd") or "libzstd.so.1"
@@ -188,11 +198,11 @@ def _inflate(data: bytes, size: int) -> bytes:
 
 
 class _Walker:
-    def __init__(self, stream: BinaryIO, size: int, chunks: bool = True):
+    def __init__(self, stream: BinaryIO, size: int, decompress_chunks: bool = True):
         self.file = _Reader(stream, size)
         self.size = size
         self.decompress = None
-        self.read_chunks = chunks  # the compressed trace data's chunks decompressed (checked), or left unread
+        self.decompress_chunks = decompress_chunks
 
     # -- the initial format, both versions ---------------------------------------------------------------------
     def initial(self) -> tuple[Layout, int]:
@@ -221,6 +231,7 @@ class _Walker:
 
     def walk(self) -> Layout:
         layout, at = self.initial()
+        layout.chunks_decompressed = self.decompress_chunks
         if layout.version == 6:
             self.v6(layout, at)
         else:
@@ -355,7 +366,7 @@ class _Walker:
         layout.compression_at = at
         layout.compression_version, after = f.cstring(after, "the compression version", limit=64)
         if layout.compression == "zstd":
-            self.decompress = _Zstd()
+            self.decompress = _Zstd.loaded()
         elif layout.compression == "zlib":
             self.decompress = _inflate
         elif layout.compression != "none":
@@ -415,8 +426,9 @@ class _Walker:
         layout.compressed_sections += 1
         return self.inflate(layout, data_at, size, f"the {what} section"), None
 
-    def inflate(self, layout: Layout, at: int, room: int, what: str) -> bytes:
-        """A compressed block at `at` (<compressed size4><size4><data>), within `room` bytes."""
+    def inflated_size(self, at: int, room: int, what: str) -> int:
+        """The size a compressed block at `at` (<compressed size4><size4><data>) says it decompresses to, checked
+        against its `room` and the plausible."""
         f = self.file
         if self.decompress is None:
             raise LayoutError(at, f"{what} is marked compressed, but the file names no compression algorithm")
@@ -425,8 +437,13 @@ class _Walker:
             raise LayoutError(at, f"{what}: {csize} compressed bytes do not fit in its {room} bytes")
         if usize > min(MAX_CHUNK, MAX_EXPANSION * self.size + MAX_TRACE_CHUNK):
             raise LayoutError(at + 4, f"{what} is said to decompress to {usize} bytes: not plausible")
+        return usize
+
+    def inflate(self, layout: Layout, at: int, room: int, what: str) -> bytes:
+        """A compressed block at `at`, within `room` bytes, decompressed."""
+        usize = self.inflated_size(at, room, what)
         try:
-            return self.decompress(f.bytes(at + 8, csize, what), usize)
+            return self.decompress(self.file.bytes(at + 8, self.file.num(at, 4, what), what), usize)
         except ValueError as e:
             raise LayoutError(at + 8, f"{what} does not decompress with {layout.compression}: {e}") from None
 
@@ -461,7 +478,7 @@ class _Walker:
         _, data_at = self.section(layout, offset, option)
         compressed = bool(self.file.num(offset + 2, 2, "the trace data's flags") & SECTION_COMPRESSED)
         if option == BUFFER_TEXT:
-            if compressed and self.read_chunks:
+            if compressed:
                 size = self.file.num(offset + 8, 8, "the latency text's size")
                 self.chunks(layout, data_at, size - 4, "the latency text")
             return Buffer(name, clock, True)
@@ -480,16 +497,17 @@ class _Walker:
                     f"({self.size} bytes): truncated?",
                 )
             at += 20
-            if size and compressed and self.read_chunks:
+            if size and compressed:
                 self.chunks(layout, cpu_at, size, f"CPU {cpu}'s trace data", page)
             buf.cpus.append((cpu, cpu_at, size))
             layout.trace_bytes += size
         return buf
 
     def chunks(self, layout: Layout, at: int, size: int, what: str, page: int | None = None) -> None:
-        """Compressed trace data: <count4> then count x <compressed size4><size4><data>; each is decompressed. The
-        size trace-cmd stores for it leaves out the count (and trace-cmd does not check it). A chunk of ring-buffer
-        pages holds whole pages (`page`): anything else is damage, refused before it is decompressed."""
+        """Compressed trace data: <count4> then count x <compressed size4><size4><data>; each is decompressed (or
+        only its header checked). The size trace-cmd stores for it leaves out the count (and trace-cmd does not
+        check it). A chunk of ring-buffer pages holds whole pages (`page`): anything else is damage, refused before it
+        is decompressed."""
         end = min(at + 4 + size, self.size)
         count = self.file.num(at, 4, f"{what}'s chunk count")
         if count * 8 > end - at - 4:
@@ -509,28 +527,16 @@ class _Walker:
                     f"the compressed trace data would decompress to more than {MAX_EXPANSION} times the file's size: "
                     "not plausible (a damaged or hostile file)",
                 )
-            layout.uncompressed_bytes += len(self.inflate(layout, at, end - at, f"chunk {i + 1} of {what}"))
+            if self.decompress_chunks or i == 0:  # (libtracecmd's open reads each CPU's first chunk)
+                layout.uncompressed_bytes += len(self.inflate(layout, at, end - at, f"chunk {i + 1} of {what}"))
+            else:
+                layout.uncompressed_bytes += self.inflated_size(at, end - at, f"chunk {i + 1} of {what}")
             at += 8 + self.file.num(at, 4, "a chunk's size")
             layout.compressed_chunks += 1
 
 
-def compressed(stream: BinaryIO, size: int) -> bool:
-    """Whether the file's initial format names a compression (v7): known at once, before the walk; a file whose
-    initial format cannot be read counts as compressed (the walk says what is wrong)."""
-    try:
-        walker = _Walker(stream, size)
-        layout, at = walker.initial()
-        return layout.version != 6 and walker.compression(at)[0] != "none"
-    except LayoutError:
-        return True
-
-
-def read_layout(stream: BinaryIO, size: int) -> Layout:
-    """Walks a whole trace.dat (seekable stream of `size` bytes); raises LayoutError at the first problem."""
-    return _Walker(stream, size).walk()
-
-
-def metadata(stream: BinaryIO, size: int) -> Layout:
-    """The layout as read_layout walks it but for the chunks of compressed trace data, neither decompressed nor
-    checked (nor counted): a v7 file's buffers, options and CPUs, known before its chunks are."""
-    return _Walker(stream, size, chunks=False).walk()
+def read_layout(stream: BinaryIO, size: int, decompress_chunks: bool = True) -> Layout:
+    """Walks a whole trace.dat (seekable stream of `size` bytes); raises LayoutError at the first problem. The chunks
+    of compressed trace data are decompressed, or (`decompress_chunks` False) only their headers past each CPU's or
+    text's first chunk."""
+    return _Walker(stream, size, decompress_chunks).walk()

@@ -128,7 +128,7 @@ typedef struct {
      * window in turn, its pages at libtracecmd's offsets from the first record's page on */
     int compressed;
     unsigned long long chunk_at, section_end, next_at; /* the next chunk's header, the section's end, its offset */
-    unsigned chunks_left;
+    unsigned chunks_left, chunks;
     int current;                /* the window the loaded page is in */
     ring_page ring;
     struct tep_record slot[2];
@@ -175,6 +175,20 @@ static int read_window(page_cursor *c, int w, unsigned long long offset) {
 /* libzstd's, found as libtracecmd finds it (dlopen): NULL when it is not there */
 static size_t (*zstd_decompress)(void *, size_t, const void *, size_t);
 static unsigned (*zstd_is_error)(size_t);
+static const char *(*zstd_error_name)(size_t);
+
+/* a chunk that does not decompress to its stated size: said on stderr as the layout's walk says it (tracedat_layout:
+ * the offset of its compressed data), the walk then stopped and the program's status DAMAGED */
+#define DAMAGED 4
+static int damaged;
+static void chunk_damaged(const page_cursor *c, size_t made, uint32_t usize) {
+    char why[160];
+    if (zstd_is_error(made)) snprintf(why, sizeof why, "%s", zstd_error_name ? zstd_error_name(made) : "an error");
+    else snprintf(why, sizeof why, "gave %zu bytes, not the %u stated", made, usize);
+    fprintf(stderr, "damaged at byte %llu: chunk %u of CPU %d's trace data does not decompress with zstd: %s\n",
+            c->chunk_at + 8, c->chunks - c->chunks_left + 1, c->cpu_id, why);
+    damaged = 1;
+}
 static unsigned char *zstd_in;
 static size_t zstd_in_cap;
 #define CHUNK_MAX (16u << 20) /* tracedat_layout.MAX_TRACE_CHUNK: a chunk said to hold more is damage */
@@ -199,7 +213,7 @@ static int read_chunk(page_cursor *c, int w, unsigned long long offset) {
         }
         if (pread_all(c->fd, zstd_in, csize, c->chunk_at + 8) != csize) return 0;
         size_t made = zstd_decompress(c->window[w], usize, zstd_in, csize);
-        if (zstd_is_error(made) || made != usize) return 0;
+        if (zstd_is_error(made) || made != usize) { chunk_damaged(c, made, usize); return 0; }
         memset(c->window[w] + usize, 0, SLACK);
         c->window_at[w] = c->next_at;
         c->window_len[w] = usize;
@@ -256,6 +270,20 @@ static struct tep_record *cursor_read(page_cursor *c) {
     return r;
 }
 
+/* the chunks of a CPU's compressed section at `at` decompressed in turn, to find a damaged one (chunk_damaged) */
+static void chunks_check(page_cursor *c, int id, unsigned long long at, unsigned long long size) {
+    unsigned char count[4];
+    if (pread_all(c->fd, count, 4, at) != 4 || !(c->window[0] = calloc(1, window_bytes + SLACK))) return;
+    c->window_cap[0] = window_bytes;
+    c->cpu_id = id;
+    c->section_end = at + 4 + size;
+    c->chunks = c->chunks_left = le32_at(count);
+    c->chunk_at = at + 4;
+    while (c->chunks_left && read_chunk(c, 0, c->next_at)) {}
+    free(c->window[0]);
+    c->window[0] = NULL;
+}
+
 /* whether the cursor's page at `page` holds `first` as its first record, as libtracecmd read it (its offset, size and
  * bytes) */
 static int first_record_at(page_cursor *c, const struct tep_record *first, unsigned long long page) {
@@ -291,6 +319,7 @@ static int start_reading_pages(struct tracecmd_input *h, const char *path, const
         if (lib) {
             *(void **)&zstd_decompress = dlsym(lib, "ZSTD_decompress");
             *(void **)&zstd_is_error = dlsym(lib, "ZSTD_isError");
+            *(void **)&zstd_error_name = dlsym(lib, "ZSTD_getErrorName");
         }
         if (!zstd_decompress || !zstd_is_error) { zstd_decompress = NULL; return 0; }
     }
@@ -309,7 +338,11 @@ static int start_reading_pages(struct tracecmd_input *h, const char *path, const
         c->end = at + size;
         c->done = 1;
         struct tep_record *first = peek(h, i);
-        if (!first) continue; /* no record: nothing to read */
+        if (!first) { /* no record: nothing to read, unless libtracecmd could not decompress its first chunk */
+            if (compressed && size) chunks_check(c, id, at, size);
+            if (damaged) break;
+            continue;
+        }
         for (int w = 0; ok && w < 2; w++) {
             ok = (c->window[w] = calloc(1, window_bytes + SLACK)) != NULL;
             c->window_cap[w] = window_bytes;
@@ -323,7 +356,7 @@ static int start_reading_pages(struct tracecmd_input *h, const char *path, const
             c->compressed = 1;
             c->section_end = at + 4 + size; /* (the size trace-cmd stores leaves out the count) */
             ok = first->cpu == id && pread_all(fd, count, 4, at) == 4;
-            c->chunks_left = ok ? le32_at(count) : 0;
+            c->chunks = c->chunks_left = ok ? le32_at(count) : 0;
             c->chunk_at = at + 4;
             c->next_at = page;
             c->end = ~0ull;

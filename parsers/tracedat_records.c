@@ -608,6 +608,7 @@ static void walk(void) {
         read_ahead_cpu = -1;
         on_record(handle, r, next, NULL);
         tracecmd_free_record(r);
+        if (damaged) break;
         if (read_ahead_cpu >= 0 && read_ahead_cpu < cpus)
             next_of[read_ahead_cpu] = tracecmd_peek_data(handle, read_ahead_cpu);
     }
@@ -662,6 +663,7 @@ int main(int argc, char **argv) {
         size_t cap = 0;
         if (getline(&where, &cap, stdin) > 0) start_reading_pages(handle, argv[1], where);
         free(where);
+        if (damaged) return DAMAGED;
     }
     walk();
     flush_out();
@@ -669,5 +671,5 @@ int main(int argc, char **argv) {
     /* the process ends: freeing the library's tables (its kallsyms, formats, names) is left to the exit, unless it
      * holds decompressed trace data in temporary files, which only tracecmd_close removes */
     if (holds_temp_files()) tracecmd_close(handle);
-    return out_failed || ferror(stdout) ? 1 : 0;
+    return damaged ? DAMAGED : out_failed || ferror(stdout) ? 1 : 0;
 }

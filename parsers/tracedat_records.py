@@ -11,6 +11,7 @@ text is read, as before.
 from __future__ import annotations
 
 import os
+import re
 import resource
 from pathlib import Path
 from typing import Iterator
@@ -25,6 +26,8 @@ PROGRAM = Path(__file__).with_name("tracedat-records")
 CHUNK_BYTES = 4 << 20  # read at a time; grown for a record larger than that
 MAX_RECORD_BYTES = 1 << 30
 NOT_NANOSECONDS = 3  # its exit status when the file's times are a raw counter (the report prints them as it is)
+DAMAGED = 4  # its exit status when a zstd chunk does not decompress to its stated size (stderr: "damaged at byte N: ")
+_DAMAGED_AT = re.compile(rb"damaged at byte (\d+): ([^\n]*)")
 # its output per byte of trace data at most (records are more compact than the report's text)
 OUTPUT_PER_DATA_BYTE = tracecmd.OUTPUT_PER_DATA_BYTE
 
@@ -61,22 +64,9 @@ class Records(child.ChildText):
             pass_fds=fds,
         )
 
-    def early_sections(self, path: str, size: int) -> None:
-        """A compressed file's sections_line, said at once (from its metadata: the chunks not read), so that the decoder
-        does not wait for the layout's walk (which decompresses every chunk) to start its own."""
-        with open(path, "rb") as f:
-            if not tracedat_layout.compressed(f, size):
-                return
-            try:
-                layout = tracedat_layout.metadata(f, size)
-            except (tracedat_layout.LayoutError, RuntimeError):  # (the walk says what is wrong)
-                self.tell("-\n")
-                return
-        self.tell(sections_line(layout))
-
     def bound(self, layout: Layout) -> None:
         """The limits of tracecmd.Report for this layout (CPU time, temporary files, output); and, on its stdin, where
-        each CPU's data lies (sections_line), unless said already (early_sections)."""
+        each CPU's data lies (sections_line)."""
         self.tell(sections_line(layout))
         self.data_bytes = layout.trace_bytes
         self.max_text = _max_output(layout.trace_bytes + layout.uncompressed_bytes)
@@ -85,6 +75,14 @@ class Records(child.ChildText):
                 resource.prlimit(self.proc.pid, which, (value, value))
             except (OSError, ValueError):  # it already ended: its status says how
                 pass
+
+    def failure(self) -> ParseError | None:
+        """A damaged chunk is refused as the layout's walk refuses it: what, and its byte offset."""
+        failure = super().failure()
+        found = _DAMAGED_AT.search(self.err) if failure and self.proc.poll() == DAMAGED else None
+        if found:
+            return ParseError(found[2].decode("utf-8", "replace"), filename=self.filename, offset=int(found[1]))
+        return failure
 
     def leftovers(self) -> list[str]:
         return tracecmd.temp_files(self.proc.pid)
@@ -104,6 +102,11 @@ def sections_line(layout: Layout) -> str:
         return "-\n"
     cpus = " ".join([str(len(top.cpus)), *(f"{cpu} {offset} {size}" for cpu, offset, size in top.cpus)])
     return ("Z " if layout.compression == "zstd" else "") + cpus + "\n"
+
+
+def reads_pages(layout: Layout) -> bool:
+    """Whether the decoder reads the pages (and decompresses the chunks) itself, rather than libtracecmd."""
+    return sections_line(layout) != "-\n"
 
 
 def _limits(size: int, decompressed: int) -> list[tuple[int, int]]:

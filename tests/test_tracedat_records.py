@@ -4,6 +4,7 @@ as trace-cmd's are; a record stream that is damaged refused, never read past its
 
 from __future__ import annotations
 
+import collections
 import io
 import random
 import re
@@ -403,7 +404,10 @@ def test_pages_read_by_the_decoder_give_the_librarys_records(which, tmp_path):
     ):
         sections = _sections(path)
         assert sections != "-\n" and int(sections.removeprefix("Z ").split()[0]) >= 1
-        assert sections.startswith("Z ") == (tracedat_layout.compressed(open(path, "rb"), path.stat().st_size))
+        with open(path, "rb") as f:
+            assert sections.startswith("Z ") == (
+                tracedat_layout.read_layout(f, path.stat().st_size).compression == "zstd"
+            )
         assert _decoded(path, sections) == _decoded(path, None), path.name
     _equal_to_the_report(path)
 
@@ -427,8 +431,14 @@ def test_the_decoder_reads_the_sections_it_is_given(tmp_path):
         assert _decoded(path, " ".join(wrong) + "\n")[0] == whole, wrong
     with open(OWN, "rb") as f:
         layout = tracedat.read_layout(f, OWN.stat().st_size)
-        # a zstd file's, said before the walk from its metadata (Records.early_sections): the same line
-        assert tracedat_records.sections_line(tracedat_layout.metadata(f, OWN.stat().st_size)) == _sections(OWN)
+        # a zstd file's walked as tracedat.parse walks it for the decoder (its chunks' headers checked, not each
+        # decompressed): the same line, the same size decompressed
+        headers = tracedat_layout.read_layout(f, OWN.stat().st_size, decompress_chunks=False)
+    assert tracedat_records.sections_line(headers) == _sections(OWN) and not headers.chunks_decompressed
+    assert (headers.uncompressed_bytes, headers.compressed_chunks) == (
+        layout.uncompressed_bytes,
+        layout.compressed_chunks,
+    )
     zstd = _sections(OWN).split()
     assert layout.compression == "zstd" and zstd[0] == "Z"
     own = _decoded(OWN, None)[0]
@@ -437,35 +447,47 @@ def test_the_decoder_reads_the_sections_it_is_given(tmp_path):
     assert lab[0] == "Z" and len(_decoded(LAB[0], " ".join(cut) + "\n")[0]) < len(_decoded(LAB[0], None)[0])
     for wrong in (zstd[1:], [zstd[0], "9", *zstd[2:]], ["Z"]):  # as uncompressed, a CPU count, nothing
         assert _decoded(OWN, " ".join(wrong) + "\n")[0] == own, wrong
-    # compressed or not, known from the initial format, before the walk
-    for file, expected in ((OWN, True), (path, False), (_uncompressed(OWN, tmp_path, 7), False)):
-        with open(file, "rb") as f:
-            assert tracedat_layout.compressed(f, file.stat().st_size) is expected, file
-    assert tracedat_layout.compressed(io.BytesIO(b"\x17\x08\x44tracing7\0\0\x08"), 13) is True  # cut short
 
 
-def test_damaged_zstd_chunks_end_a_cpu_or_the_program_not_the_machine(tmp_path):
-    """Copies of a zstd capture with bytes changed in its chunks (headers and frames): the program decompresses them
-    into bounded windows, and ends, with the records it could read or an error status, never a crash (the layout's
-    walk refuses such a file before its records are read: tests/test_tracedat.py)."""
+def test_damaged_zstd_chunks_are_refused_as_the_walk_refuses_them(tmp_path):
+    """Copies of a zstd capture with bytes changed in a CPU's chunks (headers and frames). tracedat.parse walks the
+    file checking only the chunks' headers past each CPU's first chunk and leaves the rest to the program, which
+    decompresses them into bounded windows: a chunk the whole walk finds does not decompress is refused by the program
+    (exit status DAMAGED) with the walk's words and byte offset; otherwise it ends with the records it could read, or
+    an error status, never a crash."""
     sections = _sections(LAB[0])
-    _, _, cpu_at, size = sections.split()[:4]
+    _, _, _, cpu_at, size = sections.split()[:5]
     data, rng = LAB[0].read_bytes(), random.Random(20261208)
-    statuses = set()
+    statuses = collections.Counter()
     for _ in range(40):
         buf = bytearray(data)
         for _ in range(rng.choice((1, 4, 16))):
             buf[int(cpu_at) + rng.randrange(int(size))] = rng.randrange(256)
         damaged = tmp_path / "damaged.dat"
         damaged.write_bytes(buf)
+        refusals = []
+        for whole in (True, False):
+            try:
+                tracedat_layout.read_layout(io.BytesIO(buf), len(buf), decompress_chunks=whole)
+                refusals.append(None)
+            except tracedat_layout.LayoutError as e:
+                refusals.append(e)
+        if refusals[1]:  # refused before the program runs
+            statuses["walk"] += 1
+            continue
         done = subprocess.run(
             [str(tracedat_records.PROGRAM), str(damaged), "--sections"],
             input=sections.encode(),
             capture_output=True,
             timeout=60,
         )
-        statuses.add(done.returncode)
-    assert statuses <= {0, 1, 2}, statuses
+        statuses[done.returncode] += 1
+        if refusals[0]:
+            assert done.returncode == tracedat_records.DAMAGED
+            assert done.stderr.decode().endswith(f"damaged at byte {refusals[0].offset}: {refusals[0].what}\n")
+        else:
+            assert done.returncode in (0, 1, 2), done.returncode
+    assert statuses["walk"] and statuses[tracedat_records.DAMAGED] and statuses[0], statuses
 
 
 def test_damaged_pages_are_read_as_libtracecmd_reads_them(tmp_path):
