@@ -19,13 +19,29 @@ static symbol_t *symbols, *symbol_map; /* in the order read; sorted (a lookup ma
 static size_t nsymbols, symbols_cap;
 static int symbols_library; /* the library holds the functions */
 
-static int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
+static signed char hex_values[256]; /* a character's value as a hex digit, -1: not one (a look-up: no branch between
+                                      * digits and letters, which an address mixes at random) */
+static void hex_values_init(void) {
+    for (int c = 0; c < 256; c++)
+        hex_values[c] = (signed char)(c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                      : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1);
 }
+static int hex_value(char c) { return hex_values[(unsigned char)c]; }
 static int scanf_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); } /* isspace in the C locale */
+/* the first scanf_space at or after q, or end: 8 bytes at a time while none is <= ' ' */
+static char *to_space(char *q, const char *end) {
+    for (;;) {
+        while (q + 8 <= end) {
+            uint64_t x;
+            memcpy(&x, q, 8);
+            if ((x - 0x2121212121212121ULL) & ~x & 0x8080808080808080ULL) break; /* a byte < 0x21 among them */
+            q += 8;
+        }
+        while (q < end && (unsigned char)*q > ' ') q++;
+        if (q >= end || scanf_space(*q)) return q;
+        q++; /* a control character, not a space */
+    }
+}
 
 static void symbols_to_library(struct tep_handle *tep) {
     for (size_t i = 0; i < nsymbols; i++) tep_register_function(tep, symbols[i].func, symbols[i].addr, symbols[i].mod);
@@ -40,14 +56,12 @@ static int symbol_bcmp(const void *a, const void *b) { /* func_bcmp */
     return fa->addr < fb->addr ? -1 : 1;
 }
 
-/* the table as func_map_init leaves the library's: last read first, stably sorted by address, a zero entry after */
-static symbol_t *sorted_symbols(void) {
-    size_t n = nsymbols;
-    symbol_t *map = malloc((n + 1) * sizeof *map), *tmp = malloc((n ? n : 1) * sizeof *tmp);
-    if (!map || !tmp) { free(map); free(tmp); return NULL; }
-    for (size_t i = 0; i < n; i++) map[i] = symbols[n - 1 - i];
-    symbol_t *src = map, *dst = tmp;
-    for (int shift = 0; shift < 64; shift += 8) { /* LSD radix sort: stable */
+/* `from`, n functions (in the order read), as the library orders them: last read first, stably sorted by address
+ * (an LSD radix sort, stable), into `to` (`tmp`: n more) */
+static void sort_read_order(const symbol_t *from, size_t n, symbol_t *to, symbol_t *tmp) {
+    for (size_t i = 0; i < n; i++) to[i] = from[n - 1 - i];
+    symbol_t *src = to, *dst = tmp;
+    for (int shift = 0; shift < 64; shift += 8) {
         size_t count[257] = {0};
         for (size_t i = 0; i < n; i++) count[((src[i].addr >> shift) & 0xff) + 1]++;
         int one_bucket = 0;
@@ -57,8 +71,32 @@ static symbol_t *sorted_symbols(void) {
         for (size_t i = 0; i < n; i++) dst[count[(src[i].addr >> shift) & 0xff]++] = src[i];
         symbol_t *t = src; src = dst; dst = t;
     }
-    if (src != map) memcpy(map, src, n * sizeof *map);
-    free(tmp);
+    if (src != to) memcpy(to, src, n * sizeof *to);
+}
+
+/* the table as func_map_init leaves the library's: last read first, stably sorted by address, a zero entry after.
+ * A kallsyms lists the kernel's functions in address order, then the modules' (in no order): the sorted head needs
+ * no sort (each run of one address reversed), the rest is sorted, and the two are merged, the rest's first on a tie
+ * (read later: first in the library's list) */
+static symbol_t *sorted_symbols(void) {
+    size_t n = nsymbols, head = n ? 1 : 0;
+    while (head < n && symbols[head].addr >= symbols[head - 1].addr) head++;
+    size_t rest = n - head;
+    symbol_t *map = malloc((n + 1) * sizeof *map), *sorted = malloc((head + 2 * rest + 1) * sizeof *sorted);
+    if (!map || !sorted) { free(map); free(sorted); return NULL; }
+    symbol_t *a = sorted, *b = sorted + head, *tmp = b + rest;
+    for (size_t i = 0; i < head;) { /* the head: ascending, a run of one address last read first */
+        size_t j = i;
+        while (j + 1 < head && symbols[j + 1].addr == symbols[i].addr) j++;
+        for (size_t k = 0; k <= j - i; k++) a[i + k] = symbols[j - k];
+        i = j + 1;
+    }
+    sort_read_order(symbols + head, rest, b, tmp);
+    size_t i = 0, k = 0, m = 0;
+    while (i < head && k < rest) map[m++] = b[k].addr <= a[i].addr ? b[k++] : a[i++];
+    while (i < head) map[m++] = a[i++];
+    while (k < rest) map[m++] = b[k++];
+    free(sorted);
     map[n] = (symbol_t){NULL, 0, NULL};
     return map;
 }
@@ -141,6 +179,7 @@ int tep_parse_kallsyms(struct tep_handle *tep, const char *kallsyms) {
     if (!library) return -1;
     if (symbols_library) return library(tep, kallsyms);
     char *copy = strdup(kallsyms); /* the table's names point into it: kept */
+    hex_values_init();
     if (!copy) { symbols_to_library(tep); return library(tep, kallsyms); }
     char *p = copy;
     for (;;) {
@@ -158,13 +197,13 @@ int tep_parse_kallsyms(struct tep_handle *tep, const char *kallsyms) {
         char ch = *q++;
         while (q < end && scanf_space(*q)) q++;
         char *func = q;
-        while (q < end && !scanf_space(*q)) q++;
+        q = to_space(q, end);
         if (q == func) goto library_reads;
         char *func_end = q, *mod = NULL;
         if (q + 1 < end && q[0] == '\t' && q[1] == '[') {
             char *mod_start = q + 2, *m = mod_start;
             if (m < end && scanf_space(*m)) goto library_reads; /* %*s would skip it, the module would start with it */
-            while (m < end && !scanf_space(*m)) m++;
+            m = to_space(m, end);
             if (m > mod_start) { mod = mod_start; m[-1] = 0; } /* its last character (the ']') cut */
         }
         p = *end ? end + 1 : end;

@@ -117,6 +117,11 @@ def test_kallsyms_aliases_name_functions_as_the_report_does(tmp_path, library_li
         if other.start() == used.start():  # the line before takes its address instead
             other = re.compile(rb"\n([0-9a-f]{16}) ").search(data, data.rindex(b"\n", 0, used.start() - 1))
         data[other.start(1) : other.end(1)] = used[1]  # same length: the file's layout is unchanged
+    # a module's function (the modules follow the kernel's, in no order of address) at the address of one called:
+    # read after the kernel's, it is first in the library's list (the head's and the rest's tie, in sorted_symbols)
+    module = re.compile(rb"\n([0-9a-f]{16}) [tT] \w+\t\[\w+\]\n").search(data)
+    assert module, "a module's function"
+    data[module.start(1) : module.end(1)] = line(b"filemap_read", 0)[1]
     if library_line:
         at = line(b"mutex_lock", 2)
         data[at.start(1)] = ord(" ")  # " fffff...": the library's sscanf reads it, so the text from there on is its
