@@ -4,7 +4,10 @@
   per-connection interrupt). It is an object of whoever opens the database: the Store starts it when it opens the
   file and stops it when it closes (the server, the CLI and the tests alike), a SQL console worker process its own.
 * `Connection` is a DuckDB connection with the Deadlines of the database it belongs to: the Store's connection and
-  every cursor of it (`cursor()` keeps them). Anything else is DuckDB's own (its attributes are the connection's).
+  every cursor of it (`cursor()` keeps them), and its MemoryShare. Anything else is DuckDB's own (its attributes are
+  the connection's).
+* `MemoryShare` lowers DuckDB's memory limit (a setting of the database's instance) while a derivation holds large
+  arrays of its own in Python (`lowered`): the process' memory is theirs and DuckDB's together.
 * `deadline(con, seconds)` interrupts what a block runs on `con` after `seconds`: QueryTimeout (HTTP 503).
 * The writes run through `execute` (one statement, under WRITE_SECONDS) and `transaction` (a block of them, under
   one deadline: committed whole, or rolled back at its deadline or any error, never half-written); the derive
@@ -121,17 +124,52 @@ class Deadlines:
                 del con  # nor does this thread keep it while it waits
 
 
+class MemoryShare:
+    """DuckDB's memory limit of one database (`limit`, as configured; None: as DuckDB says it at the first lowering),
+    lowered to a share of it while any holder of `lowered` runs, restored when the last one ends (two ingests may
+    derive at once; reads meanwhile have the lower limit too). One per database: its connection's and cursors'."""
+
+    _UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+    def __init__(self, limit: str | None = None):
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._holders = 0
+
+    @contextlib.contextmanager
+    def lowered(self, con: Connection, share: float) -> Iterator[None]:
+        """The limit at `share` of it while the block runs (set through a cursor of its own: `con` may be in a
+        transaction, and one a failed statement aborted would refuse the restoring SET)."""
+        with self._lock:
+            if self._holders == 0:
+                with con.raw.cursor() as own:
+                    said = own.execute("SELECT current_setting('memory_limit')").fetchone()[0]  # '488.2 MiB'
+                    number, unit = said.split()
+                    self.limit = self.limit or said
+                    own.execute(f"SET memory_limit = '{int(float(number) * self._UNITS[unit] * share)} bytes'")
+            self._holders += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._holders -= 1
+                if self._holders == 0:
+                    with con.raw.cursor() as own:
+                        own.execute(f"SET memory_limit = '{self.limit}'")
+
+
 class Connection:
-    """A DuckDB connection and the Deadlines of its database. Its attributes are the DuckDB connection's, but for
-    `cursor()`, whose cursor has the same Deadlines; `raw` is the DuckDB connection itself."""
+    """A DuckDB connection, the Deadlines and the MemoryShare of its database. Its attributes are the DuckDB
+    connection's, but for `cursor()`, whose cursor has the same Deadlines and MemoryShare; `raw` is the DuckDB
+    connection itself."""
 
-    __slots__ = ("raw", "deadlines")
+    __slots__ = ("raw", "deadlines", "memory")
 
-    def __init__(self, raw: duckdb.DuckDBPyConnection, deadlines: Deadlines):
-        self.raw, self.deadlines = raw, deadlines
+    def __init__(self, raw: duckdb.DuckDBPyConnection, deadlines: Deadlines, memory: MemoryShare | None = None):
+        self.raw, self.deadlines, self.memory = raw, deadlines, memory or MemoryShare()
 
     def cursor(self) -> Connection:
-        return Connection(self.raw.cursor(), self.deadlines)
+        return Connection(self.raw.cursor(), self.deadlines, self.memory)
 
     def __getattr__(self, name: str):
         return getattr(self.raw, name)

@@ -52,6 +52,7 @@ class Store:
         return_freed_blocks()
         self.config = config
         self.deadlines = statements.Deadlines().start()  # stopped by close()
+        self.memory = statements.MemoryShare(memory_limit)
         try:
             self.db = self._connect()
             create_or_migrate(self.db)
@@ -68,7 +69,7 @@ class Store:
             raise
 
     def _connect(self) -> statements.Connection:
-        return statements.Connection(duckdb.connect(str(self.path), config=self.config), self.deadlines)
+        return statements.Connection(duckdb.connect(str(self.path), config=self.config), self.deadlines, self.memory)
 
     def cursor(self) -> statements.Connection:
         return self.db.cursor()

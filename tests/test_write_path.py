@@ -144,3 +144,46 @@ def test_every_statement_goes_through_db_or_run():
                 ):
                     direct.append(f"{name}:{node.lineno}")
     assert direct == []
+
+
+def test_duckdbs_memory_limit_is_lowered_while_waits_are_derived(store, monkeypatch):
+    """While an ftrace source's waits are derived (their arrays in Python memory beside DuckDB's buffers), DuckDB's
+    limit is DUCKDB_SHARE_WITH_WAITS of the configured one, then the configured one again: after the ingest, after a
+    derivation that failed, and only once the last of two overlapping holders ends."""
+    from backend.derive import pipeline, waits
+
+    def limit() -> str:
+        return store.db.raw.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+
+    configured, seen = limit(), []
+    stage = waits.stage
+
+    def watched(*args, **kwargs):
+        seen.append(limit())
+        return stage(*args, **kwargs)
+
+    monkeypatch.setattr(waits, "stage", watched)
+    ingest_paths(store, SAMPLES / "ext4-jbd2-commit.trace-cmd-report.txt")
+
+    def mib(said: str) -> float:  # '488.2 MiB'
+        number, unit = said.split()
+        return float(number) * {"MiB": 1, "GiB": 1024}[unit]
+
+    assert seen and abs(mib(seen[0]) - mib(configured) * pipeline.DUCKDB_SHARE_WITH_WAITS) < 0.2
+    assert limit() == configured
+
+    def failing(*args, **kwargs):
+        seen.append(limit())
+        raise RuntimeError("a failed derivation")
+
+    monkeypatch.setattr(waits, "stage", failing)
+    with pytest.raises(Exception, match="a failed derivation"):
+        ingest_paths(store, SAMPLES / "ext4-jbd2-commit.trace-cmd-report.txt")
+    assert seen[-1] != configured and limit() == configured
+
+    con = store.cursor()
+    with store.db.memory.lowered(store.db, 0.5):
+        with con.memory.lowered(con, 0.5):
+            held = limit()
+        assert limit() == held != configured  # the other holder still runs
+    assert limit() == configured

@@ -77,6 +77,11 @@ from . import (
 from .frames import FrameKinds
 
 DERIVE_STAGED: dict[str, list[Callable]] = {"fg_call_rows": [cpu_tasks.name_cpu_tasks]}
+# DuckDB's memory limit, as a share of the configured one, while the waits of ftrace sources are derived (their
+# arrays, stacks and rows in Python beside DuckDB's buffers). On a 1 GiB trace.dat of 437 k waits (bench.derive_calls,
+# 2 runs each): the ingest's peak 1096-1099 -> 937-941 MiB, the derive 7.24-7.78 -> 7.08-7.18 s; a 1 GiB function_graph
+# text: 656-666 -> 597-603 MiB, 3.06-3.32 -> 2.91-3.14 s. (The whole ingest at this share was slower on blkparse.)
+DUCKDB_SHARE_WITH_WAITS = 0.5
 
 
 def derive_staged(con, source_id: int, tables) -> None:
@@ -120,8 +125,12 @@ def waits_chains_and_timeline(con, analysis_id: str) -> None:
     reader = con.cursor()  # the staged rows, read by the reader thread while this one uses `con`
     try:
         # the reader thread: work that releases the GIL (DuckDB, Arrow, numpy) while this one goes on in Python or
-        # in DuckDB; a connection is used by one thread at a time
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="derive-reader") as pool:
+        # in DuckDB; a connection is used by one thread at a time. DuckDB's memory limit is lowered meanwhile: the
+        # waits' arrays are this process' memory too
+        with (
+            con.memory.lowered(con, DUCKDB_SHARE_WITH_WAITS),
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="derive-reader") as pool,
+        ):
             derived, summarized = _waits_of_sources(con, reader, pool, sources, ftrace, frames)
             # the inserter thread: the waits' rows (DuckDB, on `con`: this thread does not use it until they are in),
             # beside the summaries and the chains' plan here (numpy)
