@@ -92,8 +92,11 @@ typedef struct {
     seen_t seen[SEEN_SLOTS];
     /* the blocks of the columns Python has freed, for the next chunk's (_colpool.h) */
     colpool pool;
-    /* a record stream's stack frames' "=> frame" lines ('N') and names ('M': tasks', functions'), by id */
+    /* a record stream's stack frames' "=> frame" lines ('N') and names ('M': tasks', functions'), by id; a name's
+     * interned id + 1 once a call interned it (int32 by name id, 0: not yet): rec_func */
     texts_t frames, names;
+    buf_t name_funcs;
+    size_t folding_name; /* the function_graph record being folded: its name's id + 1; 0: none (a line of text) */
 } state_t;
 
 /* 8 bytes at a time (names are short: a few words), multiply-xorshift mixed; the last 1-8 bytes in one load that may
@@ -292,7 +295,7 @@ static void state_free(state_t *st) {
     free(st->tasks); free(st->tmap); free(st->istr); free(st->imap); free(st->ahead);
     buf_free(&st->arena); buf_free(&st->pend_comm); buf_free(&st->pend_event); buf_free(&st->pend_text);
     buf_free(&st->pend_ids);
-    texts_free(&st->frames); texts_free(&st->names);
+    texts_free(&st->frames); texts_free(&st->names); buf_free(&st->name_funcs);
     pool_clear(&st->pool);
     free(st);
 }

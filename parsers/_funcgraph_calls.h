@@ -26,6 +26,20 @@ static inline void rec_clear(fgrec_t *r) {
     r->kind = 0; r->name = r->namee = NULL; r->dur = 0; r->depth = 0; r->indent = 0;
 }
 
+/* intern_name of the call's function, when the text path interns it: the name of a record being folded
+ * (st->folding_name) is interned once, then found by its id (no hash of its text per call); -1 on out-of-memory */
+static inline int32_t rec_func(state_t *st, const fgrec_t *r) {
+    if (!st->folding_name || st->folding_name > st->name_funcs.len / 4)
+        return intern_name(st, r->name, (size_t)(r->namee - r->name));
+    int32_t *known = (int32_t *)st->name_funcs.p + (st->folding_name - 1);
+    if (!*known) {
+        int32_t id = intern_name(st, r->name, (size_t)(r->namee - r->name));
+        if (id < 0) return id;
+        *known = id + 1;
+    }
+    return *known - 1;
+}
+
 /* tail comment "/ * func [ret=..| = ..] * /" content -> function name span */
 static void tail_name(const char *p, const char *e, const char **np, const char **ne) {
     p = skip_ws(p, e); e = rtrim(p, e);
@@ -165,15 +179,16 @@ static int do_fg(state_t *st, out_t *o, const ctx_t *c, fgrec_t *r) {
         if (t->n >= MAX_STACK) return R_DEEP;
         frame_t f;
         f.line = c->line; f.entry_ns = c->t; f.cpu = c->cpu; f.depth = depth; f.indent = r->indent;
-        f.func = intern_name(st, r->name, (size_t)(r->namee - r->name));
+        f.func = rec_func(st, r);
         f.comm = c->has_comm ? task_comm(st, &t->comm_id, c->comm, c->commn) : -1;
         if (f.func < 0 || (c->has_comm && f.comm < 0) || push_frame(t, f)) { o->oom = 1; return 0; }
         return 0;
     }
     if (r->kind == FG_LEAF) {
         int64_t ex = (c->t != NUL64 && r->dur != NUL64) ? wadd(c->t, r->dur) : NUL64;
-        emit_call(st, o, c->line, t->pid, c->has_comm ? task_comm(st, &t->comm_id, c->comm, c->commn) : -1, c->comm,
-                  c->commn, c->has_comm, c->cpu, depth, -1, r->name,
+        int32_t comm = c->has_comm ? task_comm(st, &t->comm_id, c->comm, c->commn) : -1;
+        int32_t func = rec_func(st, r); /* after the task's name: interned in emit_call's order */
+        emit_call(st, o, c->line, t->pid, comm, c->comm, c->commn, c->has_comm, c->cpu, depth, func, r->name,
                   (size_t)(r->namee - r->name), 1, c->t, ex, r->dur, t->n ? t->fr[t->n - 1].line : NUL64, c->line, 0);
         return 0;
     }

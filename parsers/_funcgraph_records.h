@@ -26,12 +26,14 @@ static int rd_str(rd_t *r, const char **s, size_t *n) {
     if (rd_take(r, &k, 1) || rd_span(r, k, s)) return -1;
     *n = k; return 0;
 }
-/* a name by its id ('M'): 0, -1 when it does not fit in what is left, 1 when the id is not one given yet */
-static int rd_name(rd_t *r, const state_t *st, const char **s, size_t *n) {
+/* a name by its id ('M'; the id in *idp when not NULL): 0, -1 when it does not fit in what is left, 1 when the id
+ * is not one given yet */
+static int rd_name(rd_t *r, const state_t *st, const char **s, size_t *n, uint32_t *idp) {
     uint32_t id;
     if (rd_take(r, &id, 4)) return -1;
     if (id >= st->names.n) return 1;
     texts_at(&st->names, id, s, n);
+    if (idp) *idp = id;
     return 0;
 }
 
@@ -73,13 +75,13 @@ static int fold_record(state_t *st, out_t *o, const char *base, rd_t *r, int64_t
         uint32_t id; uint16_t len;
         if (rd_take(r, &id, 4) || rd_take(r, &len, 2) || rd_span(r, len, &s)) { *r = at; *lineno = line0; return 1; }
         if (id != st->names.n || id >= MAX_NAME_IDS) return -1;
-        if (texts_add(&st->names, s, len)) o->oom = 1;
+        if (texts_add(&st->names, s, len) || put32(&st->name_funcs, 0)) o->oom = 1;
         return 0;
     }
     /* an event's line: its task and time */
     int64_t t; int32_t cpu, pid; const char *comm; size_t commn;
     if (rd_take(r, &t, 8) || rd_take(r, &cpu, 4) || rd_take(r, &pid, 4)) { *r = at; *lineno = line0; return 1; }
-    int named = rd_name(r, st, &comm, &commn);
+    int named = rd_name(r, st, &comm, &commn, NULL);
     if (named > 0) return -1;
     if (named < 0) { *r = at; *lineno = line0; return 1; }
     ctx_t c;
@@ -109,7 +111,7 @@ static int fold_record(state_t *st, out_t *o, const char *base, rd_t *r, int64_t
             if (rd_take(r, &id, 4)) { *r = at; *lineno = line0; return 1; }
             if (id != UINT32_MAX) return -1;
         } else {
-            int named = rd_name(r, st, &s, &len);
+            int named = rd_name(r, st, &s, &len, &id);
             if (named > 0) return -1;
             if (named < 0) { *r = at; *lineno = line0; return 1; }
         }
@@ -118,7 +120,9 @@ static int fold_record(state_t *st, out_t *o, const char *base, rd_t *r, int64_t
         rec_clear(&x);
         x.kind = fk; x.dur = dur; x.depth = -1; x.indent = depth < 0 ? 0 : depth;
         x.name = s; x.namee = s ? s + len : NULL;
+        st->folding_name = s ? (size_t)id + 1 : 0;
         rc = do_fg(st, o, &c, &x);
+        st->folding_name = 0;
         skipped_text(o, rc, c.line, s, len); /* (the function's name: not in the chunk) */
     } else if (kind == 'K') {
         if (rd_take(r, &n, 4) || (size_t)(r->e - r->p) / 4 < n) { *r = at; *lineno = line0; return 1; }
