@@ -360,14 +360,33 @@ static int col_bitmap(buf_t *out, const char *p, size_t n, int kind, int valid_b
 /* d[key] = a numeric column's values (a bool column's: bytes 0/1/2), d[key_nulls] = how many are null, and what Arrow
  * reads without a copy: d[key_bitmap] its validity bitmap when some are null, d[key_bits] a bool column's values as
  * bits (funcgraph.py _column) */
-static int set_col(dest_t *x, PyObject *d, const char *key, buf_t *b, int kind) {
-    size_t w = kind == COL_I64 ? 8 : kind == COL_BOOL ? 1 : 4, n = b->len / w;
-    const char *p = b->p;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define LOW_HALF_AT 4
+#else
+#define LOW_HALF_AT 0
+#endif
+/* how many of a column's n values are null: vectorized (at -O2 GCC leaves a loop with a remainder scalar, and these
+ * counts were 5 % of the fold of function_graph records) */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
+#endif
+static int64_t col_nulls(const char *p, size_t n, int kind) {
     int64_t nulls = 0;
-    if (kind == COL_I64) for (size_t i = 0; i < n; i++) { int64_t v; memcpy(&v, p + 8 * i, 8); nulls += v == NUL64; }
+    if (kind == COL_I64) /* (as its two 32-bit halves: SSE2 compares no 64-bit words) */
+        for (size_t i = 0; i < n; i++) {
+            uint32_t lo, hi;
+            memcpy(&lo, p + 8 * i + LOW_HALF_AT, 4); memcpy(&hi, p + 8 * i + 4 - LOW_HALF_AT, 4);
+            nulls += (lo == 0) & (hi == 0x80000000u);
+        }
     else if (kind == COL_I32) for (size_t i = 0; i < n; i++) { int32_t v; memcpy(&v, p + 4 * i, 4); nulls += v == NUL32; }
     else if (kind == COL_ID) for (size_t i = 0; i < n; i++) { int32_t v; memcpy(&v, p + 4 * i, 4); nulls += v < 0; }
     else for (size_t i = 0; i < n; i++) nulls += (unsigned char)p[i] == 2;
+    return nulls;
+}
+static int set_col(dest_t *x, PyObject *d, const char *key, buf_t *b, int kind) {
+    size_t w = kind == COL_I64 ? 8 : kind == COL_BOOL ? 1 : 4, n = b->len / w;
+    const char *p = b->p;
+    int64_t nulls = col_nulls(p, n, kind);
     char k[64];
     buf_t bm = {0};
     int bad = 0;
