@@ -426,9 +426,9 @@ class _Walker:
         layout.compressed_sections += 1
         return self.inflate(layout, data_at, size, f"the {what} section"), None
 
-    def inflated_size(self, at: int, room: int, what: str) -> int:
-        """The size a compressed block at `at` (<compressed size4><size4><data>) says it decompresses to, checked
-        against its `room` and the plausible."""
+    def block_sizes(self, at: int, room: int, what: str) -> tuple[int, int]:
+        """A compressed block at `at` (<compressed size4><size4><data>): its compressed size and the size it says it
+        decompresses to, checked against its `room` and the plausible."""
         f = self.file
         if self.decompress is None:
             raise LayoutError(at, f"{what} is marked compressed, but the file names no compression algorithm")
@@ -437,13 +437,13 @@ class _Walker:
             raise LayoutError(at, f"{what}: {csize} compressed bytes do not fit in its {room} bytes")
         if usize > min(MAX_CHUNK, MAX_EXPANSION * self.size + MAX_TRACE_CHUNK):
             raise LayoutError(at + 4, f"{what} is said to decompress to {usize} bytes: not plausible")
-        return usize
+        return csize, usize
 
     def inflate(self, layout: Layout, at: int, room: int, what: str) -> bytes:
         """A compressed block at `at`, within `room` bytes, decompressed."""
-        usize = self.inflated_size(at, room, what)
+        csize, usize = self.block_sizes(at, room, what)
         try:
-            return self.decompress(self.file.bytes(at + 8, self.file.num(at, 4, what), what), usize)
+            return self.decompress(self.file.bytes(at + 8, csize, what), usize)
         except ValueError as e:
             raise LayoutError(at + 8, f"{what} does not decompress with {layout.compression}: {e}") from None
 
@@ -530,7 +530,7 @@ class _Walker:
             if self.decompress_chunks or i == 0:  # (libtracecmd's open reads each CPU's first chunk)
                 layout.uncompressed_bytes += len(self.inflate(layout, at, end - at, f"chunk {i + 1} of {what}"))
             else:
-                layout.uncompressed_bytes += self.inflated_size(at, end - at, f"chunk {i + 1} of {what}")
+                layout.uncompressed_bytes += self.block_sizes(at, end - at, f"chunk {i + 1} of {what}")[1]
             at += 8 + self.file.num(at, 4, "a chunk's size")
             layout.compressed_chunks += 1
 

@@ -270,15 +270,21 @@ static struct tep_record *cursor_read(page_cursor *c) {
     return r;
 }
 
+/* the cursor at the first chunk of the compressed section at `at` (its count read); 0 when that cannot be read */
+static int chunks_begin(page_cursor *c, unsigned long long at, unsigned long long size) {
+    unsigned char count[4];
+    c->section_end = at + 4 + size; /* (the size trace-cmd stores leaves out the count) */
+    c->chunk_at = at + 4;
+    int ok = pread_all(c->fd, count, 4, at) == 4;
+    c->chunks = c->chunks_left = ok ? le32_at(count) : 0;
+    return ok;
+}
+
 /* the chunks of a CPU's compressed section at `at` decompressed in turn, to find a damaged one (chunk_damaged) */
 static void chunks_check(page_cursor *c, int id, unsigned long long at, unsigned long long size) {
-    unsigned char count[4];
-    if (pread_all(c->fd, count, 4, at) != 4 || !(c->window[0] = calloc(1, window_bytes + SLACK))) return;
+    if (!chunks_begin(c, at, size) || !(c->window[0] = calloc(1, window_bytes + SLACK))) return;
     c->window_cap[0] = window_bytes;
     c->cpu_id = id;
-    c->section_end = at + 4 + size;
-    c->chunks = c->chunks_left = le32_at(count);
-    c->chunk_at = at + 4;
     while (c->chunks_left && read_chunk(c, 0, c->next_at)) {}
     free(c->window[0]);
     c->window[0] = NULL;
@@ -352,12 +358,8 @@ static int start_reading_pages(struct tracecmd_input *h, const char *path, const
         c->ring.header = 8 + (unsigned int)long_bytes;
         unsigned long long page = first->offset & ~(page_bytes - 1);
         if (compressed) { /* its chunks from the first: libtracecmd's offsets from the first record's page on */
-            unsigned char count[4];
             c->compressed = 1;
-            c->section_end = at + 4 + size; /* (the size trace-cmd stores leaves out the count) */
-            ok = first->cpu == id && pread_all(fd, count, 4, at) == 4;
-            c->chunks = c->chunks_left = ok ? le32_at(count) : 0;
-            c->chunk_at = at + 4;
+            ok = first->cpu == id && chunks_begin(c, at, size);
             c->next_at = page;
             c->end = ~0ull;
         } else {

@@ -663,9 +663,8 @@ int main(int argc, char **argv) {
         size_t cap = 0;
         if (getline(&where, &cap, stdin) > 0) start_reading_pages(handle, argv[1], where);
         free(where);
-        if (damaged) return DAMAGED;
     }
-    walk();
+    if (!damaged) walk(); /* (a damaged chunk: found before the walk, or ending it) */
     flush_out();
     fflush(stdout);
     /* the process ends: freeing the library's tables (its kallsyms, formats, names) is left to the exit, unless it
